@@ -1,0 +1,35 @@
+package dev.troupe.model;
+
+/**
+ * The closed set of error codes a client can see, each with its HTTP status. Adding a code is an API
+ * change: clients switch on these strings.
+ */
+public enum ErrorCode {
+  INVALID_REQUEST("invalid_request", 400),
+  NOT_FOUND("not_found", 404),
+  UNKNOWN_TYPE("unknown_type", 404),
+  UNKNOWN_ACTION("unknown_action", 404),
+  HISTORY_TRUNCATED("history_truncated", 410),
+  PRECONDITION_FAILED("precondition_failed", 409),
+  TOO_LARGE("too_large", 413),
+  OVERLOADED("overloaded", 429),
+  UNAVAILABLE("unavailable", 503),
+  /** The server cannot tell whether a write took effect; reported, never guessed. */
+  OUTCOME_UNKNOWN("outcome_unknown", 500);
+
+  private final String wireName;
+  private final int httpStatus;
+
+  ErrorCode(String wireName, int httpStatus) {
+    this.wireName = wireName;
+    this.httpStatus = httpStatus;
+  }
+
+  public String wireName() {
+    return wireName;
+  }
+
+  public int httpStatus() {
+    return httpStatus;
+  }
+}

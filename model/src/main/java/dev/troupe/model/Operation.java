@@ -1,0 +1,40 @@
+package dev.troupe.model;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import dev.troupe.model.value.Tag;
+import java.util.Set;
+
+/**
+ * The unit the journal records: one effect on one key of one entity (or on the whole entity).
+ * Operations are downstream effects, self-contained and deterministic to apply: an add carries its
+ * unique tag, a remove the tags it observed, so replaying the journal in commit order always
+ * rebuilds the same state (incremental logging, never whole states). Register timestamps come from
+ * the record's commit timestamp at apply time.
+ */
+public sealed interface Operation {
+  /** The key this operation touches; the empty string for {@link DeleteEntity}. */
+  String key();
+
+  /** Register assignment (last writer wins across data centres). */
+  record Assign(String key, JsonNode value) implements Operation {}
+
+  /** Removes one key, whatever its kind. */
+  record DeleteKey(String key) implements Operation {}
+
+  /** PN-counter increment; negative values decrement. */
+  record Increment(String key, long by) implements Operation {}
+
+  /** Add-wins OR-set add, with the unique tag of this addition. */
+  record AddElement(String key, JsonNode element, Tag tag) implements Operation {}
+
+  /** OR-set remove of the additions (tags) the turn observed. */
+  record RemoveElement(String key, JsonNode element, Set<Tag> observedTags) implements Operation {}
+
+  /** Deletes the entity: all keys go, the entity no longer exists until written again. */
+  record DeleteEntity() implements Operation {
+    @Override
+    public String key() {
+      return "";
+    }
+  }
+}

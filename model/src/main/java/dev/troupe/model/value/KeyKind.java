@@ -1,0 +1,26 @@
+package dev.troupe.model.value;
+
+import java.util.Locale;
+
+/** The CRDT kind of a key. */
+public enum KeyKind {
+  /** Any JSON value; concurrent writes resolved last-writer-wins by (timestamp, data centre). */
+  REGISTER,
+  /** PN-counter of 64-bit integers. */
+  COUNTER,
+  /** Add-wins observed-remove set of JSON values. */
+  SET;
+
+  public String wireName() {
+    return name().toLowerCase(Locale.ROOT);
+  }
+
+  public static KeyKind fromWireName(String name) {
+    for (KeyKind kind : values()) {
+      if (kind.wireName().equals(name)) {
+        return kind;
+      }
+    }
+    return null;
+  }
+}

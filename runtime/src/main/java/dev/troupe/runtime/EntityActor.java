@@ -1,0 +1,198 @@
+package dev.troupe.runtime;
+
+import dev.troupe.model.EntityId;
+import dev.troupe.model.ErrorCode;
+import dev.troupe.model.Invariants;
+import dev.troupe.model.TroupeException;
+import dev.troupe.model.spec.CompiledType;
+import dev.troupe.storage.Committed;
+import dev.troupe.storage.EntityWrite;
+import dev.troupe.storage.Store;
+import dev.troupe.txn.EntityTurnCore;
+import dev.troupe.txn.EntityTurnCore.Effect;
+import dev.troupe.txn.EntityTurnCore.Input;
+import dev.troupe.txn.Turn;
+import dev.troupe.txn.TurnResult;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.actor.typed.Behavior;
+import org.apache.pekko.actor.typed.javadsl.AbstractBehavior;
+import org.apache.pekko.actor.typed.javadsl.ActorContext;
+import org.apache.pekko.actor.typed.javadsl.Behaviors;
+import org.apache.pekko.actor.typed.javadsl.Receive;
+
+/**
+ * Shell of one active entity: decodes messages, feeds {@link EntityTurnCore}, and runs its effects
+ * (submit a commit to the store, reply, stop). All protocol decisions live in the core.
+ *
+ * <p>Started by its partition's {@link EntityRegistry} with the entity's durable state read from the
+ * store (possibly materialized from checkpoint and journal, hence the blocking dispatcher). Asks the
+ * registry to passivate it after an idle period.
+ */
+public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
+
+  /** Messages of an entity actor. */
+  public sealed interface Command {}
+
+  /** Run one turn against this entity and reply once everything it depends on is durable. */
+  public record RunTurn(Turn turn, CompiledType type, ActorRef<TurnResult> replyTo)
+      implements Command {}
+
+  /** The registry stops this incarnation (idle, or making room); it buffers the entity meanwhile. */
+  public record Passivate() implements Command {}
+
+  private record CommitCompleted(long serial, Committed committed, Throwable failure)
+      implements Command {}
+
+  private record IdleTimeoutElapsed() implements Command {}
+
+  private final EntityId entity;
+  private final Store store;
+  private final EntityTurnCore<ActorRef<TurnResult>> core;
+  private final ActorRef<EntityRegistry.Command> registry;
+  private final FatalErrorHandler fatalErrorHandler;
+  private final TurnMetrics metrics;
+
+  public static Behavior<Command> create(
+      EntityId entity,
+      Store store,
+      RuntimeSettings settings,
+      ActorRef<EntityRegistry.Command> registry,
+      FatalErrorHandler fatalErrorHandler,
+      TurnMetrics metrics) {
+    return Behaviors.setup(
+        context -> {
+          context.setReceiveTimeout(
+              Duration.ofMillis(settings.passivateAfterIdleMillis()), new IdleTimeoutElapsed());
+          return new EntityActor(
+              context, entity, store, settings, registry, fatalErrorHandler, metrics);
+        });
+  }
+
+  private EntityActor(
+      ActorContext<Command> context,
+      EntityId entity,
+      Store store,
+      RuntimeSettings settings,
+      ActorRef<EntityRegistry.Command> registry,
+      FatalErrorHandler fatalErrorHandler,
+      TurnMetrics metrics) {
+    super(context);
+    this.entity = entity;
+    this.store = store;
+    this.registry = registry;
+    this.fatalErrorHandler = fatalErrorHandler;
+    this.metrics = metrics;
+    this.core =
+        new EntityTurnCore<>(
+            entity,
+            store.read(entity),
+            settings.turnLimits(),
+            settings.storage().dataCentreId());
+  }
+
+  @Override
+  public Receive<Command> createReceive() {
+    return newReceiveBuilder().onMessage(Command.class, this::onCommand).build();
+  }
+
+  private Behavior<Command> onCommand(Command command) {
+    try {
+      return switch (command) {
+        case RunTurn run ->
+            runEffects(core.handle(new Input.TurnRequested<>(
+                run.turn(), run.type(), store.newTransactionId(), run.replyTo())));
+        case CommitCompleted completed when completed.failure() == null ->
+            runEffects(core.handle(new Input.CommitSucceeded<>(
+                completed.serial(), completed.committed().commitTimestamp())));
+        case CommitCompleted completed ->
+            runEffects(core.handle(new Input.CommitFailed<>(
+                completed.serial(), asTroupeException(completed.failure()), false)));
+        case Passivate ignored -> runEffects(core.handle(new Input.PassivationRequested<>()));
+        case IdleTimeoutElapsed ignored -> {
+          if (core.isIdle()) {
+            registry.tell(new EntityRegistry.PassivationWanted(entity));
+          }
+          yield this;
+        }
+      };
+    } catch (Invariants.InvariantViolation violation) {
+      fatalErrorHandler.onFatalError("entity " + entity, violation);
+      return Behaviors.stopped();
+    }
+  }
+
+  /**
+   * Runs the core's effects in order. A commit the store refuses at once (its queue is full) is
+   * reported back to the core before any later effect runs, and the later commits of the same batch
+   * are dropped: the core rolls back to before the refused one (see {@link EntityTurnCore}).
+   */
+  private Behavior<Command> runEffects(List<Effect<ActorRef<TurnResult>>> effects) {
+    return execute(effects) ? Behaviors.stopped() : this;
+  }
+
+  /** Returns whether the core asked to stop. */
+  private boolean execute(List<Effect<ActorRef<TurnResult>>> effects) {
+    boolean stop = false;
+    boolean dropCommits = false;
+    for (Effect<ActorRef<TurnResult>> effect : effects) {
+      switch (effect) {
+        case Effect.SubmitCommit<ActorRef<TurnResult>> submit -> {
+          if (dropCommits) {
+            continue;
+          }
+          CompletableFuture<Committed> future =
+              store.commit(
+                  submit.transactionId(), List.of(new EntityWrite(entity, submit.operations())));
+          TroupeException refusal = immediateRefusal(future);
+          if (refusal != null) {
+            dropCommits = true;
+            stop |= execute(core.handle(new Input.CommitFailed<>(submit.serial(), refusal, true)));
+          } else {
+            long serial = submit.serial();
+            getContext()
+                .pipeToSelf(future, (committed, failure) ->
+                    new CommitCompleted(serial, committed, failure));
+          }
+        }
+        case Effect.Reply<ActorRef<TurnResult>> reply -> {
+          metrics.recordTurn(reply.result());
+          reply.replyTo().tell(reply.result());
+        }
+        case Effect.Stop<ActorRef<TurnResult>> ignored -> stop = true;
+      }
+    }
+    return stop;
+  }
+
+  private static TroupeException immediateRefusal(CompletableFuture<Committed> future) {
+    if (!future.isCompletedExceptionally()) {
+      return null;
+    }
+    try {
+      future.join();
+      return null;
+    } catch (CompletionException e) {
+      if (e.getCause() instanceof TroupeException refusal
+          && refusal.code() == ErrorCode.OVERLOADED) {
+        return refusal;
+      }
+      // Any other immediate failure is still a failure whose outcome we cannot know for sure.
+      return null;
+    } catch (java.util.concurrent.CancellationException e) {
+      return null;
+    }
+  }
+
+  private static TroupeException asTroupeException(Throwable failure) {
+    Throwable cause = failure instanceof CompletionException && failure.getCause() != null
+        ? failure.getCause() : failure;
+    if (cause instanceof TroupeException troupe) {
+      return troupe;
+    }
+    return new TroupeException(ErrorCode.OUTCOME_UNKNOWN, String.valueOf(cause.getMessage()));
+  }
+}

@@ -1,0 +1,111 @@
+package dev.troupe.runtime;
+
+import dev.troupe.model.EntityId;
+import dev.troupe.model.ErrorCode;
+import dev.troupe.model.TroupeException;
+import dev.troupe.storage.Store;
+import dev.troupe.txn.ActivationCore;
+import dev.troupe.txn.ActivationCore.Effect;
+import dev.troupe.txn.TurnResult;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.actor.typed.Behavior;
+import org.apache.pekko.actor.typed.DispatcherSelector;
+import org.apache.pekko.actor.typed.javadsl.AbstractBehavior;
+import org.apache.pekko.actor.typed.javadsl.ActorContext;
+import org.apache.pekko.actor.typed.javadsl.Behaviors;
+import org.apache.pekko.actor.typed.javadsl.Receive;
+
+/**
+ * Shell of one partition's {@link ActivationCore}: spawns, routes to and stops the entity actors of
+ * its partition. One registry per storage partition, so routing is not a single bottleneck.
+ */
+public final class EntityRegistry extends AbstractBehavior<EntityRegistry.Command> {
+
+  /** Messages of a registry. */
+  public sealed interface Command {}
+
+  /** Route a message to an entity, activating it if needed. */
+  public record Route(EntityId entity, EntityActor.RunTurn message) implements Command {}
+
+  /** An idle entity offers to stop. */
+  public record PassivationWanted(EntityId entity) implements Command {}
+
+  private record IncarnationStopped(EntityId entity, ActorRef<EntityActor.Command> incarnation)
+      implements Command {}
+
+  private final ActivationCore<EntityActor.RunTurn> core;
+  private final Map<EntityId, ActorRef<EntityActor.Command>> incarnations = new HashMap<>();
+  private final Store store;
+  private final RuntimeSettings settings;
+  private final FatalErrorHandler fatalErrorHandler;
+  private final TurnMetrics metrics;
+  private long nextIncarnation;
+
+  public static Behavior<Command> create(
+      Store store, RuntimeSettings settings, int maxActive, FatalErrorHandler fatalErrorHandler,
+      TurnMetrics metrics) {
+    return Behaviors.setup(
+        context -> new EntityRegistry(context, store, settings, maxActive, fatalErrorHandler,
+            metrics));
+  }
+
+  private EntityRegistry(
+      ActorContext<Command> context, Store store, RuntimeSettings settings, int maxActive,
+      FatalErrorHandler fatalErrorHandler, TurnMetrics metrics) {
+    super(context);
+    this.store = store;
+    this.settings = settings;
+    this.fatalErrorHandler = fatalErrorHandler;
+    this.metrics = metrics;
+    this.core = new ActivationCore<>(maxActive, settings.turnLimits().maxQueuedTurnsPerEntity());
+  }
+
+  @Override
+  public Receive<Command> createReceive() {
+    return newReceiveBuilder().onMessage(Command.class, this::onCommand).build();
+  }
+
+  private Behavior<Command> onCommand(Command command) {
+    List<Effect<EntityActor.RunTurn>> effects = switch (command) {
+      case Route route -> core.deliver(route.entity(), route.message());
+      case PassivationWanted wanted -> core.passivationWanted(wanted.entity());
+      case IncarnationStopped stopped -> {
+        // Only the current incarnation's end matters; an older one's end was already handled.
+        if (incarnations.get(stopped.entity()) != stopped.incarnation()) {
+          yield List.of();
+        }
+        incarnations.remove(stopped.entity());
+        yield core.stopped(stopped.entity());
+      }
+    };
+    for (Effect<EntityActor.RunTurn> effect : effects) {
+      switch (effect) {
+        case Effect.Activate<EntityActor.RunTurn> activate -> activate(activate.entity());
+        case Effect.Deliver<EntityActor.RunTurn> deliver ->
+            incarnations.get(deliver.entity()).tell(deliver.message());
+        case Effect.Passivate<EntityActor.RunTurn> passivate ->
+            incarnations.get(passivate.entity()).tell(new EntityActor.Passivate());
+        case Effect.Refuse<EntityActor.RunTurn> refuse ->
+            refuse.message().replyTo().tell(new TurnResult.Failed(new TroupeException(
+                ErrorCode.OVERLOADED, refuse.entity() + " has too many waiting turns")));
+      }
+    }
+    metrics.setActiveEntities(getContext().getSelf().path().name(), core.activeCount());
+    return this;
+  }
+
+  private void activate(EntityId entity) {
+    ActorRef<EntityActor.Command> incarnation =
+        getContext()
+            .spawn(
+                EntityActor.create(entity, store, settings, getContext().getSelf(),
+                    fatalErrorHandler, metrics),
+                "entity-" + (nextIncarnation++),
+                DispatcherSelector.fromConfig("troupe-entity-dispatcher"));
+    getContext().watchWith(incarnation, new IncarnationStopped(entity, incarnation));
+    incarnations.put(entity, incarnation);
+  }
+}

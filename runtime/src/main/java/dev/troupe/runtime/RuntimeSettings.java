@@ -1,0 +1,83 @@
+package dev.troupe.runtime;
+
+import com.typesafe.config.Config;
+import com.typesafe.config.ConfigFactory;
+import dev.troupe.storage.Durability;
+import dev.troupe.storage.StorageSettings;
+import dev.troupe.txn.TurnLimits;
+import java.nio.file.Path;
+import java.util.Locale;
+
+/**
+ * The engine's settings, parsed once from the {@code troupe} section of the configuration
+ * (reference.conf documents each one). Immutable.
+ */
+public record RuntimeSettings(
+    StorageSettings storage,
+    TurnLimits turnLimits,
+    int maxEntityActors,
+    long passivateAfterIdleMillis,
+    long turnTimeoutMillis,
+    Config config) {
+
+  public static RuntimeSettings load() {
+    return fromConfig(ConfigFactory.load());
+  }
+
+  /** Loads defaults with the data directory replaced; what tests and benchmarks use. */
+  public static RuntimeSettings forDirectory(Path directory) {
+    return fromConfig(
+        ConfigFactory.parseMap(java.util.Map.of("troupe.data-directory", directory.toString()))
+            .withFallback(ConfigFactory.load()));
+  }
+
+  public static RuntimeSettings fromConfig(Config config) {
+    Config troupe = config.getConfig("troupe");
+    Config storage = troupe.getConfig("storage");
+    Config entity = troupe.getConfig("entity");
+    String durability = storage.getString("durability").toUpperCase(Locale.ROOT);
+    StorageSettings storageSettings =
+        new StorageSettings(
+            Path.of(troupe.getString("data-directory")),
+            positive(storage, "partitions"),
+            Durability.valueOf(durability),
+            positive(storage, "group-commit-max-records"),
+            positive(storage, "group-commit-queue-limit"),
+            positiveLong(storage, "async-flush-interval-millis"),
+            positiveLong(storage, "cache-max-weight-bytes"),
+            positive(storage, "checkpoint-every-operations"),
+            positiveLong(storage, "checkpoint-interval-millis"),
+            positiveLong(storage, "checkpoint-journal-records"),
+            storage.getLong("history-retention-millis"),
+            troupe.getInt("data-centre-id"));
+    TurnLimits limits =
+        new TurnLimits(
+            positive(entity, "max-keys"),
+            positive(entity, "max-set-elements"),
+            positive(entity, "max-in-flight-commits"),
+            positive(entity, "max-queued-turns"));
+    return new RuntimeSettings(
+        storageSettings,
+        limits,
+        positive(entity, "max-actors"),
+        positiveLong(entity, "passivate-after-idle-millis"),
+        positiveLong(entity, "turn-timeout-millis"),
+        config);
+  }
+
+  private static int positive(Config config, String path) {
+    int value = config.getInt(path);
+    if (value <= 0) {
+      throw new IllegalArgumentException(path + " must be positive, was " + value);
+    }
+    return value;
+  }
+
+  private static long positiveLong(Config config, String path) {
+    long value = config.getLong(path);
+    if (value <= 0) {
+      throw new IllegalArgumentException(path + " must be positive, was " + value);
+    }
+    return value;
+  }
+}

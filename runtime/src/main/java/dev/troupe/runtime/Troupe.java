@@ -1,0 +1,347 @@
+package dev.troupe.runtime;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import dev.troupe.model.EntityId;
+import dev.troupe.model.EntityState;
+import dev.troupe.model.ErrorCode;
+import dev.troupe.model.Json;
+import dev.troupe.model.TroupeException;
+import dev.troupe.model.spec.CompiledType;
+import dev.troupe.model.spec.SpecParser;
+import dev.troupe.model.spec.TypeSpec;
+import dev.troupe.model.value.Value;
+import dev.troupe.storage.RocksStore;
+import dev.troupe.storage.StorageStatistics;
+import dev.troupe.storage.Store;
+import dev.troupe.txn.Turn;
+import dev.troupe.txn.TurnResult;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.actor.typed.Props;
+import org.apache.pekko.actor.typed.javadsl.AskPattern;
+import org.apache.pekko.actor.typed.javadsl.Behaviors;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The embedded Troupe engine: one node's entities, turns and storage behind an asynchronous Java
+ * API. The REST server and the tests use exactly this API.
+ *
+ * <p>Contract: every write method's future completes only after the write is durable (under the
+ * default {@code sync} durability) and then reflects it in every later read; it fails with a {@link
+ * TroupeException} whose {@link ErrorCode} says what went wrong, and a failed write changed nothing,
+ * except {@link ErrorCode#OUTCOME_UNKNOWN}, which says exactly that it may have. Reads of the latest
+ * state are served from the object cache without an actor hop.
+ *
+ * <p>Type definitions are themselves stored as an entity ({@value #SYSTEM_TYPE}/types, one register
+ * key per type), so they share the journal's durability and recovery.
+ */
+public final class Troupe implements AutoCloseable {
+  /** Type names starting with '$' are reserved for Troupe's own entities. */
+  public static final String SYSTEM_TYPE = "$system";
+
+  private static final Logger log = LoggerFactory.getLogger(Troupe.class);
+  private static final EntityId TYPES_ENTITY = new EntityId(SYSTEM_TYPE, "types");
+
+  private final RuntimeSettings settings;
+  private final Store store;
+  private final ActorSystem<Void> system;
+  private final List<ActorRef<EntityRegistry.Command>> registries = new ArrayList<>();
+  private final Map<String, CompiledType> declaredTypes = new ConcurrentHashMap<>();
+  private final Map<String, CompiledType> schemalessTypes = new ConcurrentHashMap<>();
+  private final TurnMetrics metrics = new TurnMetrics();
+  private final Duration turnTimeout;
+  private final AtomicBoolean failed = new AtomicBoolean();
+  private final AtomicBoolean closed = new AtomicBoolean();
+
+  private Troupe(RuntimeSettings settings, FatalErrorHandler fatalErrorHandler) {
+    this.settings = settings;
+    this.turnTimeout = Duration.ofMillis(settings.turnTimeoutMillis());
+    this.store = RocksStore.open(settings.storage(), System::currentTimeMillis);
+    FatalErrorHandler handler = (where, error) -> {
+      failed.set(true);
+      log.error("fatal error in {}: the engine refuses all further work", where, error);
+      fatalErrorHandler.onFatalError(where, error);
+    };
+    try {
+      this.system = ActorSystem.create(Behaviors.empty(), "troupe", settings.config());
+      int partitions = settings.storage().partitions();
+      int maxActivePerRegistry = Math.max(1, settings.maxEntityActors() / partitions);
+      for (int partition = 0; partition < partitions; partition++) {
+        registries.add(system.systemActorOf(
+            EntityRegistry.create(store, settings, maxActivePerRegistry, handler, metrics),
+            "partition-" + partition, Props.empty()));
+      }
+      loadTypes();
+    } catch (RuntimeException e) {
+      store.close();
+      throw e;
+    }
+  }
+
+  /** Opens (creating or recovering) the engine; invariant violations are logged and stop work. */
+  public static Troupe open(RuntimeSettings settings) {
+    return new Troupe(settings, (where, error) -> {});
+  }
+
+  /** Opens the engine with a handler for fatal errors (the server halts the process). */
+  public static Troupe open(RuntimeSettings settings, FatalErrorHandler fatalErrorHandler) {
+    return new Troupe(settings, fatalErrorHandler);
+  }
+
+  public RuntimeSettings settings() {
+    return settings;
+  }
+
+  // ---------------------------------------------------------------- types
+
+  /** Declares or redefines a type. Redefining a key's kind resets its values at their next write. */
+  public CompletableFuture<TypeSpec> defineType(TypeSpec spec) {
+    if (spec.name().startsWith("$")) {
+      return CompletableFuture.failedFuture(TroupeException.invalid(
+          "type names starting with '$' are reserved: " + spec.name()));
+    }
+    CompiledType compiled;
+    try {
+      compiled = CompiledType.compile(spec);
+    } catch (TroupeException e) {
+      return CompletableFuture.failedFuture(e);
+    }
+    Turn record = new Turn.AssignKeys(Map.of(spec.name(), spec.toJson()));
+    return run(TYPES_ENTITY, schemaless(SYSTEM_TYPE), record)
+        .thenApply(outcome -> {
+          declaredTypes.put(spec.name(), compiled);
+          return spec;
+        });
+  }
+
+  public Optional<TypeSpec> type(String name) {
+    return Optional.ofNullable(declaredTypes.get(name)).map(CompiledType::spec);
+  }
+
+  public List<TypeSpec> types() {
+    return declaredTypes.values().stream().map(CompiledType::spec)
+        .sorted(Comparator.comparing(TypeSpec::name)).toList();
+  }
+
+  private void loadTypes() {
+    EntityState state = store.read(TYPES_ENTITY);
+    for (Map.Entry<String, Value> entry : state.values().entrySet()) {
+      byte[] json = Json.write(entry.getValue().toJson()).getBytes(java.nio.charset.StandardCharsets.UTF_8);
+      declaredTypes.put(entry.getKey(),
+          CompiledType.compile(SpecParser.parse(entry.getKey(), json, false)));
+    }
+    log.info("loaded {} type definitions", declaredTypes.size());
+  }
+
+  private CompiledType typeOf(EntityId entity) {
+    if (entity.type().startsWith("$")) {
+      throw TroupeException.invalid(
+          "entity types starting with '$' are reserved: " + entity.type());
+    }
+    CompiledType declared = declaredTypes.get(entity.type());
+    return declared != null ? declared : schemaless(entity.type());
+  }
+
+  private CompiledType schemaless(String typeName) {
+    return schemalessTypes.computeIfAbsent(typeName, CompiledType::schemaless);
+  }
+
+  // ---------------------------------------------------------------- reads
+
+  /** The latest committed state; fails with {@code not_found} if the entity does not exist. */
+  public CompletableFuture<EntityView> get(EntityId entity) {
+    try {
+      checkOpen();
+      CompiledType type = typeOf(entity);
+      EntityState state = store.read(entity);
+      if (!state.exists()) {
+        throw new TroupeException(ErrorCode.NOT_FOUND, entity + " does not exist");
+      }
+      return CompletableFuture.completedFuture(
+          new EntityView(entity, type.render(state), state.version()));
+    } catch (TroupeException e) {
+      return CompletableFuture.failedFuture(e);
+    }
+  }
+
+  /** One key's latest value (its default for a declared key never written). */
+  public CompletableFuture<JsonNode> getKey(EntityId entity, String key) {
+    try {
+      checkOpen();
+      CompiledType type = typeOf(entity);
+      EntityState state = store.read(entity);
+      if (!state.exists()) {
+        throw new TroupeException(ErrorCode.NOT_FOUND, entity + " does not exist");
+      }
+      if (type.kindOf(key) == null || (type.isSchemaless() && state.get(key) == null)) {
+        throw new TroupeException(ErrorCode.NOT_FOUND, entity + " has no key '" + key + "'");
+      }
+      return CompletableFuture.completedFuture(type.renderValue(key, state));
+    } catch (TroupeException e) {
+      return CompletableFuture.failedFuture(e);
+    }
+  }
+
+  /**
+   * The entity as of a commit timestamp (multi-version read from checkpoint plus journal). Fails
+   * with {@code history_truncated} below the retained history, {@code not_found} if the entity did
+   * not exist then.
+   */
+  public CompletableFuture<EntityView> readAt(EntityId entity, long timestamp) {
+    try {
+      checkOpen();
+      CompiledType type = typeOf(entity);
+      EntityState state = store.readAt(entity, timestamp);
+      if (!state.exists()) {
+        throw new TroupeException(ErrorCode.NOT_FOUND, entity + " did not exist at " + timestamp);
+      }
+      return CompletableFuture.completedFuture(
+          new EntityView(entity, type.render(state), state.version()));
+    } catch (TroupeException e) {
+      return CompletableFuture.failedFuture(e);
+    }
+  }
+
+  /** The greatest commit timestamp issued so far: a read at it sees every acknowledged write. */
+  public long currentTimestamp() {
+    return store.currentTimestamp();
+  }
+
+  // ---------------------------------------------------------------- writes
+
+  public CompletableFuture<TurnOutcome> assign(EntityId entity, String key, JsonNode value) {
+    return turn(entity, new Turn.AssignKeys(Map.of(key, value)));
+  }
+
+  /** Assigns several register keys atomically. */
+  public CompletableFuture<TurnOutcome> patch(EntityId entity, Map<String, JsonNode> assignments) {
+    return turn(entity, new Turn.AssignKeys(assignments));
+  }
+
+  public CompletableFuture<TurnOutcome> deleteKey(EntityId entity, String key) {
+    return turn(entity, new Turn.DeleteKey(key));
+  }
+
+  public CompletableFuture<TurnOutcome> delete(EntityId entity) {
+    return turn(entity, new Turn.DeleteEntity());
+  }
+
+  public CompletableFuture<TurnOutcome> increment(EntityId entity, String key, long by) {
+    return turn(entity, new Turn.IncrementKey(key, by));
+  }
+
+  public CompletableFuture<TurnOutcome> add(EntityId entity, String key, JsonNode element) {
+    return turn(entity, new Turn.AddElement(key, element));
+  }
+
+  public CompletableFuture<TurnOutcome> remove(EntityId entity, String key, JsonNode element) {
+    return turn(entity, new Turn.RemoveElement(key, element));
+  }
+
+  /** Invokes a declared action; a false precondition fails with {@code precondition_failed}. */
+  public CompletableFuture<TurnOutcome> invoke(EntityId entity, String action, JsonNode params) {
+    return turn(entity, new Turn.InvokeAction(action, params));
+  }
+
+  /** Runs one turn on one entity. */
+  public CompletableFuture<TurnOutcome> turn(EntityId entity, Turn turn) {
+    CompiledType type;
+    try {
+      checkOpen();
+      type = typeOf(entity);
+    } catch (TroupeException e) {
+      return CompletableFuture.failedFuture(e);
+    }
+    return run(entity, type, turn);
+  }
+
+  private CompletableFuture<TurnOutcome> run(EntityId entity, CompiledType type, Turn turn) {
+    long started = System.nanoTime();
+    ActorRef<EntityRegistry.Command> registry = registries.get(store.partitionOf(entity));
+    CompletableFuture<TurnResult> answer = AskPattern.<EntityRegistry.Command, TurnResult>ask(
+            registry,
+            replyTo -> new EntityRegistry.Route(entity, new EntityActor.RunTurn(turn, type, replyTo)),
+            turnTimeout,
+            system.scheduler())
+        .toCompletableFuture();
+    return answer.handle((result, failure) -> {
+      metrics.recordLatencyNanos(System.nanoTime() - started);
+      if (failure != null) {
+        Throwable cause = failure instanceof CompletionException && failure.getCause() != null
+            ? failure.getCause() : failure;
+        if (cause instanceof TimeoutException) {
+          throw new TroupeException(ErrorCode.OUTCOME_UNKNOWN,
+              "no answer within " + turnTimeout.toMillis() + " ms; the turn may still commit");
+        }
+        throw new TroupeException(ErrorCode.OUTCOME_UNKNOWN, String.valueOf(cause.getMessage()));
+      }
+      return switch (result) {
+        case TurnResult.Done done ->
+            new TurnOutcome(done.version(), type.render(done.state()), done.wrote());
+        case TurnResult.Failed failed -> throw failed.error();
+      };
+    });
+  }
+
+  // ---------------------------------------------------------------- operations
+
+  public StorageStatistics storageStatistics() {
+    return store.statistics();
+  }
+
+  public TurnMetrics turnMetrics() {
+    return metrics;
+  }
+
+  /** Runs a checkpoint round and journal truncation now (operators, tests, benchmarks). */
+  public void checkpointNow() {
+    store.checkpointNow();
+  }
+
+  /** The actor system the engine runs on; the HTTP server binds on it too. */
+  public ActorSystem<Void> actorSystem() {
+    return system;
+  }
+
+  /** The storage engine, for tools in this JVM that need it (benchmarks, recovery checks). */
+  public Store store() {
+    return store;
+  }
+
+  private void checkOpen() {
+    if (closed.get()) {
+      throw new TroupeException(ErrorCode.UNAVAILABLE, "the engine is closed");
+    }
+    if (failed.get()) {
+      throw new TroupeException(ErrorCode.UNAVAILABLE,
+          "the engine stopped after an internal error; see the log");
+    }
+  }
+
+  /** Stops the actors and closes storage; writes already acknowledged are durable. */
+  @Override
+  public void close() {
+    if (!closed.compareAndSet(false, true)) {
+      return;
+    }
+    system.terminate();
+    try {
+      system.getWhenTerminated().toCompletableFuture().get(30, java.util.concurrent.TimeUnit.SECONDS);
+    } catch (Exception e) {
+      log.warn("actor system did not terminate cleanly", e);
+    }
+    store.close();
+  }
+}

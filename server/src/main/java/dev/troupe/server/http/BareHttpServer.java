@@ -1,0 +1,50 @@
+package dev.troupe.server.http;
+
+import java.nio.charset.StandardCharsets;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.http.javadsl.Http;
+import org.apache.pekko.http.javadsl.ServerBinding;
+import org.apache.pekko.http.javadsl.model.ContentTypes;
+import org.apache.pekko.http.javadsl.model.HttpResponse;
+
+/**
+ * Benchmark baseline: the same HTTP stack (Pekko HTTP, low-level API, same settings) answering
+ * every request with a constant JSON body. The ceiling a REST read can reach on this machine.
+ */
+public final class BareHttpServer implements AutoCloseable {
+  private static final byte[] BODY =
+      "{\"type\":\"Bench\",\"id\":\"constant\",\"state\":{\"field0\":\"constant\"},\"version\":1}"
+          .getBytes(StandardCharsets.UTF_8);
+
+  private final ServerBinding binding;
+
+  private BareHttpServer(ServerBinding binding) {
+    this.binding = binding;
+  }
+
+  public static BareHttpServer start(ActorSystem<?> system, String host, int port) {
+    HttpResponse response = HttpResponse.create().withEntity(ContentTypes.APPLICATION_JSON, BODY);
+    try {
+      ServerBinding binding = Http.get(system).newServerAt(host, port)
+          .bind(request -> {
+            request.discardEntityBytes(system);
+            return CompletableFuture.completedFuture(response);
+          })
+          .toCompletableFuture().get(30, TimeUnit.SECONDS);
+      return new BareHttpServer(binding);
+    } catch (Exception e) {
+      throw new IllegalStateException("cannot start the bare HTTP server: " + e.getMessage(), e);
+    }
+  }
+
+  public int port() {
+    return binding.localAddress().getPort();
+  }
+
+  @Override
+  public void close() {
+    binding.unbind().toCompletableFuture().join();
+  }
+}

@@ -1,0 +1,107 @@
+package dev.troupe.server.http;
+
+import dev.troupe.model.ErrorCode;
+import dev.troupe.runtime.Troupe;
+import dev.troupe.runtime.TurnMetrics;
+import dev.troupe.storage.StorageStatistics;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.LongAdder;
+import org.HdrHistogram.Histogram;
+
+/** Renders {@code GET /metrics} in the Prometheus text exposition format (version 0.0.4). */
+final class PrometheusMetrics {
+  /** Histogram bucket upper bounds, in seconds. */
+  private static final double[] LATENCY_BUCKETS_SECONDS = {
+    0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10
+  };
+
+  private final Troupe troupe;
+  private final LongAdder requests;
+  private final LongAdder refusedOverloaded;
+  private final AtomicInteger inFlight;
+
+  PrometheusMetrics(Troupe troupe, LongAdder requests, LongAdder refusedOverloaded,
+      AtomicInteger inFlight) {
+    this.troupe = troupe;
+    this.requests = requests;
+    this.refusedOverloaded = refusedOverloaded;
+    this.inFlight = inFlight;
+  }
+
+  String render() {
+    StringBuilder out = new StringBuilder(4096);
+    StorageStatistics storage = troupe.storageStatistics();
+    TurnMetrics turns = troupe.turnMetrics();
+
+    counter(out, "troupe_commits_total", "Transaction records committed to the journal.",
+        storage.commits());
+    counter(out, "troupe_group_commits_total", "Synced journal write batches (group commits).",
+        storage.groupCommits());
+    out.append("# HELP troupe_turns_total Turns answered, by outcome.\n");
+    out.append("# TYPE troupe_turns_total counter\n");
+    out.append("troupe_turns_total{outcome=\"committed\"} ").append(turns.committedTurns()).append('\n');
+    out.append("troupe_turns_total{outcome=\"unchanged\"} ").append(turns.unchangedTurns()).append('\n');
+    for (Map.Entry<ErrorCode, Long> failed : turns.failedTurns().entrySet()) {
+      out.append("troupe_turns_total{outcome=\"").append(failed.getKey().wireName()).append("\"} ")
+          .append(failed.getValue()).append('\n');
+    }
+    latencyHistogram(out, turns.latencyHistogramMicros());
+    counter(out, "troupe_cache_hits_total", "Object cache hits.", storage.cacheHits());
+    counter(out, "troupe_cache_misses_total", "Object cache misses (materializations).",
+        storage.cacheMisses());
+    gauge(out, "troupe_cache_weight_bytes", "Estimated bytes held by the object cache.",
+        storage.cacheWeightBytes());
+    gauge(out, "troupe_journal_records_since_checkpoint",
+        "Journal records not yet covered by a completed checkpoint round.",
+        storage.journalRecordsSinceCheckpoint());
+    gauge(out, "troupe_journal_records_retained", "Journal records not yet truncated.",
+        storage.journalRecordsRetained());
+    double checkpointAgeSeconds = storage.lastCheckpointMillis() == 0
+        ? -1 : (System.currentTimeMillis() - storage.lastCheckpointMillis()) / 1000.0;
+    gauge(out, "troupe_checkpoint_age_seconds",
+        "Seconds since the last completed checkpoint round (-1: none yet).", checkpointAgeSeconds);
+    counter(out, "troupe_checkpoint_rounds_total", "Checkpoint rounds completed.",
+        storage.checkpointRounds());
+    counter(out, "troupe_object_checkpoints_total", "Object checkpoints written.",
+        storage.objectCheckpoints());
+    counter(out, "troupe_journal_truncated_records_total", "Journal records truncated.",
+        storage.truncatedRecords());
+    gauge(out, "troupe_recovery_seconds", "Time the last start spent opening and recovering storage.",
+        storage.recoveryMillis() / 1000.0);
+    gauge(out, "troupe_active_entities", "Entity actors in memory.", turns.activeEntities());
+    counter(out, "troupe_http_requests_total", "HTTP requests received.", requests.sum());
+    counter(out, "troupe_http_overloaded_total", "HTTP requests refused by the in-flight limit.",
+        refusedOverloaded.sum());
+    gauge(out, "troupe_http_in_flight_requests", "HTTP requests being served.", inFlight.get());
+    return out.toString();
+  }
+
+  private static void latencyHistogram(StringBuilder out, Histogram micros) {
+    out.append("# HELP troupe_turn_latency_seconds Turn latency from request to durable answer.\n");
+    out.append("# TYPE troupe_turn_latency_seconds histogram\n");
+    for (double bound : LATENCY_BUCKETS_SECONDS) {
+      long count = micros.getTotalCount() == 0 ? 0
+          : micros.getCountBetweenValues(0, (long) (bound * 1_000_000));
+      out.append("troupe_turn_latency_seconds_bucket{le=\"").append(bound).append("\"} ")
+          .append(count).append('\n');
+    }
+    out.append("troupe_turn_latency_seconds_bucket{le=\"+Inf\"} ").append(micros.getTotalCount())
+        .append('\n');
+    double sumSeconds = micros.getMean() * micros.getTotalCount() / 1_000_000.0;
+    out.append("troupe_turn_latency_seconds_sum ").append(sumSeconds).append('\n');
+    out.append("troupe_turn_latency_seconds_count ").append(micros.getTotalCount()).append('\n');
+  }
+
+  private static void counter(StringBuilder out, String name, String help, long value) {
+    out.append("# HELP ").append(name).append(' ').append(help).append('\n');
+    out.append("# TYPE ").append(name).append(" counter\n");
+    out.append(name).append(' ').append(value).append('\n');
+  }
+
+  private static void gauge(StringBuilder out, String name, String help, double value) {
+    out.append("# HELP ").append(name).append(' ').append(help).append('\n');
+    out.append("# TYPE ").append(name).append(" gauge\n");
+    out.append(name).append(' ').append(value).append('\n');
+  }
+}

@@ -1,0 +1,29 @@
+package dev.troupe.txn;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import java.util.Map;
+
+/**
+ * A request for one turn of one entity. A turn is a transaction: it reads a snapshot of the entity,
+ * evaluates, and commits the resulting operations atomically (or changes nothing).
+ */
+public sealed interface Turn {
+  /** Atomic multi-key register assignment (PATCH, and PUT of one key). */
+  record AssignKeys(Map<String, JsonNode> assignments) implements Turn {
+    public AssignKeys {
+      assignments = Map.copyOf(assignments);
+    }
+  }
+
+  record DeleteKey(String key) implements Turn {}
+
+  record IncrementKey(String key, long by) implements Turn {}
+
+  record AddElement(String key, JsonNode element) implements Turn {}
+
+  record RemoveElement(String key, JsonNode element) implements Turn {}
+
+  record DeleteEntity() implements Turn {}
+
+  record InvokeAction(String action, JsonNode params) implements Turn {}
+}

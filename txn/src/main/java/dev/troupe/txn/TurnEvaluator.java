@@ -1,0 +1,183 @@
+package dev.troupe.txn;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import dev.troupe.model.EntityId;
+import dev.troupe.model.EntityState;
+import dev.troupe.model.ErrorCode;
+import dev.troupe.model.Operation;
+import dev.troupe.model.TroupeException;
+import dev.troupe.model.spec.ActionOutcome;
+import dev.troupe.model.spec.CompiledType;
+import dev.troupe.model.value.CounterValue;
+import dev.troupe.model.value.KeyKind;
+import dev.troupe.model.value.SetValue;
+import dev.troupe.model.value.Tag;
+import dev.troupe.model.value.Value;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+
+/**
+ * Evaluates one turn against a snapshot of one entity: validates it against the entity's type and
+ * limits and produces the operations to commit, or a rejection that changes nothing.
+ *
+ * <p>Pure and deterministic: no I/O, clock or randomness (transaction id and data centre are
+ * inputs). Thread-safe (stateless).
+ */
+public final class TurnEvaluator {
+  private TurnEvaluator() {}
+
+  /** What a turn decided. */
+  public sealed interface Decision {
+    /** Operations to commit; empty when the turn changes nothing. */
+    record Write(List<Operation> operations) implements Decision {}
+
+    record Reject(TroupeException error) implements Decision {}
+  }
+
+  public static Decision evaluate(
+      EntityId entity,
+      CompiledType type,
+      EntityState state,
+      Turn turn,
+      long transactionId,
+      int originDc,
+      TurnLimits limits) {
+    try {
+      List<Operation> operations = operations(entity, type, state, turn, transactionId, originDc);
+      checkLimits(state, operations, limits);
+      return new Decision.Write(operations);
+    } catch (TroupeException rejection) {
+      return new Decision.Reject(rejection);
+    }
+  }
+
+  private static List<Operation> operations(
+      EntityId entity,
+      CompiledType type,
+      EntityState state,
+      Turn turn,
+      long transactionId,
+      int originDc) {
+    return switch (turn) {
+      case Turn.AssignKeys assign -> {
+        if (assign.assignments().isEmpty()) {
+          throw TroupeException.invalid("nothing to assign: the body must name at least one key");
+        }
+        List<Operation> result = new ArrayList<>();
+        // Sorted so that the journal record is the same whatever the client's key order.
+        for (Map.Entry<String, JsonNode> entry : new TreeMap<>(assign.assignments()).entrySet()) {
+          requireKind(type, entry.getKey(), KeyKind.REGISTER, "assigned");
+          result.add(new Operation.Assign(entry.getKey(), entry.getValue()));
+        }
+        yield result;
+      }
+      case Turn.DeleteKey delete -> {
+        requireDeclared(type, delete.key());
+        if (!state.exists() || state.get(delete.key()) == null) {
+          throw new TroupeException(
+              ErrorCode.NOT_FOUND, "%s has no value for key '%s'".formatted(entity, delete.key()));
+        }
+        yield List.of(new Operation.DeleteKey(delete.key()));
+      }
+      case Turn.IncrementKey increment -> {
+        requireKind(type, increment.key(), KeyKind.COUNTER, "incremented");
+        long current =
+            state.get(increment.key()) instanceof CounterValue counter ? counter.total() : 0;
+        try {
+          Math.addExact(current, increment.by());
+        } catch (ArithmeticException overflow) {
+          throw TroupeException.invalid(
+              "incrementing '%s' by %d would overflow a 64-bit counter"
+                  .formatted(increment.key(), increment.by()));
+        }
+        yield increment.by() == 0
+            ? List.of()
+            : List.of(new Operation.Increment(increment.key(), increment.by()));
+      }
+      case Turn.AddElement add -> {
+        requireKind(type, add.key(), KeyKind.SET, "added to");
+        yield List.of(
+            new Operation.AddElement(add.key(), add.element(), new Tag(originDc, transactionId, 0)));
+      }
+      case Turn.RemoveElement remove -> {
+        requireKind(type, remove.key(), KeyKind.SET, "removed from");
+        Set<Tag> observed =
+            state.get(remove.key()) instanceof SetValue set ? set.tagsOf(remove.element()) : Set.of();
+        yield observed.isEmpty()
+            ? List.of()
+            : List.of(new Operation.RemoveElement(remove.key(), remove.element(), observed));
+      }
+      case Turn.DeleteEntity ignored -> {
+        if (!state.exists()) {
+          throw new TroupeException(ErrorCode.NOT_FOUND, entity + " does not exist");
+        }
+        yield List.of(new Operation.DeleteEntity());
+      }
+      case Turn.InvokeAction invoke -> {
+        if (type.isSchemaless()) {
+          throw new TroupeException(
+              ErrorCode.UNKNOWN_TYPE,
+              "type '%s' is not declared, so it has no actions".formatted(entity.type()));
+        }
+        yield switch (type.invoke(
+            invoke.action(), invoke.params(), state, transactionId, originDc)) {
+          case ActionOutcome.Applied applied -> applied.operations();
+          case ActionOutcome.PreconditionFailed failed ->
+              throw new TroupeException(ErrorCode.PRECONDITION_FAILED, failed.message());
+        };
+      }
+    };
+  }
+
+  private static void requireDeclared(CompiledType type, String key) {
+    if (type.kindOf(key) == null) {
+      throw TroupeException.invalid(
+          "type '%s' has no key '%s'".formatted(type.name(), key));
+    }
+  }
+
+  private static void requireKind(CompiledType type, String key, KeyKind expected, String verb) {
+    KeyKind kind = type.kindOf(key);
+    if (kind == null) {
+      throw TroupeException.invalid("type '%s' has no key '%s'".formatted(type.name(), key));
+    }
+    if (kind != expected) {
+      throw TroupeException.invalid(
+          "key '%s' is a %s and cannot be %s like a %s"
+              .formatted(key, kind.wireName(), verb, expected.wireName()));
+    }
+  }
+
+  private static void checkLimits(EntityState state, List<Operation> operations, TurnLimits limits) {
+    Set<String> keys = new HashSet<>(state.values().keySet());
+    for (Operation operation : operations) {
+      switch (operation) {
+        case Operation.Assign assign -> keys.add(assign.key());
+        case Operation.Increment increment -> keys.add(increment.key());
+        case Operation.AddElement add -> {
+          keys.add(add.key());
+          Value current = state.get(add.key());
+          int size = current instanceof SetValue set ? set.size() : 0;
+          if (size >= limits.maxSetElements() && !(current instanceof SetValue set && set.contains(add.element()))) {
+            throw new TroupeException(
+                ErrorCode.TOO_LARGE,
+                "set '%s' already holds the maximum of %d elements"
+                    .formatted(add.key(), limits.maxSetElements()));
+          }
+        }
+        case Operation.DeleteKey delete -> keys.remove(delete.key());
+        case Operation.DeleteEntity ignored -> keys.clear();
+        case Operation.RemoveElement ignored -> {}
+      }
+    }
+    if (keys.size() > limits.maxKeysPerEntity()) {
+      throw new TroupeException(
+          ErrorCode.TOO_LARGE,
+          "an entity may hold at most %d keys".formatted(limits.maxKeysPerEntity()));
+    }
+  }
+}

@@ -1,0 +1,19 @@
+package dev.troupe.txn;
+
+/**
+ * Limits enforced by the turn core, parsed once from {@code troupe.entity} in reference.conf.
+ *
+ * @param maxKeysPerEntity most keys one entity may hold; a turn that would exceed it is rejected
+ * @param maxSetElements most elements one set key may hold
+ * @param maxInFlightCommitsPerEntity most commits of one entity submitted and not yet durable; later
+ *     turns wait in the entity's queue (this is what pipelines a hot entity through group commit)
+ * @param maxQueuedTurnsPerEntity most turns waiting behind the in-flight commits; past it turns are
+ *     rejected with {@code overloaded}
+ */
+public record TurnLimits(
+    int maxKeysPerEntity,
+    int maxSetElements,
+    int maxInFlightCommitsPerEntity,
+    int maxQueuedTurnsPerEntity) {
+  public static final TurnLimits DEFAULTS = new TurnLimits(1024, 10_000, 256, 10_000);
+}

@@ -1,0 +1,19 @@
+package dev.troupe.txn;
+
+import dev.troupe.model.EntityState;
+import dev.troupe.model.TroupeException;
+
+/** The answer to one turn, given to the client only once everything it depends on is durable. */
+public sealed interface TurnResult {
+  /**
+   * The turn committed (or changed nothing, {@code wrote == false}).
+   *
+   * @param version commit timestamp of the entity's latest durable write after this turn
+   * @param state the entity's state right after this turn (register timestamps inside are
+   *     provisional: render it, do not persist it)
+   */
+  record Done(long version, EntityState state, boolean wrote) implements TurnResult {}
+
+  /** The turn changed nothing (or, for {@code outcome_unknown}, may have). */
+  record Failed(TroupeException error) implements TurnResult {}
+}
