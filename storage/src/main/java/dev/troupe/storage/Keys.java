@@ -1,0 +1,190 @@
+package dev.troupe.storage;
+
+import dev.troupe.model.EntityId;
+import dev.troupe.model.ErrorCode;
+import dev.troupe.model.TroupeException;
+import java.util.Arrays;
+
+/**
+ * Key layouts of the column families. Every number is big-endian and unsigned, so RocksDB's bytewise
+ * order is numeric order: a partition's journal is contiguous and in sequence order, and one
+ * entity's index entries and checkpoints are contiguous and in timestamp order (prefix iteration
+ * never touches another entity's keys, which is what keeps materialization independent of unrelated
+ * records, antidote-cache.txt §2.3).
+ *
+ * <ul>
+ *   <li>journal: {@code partition u16, sequence u64}
+ *   <li>index: {@code entityLength u16, entityBytes, commitTimestamp u64, partition u16, sequence u64}
+ *   <li>checkpoints: {@code entityLength u16, entityBytes, timestamp u64}
+ *   <li>meta: a tag byte then tag-specific fields (see the constants)
+ * </ul>
+ *
+ * <p>The entity prefix starts with the length, so no entity's prefix is a prefix of another's.
+ */
+final class Keys {
+  static final int MAX_ENTITY_BYTES = 0xFFFF;
+  static final byte[] EMPTY = new byte[0];
+
+  /** meta: the partition count the database was created with (it fixes entity placement). */
+  static final byte[] META_PARTITIONS = {'P'};
+
+  private static final byte META_LAST_ROUND = 'R';
+  private static final byte META_HORIZON = 'H';
+  private static final byte META_ROUND_LIST = 'L';
+
+  private Keys() {}
+
+  static byte[] journal(int partition, long sequence) {
+    byte[] key = new byte[10];
+    putShort(key, 0, partition);
+    putLong(key, 2, sequence);
+    return key;
+  }
+
+  static int journalPartition(byte[] key) {
+    return ((key[0] & 0xFF) << 8) | (key[1] & 0xFF);
+  }
+
+  static long journalSequence(byte[] key) {
+    return getLong(key, 2);
+  }
+
+  /** The entity prefix of index and checkpoint keys: {@code length u16, bytes}. */
+  static byte[] entityPrefix(EntityId entity) {
+    byte[] bytes = entity.toBytes();
+    if (bytes.length > MAX_ENTITY_BYTES) {
+      throw new TroupeException(
+          ErrorCode.TOO_LARGE, "entity reference longer than " + MAX_ENTITY_BYTES + " bytes");
+    }
+    byte[] prefix = new byte[2 + bytes.length];
+    putShort(prefix, 0, bytes.length);
+    System.arraycopy(bytes, 0, prefix, 2, bytes.length);
+    return prefix;
+  }
+
+  static byte[] index(byte[] prefix, long commitTimestamp, int partition, long sequence) {
+    byte[] key = Arrays.copyOf(prefix, prefix.length + 18);
+    putLong(key, prefix.length, commitTimestamp);
+    putShort(key, prefix.length + 8, partition);
+    putLong(key, prefix.length + 10, sequence);
+    return key;
+  }
+
+  /** The index entry's commit timestamp (the key must start with {@code prefix}). */
+  static long indexTimestamp(byte[] key, int prefixLength) {
+    return getLong(key, prefixLength);
+  }
+
+  /** The journal key an index entry points to. */
+  static byte[] indexJournalKey(byte[] key, int prefixLength) {
+    return Arrays.copyOfRange(key, prefixLength + 8, prefixLength + 18);
+  }
+
+  static byte[] checkpoint(byte[] prefix, long timestamp) {
+    byte[] key = Arrays.copyOf(prefix, prefix.length + 8);
+    putLong(key, prefix.length, timestamp);
+    return key;
+  }
+
+  static long checkpointTimestamp(byte[] key) {
+    return getLong(key, key.length - 8);
+  }
+
+  /** Whether {@code key} belongs to the entity of {@code prefix} with {@code suffix} more bytes. */
+  static boolean hasPrefix(byte[] key, byte[] prefix, int suffix) {
+    return key.length == prefix.length + suffix
+        && Arrays.equals(key, 0, prefix.length, prefix, 0, prefix.length);
+  }
+
+  static byte[] metaLastRound(int partition) {
+    return new byte[] {META_LAST_ROUND, (byte) (partition >>> 8), (byte) partition};
+  }
+
+  static byte[] metaHorizon(int partition) {
+    return new byte[] {META_HORIZON, (byte) (partition >>> 8), (byte) partition};
+  }
+
+  /** Prefix of the completed rounds of a partition still above its horizon. */
+  static byte[] metaRoundListPrefix(int partition) {
+    return new byte[] {META_ROUND_LIST, (byte) (partition >>> 8), (byte) partition};
+  }
+
+  static byte[] metaRound(int partition, long sequence) {
+    byte[] key = Arrays.copyOf(metaRoundListPrefix(partition), 11);
+    putLong(key, 3, sequence);
+    return key;
+  }
+
+  /**
+   * The partition of an entity: MurmurHash3 (x86, 32 bit) of {@link EntityId#toBytes()}, modulo the
+   * partition count. A fixed function of the bytes, so placement is stable across runs and JVMs.
+   */
+  static int partitionOf(EntityId entity, int partitions) {
+    return Math.floorMod(murmur3(entity.toBytes(), 0x5452_4f55), partitions);
+  }
+
+  static int murmur3(byte[] data, int seed) {
+    final int c1 = 0xcc9e2d51;
+    final int c2 = 0x1b873593;
+    int h = seed;
+    int blocks = data.length / 4;
+    for (int i = 0; i < blocks; i++) {
+      int k =
+          (data[4 * i] & 0xFF)
+              | ((data[4 * i + 1] & 0xFF) << 8)
+              | ((data[4 * i + 2] & 0xFF) << 16)
+              | ((data[4 * i + 3] & 0xFF) << 24);
+      k *= c1;
+      k = Integer.rotateLeft(k, 15);
+      k *= c2;
+      h ^= k;
+      h = Integer.rotateLeft(h, 13);
+      h = h * 5 + 0xe6546b64;
+    }
+    int tail = blocks * 4;
+    int k = 0;
+    switch (data.length & 3) {
+      case 3:
+        k ^= (data[tail + 2] & 0xFF) << 16;
+      // fall through
+      case 2:
+        k ^= (data[tail + 1] & 0xFF) << 8;
+      // fall through
+      case 1:
+        k ^= data[tail] & 0xFF;
+        k *= c1;
+        k = Integer.rotateLeft(k, 15);
+        k *= c2;
+        h ^= k;
+      // fall through
+      default:
+        break;
+    }
+    h ^= data.length;
+    h ^= h >>> 16;
+    h *= 0x85ebca6b;
+    h ^= h >>> 13;
+    h *= 0xc2b2ae35;
+    h ^= h >>> 16;
+    return h;
+  }
+
+  static void putShort(byte[] target, int offset, int value) {
+    target[offset] = (byte) (value >>> 8);
+    target[offset + 1] = (byte) value;
+  }
+
+  static void putLong(byte[] target, int offset, long value) {
+    for (int i = 0; i < 8; i++) {
+      target[offset + i] = (byte) (value >>> (56 - 8 * i));
+    }
+  }
+
+  static long getLong(byte[] source, int offset) {
+    long value = 0;
+    for (int i = 0; i < 8; i++) {
+      value = (value << 8) | (source[offset + i] & 0xFF);
+    }
+    return value;
+  }
+}

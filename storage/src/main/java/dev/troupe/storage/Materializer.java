@@ -1,0 +1,134 @@
+package dev.troupe.storage;
+
+import dev.troupe.model.EntityId;
+import dev.troupe.model.EntityState;
+import dev.troupe.model.Invariants;
+import dev.troupe.model.Operation;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import org.rocksdb.ColumnFamilyHandle;
+import org.rocksdb.ReadOptions;
+import org.rocksdb.RocksDB;
+import org.rocksdb.RocksDBException;
+import org.rocksdb.RocksIterator;
+
+/**
+ * Builds an entity's state at a timestamp from the database: the newest checkpoint of the entity at
+ * or before the timestamp, then the entity's own journal records after the checkpoint, found through
+ * the index and applied in commit order with {@link EntityState#apply} (antidote-cache.txt §2.2–2.3,
+ * §3: "get_version" / "build"). Never scans other entities' records.
+ *
+ * <p>Exactness relies on the caller: every record of the entity with a commit timestamp in
+ * (checkpoint, timestamp] must still be in the journal (guaranteed above the history horizon, see
+ * {@link RocksStore}), and the read options should carry a RocksDB snapshot when writes or truncation
+ * may run concurrently, so the checkpoint, index and journal are read at one consistent point.
+ *
+ * <p>Thread-safe (stateless over the thread-safe RocksDB handle).
+ */
+final class Materializer {
+  private static final int MULTI_GET_CHUNK = 256;
+
+  private final RocksDB database;
+  private final ColumnFamilyHandle journal;
+  private final ColumnFamilyHandle index;
+  private final ColumnFamilyHandle checkpoints;
+
+  Materializer(
+      RocksDB database,
+      ColumnFamilyHandle journal,
+      ColumnFamilyHandle index,
+      ColumnFamilyHandle checkpoints) {
+    this.database = database;
+    this.journal = journal;
+    this.index = index;
+    this.checkpoints = checkpoints;
+  }
+
+  /** The state of {@code entity} with every record up to {@code timestamp} (inclusive) applied. */
+  EntityState materialize(EntityId entity, long timestamp, ReadOptions readOptions)
+      throws RocksDBException {
+    byte[] prefix = Keys.entityPrefix(entity);
+    EntityState state = EntityState.ABSENT;
+    long base = 0;
+    try (RocksIterator iterator = database.newIterator(checkpoints, readOptions)) {
+      iterator.seekForPrev(Keys.checkpoint(prefix, timestamp));
+      if (iterator.isValid() && Keys.hasPrefix(iterator.key(), prefix, 8)) {
+        base = Keys.checkpointTimestamp(iterator.key());
+        state = Codec.decodeState(iterator.value());
+        Invariants.check(
+            state.version() <= base,
+            "checkpoint of %s at %d holds version %d",
+            entity,
+            base,
+            state.version());
+      }
+    }
+    List<byte[]> journalKeys = new ArrayList<>();
+    List<Long> timestamps = new ArrayList<>();
+    try (RocksIterator iterator = database.newIterator(index, readOptions)) {
+      // Seeking past the checkpoint also skips the tombstones of truncated entries.
+      for (iterator.seek(Keys.index(prefix, base + 1, 0, 0));
+          iterator.isValid();
+          iterator.next()) {
+        byte[] key = iterator.key();
+        if (!Keys.hasPrefix(key, prefix, 18)) {
+          break;
+        }
+        long commitTimestamp = Keys.indexTimestamp(key, prefix.length);
+        if (commitTimestamp > timestamp) {
+          break;
+        }
+        journalKeys.add(Keys.indexJournalKey(key, prefix.length));
+        timestamps.add(commitTimestamp);
+      }
+    }
+    for (int start = 0; start < journalKeys.size(); start += MULTI_GET_CHUNK) {
+      List<byte[]> chunk =
+          journalKeys.subList(start, Math.min(journalKeys.size(), start + MULTI_GET_CHUNK));
+      List<byte[]> values =
+          database.multiGetAsList(
+              readOptions, Collections.nCopies(chunk.size(), journal), new ArrayList<>(chunk));
+      for (int i = 0; i < chunk.size(); i++) {
+        byte[] value = values.get(i);
+        long expected = timestamps.get(start + i);
+        Invariants.check(
+            value != null,
+            "index entry of %s at %d points to a missing journal record",
+            entity,
+            expected);
+        TransactionRecord record = Codec.decodeRecord(value);
+        Invariants.check(
+            record.commitTimestamp() == expected,
+            "index entry of %s at %d points to a record committed at %d",
+            entity,
+            expected,
+            record.commitTimestamp());
+        List<Operation> operations = operationsOf(record, entity);
+        Invariants.check(
+            operations != null, "record at %d is indexed for %s but has no write to it", expected,
+            entity);
+        state = state.apply(operations, record.commitTimestamp(), record.originDc());
+      }
+    }
+    return state;
+  }
+
+  /**
+   * The operations a record applies to one entity, in order (several writes to one entity in one
+   * record are concatenated); null if the record does not write the entity.
+   */
+  static List<Operation> operationsOf(TransactionRecord record, EntityId entity) {
+    List<Operation> operations = null;
+    for (EntityWrite write : record.writes()) {
+      if (write.entity().equals(entity)) {
+        if (operations == null) {
+          operations = new ArrayList<>(write.operations());
+        } else {
+          operations.addAll(write.operations());
+        }
+      }
+    }
+    return operations;
+  }
+}

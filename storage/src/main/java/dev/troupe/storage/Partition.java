@@ -1,0 +1,651 @@
+package dev.troupe.storage;
+
+import dev.troupe.model.EntityId;
+import dev.troupe.model.EntityState;
+import dev.troupe.model.ErrorCode;
+import dev.troupe.model.Invariants;
+import dev.troupe.model.Operation;
+import dev.troupe.model.TroupeException;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.rocksdb.RocksDBException;
+import org.rocksdb.RocksIterator;
+import org.rocksdb.WriteBatch;
+
+/**
+ * One journal partition and its single writer thread: group commit, object checkpoints, checkpoint
+ * rounds and truncation (antidote-cache.txt §2.5, §2.7; one "vnode" of §2.6.2).
+ *
+ * <p>Concurrency: every mutation of this partition's journal, index entries and checkpoints happens
+ * on the writer thread, so the writer never races with itself; maintenance (rounds, truncation) runs
+ * between group commits in bounded slices so commits keep flowing. Other threads only enqueue tasks
+ * and read the {@code volatile} fields below.
+ *
+ * <p>Invariants (writer thread):
+ *
+ * <ul>
+ *   <li>Sequences are dense: the journal holds exactly {@code [firstRetainedSequence,
+ *       nextSequence)}.
+ *   <li>Commit timestamps come from the node-wide hybrid logical clock, so they strictly increase
+ *       with the sequence: sequence order is timestamp order within a partition.
+ *   <li>A commit is acknowledged only after its write batch succeeded and its effects reached the
+ *       object cache; after a failed write nothing more is acknowledged by any partition.
+ *   <li>Round r (start sequence S_r, frontier F_r = timestamp of record S_r - 1) checkpoints, at
+ *       their state as of F_r, every entity with a record in [S_(r-1), S_r). By induction, once
+ *       round r completed, every entity with a record below S_r has, as its newest checkpoint at or
+ *       before F_r, its exact state at F_r. That is what makes truncation below S_r safe for reads
+ *       at or after F_r (see {@link RocksStore}).
+ *   <li>Checkpoints are keyed by the version of the state they hold (a commit timestamp of the
+ *       entity), so the newest checkpoint at or before T holds the entity's state at T whenever no
+ *       record of the entity lies between them.
+ * </ul>
+ *
+ * <p>Recovery rebuilds the dirty set by scanning the journal from the last completed round's start
+ * sequence: bounded by the round triggers (journal records, interval), which bounds recovery time.
+ */
+final class Partition implements Runnable {
+  private static final int ROUND_SLICE_ENTITIES = 256;
+  private static final int TRUNCATION_SLICE_RECORDS = 1024;
+  private static final int OPERATION_COUNTS_LIMIT = 65_536;
+
+  /** Work for the writer thread. */
+  sealed interface Task permits Commit, CheckpointRequest, Stop {}
+
+  /** One entity's effects in one record, with its key prefix computed off the writer thread. */
+  record EntityEffect(EntityId entity, byte[] prefix, List<Operation> operations) {}
+
+  /** A commit waiting for the writer; the record is pre-encoded with commit timestamp 0. */
+  record Commit(
+      long transactionId,
+      byte[] encodedRecord,
+      List<EntityEffect> effects,
+      CompletableFuture<Committed> future)
+      implements Task {}
+
+  record CheckpointRequest(CompletableFuture<Void> done) implements Task {}
+
+  enum Stop implements Task {
+    INSTANCE
+  }
+
+  /** A checkpoint round in progress: checkpoint {@code entities} at {@code frontier}. */
+  private static final class Round {
+    final long startSequence;
+    final long frontier;
+    final List<EntityId> entities;
+    int position;
+
+    Round(long startSequence, long frontier, List<EntityId> entities) {
+      this.startSequence = startSequence;
+      this.frontier = frontier;
+      this.entities = entities;
+    }
+  }
+
+  /** A truncation in progress: delete records {@code [cursor, endSequence)}. */
+  private static final class Truncation {
+    final long endSequence;
+    final long frontier;
+    long cursor;
+
+    Truncation(long endSequence, long frontier, long cursor) {
+      this.endSequence = endSequence;
+      this.frontier = frontier;
+      this.cursor = cursor;
+    }
+  }
+
+  final int number;
+  final LinkedBlockingQueue<Task> queue = new LinkedBlockingQueue<>();
+  /** Commits admitted and not yet taken by the writer (the bound of groupCommitQueueLimit). */
+  final AtomicInteger queuedCommits = new AtomicInteger();
+
+  private final RocksStore store;
+  private final Thread thread;
+
+  // Published by the writer, read by any thread.
+  /**
+   * While the writer has assigned commit timestamps that are not yet written and applied to the
+   * cache, a lower bound of them; otherwise {@code Long.MAX_VALUE}. A read at T waits while T is at
+   * or above it, so it never misses a record with a timestamp at or below T.
+   */
+  volatile long visibilityFloor = Long.MAX_VALUE;
+  /** The history horizon: reads below it fail with history_truncated. */
+  volatile long historyHorizon;
+  volatile long firstRetainedSequence;
+  volatile long publishedNextSequence;
+  volatile long completedRoundSequence;
+
+  // Writer thread only (and the opening thread before the writer starts).
+  private long nextSequence;
+  private long lastTimestamp;
+  private long roundStartSequence;
+  private long lastRoundStartMillis;
+  private Set<EntityId> dirty = new HashSet<>();
+  /** Completed rounds above the horizon: start sequence → frontier. */
+  private final TreeMap<Long, Long> completedRounds = new TreeMap<>();
+  /** Operations applied per entity since its last object checkpoint (bounded, best effort). */
+  private final LinkedHashMap<EntityId, Integer> operationsSinceCheckpoint =
+      new LinkedHashMap<>(1024, 0.75f, true) {
+        @Override
+        protected boolean removeEldestEntry(Map.Entry<EntityId, Integer> eldest) {
+          return size() > OPERATION_COUNTS_LIMIT;
+        }
+      };
+  private Round round;
+  private Truncation truncation;
+
+  Partition(RocksStore store, int number) {
+    this.store = store;
+    this.number = number;
+    this.thread = new Thread(this, "troupe-storage-writer-" + number);
+    thread.setDaemon(true);
+  }
+
+  void start() {
+    thread.start();
+  }
+
+  void join() throws InterruptedException {
+    thread.join();
+  }
+
+  boolean isWriterThread() {
+    return Thread.currentThread() == thread;
+  }
+
+  // ------------------------------------------------------------------------------------ recovery
+
+  /** Restores the partition's positions from the database; runs before the writer starts. */
+  void recover() throws RocksDBException {
+    JournalPosition lastRound = store.readPosition(Keys.metaLastRound(number));
+    JournalPosition horizon = store.readPosition(Keys.metaHorizon(number));
+    byte[] roundListPrefix = Keys.metaRoundListPrefix(number);
+    List<byte[]> stale = new ArrayList<>();
+    try (RocksIterator iterator = store.database.newIterator(store.meta)) {
+      for (iterator.seek(roundListPrefix); iterator.isValid(); iterator.next()) {
+        byte[] key = iterator.key();
+        if (key.length != 11 || !Keys.hasPrefix(key, roundListPrefix, 8)) {
+          break;
+        }
+        JournalPosition position = Codec.decodePosition(iterator.value());
+        if (position.sequence() > horizon.sequence()) {
+          completedRounds.put(position.sequence(), position.timestamp());
+        } else {
+          stale.add(key);
+        }
+      }
+    }
+    if (!stale.isEmpty()) {
+      // Left by a truncation interrupted before its last slice: the horizon supersedes them.
+      try (WriteBatch batch = new WriteBatch()) {
+        for (byte[] key : stale) {
+          batch.delete(store.meta, key);
+        }
+        store.database.write(store.maintenanceWriteOptions, batch);
+      }
+    }
+    long lastSequence = -1;
+    long lastJournalTimestamp = 0;
+    long firstSequence = -1;
+    try (RocksIterator iterator = store.database.newIterator(store.journal)) {
+      iterator.seekForPrev(Keys.journal(number, Long.MAX_VALUE));
+      if (iterator.isValid() && Keys.journalPartition(iterator.key()) == number) {
+        lastSequence = Keys.journalSequence(iterator.key());
+        lastJournalTimestamp = Codec.decodeRecord(iterator.value()).commitTimestamp();
+      }
+      iterator.seek(Keys.journal(number, 0));
+      if (iterator.isValid() && Keys.journalPartition(iterator.key()) == number) {
+        firstSequence = Keys.journalSequence(iterator.key());
+      }
+    }
+    nextSequence = Math.max(lastSequence + 1, Math.max(lastRound.sequence(), horizon.sequence()));
+    lastTimestamp =
+        Math.max(lastJournalTimestamp, Math.max(lastRound.timestamp(), horizon.timestamp()));
+    long firstRetained = firstSequence < 0 ? nextSequence : firstSequence;
+    Invariants.check(
+        lastRound.sequence() >= horizon.sequence(),
+        "partition %d: last round at %d below the horizon at %d",
+        number,
+        lastRound.sequence(),
+        horizon.sequence());
+    historyHorizon = horizon.timestamp();
+    firstRetainedSequence = firstRetained;
+    completedRoundSequence = lastRound.sequence();
+    roundStartSequence = lastRound.sequence();
+    publishedNextSequence = nextSequence;
+    if (firstRetained < horizon.sequence()) {
+      // A truncation was interrupted: finish it before anything else.
+      truncation = new Truncation(horizon.sequence(), horizon.timestamp(), firstRetained);
+    }
+    // Entities written since the last completed round: the next round must checkpoint them.
+    long expected = Math.max(lastRound.sequence(), firstRetained);
+    long previousTimestamp = 0;
+    try (RocksIterator iterator = store.database.newIterator(store.journal)) {
+      for (iterator.seek(Keys.journal(number, expected));
+          iterator.isValid() && Keys.journalPartition(iterator.key()) == number;
+          iterator.next()) {
+        long sequence = Keys.journalSequence(iterator.key());
+        Invariants.check(
+            sequence == expected, "partition %d: journal gap at %d", number, expected);
+        TransactionRecord record = Codec.decodeRecord(iterator.value());
+        Invariants.check(
+            record.commitTimestamp() > previousTimestamp,
+            "partition %d: timestamps not increasing at %d",
+            number,
+            sequence);
+        previousTimestamp = record.commitTimestamp();
+        for (EntityWrite write : record.writes()) {
+          dirty.add(write.entity());
+        }
+        expected++;
+      }
+    }
+    store.clock.advancePast(lastTimestamp);
+    lastRoundStartMillis = store.nowMillis();
+  }
+
+  // ---------------------------------------------------------------------------------- writer loop
+
+  @Override
+  public void run() {
+    List<Task> drained = new ArrayList<>();
+    List<Commit> commits = new ArrayList<>();
+    List<Task> controls = new ArrayList<>();
+    long idleWaitMillis = Math.max(5, Math.min(100, store.settings.checkpointIntervalMillis()));
+    boolean stopping = false;
+    while (!stopping) {
+      drained.clear();
+      commits.clear();
+      controls.clear();
+      try {
+        boolean busy = round != null || truncation != null;
+        Task first = queue.poll(busy ? 0 : idleWaitMillis, TimeUnit.MILLISECONDS);
+        if (first != null) {
+          drained.add(first);
+          queue.drainTo(drained, store.settings.groupCommitMaxRecords() - 1);
+        }
+      } catch (InterruptedException e) {
+        // Nobody interrupts the writer; if someone does, keep serving until told to stop.
+        continue;
+      }
+      for (Task task : drained) {
+        if (task instanceof Commit commit) {
+          commits.add(commit);
+        } else {
+          controls.add(task);
+        }
+      }
+      if (!commits.isEmpty()) {
+        queuedCommits.addAndGet(-commits.size());
+        commitGroup(commits);
+      }
+      for (Task control : controls) {
+        switch (control) {
+          case CheckpointRequest request -> runForcedCheckpoint(request.done());
+          case Stop ignored -> stopping = true;
+          case Commit ignored -> throw new IllegalStateException("commits are handled above");
+        }
+      }
+      if (!stopping) {
+        maintenance();
+      }
+    }
+  }
+
+  // -------------------------------------------------------------------------------- group commit
+
+  private void commitGroup(List<Commit> commits) {
+    Throwable failure = store.failure();
+    if (failure != null) {
+      for (Commit commit : commits) {
+        commit.future().completeExceptionally(RocksStore.unavailable(failure));
+      }
+      return;
+    }
+    int count = commits.size();
+    long[] timestamps = new long[count];
+    int originDc = store.settings.dataCentreId();
+    boolean written = false;
+    // Set before any timestamp is assigned: the ticks below are all greater than this.
+    visibilityFloor = store.clock.current() + 1;
+    try (WriteBatch batch = new WriteBatch()) {
+      long previous = lastTimestamp;
+      List<EntityId> due = new ArrayList<>();
+      for (int i = 0; i < count; i++) {
+        Commit commit = commits.get(i);
+        long timestamp = store.clock.tick();
+        Invariants.check(
+            timestamp > previous,
+            "partition %d: commit timestamp %d after %d",
+            number,
+            timestamp,
+            previous);
+        previous = timestamp;
+        timestamps[i] = timestamp;
+        long sequence = nextSequence + i;
+        batch.put(
+            store.journal,
+            Keys.journal(number, sequence),
+            Codec.withCommitTimestamp(commit.encodedRecord(), timestamp));
+        for (EntityEffect effect : commit.effects()) {
+          batch.put(store.index, Keys.index(effect.prefix(), timestamp, number, sequence), Keys.EMPTY);
+          int operations =
+              operationsSinceCheckpoint.merge(
+                  effect.entity(), Math.max(1, effect.operations().size()), Integer::sum);
+          if (operations >= store.settings.checkpointEveryOperations()
+              && !due.contains(effect.entity())) {
+            due.add(effect.entity());
+          }
+        }
+      }
+      for (EntityId entity : due) {
+        EntityState state = currentState(entity);
+        byte[] prefix = null;
+        for (int i = 0; i < count; i++) {
+          for (EntityEffect effect : commits.get(i).effects()) {
+            if (effect.entity().equals(entity)) {
+              state = state.apply(effect.operations(), timestamps[i], originDc);
+              prefix = effect.prefix();
+            }
+          }
+        }
+        batch.put(store.checkpoints, Keys.checkpoint(prefix, state.version()), Codec.encodeState(state));
+        operationsSinceCheckpoint.remove(entity);
+        store.objectCheckpoints.increment();
+      }
+      try {
+        store.database.write(store.commitWriteOptions, batch);
+      } catch (RocksDBException e) {
+        store.fail(e);
+        for (Commit commit : commits) {
+          commit
+              .future()
+              .completeExceptionally(
+                  new OutcomeUnknownException(
+                      "journal write failed; the commit may or may not be durable", e));
+        }
+        return;
+      }
+      written = true;
+      nextSequence += count;
+      lastTimestamp = previous;
+      publishedNextSequence = nextSequence;
+      for (int i = 0; i < count; i++) {
+        for (EntityEffect effect : commits.get(i).effects()) {
+          dirty.add(effect.entity());
+          store.applyToCache(effect.entity(), effect.operations(), timestamps[i], originDc);
+        }
+      }
+      store.commits.add(count);
+      store.groupCommits.increment();
+    } catch (Throwable t) {
+      // A bug or a corrupt read while preparing the batch, or a failure applying to the cache.
+      store.fail(t);
+      for (Commit commit : commits) {
+        commit
+            .future()
+            .completeExceptionally(
+                written
+                    ? new OutcomeUnknownException("commit written but not applied", t)
+                    : RocksStore.unavailable(t));
+      }
+      return;
+    } finally {
+      // Before completing futures: a continuation may read at its own commit timestamp.
+      visibilityFloor = Long.MAX_VALUE;
+    }
+    for (int i = 0; i < count; i++) {
+      Commit commit = commits.get(i);
+      commit.future().complete(new Committed(commit.transactionId(), timestamps[i]));
+    }
+  }
+
+  /** The latest committed state (all written batches), from the cache or the database. */
+  private EntityState currentState(EntityId entity) throws RocksDBException {
+    // A cached entry is complete for every written batch: the writer applies each batch to it, and
+    // a concurrent load finishes before the writer's compute on the same key (see RocksStore).
+    EntityState cached = store.cachedQuietly(entity);
+    if (cached != null) {
+      return cached;
+    }
+    return store.materializer.materialize(entity, Long.MAX_VALUE, store.plainReadOptions);
+  }
+
+  // --------------------------------------------------------------------------------- maintenance
+
+  /** One bounded step of checkpoint or truncation work; never throws. */
+  private void maintenance() {
+    if (store.failure() != null) {
+      round = null;
+      truncation = null;
+      return;
+    }
+    try {
+      if (round != null) {
+        roundSlice();
+      } else if (truncation != null) {
+        truncationSlice();
+      } else if (roundDue()) {
+        startRound();
+        roundSlice();
+      } else {
+        startTruncationIfAllowed();
+      }
+    } catch (Throwable t) {
+      store.fail(t);
+      round = null;
+      truncation = null;
+    }
+  }
+
+  private void runForcedCheckpoint(CompletableFuture<Void> done) {
+    Throwable failure = store.failure();
+    if (failure != null) {
+      done.completeExceptionally(RocksStore.unavailable(failure));
+      return;
+    }
+    try {
+      while (round != null) {
+        roundSlice();
+      }
+      while (truncation != null) {
+        truncationSlice();
+      }
+      if (nextSequence > roundStartSequence) {
+        startRound();
+        while (round != null) {
+          roundSlice();
+        }
+      }
+      startTruncationIfAllowed();
+      while (truncation != null) {
+        truncationSlice();
+      }
+      done.complete(null);
+    } catch (Throwable t) {
+      store.fail(t);
+      round = null;
+      truncation = null;
+      done.completeExceptionally(t);
+    }
+  }
+
+  private boolean roundDue() {
+    long records = nextSequence - roundStartSequence;
+    if (records <= 0) {
+      return false;
+    }
+    return records >= store.settings.checkpointJournalRecords()
+        || store.nowMillis() - lastRoundStartMillis >= store.settings.checkpointIntervalMillis();
+  }
+
+  private void startRound() {
+    round = new Round(nextSequence, lastTimestamp, new ArrayList<>(dirty));
+    dirty = new HashSet<>();
+    roundStartSequence = nextSequence;
+    lastRoundStartMillis = store.nowMillis();
+  }
+
+  private void roundSlice() throws RocksDBException {
+    Round current = round;
+    int end = Math.min(current.entities.size(), current.position + ROUND_SLICE_ENTITIES);
+    try (WriteBatch batch = new WriteBatch()) {
+      for (int i = current.position; i < end; i++) {
+        EntityId entity = current.entities.get(i);
+        EntityState state = stateAt(entity, current.frontier);
+        batch.put(
+            store.checkpoints,
+            Keys.checkpoint(Keys.entityPrefix(entity), state.version()),
+            Codec.encodeState(state));
+      }
+      boolean complete = end == current.entities.size();
+      JournalPosition position = new JournalPosition(current.startSequence, current.frontier);
+      if (complete) {
+        byte[] encoded = Codec.encodePosition(position);
+        batch.put(store.meta, Keys.metaLastRound(number), encoded);
+        batch.put(store.meta, Keys.metaRound(number, current.startSequence), encoded);
+      }
+      // Not synced: checkpoints can be rebuilt from the journal, and RocksDB recovers a prefix of
+      // the write-ahead log, so "round completed" is never durable without its checkpoints.
+      store.database.write(store.maintenanceWriteOptions, batch);
+      store.objectCheckpoints.add(end - current.position);
+      current.position = end;
+      if (complete) {
+        completedRounds.put(current.startSequence, current.frontier);
+        completedRoundSequence = current.startSequence;
+        store.checkpointRounds.increment();
+        store.lastCheckpointMillis = store.nowMillis();
+        round = null;
+      }
+    }
+  }
+
+  /** The state at {@code frontier}, a timestamp at or below the last written commit. */
+  private EntityState stateAt(EntityId entity, long frontier) throws RocksDBException {
+    EntityState cached = store.cachedQuietly(entity);
+    if (cached != null && cached.version() <= frontier) {
+      // Complete up to the last written batch and unchanged since its version, so also at frontier.
+      return cached;
+    }
+    return store.materializer.materialize(entity, frontier, store.plainReadOptions);
+  }
+
+  /**
+   * Picks the newest completed round whose frontier is at or below the retention horizon, publishes
+   * it as the history horizon and starts deleting below it.
+   */
+  private void startTruncationIfAllowed() throws RocksDBException {
+    if (completedRounds.isEmpty()) {
+      return;
+    }
+    JournalPosition target = store.claimHorizon(this, completedRounds);
+    if (target == null) {
+      return;
+    }
+    // Durable before any deletion (write-ahead log prefix order), so recovery knows the horizon.
+    try (WriteBatch batch = new WriteBatch()) {
+      batch.put(store.meta, Keys.metaHorizon(number), Codec.encodePosition(target));
+      store.database.write(store.maintenanceWriteOptions, batch);
+    }
+    truncation = new Truncation(target.sequence(), target.timestamp(), firstRetainedSequence);
+  }
+
+  private void truncationSlice() throws RocksDBException {
+    Truncation current = truncation;
+    long end = Math.min(current.endSequence, current.cursor + TRUNCATION_SLICE_RECORDS);
+    Map<EntityId, byte[]> entities = new LinkedHashMap<>();
+    try (WriteBatch batch = new WriteBatch();
+        RocksIterator iterator = store.database.newIterator(store.journal)) {
+      long expected = current.cursor;
+      for (iterator.seek(Keys.journal(number, current.cursor));
+          iterator.isValid() && Keys.journalPartition(iterator.key()) == number;
+          iterator.next()) {
+        long sequence = Keys.journalSequence(iterator.key());
+        if (sequence >= end) {
+          break;
+        }
+        Invariants.check(
+            sequence == expected, "partition %d: journal gap at %d", number, expected);
+        TransactionRecord record = Codec.decodeRecord(iterator.value());
+        Invariants.check(
+            record.commitTimestamp() <= current.frontier,
+            "partition %d: truncating record %d committed at %d above the frontier %d",
+            number,
+            sequence,
+            record.commitTimestamp(),
+            current.frontier);
+        Set<EntityId> inRecord = new HashSet<>();
+        for (EntityWrite write : record.writes()) {
+          if (inRecord.add(write.entity())) {
+            byte[] prefix = entities.computeIfAbsent(write.entity(), Keys::entityPrefix);
+            batch.delete(store.index, Keys.index(prefix, record.commitTimestamp(), number, sequence));
+          }
+        }
+        expected++;
+      }
+      Invariants.check(
+          expected == end, "partition %d: journal ends at %d, truncating to %d", number, expected,
+          end);
+      for (Map.Entry<EntityId, byte[]> entity : entities.entrySet()) {
+        deleteSupersededCheckpoints(entity.getKey(), entity.getValue(), current.frontier, batch);
+      }
+      batch.deleteRange(
+          store.journal, Keys.journal(number, current.cursor), Keys.journal(number, end));
+      boolean complete = end == current.endSequence;
+      if (complete) {
+        for (Long sequence : completedRounds.headMap(current.endSequence, true).keySet()) {
+          batch.delete(store.meta, Keys.metaRound(number, sequence));
+        }
+      }
+      store.database.write(store.maintenanceWriteOptions, batch);
+      store.truncatedRecords.add(end - current.cursor);
+      current.cursor = end;
+      firstRetainedSequence = end;
+      if (complete) {
+        completedRounds.headMap(current.endSequence, true).clear();
+        truncation = null;
+      }
+    }
+  }
+
+  /**
+   * Deletes the checkpoints of an entity older than its newest checkpoint at or before the frontier:
+   * reads at or above the horizon (= frontier) never start from them.
+   */
+  private void deleteSupersededCheckpoints(
+      EntityId entity, byte[] prefix, long frontier, WriteBatch batch) throws RocksDBException {
+    try (RocksIterator iterator = store.database.newIterator(store.checkpoints)) {
+      iterator.seekForPrev(Keys.checkpoint(prefix, frontier));
+      Invariants.check(
+          iterator.isValid() && Keys.hasPrefix(iterator.key(), prefix, 8),
+          "truncating records of %s up to %d, but it has no checkpoint at or before that",
+          entity,
+          frontier);
+      long keep = Keys.checkpointTimestamp(iterator.key());
+      for (iterator.seek(Keys.checkpoint(prefix, 0));
+          iterator.isValid() && Keys.hasPrefix(iterator.key(), prefix, 8);
+          iterator.next()) {
+        if (Keys.checkpointTimestamp(iterator.key()) >= keep) {
+          break;
+        }
+        batch.delete(store.checkpoints, iterator.key());
+      }
+    }
+  }
+
+  static TroupeException overloaded(int partition, int limit) {
+    return new TroupeException(
+        ErrorCode.OVERLOADED,
+        "partition " + partition + " has " + limit + " commits waiting; retry later");
+  }
+}

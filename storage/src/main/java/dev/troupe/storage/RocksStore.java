@@ -1,0 +1,774 @@
+package dev.troupe.storage;
+
+import com.github.benmanes.caffeine.cache.Cache;
+import com.github.benmanes.caffeine.cache.Caffeine;
+import com.github.benmanes.caffeine.cache.stats.CacheStats;
+import dev.troupe.model.EntityId;
+import dev.troupe.model.EntityState;
+import dev.troupe.model.ErrorCode;
+import dev.troupe.model.Operation;
+import dev.troupe.model.TroupeException;
+import dev.troupe.model.time.HybridLogicalClock;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.TreeMap;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.atomic.LongAdder;
+import java.util.concurrent.locks.LockSupport;
+import java.util.concurrent.locks.ReentrantReadWriteLock;
+import java.util.function.LongSupplier;
+import org.rocksdb.BlockBasedTableConfig;
+import org.rocksdb.BloomFilter;
+import org.rocksdb.ColumnFamilyDescriptor;
+import org.rocksdb.ColumnFamilyHandle;
+import org.rocksdb.ColumnFamilyOptions;
+import org.rocksdb.DBOptions;
+import org.rocksdb.ReadOptions;
+import org.rocksdb.RocksDB;
+import org.rocksdb.RocksDBException;
+import org.rocksdb.WriteOptions;
+
+/**
+ * The embedded storage engine: a partitioned operation journal in RocksDB with a per-object index,
+ * a Caffeine object cache, object checkpoints, checkpoint rounds and journal truncation
+ * (antidote-cache.txt §2–3; DESIGN.md "Storage engine").
+ *
+ * <p><b>Layout.</b> One RocksDB database, column families {@code journal} (partition, sequence →
+ * {@link TransactionRecord}), {@code index} (entity, commit timestamp, partition, sequence → empty),
+ * {@code checkpoints} (entity, version → {@link EntityState}) and {@code meta} (per partition: last
+ * completed checkpoint round, history horizon, completed rounds above it; the partition count). Key
+ * layouts in {@link Keys}, value formats in {@link Codec}.
+ *
+ * <p><b>Commits.</b> An entity belongs to one partition (MurmurHash3 of its bytes). Each partition
+ * has one writer thread ({@link Partition}) doing group commit: it drains up to
+ * {@code groupCommitMaxRecords} queued commits, gives each a commit timestamp from the node-wide
+ * {@link HybridLogicalClock} and the next sequence, writes journal and index entries (and due object
+ * checkpoints) in one write batch, synced under {@link Durability#SYNC}, applies the records to the
+ * object cache and only then completes the futures, in order. Encoding happens on the caller's
+ * thread (the writer only patches the timestamp and checksum). A failed write fails its futures
+ * with {@link OutcomeUnknownException} and fails the whole store: nothing is acknowledged after it.
+ *
+ * <p><b>Cache coherence.</b> The cache holds the latest committed state of an entity. Loads
+ * ({@code cache.get(entity, loader)}) materialize from a RocksDB snapshot inside Caffeine's atomic
+ * per-key computation. After each batch is written the writer runs {@code
+ * asMap().compute(entity, (k, s) -> s == null ? null : s.version() < ts ? s.apply(...) : s)}.
+ * Deviation from the brief: {@code computeIfPresent} is not used because Caffeine's has a lock-free
+ * fast path that returns without waiting when the key is being loaded, so a load from a snapshot
+ * taken before the batch could be installed afterwards and stay stale. {@code compute} goes through
+ * {@code ConcurrentHashMap.compute} and waits for the in-progress load; the version check makes the
+ * apply idempotent when the load already saw the batch. Hence every visible cache entry includes every
+ * written batch once the writer has passed it, and {@link #read} never returns a state older than an
+ * acknowledged commit.
+ *
+ * <p><b>Visibility of timestamps.</b> A record's timestamp is assigned before it is written, so a
+ * read at T could miss a record with timestamp at or below T still in flight, and a second read
+ * would see it. Each partition publishes a visibility floor (a lower bound of its in-flight
+ * timestamps); {@link #readAt} waits while T is at or above it. With timestamps strictly increasing
+ * and T at most {@link #currentTimestamp()}, later commits get timestamps above T, so readAt is
+ * repeatable. A T above the current timestamp is rejected (invalid_request): its history is not
+ * decided yet.
+ *
+ * <p><b>Materialization</b> ({@link Materializer}): the newest checkpoint of the entity at or before
+ * T, then the entity's index entries in (checkpoint, T], the journal records by multiGet, applied in
+ * commit order.
+ *
+ * <p><b>Checkpoints.</b> (a) Object checkpoints: once an entity had {@code
+ * checkpointEveryOperations} operations since its last one, the writer adds its new state to the
+ * commit batch. (b) Rounds per partition, triggered by {@code checkpointJournalRecords} records or
+ * {@code checkpointIntervalMillis} since the last round: round r starts at S_r (next sequence) with
+ * frontier F_r (timestamp of the last record), checkpoints every entity written in [S_(r-1), S_r) at
+ * its state as of F_r, then records "completed (S_r, F_r)" in meta. Checkpoints are keyed by the
+ * version of the state they hold (deviation from "at F_r": the same state, but a round never creates
+ * a second copy of an unchanged object and every checkpoint key is a commit timestamp of its entity).
+ *
+ * <p><b>History horizon and truncation.</b> The retention bound is R = min(pinned snapshot
+ * timestamps, HLC(now - historyRetentionMillis) - 1), the minus one so that every version committed
+ * in the last {@code historyRetentionMillis} stays readable. A partition truncates at the newest
+ * completed round t with F_t ≤ R: it publishes H = F_t as its <em>history horizon</em> (persisted
+ * before any deletion), deletes journal records with sequence below S_t with their index entries,
+ * and for each entity of those records deletes the checkpoints older than its newest checkpoint at
+ * or before F_t. {@code readAt(e, T)} fails with history_truncated exactly when T < H of e's
+ * partition (H = 0 before the first truncation: all history is kept).
+ *
+ * <p><b>Why reads at T ≥ H stay exact.</b> Claim (by induction over rounds, see {@link Partition}):
+ * after round t completed, every entity e with a record below S_t has a checkpoint at or before F_t
+ * whose state is e's state at F_t, namely its newest one there; truncation keeps it. Let c be the
+ * newest retained checkpoint of e at or before T. If e has records below S_t, c is at or after that
+ * checkpoint, e has no records in (c, F_t], and every record of e above F_t has sequence ≥ S_t
+ * (sequence order = timestamp order), so all records in (c, T] are retained. If e has no record below
+ * S_t, nothing of e was deleted. Either way the materialization at T applies exactly the records of e
+ * in (c, T] to the exact state at c. Pins: pinning and choosing R take the same lock, and a pin below
+ * a published horizon is refused, so H ≤ every pinned timestamp. Readers take a RocksDB snapshot
+ * before checking H, and H is published before deleting, so a reader that passed the check sees the
+ * data as it was before the deletions.
+ *
+ * <p><b>Maintenance concurrency.</b> Rounds and truncation run on the partition's writer thread
+ * between group commits, in slices (256 objects, 1024 records), so they never race with that
+ * partition's writes and commits keep flowing. Their writes are not synced: RocksDB recovers a
+ * prefix of its write-ahead log, so a round is never recorded complete without its checkpoints, and
+ * a deletion is never durable without the horizon that allows it.
+ *
+ * <p><b>Recovery</b> (at open, measured in {@code statistics().recoveryMillis}): per partition, the
+ * last sequence and timestamp from the journal tail (or the round and horizon marks when the journal
+ * is empty), the clock advanced past the greatest commit timestamp (so commit timestamps and
+ * transaction ids, both clock ticks, never repeat any recorded one), the completed rounds and the
+ * horizon from meta, an interrupted truncation resumed, and the dirty set rebuilt by scanning the
+ * journal from the last completed round's start, which the round triggers keep short. RocksDB's
+ * own write-ahead-log replay is bounded by {@code setMaxTotalWalSize}.
+ *
+ * <p><b>Threads.</b> Thread-safe. Futures complete on the partition's writer thread: continuations
+ * must not block on the store ({@link #checkpointNow} and {@link #close} refuse to run there).
+ */
+public final class RocksStore implements Store {
+  private static final long WRITE_BUFFER_BYTES = 16L << 20;
+  private static final long MAX_TOTAL_WAL_BYTES = 64L << 20;
+
+  final StorageSettings settings;
+  final HybridLogicalClock clock;
+  final RocksDB database;
+  final ColumnFamilyHandle journal;
+  final ColumnFamilyHandle index;
+  final ColumnFamilyHandle checkpoints;
+  final ColumnFamilyHandle meta;
+  final WriteOptions commitWriteOptions;
+  final WriteOptions maintenanceWriteOptions;
+  final ReadOptions plainReadOptions;
+  final Materializer materializer;
+
+  final LongAdder commits = new LongAdder();
+  final LongAdder groupCommits = new LongAdder();
+  final LongAdder checkpointRounds = new LongAdder();
+  final LongAdder objectCheckpoints = new LongAdder();
+  final LongAdder truncatedRecords = new LongAdder();
+  volatile long lastCheckpointMillis;
+
+  private final LongSupplier physicalMillis;
+  private final List<AutoCloseable> resources;
+  private final List<ColumnFamilyHandle> handles;
+  private final Cache<EntityId, EntityState> cache;
+  private final Partition[] partitions;
+  /** Guards {@link #pins} and the choice and publication of history horizons. */
+  private final Object pinLock = new Object();
+  private final TreeMap<Long, Integer> pins = new TreeMap<>();
+  /** Read side: every API call using the database; write side: close. */
+  private final ReentrantReadWriteLock closeLock = new ReentrantReadWriteLock();
+  private final AtomicReference<Throwable> failure = new AtomicReference<>();
+  private boolean closed;
+  private ScheduledExecutorService walFlusher;
+  private long recoveryMillis;
+
+  private RocksStore(
+      StorageSettings settings,
+      LongSupplier physicalMillis,
+      RocksDB database,
+      List<ColumnFamilyHandle> handles,
+      List<AutoCloseable> resources) {
+    this.settings = settings;
+    this.physicalMillis = physicalMillis;
+    this.clock = new HybridLogicalClock(physicalMillis);
+    this.database = database;
+    this.handles = handles;
+    this.resources = resources;
+    this.journal = handles.get(1);
+    this.index = handles.get(2);
+    this.checkpoints = handles.get(3);
+    this.meta = handles.get(4);
+    this.commitWriteOptions =
+        new WriteOptions().setSync(settings.durability() == Durability.SYNC);
+    this.maintenanceWriteOptions = new WriteOptions().setSync(false);
+    this.plainReadOptions = new ReadOptions();
+    resources.add(commitWriteOptions);
+    resources.add(maintenanceWriteOptions);
+    resources.add(plainReadOptions);
+    this.materializer = new Materializer(database, journal, index, checkpoints);
+    this.cache =
+        Caffeine.newBuilder()
+            .maximumWeight(settings.cacheMaxWeightBytes())
+            .weigher(
+                (EntityId entity, EntityState state) ->
+                    Codec.estimateWeight(state) + 48 + 2 * (entity.type().length() + entity.id().length()))
+            .recordStats()
+            .build();
+    this.partitions = new Partition[settings.partitions()];
+    for (int i = 0; i < partitions.length; i++) {
+      partitions[i] = new Partition(this, i);
+    }
+  }
+
+  /**
+   * Opens (creating if needed) the store in {@code settings.directory()} and recovers it.
+   *
+   * @param physicalMillis the physical clock: commit timestamps, round intervals and history
+   *     retention are all derived from it (tests inject a fake one)
+   */
+  public static RocksStore open(StorageSettings settings, LongSupplier physicalMillis) {
+    validate(settings);
+    Objects.requireNonNull(physicalMillis, "physicalMillis");
+    long started = System.nanoTime();
+    RocksDB.loadLibrary();
+    List<AutoCloseable> resources = new ArrayList<>();
+    List<ColumnFamilyHandle> handles = new ArrayList<>();
+    RocksDB database;
+    try {
+      Files.createDirectories(settings.directory());
+      DBOptions databaseOptions =
+          new DBOptions()
+              .setCreateIfMissing(true)
+              .setCreateMissingColumnFamilies(true)
+              .setMaxTotalWalSize(MAX_TOTAL_WAL_BYTES)
+              .setMaxBackgroundJobs(2);
+      resources.add(databaseOptions);
+      ColumnFamilyOptions plainOptions = new ColumnFamilyOptions().setWriteBufferSize(WRITE_BUFFER_BYTES);
+      resources.add(plainOptions);
+      // Bloom filter on the journal: materialization reads it by point lookups (multiGet).
+      BloomFilter bloomFilter = new BloomFilter(10);
+      resources.add(bloomFilter);
+      BlockBasedTableConfig journalTable = new BlockBasedTableConfig().setFilterPolicy(bloomFilter);
+      ColumnFamilyOptions journalOptions =
+          new ColumnFamilyOptions()
+              .setWriteBufferSize(WRITE_BUFFER_BYTES)
+              .setTableFormatConfig(journalTable);
+      resources.add(journalOptions);
+      List<ColumnFamilyDescriptor> descriptors =
+          List.of(
+              new ColumnFamilyDescriptor(RocksDB.DEFAULT_COLUMN_FAMILY, plainOptions),
+              new ColumnFamilyDescriptor("journal".getBytes(StandardCharsets.UTF_8), journalOptions),
+              new ColumnFamilyDescriptor("index".getBytes(StandardCharsets.UTF_8), plainOptions),
+              new ColumnFamilyDescriptor("checkpoints".getBytes(StandardCharsets.UTF_8), plainOptions),
+              new ColumnFamilyDescriptor("meta".getBytes(StandardCharsets.UTF_8), plainOptions));
+      database =
+          RocksDB.open(
+              databaseOptions, settings.directory().toString(), descriptors, handles);
+    } catch (RocksDBException | IOException e) {
+      closeAll(handles, null, resources);
+      throw new UncheckedIOException(
+          new IOException("cannot open the store in " + settings.directory() + ": " + e.getMessage(), e));
+    }
+    RocksStore store = new RocksStore(settings, physicalMillis, database, handles, resources);
+    try {
+      store.recover();
+    } catch (RocksDBException e) {
+      store.closeResources();
+      throw new UncheckedIOException(
+          new IOException("cannot recover the store in " + settings.directory(), e));
+    } catch (RuntimeException e) {
+      store.closeResources();
+      throw e;
+    }
+    store.recoveryMillis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started);
+    store.start();
+    return store;
+  }
+
+  private static void validate(StorageSettings settings) {
+    Objects.requireNonNull(settings, "settings");
+    Objects.requireNonNull(settings.directory(), "settings.directory");
+    Objects.requireNonNull(settings.durability(), "settings.durability");
+    require(settings.partitions() >= 1 && settings.partitions() <= 0xFFFF, "partitions in 1..65535");
+    require(settings.groupCommitMaxRecords() >= 1, "groupCommitMaxRecords >= 1");
+    require(settings.groupCommitQueueLimit() >= 1, "groupCommitQueueLimit >= 1");
+    require(settings.asyncFlushIntervalMillis() >= 1, "asyncFlushIntervalMillis >= 1");
+    require(settings.cacheMaxWeightBytes() >= 0, "cacheMaxWeightBytes >= 0");
+    require(settings.checkpointEveryOperations() >= 1, "checkpointEveryOperations >= 1");
+    require(settings.checkpointIntervalMillis() >= 1, "checkpointIntervalMillis >= 1");
+    require(settings.checkpointJournalRecords() >= 1, "checkpointJournalRecords >= 1");
+    require(settings.historyRetentionMillis() >= 0, "historyRetentionMillis >= 0");
+  }
+
+  private static void require(boolean condition, String what) {
+    if (!condition) {
+      throw new IllegalArgumentException("invalid storage settings: " + what);
+    }
+  }
+
+  private void recover() throws RocksDBException {
+    byte[] stored = database.get(meta, Keys.META_PARTITIONS);
+    if (stored == null) {
+      database.put(
+          meta,
+          commitWriteOptions,
+          Keys.META_PARTITIONS,
+          Codec.encodePosition(new JournalPosition(settings.partitions(), 0)));
+    } else {
+      long created = Codec.decodePosition(stored).sequence();
+      if (created != settings.partitions()) {
+        throw new IllegalStateException(
+            "the store in " + settings.directory() + " was created with " + created
+                + " partitions; it cannot be opened with " + settings.partitions()
+                + " (entities would move between partitions)");
+      }
+    }
+    for (Partition partition : partitions) {
+      partition.recover();
+    }
+  }
+
+  private void start() {
+    for (Partition partition : partitions) {
+      partition.start();
+    }
+    if (settings.durability() == Durability.ASYNC) {
+      walFlusher =
+          Executors.newSingleThreadScheduledExecutor(
+              runnable -> {
+                Thread thread = new Thread(runnable, "troupe-storage-wal-flush");
+                thread.setDaemon(true);
+                return thread;
+              });
+      walFlusher.scheduleWithFixedDelay(
+          this::flushWriteAheadLog,
+          settings.asyncFlushIntervalMillis(),
+          settings.asyncFlushIntervalMillis(),
+          TimeUnit.MILLISECONDS);
+    }
+  }
+
+  private void flushWriteAheadLog() {
+    if (failure.get() != null) {
+      return;
+    }
+    try {
+      database.flushWal(true);
+    } catch (RocksDBException e) {
+      // Acknowledged ASYNC commits may not be durable: stop acknowledging more.
+      fail(e);
+    }
+  }
+
+  // ------------------------------------------------------------------------------------- Store API
+
+  @Override
+  public long newTransactionId() {
+    return clock.tick();
+  }
+
+  @Override
+  public CompletableFuture<Committed> commit(long transactionId, List<EntityWrite> writes) {
+    if (writes == null || writes.isEmpty()) {
+      return CompletableFuture.failedFuture(TroupeException.invalid("a commit needs writes"));
+    }
+    Partition partition;
+    byte[] encoded;
+    List<Partition.EntityEffect> effects;
+    try {
+      int number = -1;
+      Map<EntityId, List<Operation>> byEntity = new LinkedHashMap<>();
+      for (EntityWrite write : writes) {
+        Objects.requireNonNull(write, "write");
+        int writePartition = partitionOf(write.entity());
+        if (number >= 0 && writePartition != number) {
+          return CompletableFuture.failedFuture(
+              TroupeException.invalid(
+                  "a commit's writes must all be in one partition; " + write.entity()
+                      + " is in partition " + writePartition + ", not " + number));
+        }
+        number = writePartition;
+        byEntity.computeIfAbsent(write.entity(), e -> new ArrayList<>()).addAll(write.operations());
+      }
+      partition = partitions[number];
+      effects = new ArrayList<>(byEntity.size());
+      for (Map.Entry<EntityId, List<Operation>> entry : byEntity.entrySet()) {
+        effects.add(
+            new Partition.EntityEffect(
+                entry.getKey(), Keys.entityPrefix(entry.getKey()), List.copyOf(entry.getValue())));
+      }
+      // Encoded here, in parallel, rather than on the writer thread; also rejects malformed
+      // operations (null fields) before they could reach, and stop, the writer.
+      encoded =
+          Codec.encodeRecord(
+              new TransactionRecord(transactionId, 0, settings.dataCentreId(), writes));
+    } catch (TroupeException e) {
+      return CompletableFuture.failedFuture(e);
+    } catch (RuntimeException e) {
+      return CompletableFuture.failedFuture(
+          TroupeException.invalid("malformed write: " + e.getMessage()));
+    }
+    closeLock.readLock().lock();
+    try {
+      if (closed) {
+        return CompletableFuture.failedFuture(
+            new TroupeException(ErrorCode.UNAVAILABLE, "the store is closed"));
+      }
+      Throwable failed = failure.get();
+      if (failed != null) {
+        return CompletableFuture.failedFuture(unavailable(failed));
+      }
+      if (partition.queuedCommits.incrementAndGet() > settings.groupCommitQueueLimit()) {
+        partition.queuedCommits.decrementAndGet();
+        return CompletableFuture.failedFuture(
+            Partition.overloaded(partition.number, settings.groupCommitQueueLimit()));
+      }
+      CompletableFuture<Committed> future = new CompletableFuture<>();
+      partition.queue.add(new Partition.Commit(transactionId, encoded, effects, future));
+      return future;
+    } finally {
+      closeLock.readLock().unlock();
+    }
+  }
+
+  @Override
+  public EntityState read(EntityId entity) {
+    Objects.requireNonNull(entity, "entity");
+    enter();
+    try {
+      return cache.get(entity, this::loadLatest);
+    } finally {
+      closeLock.readLock().unlock();
+    }
+  }
+
+  private EntityState loadLatest(EntityId entity) {
+    org.rocksdb.Snapshot snapshot = database.getSnapshot();
+    try (ReadOptions options = new ReadOptions().setSnapshot(snapshot)) {
+      return materializer.materialize(entity, Long.MAX_VALUE, options);
+    } catch (RocksDBException e) {
+      throw new UncheckedIOException(new IOException("cannot read " + entity, e));
+    } finally {
+      database.releaseSnapshot(snapshot);
+    }
+  }
+
+  @Override
+  public EntityState readAt(EntityId entity, long timestamp) {
+    Objects.requireNonNull(entity, "entity");
+    enter();
+    try {
+      long current = clock.current();
+      if (timestamp < 0 || timestamp > current) {
+        throw TroupeException.invalid(
+            "cannot read at " + timestamp + ": the current timestamp is " + current);
+      }
+      Partition partition = partitions[partitionOf(entity)];
+      awaitVisible(partition, timestamp);
+      checkHorizon(partition, entity, timestamp);
+      EntityState cached = cache.policy().getIfPresentQuietly(entity);
+      if (cached != null && cached.version() <= timestamp) {
+        // Every record at or below the timestamp is applied to the cache (visibility floor), and
+        // none of this entity's lies after the cached version: the cached state is the state there.
+        return cached;
+      }
+      org.rocksdb.Snapshot snapshot = database.getSnapshot();
+      try (ReadOptions options = new ReadOptions().setSnapshot(snapshot)) {
+        // Checked again after taking the snapshot: a truncation publishes its horizon before it
+        // deletes, so passing this check means the snapshot predates any deletion it would need.
+        checkHorizon(partition, entity, timestamp);
+        return materializer.materialize(entity, timestamp, options);
+      } catch (RocksDBException e) {
+        throw new UncheckedIOException(new IOException("cannot read " + entity, e));
+      } finally {
+        database.releaseSnapshot(snapshot);
+      }
+    } finally {
+      closeLock.readLock().unlock();
+    }
+  }
+
+  private static void checkHorizon(Partition partition, EntityId entity, long timestamp) {
+    long horizon = partition.historyHorizon;
+    if (timestamp < horizon) {
+      throw new TroupeException(
+          ErrorCode.HISTORY_TRUNCATED,
+          "history of " + entity + " before " + horizon + " is truncated; cannot read at "
+              + timestamp);
+    }
+  }
+
+  private void awaitVisible(Partition partition, long timestamp) {
+    while (partition.visibilityFloor <= timestamp) {
+      // The writer holds timestamps at or below ours that are not applied yet: at most one group
+      // commit (one synced write) to wait for.
+      LockSupport.parkNanos(20_000);
+    }
+  }
+
+  @Override
+  public Snapshot pinSnapshot(long timestamp) {
+    synchronized (pinLock) {
+      for (Partition partition : partitions) {
+        if (timestamp < partition.historyHorizon) {
+          throw new TroupeException(
+              ErrorCode.HISTORY_TRUNCATED,
+              "cannot pin " + timestamp + ": partition " + partition.number
+                  + " is truncated up to " + partition.historyHorizon);
+        }
+      }
+      pins.merge(timestamp, 1, Integer::sum);
+    }
+    return new PinnedSnapshot(timestamp);
+  }
+
+  /** A pinned timestamp; closing it twice is harmless. */
+  private final class PinnedSnapshot implements Store.Snapshot {
+    private final long timestamp;
+    private final AtomicBoolean released = new AtomicBoolean();
+
+    PinnedSnapshot(long timestamp) {
+      this.timestamp = timestamp;
+    }
+
+    @Override
+    public long timestamp() {
+      return timestamp;
+    }
+
+    @Override
+    public void close() {
+      if (released.compareAndSet(false, true)) {
+        synchronized (pinLock) {
+          pins.computeIfPresent(timestamp, (key, count) -> count == 1 ? null : count - 1);
+        }
+      }
+    }
+  }
+
+  /**
+   * Chooses the newest completed round whose frontier is at or below the retention bound R and
+   * publishes its frontier as the partition's history horizon; null if none qualifies. Runs under
+   * the pin lock so that no snapshot below the published horizon can be pinned meanwhile.
+   */
+  JournalPosition claimHorizon(Partition partition, TreeMap<Long, Long> completedRounds) {
+    synchronized (pinLock) {
+      long retentionMillis = Math.max(0, nowMillis() - settings.historyRetentionMillis());
+      long bound = HybridLogicalClock.fromMillis(retentionMillis) - 1;
+      if (!pins.isEmpty()) {
+        bound = Math.min(bound, pins.firstKey());
+      }
+      for (Map.Entry<Long, Long> round : completedRounds.descendingMap().entrySet()) {
+        if (round.getValue() <= bound) {
+          if (round.getValue() <= partition.historyHorizon) {
+            return null;
+          }
+          partition.historyHorizon = round.getValue();
+          return new JournalPosition(round.getKey(), round.getValue());
+        }
+      }
+      return null;
+    }
+  }
+
+  @Override
+  public long currentTimestamp() {
+    return clock.current();
+  }
+
+  @Override
+  public int partitionOf(EntityId entity) {
+    return Keys.partitionOf(entity, partitions.length);
+  }
+
+  /** The history horizon of a partition: readAt below it fails with history_truncated. */
+  public long historyHorizon(int partition) {
+    return partitions[partition].historyHorizon;
+  }
+
+  @Override
+  public StorageStatistics statistics() {
+    long sinceCheckpoint = 0;
+    long retained = 0;
+    for (Partition partition : partitions) {
+      long next = partition.publishedNextSequence;
+      sinceCheckpoint += next - partition.completedRoundSequence;
+      retained += next - partition.firstRetainedSequence;
+    }
+    CacheStats cacheStats = cache.stats();
+    long weight = cache.policy().eviction().map(e -> e.weightedSize().orElse(0)).orElse(0L);
+    return new StorageStatistics(
+        commits.sum(),
+        groupCommits.sum(),
+        sinceCheckpoint,
+        retained,
+        lastCheckpointMillis,
+        checkpointRounds.sum(),
+        objectCheckpoints.sum(),
+        truncatedRecords.sum(),
+        cacheStats.hitCount(),
+        cacheStats.missCount(),
+        weight,
+        recoveryMillis);
+  }
+
+  @Override
+  public void checkpointNow() {
+    refuseOnWriterThread("checkpointNow");
+    List<CompletableFuture<Void>> rounds = new ArrayList<>();
+    enter();
+    try {
+      Throwable failed = failure.get();
+      if (failed != null) {
+        throw unavailable(failed);
+      }
+      for (Partition partition : partitions) {
+        CompletableFuture<Void> done = new CompletableFuture<>();
+        partition.queue.add(new Partition.CheckpointRequest(done));
+        rounds.add(done);
+      }
+    } finally {
+      closeLock.readLock().unlock();
+    }
+    for (CompletableFuture<Void> done : rounds) {
+      try {
+        done.get();
+      } catch (ExecutionException e) {
+        Throwable cause = e.getCause();
+        if (cause instanceof RuntimeException runtime) {
+          throw runtime;
+        }
+        throw new CompletionException(cause);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new TroupeException(ErrorCode.UNAVAILABLE, "interrupted waiting for a checkpoint");
+      }
+    }
+  }
+
+  @Override
+  public void close() {
+    refuseOnWriterThread("close");
+    closeLock.writeLock().lock();
+    try {
+      if (closed) {
+        return;
+      }
+      closed = true;
+    } finally {
+      closeLock.writeLock().unlock();
+    }
+    // Every admitted task precedes Stop in its queue: writers drain them, then exit.
+    for (Partition partition : partitions) {
+      partition.queue.add(Partition.Stop.INSTANCE);
+    }
+    boolean interrupted = false;
+    for (Partition partition : partitions) {
+      while (true) {
+        try {
+          partition.join();
+          break;
+        } catch (InterruptedException e) {
+          interrupted = true;
+        }
+      }
+    }
+    if (walFlusher != null) {
+      walFlusher.shutdown();
+      try {
+        walFlusher.awaitTermination(10, TimeUnit.SECONDS);
+      } catch (InterruptedException e) {
+        interrupted = true;
+      }
+    }
+    if (failure.get() == null) {
+      try {
+        database.flushWal(true);
+      } catch (RocksDBException e) {
+        fail(e);
+      }
+    }
+    closeResources();
+    if (interrupted) {
+      Thread.currentThread().interrupt();
+    }
+  }
+
+  private void closeResources() {
+    cache.invalidateAll();
+    closeAll(handles, database, resources);
+  }
+
+  /** Column family handles, then the database, then the options they were built with. */
+  private static void closeAll(
+      List<ColumnFamilyHandle> handles, RocksDB database, List<AutoCloseable> resources) {
+    for (ColumnFamilyHandle handle : handles) {
+      handle.close();
+    }
+    if (database != null) {
+      database.close();
+    }
+    for (int i = resources.size() - 1; i >= 0; i--) {
+      try {
+        resources.get(i).close();
+      } catch (Exception ignored) {
+        // Native options hold no state worth reporting at shutdown.
+      }
+    }
+  }
+
+  // --------------------------------------------------------------------------- writer support
+
+  long nowMillis() {
+    return physicalMillis.getAsLong();
+  }
+
+  Throwable failure() {
+    return failure.get();
+  }
+
+  /** Marks the store failed: no commit is accepted or acknowledged after this. */
+  void fail(Throwable cause) {
+    if (failure.compareAndSet(null, cause)) {
+      // Cached states may lack records whose outcome is unknown: reads go to the database instead.
+      cache.invalidateAll();
+    }
+  }
+
+  static TroupeException unavailable(Throwable cause) {
+    return new TroupeException(
+        ErrorCode.UNAVAILABLE, "storage failed and accepts no more commits: " + cause);
+  }
+
+  EntityState cachedQuietly(EntityId entity) {
+    return cache.policy().getIfPresentQuietly(entity);
+  }
+
+  /** Brings a cached state up to a just-written record; no-op for uncached entities. */
+  void applyToCache(EntityId entity, List<Operation> operations, long commitTimestamp, int originDc) {
+    cache
+        .asMap()
+        .compute(
+            entity,
+            (key, state) -> {
+              if (state == null) {
+                return null;
+              }
+              return state.version() < commitTimestamp
+                  ? state.apply(operations, commitTimestamp, originDc)
+                  : state;
+            });
+  }
+
+  JournalPosition readPosition(byte[] key) throws RocksDBException {
+    byte[] value = database.get(meta, key);
+    return value == null ? JournalPosition.START : Codec.decodePosition(value);
+  }
+
+  private void enter() {
+    closeLock.readLock().lock();
+    if (closed) {
+      closeLock.readLock().unlock();
+      throw new TroupeException(ErrorCode.UNAVAILABLE, "the store is closed");
+    }
+  }
+
+  private void refuseOnWriterThread(String operation) {
+    for (Partition partition : partitions) {
+      if (partition.isWriterThread()) {
+        throw new IllegalStateException(
+            operation + " called from a storage writer thread (a commit continuation): it would"
+                + " wait for itself");
+      }
+    }
+  }
+}

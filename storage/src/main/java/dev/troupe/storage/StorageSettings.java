@@ -1,0 +1,74 @@
+package dev.troupe.storage;
+
+import java.nio.file.Path;
+
+/**
+ * Every limit and tunable of the storage engine, parsed once from {@code troupe.storage} in
+ * reference.conf (see there for the meaning and units of each).
+ *
+ * @param directory where the RocksDB database lives
+ * @param partitions number of journal partitions; entities are hashed to partitions, each with its
+ *     own group-commit writer
+ * @param durability when commits are acknowledged
+ * @param groupCommitMaxRecords most records one group commit (one synced write batch) may carry
+ * @param groupCommitQueueLimit most commits waiting for a partition's writer; past it commits fail
+ *     fast with {@code overloaded}
+ * @param asyncFlushIntervalMillis how often the write-ahead log is synced under ASYNC durability
+ * @param cacheMaxWeightBytes bound on the object cache, by estimated encoded size of states
+ * @param checkpointEveryOperations an object is checkpointed once this many operations were applied
+ *     to it since its last checkpoint
+ * @param checkpointIntervalMillis a checkpoint round runs at least this often while there are
+ *     unchecked records
+ * @param checkpointJournalRecords a checkpoint round runs once a partition has this many records
+ *     since its last round
+ * @param historyRetentionMillis how long old versions stay readable with {@code readAt} even when no
+ *     snapshot pins them
+ * @param dataCentreId id of this data centre, recorded as origin of every local commit
+ */
+public record StorageSettings(
+    Path directory,
+    int partitions,
+    Durability durability,
+    int groupCommitMaxRecords,
+    int groupCommitQueueLimit,
+    long asyncFlushIntervalMillis,
+    long cacheMaxWeightBytes,
+    int checkpointEveryOperations,
+    long checkpointIntervalMillis,
+    long checkpointJournalRecords,
+    long historyRetentionMillis,
+    int dataCentreId) {
+
+  /** Defaults as in reference.conf; tests and benchmarks adjust with the withers. */
+  public static StorageSettings defaults(Path directory) {
+    return new StorageSettings(
+        directory, 4, Durability.SYNC, 1024, 100_000, 50, 256L << 20, 1000, 10_000, 100_000, 60_000,
+        1);
+  }
+
+  public StorageSettings withDurability(Durability value) {
+    return new StorageSettings(directory, partitions, value, groupCommitMaxRecords,
+        groupCommitQueueLimit, asyncFlushIntervalMillis, cacheMaxWeightBytes,
+        checkpointEveryOperations, checkpointIntervalMillis, checkpointJournalRecords,
+        historyRetentionMillis, dataCentreId);
+  }
+
+  public StorageSettings withCheckpoints(int everyOperations, long intervalMillis, long journalRecords) {
+    return new StorageSettings(directory, partitions, durability, groupCommitMaxRecords,
+        groupCommitQueueLimit, asyncFlushIntervalMillis, cacheMaxWeightBytes, everyOperations,
+        intervalMillis, journalRecords, historyRetentionMillis, dataCentreId);
+  }
+
+  public StorageSettings withHistoryRetentionMillis(long value) {
+    return new StorageSettings(directory, partitions, durability, groupCommitMaxRecords,
+        groupCommitQueueLimit, asyncFlushIntervalMillis, cacheMaxWeightBytes,
+        checkpointEveryOperations, checkpointIntervalMillis, checkpointJournalRecords, value,
+        dataCentreId);
+  }
+
+  public StorageSettings withCacheMaxWeightBytes(long value) {
+    return new StorageSettings(directory, partitions, durability, groupCommitMaxRecords,
+        groupCommitQueueLimit, asyncFlushIntervalMillis, value, checkpointEveryOperations,
+        checkpointIntervalMillis, checkpointJournalRecords, historyRetentionMillis, dataCentreId);
+  }
+}

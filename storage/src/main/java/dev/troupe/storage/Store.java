@@ -1,0 +1,74 @@
+package dev.troupe.storage;
+
+import dev.troupe.model.EntityId;
+import dev.troupe.model.EntityState;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+
+/**
+ * The storage engine of one node: a partitioned operation journal with an index per object, an
+ * object cache, object checkpoints and journal truncation (antidote-cache.txt §3–4).
+ *
+ * <p>Contract:
+ *
+ * <ul>
+ *   <li>{@link #commit} appends one journal record and completes its future only once the record
+ *       is durable (under {@link Durability#SYNC}) and visible to {@link #read}. A future that
+ *       completes exceptionally means the record was not committed, unless the exception is
+ *       {@link OutcomeUnknownException}.
+ *   <li>{@link #read} returns the latest committed state; it never returns a state older than one
+ *       whose commit future has completed (read-your-writes for the caller).
+ *   <li>{@link #readAt} returns exactly the state produced by replaying, in commit order, every
+ *       record of that entity with commit timestamp ≤ the given timestamp, as long as the timestamp
+ *       is within the retained history; otherwise it fails with {@code history_truncated}.
+ *   <li>Nothing acknowledged is lost by a crash at any point (SYNC durability).
+ * </ul>
+ *
+ * <p>Thread-safe. Callers must serialize commits per entity (the entity actor does), because the
+ * operations of a commit were computed against the entity's previous state.
+ */
+public interface Store extends AutoCloseable {
+
+  /** A fresh transaction id, unique on this node even across restarts. */
+  long newTransactionId();
+
+  /**
+   * Commits one transaction record. All writes must be for entities of the same partition (single
+   * partition transactions; cross-partition atomic commit arrives with 2PC).
+   */
+  CompletableFuture<Committed> commit(long transactionId, List<EntityWrite> writes);
+
+  /** The latest committed state of an entity, from the object cache when present. */
+  EntityState read(EntityId entity);
+
+  /** The state of an entity as of a commit timestamp (MVCC read). */
+  EntityState readAt(EntityId entity, long timestamp);
+
+  /**
+   * Pins the history at {@code timestamp}: until the snapshot is closed, truncation keeps every
+   * version at or after it readable with {@link #readAt}.
+   */
+  Snapshot pinSnapshot(long timestamp);
+
+  /** The greatest commit timestamp issued so far; reads at it see every acknowledged commit. */
+  long currentTimestamp();
+
+  /** The partition an entity belongs to. */
+  int partitionOf(EntityId entity);
+
+  StorageStatistics statistics();
+
+  /** Runs a checkpoint round and truncation on every partition now, and waits for them. */
+  void checkpointNow();
+
+  @Override
+  void close();
+
+  /** A pinned read timestamp; close it to let truncation proceed. */
+  interface Snapshot extends AutoCloseable {
+    long timestamp();
+
+    @Override
+    void close();
+  }
+}

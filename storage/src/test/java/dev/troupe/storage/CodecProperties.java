@@ -1,0 +1,235 @@
+package dev.troupe.storage;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import dev.troupe.model.EntityId;
+import dev.troupe.model.EntityState;
+import dev.troupe.model.Json;
+import dev.troupe.model.Operation;
+import dev.troupe.model.Operation.AddElement;
+import dev.troupe.model.Operation.Assign;
+import dev.troupe.model.Operation.DeleteEntity;
+import dev.troupe.model.Operation.DeleteKey;
+import dev.troupe.model.Operation.Increment;
+import dev.troupe.model.Operation.RemoveElement;
+import dev.troupe.model.value.CounterValue;
+import dev.troupe.model.value.RegisterValue;
+import dev.troupe.model.value.SetValue;
+import dev.troupe.model.value.Tag;
+import dev.troupe.model.value.Value;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import net.jqwik.api.Arbitraries;
+import net.jqwik.api.Arbitrary;
+import net.jqwik.api.Combinators;
+import net.jqwik.api.Example;
+import net.jqwik.api.ForAll;
+import net.jqwik.api.Property;
+import net.jqwik.api.Provide;
+import net.jqwik.api.constraints.IntRange;
+
+/** Round trips of every persisted format, and detection of corruption. */
+class CodecProperties {
+
+  @Property(tries = 200)
+  void recordsRoundTrip(@ForAll("records") TransactionRecord record) {
+    byte[] encoded = Codec.encodeRecord(record);
+    assertEquals(record, Codec.decodeRecord(encoded));
+  }
+
+  @Property(tries = 200)
+  void statesRoundTrip(@ForAll("states") EntityState state) {
+    byte[] encoded = Codec.encodeState(state);
+    assertEquals(state, Codec.decodeState(encoded));
+  }
+
+  @Property(tries = 200)
+  void aFlippedByteInARecordIsDetected(
+      @ForAll("records") TransactionRecord record,
+      @ForAll @IntRange(min = 0, max = 100_000) int where,
+      @ForAll @IntRange(min = 1, max = 255) int mask) {
+    byte[] encoded = Codec.encodeRecord(record);
+    encoded[where % encoded.length] ^= (byte) mask;
+    assertThrows(CorruptDataException.class, () -> Codec.decodeRecord(encoded));
+  }
+
+  @Property(tries = 200)
+  void aFlippedByteInAStateIsDetected(
+      @ForAll("states") EntityState state,
+      @ForAll @IntRange(min = 0, max = 100_000) int where,
+      @ForAll @IntRange(min = 1, max = 255) int mask) {
+    byte[] encoded = Codec.encodeState(state);
+    encoded[where % encoded.length] ^= (byte) mask;
+    assertThrows(CorruptDataException.class, () -> Codec.decodeState(encoded));
+  }
+
+  @Property(tries = 100)
+  void aTruncatedValueIsDetected(
+      @ForAll("records") TransactionRecord record, @ForAll @IntRange(min = 1, max = 1000) int cut) {
+    byte[] encoded = Codec.encodeRecord(record);
+    byte[] shorter = java.util.Arrays.copyOf(encoded, Math.max(0, encoded.length - cut));
+    assertThrows(CorruptDataException.class, () -> Codec.decodeRecord(shorter));
+  }
+
+  @Property(tries = 100)
+  void theCommitTimestampCanBeSetAfterEncoding(
+      @ForAll("records") TransactionRecord record, @ForAll long timestamp) {
+    byte[] encoded =
+        Codec.encodeRecord(
+            new TransactionRecord(record.transactionId(), 0, record.originDc(), record.writes()));
+    TransactionRecord expected =
+        new TransactionRecord(record.transactionId(), timestamp, record.originDc(), record.writes());
+    assertArrayEquals(Codec.encodeRecord(expected), Codec.withCommitTimestamp(encoded, timestamp));
+    assertEquals(expected, Codec.decodeRecord(encoded));
+  }
+
+  @Example
+  void aValueOfAnotherTypeIsRejected() {
+    byte[] state = Codec.encodeState(EntityState.ABSENT);
+    CorruptDataException e =
+        assertThrows(CorruptDataException.class, () -> Codec.decodeRecord(state));
+    assertEquals(true, e.getMessage().contains("record type"));
+    byte[] position = Codec.encodePosition(new JournalPosition(5, 7));
+    assertEquals(new JournalPosition(5, 7), Codec.decodePosition(position));
+    assertThrows(CorruptDataException.class, () -> Codec.decodeState(position));
+  }
+
+  @Example
+  void anUnknownFormatVersionIsRejected() {
+    byte[] state = Codec.encodeState(EntityState.ABSENT);
+    state[1] = 9;
+    // Re-seal the checksum so that only the version is wrong.
+    java.util.zip.CRC32C crc = new java.util.zip.CRC32C();
+    crc.update(state, 0, state.length - 4);
+    int value = (int) crc.getValue();
+    for (int i = 0; i < 4; i++) {
+      state[state.length - 4 + i] = (byte) (value >>> (24 - 8 * i));
+    }
+    CorruptDataException e =
+        assertThrows(CorruptDataException.class, () -> Codec.decodeState(state));
+    assertEquals(true, e.getMessage().contains("format version"));
+  }
+
+  // ------------------------------------------------------------------------------ generators
+
+  @Provide
+  Arbitrary<TransactionRecord> records() {
+    Arbitrary<EntityWrite> write =
+        Combinators.combine(entities(), operation().list().ofMaxSize(5)).as(EntityWrite::new);
+    return Combinators.combine(
+            Arbitraries.longs(),
+            Arbitraries.longs().greaterOrEqual(0),
+            Arbitraries.integers().between(0, 1000),
+            write.list().ofMinSize(1).ofMaxSize(4))
+        .as(TransactionRecord::new);
+  }
+
+  @Provide
+  Arbitrary<EntityState> states() {
+    return Combinators.combine(
+            Arbitraries.maps(keys(), value()).ofMaxSize(5),
+            Arbitraries.longs().greaterOrEqual(0),
+            Arbitraries.of(true, false))
+        .as(EntityState::new);
+  }
+
+  static Arbitrary<EntityId> entities() {
+    Arbitrary<String> name = Arbitraries.strings().alpha().numeric().withChars("-_.é日").ofMinLength(1).ofMaxLength(12);
+    return Combinators.combine(name, name).as(EntityId::new);
+  }
+
+  static Arbitrary<String> keys() {
+    return Arbitraries.strings().alpha().withChars("_é").ofMinLength(0).ofMaxLength(8);
+  }
+
+  static Arbitrary<Tag> tags() {
+    return Combinators.combine(
+            Arbitraries.integers().between(0, 5), Arbitraries.longs(), Arbitraries.integers().between(0, 50))
+        .as(Tag::new);
+  }
+
+  /** JSON values as the server produces them (parsed: integers are longs). */
+  static Arbitrary<JsonNode> json() {
+    Arbitrary<JsonNode> scalar =
+        Arbitraries.oneOf(
+            Arbitraries.longs().map(l -> (JsonNode) Json.NODES.numberNode(l)),
+            Arbitraries.strings()
+                .alpha()
+                .withChars(" \"\\/\n\té日€")
+                .ofMaxLength(10)
+                .map(s -> (JsonNode) Json.NODES.textNode(s)),
+            Arbitraries.of(true, false).map(b -> (JsonNode) Json.NODES.booleanNode(b)),
+            Arbitraries.just((JsonNode) Json.NODES.nullNode()),
+            Arbitraries.doubles()
+                .between(-1e9, 1e9)
+                .map(d -> (JsonNode) Json.NODES.numberNode(d)));
+    Arbitrary<JsonNode> array =
+        scalar.list().ofMaxSize(3).map(items -> {
+          var node = Json.NODES.arrayNode();
+          items.forEach(node::add);
+          return (JsonNode) node;
+        });
+    Arbitrary<JsonNode> object =
+        Arbitraries.maps(keys(), scalar).ofMaxSize(3).map(fields -> {
+          var node = Json.NODES.objectNode();
+          fields.forEach(node::set);
+          return (JsonNode) node;
+        });
+    return Arbitraries.frequencyOf(
+        net.jqwik.api.Tuple.of(6, scalar), net.jqwik.api.Tuple.of(1, array), net.jqwik.api.Tuple.of(1, object));
+  }
+
+  static Arbitrary<Operation> operation() {
+    return Arbitraries.oneOf(
+        Combinators.combine(keys(), json()).as(Assign::new),
+        keys().map(DeleteKey::new),
+        Combinators.combine(keys(), Arbitraries.longs()).as(Increment::new),
+        Combinators.combine(keys(), json(), tags()).as(AddElement::new),
+        Combinators.combine(keys(), json(), tags().set().ofMaxSize(3))
+            .as((k, e, t) -> (Operation) new RemoveElement(k, e, t)),
+        Arbitraries.just(new DeleteEntity()));
+  }
+
+  static Arbitrary<Value> value() {
+    Arbitrary<Value> register =
+        Combinators.combine(json(), Arbitraries.longs().greaterOrEqual(0), Arbitraries.integers().between(0, 9))
+            .as(RegisterValue::new);
+    Arbitrary<Map<Integer, Long>> amounts =
+        Arbitraries.maps(Arbitraries.integers().between(0, 9), Arbitraries.longs().greaterOrEqual(0))
+            .ofMaxSize(3);
+    Arbitrary<Value> counter = Combinators.combine(amounts, amounts).as(CounterValue::new);
+    Arbitrary<Value> set =
+        Combinators.combine(json(), tags().set().ofMinSize(1).ofMaxSize(3))
+            .as(SetEntry::new)
+            .list()
+            .ofMaxSize(4)
+            .map(entries -> {
+              SetValue result = SetValue.EMPTY;
+              for (SetEntry entry : entries) {
+                for (Tag tag : entry.tags()) {
+                  result = result.add(entry.element(), tag);
+                }
+              }
+              return (Value) result;
+            });
+    return Arbitraries.oneOf(register, counter, set);
+  }
+
+  record SetEntry(JsonNode element, Set<Tag> tags) {}
+
+  @Example
+  void estimatedWeightGrowsWithContent() {
+    EntityState small = new EntityState(Map.of(), 1, true);
+    Map<String, Value> values = new HashMap<>();
+    values.put("name", new RegisterValue(Json.NODES.textNode("x".repeat(1000)), 1, 1));
+    EntityState large = new EntityState(values, 1, true);
+    assertEquals(true, Codec.estimateWeight(large) > Codec.estimateWeight(small) + 1000);
+    assertEquals(true, Codec.estimateWeight(new EntityState(Map.of(), 1, true)) > 0);
+    List.of(small, large).forEach(s -> assertEquals(s, Codec.decodeState(Codec.encodeState(s))));
+  }
+}
