@@ -7,7 +7,9 @@ import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.http.javadsl.Http;
 import org.apache.pekko.http.javadsl.ServerBinding;
 import org.apache.pekko.http.javadsl.model.ContentTypes;
+import org.apache.pekko.http.javadsl.model.HttpRequest;
 import org.apache.pekko.http.javadsl.model.HttpResponse;
+import java.util.concurrent.CompletionStage;
 
 /**
  * Benchmark baseline: the same HTTP stack (Pekko HTTP, low-level API, same settings) answering
@@ -28,10 +30,11 @@ public final class BareHttpServer implements AutoCloseable {
     HttpResponse response = HttpResponse.create().withEntity(ContentTypes.APPLICATION_JSON, BODY);
     try {
       ServerBinding binding = Http.get(system).newServerAt(host, port)
-          .bind(request -> {
-            request.discardEntityBytes(system);
-            return CompletableFuture.completedFuture(response);
-          })
+          .bind((org.apache.pekko.japi.function.Function<HttpRequest, CompletionStage<HttpResponse>>)
+              request -> {
+                request.discardEntityBytes(system);
+                return CompletableFuture.completedFuture(response);
+              })
           .toCompletableFuture().get(30, TimeUnit.SECONDS);
       return new BareHttpServer(binding);
     } catch (Exception e) {

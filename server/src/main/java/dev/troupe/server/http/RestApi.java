@@ -24,7 +24,6 @@ import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.LongAdder;
-import java.util.function.Function;
 import org.apache.pekko.http.javadsl.model.ContentTypes;
 import org.apache.pekko.http.javadsl.model.HttpEntity;
 import org.apache.pekko.http.javadsl.model.HttpMethod;
@@ -43,7 +42,8 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Routes: see README.md ("REST API") and docs/ARCHITECTURE.md.
  */
-public final class RestApi implements Function<HttpRequest, CompletionStage<HttpResponse>> {
+public final class RestApi
+    implements org.apache.pekko.japi.function.Function<HttpRequest, CompletionStage<HttpResponse>> {
   private static final Logger log = LoggerFactory.getLogger(RestApi.class);
   private static final byte[] HEALTH_OK = "{\"status\":\"ok\"}".getBytes(StandardCharsets.UTF_8);
 

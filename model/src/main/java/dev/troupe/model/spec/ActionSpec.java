@@ -1,0 +1,180 @@
+package dev.troupe.model.spec;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.troupe.model.Json;
+import dev.troupe.model.TroupeException;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+
+/**
+ * The declaration of one action of a type: typed parameters, preconditions and effects written in
+ * CEL, and synchronous calls on other entities.
+ *
+ * <p>Preconditions and effects are pure functions of (entity state, parameters): PSAC
+ * (psac.txt) admits concurrent actions by evaluating exactly these against the possible outcomes of
+ * in-flight actions, so they must not depend on anything else.
+ *
+ * <p>Validated at construction, with messages that name the offending path ({@code
+ * actions.withdraw.params.x: ...}): the name and parameter names are CEL identifiers, parameters do
+ * not use the reserved names {@code state} and {@code params}, expressions are non-blank, sync
+ * templates only use declared {@code string} or {@code int} parameters, and the action does
+ * something (has a precondition, an effect or a sync call). Whether effects name declared keys,
+ * and whether parameter names clash with key names, is checked by {@link TypeSpec}; whether the
+ * expressions compile, by {@link CompiledType#compile}.
+ *
+ * @param name the action's name, unique within its type
+ * @param params parameter name to type, in declaration order (null means none)
+ * @param preconditions CEL expressions that must all evaluate to true, checked in order (null
+ *     means none)
+ * @param effects key to CEL expression computing the key's new value, in declaration order (null
+ *     means none)
+ * @param sync calls on other entities made in the same transaction (null means none)
+ * @throws TroupeException with {@code INVALID_REQUEST} naming the offending path
+ */
+public record ActionSpec(
+    String name,
+    Map<String, ParamType> params,
+    List<String> preconditions,
+    Map<String, String> effects,
+    List<SyncSpec> sync) {
+
+  public ActionSpec {
+    Objects.requireNonNull(name, "name");
+    params = Collections.unmodifiableMap(new LinkedHashMap<>(params == null ? Map.of() : params));
+    preconditions = List.copyOf(preconditions == null ? List.of() : preconditions);
+    effects = Collections.unmodifiableMap(new LinkedHashMap<>(effects == null ? Map.of() : effects));
+    sync = List.copyOf(sync == null ? List.of() : sync);
+    validate(name, params, preconditions, effects, sync);
+  }
+
+  /** An action without sync calls. */
+  public ActionSpec(
+      String name,
+      Map<String, ParamType> params,
+      List<String> preconditions,
+      Map<String, String> effects) {
+    this(name, params, preconditions, effects, List.of());
+  }
+
+  /** The path of this action in a spec, for messages: {@code actions.<name>}. */
+  public String path() {
+    return "actions." + name;
+  }
+
+  /**
+   * The canonical JSON form: {@code {"params": {...}, "pre": [...], "effect": {...}}}, plus
+   * {@code "sync": [...]} when there are sync calls.
+   */
+  public JsonNode toJson() {
+    ObjectNode node = Json.NODES.objectNode();
+    ObjectNode paramsNode = node.putObject("params");
+    params.forEach((param, type) -> paramsNode.put(param, type.wireName()));
+    ArrayNode pre = node.putArray("pre");
+    preconditions.forEach(pre::add);
+    ObjectNode effect = node.putObject("effect");
+    effects.forEach(effect::put);
+    if (!sync.isEmpty()) {
+      ArrayNode syncNode = node.putArray("sync");
+      sync.forEach(call -> syncNode.add(call.toJson()));
+    }
+    return node;
+  }
+
+  private static void validate(
+      String name,
+      Map<String, ParamType> params,
+      List<String> preconditions,
+      Map<String, String> effects,
+      List<SyncSpec> sync) {
+    String path = "actions." + name;
+    String nameProblem = Names.problemWithIdentifier(name, false);
+    if (nameProblem != null) {
+      throw TroupeException.invalid(path + ": action name " + nameProblem);
+    }
+    params.forEach(
+        (param, type) -> {
+          String problem = Names.problemWithIdentifier(param, true);
+          if (problem != null) {
+            throw TroupeException.invalid(path + ".params." + param + ": parameter name " + problem);
+          }
+          if (type == null) {
+            throw TroupeException.invalid(path + ".params." + param + ": missing parameter type");
+          }
+        });
+    for (int i = 0; i < preconditions.size(); i++) {
+      requireExpression(path + ".pre[" + i + "]", preconditions.get(i));
+    }
+    effects.forEach(
+        (key, expression) -> requireExpression(path + ".effect." + key, expression));
+    for (int i = 0; i < sync.size(); i++) {
+      validateSync(path + ".sync[" + i + "]", sync.get(i), params);
+    }
+    if (preconditions.isEmpty() && effects.isEmpty() && sync.isEmpty()) {
+      throw TroupeException.invalid(
+          path + ": an action needs at least one precondition (pre), effect or sync call");
+    }
+  }
+
+  private static void requireExpression(String path, String expression) {
+    if (expression == null || expression.isBlank()) {
+      throw TroupeException.invalid(path + ": empty expression");
+    }
+  }
+
+  private static void validateSync(String path, SyncSpec call, Map<String, ParamType> params) {
+    List<SyncSpec.TemplatePart> template;
+    try {
+      template = call.entityTemplate();
+    } catch (TroupeException e) {
+      throw TroupeException.invalid(path + ".entity: " + e.getMessage());
+    }
+    boolean hasSeparator = false;
+    for (SyncSpec.TemplatePart part : template) {
+      switch (part) {
+        case SyncSpec.TemplatePart.Literal literal ->
+            hasSeparator |= literal.text().indexOf('/') >= 0;
+        case SyncSpec.TemplatePart.Placeholder placeholder -> {
+          ParamType type = params.get(placeholder.parameter());
+          if (type == null) {
+            throw TroupeException.invalid(
+                path
+                    + ".entity: placeholder {"
+                    + placeholder.parameter()
+                    + "} names no parameter of the action");
+          }
+          if (type != ParamType.STRING && type != ParamType.INT) {
+            throw TroupeException.invalid(
+                path
+                    + ".entity: placeholder {"
+                    + placeholder.parameter()
+                    + "} must be a string or int parameter, not "
+                    + type.wireName());
+          }
+        }
+      }
+    }
+    if (!hasSeparator) {
+      throw TroupeException.invalid(
+          path + ".entity: '" + call.entity() + "' must look like Type/id, e.g. Account/{from}");
+    }
+    String actionProblem = Names.problemWithIdentifier(call.action(), false);
+    if (actionProblem != null) {
+      throw TroupeException.invalid(path + ".action: action name " + actionProblem);
+    }
+    call.arguments()
+        .forEach(
+            (argument, expression) -> {
+              String problem = Names.problemWithIdentifier(argument, true);
+              if (problem != null) {
+                throw TroupeException.invalid(
+                    path + ".args." + argument + ": argument name " + problem);
+              }
+              requireExpression(path + ".args." + argument, expression);
+            });
+  }
+}

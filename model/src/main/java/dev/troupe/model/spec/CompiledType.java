@@ -1,0 +1,753 @@
+package dev.troupe.model.spec;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.LongNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.cel.bundle.Cel;
+import dev.cel.bundle.CelBuilder;
+import dev.cel.bundle.CelFactory;
+import dev.cel.common.CelAbstractSyntaxTree;
+import dev.cel.common.CelIssue;
+import dev.cel.common.CelOptions;
+import dev.cel.common.CelValidationException;
+import dev.cel.common.types.CelKind;
+import dev.cel.common.types.CelType;
+import dev.cel.common.types.MapType;
+import dev.cel.common.types.SimpleType;
+import dev.cel.parser.CelStandardMacro;
+import dev.cel.runtime.CelEvaluationException;
+import dev.cel.runtime.CelRuntime;
+import dev.troupe.model.EntityId;
+import dev.troupe.model.EntityState;
+import dev.troupe.model.ErrorCode;
+import dev.troupe.model.Json;
+import dev.troupe.model.Operation;
+import dev.troupe.model.TroupeException;
+import dev.troupe.model.value.CounterValue;
+import dev.troupe.model.value.KeyKind;
+import dev.troupe.model.value.RegisterValue;
+import dev.troupe.model.value.SetValue;
+import dev.troupe.model.value.Tag;
+import dev.troupe.model.value.Value;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import java.util.stream.Collectors;
+
+/**
+ * A {@link TypeSpec} compiled for execution: every CEL expression is parsed, type-checked and
+ * planned once, when the type is defined, so that a definition with a mistake is rejected then
+ * (HTTP 400 on {@code PUT /v1/types/{type}}) and turns only evaluate.
+ *
+ * <p><b>Invariants.</b> Everything here is a pure, deterministic function of its arguments: no
+ * I/O, no clock, no randomness, no mutable state. CEL has no function that reads the clock or the
+ * environment, variables are bound in declaration order and sets are read in the order of their
+ * elements' JSON text, so the same (state, arguments, transaction id, data centre) always yield the
+ * same outcome. That is what the rest of Troupe relies on: PSAC (psac.txt) evaluates preconditions
+ * and effects against each possible outcome of the in-flight actions, which is only sound if they
+ * are pure functions of (state, params); the deterministic simulator replays schedules and must
+ * get the same operations every time; and effects are recorded as operations (incremental logging,
+ * antidote-cache.txt, smsa.txt), never as whole states, so replicas converge by applying them.
+ *
+ * <p><b>Thread safety.</b> Immutable; CEL programs are immutable and safe for concurrent use. One
+ * instance serves every turn of every entity of the type.
+ *
+ * <p><b>Variables.</b> An expression of an action sees every declared key by name (CEL type
+ * {@code dyn}), every parameter by name (typed: {@code int}, {@code double}, {@code string},
+ * {@code bool}; the other parameter types are {@code dyn}), {@code state} (map of every declared key
+ * to its current value) and {@code params} (map of every parameter to its argument). A key's
+ * current value is the entity's stored value, or the key's default while it has none. A stored
+ * value of another kind than declared (left by an earlier definition of the type) reads as absent.
+ * A counter reads as its default plus its total (see {@link KeySpec}), a set as the list of its
+ * elements.
+ *
+ * <p><b>Limits.</b> Comprehensions ({@code all}, {@code exists}, {@code map}, {@code filter})
+ * stop after {@link #MAX_COMPREHENSION_ITERATIONS} iterations, so no expression runs unboundedly
+ * long on a large state; the expression text is limited by CEL's own 100,000 code point limit.
+ */
+public final class CompiledType {
+  /**
+   * The most iterations one evaluation may spend in comprehensions; past it the evaluation fails.
+   * Bounds the work of a turn whatever the state holds.
+   */
+  public static final int MAX_COMPREHENSION_ITERATIONS = 100_000;
+
+  private static final CelOptions CEL_OPTIONS =
+      CelOptions.current()
+          // Registers hold any JSON number, so `balance > amount` must work whether the stored
+          // balance is an int or a double.
+          .enableHeterogeneousNumericComparisons(true)
+          .comprehensionMaxIterations(MAX_COMPREHENSION_ITERATIONS)
+          .build();
+
+  private static final CelType MAP_OF_STRING_TO_DYN =
+      MapType.create(SimpleType.STRING, SimpleType.DYN);
+
+  /** CEL's evaluation error text: "evaluation error at <input>:OFFSET: MESSAGE". */
+  private static final Pattern EVALUATION_ERROR =
+      Pattern.compile("evaluation error at <input>:(\\d+): (.*)", Pattern.DOTALL);
+
+  private final TypeSpec spec;
+
+  /** Key to the CEL value of its default (a {@code Long} for counters, a list for sets). */
+  private final Map<String, Object> defaults;
+
+  private final Map<String, CompiledAction> actions;
+
+  /** One compiled CEL expression with the spec path and text used in messages. */
+  private record Expression(String path, String text, CelRuntime.Program program) {
+    Object evaluate(Map<String, Object> variables) throws CelEvaluationException {
+      return program.eval(variables);
+    }
+  }
+
+  private record Effect(String key, KeyKind kind, Expression expression) {}
+
+  private record CompiledSync(
+      String path,
+      List<SyncSpec.TemplatePart> entityTemplate,
+      String action,
+      Map<String, Expression> arguments) {}
+
+  private record CompiledAction(
+      ActionSpec spec,
+      List<Expression> preconditions,
+      List<Effect> effects,
+      List<CompiledSync> sync) {}
+
+  private CompiledType(
+      TypeSpec spec, Map<String, Object> defaults, Map<String, CompiledAction> actions) {
+    this.spec = spec;
+    this.defaults = defaults;
+    this.actions = actions;
+  }
+
+  /**
+   * Compiles every precondition, effect and sync argument of the spec.
+   *
+   * @throws TroupeException with {@code INVALID_REQUEST} naming the expression's path, e.g. {@code
+   *     actions.withdraw.pre[2]: column 9: undeclared reference to 'amont'}, if an expression does
+   *     not compile or has the wrong type: a precondition must be {@code bool}, a counter effect
+   *     {@code int}, a set effect a list ({@code dyn} is accepted everywhere and checked when
+   *     evaluated)
+   */
+  public static CompiledType compile(TypeSpec spec) {
+    Objects.requireNonNull(spec, "spec");
+    Map<String, Object> defaults = new LinkedHashMap<>();
+    spec.keys().forEach((key, keySpec) -> defaults.put(key, CelValues.fromJson(keySpec.defaultValue())));
+    Map<String, CompiledAction> actions = new LinkedHashMap<>();
+    for (ActionSpec action : spec.actions().values()) {
+      actions.put(action.name(), compileAction(spec, action));
+    }
+    return new CompiledType(
+        spec, Collections.unmodifiableMap(defaults), Collections.unmodifiableMap(actions));
+  }
+
+  /** A schemaless type: any key, register values, no actions. */
+  public static CompiledType schemaless(String typeName) {
+    return compile(TypeSpec.schemaless(typeName));
+  }
+
+  /** The spec this was compiled from. */
+  public TypeSpec spec() {
+    return spec;
+  }
+
+  /** The type name. */
+  public String name() {
+    return spec.name();
+  }
+
+  /** Whether entities of this type take any key, as registers. */
+  public boolean isSchemaless() {
+    return spec.schemaless();
+  }
+
+  /**
+   * The kind of a key: the declared kind, {@link KeyKind#REGISTER} for any key of a schemaless
+   * type, {@code null} for a key a declared type does not have.
+   */
+  public KeyKind kindOf(String key) {
+    if (spec.schemaless()) {
+      return KeyKind.REGISTER;
+    }
+    KeySpec keySpec = spec.keys().get(key);
+    return keySpec == null ? null : keySpec.kind();
+  }
+
+  /**
+   * What clients see of an entity: an object of key to value. For a declared type, every declared
+   * key in declaration order, with its default while the entity holds no value of the declared kind
+   * for it; for a schemaless type, the keys the entity holds, in key order. The result is a fresh
+   * tree owned by the caller. Whether the entity exists is the caller's concern.
+   */
+  public ObjectNode render(EntityState state) {
+    Objects.requireNonNull(state, "state");
+    ObjectNode rendered = Json.NODES.objectNode();
+    if (spec.schemaless()) {
+      new TreeMap<>(state.values())
+          .forEach((key, value) -> rendered.set(key, value.toJson().deepCopy()));
+      return rendered;
+    }
+    for (String key : spec.keys().keySet()) {
+      rendered.set(key, renderValue(key, state));
+    }
+    return rendered;
+  }
+
+  /**
+   * What clients see of one key, as in {@link #render}: for a declared key, the stored value or the
+   * default; {@code null} if the key is not part of the entity (a key a declared type does not
+   * declare, or a key a schemaless entity does not hold). A fresh tree owned by the caller.
+   */
+  public JsonNode renderValue(String key, EntityState state) {
+    Objects.requireNonNull(state, "state");
+    Value stored = state.get(key);
+    if (spec.schemaless()) {
+      return stored == null ? null : stored.toJson().deepCopy();
+    }
+    KeySpec keySpec = spec.keys().get(key);
+    if (keySpec == null) {
+      return null;
+    }
+    return switch (keySpec.kind()) {
+      case REGISTER ->
+          stored instanceof RegisterValue register ? register.value().deepCopy() : keySpec.defaultValue();
+      case COUNTER -> LongNode.valueOf(renderedCounter(key, stored));
+      case SET -> stored instanceof SetValue set ? set.toJson().deepCopy() : keySpec.defaultValue();
+    };
+  }
+
+  /**
+   * Evaluates an action against an entity state and returns the operations that perform it, without
+   * applying them.
+   *
+   * <p>Steps: the arguments are checked against the declared parameters; the preconditions are
+   * evaluated in declaration order, and the first that does not hold stops the action with {@link
+   * ActionOutcome.PreconditionFailed}; then every effect is evaluated against the state as it was
+   * before the action (effects are a simultaneous assignment: one effect never sees another's
+   * result), and each result becomes operations on its key: a register is assigned the value; a
+   * counter is incremented by the difference between the new and the current value (nothing when
+   * equal); a set gets an {@link Operation.AddElement} for each new element, tagged
+   * {@code Tag(originDc, transactionId, index)} with {@code index} the number of operations this
+   * call emitted before it, and a {@link Operation.RemoveElement} with the observed tags for each
+   * element no longer in the list.
+   *
+   * <p>A precondition that cannot be evaluated in this state (no such map key, overflow, division
+   * by zero, a result that is not a bool) is reported as {@link ActionOutcome.PreconditionFailed}
+   * with the error in its message, not as an invalid request: whether it evaluates depends on the
+   * entity's state, not only on the request, so it is a conflict (409) like a false precondition.
+   * An effect that cannot be evaluated or gives a value its key cannot hold is reported as an
+   * invalid request (400), as the spec is to blame or the arguments push a value out of range.
+   *
+   * <p>Sync calls are not made here; see {@link #synchronizedCalls}.
+   *
+   * @param action the action's name
+   * @param params the arguments: a JSON object with exactly the declared parameters (null or a
+   *     missing node count as an empty object)
+   * @param state the entity's current state ({@link EntityState#ABSENT} for an entity never
+   *     written)
+   * @param transactionId the id of the transaction, unique within the data centre; with {@code
+   *     originDc} it makes the tags of set additions unique
+   * @param originDc the data centre where the transaction runs
+   * @throws TroupeException with {@code UNKNOWN_ACTION} if the type has no such action, with
+   *     {@code INVALID_REQUEST} for missing, extra or ill-typed arguments and for failing effects
+   */
+  public ActionOutcome invoke(
+      String action, JsonNode params, EntityState state, long transactionId, int originDc) {
+    Objects.requireNonNull(state, "state");
+    CompiledAction compiled = action(action);
+    Map<String, Object> arguments = bindArguments(compiled.spec(), params);
+    Map<String, Object> variables = variables(state, arguments);
+
+    String where = name() + "." + action;
+    for (Expression precondition : compiled.preconditions()) {
+      Object result;
+      try {
+        result = precondition.evaluate(variables);
+      } catch (CelEvaluationException e) {
+        return new ActionOutcome.PreconditionFailed(
+            precondition.text(),
+            "precondition of "
+                + where
+                + " could not be evaluated: `"
+                + precondition.text()
+                + "`: "
+                + evaluationMessage(e));
+      }
+      if (!(result instanceof Boolean holds)) {
+        return new ActionOutcome.PreconditionFailed(
+            precondition.text(),
+            "precondition of "
+                + where
+                + " does not evaluate to a bool but to a "
+                + CelValues.describe(result)
+                + ": `"
+                + precondition.text()
+                + "`");
+      }
+      if (!holds) {
+        return new ActionOutcome.PreconditionFailed(
+            precondition.text(),
+            "precondition of " + where + " does not hold: " + precondition.text());
+      }
+    }
+
+    List<Operation> operations = new ArrayList<>();
+    for (Effect effect : compiled.effects()) {
+      Object result;
+      try {
+        result = effect.expression().evaluate(variables);
+      } catch (CelEvaluationException e) {
+        throw effectProblem(effect, evaluationMessage(e));
+      }
+      switch (effect.kind()) {
+        case REGISTER -> operations.add(new Operation.Assign(effect.key(), effectJson(effect, result)));
+        case COUNTER -> counterOperation(effect, result, (Long) variables.get(effect.key()), operations);
+        case SET -> setOperations(effect, result, state, transactionId, originDc, operations);
+      }
+    }
+    return new ActionOutcome.Applied(operations);
+  }
+
+  /**
+   * The sync calls of an action resolved for these arguments: target entities with their
+   * placeholders filled in and arguments evaluated. They depend on the arguments alone, never on
+   * state, so a transaction's access set is known before it runs. The caller invokes them on their
+   * entities in the same transaction, all or nothing.
+   *
+   * @param action the action's name
+   * @param params the arguments, as for {@link #invoke}
+   * @throws TroupeException with {@code UNKNOWN_ACTION} if the type has no such action, with
+   *     {@code INVALID_REQUEST} for bad arguments, an argument expression that fails, or a target
+   *     that is not a valid entity reference
+   */
+  public List<SyncInvocation> synchronizedCalls(String action, JsonNode params) {
+    CompiledAction compiled = action(action);
+    if (compiled.sync().isEmpty()) {
+      return List.of();
+    }
+    Map<String, Object> arguments = bindArguments(compiled.spec(), params);
+    Map<String, Object> variables = new HashMap<>(arguments);
+    variables.put(Names.PARAMS_VARIABLE, arguments);
+    List<SyncInvocation> calls = new ArrayList<>();
+    for (CompiledSync sync : compiled.sync()) {
+      StringBuilder entity = new StringBuilder();
+      for (SyncSpec.TemplatePart part : sync.entityTemplate()) {
+        switch (part) {
+          case SyncSpec.TemplatePart.Literal literal -> entity.append(literal.text());
+          // Only string and int parameters may be placeholders (checked by ActionSpec), and both
+          // print as their plain text.
+          case SyncSpec.TemplatePart.Placeholder placeholder ->
+              entity.append(arguments.get(placeholder.parameter()));
+        }
+      }
+      EntityId target;
+      try {
+        target = EntityId.parse(entity.toString());
+      } catch (TroupeException e) {
+        throw TroupeException.invalid(sync.path() + ".entity: " + e.getMessage());
+      }
+      ObjectNode callArguments = Json.NODES.objectNode();
+      for (Map.Entry<String, Expression> argument : sync.arguments().entrySet()) {
+        Expression expression = argument.getValue();
+        try {
+          callArguments.set(argument.getKey(), CelValues.toJson(expression.evaluate(variables)));
+        } catch (CelEvaluationException e) {
+          throw expressionProblem(expression, evaluationMessage(e));
+        } catch (CelValues.NotJsonException e) {
+          throw expressionProblem(expression, e.getMessage());
+        }
+      }
+      calls.add(new SyncInvocation(target, sync.action(), callArguments));
+    }
+    return List.copyOf(calls);
+  }
+
+  @Override
+  public String toString() {
+    return "CompiledType[" + name() + (isSchemaless() ? ", schemaless" : "") + "]";
+  }
+
+  // ---- invocation helpers ----
+
+  private CompiledAction action(String action) {
+    CompiledAction compiled = actions.get(action);
+    if (compiled == null) {
+      throw new TroupeException(
+          ErrorCode.UNKNOWN_ACTION, "type " + name() + " has no action '" + action + "'");
+    }
+    return compiled;
+  }
+
+  /**
+   * Checks the arguments against the declared parameters and converts them to CEL values, in
+   * declaration order. The result is unmodifiable: it is also the {@code params} variable.
+   */
+  private Map<String, Object> bindArguments(ActionSpec action, JsonNode params) {
+    String where = name() + "." + action.name();
+    JsonNode given = params == null || params.isMissingNode() ? Json.NODES.objectNode() : params;
+    if (!given.isObject()) {
+      throw TroupeException.invalid(
+          "the arguments of "
+              + where
+              + " must be a JSON object, got "
+              + given.getNodeType().name().toLowerCase(java.util.Locale.ROOT));
+    }
+    for (String field : (Iterable<String>) given::fieldNames) {
+      if (!action.params().containsKey(field)) {
+        throw TroupeException.invalid(
+            where
+                + " has no parameter '"
+                + field
+                + "'; its parameters: "
+                + (action.params().isEmpty() ? "none" : String.join(", ", action.params().keySet())));
+      }
+    }
+    Map<String, Object> arguments = new LinkedHashMap<>();
+    action
+        .params()
+        .forEach(
+            (param, type) -> {
+              JsonNode value = given.get(param);
+              if (value == null) {
+                throw TroupeException.invalid(
+                    "missing parameter '" + param + "' (" + type.wireName() + ") of " + where);
+              }
+              arguments.put(param, argument(where, param, type, value));
+            });
+    return Collections.unmodifiableMap(arguments);
+  }
+
+  private static Object argument(String where, String param, ParamType type, JsonNode value) {
+    Object converted =
+        switch (type) {
+          case INT -> value.isIntegralNumber() && value.canConvertToLong() ? (Object) value.longValue() : null;
+          case DOUBLE ->
+              value.isNumber() && Double.isFinite(value.doubleValue()) ? (Object) value.doubleValue() : null;
+          case STRING -> value.isTextual() ? value.textValue() : null;
+          case BOOL -> value.isBoolean() ? (Object) value.booleanValue() : null;
+          case LIST -> value.isArray() ? CelValues.fromJson(value) : null;
+          case MAP -> value.isObject() ? CelValues.fromJson(value) : null;
+          case ANY -> CelValues.fromJson(value);
+        };
+    if (converted == null) {
+      throw TroupeException.invalid(
+          "parameter '"
+              + param
+              + "' of "
+              + where
+              + " must be "
+              + switch (type) {
+                case INT -> "an int (a whole number within 64 bits)";
+                case DOUBLE -> "a double (a finite number)";
+                case STRING -> "a string";
+                case BOOL -> "a bool";
+                case LIST -> "a list (JSON array)";
+                case MAP -> "a map (JSON object)";
+                case ANY -> "a JSON value";
+              }
+              + ", got "
+              + abbreviate(Json.write(value)));
+    }
+    return converted;
+  }
+
+  /** The CEL variables of an action: keys, parameters, {@code state} and {@code params}. */
+  private Map<String, Object> variables(EntityState state, Map<String, Object> arguments) {
+    Map<String, Object> stateMap = new LinkedHashMap<>();
+    spec.keys().forEach((key, keySpec) -> stateMap.put(key, currentValue(key, keySpec.kind(), state)));
+    Map<String, Object> variables = new HashMap<>(stateMap);
+    variables.putAll(arguments);
+    variables.put(Names.STATE_VARIABLE, Collections.unmodifiableMap(stateMap));
+    variables.put(Names.PARAMS_VARIABLE, arguments);
+    return variables;
+  }
+
+  /** The CEL value an action sees for a declared key (see the class comment). */
+  private Object currentValue(String key, KeyKind kind, EntityState state) {
+    Value stored = state.get(key);
+    return switch (kind) {
+      case REGISTER ->
+          stored instanceof RegisterValue register
+              ? CelValues.fromJson(register.value())
+              : defaults.get(key);
+      case COUNTER -> {
+        long base = (Long) defaults.get(key);
+        if (!(stored instanceof CounterValue counter)) {
+          yield base;
+        }
+        try {
+          yield Math.addExact(base, counter.total());
+        } catch (ArithmeticException e) {
+          throw TroupeException.invalid(
+              "keys." + key + ": the counter's value is beyond the 64-bit range");
+        }
+      }
+      // Elements in the order of their JSON text, as sets render: deterministic.
+      case SET -> stored instanceof SetValue set ? CelValues.fromJson(set.toJson()) : defaults.get(key);
+    };
+  }
+
+  /** A counter's value for display: the default plus the total, pinned to the 64-bit range. */
+  private long renderedCounter(String key, Value stored) {
+    long base = (Long) defaults.get(key);
+    if (!(stored instanceof CounterValue counter)) {
+      return base;
+    }
+    long total = counter.total();
+    long sum = base + total;
+    // Overflow only if both operands have the sign opposite to the sum's. Invocations never let a
+    // counter leave the range, but concurrent increments from other data centres could; show the
+    // nearest representable value rather than a wrapped one.
+    if (((base ^ sum) & (total ^ sum)) < 0) {
+      return base < 0 ? Long.MIN_VALUE : Long.MAX_VALUE;
+    }
+    return sum;
+  }
+
+  private void counterOperation(
+      Effect effect, Object result, long currentValue, List<Operation> operations) {
+    if (!(result instanceof Long || result instanceof Integer)) {
+      throw effectProblem(
+          effect, "a counter effect must evaluate to an int, got a " + CelValues.describe(result));
+    }
+    long newValue = ((Number) result).longValue();
+    long delta;
+    try {
+      // The stored total after the increment is newValue - default: it must stay representable.
+      Math.subtractExact(newValue, (Long) defaults.get(effect.key()));
+      delta = Math.subtractExact(newValue, currentValue);
+    } catch (ArithmeticException e) {
+      throw effectProblem(
+          effect,
+          "changing the counter from " + currentValue + " to " + newValue + " overflows 64 bits");
+    }
+    if (delta != 0) {
+      operations.add(new Operation.Increment(effect.key(), delta));
+    }
+  }
+
+  private void setOperations(
+      Effect effect,
+      Object result,
+      EntityState state,
+      long transactionId,
+      int originDc,
+      List<Operation> operations) {
+    if (!(result instanceof Collection<?> elements)) {
+      throw effectProblem(
+          effect, "a set effect must evaluate to a list, got a " + CelValues.describe(result));
+    }
+    // Keyed by JSON text, the identity of a set element; a repeated element counts once.
+    Map<String, JsonNode> wanted = new LinkedHashMap<>();
+    for (Object element : elements) {
+      JsonNode json;
+      try {
+        json = CelValues.toJson(element);
+      } catch (CelValues.NotJsonException e) {
+        throw effectProblem(effect, "set element: " + e.getMessage());
+      }
+      wanted.putIfAbsent(Json.write(json), json);
+    }
+    // The diff is against the stored set, not the default: while the key is absent, the default's
+    // elements are not stored, so the first effect must add the ones it keeps.
+    SetValue current = state.get(effect.key()) instanceof SetValue set ? set : SetValue.EMPTY;
+    for (JsonNode element : wanted.values()) {
+      if (!current.contains(element)) {
+        operations.add(
+            new Operation.AddElement(
+                effect.key(), element, new Tag(originDc, transactionId, operations.size())));
+      }
+    }
+    for (JsonNode element : current.toJson()) {
+      if (!wanted.containsKey(Json.write(element))) {
+        operations.add(
+            new Operation.RemoveElement(effect.key(), element, current.tagsOf(element)));
+      }
+    }
+  }
+
+  private static JsonNode effectJson(Effect effect, Object result) {
+    try {
+      return CelValues.toJson(result);
+    } catch (CelValues.NotJsonException e) {
+      throw effectProblem(effect, e.getMessage());
+    }
+  }
+
+  private static TroupeException effectProblem(Effect effect, String message) {
+    return expressionProblem(effect.expression(), message);
+  }
+
+  private static TroupeException expressionProblem(Expression expression, String message) {
+    return TroupeException.invalid(
+        expression.path() + " `" + expression.text() + "`: " + message);
+  }
+
+  private static String evaluationMessage(CelEvaluationException e) {
+    String message = String.valueOf(e.getMessage());
+    Matcher matcher = EVALUATION_ERROR.matcher(message);
+    if (matcher.matches()) {
+      int character = Integer.parseInt(matcher.group(1)) + 1;
+      return matcher.group(2) + " (at character " + character + ")";
+    }
+    return message;
+  }
+
+  private static String abbreviate(String text) {
+    return text.length() <= 80 ? text : text.substring(0, 77) + "...";
+  }
+
+  // ---- compilation ----
+
+  private static CompiledAction compileAction(TypeSpec type, ActionSpec action) {
+    String path = action.path();
+    Cel withState = environment(type.keys().keySet(), action.params(), true);
+    List<Expression> preconditions = new ArrayList<>();
+    for (int i = 0; i < action.preconditions().size(); i++) {
+      Expression precondition =
+          compileExpression(
+              withState,
+              path + ".pre[" + i + "]",
+              action.preconditions().get(i),
+              Set.of(CelKind.BOOL),
+              "a precondition must be a bool");
+      preconditions.add(precondition);
+    }
+    List<Effect> effects = new ArrayList<>();
+    action
+        .effects()
+        .forEach(
+            (key, text) -> {
+              KeyKind kind = type.keys().get(key).kind();
+              String effectPath = path + ".effect." + key;
+              Expression expression =
+                  switch (kind) {
+                    case REGISTER -> compileExpression(withState, effectPath, text, null, null);
+                    case COUNTER ->
+                        compileExpression(
+                            withState,
+                            effectPath,
+                            text,
+                            Set.of(CelKind.INT),
+                            "an effect on a counter must be an int");
+                    case SET ->
+                        compileExpression(
+                            withState,
+                            effectPath,
+                            text,
+                            Set.of(CelKind.LIST),
+                            "an effect on a set must be a list");
+                  };
+              effects.add(new Effect(key, kind, expression));
+            });
+    List<CompiledSync> sync = new ArrayList<>();
+    if (!action.sync().isEmpty()) {
+      // Sync arguments see the parameters only, so the calls are known before state is read.
+      Cel parametersOnly = environment(Set.of(), action.params(), false);
+      for (int i = 0; i < action.sync().size(); i++) {
+        SyncSpec call = action.sync().get(i);
+        String syncPath = path + ".sync[" + i + "]";
+        Map<String, Expression> arguments = new LinkedHashMap<>();
+        call.arguments()
+            .forEach(
+                (argument, text) ->
+                    arguments.put(
+                        argument,
+                        compileExpression(
+                            parametersOnly, syncPath + ".args." + argument, text, null, null)));
+        sync.add(
+            new CompiledSync(
+                syncPath,
+                call.entityTemplate(),
+                call.action(),
+                Collections.unmodifiableMap(arguments)));
+      }
+    }
+    return new CompiledAction(action, List.copyOf(preconditions), List.copyOf(effects), List.copyOf(sync));
+  }
+
+  private static Cel environment(
+      Collection<String> keys, Map<String, ParamType> params, boolean withState) {
+    CelBuilder builder =
+        CelFactory.standardCelBuilder()
+            .setOptions(CEL_OPTIONS)
+            .setStandardMacros(CelStandardMacro.STANDARD_MACROS);
+    if (withState) {
+      for (String key : keys) {
+        builder.addVar(key, SimpleType.DYN);
+      }
+      builder.addVar(Names.STATE_VARIABLE, MAP_OF_STRING_TO_DYN);
+    }
+    params.forEach((param, type) -> builder.addVar(param, celType(type)));
+    builder.addVar(Names.PARAMS_VARIABLE, MAP_OF_STRING_TO_DYN);
+    return builder.build();
+  }
+
+  private static CelType celType(ParamType type) {
+    return switch (type) {
+      case INT -> SimpleType.INT;
+      case DOUBLE -> SimpleType.DOUBLE;
+      case STRING -> SimpleType.STRING;
+      case BOOL -> SimpleType.BOOL;
+      case LIST, MAP, ANY -> SimpleType.DYN;
+    };
+  }
+
+  /**
+   * Compiles one expression.
+   *
+   * @param allowedKinds the result kinds accepted besides {@code dyn}; null accepts any
+   * @param requirement the sentence explaining {@code allowedKinds}, for the message
+   */
+  private static Expression compileExpression(
+      Cel cel, String path, String text, Set<CelKind> allowedKinds, String requirement) {
+    CelAbstractSyntaxTree syntaxTree;
+    try {
+      syntaxTree = cel.compile(text).getAst();
+    } catch (CelValidationException e) {
+      throw TroupeException.invalid(path + ": " + compileMessage(e));
+    }
+    CelType resultType = syntaxTree.getResultType();
+    if (allowedKinds != null
+        && resultType.kind() != CelKind.DYN
+        && !allowedKinds.contains(resultType.kind())) {
+      throw TroupeException.invalid(
+          path + ": " + requirement + ", but `" + text + "` is of type " + resultType.name());
+    }
+    try {
+      return new Expression(path, text, cel.createProgram(syntaxTree));
+    } catch (CelEvaluationException e) {
+      throw TroupeException.invalid(path + ": " + evaluationMessage(e));
+    }
+  }
+
+  /** CEL's issues, one line each, with 1-based positions (CEL reports 0-based columns). */
+  private static String compileMessage(CelValidationException e) {
+    if (e.getErrors().isEmpty()) {
+      return String.valueOf(e.getMessage());
+    }
+    return e.getErrors().stream()
+        .map(CompiledType::describeIssue)
+        .collect(Collectors.joining("; "));
+  }
+
+  private static String describeIssue(CelIssue issue) {
+    int line = issue.getSourceLocation().getLine();
+    int column = issue.getSourceLocation().getColumn();
+    if (column < 0) {
+      return issue.getMessage();
+    }
+    return (line > 1 ? "line " + line + ", " : "") + "column " + (column + 1) + ": " + issue.getMessage();
+  }
+}

@@ -1,0 +1,128 @@
+package dev.troupe.model.spec;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.troupe.model.EntityId;
+import dev.troupe.model.Json;
+import dev.troupe.model.TroupeException;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.Objects;
+
+/**
+ * The declaration of an entity type (DESIGN.md, "Data model"): either declared keys and actions,
+ * or schemaless (any key, register values, no actions).
+ *
+ * <p>Validated at construction with messages naming the offending path: the type name is a valid
+ * entity type name; key names are CEL identifiers other than {@code state} and {@code params};
+ * each action is filed under its own name; no parameter shares a name with a key (both would be
+ * CEL variables); effects only assign declared keys; a schemaless type declares no keys or actions
+ * and a declared type declares at least one of them. CEL compilation happens in {@link
+ * CompiledType#compile}.
+ *
+ * @param name the type name
+ * @param keys key name to declaration, in declaration order (null means none)
+ * @param actions action name to declaration, in declaration order (null means none)
+ * @param admission the admission policy (null means {@link AdmissionPolicy#SERIAL})
+ * @param schemaless whether entities of this type take any key, as registers
+ * @throws TroupeException with {@code INVALID_REQUEST} naming the offending path
+ */
+public record TypeSpec(
+    String name,
+    Map<String, KeySpec> keys,
+    Map<String, ActionSpec> actions,
+    AdmissionPolicy admission,
+    boolean schemaless) {
+
+  public TypeSpec {
+    Objects.requireNonNull(name, "name");
+    keys = Collections.unmodifiableMap(new LinkedHashMap<>(keys == null ? Map.of() : keys));
+    actions = Collections.unmodifiableMap(new LinkedHashMap<>(actions == null ? Map.of() : actions));
+    admission = admission == null ? AdmissionPolicy.SERIAL : admission;
+    validate(name, keys, actions, schemaless);
+  }
+
+  /** A schemaless type: any key, register values, no actions, serial admission. */
+  public static TypeSpec schemaless(String name) {
+    return new TypeSpec(name, Map.of(), Map.of(), AdmissionPolicy.SERIAL, true);
+  }
+
+  /**
+   * The canonical JSON form, the same shape {@link SpecParser} reads, so that it can be returned by
+   * {@code GET /v1/types/{type}} and sent back unchanged: {@code {"type", "admission", "keys",
+   * "actions"}} for a declared type, {@code {"type", "admission", "schemaless": true}} for a
+   * schemaless one. Key defaults are always explicit.
+   */
+  public JsonNode toJson() {
+    ObjectNode node = Json.NODES.objectNode();
+    node.put("type", name);
+    node.put("admission", admission.wireName());
+    if (schemaless) {
+      node.put("schemaless", true);
+      return node;
+    }
+    ObjectNode keysNode = node.putObject("keys");
+    keys.forEach((key, spec) -> keysNode.set(key, spec.toJson()));
+    ObjectNode actionsNode = node.putObject("actions");
+    actions.forEach((action, spec) -> actionsNode.set(action, spec.toJson()));
+    return node;
+  }
+
+  private static void validate(
+      String name, Map<String, KeySpec> keys, Map<String, ActionSpec> actions, boolean schemaless) {
+    if (!EntityId.isValidName(name)) {
+      throw TroupeException.invalid(
+          "type: '" + name + "' is not a valid type name (non-empty, no '/' or control characters)");
+    }
+    if (schemaless) {
+      if (!keys.isEmpty() || !actions.isEmpty()) {
+        throw TroupeException.invalid(
+            "schemaless: a schemaless type takes any key and has no actions, so it declares no"
+                + " keys or actions");
+      }
+      return;
+    }
+    if (keys.isEmpty() && actions.isEmpty()) {
+      throw TroupeException.invalid(
+          "a type declares keys or actions, or is \"schemaless\": true; this one has neither");
+    }
+    keys.forEach(
+        (key, spec) -> {
+          String problem = Names.problemWithIdentifier(key, true);
+          if (problem != null) {
+            throw TroupeException.invalid("keys." + key + ": key name " + problem);
+          }
+          if (spec == null) {
+            throw TroupeException.invalid("keys." + key + ": missing key declaration");
+          }
+        });
+    actions.forEach(
+        (actionName, action) -> {
+          if (action == null || !action.name().equals(actionName)) {
+            throw TroupeException.invalid(
+                "actions." + actionName + ": filed under another name than its own");
+          }
+          for (String param : action.params().keySet()) {
+            if (keys.containsKey(param)) {
+              throw TroupeException.invalid(
+                  action.path()
+                      + ".params."
+                      + param
+                      + ": parameter has the name of a key; rename one of them (both are CEL"
+                      + " variables)");
+            }
+          }
+          for (String key : action.effects().keySet()) {
+            if (!keys.containsKey(key)) {
+              throw TroupeException.invalid(
+                  action.path()
+                      + ".effect."
+                      + key
+                      + ": no such key; declared keys: "
+                      + (keys.isEmpty() ? "none" : String.join(", ", keys.keySet())));
+            }
+          }
+        });
+  }
+}
