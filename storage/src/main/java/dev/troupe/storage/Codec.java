@@ -32,8 +32,8 @@ import java.util.zip.CRC32C;
  * The persisted binary formats: journal records ({@link TransactionRecord}), object checkpoints
  * ({@link EntityState}) and journal positions (meta entries).
  *
- * <p>Layout of every encoding: one byte record type, one byte format version, the fields, then the
- * CRC32C (4 bytes, big-endian) of everything before it. Decoding checks type, version and checksum
+ * <p>Layout of every encoding: one byte record type, one byte format revision, the fields, then the
+ * CRC32C (4 bytes, big-endian) of everything before it. Decoding checks type, format revision and checksum
  * before reading any field and throws {@link CorruptDataException} on any mismatch or structural
  * error, so a torn or bit-flipped value is reported, never applied. Lengths and counts are unsigned
  * varints, timestamps and ids fixed 8 bytes, counter amounts zig-zag varints; JSON values are
@@ -48,7 +48,7 @@ public final class Codec {
   static final byte TRANSACTION_RECORD = 1;
   static final byte ENTITY_STATE = 2;
   static final byte JOURNAL_POSITION = 3;
-  static final byte FORMAT_VERSION = 1;
+  static final byte FORMAT_REVISION = 1;
 
   private static final byte ASSIGN = 1;
   private static final byte DELETE_KEY = 2;
@@ -176,7 +176,7 @@ public final class Codec {
     return new Tag(in.varInt(), in.fixedLong(), in.varInt());
   }
 
-  /** Offset of the commit timestamp in an encoded record (after type, version, transaction id). */
+  /** Offset of the commit timestamp in an encoded record (after type, format revision, transaction id). */
   private static final int COMMIT_TIMESTAMP_OFFSET = 10;
 
   /**
@@ -187,7 +187,7 @@ public final class Codec {
   static byte[] withCommitTimestamp(byte[] encodedRecord, long commitTimestamp) {
     if (encodedRecord.length < COMMIT_TIMESTAMP_OFFSET + 8 + CHECKSUM_BYTES
         || encodedRecord[0] != TRANSACTION_RECORD
-        || encodedRecord[1] != FORMAT_VERSION) {
+        || encodedRecord[1] != FORMAT_REVISION) {
       throw new IllegalArgumentException("not an encoded transaction record");
     }
     Keys.putLong(encodedRecord, COMMIT_TIMESTAMP_OFFSET, commitTimestamp);
@@ -378,7 +378,7 @@ public final class Codec {
     Writer(byte recordType, int initialCapacity) {
       buffer = new byte[Math.max(16, initialCapacity)];
       buffer[0] = recordType;
-      buffer[1] = FORMAT_VERSION;
+      buffer[1] = FORMAT_REVISION;
       length = 2;
     }
 
@@ -448,7 +448,7 @@ public final class Codec {
     }
   }
 
-  /** Reads fields after verifying type, version and checksum; every overrun is corruption. */
+  /** Reads fields after verifying type, format revision and checksum; every overrun is corruption. */
   private static final class Reader {
     private final byte[] buffer;
     private final int limit;
@@ -479,10 +479,10 @@ public final class Codec {
         throw new CorruptDataException(
             what + ": record type " + bytes[0] + ", expected " + expectedType);
       }
-      if (bytes[1] != FORMAT_VERSION) {
+      if (bytes[1] != FORMAT_REVISION) {
         throw new CorruptDataException(
-            what + ": unsupported format version " + bytes[1] + " (this build reads "
-                + FORMAT_VERSION + ")");
+            what + ": unsupported format revision " + bytes[1] + " (this build reads "
+                + FORMAT_REVISION + ")");
       }
       position = 2;
     }

@@ -1,7 +1,7 @@
 package dev.troupe.storage;
 
 /**
- * Persisted bytes failed their integrity checks (record type, format version, CRC32C checksum or
+ * Persisted bytes failed their integrity checks (record type, format revision, CRC32C checksum or
  * structure). Never recovered from silently: applying a corrupt record would corrupt every state
  * built on it, so the read or recovery that met it fails instead.
  */

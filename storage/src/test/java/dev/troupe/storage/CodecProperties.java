@@ -112,7 +112,7 @@ class CodecProperties {
     }
     CorruptDataException e =
         assertThrows(CorruptDataException.class, () -> Codec.decodeState(state));
-    assertEquals(true, e.getMessage().contains("format version"));
+    assertEquals(true, e.getMessage().contains("format revision"));
   }
 
   // ------------------------------------------------------------------------------ generators
