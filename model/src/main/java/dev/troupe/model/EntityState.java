@@ -48,7 +48,7 @@ public record EntityState(Map<String, Value> values, long version, boolean exist
         commitTimestamp,
         version);
     Map<String, Value> next = new HashMap<>(values);
-    boolean nowExists = true;
+    boolean nowExists = exists;
     for (Operation operation : operations) {
       switch (operation) {
         case Assign assign ->
@@ -75,7 +75,7 @@ public record EntityState(Map<String, Value> values, long version, boolean exist
           nowExists = false;
         }
       }
-      if (!(operation instanceof DeleteEntity)) {
+      if (!(operation instanceof DeleteEntity) && !(operation instanceof DeleteKey)) {
         nowExists = true;
       }
     }

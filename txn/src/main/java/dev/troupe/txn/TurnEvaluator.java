@@ -8,7 +8,6 @@ import dev.troupe.model.Operation;
 import dev.troupe.model.TroupeException;
 import dev.troupe.model.spec.ActionOutcome;
 import dev.troupe.model.spec.CompiledType;
-import dev.troupe.model.value.CounterValue;
 import dev.troupe.model.value.KeyKind;
 import dev.troupe.model.value.SetValue;
 import dev.troupe.model.value.Tag;
@@ -85,8 +84,8 @@ public final class TurnEvaluator {
       }
       case Turn.IncrementKey increment -> {
         requireKind(type, increment.key(), KeyKind.COUNTER, "incremented");
-        long current =
-            state.get(increment.key()) instanceof CounterValue counter ? counter.total() : 0;
+        // What clients see: the declared default plus every increment.
+        long current = type.renderValue(increment.key(), state).asLong();
         try {
           Math.addExact(current, increment.by());
         } catch (ArithmeticException overflow) {

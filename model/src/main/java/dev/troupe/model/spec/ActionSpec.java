@@ -47,7 +47,8 @@ public record ActionSpec(
     Objects.requireNonNull(name, "name");
     params = Collections.unmodifiableMap(new LinkedHashMap<>(params == null ? Map.of() : params));
     preconditions = List.copyOf(preconditions == null ? List.of() : preconditions);
-    effects = Collections.unmodifiableMap(new LinkedHashMap<>(effects == null ? Map.of() : effects));
+    effects =
+        Collections.unmodifiableMap(new LinkedHashMap<>(effects == null ? Map.of() : effects));
     sync = List.copyOf(sync == null ? List.of() : sync);
     validate(name, params, preconditions, effects, sync);
   }
@@ -92,15 +93,16 @@ public record ActionSpec(
       Map<String, String> effects,
       List<SyncSpec> sync) {
     String path = "actions." + name;
-    String nameProblem = Names.problemWithIdentifier(name, false);
+    String nameProblem = Names.problemWithActionName(name);
     if (nameProblem != null) {
       throw TroupeException.invalid(path + ": action name " + nameProblem);
     }
     params.forEach(
         (param, type) -> {
-          String problem = Names.problemWithIdentifier(param, true);
+          String problem = Names.problemWithVariableName(param);
           if (problem != null) {
-            throw TroupeException.invalid(path + ".params." + param + ": parameter name " + problem);
+            throw TroupeException.invalid(
+                path + ".params." + param + ": parameter name " + problem);
           }
           if (type == null) {
             throw TroupeException.invalid(path + ".params." + param + ": missing parameter type");
@@ -162,14 +164,14 @@ public record ActionSpec(
       throw TroupeException.invalid(
           path + ".entity: '" + call.entity() + "' must look like Type/id, e.g. Account/{from}");
     }
-    String actionProblem = Names.problemWithIdentifier(call.action(), false);
+    String actionProblem = Names.problemWithActionName(call.action());
     if (actionProblem != null) {
       throw TroupeException.invalid(path + ".action: action name " + actionProblem);
     }
     call.arguments()
         .forEach(
             (argument, expression) -> {
-              String problem = Names.problemWithIdentifier(argument, true);
+              String problem = Names.problemWithVariableName(argument);
               if (problem != null) {
                 throw TroupeException.invalid(
                     path + ".args." + argument + ": argument name " + problem);

@@ -2,7 +2,6 @@ package dev.troupe.model.spec;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
-import com.fasterxml.jackson.databind.node.BigIntegerNode;
 import com.fasterxml.jackson.databind.node.BooleanNode;
 import com.fasterxml.jackson.databind.node.DoubleNode;
 import com.fasterxml.jackson.databind.node.LongNode;
@@ -62,13 +61,16 @@ final class CelValues {
       }
       case OBJECT -> {
         Map<String, Object> map = new LinkedHashMap<>();
-        node.fields().forEachRemaining(field -> map.put(field.getKey(), fromJson(field.getValue())));
+        node.fields()
+            .forEachRemaining(field -> map.put(field.getKey(), fromJson(field.getValue())));
         yield Collections.unmodifiableMap(map);
       }
       case NULL, MISSING -> NullValue.NULL_VALUE;
       case POJO ->
           throw new IllegalArgumentException(
-              "not a JSON value: " + node.getClass().getName() + " (only parsed JSON is supported)");
+              "not a JSON value: "
+                  + node.getClass().getName()
+                  + " (only parsed JSON is supported)");
     };
   }
 
@@ -97,6 +99,8 @@ final class CelValues {
 
   /** A CEL result that has no JSON form. */
   static final class NotJsonException extends Exception {
+    private static final long serialVersionUID = 1L;
+
     NotJsonException(String message) {
       super(message, null, false, false);
     }
@@ -104,13 +108,15 @@ final class CelValues {
 
   /**
    * The JSON value of a CEL result: {@code Long}/{@code Integer} become {@link LongNode}, finite
-   * {@code Double}/{@code Float} {@link DoubleNode}, {@link UnsignedLong} a number, strings text,
+   * {@code Double}/{@code Float} {@link DoubleNode}, {@link UnsignedLong} a {@link LongNode} when
+   * within the signed 64-bit range (the only integers Troupe's JSON reads back), strings text,
    * booleans booleans, CEL or protobuf null {@link NullNode}, bytes base64 text, timestamps
    * RFC 3339 text and durations text like {@code "1.5s"} (as in protobuf's JSON mapping), lists
    * (any {@link Collection}) arrays and maps objects (non-string map keys written as text, as
    * protobuf's JSON mapping does).
    *
-   * @throws NotJsonException for a non-finite number or a value with no JSON form (e.g. a type)
+   * @throws NotJsonException for a non-finite number, a uint beyond the signed 64-bit range, or a
+   *     value with no JSON form (e.g. a type)
    */
   static JsonNode toJson(Object value) throws NotJsonException {
     return switch (value) {
@@ -121,13 +127,19 @@ final class CelValues {
       case Integer number -> LongNode.valueOf(number);
       case Double number -> finite(number);
       case Float number -> finite(number.doubleValue());
-      case UnsignedLong number ->
-          number.compareTo(UnsignedLong.valueOf(Long.MAX_VALUE)) <= 0
-              ? LongNode.valueOf(number.longValue())
-              : BigIntegerNode.valueOf(number.bigIntegerValue());
+      case UnsignedLong number -> {
+        // Troupe's JSON holds 64-bit signed integers only (Json parses integers as longs), so a
+        // larger value could be stored but never read back.
+        if (number.compareTo(UnsignedLong.valueOf(Long.MAX_VALUE)) > 0) {
+          throw new NotJsonException(
+              "the uint " + number + " is beyond the 64-bit signed range of stored integers");
+        }
+        yield LongNode.valueOf(number.longValue());
+      }
       case String text -> TextNode.valueOf(text);
       case Boolean bool -> BooleanNode.valueOf(bool);
-      case ByteString bytes -> TextNode.valueOf(Base64.getEncoder().encodeToString(bytes.toByteArray()));
+      case ByteString bytes ->
+          TextNode.valueOf(Base64.getEncoder().encodeToString(bytes.toByteArray()));
       case CelByteString bytes ->
           TextNode.valueOf(Base64.getEncoder().encodeToString(bytes.toByteArray()));
       case Timestamp timestamp ->
@@ -175,6 +187,12 @@ final class CelValues {
       case null, default ->
           throw new NotJsonException("a map key of type " + describe(key) + " has no JSON form");
     };
+  }
+
+  /** The CEL type name of a runtime value with its article, for messages: "an int", "a list". */
+  static String describeWithArticle(Object value) {
+    String name = describe(value);
+    return ("aeiou".indexOf(name.charAt(0)) >= 0 ? "an " : "a ") + name;
   }
 
   /** The CEL type name of a runtime value, for messages. */

@@ -35,6 +35,7 @@ import java.util.Collections;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
@@ -63,8 +64,8 @@ import java.util.stream.Collectors;
  *
  * <p><b>Variables.</b> An expression of an action sees every declared key by name (CEL type
  * {@code dyn}), every parameter by name (typed: {@code int}, {@code double}, {@code string},
- * {@code bool}; the other parameter types are {@code dyn}), {@code state} (map of every declared key
- * to its current value) and {@code params} (map of every parameter to its argument). A key's
+ * {@code bool}; the other parameter types are {@code dyn}), {@code state} (map of every declared
+ * key to its current value) and {@code params} (map of every parameter to its argument). A key's
  * current value is the entity's stored value, or the key's default while it has none. A stored
  * value of another kind than declared (left by an earlier definition of the type) reads as absent.
  * A counter reads as its default plus its total (see {@link KeySpec}), a set as the list of its
@@ -135,7 +136,7 @@ public final class CompiledType {
    * Compiles every precondition, effect and sync argument of the spec.
    *
    * @throws TroupeException with {@code INVALID_REQUEST} naming the expression's path, e.g. {@code
-   *     actions.withdraw.pre[2]: column 9: undeclared reference to 'amont'}, if an expression does
+   *     actions.withdraw.pre[1]: column 1: undeclared reference to 'amont'}, if an expression does
    *     not compile or has the wrong type: a precondition must be {@code bool}, a counter effect
    *     {@code int}, a set effect a list ({@code dyn} is accepted everywhere and checked when
    *     evaluated)
@@ -143,7 +144,8 @@ public final class CompiledType {
   public static CompiledType compile(TypeSpec spec) {
     Objects.requireNonNull(spec, "spec");
     Map<String, Object> defaults = new LinkedHashMap<>();
-    spec.keys().forEach((key, keySpec) -> defaults.put(key, CelValues.fromJson(keySpec.defaultValue())));
+    spec.keys()
+        .forEach((key, keySpec) -> defaults.put(key, CelValues.fromJson(keySpec.defaultValue())));
     Map<String, CompiledAction> actions = new LinkedHashMap<>();
     for (ActionSpec action : spec.actions().values()) {
       actions.put(action.name(), compileAction(spec, action));
@@ -221,7 +223,9 @@ public final class CompiledType {
     }
     return switch (keySpec.kind()) {
       case REGISTER ->
-          stored instanceof RegisterValue register ? register.value().deepCopy() : keySpec.defaultValue();
+          stored instanceof RegisterValue register
+              ? register.value().deepCopy()
+              : keySpec.defaultValue();
       case COUNTER -> LongNode.valueOf(renderedCounter(key, stored));
       case SET -> stored instanceof SetValue set ? set.toJson().deepCopy() : keySpec.defaultValue();
     };
@@ -289,8 +293,8 @@ public final class CompiledType {
             precondition.text(),
             "precondition of "
                 + where
-                + " does not evaluate to a bool but to a "
-                + CelValues.describe(result)
+                + " does not evaluate to a bool but to "
+                + CelValues.describeWithArticle(result)
                 + ": `"
                 + precondition.text()
                 + "`");
@@ -311,8 +315,10 @@ public final class CompiledType {
         throw effectProblem(effect, evaluationMessage(e));
       }
       switch (effect.kind()) {
-        case REGISTER -> operations.add(new Operation.Assign(effect.key(), effectJson(effect, result)));
-        case COUNTER -> counterOperation(effect, result, (Long) variables.get(effect.key()), operations);
+        case REGISTER ->
+            operations.add(new Operation.Assign(effect.key(), effectJson(effect, result)));
+        case COUNTER ->
+            counterOperation(effect, result, (Long) variables.get(effect.key()), operations);
         case SET -> setOperations(effect, result, state, transactionId, originDc, operations);
       }
     }
@@ -401,7 +407,7 @@ public final class CompiledType {
           "the arguments of "
               + where
               + " must be a JSON object, got "
-              + given.getNodeType().name().toLowerCase(java.util.Locale.ROOT));
+              + given.getNodeType().name().toLowerCase(Locale.ROOT));
     }
     for (String field : (Iterable<String>) given::fieldNames) {
       if (!action.params().containsKey(field)) {
@@ -410,7 +416,9 @@ public final class CompiledType {
                 + " has no parameter '"
                 + field
                 + "'; its parameters: "
-                + (action.params().isEmpty() ? "none" : String.join(", ", action.params().keySet())));
+                + (action.params().isEmpty()
+                    ? "none"
+                    : String.join(", ", action.params().keySet())));
       }
     }
     Map<String, Object> arguments = new LinkedHashMap<>();
@@ -431,9 +439,14 @@ public final class CompiledType {
   private static Object argument(String where, String param, ParamType type, JsonNode value) {
     Object converted =
         switch (type) {
-          case INT -> value.isIntegralNumber() && value.canConvertToLong() ? (Object) value.longValue() : null;
+          case INT ->
+              value.isIntegralNumber() && value.canConvertToLong()
+                  ? (Object) value.longValue()
+                  : null;
           case DOUBLE ->
-              value.isNumber() && Double.isFinite(value.doubleValue()) ? (Object) value.doubleValue() : null;
+              value.isNumber() && Double.isFinite(value.doubleValue())
+                  ? (Object) value.doubleValue()
+                  : null;
           case STRING -> value.isTextual() ? value.textValue() : null;
           case BOOL -> value.isBoolean() ? (Object) value.booleanValue() : null;
           case LIST -> value.isArray() ? CelValues.fromJson(value) : null;
@@ -465,7 +478,8 @@ public final class CompiledType {
   /** The CEL variables of an action: keys, parameters, {@code state} and {@code params}. */
   private Map<String, Object> variables(EntityState state, Map<String, Object> arguments) {
     Map<String, Object> stateMap = new LinkedHashMap<>();
-    spec.keys().forEach((key, keySpec) -> stateMap.put(key, currentValue(key, keySpec.kind(), state)));
+    spec.keys()
+        .forEach((key, keySpec) -> stateMap.put(key, currentValue(key, keySpec.kind(), state)));
     Map<String, Object> variables = new HashMap<>(stateMap);
     variables.putAll(arguments);
     variables.put(Names.STATE_VARIABLE, Collections.unmodifiableMap(stateMap));
@@ -494,7 +508,8 @@ public final class CompiledType {
         }
       }
       // Elements in the order of their JSON text, as sets render: deterministic.
-      case SET -> stored instanceof SetValue set ? CelValues.fromJson(set.toJson()) : defaults.get(key);
+      case SET ->
+          stored instanceof SetValue set ? CelValues.fromJson(set.toJson()) : defaults.get(key);
     };
   }
 
@@ -519,7 +534,9 @@ public final class CompiledType {
       Effect effect, Object result, long currentValue, List<Operation> operations) {
     if (!(result instanceof Long || result instanceof Integer)) {
       throw effectProblem(
-          effect, "a counter effect must evaluate to an int, got a " + CelValues.describe(result));
+          effect,
+          "a counter effect must evaluate to an int, got "
+              + CelValues.describeWithArticle(result));
     }
     long newValue = ((Number) result).longValue();
     long delta;
@@ -546,7 +563,8 @@ public final class CompiledType {
       List<Operation> operations) {
     if (!(result instanceof Collection<?> elements)) {
       throw effectProblem(
-          effect, "a set effect must evaluate to a list, got a " + CelValues.describe(result));
+          effect,
+          "a set effect must evaluate to a list, got " + CelValues.describeWithArticle(result));
     }
     // Keyed by JSON text, the identity of a set element; a repeated element counts once.
     Map<String, JsonNode> wanted = new LinkedHashMap<>();
@@ -575,6 +593,19 @@ public final class CompiledType {
             new Operation.RemoveElement(effect.key(), element, current.tagsOf(element)));
       }
     }
+    JsonNode defaultElements = spec.keys().get(effect.key()).defaultValue();
+    if (wanted.isEmpty()
+        && !(state.get(effect.key()) instanceof SetValue)
+        && !defaultElements.isEmpty()) {
+      // The key reads as its non-empty default and the effect empties it: an empty set must be
+      // stored, or the default would show again. There is no operation that creates an empty set,
+      // so add one element and remove exactly that addition: the result is a stored empty set,
+      // and a concurrent addition elsewhere still wins (its tag was not observed).
+      JsonNode element = defaultElements.get(0);
+      Tag tag = new Tag(originDc, transactionId, operations.size());
+      operations.add(new Operation.AddElement(effect.key(), element, tag));
+      operations.add(new Operation.RemoveElement(effect.key(), element, Set.of(tag)));
+    }
   }
 
   private static JsonNode effectJson(Effect effect, Object result) {
@@ -594,14 +625,24 @@ public final class CompiledType {
         expression.path() + " `" + expression.text() + "`: " + message);
   }
 
+  /**
+   * CEL's evaluation error as one readable clause: the message, the error code (some messages are
+   * just the missing key) and the 1-based position in the expression.
+   */
   private static String evaluationMessage(CelEvaluationException e) {
     String message = String.valueOf(e.getMessage());
+    String code = e.getErrorCode() == null ? "" : e.getErrorCode().name().toLowerCase(Locale.ROOT);
     Matcher matcher = EVALUATION_ERROR.matcher(message);
     if (matcher.matches()) {
       int character = Integer.parseInt(matcher.group(1)) + 1;
-      return matcher.group(2) + " (at character " + character + ")";
+      return matcher.group(2)
+          + " ("
+          + (code.isEmpty() ? "" : code + ", ")
+          + "at character "
+          + character
+          + ")";
     }
-    return message;
+    return code.isEmpty() ? message : message + " (" + code + ")";
   }
 
   private static String abbreviate(String text) {
@@ -674,7 +715,8 @@ public final class CompiledType {
                 Collections.unmodifiableMap(arguments)));
       }
     }
-    return new CompiledAction(action, List.copyOf(preconditions), List.copyOf(effects), List.copyOf(sync));
+    return new CompiledAction(
+        action, List.copyOf(preconditions), List.copyOf(effects), List.copyOf(sync));
   }
 
   private static Cel environment(
@@ -743,11 +785,13 @@ public final class CompiledType {
   }
 
   private static String describeIssue(CelIssue issue) {
+    // Troupe declares no containers, so CEL's note about the empty one only adds noise.
+    String message = issue.getMessage().replace(" (in container '')", "");
     int line = issue.getSourceLocation().getLine();
     int column = issue.getSourceLocation().getColumn();
     if (column < 0) {
-      return issue.getMessage();
+      return message;
     }
-    return (line > 1 ? "line " + line + ", " : "") + "column " + (column + 1) + ": " + issue.getMessage();
+    return (line > 1 ? "line " + line + ", " : "") + "column " + (column + 1) + ": " + message;
   }
 }

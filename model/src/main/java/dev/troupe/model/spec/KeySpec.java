@@ -60,7 +60,8 @@ public record KeySpec(KeyKind kind, JsonNode defaultValue) {
 
   private static JsonNode normalizeDefault(KeyKind kind, JsonNode given) {
     return switch (kind) {
-      case REGISTER -> given == null || given.isMissingNode() ? NullNode.getInstance() : canonical(given);
+      case REGISTER ->
+          given == null || given.isMissingNode() ? NullNode.getInstance() : canonical(given);
       case COUNTER -> {
         if (given == null || given.isMissingNode()) {
           yield LongNode.valueOf(0);

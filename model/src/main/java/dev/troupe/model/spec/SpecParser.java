@@ -21,6 +21,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.function.BiConsumer;
 import java.util.function.Supplier;
 import java.util.stream.Collectors;
 
@@ -103,6 +104,9 @@ public final class SpecParser {
       List<JsonNode> elements = new ArrayList<>();
       documents.get(0).forEach(elements::add);
       documents = elements;
+      if (documents.isEmpty()) {
+        throw TroupeException.invalid("the array holds no type spec");
+      }
     }
     List<TypeSpec> specs = new ArrayList<>();
     Map<String, Integer> documentOfType = new HashMap<>();
@@ -129,8 +133,7 @@ public final class SpecParser {
    */
   public static TypeSpec fromJson(String typeNameFromPath, JsonNode tree) {
     if (tree == null || !tree.isObject()) {
-      throw TroupeException.invalid(
-          "a type spec must be an object, got " + describe(tree));
+      throw TroupeException.invalid("a type spec must be an object, got " + describe(tree));
     }
     checkFields(tree, "", TYPE_FIELDS);
     String name = typeName(typeNameFromPath, tree.get("type"));
@@ -315,7 +318,7 @@ public final class SpecParser {
       }
     } catch (JsonProcessingException e) {
       throw TroupeException.invalid(
-          "malformed " + format + location(e) + ": " + e.getOriginalMessage());
+          "malformed " + format + location(e) + ": " + oneLine(e.getOriginalMessage()));
     } catch (IOException e) {
       throw TroupeException.invalid("unreadable " + format + ": " + e.getMessage());
     }
@@ -323,6 +326,22 @@ public final class SpecParser {
       throw TroupeException.invalid("request body holds no type spec");
     }
     return documents;
+  }
+
+  /**
+   * The parser's message on one line. SnakeYAML spreads its messages over several lines, with
+   * source excerpts and caret markers; the location is reported separately, so only the sentences
+   * are kept.
+   */
+  private static String oneLine(String message) {
+    if (message == null) {
+      return "unknown problem";
+    }
+    return message
+        .lines()
+        .map(String::strip)
+        .filter(line -> !line.isEmpty() && !line.startsWith("in 'reader'") && !line.equals("^"))
+        .collect(Collectors.joining("; "));
   }
 
   private static String location(JsonProcessingException e) {
@@ -346,7 +365,7 @@ public final class SpecParser {
 
   /** Calls {@code action} on each field of an optional object; absent means no fields. */
   private static void forEachField(
-      JsonNode node, String path, java.util.function.BiConsumer<String, JsonNode> action) {
+      JsonNode node, String path, BiConsumer<String, JsonNode> action) {
     if (node == null) {
       return;
     }

@@ -38,7 +38,8 @@ public record TypeSpec(
   public TypeSpec {
     Objects.requireNonNull(name, "name");
     keys = Collections.unmodifiableMap(new LinkedHashMap<>(keys == null ? Map.of() : keys));
-    actions = Collections.unmodifiableMap(new LinkedHashMap<>(actions == null ? Map.of() : actions));
+    actions =
+        Collections.unmodifiableMap(new LinkedHashMap<>(actions == null ? Map.of() : actions));
     admission = admission == null ? AdmissionPolicy.SERIAL : admission;
     validate(name, keys, actions, schemaless);
   }
@@ -73,7 +74,9 @@ public record TypeSpec(
       String name, Map<String, KeySpec> keys, Map<String, ActionSpec> actions, boolean schemaless) {
     if (!EntityId.isValidName(name)) {
       throw TroupeException.invalid(
-          "type: '" + name + "' is not a valid type name (non-empty, no '/' or control characters)");
+          "type: '"
+              + name
+              + "' is not a valid type name (non-empty, no '/' or control characters)");
     }
     if (schemaless) {
       if (!keys.isEmpty() || !actions.isEmpty()) {
@@ -89,7 +92,7 @@ public record TypeSpec(
     }
     keys.forEach(
         (key, spec) -> {
-          String problem = Names.problemWithIdentifier(key, true);
+          String problem = Names.problemWithVariableName(key);
           if (problem != null) {
             throw TroupeException.invalid("keys." + key + ": key name " + problem);
           }

@@ -7,7 +7,9 @@ import java.util.Map;
 
 /**
  * PN-counter: per data centre, the sum of increments and the sum of decrements (both non-negative).
- * The value is the difference of the totals. Merge takes the entry-wise maximum.
+ * The value is the difference of the totals. Sums wrap around in two's complement on purpose: the
+ * difference is then still exact modulo 2^64, and the turn evaluator refuses any increment whose
+ * resulting value would leave the signed 64-bit range, so the value read is always exact.
  */
 public record CounterValue(Map<Integer, Long> increments, Map<Integer, Long> decrements)
     implements Value {
