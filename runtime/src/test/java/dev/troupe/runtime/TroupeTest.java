@@ -1,0 +1,110 @@
+package dev.troupe.runtime;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.node.LongNode;
+import com.fasterxml.jackson.databind.node.TextNode;
+import com.typesafe.config.ConfigFactory;
+import dev.troupe.model.EntityId;
+import dev.troupe.model.ErrorCode;
+import dev.troupe.model.Json;
+import dev.troupe.model.TroupeException;
+import dev.troupe.model.spec.SpecParser;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** The embedded API over real RocksDB storage and real Pekko actors. */
+class TroupeTest {
+  @TempDir Path directory;
+
+  private RuntimeSettings settings(String... overrides) {
+    String text = String.join("\n", overrides);
+    return RuntimeSettings.fromConfig(ConfigFactory.parseString(text)
+        .withFallback(ConfigFactory.parseMap(Map.of("troupe.data-directory", directory.toString())))
+        .withFallback(ConfigFactory.load()));
+  }
+
+  @Test
+  void aHotEntityTakesConcurrentTurnsWithoutLosingAny() {
+    try (Troupe troupe = Troupe.open(settings())) {
+      EntityId hot = new EntityId("Counter", "hot");
+      troupe.defineType(SpecParser.parse("Counter",
+          "{\"keys\": {\"n\": {\"kind\": \"counter\"}}}".getBytes(StandardCharsets.UTF_8), false)).join();
+      long groupCommitsBefore = troupe.storageStatistics().groupCommits();
+      List<CompletableFuture<TurnOutcome>> turns = new ArrayList<>();
+      for (int i = 1; i <= 2000; i++) {
+        turns.add(troupe.increment(hot, "n", i));
+      }
+      CompletableFuture.allOf(turns.toArray(CompletableFuture[]::new)).join();
+      assertEquals(2000L * 2001 / 2, troupe.get(hot).join().state().get("n").asLong());
+      long versions = turns.stream().map(CompletableFuture::join).mapToLong(TurnOutcome::version)
+          .distinct().count();
+      assertEquals(2000, versions, "every turn committed on its own version");
+      long groupCommits = troupe.storageStatistics().groupCommits() - groupCommitsBefore;
+      assertTrue(groupCommits < 1000,
+          "a hot entity's turns share group commits (pipelining), got " + groupCommits);
+    }
+  }
+
+  @Test
+  void passivationUnderASmallActorLimitLosesNothing() {
+    try (Troupe troupe = Troupe.open(settings("troupe.entity.max-actors = 4",
+        "troupe.entity.passivate-after-idle-millis = 50"))) {
+      List<CompletableFuture<TurnOutcome>> turns = new ArrayList<>();
+      for (int round = 0; round < 5; round++) {
+        for (int entity = 0; entity < 50; entity++) {
+          turns.add(troupe.assign(new EntityId("Item", "i" + entity), "r" + round,
+              LongNode.valueOf(round)));
+        }
+      }
+      CompletableFuture.allOf(turns.toArray(CompletableFuture[]::new)).join();
+      for (int entity = 0; entity < 50; entity++) {
+        EntityView view = troupe.get(new EntityId("Item", "i" + entity)).join();
+        assertEquals(5, view.state().size(), view.toString());
+      }
+      assertTrue(troupe.turnMetrics().activeEntities() <= 8, "actors stay bounded");
+    }
+  }
+
+  @Test
+  void typesAndStateSurviveAReopen() {
+    EntityId alice = new EntityId("Account", "alice");
+    long version;
+    try (Troupe troupe = Troupe.open(settings())) {
+      troupe.defineType(SpecParser.parse("Account", """
+          {"keys": {"balance": {"kind": "register", "default": 0}},
+           "actions": {"deposit": {"params": {"amount": "int"}, "pre": ["amount > 0"],
+                                   "effect": {"balance": "balance + amount"}}}}
+          """.getBytes(StandardCharsets.UTF_8), false)).join();
+      version = troupe.invoke(alice, "deposit", Json.parse("{\"amount\": 7}")).join().version();
+    }
+    try (Troupe troupe = Troupe.open(settings())) {
+      assertTrue(troupe.type("Account").isPresent(), "the type definition is durable");
+      TurnOutcome after = troupe.invoke(alice, "deposit", Json.parse("{\"amount\": 5}")).join();
+      assertEquals(12, after.state().get("balance").asLong());
+      assertTrue(after.version() > version, "versions keep growing across restarts");
+      assertEquals(7, troupe.readAt(alice, version).join().state().get("balance").asLong());
+      CompletionException refused = assertThrows(CompletionException.class,
+          () -> troupe.invoke(alice, "deposit", Json.parse("{\"amount\": 0}")).join());
+      assertEquals(ErrorCode.PRECONDITION_FAILED, ((TroupeException) refused.getCause()).code());
+    }
+  }
+
+  @Test
+  void reservedTypesAreRefused() {
+    try (Troupe troupe = Troupe.open(settings())) {
+      CompletionException refused = assertThrows(CompletionException.class,
+          () -> troupe.assign(new EntityId("$system", "types"), "x", TextNode.valueOf("y")).join());
+      assertEquals(ErrorCode.INVALID_REQUEST, ((TroupeException) refused.getCause()).code());
+    }
+  }
+}
