@@ -18,6 +18,7 @@ public record RuntimeSettings(
     int maxEntityActors,
     long passivateAfterIdleMillis,
     long turnTimeoutMillis,
+    int materializationThreads,
     Config config) {
 
   public static RuntimeSettings load() {
@@ -62,6 +63,7 @@ public record RuntimeSettings(
         positive(entity, "max-actors"),
         positiveLong(entity, "passivate-after-idle-millis"),
         positiveLong(entity, "turn-timeout-millis"),
+        positive(entity, "materialization-threads"),
         config);
   }
 

@@ -64,11 +64,15 @@ public final class Troupe implements AutoCloseable {
   private final Duration turnTimeout;
   private final AtomicBoolean failed = new AtomicBoolean();
   private final AtomicBoolean closed = new AtomicBoolean();
+  private final java.util.concurrent.ExecutorService materializationExecutor;
 
   private Troupe(RuntimeSettings settings, FatalErrorHandler fatalErrorHandler) {
     this.settings = settings;
     this.turnTimeout = Duration.ofMillis(settings.turnTimeoutMillis());
     this.store = RocksStore.open(settings.storage(), System::currentTimeMillis);
+    this.materializationExecutor = java.util.concurrent.Executors.newFixedThreadPool(
+        settings.materializationThreads(), Thread.ofPlatform().name("troupe-materialize-", 0)
+            .daemon(true).factory());
     FatalErrorHandler handler = (where, error) -> {
       failed.set(true);
       log.error("fatal error in {}: the engine refuses all further work", where, error);
@@ -85,6 +89,7 @@ public final class Troupe implements AutoCloseable {
       }
       loadTypes();
     } catch (RuntimeException e) {
+      materializationExecutor.shutdownNow();
       store.close();
       throw e;
     }
@@ -162,36 +167,19 @@ public final class Troupe implements AutoCloseable {
 
   /** The latest committed state; fails with {@code not_found} if the entity does not exist. */
   public CompletableFuture<EntityView> get(EntityId entity) {
-    try {
-      checkOpen();
-      CompiledType type = typeOf(entity);
-      EntityState state = store.read(entity);
-      if (!state.exists()) {
-        throw new TroupeException(ErrorCode.NOT_FOUND, entity + " does not exist");
-      }
-      return CompletableFuture.completedFuture(
-          new EntityView(entity, type.render(state), state.version()));
-    } catch (TroupeException e) {
-      return CompletableFuture.failedFuture(e);
-    }
+    return readLatest(entity, (type, state) -> new EntityView(entity, type.render(state),
+        state.version()));
   }
 
   /** One key's latest value (its default for a declared key never written). */
   public CompletableFuture<JsonNode> getKey(EntityId entity, String key) {
-    try {
-      checkOpen();
-      CompiledType type = typeOf(entity);
-      EntityState state = store.read(entity);
-      if (!state.exists()) {
-        throw new TroupeException(ErrorCode.NOT_FOUND, entity + " does not exist");
-      }
-      if (type.kindOf(key) == null || (type.isSchemaless() && state.get(key) == null)) {
+    return readLatest(entity, (type, state) -> {
+      JsonNode value = type.renderValue(key, state);
+      if (value == null) {
         throw new TroupeException(ErrorCode.NOT_FOUND, entity + " has no key '" + key + "'");
       }
-      return CompletableFuture.completedFuture(type.renderValue(key, state));
-    } catch (TroupeException e) {
-      return CompletableFuture.failedFuture(e);
-    }
+      return value;
+    });
   }
 
   /**
@@ -203,13 +191,38 @@ public final class Troupe implements AutoCloseable {
     try {
       checkOpen();
       CompiledType type = typeOf(entity);
-      EntityState state = store.readAt(entity, timestamp);
-      if (!state.exists()) {
-        throw new TroupeException(ErrorCode.NOT_FOUND, entity + " did not exist at " + timestamp);
-      }
-      return CompletableFuture.completedFuture(
-          new EntityView(entity, type.render(state), state.version()));
-    } catch (TroupeException e) {
+      return CompletableFuture.supplyAsync(() -> {
+        EntityState state = store.readAt(entity, timestamp);
+        if (!state.exists()) {
+          throw new TroupeException(ErrorCode.NOT_FOUND, entity + " did not exist at " + timestamp);
+        }
+        return new EntityView(entity, type.render(state), state.version());
+      }, materializationExecutor);
+    } catch (TroupeException | java.util.concurrent.RejectedExecutionException e) {
+      return CompletableFuture.failedFuture(e);
+    }
+  }
+
+  /**
+   * Reads the latest durable state: on the caller's thread when cached (the common, fast case),
+   * otherwise on a materialization thread.
+   */
+  private <T> CompletableFuture<T> readLatest(
+      EntityId entity, java.util.function.BiFunction<CompiledType, EntityState, T> view) {
+    try {
+      checkOpen();
+      CompiledType type = typeOf(entity);
+      java.util.function.Supplier<T> read = () -> {
+        EntityState state = store.read(entity);
+        if (!state.exists()) {
+          throw new TroupeException(ErrorCode.NOT_FOUND, entity + " does not exist");
+        }
+        return view.apply(type, state);
+      };
+      return store.isCached(entity)
+          ? CompletableFuture.completedFuture(read.get())
+          : CompletableFuture.supplyAsync(read, materializationExecutor);
+    } catch (TroupeException | java.util.concurrent.RejectedExecutionException e) {
       return CompletableFuture.failedFuture(e);
     }
   }
@@ -342,6 +355,7 @@ public final class Troupe implements AutoCloseable {
     } catch (Exception e) {
       log.warn("actor system did not terminate cleanly", e);
     }
+    materializationExecutor.shutdown();
     store.close();
   }
 }

@@ -431,6 +431,11 @@ public final class RocksStore implements Store {
     }
   }
 
+  @Override
+  public boolean isCached(EntityId entity) {
+    return cache.policy().getIfPresentQuietly(entity) != null;
+  }
+
   private EntityState loadLatest(EntityId entity) {
     org.rocksdb.Snapshot snapshot = database.getSnapshot();
     try (ReadOptions options = new ReadOptions().setSnapshot(snapshot)) {

@@ -41,6 +41,13 @@ public interface Store extends AutoCloseable {
   /** The latest committed state of an entity, from the object cache when present. */
   EntityState read(EntityId entity);
 
+  /**
+   * Whether the entity's latest state is in the object cache right now: a hint for callers that
+   * want to run a cache miss (a materialization, which reads RocksDB) off their own thread. Does not
+   * count as a cache hit or miss.
+   */
+  boolean isCached(EntityId entity);
+
   /** The state of an entity as of a commit timestamp (MVCC read). */
   EntityState readAt(EntityId entity, long timestamp);
 
