@@ -19,8 +19,8 @@ import org.rocksdb.WriteOptions;
  * write-ahead-log bound, background jobs), so the two differ only by what the engine does, not by
  * how RocksDB is tuned.
  *
- * <p>It lives in this module because only {@code storage} may import RocksDB (docs/ARCHITECTURE.md);
- * the {@code bench} module drives it. Thread-safe.
+ * <p>It lives in this module because only {@code storage} may import RocksDB
+ * (docs/ARCHITECTURE.md); the {@code bench} module drives it. Thread-safe.
  */
 public final class RawRocksBaseline implements AutoCloseable {
   // The values RocksStore.open uses; keep them in step.
@@ -57,7 +57,8 @@ public final class RawRocksBaseline implements AutoCloseable {
     } catch (Exception e) {
       syncedWrite.close();
       options.close();
-      throw new IllegalStateException("cannot open RocksDB in " + directory + ": " + e.getMessage(), e);
+      throw new IllegalStateException(
+          "cannot open RocksDB in " + directory + ": " + e.getMessage(), e);
     }
   }
 

@@ -1,0 +1,38 @@
+package dev.troupe.bench;
+
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+
+/**
+ * {@code troupe bench}: the benchmarks. Each measures Troupe against a real baseline in the same
+ * run on the same machine, prints a table and the ratios with their goals (PASS or MISS), and with
+ * {@code --json FILE} writes the report as JSON. docs/BENCHMARKS.md explains each one and records
+ * measured figures.
+ */
+@Command(
+    name = "bench",
+    mixinStandardHelpOptions = true,
+    description = "Benchmarks against real baselines measured in the same run.",
+    subcommands = {
+      StorageBenchmark.class,
+      CacheBenchmark.class,
+      RestBenchmark.class,
+      RecoveryBenchmark.class,
+      CommandLine.HelpCommand.class
+    },
+    footer = {
+      "",
+      "Examples:",
+      "  troupe bench storage --threads 64 --seconds 10 --value-bytes 100",
+      "  troupe bench cache --operations 10000",
+      "  troupe bench rest --threads 64 --seconds 10",
+      "  troupe bench recovery --megabytes 1024 --value-bytes 1000 --json recovery.json"
+    })
+public final class BenchCommand implements Runnable {
+  @CommandLine.Spec CommandLine.Model.CommandSpec spec;
+
+  @Override
+  public void run() {
+    spec.commandLine().usage(System.out);
+  }
+}

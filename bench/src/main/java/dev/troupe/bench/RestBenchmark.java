@@ -1,0 +1,131 @@
+package dev.troupe.bench;
+
+import com.typesafe.config.Config;
+import com.typesafe.config.ConfigValueFactory;
+import dev.troupe.model.EntityId;
+import dev.troupe.model.Json;
+import dev.troupe.runtime.RuntimeSettings;
+import dev.troupe.runtime.Troupe;
+import dev.troupe.server.http.BareHttpServer;
+import dev.troupe.server.http.HttpSettings;
+import dev.troupe.server.http.TroupeServer;
+import java.io.IOException;
+import java.util.List;
+import java.util.Map;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/**
+ * {@code troupe bench rest}: {@code GET} of a cached entity over the REST API against a bare HTTP
+ * server that answers every request with a constant body.
+ *
+ * <p><b>Troupe</b>: a real {@link TroupeServer} on 127.0.0.1 over an engine in a temporary
+ * directory; every request is routed, validated, read from the object cache and rendered as JSON.
+ *
+ * <p><b>Baseline</b>: {@link BareHttpServer} bound on the same actor system, hence the same Pekko
+ * HTTP stack, settings and dispatcher, returning a constant body of the same shape and about the
+ * same size: the most any HTTP endpoint on this stack can do on this machine.
+ *
+ * <p>Fair because both are driven by the same client ({@link HttpConnection}, one keep-alive
+ * connection per worker), at the same concurrency, one at a time, alternating A B A B; the client
+ * runs in this JVM for both. Goal: Troupe throughput at least 0.7 of the bare server's.
+ */
+@Command(
+    name = "rest",
+    mixinStandardHelpOptions = true,
+    description = "GET of a cached entity over REST vs a bare HTTP server (constant body) on the "
+        + "same HTTP stack, same client and concurrency. Goal: troupe / bare throughput >= 0.7.")
+final class RestBenchmark extends Benchmark {
+  static final Goal GOAL = Goal.atLeast(0.7);
+  private static final String HOST = "127.0.0.1";
+  private static final EntityId ENTITY = new EntityId("Bench", "constant");
+
+  @Option(names = "--threads", defaultValue = "64",
+      description = "Concurrent clients, one keep-alive connection each"
+          + " (default: ${DEFAULT-VALUE}).")
+  int threads;
+
+  @Option(names = "--seconds", defaultValue = "10",
+      description = "Measured seconds per round (default: ${DEFAULT-VALUE}).")
+  double seconds;
+
+  @Option(names = "--warmup-seconds", defaultValue = "2",
+      description = "Unmeasured seconds at the start of every round (default: ${DEFAULT-VALUE}).")
+  double warmupSeconds;
+
+  @Option(names = "--rounds", defaultValue = "2",
+      description = "Measured rounds per server, alternating Troupe and bare, after one unmeasured"
+          + " round each (default: ${DEFAULT-VALUE}).")
+  int rounds;
+
+  @Override
+  BenchReport run() throws Exception {
+    AlternatingComparison.Settings settings = new AlternatingComparison.Settings(threads, rounds,
+        duration(warmupSeconds, "--warmup-seconds"), duration(seconds, "--seconds"));
+    BenchReport report = new BenchReport("rest",
+        "GET of a cached entity over REST vs a bare HTTP server on the same stack");
+    settings.describe(report);
+    try (TemporaryDirectory work = TemporaryDirectory.create("rest");
+        Troupe troupe = Troupe.open(RuntimeSettings.forDirectory(work.resolve("data")))) {
+      troupe.assign(ENTITY, "field0", Json.NODES.textNode("constant")).join();
+      Config config = troupe.settings().config()
+          .withValue("troupe.http.host", ConfigValueFactory.fromAnyRef(HOST))
+          .withValue("troupe.http.port", ConfigValueFactory.fromAnyRef(0));
+      try (TroupeServer server = TroupeServer.start(troupe, HttpSettings.fromConfig(config));
+          BareHttpServer bare = BareHttpServer.start(troupe.actorSystem(), HOST, 0)) {
+        HttpGets troupeGets = new HttpGets("troupe_rest", server.port(),
+            "/v1/entities/" + ENTITY.type() + "/" + ENTITY.id());
+        HttpGets bareGets = new HttpGets("bare_http", bare.port(), "/");
+        report.result(troupeGets.name(), "response_bytes", troupeGets.probe());
+        report.result(bareGets.name(), "response_bytes", bareGets.probe());
+        Map<String, AlternatingComparison.Outcome> outcomes = AlternatingComparison.run("rest",
+            settings, List.of(troupeGets, bareGets), report);
+        report.ratio("troupe_rest / bare_http throughput",
+            outcomes.get(troupeGets.name()).medianThroughput(),
+            outcomes.get(bareGets.name()).medianThroughput(), GOAL);
+      }
+    }
+    return report;
+  }
+
+  /** GETs of one path on one server; each round opens one connection per worker. */
+  private record HttpGets(String name, int port, String path)
+      implements AlternatingComparison.Contender {
+
+    /** One request outside the measurement: checks the server answers 200; returns body size. */
+    int probe() throws IOException {
+      try (HttpConnection connection = new HttpConnection(HOST, port)) {
+        return check(connection.get(path)).body().length;
+      }
+    }
+
+    private HttpConnection.Response check(HttpConnection.Response response) {
+      if (response.status() != 200) {
+        throw new BenchmarkException(name + ": GET " + path + " answered " + response.status()
+            + ": " + response.text());
+      }
+      return response;
+    }
+
+    @Override
+    public AlternatingComparison.Session open(int workers) {
+      HttpConnection[] connections = new HttpConnection[workers];
+      for (int worker = 0; worker < workers; worker++) {
+        connections[worker] = new HttpConnection(HOST, port);
+      }
+      return new AlternatingComparison.Session() {
+        @Override
+        public void perform(int worker, long sequence) throws IOException {
+          check(connections[worker].get(path));
+        }
+
+        @Override
+        public void close() {
+          for (HttpConnection connection : connections) {
+            connection.close();
+          }
+        }
+      };
+    }
+  }
+}

@@ -1,0 +1,171 @@
+package dev.troupe.bench;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import dev.troupe.model.EntityId;
+import dev.troupe.model.Json;
+import dev.troupe.runtime.RuntimeSettings;
+import dev.troupe.runtime.Troupe;
+import dev.troupe.runtime.TurnOutcome;
+import dev.troupe.storage.RawRocksBaseline;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/**
+ * {@code troupe bench storage}: durable single-key writes through the whole engine against raw
+ * RocksDB group commit.
+ *
+ * <p><b>Engine</b>: {@code Troupe.assign} of one register key, default settings (sync durability,
+ * 4 partitions), each worker writing its own entity, so no two writers contend for an entity and
+ * every write is a full turn: actor hop, evaluation, journal and index records in a synced {@code
+ * WriteBatch}, cache update, reply. Every write is checked to have committed.
+ *
+ * <p><b>Baseline</b>: {@link RawRocksBaseline}: the same RocksDB library, write-ahead log on,
+ * {@code sync=true}, each worker writing one key per synced single-put batch. RocksDB merges
+ * concurrent synced writes into one log write and one fsync, so this is the best group commit the
+ * disk allows at that concurrency with no engine at all around it.
+ *
+ * <p>Fair because both run the same closed loop (same workers, each waiting for durability before
+ * its next write), the same value size, on the same disk, one at a time, alternating A B A B on
+ * fresh directories. Goal: engine throughput at least 0.7 of the baseline's.
+ */
+@Command(
+    name = "storage",
+    mixinStandardHelpOptions = true,
+    description = "Durable single-key writes: the engine (Troupe.assign) vs raw RocksDB synced "
+        + "writes at the same concurrency. Goal: engine / raw throughput >= 0.7.")
+final class StorageBenchmark extends Benchmark {
+  static final Goal GOAL = Goal.atLeast(0.7);
+
+  @Option(names = "--threads", defaultValue = "64",
+      description = "Concurrent writers, each waiting for its acknowledgement"
+          + " (default: ${DEFAULT-VALUE}).")
+  int threads;
+
+  @Option(names = "--seconds", defaultValue = "10",
+      description = "Measured seconds per round (default: ${DEFAULT-VALUE}).")
+  double seconds;
+
+  @Option(names = "--warmup-seconds", defaultValue = "2",
+      description = "Unmeasured seconds at the start of every round (default: ${DEFAULT-VALUE}).")
+  double warmupSeconds;
+
+  @Option(names = "--rounds", defaultValue = "2",
+      description = "Measured rounds per system, alternating engine and raw, after one unmeasured"
+          + " round each (default: ${DEFAULT-VALUE}).")
+  int rounds;
+
+  @Option(names = "--value-bytes", defaultValue = "100",
+      description = "Bytes per written value (default: ${DEFAULT-VALUE}).")
+  int valueBytes;
+
+  @Override
+  BenchReport run() throws Exception {
+    if (valueBytes < 1) {
+      throw new IllegalArgumentException("--value-bytes must be positive");
+    }
+    AlternatingComparison.Settings settings = new AlternatingComparison.Settings(threads, rounds,
+        duration(warmupSeconds, "--warmup-seconds"), duration(seconds, "--seconds"));
+    BenchReport report = new BenchReport("storage",
+        "durable single-key writes, engine (Troupe.assign) vs raw RocksDB synced write batches");
+    settings.describe(report);
+    report.parameter("value_bytes", valueBytes);
+    String value = "v".repeat(valueBytes);
+    try (TemporaryDirectory work = TemporaryDirectory.create("storage")) {
+      Map<String, AlternatingComparison.Outcome> outcomes = AlternatingComparison.run("storage",
+          settings,
+          List.of(new EngineWrites(work, Json.NODES.textNode(value)),
+              new RawWrites(work, value.getBytes(StandardCharsets.UTF_8))),
+          report);
+      report.ratio("engine / raw_rocksdb throughput",
+          outcomes.get(EngineWrites.NAME).medianThroughput(),
+          outcomes.get(RawWrites.NAME).medianThroughput(), GOAL);
+    }
+    return report;
+  }
+
+  /** Each worker assigns one key of its own entity through the engine; a fresh engine per round. */
+  private static final class EngineWrites implements AlternatingComparison.Contender {
+    static final String NAME = "engine";
+
+    private final TemporaryDirectory work;
+    private final JsonNode value;
+    private int rounds;
+
+    EngineWrites(TemporaryDirectory work, JsonNode value) {
+      this.work = work;
+      this.value = value;
+    }
+
+    @Override
+    public String name() {
+      return NAME;
+    }
+
+    @Override
+    public AlternatingComparison.Session open(int workers) {
+      EntityId[] entities = new EntityId[workers];
+      for (int worker = 0; worker < workers; worker++) {
+        entities[worker] = new EntityId("Bench", "writer-" + worker);
+      }
+      Path directory = work.resolve(NAME + "-" + ++rounds);
+      Troupe troupe = Troupe.open(RuntimeSettings.forDirectory(directory));
+      return new AlternatingComparison.Session() {
+        @Override
+        public void perform(int worker, long sequence) {
+          TurnOutcome outcome = troupe.assign(entities[worker], "field0", value).join();
+          if (!outcome.changed()) {
+            throw new BenchmarkException("the engine acknowledged a write that wrote nothing");
+          }
+        }
+
+        @Override
+        public void close() {
+          troupe.close();
+          TemporaryDirectory.deleteRecursively(directory);
+        }
+      };
+    }
+  }
+
+  /** Each worker puts a new key per synced single-put batch; a fresh database per round. */
+  private static final class RawWrites implements AlternatingComparison.Contender {
+    static final String NAME = "raw_rocksdb";
+
+    private final TemporaryDirectory work;
+    private final byte[] value;
+    private int rounds;
+
+    RawWrites(TemporaryDirectory work, byte[] value) {
+      this.work = work;
+      this.value = value;
+    }
+
+    @Override
+    public String name() {
+      return NAME;
+    }
+
+    @Override
+    public AlternatingComparison.Session open(int workers) {
+      Path directory = work.resolve(NAME + "-" + ++rounds);
+      RawRocksBaseline database = RawRocksBaseline.open(directory);
+      return new AlternatingComparison.Session() {
+        @Override
+        public void perform(int worker, long sequence) {
+          byte[] key = ("writer-" + worker + "-" + sequence).getBytes(StandardCharsets.UTF_8);
+          database.putSynced(key, value);
+        }
+
+        @Override
+        public void close() {
+          database.close();
+          TemporaryDirectory.deleteRecursively(directory);
+        }
+      };
+    }
+  }
+}

@@ -1,0 +1,131 @@
+package dev.troupe.bench;
+
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * A Troupe server in its own JVM, started as the {@code troupe} launcher starts it: the current
+ * JVM's {@code java}, the launcher's JVM flags, this JVM's class path (the fat jar when run from
+ * it, the module class path in tests) and {@code serve --data DIR --port P}. Its output goes to a
+ * log file, quoted when something goes wrong.
+ */
+final class TroupeProcess implements AutoCloseable {
+  /** The flags ./troupe passes to every JVM it starts. */
+  static final List<String> LAUNCHER_JVM_FLAGS = List.of("-XX:+IgnoreUnrecognizedVMOptions",
+      "--sun-misc-unsafe-memory-access=allow", "--enable-native-access=ALL-UNNAMED",
+      "-XX:+UseParallelGC");
+  private static final String MAIN_CLASS = "dev.troupe.server.cli.TroupeCli";
+  private static final String HOST = "127.0.0.1";
+  private static final long HEALTH_POLL_MILLIS = 5;
+
+  private final Process process;
+  private final long startNanos;
+  private final int port;
+  private final Path log;
+
+  private TroupeProcess(Process process, long startNanos, int port, Path log) {
+    this.process = process;
+    this.startNanos = startNanos;
+    this.port = port;
+    this.log = log;
+  }
+
+  /**
+   * Starts a server over {@code dataDirectory} on a free port, logging to {@code log}; {@code
+   * extraJvmFlags} follow the launcher's flags.
+   */
+  static TroupeProcess start(Path dataDirectory, Path log, List<String> extraJvmFlags)
+      throws IOException {
+    int port = freePort();
+    List<String> command = new ArrayList<>();
+    command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+    command.addAll(LAUNCHER_JVM_FLAGS);
+    command.addAll(extraJvmFlags);
+    command.addAll(List.of("-cp", System.getProperty("java.class.path"), MAIN_CLASS,
+        "serve", "--data", dataDirectory.toString(), "--host", HOST, "--port",
+        Integer.toString(port)));
+    Files.createDirectories(dataDirectory);
+    ProcessBuilder builder = new ProcessBuilder(command)
+        .redirectErrorStream(true)
+        .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile()));
+    long startNanos = System.nanoTime();
+    return new TroupeProcess(builder.start(), startNanos, port, log);
+  }
+
+  private static int freePort() throws IOException {
+    try (ServerSocket socket = new ServerSocket(0, 1, InetAddress.getByName(HOST))) {
+      return socket.getLocalPort();
+    }
+  }
+
+  /** A new connection to this server (connects on first use). */
+  HttpConnection connect() {
+    return new HttpConnection(HOST, port);
+  }
+
+  /** Nanoseconds since the process was started. */
+  long nanosSinceStart() {
+    return System.nanoTime() - startNanos;
+  }
+
+  /**
+   * Polls {@code GET /v1/health} until it answers 200; returns the seconds from process start.
+   *
+   * @throws BenchmarkException if the process exits or {@code timeout} passes first
+   */
+  double awaitHealthy(Duration timeout) throws IOException, InterruptedException {
+    long deadline = startNanos + timeout.toNanos();
+    while (System.nanoTime() < deadline) {
+      if (!process.isAlive()) {
+        throw new BenchmarkException("the server exited with code " + process.exitValue()
+            + " before answering /v1/health; its log ends with:\n" + logTail());
+      }
+      try (HttpConnection connection = connect()) {
+        if (connection.get("/v1/health").status() == 200) {
+          return nanosSinceStart() / 1e9;
+        }
+      } catch (IOException notListeningYet) {
+        // Refused until the server binds its port; keep polling.
+      }
+      Thread.sleep(HEALTH_POLL_MILLIS);
+    }
+    throw new BenchmarkException("the server did not answer /v1/health within "
+        + timeout.toSeconds() + " s; its log ends with:\n" + logTail());
+  }
+
+  /** The last lines of the server's output. */
+  String logTail() throws IOException {
+    List<String> lines = Files.readAllLines(log);
+    return String.join("\n", lines.subList(Math.max(0, lines.size() - 30), lines.size()));
+  }
+
+  /** SIGKILL: no shutdown hook runs, nothing is flushed; what was acknowledged must survive. */
+  void kill() throws InterruptedException {
+    process.destroyForcibly();
+    process.waitFor(60, TimeUnit.SECONDS);
+  }
+
+  /**
+   * SIGTERM, letting the server shut down cleanly; SIGKILL if it has not within 60 s or if this
+   * thread is interrupted while waiting.
+   */
+  @Override
+  public void close() {
+    process.destroy();
+    try {
+      if (!process.waitFor(60, TimeUnit.SECONDS)) {
+        kill();
+      }
+    } catch (InterruptedException e) {
+      process.destroyForcibly();
+      Thread.currentThread().interrupt();
+    }
+  }
+}

@@ -1,0 +1,16 @@
+package dev.troupe.dist;
+
+import dev.troupe.bench.BenchCommand;
+import dev.troupe.server.cli.TroupeCli;
+import picocli.CommandLine;
+
+/** Entry point of troupe.jar: the server's command line plus {@code troupe bench}. */
+public final class Main {
+  private Main() {}
+
+  public static void main(String[] args) {
+    CommandLine cli = TroupeCli.commandLine();
+    cli.addSubcommand("bench", new BenchCommand());
+    System.exit(cli.execute(args));
+  }
+}
