@@ -49,11 +49,16 @@ import org.rocksdb.WriteBatch;
  *       record of the entity lies between them.
  * </ul>
  *
- * <p>Recovery rebuilds the dirty set by scanning the journal from the last completed round's start
- * sequence: bounded by the round triggers (journal records, interval), which bounds recovery time.
+ * <p>Recovery reads only the partition's last record and round positions (constant time). The dirty
+ * set (entities written since the last completed round) is rebuilt afterwards by the writer, in
+ * slices between commit batches, by scanning the journal from that round's start sequence; no round
+ * starts before the scan completes. So the time to serve after a crash does not grow with the
+ * journal, and the scan is bounded by the round triggers.
  */
 final class Partition implements Runnable {
   private static final int ROUND_SLICE_ENTITIES = 256;
+  /** Journal records one slice of the post-recovery scan reads (about 1 ms of work per 1,000). */
+  private static final int RECOVERY_SCAN_SLICE_RECORDS = 2048;
   private static final int TRUNCATION_SLICE_RECORDS = 1024;
   private static final int OPERATION_COUNTS_LIMIT = 65_536;
 
@@ -131,6 +136,11 @@ final class Partition implements Runnable {
   private long roundStartSequence;
   private long lastRoundStartMillis;
   private Set<EntityId> dirty = new HashSet<>();
+  /** Next journal sequence the post-recovery scan reads, or -1 when the dirty set is complete. */
+  private long recoveryScanSequence = -1;
+  /** The sequence the post-recovery scan stops at: the first one appended after this start. */
+  private long recoveryScanEnd;
+  private long recoveryScanPreviousTimestamp;
   /** Completed rounds above the horizon: start sequence → frontier. */
   private final TreeMap<Long, Long> completedRounds = new TreeMap<>();
   /** Operations applied per entity since its last object checkpoint (bounded, best effort). */
@@ -227,31 +237,49 @@ final class Partition implements Runnable {
       // A truncation was interrupted: finish it before anything else.
       truncation = new Truncation(horizon.sequence(), horizon.timestamp(), firstRetained);
     }
-    // Entities written since the last completed round: the next round must checkpoint them.
-    long expected = Math.max(lastRound.sequence(), firstRetained);
-    long previousTimestamp = 0;
+    // Entities written since the last completed round must be checkpointed by the next round. They
+    // are found by scanning the journal from that round's start, which is bounded by the round
+    // triggers but can still be hundreds of megabytes: the writer does it in slices after start,
+    // so serving does not wait for it (rounds do).
+    long firstUnchecked = Math.max(lastRound.sequence(), firstRetained);
+    recoveryScanSequence = firstUnchecked < nextSequence ? firstUnchecked : -1;
+    recoveryScanEnd = nextSequence;
+    store.clock.advancePast(lastTimestamp);
+    lastRoundStartMillis = store.nowMillis();
+  }
+
+  /**
+   * Scans up to {@link #RECOVERY_SCAN_SLICE_RECORDS} journal records written before the last start
+   * and after the last completed round, adding their entities to the dirty set.
+   */
+  private void recoveryScanSlice() {
+    long end = Math.min(recoveryScanEnd, recoveryScanSequence + RECOVERY_SCAN_SLICE_RECORDS);
+    long expected = recoveryScanSequence;
     try (RocksIterator iterator = store.database.newIterator(store.journal)) {
       for (iterator.seek(Keys.journal(number, expected));
-          iterator.isValid() && Keys.journalPartition(iterator.key()) == number;
+          expected < end
+              && iterator.isValid()
+              && Keys.journalPartition(iterator.key()) == number;
           iterator.next()) {
         long sequence = Keys.journalSequence(iterator.key());
         Invariants.check(
             sequence == expected, "partition %d: journal gap at %d", number, expected);
         TransactionRecord record = Codec.decodeRecord(iterator.value());
         Invariants.check(
-            record.commitTimestamp() > previousTimestamp,
+            record.commitTimestamp() > recoveryScanPreviousTimestamp,
             "partition %d: timestamps not increasing at %d",
             number,
             sequence);
-        previousTimestamp = record.commitTimestamp();
+        recoveryScanPreviousTimestamp = record.commitTimestamp();
         for (EntityWrite write : record.writes()) {
           dirty.add(write.entity());
         }
         expected++;
       }
     }
-    store.clock.advancePast(lastTimestamp);
-    lastRoundStartMillis = store.nowMillis();
+    Invariants.check(
+        expected == end, "partition %d: journal ends at %d, before %d", number, expected, end);
+    recoveryScanSequence = end == recoveryScanEnd ? -1 : end;
   }
 
   // ---------------------------------------------------------------------------------- writer loop
@@ -268,7 +296,7 @@ final class Partition implements Runnable {
       commits.clear();
       controls.clear();
       try {
-        boolean busy = round != null || truncation != null;
+        boolean busy = round != null || truncation != null || recoveryScanSequence >= 0;
         Task first = queue.poll(busy ? 0 : idleWaitMillis, TimeUnit.MILLISECONDS);
         if (first != null) {
           drained.add(first);
@@ -431,7 +459,9 @@ final class Partition implements Runnable {
       return;
     }
     try {
-      if (round != null) {
+      if (recoveryScanSequence >= 0) {
+        recoveryScanSlice();
+      } else if (round != null) {
         roundSlice();
       } else if (truncation != null) {
         truncationSlice();
@@ -455,6 +485,9 @@ final class Partition implements Runnable {
       return;
     }
     try {
+      while (recoveryScanSequence >= 0) {
+        recoveryScanSlice();
+      }
       while (round != null) {
         roundSlice();
       }

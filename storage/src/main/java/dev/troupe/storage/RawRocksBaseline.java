@@ -23,10 +23,6 @@ import org.rocksdb.WriteOptions;
  * (docs/ARCHITECTURE.md); the {@code bench} module drives it. Thread-safe.
  */
 public final class RawRocksBaseline implements AutoCloseable {
-  // The values RocksStore.open uses; keep them in step.
-  private static final long WRITE_BUFFER_BYTES = 16L << 20;
-  private static final long MAX_TOTAL_WAL_BYTES = 64L << 20;
-  private static final int MAX_BACKGROUND_JOBS = 2;
 
   static {
     RocksDB.loadLibrary();
@@ -46,9 +42,9 @@ public final class RawRocksBaseline implements AutoCloseable {
   public static RawRocksBaseline open(Path directory) {
     Options options = new Options()
         .setCreateIfMissing(true)
-        .setMaxTotalWalSize(MAX_TOTAL_WAL_BYTES)
-        .setMaxBackgroundJobs(MAX_BACKGROUND_JOBS)
-        .setWriteBufferSize(WRITE_BUFFER_BYTES);
+        .setMaxTotalWalSize(RocksStore.MAX_TOTAL_WAL_BYTES)
+        .setMaxBackgroundJobs(RocksStore.MAX_BACKGROUND_JOBS)
+        .setWriteBufferSize(RocksStore.WRITE_BUFFER_BYTES);
     WriteOptions syncedWrite = new WriteOptions().setSync(true).setDisableWAL(false);
     try {
       Files.createDirectories(directory);

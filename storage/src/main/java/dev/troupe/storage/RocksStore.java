@@ -134,8 +134,10 @@ import org.rocksdb.WriteOptions;
  * must not block on the store ({@link #checkpointNow} and {@link #close} refuse to run there).
  */
 public final class RocksStore implements Store {
-  private static final long WRITE_BUFFER_BYTES = 16L << 20;
-  private static final long MAX_TOTAL_WAL_BYTES = 64L << 20;
+  // Package-private: RawRocksBaseline tunes its database exactly the same way.
+  static final long WRITE_BUFFER_BYTES = 16L << 20;
+  static final long MAX_TOTAL_WAL_BYTES = 64L << 20;
+  static final int MAX_BACKGROUND_JOBS = 2;
 
   final StorageSettings settings;
   final HybridLogicalClock clock;
@@ -230,7 +232,7 @@ public final class RocksStore implements Store {
               .setCreateIfMissing(true)
               .setCreateMissingColumnFamilies(true)
               .setMaxTotalWalSize(MAX_TOTAL_WAL_BYTES)
-              .setMaxBackgroundJobs(2);
+              .setMaxBackgroundJobs(MAX_BACKGROUND_JOBS);
       resources.add(databaseOptions);
       ColumnFamilyOptions plainOptions = new ColumnFamilyOptions().setWriteBufferSize(WRITE_BUFFER_BYTES);
       resources.add(plainOptions);
