@@ -160,8 +160,9 @@ final class ClientCommands {
   }
 
   @Command(name = "types", mixinStandardHelpOptions = true,
-      description = {"List declared types; 'types show NAME'; 'types apply FILE' declares every",
-          "type of a JSON or YAML file (YAML may hold several documents separated by ---)."})
+      description = {"List, show or declare entity types.",
+          "'types' lists them, 'types show NAME' shows one, 'types apply FILE' declares every type",
+          "of a JSON or YAML file (YAML may hold several documents separated by ---)."})
   static final class Types implements Callable<Integer> {
     @Mixin Server server;
     @Parameters(index = "0", arity = "0..1", paramLabel = "list|show|apply",
