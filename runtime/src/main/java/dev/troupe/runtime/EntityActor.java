@@ -126,7 +126,7 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
   }
 
   /**
-   * Runs the core's effects in order. A commit the store refuses at once (its queue is full) is
+   * Runs the core's effects in order. A commit the store refuses at once (e.g. its queue is full) is
    * reported back to the core before any later effect runs, and the later commits of the same batch
    * are dropped: the core rolls back to before the refused one (see {@link EntityTurnCore}).
    */
@@ -168,6 +168,10 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
     return stop;
   }
 
+  /**
+   * A future the store failed before returning it means the record was never queued (queue full,
+   * store closed or failed, malformed write): the commit certainly did not happen.
+   */
   private static TroupeException immediateRefusal(CompletableFuture<Committed> future) {
     if (!future.isCompletedExceptionally()) {
       return null;
@@ -176,14 +180,11 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
       future.join();
       return null;
     } catch (CompletionException e) {
-      if (e.getCause() instanceof TroupeException refusal
-          && refusal.code() == ErrorCode.OVERLOADED) {
-        return refusal;
-      }
-      // Any other immediate failure is still a failure whose outcome we cannot know for sure.
-      return null;
+      return e.getCause() instanceof TroupeException refusal
+          ? refusal
+          : new TroupeException(ErrorCode.UNAVAILABLE, "storage refused the write: " + e.getCause());
     } catch (java.util.concurrent.CancellationException e) {
-      return null;
+      return new TroupeException(ErrorCode.UNAVAILABLE, "storage cancelled the write");
     }
   }
 
