@@ -65,10 +65,11 @@ final class TroupeProcess implements AutoCloseable {
    * to the jar), so a server started here starts as fast as one started by the launcher.
    */
   private static List<String> classDataSharingFlags() {
-    Path classPath = Path.of(System.getProperty("java.class.path"));
-    if (!classPath.toString().endsWith(".jar") || classPath.getParent() == null) {
-      return List.of();
+    String classPathText = System.getProperty("java.class.path");
+    if (classPathText.contains(java.io.File.pathSeparator) || !classPathText.endsWith(".jar")) {
+      return List.of(); // not the fat jar (tests run on the module class path)
     }
+    Path classPath = Path.of(classPathText).toAbsolutePath();
     return List.of("-XX:SharedArchiveFile=" + classPath.getParent().resolve("troupe-serve.jsa"),
         "-XX:+AutoCreateSharedArchive", "-Xlog:cds=off,cds+dynamic=off");
   }

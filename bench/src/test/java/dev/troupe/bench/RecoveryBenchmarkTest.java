@@ -16,8 +16,9 @@ class RecoveryBenchmarkTest {
         "--value-bytes", "100", "--threads", "16", "--sample", "50", "--empty-starts", "1",
         // C1 only: the three server JVMs start about a second faster each on a 2-core machine.
         "--server-jvm-option=-XX:TieredStopAtLevel=1");
-    BenchmarkRuns.assertPositiveResults(report, "empty_start", "ready_seconds");
-    BenchmarkRuns.assertPositiveResults(report, "recovery", "ready_seconds", "health_seconds");
+    BenchmarkRuns.assertPositiveResults(report, "empty_start", "serving_seconds");
+    BenchmarkRuns.assertPositiveResults(report, "recovery", "serving_seconds", "health_seconds",
+        "sample_verified_seconds");
     BenchmarkRuns.assertPositiveResults(report, "load", "acknowledged_writes");
     BenchmarkRuns.assertPositiveResults(report, "verification", "sampled_writes");
     assertEquals(0, report.path("results").path("verification").path("lost_writes").asInt(-1));
