@@ -136,7 +136,8 @@ import org.rocksdb.WriteOptions;
 public final class RocksStore implements Store {
   // Package-private: RawRocksBaseline tunes its database exactly the same way.
   static final long WRITE_BUFFER_BYTES = 16L << 20;
-  static final long MAX_TOTAL_WAL_BYTES = 64L << 20;
+  // Bounds what a restart replays (about 0.4 s per 32 MB here) at the cost of earlier flushes.
+  static final long MAX_TOTAL_WAL_BYTES = 32L << 20;
   static final int MAX_BACKGROUND_JOBS = 2;
 
   final StorageSettings settings;
@@ -232,6 +233,8 @@ public final class RocksStore implements Store {
               .setCreateIfMissing(true)
               .setCreateMissingColumnFamilies(true)
               .setMaxTotalWalSize(MAX_TOTAL_WAL_BYTES)
+              // Replayed log stays in memtables instead of being flushed inside open: faster restart.
+              .setAvoidFlushDuringRecovery(true)
               .setMaxBackgroundJobs(MAX_BACKGROUND_JOBS);
       resources.add(databaseOptions);
       ColumnFamilyOptions plainOptions = new ColumnFamilyOptions().setWriteBufferSize(WRITE_BUFFER_BYTES);
