@@ -28,7 +28,7 @@ import picocli.CommandLine.Option;
  * with a large journal, and whether every acknowledged write survived.
  *
  * <p>Steps: (1) start a server on an empty directory and time it until {@code /v1/health} answers
- * 200 (the baseline); (2) start a server on the data directory and write {@code --megabytes} of
+ * 200 and a first entity read is answered (the baseline); (2) start a server on the data directory and write {@code --megabytes} of
  * values through REST ({@code PUT} of {@code --value-bytes} strings, one new entity per write,
  * {@code --threads} concurrent clients); (3) SIGKILL it the moment that much is acknowledged, with
  * writes still in flight; (4) restart it and time it from process start until {@code /v1/health}
@@ -172,12 +172,24 @@ final class RecoveryBenchmark extends Benchmark {
     }
   }
 
-  /** Starts a server on a fresh empty directory, times it until healthy, stops it. */
+  /**
+   * Starts a server on a fresh empty directory and times it until it serves: {@code /v1/health}
+   * answers 200 and a first entity read is answered (404, nothing was written), as the restarted
+   * server's time to serve includes its first read. Then stops it.
+   */
   private double emptyStart(TemporaryDirectory work, int attempt) throws Exception {
     Path directory = work.resolve("empty-" + attempt);
     try (TroupeProcess server = TroupeProcess.start(directory,
         work.resolve("empty-" + attempt + ".log"), serverJvmFlags)) {
-      return server.awaitHealthy(START_TIMEOUT);
+      server.awaitHealthy(START_TIMEOUT);
+      try (HttpConnection connection = server.connect()) {
+        HttpConnection.Response response = connection.get(entityPath(0));
+        if (response.status() != 404) {
+          throw new BenchmarkException("an empty server answered " + response.status()
+              + " to GET " + entityPath(0));
+        }
+      }
+      return server.nanosSinceStart() / 1e9;
     } finally {
       TemporaryDirectory.deleteRecursively(directory);
     }
