@@ -30,7 +30,8 @@ import org.apache.pekko.actor.typed.javadsl.Receive;
  *
  * <p>Started by its partition's {@link EntityRegistry} with the entity's durable state read from the
  * store (possibly materialized from checkpoint and journal, hence the blocking dispatcher). Asks the
- * registry to passivate it after an idle period.
+ * registry to passivate it once it has been idle for a whole {@code passivate-after-idle-millis}
+ * period (checked periodically, so after one to two periods).
  */
 public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
 
@@ -47,7 +48,7 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
   private record CommitCompleted(long serial, Committed committed, Throwable failure)
       implements Command {}
 
-  private record IdleTimeoutElapsed() implements Command {}
+  private record IdleCheck() implements Command {}
 
   private final EntityId entity;
   private final Store store;
@@ -55,6 +56,8 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
   private final ActorRef<EntityRegistry.Command> registry;
   private final FatalErrorHandler fatalErrorHandler;
   private final TurnMetrics metrics;
+  /** Whether any turn or commit arrived since the last idle check. */
+  private boolean activeSinceIdleCheck = true;
 
   public static Behavior<Command> create(
       EntityId entity,
@@ -63,13 +66,15 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
       ActorRef<EntityRegistry.Command> registry,
       FatalErrorHandler fatalErrorHandler,
       TurnMetrics metrics) {
+    // A periodic check rather than a receive timeout: a receive timeout is rescheduled on every
+    // message, which costs the scheduler work on the hot path of a busy entity.
+    Duration idlePeriod = Duration.ofMillis(settings.passivateAfterIdleMillis());
     return Behaviors.setup(
-        context -> {
-          context.setReceiveTimeout(
-              Duration.ofMillis(settings.passivateAfterIdleMillis()), new IdleTimeoutElapsed());
+        context -> Behaviors.withTimers(timers -> {
+          timers.startTimerWithFixedDelay(new IdleCheck(), idlePeriod);
           return new EntityActor(
               context, entity, store, settings, registry, fatalErrorHandler, metrics);
-        });
+        }));
   }
 
   private EntityActor(
@@ -100,6 +105,9 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
   }
 
   private Behavior<Command> onCommand(Command command) {
+    if (!(command instanceof IdleCheck)) {
+      activeSinceIdleCheck = true;
+    }
     try {
       return switch (command) {
         case RunTurn run ->
@@ -112,10 +120,12 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
             runEffects(core.handle(new Input.CommitFailed<>(
                 completed.serial(), asTroupeException(completed.failure()), false)));
         case Passivate ignored -> runEffects(core.handle(new Input.PassivationRequested<>()));
-        case IdleTimeoutElapsed ignored -> {
-          if (core.isIdle()) {
+        case IdleCheck ignored -> {
+          // Idle for a whole period (between one and two periods since the last message).
+          if (!activeSinceIdleCheck && core.isIdle()) {
             registry.tell(new EntityRegistry.PassivationWanted(entity));
           }
+          activeSinceIdleCheck = false;
           yield this;
         }
       };

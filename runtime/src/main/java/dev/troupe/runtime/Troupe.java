@@ -302,7 +302,7 @@ public final class Troupe implements AutoCloseable {
       }
       return switch (result) {
         case TurnResult.Done done ->
-            new TurnOutcome(done.version(), type.render(done.state()), done.wrote());
+            new TurnOutcome(done.version(), done.wrote(), done.state(), type);
         case TurnResult.Failed failed -> throw failed.error();
       };
     });

@@ -56,7 +56,7 @@ class TroupeTest {
   }
 
   @Test
-  void passivationUnderASmallActorLimitLosesNothing() {
+  void passivationUnderASmallActorLimitLosesNothing() throws InterruptedException {
     try (Troupe troupe = Troupe.open(settings("troupe.entity.max-actors = 4",
         "troupe.entity.passivate-after-idle-millis = 50"))) {
       List<CompletableFuture<TurnOutcome>> turns = new ArrayList<>();
@@ -72,6 +72,15 @@ class TroupeTest {
         assertEquals(5, view.state().size(), view.toString());
       }
       assertTrue(troupe.turnMetrics().activeEntities() <= 8, "actors stay bounded");
+      long deadline = System.nanoTime() + 5_000_000_000L;
+      while (troupe.turnMetrics().activeEntities() > 0 && System.nanoTime() < deadline) {
+        Thread.sleep(20);
+      }
+      assertEquals(0, troupe.turnMetrics().activeEntities(), "idle entities are passivated");
+      // A passivated entity comes back with its state.
+      assertEquals(0, troupe.get(new EntityId("Item", "i7")).join().state().get("r0").asLong());
+      troupe.assign(new EntityId("Item", "i7"), "r5", LongNode.valueOf(5)).join();
+      assertEquals(6, troupe.get(new EntityId("Item", "i7")).join().state().size());
     }
   }
 

@@ -51,8 +51,8 @@ import org.rocksdb.WriteBatch;
  *
  * <p>Recovery reads only the partition's last record and round positions (constant time). The dirty
  * set (entities written since the last completed round) is rebuilt afterwards by the writer, in
- * slices between commit batches, by scanning the journal from that round's start sequence; no round
- * starts before the scan completes. So the time to serve after a crash does not grow with the
+ * slices between commit batches, by scanning the journal from that round's start sequence, once the
+ * next round is due (not while the node is starting); no round starts before the scan completes. So the time to serve after a crash does not grow with the
  * journal, and the scan is bounded by the round triggers.
  */
 final class Partition implements Runnable {
@@ -296,7 +296,8 @@ final class Partition implements Runnable {
       commits.clear();
       controls.clear();
       try {
-        boolean busy = round != null || truncation != null || recoveryScanSequence >= 0;
+        boolean busy = round != null || truncation != null
+            || (recoveryScanSequence >= 0 && roundDue());
         Task first = queue.poll(busy ? 0 : idleWaitMillis, TimeUnit.MILLISECONDS);
         if (first != null) {
           drained.add(first);
@@ -459,15 +460,19 @@ final class Partition implements Runnable {
       return;
     }
     try {
-      if (recoveryScanSequence >= 0) {
-        recoveryScanSlice();
-      } else if (round != null) {
+      if (round != null) {
         roundSlice();
       } else if (truncation != null) {
         truncationSlice();
       } else if (roundDue()) {
-        startRound();
-        roundSlice();
+        // The post-recovery scan only matters to the next round: deferred until one is due, it
+        // stays out of the way of a node that is starting up.
+        if (recoveryScanSequence >= 0) {
+          recoveryScanSlice();
+        } else {
+          startRound();
+          roundSlice();
+        }
       } else {
         startTruncationIfAllowed();
       }
