@@ -154,18 +154,19 @@ public final class RestApi
             requireMethod(request, HttpMethods.POST);
             return switch (path.get(6)) {
               case "increment" -> body(request).thenCompose(bytes -> {
-                long by = field(bytes, "by", "an integer", JsonNode::canConvertToExactIntegral)
-                    .asLong();
-                return troupe.increment(entity, key, by);
-              }).thenApply(this::versionAndValue);
-              case "add" -> body(request).thenCompose(bytes -> {
-                JsonNode element = checkValueSize(field(bytes, "element", "any JSON value", n -> true));
-                return troupe.add(entity, key, element);
-              }).thenApply(this::versionAndValue);
-              case "remove" -> body(request).thenCompose(bytes -> {
-                JsonNode element = field(bytes, "element", "any JSON value", n -> true);
-                return troupe.remove(entity, key, element);
-              }).thenApply(this::versionAndValue);
+                JsonNode by = onlyField(bytes, "by");
+                if (!by.isIntegralNumber() || !by.canConvertToLong()) {
+                  throw TroupeException.invalid("'by' must be a 64-bit integer, was " + by);
+                }
+                return troupe.increment(entity, key, by.asLong());
+              }).thenApply(this::versionAndState);
+              case "add" -> body(request)
+                  .thenCompose(bytes ->
+                      troupe.add(entity, key, checkValueSize(onlyField(bytes, "element"))))
+                  .thenApply(this::versionAndState);
+              case "remove" -> body(request)
+                  .thenCompose(bytes -> troupe.remove(entity, key, onlyField(bytes, "element")))
+                  .thenApply(this::versionAndState);
               default -> notFound(request);
             };
           }
@@ -278,27 +279,17 @@ public final class RestApi
         "request body exceeds " + settings.maxBodyBytes() + " bytes");
   }
 
-  private static JsonNode field(byte[] bytes, String name, String expected,
-      java.util.function.Predicate<JsonNode> valid) {
+  /** The value of the body's only field, {@code name}. */
+  private static JsonNode onlyField(byte[] bytes, String name) {
     JsonNode body = Json.parse(bytes);
-    if (!body.isObject()) {
-      throw TroupeException.invalid("body must be a JSON object with '" + name + "'");
+    if (!body.isObject() || body.size() != 1 || body.get(name) == null) {
+      throw TroupeException.invalid("body must be a JSON object with just '" + name + "'");
     }
-    JsonNode value = body.get(name);
-    if (value == null) {
-      throw TroupeException.invalid("body must have '" + name + "' (" + expected + ")");
-    }
-    if (!valid.test(value) || (expected.startsWith("an integer") && !value.isIntegralNumber())) {
-      throw TroupeException.invalid("'" + name + "' must be " + expected + ", was " + value);
-    }
-    if (body.size() != 1) {
-      throw TroupeException.invalid("body must have only '" + name + "'");
-    }
-    return value;
+    return body.get(name);
   }
 
   private JsonNode checkValueSize(JsonNode value) {
-    int size = Json.write(value).length();
+    int size = Json.writeBytes(value).length;
     if (size > settings.maxValueBytes()) {
       throw new TroupeException(ErrorCode.TOO_LARGE,
           "value of " + size + " bytes exceeds the limit of " + settings.maxValueBytes());
@@ -386,10 +377,6 @@ public final class RestApi
     body.put("version", outcome.version());
     body.set("state", outcome.state());
     return json(200, body);
-  }
-
-  private HttpResponse versionAndValue(TurnOutcome outcome) {
-    return versionAndState(outcome);
   }
 
   private static HttpResponse version(long version) {
