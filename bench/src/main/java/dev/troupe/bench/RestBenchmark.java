@@ -13,6 +13,7 @@ import java.io.IOException;
 import java.util.List;
 import java.util.Map;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /**
@@ -45,23 +46,11 @@ final class RestBenchmark extends Benchmark {
           + " (default: ${DEFAULT-VALUE}).")
   int threads;
 
-  @Option(names = "--seconds", defaultValue = "10",
-      description = "Measured seconds per round (default: ${DEFAULT-VALUE}).")
-  double seconds;
-
-  @Option(names = "--warmup-seconds", defaultValue = "2",
-      description = "Unmeasured seconds at the start of every round (default: ${DEFAULT-VALUE}).")
-  double warmupSeconds;
-
-  @Option(names = "--rounds", defaultValue = "2",
-      description = "Measured rounds per server, alternating Troupe and bare, after one unmeasured"
-          + " round each (default: ${DEFAULT-VALUE}).")
-  int rounds;
+  @Mixin AlternationOptions alternation;
 
   @Override
   BenchReport run() throws Exception {
-    AlternatingComparison.Settings settings = new AlternatingComparison.Settings(threads, rounds,
-        duration(warmupSeconds, "--warmup-seconds"), duration(seconds, "--seconds"));
+    AlternatingComparison.Settings settings = alternation.settings(threads);
     BenchReport report = new BenchReport("rest",
         "GET of a cached entity over REST vs a bare HTTP server on the same stack");
     settings.describe(report);

@@ -12,6 +12,7 @@ import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /**
@@ -45,18 +46,7 @@ final class StorageBenchmark extends Benchmark {
           + " (default: ${DEFAULT-VALUE}).")
   int threads;
 
-  @Option(names = "--seconds", defaultValue = "10",
-      description = "Measured seconds per round (default: ${DEFAULT-VALUE}).")
-  double seconds;
-
-  @Option(names = "--warmup-seconds", defaultValue = "2",
-      description = "Unmeasured seconds at the start of every round (default: ${DEFAULT-VALUE}).")
-  double warmupSeconds;
-
-  @Option(names = "--rounds", defaultValue = "2",
-      description = "Measured rounds per system, alternating engine and raw, after one unmeasured"
-          + " round each (default: ${DEFAULT-VALUE}).")
-  int rounds;
+  @Mixin AlternationOptions alternation;
 
   @Option(names = "--value-bytes", defaultValue = "100",
       description = "Bytes per written value (default: ${DEFAULT-VALUE}).")
@@ -67,8 +57,7 @@ final class StorageBenchmark extends Benchmark {
     if (valueBytes < 1) {
       throw new IllegalArgumentException("--value-bytes must be positive");
     }
-    AlternatingComparison.Settings settings = new AlternatingComparison.Settings(threads, rounds,
-        duration(warmupSeconds, "--warmup-seconds"), duration(seconds, "--seconds"));
+    AlternatingComparison.Settings settings = alternation.settings(threads);
     BenchReport report = new BenchReport("storage",
         "durable single-key writes, engine (Troupe.assign) vs raw RocksDB synced write batches");
     settings.describe(report);
