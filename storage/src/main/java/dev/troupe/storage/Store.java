@@ -29,7 +29,10 @@ import java.util.concurrent.CompletableFuture;
  */
 public interface Store extends AutoCloseable {
 
-  /** A fresh transaction id, unique on this node even across restarts. */
+  /**
+   * A fresh transaction id: unique among the transactions this node ever commits, also across
+   * restarts (an id handed out but never committed may be handed out again after a crash).
+   */
   long newTransactionId();
 
   /**
