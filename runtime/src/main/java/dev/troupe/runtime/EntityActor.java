@@ -56,8 +56,6 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
   private final ActorRef<EntityRegistry.Command> registry;
   private final FatalErrorHandler fatalErrorHandler;
   private final TurnMetrics metrics;
-  /** Whether any turn or commit arrived since the last idle check. */
-  private boolean activeSinceIdleCheck = true;
 
   public static Behavior<Command> create(
       EntityId entity,
@@ -105,9 +103,6 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
   }
 
   private Behavior<Command> onCommand(Command command) {
-    if (!(command instanceof IdleCheck)) {
-      activeSinceIdleCheck = true;
-    }
     try {
       return switch (command) {
         case RunTurn run ->
@@ -120,14 +115,7 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
             runEffects(core.handle(new Input.CommitFailed<>(
                 completed.serial(), asTroupeException(completed.failure()), false)));
         case Passivate ignored -> runEffects(core.handle(new Input.PassivationRequested<>()));
-        case IdleCheck ignored -> {
-          // Idle for a whole period (between one and two periods since the last message).
-          if (!activeSinceIdleCheck && core.isIdle()) {
-            registry.tell(new EntityRegistry.PassivationWanted(entity));
-          }
-          activeSinceIdleCheck = false;
-          yield this;
-        }
+        case IdleCheck ignored -> runEffects(core.handle(new Input.IdleCheckElapsed<>()));
       };
     } catch (Invariants.InvariantViolation violation) {
       fatalErrorHandler.onFatalError("entity " + entity, violation);
@@ -173,6 +161,8 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
           reply.replyTo().tell(reply.result());
         }
         case Effect.Stop<ActorRef<TurnResult>> ignored -> stop = true;
+        case Effect.OfferPassivation<ActorRef<TurnResult>> ignored ->
+            registry.tell(new EntityRegistry.PassivationWanted(entity));
       }
     }
     return stop;

@@ -62,6 +62,9 @@ public final class EntityTurnCore<R> {
 
     /** The shell wants to stop this entity (idle, or to make room for others). */
     record PassivationRequested<R>() implements Input<R> {}
+
+    /** A periodic idleness check (every {@code passivate-after-idle-millis}). */
+    record IdleCheckElapsed<R>() implements Input<R> {}
   }
 
   /** What the shell must do. */
@@ -74,6 +77,12 @@ public final class EntityTurnCore<R> {
 
     /** Stop this incarnation; the next turn starts a fresh one from durable state. */
     record Stop<R>() implements Effect<R> {}
+
+    /**
+     * The entity has been idle for a whole check period (so between one and two periods): offer
+     * to be passivated.
+     */
+    record OfferPassivation<R>() implements Effect<R> {}
   }
 
   private record InFlight(long serial, EntityState stateBefore) {}
@@ -96,6 +105,8 @@ public final class EntityTurnCore<R> {
   private final ArrayDeque<Waiting<R>> waiting = new ArrayDeque<>();
   private boolean passivationRequested;
   private boolean stopped;
+  /** Whether any input other than an idle check arrived since the last idle check. */
+  private boolean activeSinceIdleCheck = true;
 
   /** @param durable the entity's latest durable state, read from the store at start */
   public EntityTurnCore(EntityId entity, EntityState durable, TurnLimits limits, int originDc) {
@@ -109,6 +120,9 @@ public final class EntityTurnCore<R> {
   public List<Effect<R>> handle(Input<R> input) {
     Invariants.check(!stopped, "%s received %s after it stopped", entity, input);
     List<Effect<R>> effects = new ArrayList<>();
+    if (!(input instanceof Input.IdleCheckElapsed<R>)) {
+      activeSinceIdleCheck = true;
+    }
     switch (input) {
       case Input.TurnRequested<R> request -> {
         Invariants.check(!passivationRequested, "%s got a turn while passivating", entity);
@@ -149,6 +163,12 @@ public final class EntityTurnCore<R> {
         }
       }
       case Input.PassivationRequested<R> ignored -> passivationRequested = true;
+      case Input.IdleCheckElapsed<R> ignored -> {
+        if (!activeSinceIdleCheck && isIdle() && !passivationRequested) {
+          effects.add(new Effect.OfferPassivation<>());
+        }
+        activeSinceIdleCheck = false;
+      }
     }
     if (passivationRequested && isIdle() && !stopped) {
       stopped = true;

@@ -158,6 +158,17 @@ class EntityTurnCoreTest {
   }
 
   @Test
+  void anEntityOffersPassivationOnlyAfterAWholeIdlePeriod() {
+    request(increment(1), "a");
+    assertTrue(core.handle(new Input.IdleCheckElapsed<>()).isEmpty(), "a turn arrived");
+    assertTrue(core.handle(new Input.IdleCheckElapsed<>()).isEmpty(), "a commit is in flight");
+    core.handle(new Input.CommitSucceeded<>(1, 3));
+    assertTrue(core.handle(new Input.IdleCheckElapsed<>()).isEmpty(), "a commit just completed");
+    assertEquals(List.of(new Effect.OfferPassivation<String>()),
+        core.handle(new Input.IdleCheckElapsed<>()));
+  }
+
+  @Test
   void commitsMustSucceedInOrder() {
     request(increment(1), "a");
     request(increment(1), "b");
