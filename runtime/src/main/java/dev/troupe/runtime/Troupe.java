@@ -4,7 +4,6 @@ import com.fasterxml.jackson.databind.JsonNode;
 import dev.troupe.model.EntityId;
 import dev.troupe.model.EntityState;
 import dev.troupe.model.ErrorCode;
-import dev.troupe.model.Json;
 import dev.troupe.model.TroupeException;
 import dev.troupe.model.spec.CompiledType;
 import dev.troupe.model.spec.SpecParser;
@@ -143,9 +142,8 @@ public final class Troupe implements AutoCloseable {
   private void loadTypes() {
     EntityState state = store.read(TYPES_ENTITY);
     for (Map.Entry<String, Value> entry : state.values().entrySet()) {
-      byte[] json = Json.write(entry.getValue().toJson()).getBytes(java.nio.charset.StandardCharsets.UTF_8);
       declaredTypes.put(entry.getKey(),
-          CompiledType.compile(SpecParser.parse(entry.getKey(), json, false)));
+          CompiledType.compile(SpecParser.fromJson(entry.getKey(), entry.getValue().toJson())));
     }
     log.info("loaded {} type definitions", declaredTypes.size());
   }
