@@ -32,7 +32,8 @@ import java.util.List;
  * </ul>
  *
  * <p><b>Invariants.</b> Commits succeed in serial order; {@code inFlight} holds at most {@code
- * maxInFlightCommitsPerEntity} commits; replies are released in the order the turns arrived.
+ * maxInFlightCommitsPerEntity} commits; answers that depend on the entity's state are released in
+ * the order the turns arrived (a refusal for overload depends on nothing and leaves at once).
  *
  * <p><b>Versions.</b> Operations applied to the tentative state get provisional timestamps (one
  * above its version); once nothing is in flight the tentative version is re-based to the real
