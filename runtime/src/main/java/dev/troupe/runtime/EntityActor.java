@@ -169,8 +169,11 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
   }
 
   /**
-   * A future the store failed before returning it means the record was never queued (queue full,
-   * store closed or failed, malformed write): the commit certainly did not happen.
+   * A future the store failed with a {@link TroupeException} by the time it returned means the
+   * record was never written (queue full, store closed or failed, malformed write): the commit
+   * certainly did not happen. Anything else, including an {@code OutcomeUnknownException} from a
+   * writer that was quick enough to fail the write already, is left to the asynchronous path,
+   * which reports it as an unknown outcome.
    */
   private static TroupeException immediateRefusal(CompletableFuture<Committed> future) {
     if (!future.isCompletedExceptionally()) {
@@ -180,11 +183,9 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
       future.join();
       return null;
     } catch (CompletionException e) {
-      return e.getCause() instanceof TroupeException refusal
-          ? refusal
-          : new TroupeException(ErrorCode.UNAVAILABLE, "storage refused the write: " + e.getCause());
+      return e.getCause() instanceof TroupeException refusal ? refusal : null;
     } catch (java.util.concurrent.CancellationException e) {
-      return new TroupeException(ErrorCode.UNAVAILABLE, "storage cancelled the write");
+      return null;
     }
   }
 

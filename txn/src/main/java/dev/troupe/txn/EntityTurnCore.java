@@ -149,9 +149,7 @@ public final class EntityTurnCore<R> {
         lastDurableSerial = success.serial();
         lastDurableVersion = success.commitTimestamp();
         releaseReplies(effects);
-        if (inFlight.isEmpty()) {
-          tentative = new EntityState(tentative.values(), lastDurableVersion, tentative.exists());
-        }
+        rebaseWhenSettled();
         while (!waiting.isEmpty() && inFlight.size() < limits.maxInFlightCommitsPerEntity()) {
           run(waiting.pollFirst(), effects);
         }
@@ -246,6 +244,14 @@ public final class EntityTurnCore<R> {
       effects.add(new Effect.Reply<>(turn.replyTo(), new TurnResult.Failed(error)));
     }
     waiting.clear();
+    rebaseWhenSettled();
+  }
+
+  /**
+   * With nothing in flight the tentative state equals the durable one: give it the real version
+   * instead of the provisional one.
+   */
+  private void rebaseWhenSettled() {
     if (inFlight.isEmpty()) {
       tentative = new EntityState(tentative.values(), lastDurableVersion, tentative.exists());
     }
