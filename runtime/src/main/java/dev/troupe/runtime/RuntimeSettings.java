@@ -19,6 +19,7 @@ public record RuntimeSettings(
     long passivateAfterIdleMillis,
     long turnTimeoutMillis,
     int materializationThreads,
+    int materializationQueueLimit,
     Config config) {
 
   public static RuntimeSettings load() {
@@ -64,6 +65,7 @@ public record RuntimeSettings(
         positiveLong(entity, "passivate-after-idle-millis"),
         positiveLong(entity, "turn-timeout-millis"),
         positive(entity, "materialization-threads"),
+        positive(entity, "materialization-queue-limit"),
         config);
   }
 

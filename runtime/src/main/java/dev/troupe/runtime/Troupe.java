@@ -57,8 +57,8 @@ public final class Troupe implements AutoCloseable {
   private final Store store;
   private final ActorSystem<Void> system;
   private final List<ActorRef<EntityRegistry.Command>> registries = new ArrayList<>();
-  private final Map<String, CompiledType> declaredTypes = new ConcurrentHashMap<>();
-  private final Map<String, CompiledType> schemalessTypes = new ConcurrentHashMap<>();
+  /** Declared types with the version of the definition they were compiled from. */
+  private final Map<String, Declared> declaredTypes = new ConcurrentHashMap<>();
   private final TurnMetrics metrics = new TurnMetrics();
   private final Duration turnTimeout;
   private final AtomicBoolean failed = new AtomicBoolean();
@@ -69,9 +69,11 @@ public final class Troupe implements AutoCloseable {
     this.settings = settings;
     this.turnTimeout = Duration.ofMillis(settings.turnTimeoutMillis());
     this.store = RocksStore.open(settings.storage(), System::currentTimeMillis);
-    this.materializationExecutor = java.util.concurrent.Executors.newFixedThreadPool(
-        settings.materializationThreads(), Thread.ofPlatform().name("troupe-materialize-", 0)
-            .daemon(true).factory());
+    this.materializationExecutor = new java.util.concurrent.ThreadPoolExecutor(
+        settings.materializationThreads(), settings.materializationThreads(), 0,
+        java.util.concurrent.TimeUnit.MILLISECONDS,
+        new java.util.concurrent.ArrayBlockingQueue<>(settings.materializationQueueLimit()),
+        Thread.ofPlatform().name("troupe-materialize-", 0).daemon(true).factory());
     FatalErrorHandler handler = (where, error) -> {
       failed.set(true);
       log.error("fatal error in {}: the engine refuses all further work", where, error);
@@ -125,25 +127,26 @@ public final class Troupe implements AutoCloseable {
     Turn record = new Turn.AssignKeys(Map.of(spec.name(), spec.toJson()));
     return run(TYPES_ENTITY, schemaless(SYSTEM_TYPE), record)
         .thenApply(outcome -> {
-          declaredTypes.put(spec.name(), compiled);
+          declare(spec.name(), compiled, outcome.version());
           return spec;
         });
   }
 
   public Optional<TypeSpec> type(String name) {
-    return Optional.ofNullable(declaredTypes.get(name)).map(CompiledType::spec);
+    return Optional.ofNullable(declaredTypes.get(name)).map(declared -> declared.type().spec());
   }
 
   public List<TypeSpec> types() {
-    return declaredTypes.values().stream().map(CompiledType::spec)
+    return declaredTypes.values().stream().map(declared -> declared.type().spec())
         .sorted(Comparator.comparing(TypeSpec::name)).toList();
   }
 
   private void loadTypes() {
     EntityState state = store.read(TYPES_ENTITY);
     for (Map.Entry<String, Value> entry : state.values().entrySet()) {
-      declaredTypes.put(entry.getKey(),
-          CompiledType.compile(SpecParser.fromJson(entry.getKey(), entry.getValue().toJson())));
+      declare(entry.getKey(),
+          CompiledType.compile(SpecParser.fromJson(entry.getKey(), entry.getValue().toJson())),
+          state.version());
     }
     log.info("loaded {} type definitions", declaredTypes.size());
   }
@@ -153,12 +156,25 @@ public final class Troupe implements AutoCloseable {
       throw TroupeException.invalid(
           "entity types starting with '$' are reserved: " + entity.type());
     }
-    CompiledType declared = declaredTypes.get(entity.type());
-    return declared != null ? declared : schemaless(entity.type());
+    Declared declared = declaredTypes.get(entity.type());
+    return declared != null ? declared.type() : schemaless(entity.type());
   }
 
-  private CompiledType schemaless(String typeName) {
-    return schemalessTypes.computeIfAbsent(typeName, CompiledType::schemaless);
+  /**
+   * A schemaless type compiles to a few objects (no keys, no actions), so it is built per use
+   * rather than cached: a cache keyed by client-chosen type names would need a bound of its own.
+   */
+  private static CompiledType schemaless(String typeName) {
+    return CompiledType.schemaless(typeName);
+  }
+
+  /** A declared type and the version (commit timestamp) of its stored definition. */
+  private record Declared(CompiledType type, long version) {}
+
+  /** Keeps the newest definition whatever order concurrent definitions' answers arrive in. */
+  private void declare(String name, CompiledType type, long version) {
+    declaredTypes.merge(name, new Declared(type, version),
+        (current, candidate) -> candidate.version() > current.version() ? candidate : current);
   }
 
   // ---------------------------------------------------------------- reads
@@ -189,14 +205,14 @@ public final class Troupe implements AutoCloseable {
     try {
       checkOpen();
       CompiledType type = typeOf(entity);
-      return CompletableFuture.supplyAsync(() -> {
+      return materialize(() -> {
         EntityState state = store.readAt(entity, timestamp);
         if (!state.exists()) {
           throw new TroupeException(ErrorCode.NOT_FOUND, entity + " did not exist at " + timestamp);
         }
         return new EntityView(entity, type.render(state), state.version());
-      }, materializationExecutor);
-    } catch (TroupeException | java.util.concurrent.RejectedExecutionException e) {
+      });
+    } catch (TroupeException e) {
       return CompletableFuture.failedFuture(e);
     }
   }
@@ -219,9 +235,19 @@ public final class Troupe implements AutoCloseable {
       };
       return store.isCached(entity)
           ? CompletableFuture.completedFuture(read.get())
-          : CompletableFuture.supplyAsync(read, materializationExecutor);
-    } catch (TroupeException | java.util.concurrent.RejectedExecutionException e) {
+          : materialize(read);
+    } catch (TroupeException e) {
       return CompletableFuture.failedFuture(e);
+    }
+  }
+
+  /** Runs a read on the materialization pool; a full queue is {@code overloaded}. */
+  private <T> CompletableFuture<T> materialize(java.util.function.Supplier<T> read) {
+    try {
+      return CompletableFuture.supplyAsync(read, materializationExecutor);
+    } catch (java.util.concurrent.RejectedExecutionException e) {
+      return CompletableFuture.failedFuture(new TroupeException(ErrorCode.OVERLOADED,
+          settings.materializationQueueLimit() + " reads already wait for storage; retry later"));
     }
   }
 

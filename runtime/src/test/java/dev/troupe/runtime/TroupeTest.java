@@ -109,6 +109,35 @@ class TroupeTest {
   }
 
   @Test
+  void coldReadsBeyondTheMaterializationQueueAreRefusedAsOverloaded() {
+    try (Troupe troupe = Troupe.open(settings())) {
+      List<CompletableFuture<TurnOutcome>> writes = new ArrayList<>();
+      for (int i = 0; i < 300; i++) {
+        writes.add(troupe.assign(new EntityId("Cold", "c" + i), "v", LongNode.valueOf(i)));
+      }
+      CompletableFuture.allOf(writes.toArray(CompletableFuture[]::new)).join();
+    }
+    // Reopened: nothing is cached, so every read materializes, on one thread with one queue slot.
+    try (Troupe troupe = Troupe.open(settings("troupe.entity.materialization-threads = 1",
+        "troupe.entity.materialization-queue-limit = 1"))) {
+      List<CompletableFuture<EntityView>> reads = new ArrayList<>();
+      for (int i = 0; i < 300; i++) {
+        reads.add(troupe.get(new EntityId("Cold", "c" + i)));
+      }
+      int overloaded = 0;
+      for (int i = 0; i < reads.size(); i++) {
+        try {
+          assertEquals(i, reads.get(i).join().state().get("v").asLong());
+        } catch (CompletionException refused) {
+          assertEquals(ErrorCode.OVERLOADED, ((TroupeException) refused.getCause()).code());
+          overloaded++;
+        }
+      }
+      assertTrue(overloaded > 0, "300 cold reads at once cannot all fit one thread and one slot");
+    }
+  }
+
+  @Test
   void reservedTypesAreRefused() {
     try (Troupe troupe = Troupe.open(settings())) {
       CompletionException refused = assertThrows(CompletionException.class,
