@@ -42,19 +42,30 @@ public final class ServerProcess implements AutoCloseable {
   /** Starts a server on a free port over {@code dataDirectory}; returns once it listens. */
   public static ServerProcess start(Path dataDirectory, String... settingOverrides)
       throws IOException, InterruptedException {
+    List<String> arguments = new ArrayList<>(List.of("serve", "--data", dataDirectory.toString(),
+        "--port", "0"));
+    for (String override : settingOverrides) {
+      arguments.add("--set");
+      arguments.add(override);
+    }
+    Files.createDirectories(dataDirectory);
+    return launch(arguments);
+  }
+
+  /**
+   * Starts {@code troupe ARGUMENTS} (a command that prints "listening on http://HOST:PORT", with
+   * {@code --port 0}); returns once it listens.
+   */
+  public static ServerProcess launch(List<String> arguments)
+      throws IOException, InterruptedException {
     List<String> command = new ArrayList<>();
     command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
     command.addAll(List.of("-XX:+IgnoreUnrecognizedVMOptions",
         "--sun-misc-unsafe-memory-access=allow", "--enable-native-access=ALL-UNNAMED",
         "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"));
     command.addAll(List.of("-cp", System.getProperty("java.class.path"),
-        "dev.troupe.server.cli.TroupeCli", "serve", "--data", dataDirectory.toString(),
-        "--port", "0"));
-    for (String override : settingOverrides) {
-      command.add("--set");
-      command.add(override);
-    }
-    Files.createDirectories(dataDirectory);
+        "dev.troupe.server.cli.TroupeCli"));
+    command.addAll(arguments);
     Path log = Files.createTempFile("troupe-server", ".log");
     Process process = new ProcessBuilder(command).redirectErrorStream(true).start();
     CompletableFuture<Integer> port = new CompletableFuture<>();

@@ -15,6 +15,7 @@ import picocli.CommandLine.Command;
     },
     subcommands = {
       ServeCommand.class,
+      ServePostgresCommand.class,
       ClientCommands.Get.class,
       ClientCommands.Put.class,
       ClientCommands.Delete.class,

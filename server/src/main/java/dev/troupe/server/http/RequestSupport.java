@@ -1,0 +1,215 @@
+package dev.troupe.server.http;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.troupe.model.EntityId;
+import dev.troupe.model.ErrorCode;
+import dev.troupe.model.Json;
+import dev.troupe.model.TroupeException;
+import dev.troupe.model.spec.SpecParser;
+import dev.troupe.model.spec.TypeSpec;
+import dev.troupe.runtime.EntityView;
+import dev.troupe.runtime.Troupe;
+import dev.troupe.runtime.TurnOutcome;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.LongAdder;
+import org.apache.pekko.http.javadsl.model.ContentTypes;
+import org.apache.pekko.http.javadsl.model.HttpEntity;
+import org.apache.pekko.http.javadsl.model.HttpMethod;
+import org.apache.pekko.http.javadsl.model.HttpMethods;
+import org.apache.pekko.http.javadsl.model.HttpRequest;
+import org.apache.pekko.http.javadsl.model.HttpResponse;
+import org.apache.pekko.http.scaladsl.model.EntityStreamSizeException;
+import org.apache.pekko.stream.Materializer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * What every REST front end on this HTTP stack shares: reading bodies within their limits,
+ * validating names, keys and values, and turning failures into JSON errors with the closed set of
+ * codes of {@link ErrorCode}. Used by {@link RestApi} and by the PostgreSQL baseline's API, so the
+ * two answer the same request the same way.
+ */
+final class RequestSupport {
+  private static final Logger log = LoggerFactory.getLogger(RequestSupport.class);
+
+  private final HttpSettings settings;
+  private final Materializer materializer;
+
+  RequestSupport(HttpSettings settings, Materializer materializer) {
+    this.settings = settings;
+    this.materializer = materializer;
+  }
+
+  // ---------------------------------------------------------------- request helpers
+
+  /** Reads the whole body within the size limit; too large is a 413 before anything changes. */
+  CompletableFuture<byte[]> body(HttpRequest request) {
+    HttpEntity entity = request.entity();
+    if (entity.getContentLengthOption().isPresent()
+        && entity.getContentLengthOption().getAsLong() > settings.maxBodyBytes()) {
+      request.discardEntityBytes(materializer);
+      return CompletableFuture.failedFuture(tooLargeBody());
+    }
+    return entity
+        .withSizeLimit(settings.maxBodyBytes())
+        .toStrict(settings.bodyReadTimeoutMillis(), materializer)
+        .thenApply(strict -> strict.getData().toArray())
+        .toCompletableFuture();
+  }
+
+  TroupeException tooLargeBody() {
+    return new TroupeException(ErrorCode.TOO_LARGE,
+        "request body exceeds " + settings.maxBodyBytes() + " bytes");
+  }
+
+  /** The value of the body's only field, {@code name}. */
+  static JsonNode onlyField(byte[] bytes, String name) {
+    JsonNode body = Json.parse(bytes);
+    if (!body.isObject() || body.size() != 1 || body.get(name) == null) {
+      throw TroupeException.invalid("body must be a JSON object with just '" + name + "'");
+    }
+    return body.get(name);
+  }
+
+  JsonNode checkValueSize(JsonNode value) {
+    int size = Json.writeBytes(value).length;
+    if (size > settings.maxValueBytes()) {
+      throw new TroupeException(ErrorCode.TOO_LARGE,
+          "value of " + size + " bytes exceeds the limit of " + settings.maxValueBytes());
+    }
+    return value;
+  }
+
+  EntityId entity(String type, String id) {
+    checkTypeName(type);
+    if (id.isEmpty() || id.length() > settings.maxIdLength()) {
+      throw TroupeException.invalid(
+          "entity id must have 1 to " + settings.maxIdLength() + " characters");
+    }
+    return new EntityId(type, id);
+  }
+
+  String checkTypeName(String type) {
+    if (type.isEmpty() || type.length() > settings.maxTypeNameLength()) {
+      throw TroupeException.invalid(
+          "type name must have 1 to " + settings.maxTypeNameLength() + " characters");
+    }
+    if (type.startsWith("$")) {
+      throw TroupeException.invalid("type names starting with '$' are reserved");
+    }
+    if (!EntityId.isValidName(type)) {
+      throw TroupeException.invalid("invalid type name '" + type + "'");
+    }
+    return type;
+  }
+
+  String checkKey(String key) {
+    if (key.isEmpty() || key.length() > settings.maxKeyLength()) {
+      throw TroupeException.invalid(
+          "key must have 1 to " + settings.maxKeyLength() + " characters");
+    }
+    for (int i = 0; i < key.length(); i++) {
+      if (Character.isISOControl(key.charAt(i))) {
+        throw TroupeException.invalid("key must not contain control characters");
+      }
+    }
+    return key;
+  }
+
+  void requireMethod(HttpRequest request, HttpMethod expected) {
+    if (!request.method().equals(expected)) {
+      throw methodNotAllowed(request, expected.name());
+    }
+  }
+
+  TroupeException methodNotAllowed(HttpRequest request, String allowed) {
+    request.discardEntityBytes(materializer);
+    return new MethodNotAllowed(request.method().name() + " is not allowed on "
+        + request.getUri().path() + "; use " + allowed);
+  }
+
+  /** 405 with the invalid_request code: the request's form is wrong, not the resource. */
+  static final class MethodNotAllowed extends TroupeException {
+    MethodNotAllowed(String message) {
+      super(ErrorCode.INVALID_REQUEST, message);
+    }
+  }
+
+  CompletionStage<HttpResponse> notFound(HttpRequest request) {
+    request.discardEntityBytes(materializer);
+    return CompletableFuture.failedFuture(new TroupeException(ErrorCode.NOT_FOUND,
+        "no such resource: " + request.method().name() + " " + request.getUri().path()));
+  }
+
+  // ---------------------------------------------------------------- responses
+
+  static CompletionStage<HttpResponse> completed(HttpResponse response) {
+    return CompletableFuture.completedFuture(response);
+  }
+
+  /** {@code {"version": version}}: the answer to a write that returns no state. */
+  static HttpResponse version(long version) {
+    ObjectNode body = Json.NODES.objectNode();
+    body.put("version", version);
+    return json(200, body);
+  }
+
+  static HttpResponse json(int status, JsonNode body) {
+    return json(status, Json.writeBytes(body));
+  }
+
+  static HttpResponse json(int status, byte[] body) {
+    return HttpResponse.create().withStatus(status).withEntity(ContentTypes.APPLICATION_JSON, body);
+  }
+
+  HttpResponse failureResponse(Throwable failure) {
+    Throwable cause = failure;
+    while ((cause instanceof CompletionException || cause instanceof java.util.concurrent.ExecutionException)
+        && cause.getCause() != null) {
+      cause = cause.getCause();
+    }
+    if (cause instanceof MethodNotAllowed notAllowed) {
+      return error(405, notAllowed);
+    }
+    if (cause instanceof TroupeException troupeError) {
+      return error(troupeError);
+    }
+    if (cause instanceof EntityStreamSizeException) {
+      return error(tooLargeBody());
+    }
+    if (cause instanceof org.apache.pekko.http.scaladsl.model.IllegalUriException
+        || cause instanceof IllegalArgumentException) {
+      return error(TroupeException.invalid(String.valueOf(cause.getMessage())));
+    }
+    if (cause instanceof java.util.concurrent.TimeoutException) {
+      return error(new TroupeException(ErrorCode.INVALID_REQUEST,
+          "the request body did not arrive in time"));
+    }
+    log.error("unexpected failure serving a request", cause);
+    return error(new TroupeException(ErrorCode.UNAVAILABLE,
+        "internal error; the request may not have been applied; see the server log"));
+  }
+
+  static HttpResponse error(TroupeException error) {
+    return error(error.code().httpStatus(), error);
+  }
+
+  static HttpResponse error(int status, TroupeException error) {
+    ObjectNode body = Json.NODES.objectNode();
+    body.put("error", error.code().wireName());
+    body.put("message", error.getMessage());
+    return json(status, body);
+  }
+}
