@@ -18,6 +18,7 @@ import picocli.CommandLine.Command;
       CacheBenchmark.class,
       RestBenchmark.class,
       RecoveryBenchmark.class,
+      YcsbBenchmark.class,
       CommandLine.HelpCommand.class
     },
     footer = {
@@ -26,7 +27,8 @@ import picocli.CommandLine.Command;
       "  troupe bench storage --threads 64 --seconds 10 --value-bytes 100",
       "  troupe bench cache --operations 10000",
       "  troupe bench rest --threads 64 --seconds 10",
-      "  troupe bench recovery --megabytes 1024 --value-bytes 1000 --json recovery.json"
+      "  troupe bench recovery --megabytes 1024 --value-bytes 1000 --json recovery.json",
+      "  troupe bench ycsb --workload a,b,c,f --records 100000 --threads 64 --target both --report ycsb-report"
     })
 public final class BenchCommand implements Runnable {
   @CommandLine.Spec CommandLine.Model.CommandSpec spec;

@@ -18,6 +18,9 @@ abstract class Benchmark implements Callable<Integer> {
   /** Runs the benchmark and returns its report; throws if it could not run at all. */
   abstract BenchReport run() throws Exception;
 
+  /** Called after the report is printed and written; a benchmark may write more files. */
+  void afterPrint(BenchReport report) {}
+
   /** A duration given in (possibly fractional) seconds by the option {@code option}. */
   static Duration duration(double seconds, String option) {
     if (!(seconds >= 0) || Double.isInfinite(seconds)) {
@@ -34,6 +37,7 @@ abstract class Benchmark implements Callable<Integer> {
       report.writeJson(jsonFile);
       System.out.println("report written to " + jsonFile.toAbsolutePath());
     }
+    afterPrint(report);
     return report.failed() ? 1 : 0;
   }
 }

@@ -43,16 +43,30 @@ final class TroupeProcess implements AutoCloseable {
    */
   static TroupeProcess start(Path dataDirectory, Path log, List<String> extraJvmFlags)
       throws IOException {
+    Files.createDirectories(dataDirectory);
+    return launch(List.of("serve", "--data", dataDirectory.toString()), log,
+        classDataSharingFlags(), extraJvmFlags);
+  }
+
+  /**
+   * Starts {@code troupe COMMAND... --host 127.0.0.1 --port P} on a free port P, for any command
+   * that serves HTTP ({@code serve-postgres}, {@code serve-bare}), with the launcher's JVM flags.
+   */
+  static TroupeProcess launch(List<String> commandAndOptions, Path log) throws IOException {
+    return launch(commandAndOptions, log, List.of(), List.of());
+  }
+
+  private static TroupeProcess launch(List<String> commandAndOptions, Path log,
+      List<String> classDataSharing, List<String> extraJvmFlags) throws IOException {
     int port = freePort();
     List<String> command = new ArrayList<>();
     command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
     command.addAll(LAUNCHER_JVM_FLAGS);
-    command.addAll(classDataSharingFlags());
+    command.addAll(classDataSharing);
     command.addAll(extraJvmFlags);
-    command.addAll(List.of("-cp", System.getProperty("java.class.path"), MAIN_CLASS,
-        "serve", "--data", dataDirectory.toString(), "--host", HOST, "--port",
-        Integer.toString(port)));
-    Files.createDirectories(dataDirectory);
+    command.addAll(List.of("-cp", System.getProperty("java.class.path"), MAIN_CLASS));
+    command.addAll(commandAndOptions);
+    command.addAll(List.of("--host", HOST, "--port", Integer.toString(port)));
     ProcessBuilder builder = new ProcessBuilder(command)
         .redirectErrorStream(true)
         .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile()));
@@ -78,6 +92,10 @@ final class TroupeProcess implements AutoCloseable {
     try (ServerSocket socket = new ServerSocket(0, 1, InetAddress.getByName(HOST))) {
       return socket.getLocalPort();
     }
+  }
+
+  int port() {
+    return port;
   }
 
   /** A new connection to this server (connects on first use). */

@@ -16,6 +16,7 @@ import picocli.CommandLine.Command;
     subcommands = {
       ServeCommand.class,
       ServePostgresCommand.class,
+      ServeBareCommand.class,
       ClientCommands.Get.class,
       ClientCommands.Put.class,
       ClientCommands.Delete.class,

@@ -27,7 +27,12 @@ public final class BareHttpServer implements AutoCloseable {
   }
 
   public static BareHttpServer start(ActorSystem<?> system, String host, int port) {
-    HttpResponse response = HttpResponse.create().withEntity(ContentTypes.APPLICATION_JSON, BODY);
+    return start(system, host, port, BODY);
+  }
+
+  /** A bare server answering every request with {@code body}. */
+  public static BareHttpServer start(ActorSystem<?> system, String host, int port, byte[] body) {
+    HttpResponse response = HttpResponse.create().withEntity(ContentTypes.APPLICATION_JSON, body);
     try {
       ServerBinding binding = Http.get(system).newServerAt(host, port)
           .bind((org.apache.pekko.japi.function.Function<HttpRequest, CompletionStage<HttpResponse>>)

@@ -69,11 +69,6 @@ public final class PostgresBaselineServer implements AutoCloseable {
     return binding.localAddress().getHostString();
   }
 
-  /** Statements retried after serialization failures since the start. */
-  public long retries() {
-    return entities.retries();
-  }
-
   @Override
   public void close() {
     try {

@@ -32,7 +32,7 @@ import org.apache.pekko.stream.Materializer;
  * and limits ({@link RequestSupport}), same JSON bodies and error codes as {@link RestApi}, so
  * that one client and one contract test suite serve both.
  *
- * <p>Routes: {@code GET /v1/health}; {@code GET | PATCH | DELETE /v1/entities/{type}/{id}};
+ * <p>Routes: {@code GET /v1/health}; {@code GET /metrics} (serialization retries); {@code GET | PATCH | DELETE /v1/entities/{type}/{id}};
  * {@code GET | PUT | DELETE /v1/entities/{type}/{id}/keys/{key}}. Everything else is 404.
  *
  * <p>JDBC blocks, so every statement runs on {@code executor} (one thread per pooled connection,
@@ -77,6 +77,15 @@ public final class PostgresRestApi
       support.requireMethod(request, HttpMethods.GET);
       request.discardEntityBytes(materializer);
       return RequestSupport.completed(RequestSupport.json(200, HEALTH_OK));
+    }
+    if (size == 1 && path.get(0).equals("metrics")) {
+      support.requireMethod(request, HttpMethods.GET);
+      request.discardEntityBytes(materializer);
+      return RequestSupport.completed(HttpResponse.create().withEntity(
+          org.apache.pekko.http.javadsl.model.ContentTypes.TEXT_PLAIN_UTF8,
+          "# HELP postgres_serialization_retries_total Statements retried after a serialization"
+              + " failure or deadlock.\n# TYPE postgres_serialization_retries_total counter\n"
+              + "postgres_serialization_retries_total " + entities.retries() + "\n"));
     }
     if (size < 4 || !path.get(0).equals("v1") || !path.get(1).equals("entities")) {
       return support.notFound(request);

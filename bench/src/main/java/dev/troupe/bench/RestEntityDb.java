@@ -1,0 +1,133 @@
+package dev.troupe.bench;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.troupe.model.Json;
+import java.io.IOException;
+import java.net.URLEncoder;
+import java.nio.charset.StandardCharsets;
+import java.util.Iterator;
+import java.util.Map;
+import java.util.Set;
+import java.util.Vector;
+import java.util.HashMap;
+import site.ycsb.ByteIterator;
+import site.ycsb.DB;
+import site.ycsb.Status;
+import site.ycsb.StringByteIterator;
+
+/**
+ * The YCSB binding for Troupe's entity REST API, and so for every server that speaks it (the
+ * PostgreSQL baseline, the bare HTTP ceiling). A YCSB table is an entity type, a record an entity
+ * and a field a key holding a JSON string:
+ *
+ * <ul>
+ *   <li>read: {@code GET /v1/entities/{table}/{key}}, the requested fields taken from the state;
+ *   <li>insert and update: {@code PATCH /v1/entities/{table}/{key}} with the fields (atomic);
+ *   <li>delete: {@code DELETE /v1/entities/{table}/{key}};
+ *   <li>scan: NOT_IMPLEMENTED (no range read yet).
+ * </ul>
+ *
+ * <p>One instance per YCSB client thread (YCSB's contract), each with one keep-alive connection;
+ * properties {@code troupe.rest.host} and {@code troupe.rest.port} name the server. A status other
+ * than 200 (or 404, which is NOT_FOUND) and any I/O failure are ERROR; the connection reconnects.
+ */
+public final class RestEntityDb extends DB {
+  static final String HOST_PROPERTY = "troupe.rest.host";
+  static final String PORT_PROPERTY = "troupe.rest.port";
+
+  private HttpConnection connection;
+
+  @Override
+  public void init() {
+    connection = new HttpConnection(getProperties().getProperty(HOST_PROPERTY, "127.0.0.1"),
+        Integer.parseInt(getProperties().getProperty(PORT_PROPERTY)));
+  }
+
+  @Override
+  public void cleanup() {
+    if (connection != null) {
+      connection.close();
+    }
+  }
+
+  @Override
+  public Status read(String table, String key, Set<String> fields,
+      Map<String, ByteIterator> result) {
+    try {
+      HttpConnection.Response response = connection.get(path(table, key));
+      if (response.status() == 404) {
+        return Status.NOT_FOUND;
+      }
+      if (response.status() != 200) {
+        return Status.ERROR;
+      }
+      JsonNode state = Json.parse(response.body()).get("state");
+      if (state == null || !state.isObject()) {
+        return Status.UNEXPECTED_STATE;
+      }
+      if (fields == null) {
+        Iterator<Map.Entry<String, JsonNode>> entries = state.fields();
+        while (entries.hasNext()) {
+          Map.Entry<String, JsonNode> entry = entries.next();
+          result.put(entry.getKey(), new StringByteIterator(entry.getValue().asText()));
+        }
+      } else {
+        for (String field : fields) {
+          JsonNode value = state.get(field);
+          if (value != null) {
+            result.put(field, new StringByteIterator(value.asText()));
+          }
+        }
+      }
+      return Status.OK;
+    } catch (IOException | RuntimeException e) {
+      return Status.ERROR;
+    }
+  }
+
+  @Override
+  public Status scan(String table, String startKey, int recordCount, Set<String> fields,
+      Vector<HashMap<String, ByteIterator>> result) {
+    return Status.NOT_IMPLEMENTED;
+  }
+
+  @Override
+  public Status update(String table, String key, Map<String, ByteIterator> values) {
+    return patch(table, key, values);
+  }
+
+  @Override
+  public Status insert(String table, String key, Map<String, ByteIterator> values) {
+    return patch(table, key, values);
+  }
+
+  @Override
+  public Status delete(String table, String key) {
+    try {
+      int status = connection.send("DELETE", path(table, key), null).status();
+      return status == 200 ? Status.OK : status == 404 ? Status.NOT_FOUND : Status.ERROR;
+    } catch (IOException | RuntimeException e) {
+      return Status.ERROR;
+    }
+  }
+
+  private Status patch(String table, String key, Map<String, ByteIterator> values) {
+    try {
+      ObjectNode body = Json.NODES.objectNode();
+      values.forEach((field, value) -> body.put(field, value.toString()));
+      int status = connection.send("PATCH", path(table, key), Json.writeBytes(body)).status();
+      return status == 200 ? Status.OK : Status.ERROR;
+    } catch (IOException | RuntimeException e) {
+      return Status.ERROR;
+    }
+  }
+
+  private static String path(String table, String key) {
+    return "/v1/entities/" + segment(table) + "/" + segment(key);
+  }
+
+  private static String segment(String text) {
+    return URLEncoder.encode(text, StandardCharsets.UTF_8).replace("+", "%20");
+  }
+}

@@ -1,0 +1,311 @@
+package dev.troupe.bench;
+
+import dev.troupe.storage.postgres.PostgresInstance;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.Set;
+import me.tongfei.progressbar.ProgressBar;
+import org.HdrHistogram.Histogram;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/**
+ * {@code troupe bench ycsb}: YCSB (the real core library, in this JVM) over the entity REST API,
+ * against a Troupe node and the same REST API over PostgreSQL SERIALIZABLE (the D-Thespis paper's
+ * DB_1S_1DC baseline), optionally also against the bare HTTP ceiling.
+ *
+ * <p><b>Fair because</b> every target is a server process of its own started the same way (same
+ * JVM, flags and HTTP stack), driven by the same YCSB binding and client threads in this JVM, one
+ * target at a time, alternating A B A B for every round; each target is loaded with the same
+ * records first. PostgreSQL runs with its defaults for durability (fsync and synchronous commit on,
+ * as Troupe's default {@code sync}), shared buffers that hold the whole data set, and the
+ * connection pool size that served it best on this machine ({@code reference.conf}).
+ *
+ * <p>Goals (the issue's targets): Troupe at least 3x PostgreSQL on workloads A, B, C and F; on the
+ * read-only workload C, Troupe at least 0.7 of the bare HTTP endpoint.
+ */
+@Command(
+    name = "ycsb",
+    mixinStandardHelpOptions = true,
+    description = "YCSB over the REST API: Troupe vs the same API over PostgreSQL SERIALIZABLE "
+        + "(and the bare HTTP ceiling), alternating rounds in one run; median ratios.",
+    footer = {"", "Workloads: a, b, c, d, f (YCSB core) and 90-10, 80-20, 65-35 (D-Thespis mixes)."})
+final class YcsbBenchmark extends Benchmark {
+  static final Goal POSTGRES_GOAL = Goal.atLeast(3.0);
+  static final Goal BARE_GOAL = Goal.atLeast(0.7);
+  static final Set<String> POSTGRES_GOAL_WORKLOADS = Set.of("a", "b", "c", "f");
+  private static final Duration START_TIMEOUT = Duration.ofSeconds(120);
+
+  /** The servers a run can measure. */
+  enum Target { troupe, postgres, bare }
+
+  @Option(names = "--workload", split = ",", defaultValue = "a",
+      description = "Workloads, comma-separated (default: ${DEFAULT-VALUE}).")
+  List<String> workloadNames;
+
+  @Option(names = "--records", defaultValue = "100000",
+      description = "Records loaded into every target (default: ${DEFAULT-VALUE}).")
+  long records;
+
+  @Option(names = "--threads", defaultValue = "64",
+      description = "YCSB client threads, one keep-alive connection each"
+          + " (default: ${DEFAULT-VALUE}).")
+  int threads;
+
+  @Option(names = "--duration", defaultValue = "10",
+      description = "Measured seconds per round and target (default: ${DEFAULT-VALUE}).")
+  double durationSeconds;
+
+  @Option(names = "--warmup-seconds", defaultValue = "3",
+      description = "Unmeasured seconds at the start of every round (default: ${DEFAULT-VALUE}).")
+  double warmupSeconds;
+
+  @Option(names = "--rounds", defaultValue = "3",
+      description = "Measured rounds per target and workload, alternating targets"
+          + " (default: ${DEFAULT-VALUE}).")
+  int rounds;
+
+  @Option(names = "--target", defaultValue = "both",
+      description = "troupe, postgres, bare, both (troupe and postgres) or all"
+          + " (default: ${DEFAULT-VALUE}).")
+  String target;
+
+  @Option(names = "--postgres-pool-size", description = "Connections of the PostgreSQL baseline"
+      + " (default: troupe.baseline.postgres.pool-size).")
+  Integer postgresPoolSize;
+
+  @Option(names = "--postgres-shared-buffers-mb", defaultValue = "1024",
+      description = "PostgreSQL shared_buffers in MB (default: ${DEFAULT-VALUE}).")
+  int sharedBuffersMegabytes;
+
+  @Option(names = "--report", paramLabel = "DIR",
+      description = "Also write report.json, index.html and PNG charts to DIR.")
+  Path reportDirectory;
+
+  List<Target> targets() {
+    return switch (target.toLowerCase(java.util.Locale.ROOT)) {
+      case "troupe" -> List.of(Target.troupe);
+      case "postgres" -> List.of(Target.postgres);
+      case "bare" -> List.of(Target.bare);
+      case "both" -> List.of(Target.troupe, Target.postgres);
+      case "all" -> List.of(Target.troupe, Target.postgres, Target.bare);
+      default -> throw new IllegalArgumentException("--target must be troupe, postgres, bare,"
+          + " both or all, was '" + target + "'");
+    };
+  }
+
+  @Override
+  BenchReport run() throws Exception {
+    List<YcsbWorkloads.Workload> workloads = workloadNames.stream()
+        .map(String::strip).map(YcsbWorkloads::named).toList();
+    List<Target> targets = targets();
+    if (records < 1 || threads < 1 || rounds < 1) {
+      throw new IllegalArgumentException("--records, --threads and --rounds must be positive");
+    }
+    Duration warmup = duration(warmupSeconds, "--warmup-seconds");
+    Duration measurement = duration(durationSeconds, "--duration");
+    BenchReport report = new BenchReport("ycsb",
+        "YCSB over the entity REST API: Troupe vs PostgreSQL SERIALIZABLE behind the same API");
+    report.parameter("workloads", workloads.stream().map(YcsbWorkloads.Workload::name).toList())
+        .parameter("targets", targets.stream().map(Target::name).toList())
+        .parameter("records", records)
+        .parameter("record_bytes", 1000)
+        .parameter("threads", threads)
+        .parameter("rounds", rounds)
+        .parameter("warmup_seconds", warmup.toMillis() / 1000.0)
+        .parameter("seconds_per_round", measurement.toMillis() / 1000.0)
+        .parameter("machine", Machine.describe());
+
+    try (TemporaryDirectory work = TemporaryDirectory.create("ycsb");
+        Servers servers = Servers.start(targets, work, postgresPoolSize,
+            sharedBuffersMegabytes, report)) {
+      for (Target each : targets) {
+        if (each == Target.bare) {
+          continue; // nothing to load: the bare server answers a constant record
+        }
+        Properties properties = YcsbWorkloads.properties(workloads.get(0), records);
+        servers.address(each, properties);
+        YcsbRunner.PhaseResult loaded;
+        try (ProgressBar progress = ProgressBars.start("load " + each, records, "records", 1)) {
+          loaded = YcsbRunner.load(properties, threads, RestEntityDb::new, progress);
+        }
+        report.result("load/" + each, "records_per_second", loaded.throughputPerSecond());
+        report.result("load/" + each, "seconds", loaded.seconds());
+        if (loaded.failureCount() > 0 || loaded.transactions() != records) {
+          report.failure("loading " + each + " inserted " + loaded.transactions() + " of "
+              + records + " records; failures: " + loaded.failures());
+          return report;
+        }
+      }
+
+      long millisPerPhase = warmup.toMillis() + measurement.toMillis();
+      for (YcsbWorkloads.Workload workload : workloads) {
+        long retriesBefore = servers.postgresRetries();
+        Map<Target, List<YcsbRunner.PhaseResult>> byTarget = new LinkedHashMap<>();
+        targets.forEach(each -> byTarget.put(each, new ArrayList<>()));
+        try (ProgressBar progress = ProgressBars.start("workload " + workload.name(),
+            millisPerPhase * rounds * targets.size(), "s", 1000)) {
+          for (int round = 1; round <= rounds; round++) {
+            for (Target each : targets) {
+              progress.setExtraMessage(each + " round " + round);
+              Properties properties = YcsbWorkloads.properties(workload, records);
+              servers.address(each, properties);
+              byTarget.get(each).add(YcsbRunner.transactions(properties, threads,
+                  RestEntityDb::new, warmup, measurement, progress));
+            }
+          }
+        }
+        summarize(report, workload, byTarget, workloads.size() == 1);
+        if (byTarget.containsKey(Target.postgres)) {
+          report.result(workload.name() + "/postgres", "serialization_retries",
+              servers.postgresRetries() - retriesBefore);
+        }
+      }
+    }
+    return report;
+  }
+
+  @Override
+  void afterPrint(BenchReport report) {
+    if (reportDirectory != null) {
+      YcsbHtmlReport.write(reportDirectory, report.toJson());
+      System.out.println("report written to " + reportDirectory.resolve("index.html")
+          .toAbsolutePath());
+    }
+  }
+
+  /** Adds one workload's figures, ratios and failures to the report. */
+  static void summarize(BenchReport report, YcsbWorkloads.Workload workload,
+      Map<Target, List<YcsbRunner.PhaseResult>> byTarget, boolean onlyWorkload) {
+    Map<Target, Double> medians = new LinkedHashMap<>();
+    byTarget.forEach((target, results) -> {
+      String system = workload.name() + "/" + target;
+      List<Double> throughputs = results.stream()
+          .map(YcsbRunner.PhaseResult::throughputPerSecond).sorted().toList();
+      double median = median(throughputs);
+      medians.put(target, median);
+      report.result(system, "throughput_per_second", median);
+      for (int round = 0; round < results.size(); round++) {
+        report.result(system, "round_" + (round + 1) + "_per_second",
+            results.get(round).throughputPerSecond());
+      }
+      Map<String, Histogram> latencies = new LinkedHashMap<>();
+      Map<String, Long> failures = new LinkedHashMap<>();
+      for (YcsbRunner.PhaseResult result : results) {
+        result.latencyNanoseconds().forEach((operation, histogram) ->
+            latencies.computeIfAbsent(operation, ignored -> new Histogram(3)).add(histogram));
+        result.failures().forEach((what, count) -> failures.merge(what, count, Long::sum));
+      }
+      latencies.forEach((operation, histogram) -> {
+        report.result(system, operation + "_operations", histogram.getTotalCount());
+        report.result(system, operation + "_p50_milliseconds",
+            histogram.getValueAtPercentile(50) / 1e6);
+        report.result(system, operation + "_p95_milliseconds",
+            histogram.getValueAtPercentile(95) / 1e6);
+        report.result(system, operation + "_p99_milliseconds",
+            histogram.getValueAtPercentile(99) / 1e6);
+      });
+      long failed = failures.values().stream().mapToLong(Long::longValue).sum();
+      report.result(system, "failed_operations", failed);
+      if (failed > 0) {
+        report.failure(system + ": " + failed + " operations failed: " + failures);
+      }
+    });
+    String suffix = onlyWorkload ? "" : " " + workload.name();
+    if (medians.containsKey(Target.troupe) && medians.containsKey(Target.postgres)) {
+      report.ratio("troupe/postgres" + suffix, medians.get(Target.troupe),
+          medians.get(Target.postgres),
+          POSTGRES_GOAL_WORKLOADS.contains(workload.name()) ? POSTGRES_GOAL : null);
+    }
+    if (medians.containsKey(Target.troupe) && medians.containsKey(Target.bare)
+        && workload.readOnly()) {
+      report.ratio("troupe/bare" + suffix, medians.get(Target.troupe), medians.get(Target.bare),
+          BARE_GOAL);
+    }
+  }
+
+  static double median(List<Double> sorted) {
+    int middle = sorted.size() / 2;
+    return sorted.size() % 2 == 1
+        ? sorted.get(middle)
+        : (sorted.get(middle - 1) + sorted.get(middle)) / 2;
+  }
+
+  /** The target servers of one run, each a process of its own; PostgreSQL itself too. */
+  static final class Servers implements AutoCloseable {
+    private final Map<Target, TroupeProcess> processes = new LinkedHashMap<>();
+    private PostgresInstance postgres;
+
+    static Servers start(List<Target> targets, TemporaryDirectory work, Integer postgresPoolSize,
+        int sharedBuffersMegabytes, BenchReport report) throws Exception {
+      Servers servers = new Servers();
+      try {
+        for (Target target : targets) {
+          TroupeProcess process = switch (target) {
+            case troupe -> TroupeProcess.start(work.resolve("troupe-data"),
+                work.resolve("troupe.log"), List.of());
+            case postgres -> {
+              servers.postgres = PostgresInstance.start(sharedBuffersMegabytes);
+              List<String> command = new ArrayList<>(List.of("serve-postgres", "--jdbc-url",
+                  servers.postgres.jdbcUrl()));
+              if (postgresPoolSize != null) {
+                command.addAll(List.of("--set",
+                    "troupe.baseline.postgres.pool-size=" + postgresPoolSize));
+                report.parameter("postgres_pool_size", postgresPoolSize);
+              }
+              yield TroupeProcess.launch(command, work.resolve("postgres-baseline.log"));
+            }
+            case bare -> TroupeProcess.launch(List.of("serve-bare"), work.resolve("bare.log"));
+          };
+          servers.processes.put(target, process);
+          process.awaitHealthy(START_TIMEOUT);
+        }
+        return servers;
+      } catch (Exception | Error e) {
+        servers.close();
+        throw e;
+      }
+    }
+
+    /** Points YCSB's binding at {@code target}. */
+    void address(Target target, Properties properties) {
+      properties.setProperty(RestEntityDb.HOST_PROPERTY, "127.0.0.1");
+      properties.setProperty(RestEntityDb.PORT_PROPERTY,
+          Integer.toString(processes.get(target).port()));
+    }
+
+    /**
+     * Statements the PostgreSQL baseline has retried after serialization failures so far (from its
+     * {@code /metrics}); 0 when it is not a target.
+     */
+    long postgresRetries() throws java.io.IOException {
+      TroupeProcess baseline = processes.get(Target.postgres);
+      if (baseline == null) {
+        return 0;
+      }
+      try (HttpConnection connection = baseline.connect()) {
+        HttpConnection.Response response = connection.get("/metrics");
+        java.util.regex.Matcher matcher = java.util.regex.Pattern
+            .compile("(?m)^postgres_serialization_retries_total (\\d+)$").matcher(response.text());
+        if (response.status() != 200 || !matcher.find()) {
+          throw new BenchmarkException("the PostgreSQL baseline's /metrics answered "
+              + response.status() + ": " + response.text());
+        }
+        return Long.parseLong(matcher.group(1));
+      }
+    }
+
+    @Override
+    public void close() {
+      processes.values().forEach(TroupeProcess::close);
+      if (postgres != null) {
+        postgres.close();
+      }
+    }
+  }
+}

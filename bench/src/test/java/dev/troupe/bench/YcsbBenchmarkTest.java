@@ -1,0 +1,64 @@
+package dev.troupe.bench;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Arrays;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import picocli.CommandLine;
+
+/**
+ * {@code troupe bench ycsb} end to end, small: a real Troupe node, the PostgreSQL baseline over a
+ * real throwaway PostgreSQL, and the bare server, all started and stopped by the benchmark.
+ */
+class YcsbBenchmarkTest {
+  @TempDir Path directory;
+
+  @Test
+  void runsEveryTargetAndWritesTheReport() throws Exception {
+    Path reportDirectory = directory.resolve("report");
+    JsonNode report = BenchmarkRuns.run(directory, "ycsb", "--workload", "a,c", "--records",
+        "300", "--threads", "4", "--duration", "0.5", "--warmup-seconds", "0.2", "--rounds", "1",
+        "--target", "all", "--report", reportDirectory.toString());
+    for (String workload : new String[] {"a", "c"}) {
+      for (String target : new String[] {"troupe", "postgres", "bare"}) {
+        BenchmarkRuns.assertPositiveResults(report, workload + "/" + target,
+            "throughput_per_second", "read_p50_milliseconds", "read_p99_milliseconds");
+        assertEquals(0, report.path("results").path(workload + "/" + target)
+            .path("failed_operations").asLong(-1));
+      }
+    }
+    BenchmarkRuns.assertPositiveResults(report, "a/troupe", "update_p95_milliseconds");
+    BenchmarkRuns.assertPositiveResults(report, "load/troupe", "records_per_second");
+    BenchmarkRuns.assertPositiveResults(report, "load/postgres", "records_per_second");
+    assertTrue(report.path("ratios").has("troupe/postgres a"), report.toString());
+    assertTrue(report.path("ratios").has("troupe/postgres c"), report.toString());
+    assertTrue(report.path("ratios").has("troupe/bare c"), report.toString());
+    assertTrue(!report.path("ratios").has("troupe/bare a"), "bare only compares reads");
+
+    String html = Files.readString(reportDirectory.resolve("index.html"));
+    assertTrue(html.contains("troupe/postgres a") && html.contains("data:image/png;base64,"),
+        "the page holds the ratios and embeds the charts");
+    byte[] pngSignature = {(byte) 0x89, 'P', 'N', 'G'};
+    for (String chart : new String[] {"throughput.png", "latency-a.png", "latency-c.png"}) {
+      byte[] bytes = Files.readAllBytes(reportDirectory.resolve(chart));
+      assertArrayEquals(pngSignature, Arrays.copyOf(bytes, 4), chart + " is a PNG");
+      assertTrue(bytes.length > 5_000, chart + " has a picture in it");
+    }
+    assertEquals(report, dev.troupe.model.Json.MAPPER.readTree(
+        reportDirectory.resolve("report.json").toFile()));
+  }
+
+  @Test
+  void refusesUnknownWorkloadsAndTargets() {
+    CommandLine command = new CommandLine(new BenchCommand());
+    assertNotEquals(0, command.execute("ycsb", "--workload", "e", "--records", "10"));
+    assertNotEquals(0, command.execute("ycsb", "--target", "mysql", "--records", "10"));
+  }
+}
