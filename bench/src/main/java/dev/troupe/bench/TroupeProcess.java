@@ -52,8 +52,9 @@ final class TroupeProcess implements AutoCloseable {
    * Starts {@code troupe COMMAND... --host 127.0.0.1 --port P} on a free port P, for any command
    * that serves HTTP ({@code serve-postgres}, {@code serve-bare}), with the launcher's JVM flags.
    */
-  static TroupeProcess launch(List<String> commandAndOptions, Path log) throws IOException {
-    return launch(commandAndOptions, log, List.of(), List.of());
+  static TroupeProcess launch(List<String> commandAndOptions, Path log,
+      List<String> extraJvmFlags) throws IOException {
+    return launch(commandAndOptions, log, List.of(), extraJvmFlags);
   }
 
   private static TroupeProcess launch(List<String> commandAndOptions, Path log,

@@ -83,6 +83,11 @@ final class YcsbBenchmark extends Benchmark {
       description = "PostgreSQL shared_buffers in MB (default: ${DEFAULT-VALUE}).")
   int sharedBuffersMegabytes;
 
+  @Option(names = "--server-jvm-option", paramLabel = "FLAG",
+      description = "Extra JVM flag for every target server process (repeatable), e.g."
+          + " -XX:StartFlightRecording=filename=troupe.jfr to profile.")
+  List<String> serverJvmOptions = new ArrayList<>();
+
   @Option(names = "--report", paramLabel = "DIR",
       description = "Also write report.json, index.html and PNG charts to DIR.")
   Path reportDirectory;
@@ -123,7 +128,7 @@ final class YcsbBenchmark extends Benchmark {
 
     try (TemporaryDirectory work = TemporaryDirectory.create("ycsb");
         Servers servers = Servers.start(targets, work, postgresPoolSize,
-            sharedBuffersMegabytes, report)) {
+            sharedBuffersMegabytes, serverJvmOptions, report)) {
       for (Target each : targets) {
         if (each == Target.bare) {
           continue; // nothing to load: the bare server answers a constant record
@@ -242,13 +247,14 @@ final class YcsbBenchmark extends Benchmark {
     private PostgresInstance postgres;
 
     static Servers start(List<Target> targets, TemporaryDirectory work, Integer postgresPoolSize,
-        int sharedBuffersMegabytes, BenchReport report) throws Exception {
+        int sharedBuffersMegabytes, List<String> jvmFlags, BenchReport report)
+        throws Exception {
       Servers servers = new Servers();
       try {
         for (Target target : targets) {
           TroupeProcess process = switch (target) {
             case troupe -> TroupeProcess.start(work.resolve("troupe-data"),
-                work.resolve("troupe.log"), List.of());
+                work.resolve("troupe.log"), jvmFlags);
             case postgres -> {
               servers.postgres = PostgresInstance.start(sharedBuffersMegabytes);
               List<String> command = new ArrayList<>(List.of("serve-postgres", "--jdbc-url",
@@ -258,9 +264,11 @@ final class YcsbBenchmark extends Benchmark {
                     "troupe.baseline.postgres.pool-size=" + postgresPoolSize));
                 report.parameter("postgres_pool_size", postgresPoolSize);
               }
-              yield TroupeProcess.launch(command, work.resolve("postgres-baseline.log"));
+              yield TroupeProcess.launch(command, work.resolve("postgres-baseline.log"),
+                  jvmFlags);
             }
-            case bare -> TroupeProcess.launch(List.of("serve-bare"), work.resolve("bare.log"));
+            case bare -> TroupeProcess.launch(List.of("serve-bare"), work.resolve("bare.log"),
+                jvmFlags);
           };
           servers.processes.put(target, process);
           process.awaitHealthy(START_TIMEOUT);

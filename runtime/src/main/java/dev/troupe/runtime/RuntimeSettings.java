@@ -46,7 +46,7 @@ public record RuntimeSettings(
             positive(storage, "group-commit-max-records"),
             positive(storage, "group-commit-queue-limit"),
             positiveLong(storage, "async-flush-interval-millis"),
-            positiveLong(storage, "cache-max-weight-bytes"),
+            cacheMaxWeightBytes(storage),
             positive(storage, "checkpoint-every-operations"),
             positiveLong(storage, "checkpoint-interval-millis"),
             positiveLong(storage, "checkpoint-journal-records"),
@@ -75,6 +75,26 @@ public record RuntimeSettings(
       throw new IllegalArgumentException(path + " must be positive, was " + value);
     }
     return value;
+  }
+
+  /**
+   * {@code cache-max-weight-bytes} when positive; when 0, {@code cache-heap-percent} of the JVM's
+   * maximum heap, so that the cache grows with the memory the node is given.
+   */
+  static long cacheMaxWeightBytes(Config storage) {
+    long bytes = storage.getLong("cache-max-weight-bytes");
+    if (bytes < 0) {
+      throw new IllegalArgumentException("cache-max-weight-bytes must be 0 (a share of the heap)"
+          + " or positive, was " + bytes);
+    }
+    if (bytes > 0) {
+      return bytes;
+    }
+    int percent = storage.getInt("cache-heap-percent");
+    if (percent < 1 || percent > 90) {
+      throw new IllegalArgumentException("cache-heap-percent must be 1 to 90, was " + percent);
+    }
+    return Runtime.getRuntime().maxMemory() / 100 * percent;
   }
 
   private static long positiveLong(Config config, String path) {

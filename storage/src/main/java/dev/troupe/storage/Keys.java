@@ -62,6 +62,18 @@ final class Keys {
     return prefix;
   }
 
+  /**
+   * A key above every index and checkpoint key of the entity with {@code prefix} and below every
+   * other entity's: such keys continue the prefix with a non-negative big-endian timestamp, whose
+   * first byte is at most 0x7F, and no other entity's prefix starts with this one (the prefix
+   * begins with its length).
+   */
+  static byte[] entityUpperBound(byte[] prefix) {
+    byte[] bound = Arrays.copyOf(prefix, prefix.length + 1);
+    bound[prefix.length] = (byte) 0x80;
+    return bound;
+  }
+
   static byte[] index(byte[] prefix, long commitTimestamp, int partition, long sequence) {
     byte[] key = Arrays.copyOf(prefix, prefix.length + 18);
     putLong(key, prefix.length, commitTimestamp);

@@ -12,6 +12,7 @@ import org.rocksdb.ReadOptions;
 import org.rocksdb.RocksDB;
 import org.rocksdb.RocksDBException;
 import org.rocksdb.RocksIterator;
+import org.rocksdb.Slice;
 
 /**
  * Builds an entity's state at a timestamp from the database: the newest checkpoint of the entity at
@@ -51,7 +52,16 @@ final class Materializer {
     byte[] prefix = Keys.entityPrefix(entity);
     EntityState state = EntityState.ABSENT;
     long base = 0;
-    try (RocksIterator iterator = database.newIterator(checkpoints, readOptions)) {
+    // Both iterators are bounded to the entity's own keys. Without bounds, a seek that finds no
+    // live key of this entity goes on skipping the deletion tombstones that truncation left in the
+    // following entities' ranges, which after a large truncation costs seconds per read until
+    // compaction drops them.
+    try (Slice lowerBound = new Slice(prefix);
+        Slice upperBound = new Slice(Keys.entityUpperBound(prefix));
+        ReadOptions bounded = new ReadOptions(readOptions)
+            .setIterateLowerBound(lowerBound)
+            .setIterateUpperBound(upperBound);
+        RocksIterator iterator = database.newIterator(checkpoints, bounded)) {
       iterator.seekForPrev(Keys.checkpoint(prefix, timestamp));
       if (iterator.isValid() && Keys.hasPrefix(iterator.key(), prefix, 8)) {
         base = Keys.checkpointTimestamp(iterator.key());
@@ -66,8 +76,13 @@ final class Materializer {
     }
     List<byte[]> journalKeys = new ArrayList<>();
     List<Long> timestamps = new ArrayList<>();
-    try (RocksIterator iterator = database.newIterator(index, readOptions)) {
-      // Seeking past the checkpoint also skips the tombstones of truncated entries.
+    try (Slice lowerBound = new Slice(prefix);
+        Slice upperBound = new Slice(Keys.entityUpperBound(prefix));
+        ReadOptions bounded = new ReadOptions(readOptions)
+            .setIterateLowerBound(lowerBound)
+            .setIterateUpperBound(upperBound);
+        RocksIterator iterator = database.newIterator(index, bounded)) {
+      // Seeking past the checkpoint also skips the tombstones of the entity's truncated entries.
       for (iterator.seek(Keys.index(prefix, base + 1, 0, 0));
           iterator.isValid();
           iterator.next()) {
