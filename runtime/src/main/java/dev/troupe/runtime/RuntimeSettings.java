@@ -20,6 +20,7 @@ public record RuntimeSettings(
     long turnTimeoutMillis,
     int materializationThreads,
     int materializationQueueLimit,
+    long renderedStateCacheBytes,
     Config config) {
 
   public static RuntimeSettings load() {
@@ -66,6 +67,7 @@ public record RuntimeSettings(
         positiveLong(entity, "turn-timeout-millis"),
         positive(entity, "materialization-threads"),
         positive(entity, "materialization-queue-limit"),
+        positiveLong(entity, "rendered-state-cache-bytes"),
         config);
   }
 

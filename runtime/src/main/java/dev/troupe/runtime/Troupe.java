@@ -64,11 +64,13 @@ public final class Troupe implements AutoCloseable {
   private final AtomicBoolean failed = new AtomicBoolean();
   private final AtomicBoolean closed = new AtomicBoolean();
   private final java.util.concurrent.ExecutorService materializationExecutor;
+  private final RenderedStates renderedStates;
 
   private Troupe(RuntimeSettings settings, FatalErrorHandler fatalErrorHandler) {
     this.settings = settings;
     this.turnTimeout = Duration.ofMillis(settings.turnTimeoutMillis());
     this.store = RocksStore.open(settings.storage(), System::currentTimeMillis);
+    this.renderedStates = new RenderedStates(settings.renderedStateCacheBytes());
     this.materializationExecutor = new java.util.concurrent.ThreadPoolExecutor(
         settings.materializationThreads(), settings.materializationThreads(), 0,
         java.util.concurrent.TimeUnit.MILLISECONDS,
@@ -184,6 +186,19 @@ public final class Troupe implements AutoCloseable {
     return readLatest(entity, (type, state) -> new EntityView(entity, type.render(state),
         state.version()));
   }
+
+  /**
+   * The latest committed state as JSON bytes (the object {@link #get} returns as {@code state}) and
+   * its version; fails with {@code not_found} if the entity does not exist. A hot entity is
+   * rendered once per version. The bytes must not be modified.
+   */
+  public CompletableFuture<RenderedEntity> getRendered(EntityId entity) {
+    return readLatest(entity, (type, state) ->
+        new RenderedEntity(entity, renderedStates.render(type, state), state.version()));
+  }
+
+  /** An entity's state as JSON bytes, and its version. */
+  public record RenderedEntity(EntityId entity, byte[] stateJson, long version) {}
 
   /** One key's latest value (its default for a declared key never written). */
   public CompletableFuture<JsonNode> getKey(EntityId entity, String key) {

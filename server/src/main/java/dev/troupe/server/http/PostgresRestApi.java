@@ -109,7 +109,8 @@ public final class PostgresRestApi
             + " supported");
       }
       return blocking(() -> entities.get(entity.type(), entity.id())
-          .map(stored -> RequestSupport.json(200, entityBody(entity, stored)))
+          .map(stored -> RequestSupport.json(200, RequestSupport.entityBody(entity,
+              stored.stateJson().getBytes(StandardCharsets.UTF_8), stored.version())))
           .orElseThrow(() -> new TroupeException(ErrorCode.NOT_FOUND,
               entity + " does not exist")));
     }
@@ -177,16 +178,6 @@ public final class PostgresRestApi
       return CompletableFuture.failedFuture(new TroupeException(ErrorCode.OVERLOADED,
           "every PostgreSQL connection is busy and the queue is full; retry later"));
     }
-  }
-
-  private static byte[] entityBody(EntityId entity, PostgresEntities.Stored stored) {
-    return rawObject(generator -> {
-      generator.writeStringField("type", entity.type());
-      generator.writeStringField("id", entity.id());
-      generator.writeFieldName("state");
-      generator.writeRawValue(stored.stateJson());
-      generator.writeNumberField("version", stored.version());
-    });
   }
 
   private static byte[] versionAndStateBody(PostgresEntities.Stored stored) {

@@ -159,6 +159,33 @@ final class RequestSupport {
     return CompletableFuture.completedFuture(response);
   }
 
+  /**
+   * {@code {"type","id","state","version"}}, the answer to an entity read, with the state's JSON
+   * bytes copied in as they are.
+   */
+  static byte[] entityBody(EntityId entity, byte[] stateJson, long version) {
+    byte[] type = Json.writeBytes(Json.NODES.textNode(entity.type()));
+    byte[] id = Json.writeBytes(Json.NODES.textNode(entity.id()));
+    byte[] versionText = Long.toString(version).getBytes(StandardCharsets.US_ASCII);
+    java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream(
+        48 + type.length + id.length + stateJson.length);
+    out.writeBytes(ENTITY_TYPE);
+    out.writeBytes(type);
+    out.writeBytes(ENTITY_ID);
+    out.writeBytes(id);
+    out.writeBytes(ENTITY_STATE);
+    out.writeBytes(stateJson);
+    out.writeBytes(ENTITY_VERSION);
+    out.writeBytes(versionText);
+    out.write('}');
+    return out.toByteArray();
+  }
+
+  private static final byte[] ENTITY_TYPE = "{\"type\":".getBytes(StandardCharsets.US_ASCII);
+  private static final byte[] ENTITY_ID = ",\"id\":".getBytes(StandardCharsets.US_ASCII);
+  private static final byte[] ENTITY_STATE = ",\"state\":".getBytes(StandardCharsets.US_ASCII);
+  private static final byte[] ENTITY_VERSION = ",\"version\":".getBytes(StandardCharsets.US_ASCII);
+
   /** {@code {"version": version}}: the answer to a write that returns no state. */
   static HttpResponse version(long version) {
     ObjectNode body = Json.NODES.objectNode();

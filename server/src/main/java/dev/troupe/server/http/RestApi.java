@@ -202,17 +202,13 @@ public final class RestApi
     if (method.equals(HttpMethods.GET)) {
       request.discardEntityBytes(materializer);
       Optional<String> at = request.getUri().query().get("at");
-      CompletableFuture<EntityView> view = at.isPresent()
-          ? troupe.readAt(entity, parseTimestamp(at.get()))
-          : troupe.get(entity);
-      return view.thenApply(v -> {
-        ObjectNode body = Json.NODES.objectNode();
-        body.put("type", entity.type());
-        body.put("id", entity.id());
-        body.set("state", v.state());
-        body.put("version", v.version());
-        return RequestSupport.json(200, body);
-      });
+      if (at.isEmpty()) {
+        return troupe.getRendered(entity).thenApply(rendered -> RequestSupport.json(200,
+            RequestSupport.entityBody(entity, rendered.stateJson(), rendered.version())));
+      }
+      return troupe.readAt(entity, parseTimestamp(at.get())).thenApply(view ->
+          RequestSupport.json(200, RequestSupport.entityBody(entity,
+              dev.troupe.model.Json.writeBytes(view.state()), view.version())));
     }
     if (method.equals(HttpMethods.PATCH)) {
       return support.body(request).thenCompose(bytes -> {

@@ -1,0 +1,44 @@
+package dev.troupe.runtime;
+
+import com.github.benmanes.caffeine.cache.Cache;
+import com.github.benmanes.caffeine.cache.Caffeine;
+import dev.troupe.model.EntityState;
+import dev.troupe.model.Json;
+import dev.troupe.model.spec.CompiledType;
+
+/**
+ * The JSON of recently read entity states, so that reading a hot entity again costs a lookup, not a
+ * render: a read of a 1 KB entity otherwise spends most of its server-side CPU building and writing
+ * the JSON tree.
+ *
+ * <p>Keyed by the state object itself, by identity and weakly: states are immutable and every write
+ * makes a new one, so an entry can never be stale, and it goes when its state is no longer held (by
+ * the object cache or a reader). A rendering is only reused for the type it was rendered with (a
+ * type redefinition renders anew). Bounded by the bytes held ({@code rendered-state-cache-bytes}).
+ *
+ * <p>Thread-safe.
+ */
+final class RenderedStates {
+  private record Rendered(CompiledType type, byte[] json) {}
+
+  private final Cache<EntityState, Rendered> cache;
+
+  RenderedStates(long maxBytes) {
+    this.cache = Caffeine.newBuilder()
+        .weakKeys()
+        .maximumWeight(maxBytes)
+        .weigher((EntityState state, Rendered rendered) -> 32 + rendered.json().length)
+        .build();
+  }
+
+  /** The state rendered by {@code type} as JSON bytes; the caller must not modify them. */
+  byte[] render(CompiledType type, EntityState state) {
+    Rendered rendered = cache.getIfPresent(state);
+    if (rendered != null && rendered.type() == type) {
+      return rendered.json();
+    }
+    byte[] json = Json.writeBytes(type.render(state));
+    cache.put(state, new Rendered(type, json));
+    return json;
+  }
+}

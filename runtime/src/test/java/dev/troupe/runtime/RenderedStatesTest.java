@@ -1,0 +1,36 @@
+package dev.troupe.runtime;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotSame;
+import static org.junit.jupiter.api.Assertions.assertSame;
+
+import dev.troupe.model.EntityState;
+import dev.troupe.model.Json;
+import dev.troupe.model.Operation;
+import dev.troupe.model.spec.CompiledType;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+/** A state is rendered once per type; a new state (every write makes one) is rendered anew. */
+class RenderedStatesTest {
+  @Test
+  void rendersEachStateOncePerTypeAndNeverServesAStaleRendering() {
+    RenderedStates rendered = new RenderedStates(1 << 20);
+    CompiledType type = CompiledType.schemaless("User");
+    EntityState first = EntityState.ABSENT.apply(
+        List.of(new Operation.Assign("name", Json.NODES.textNode("Ada"))), 10, 1);
+
+    byte[] json = rendered.render(type, first);
+    assertEquals(Json.parse("{\"name\":\"Ada\"}"), Json.parse(json));
+    assertSame(json, rendered.render(type, first), "the second read reuses the rendering");
+
+    CompiledType redefined = CompiledType.schemaless("User");
+    assertNotSame(json, rendered.render(redefined, first), "another type renders anew");
+
+    EntityState second = first.apply(
+        List.of(new Operation.Assign("name", Json.NODES.textNode("Grace"))), 11, 1);
+    assertEquals(Json.parse("{\"name\":\"Grace\"}"), Json.parse(rendered.render(type, second)));
+    assertEquals(Json.parse("{\"name\":\"Ada\"}"), Json.parse(rendered.render(type, first)),
+        "the older state keeps its own rendering");
+  }
+}
