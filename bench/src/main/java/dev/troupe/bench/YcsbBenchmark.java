@@ -75,6 +75,10 @@ final class YcsbBenchmark extends Benchmark {
           + " (default: ${DEFAULT-VALUE}).")
   String target;
 
+  @Option(names = "--request-distribution", paramLabel = "zipfian|uniform|latest|hotspot",
+      description = "Overrides the workloads' key distribution (default: each workload's own).")
+  String requestDistribution;
+
   @Option(names = "--postgres-pool-size", description = "Connections of the PostgreSQL baseline"
       + " (default: troupe.baseline.postgres.pool-size).")
   Integer postgresPoolSize;
@@ -121,6 +125,8 @@ final class YcsbBenchmark extends Benchmark {
         .parameter("records", records)
         .parameter("record_bytes", 1000)
         .parameter("threads", threads)
+        .parameter("request_distribution",
+            requestDistribution == null ? "the workload's" : requestDistribution)
         .parameter("rounds", rounds)
         .parameter("warmup_seconds", warmup.toMillis() / 1000.0)
         .parameter("seconds_per_round", measurement.toMillis() / 1000.0)
@@ -159,6 +165,9 @@ final class YcsbBenchmark extends Benchmark {
             for (Target each : targets) {
               progress.setExtraMessage(each + " round " + round);
               Properties properties = YcsbWorkloads.properties(workload, records);
+              if (requestDistribution != null) {
+                properties.setProperty("requestdistribution", requestDistribution);
+              }
               servers.address(each, properties);
               byTarget.get(each).add(YcsbRunner.transactions(properties, threads,
                   RestEntityDb::new, warmup, measurement, progress));

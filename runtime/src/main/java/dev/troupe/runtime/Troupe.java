@@ -322,12 +322,12 @@ public final class Troupe implements AutoCloseable {
   private CompletableFuture<TurnOutcome> run(EntityId entity, CompiledType type, Turn turn) {
     long started = System.nanoTime();
     ActorRef<EntityRegistry.Command> registry = registries.get(store.partitionOf(entity));
-    CompletableFuture<TurnResult> answer = AskPattern.<EntityRegistry.Command, TurnResult>ask(
+    CompletableFuture<TurnResult> answer = Futures.onCompletingThread(
+        AskPattern.<EntityRegistry.Command, TurnResult>ask(
             registry,
             replyTo -> new EntityRegistry.Route(entity, new EntityActor.RunTurn(turn, type, replyTo)),
             turnTimeout,
-            system.scheduler())
-        .toCompletableFuture();
+            system.scheduler()));
     return answer.handle((result, failure) -> {
       metrics.recordLatencyNanos(System.nanoTime() - started);
       if (failure != null) {

@@ -62,11 +62,10 @@ final class RequestSupport {
       request.discardEntityBytes(materializer);
       return CompletableFuture.failedFuture(tooLargeBody());
     }
-    return entity
-        .withSizeLimit(settings.maxBodyBytes())
-        .toStrict(settings.bodyReadTimeoutMillis(), materializer)
-        .thenApply(strict -> strict.getData().toArray())
-        .toCompletableFuture();
+    return dev.troupe.runtime.Futures.onCompletingThread(entity
+            .withSizeLimit(settings.maxBodyBytes())
+            .toStrict(settings.bodyReadTimeoutMillis(), materializer))
+        .thenApply(strict -> strict.getData().toArray());
   }
 
   TroupeException tooLargeBody() {
