@@ -13,8 +13,9 @@ import dev.troupe.model.spec.CompiledType;
  *
  * <p>Keyed by the state object itself, by identity and weakly: states are immutable and every write
  * makes a new one, so an entry can never be stale, and it goes when its state is no longer held (by
- * the object cache or a reader). A rendering is only reused for the type it was rendered with (a
- * type redefinition renders anew). Bounded by the bytes held ({@code rendered-state-cache-bytes}).
+ * the object cache or a reader). A rendering is only reused for the type it was rendered with or
+ * an equal one (undeclared types are compiled per request, with equal specs; a redefinition with
+ * a different spec renders anew). Bounded by the bytes held ({@code rendered-state-cache-bytes}).
  *
  * <p>Thread-safe.
  */
@@ -34,7 +35,8 @@ final class RenderedStates {
   /** The state rendered by {@code type} as JSON bytes; the caller must not modify them. */
   byte[] render(CompiledType type, EntityState state) {
     Rendered rendered = cache.getIfPresent(state);
-    if (rendered != null && rendered.type() == type) {
+    if (rendered != null
+        && (rendered.type() == type || rendered.type().spec().equals(type.spec()))) {
       return rendered.json();
     }
     byte[] json = Json.writeBytes(type.render(state));

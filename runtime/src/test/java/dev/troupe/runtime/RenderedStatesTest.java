@@ -8,6 +8,7 @@ import dev.troupe.model.EntityState;
 import dev.troupe.model.Json;
 import dev.troupe.model.Operation;
 import dev.troupe.model.spec.CompiledType;
+import dev.troupe.model.spec.SpecParser;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 
@@ -24,8 +25,14 @@ class RenderedStatesTest {
     assertEquals(Json.parse("{\"name\":\"Ada\"}"), Json.parse(json));
     assertSame(json, rendered.render(type, first), "the second read reuses the rendering");
 
-    CompiledType redefined = CompiledType.schemaless("User");
-    assertNotSame(json, rendered.render(redefined, first), "another type renders anew");
+    assertSame(json, rendered.render(CompiledType.schemaless("User"), first),
+        "undeclared types are compiled per request: an equal type reuses the rendering");
+    CompiledType declared = CompiledType.compile(SpecParser.parse("User",
+        "keys: {name: {kind: register}, age: {kind: register, default: 0}}"
+            .getBytes(java.nio.charset.StandardCharsets.UTF_8), true));
+    byte[] withDefaults = rendered.render(declared, first);
+    assertNotSame(json, withDefaults, "another type renders anew");
+    assertEquals(Json.parse("{\"name\":\"Ada\",\"age\":0}"), Json.parse(withDefaults));
 
     EntityState second = first.apply(
         List.of(new Operation.Assign("name", Json.NODES.textNode("Grace"))), 11, 1);
