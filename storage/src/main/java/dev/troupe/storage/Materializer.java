@@ -56,12 +56,8 @@ final class Materializer {
     // live key of this entity goes on skipping the deletion tombstones that truncation left in the
     // following entities' ranges, which after a large truncation costs seconds per read until
     // compaction drops them.
-    try (Slice lowerBound = new Slice(prefix);
-        Slice upperBound = new Slice(Keys.entityUpperBound(prefix));
-        ReadOptions bounded = new ReadOptions(readOptions)
-            .setIterateLowerBound(lowerBound)
-            .setIterateUpperBound(upperBound);
-        RocksIterator iterator = database.newIterator(checkpoints, bounded)) {
+    try (EntityBounds bounds = new EntityBounds(prefix, readOptions);
+        RocksIterator iterator = database.newIterator(checkpoints, bounds.options)) {
       iterator.seekForPrev(Keys.checkpoint(prefix, timestamp));
       if (iterator.isValid() && Keys.hasPrefix(iterator.key(), prefix, 8)) {
         base = Keys.checkpointTimestamp(iterator.key());
@@ -76,12 +72,8 @@ final class Materializer {
     }
     List<byte[]> journalKeys = new ArrayList<>();
     List<Long> timestamps = new ArrayList<>();
-    try (Slice lowerBound = new Slice(prefix);
-        Slice upperBound = new Slice(Keys.entityUpperBound(prefix));
-        ReadOptions bounded = new ReadOptions(readOptions)
-            .setIterateLowerBound(lowerBound)
-            .setIterateUpperBound(upperBound);
-        RocksIterator iterator = database.newIterator(index, bounded)) {
+    try (EntityBounds bounds = new EntityBounds(prefix, readOptions);
+        RocksIterator iterator = database.newIterator(index, bounds.options)) {
       // Seeking past the checkpoint also skips the tombstones of the entity's truncated entries.
       for (iterator.seek(Keys.index(prefix, base + 1, 0, 0));
           iterator.isValid();
@@ -145,5 +137,27 @@ final class Materializer {
       }
     }
     return operations;
+  }
+
+  /** Read options (the caller's, snapshot included) limited to one entity's key range. */
+  private static final class EntityBounds implements AutoCloseable {
+    private final Slice lower;
+    private final Slice upper;
+    final ReadOptions options;
+
+    EntityBounds(byte[] prefix, ReadOptions readOptions) {
+      this.lower = new Slice(prefix);
+      this.upper = new Slice(Keys.entityUpperBound(prefix));
+      this.options = new ReadOptions(readOptions)
+          .setIterateLowerBound(lower)
+          .setIterateUpperBound(upper);
+    }
+
+    @Override
+    public void close() {
+      options.close();
+      upper.close();
+      lower.close();
+    }
   }
 }

@@ -11,7 +11,6 @@ import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
-import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
@@ -57,21 +56,11 @@ public final class PostgresRestApi
 
   @Override
   public CompletionStage<HttpResponse> apply(HttpRequest request) {
-    CompletionStage<HttpResponse> response;
-    try {
-      response = route(request);
-    } catch (RuntimeException e) {
-      request.discardEntityBytes(materializer);
-      response = CompletableFuture.failedFuture(e);
-    }
-    return response.exceptionally(support::failureResponse);
+    return support.answer(request, this::route);
   }
 
   private CompletionStage<HttpResponse> route(HttpRequest request) {
-    List<String> path = new ArrayList<>();
-    for (String segment : request.getUri().pathSegments()) {
-      path.add(segment);
-    }
+    List<String> path = RequestSupport.segments(request);
     int size = path.size();
     if (size == 2 && path.get(0).equals("v1") && path.get(1).equals("health")) {
       support.requireMethod(request, HttpMethods.GET);

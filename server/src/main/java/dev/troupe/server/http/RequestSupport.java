@@ -37,6 +37,31 @@ final class RequestSupport {
     this.materializer = materializer;
   }
 
+  /**
+   * Runs {@code route} for {@code request} and turns whatever it throws or fails with into a JSON
+   * error; a request refused before its body was read has the body discarded.
+   */
+  CompletionStage<HttpResponse> answer(HttpRequest request,
+      java.util.function.Function<HttpRequest, CompletionStage<HttpResponse>> route) {
+    CompletionStage<HttpResponse> response;
+    try {
+      response = route.apply(request);
+    } catch (RuntimeException e) {
+      request.discardEntityBytes(materializer);
+      response = CompletableFuture.failedFuture(e);
+    }
+    return response.exceptionally(this::failureResponse);
+  }
+
+  /** The path's segments, decoded. */
+  static java.util.List<String> segments(HttpRequest request) {
+    java.util.List<String> path = new java.util.ArrayList<>();
+    for (String segment : request.getUri().pathSegments()) {
+      path.add(segment);
+    }
+    return path;
+  }
+
   // ---------------------------------------------------------------- request helpers
 
   /** Reads the whole body within the size limit; too large is a 413 before anything changes. */

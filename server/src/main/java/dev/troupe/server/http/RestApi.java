@@ -12,7 +12,6 @@ import dev.troupe.model.spec.TypeSpec;
 import dev.troupe.runtime.Troupe;
 import dev.troupe.runtime.TurnOutcome;
 import java.nio.charset.StandardCharsets;
-import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -71,23 +70,12 @@ public final class RestApi
           "the server is serving its maximum of " + settings.maxInFlightRequests()
               + " requests; retry later")));
     }
-    CompletionStage<HttpResponse> response;
-    try {
-      response = route(request);
-    } catch (RuntimeException e) {
-      request.discardEntityBytes(materializer);
-      response = CompletableFuture.failedFuture(e);
-    }
-    return response
-        .exceptionally(support::failureResponse)
+    return support.answer(request, this::route)
         .whenComplete((ignored, failure) -> inFlight.decrementAndGet());
   }
 
   private CompletionStage<HttpResponse> route(HttpRequest request) {
-    List<String> path = new ArrayList<>();
-    for (String segment : request.getUri().pathSegments()) {
-      path.add(segment);
-    }
+    List<String> path = RequestSupport.segments(request);
     HttpMethod method = request.method();
     int size = path.size();
     if (size == 1 && path.get(0).equals("metrics")) {
