@@ -2,14 +2,10 @@ package dev.troupe.server.http;
 
 import java.nio.charset.StandardCharsets;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.TimeUnit;
 import org.apache.pekko.actor.typed.ActorSystem;
-import org.apache.pekko.http.javadsl.Http;
 import org.apache.pekko.http.javadsl.ServerBinding;
 import org.apache.pekko.http.javadsl.model.ContentTypes;
-import org.apache.pekko.http.javadsl.model.HttpRequest;
 import org.apache.pekko.http.javadsl.model.HttpResponse;
-import java.util.concurrent.CompletionStage;
 
 /**
  * Benchmark baseline: the same HTTP stack (Pekko HTTP, low-level API, same settings) answering
@@ -33,18 +29,10 @@ public final class BareHttpServer implements AutoCloseable {
   /** A bare server answering every request with {@code body}. */
   public static BareHttpServer start(ActorSystem<?> system, String host, int port, byte[] body) {
     HttpResponse response = HttpResponse.create().withEntity(ContentTypes.APPLICATION_JSON, body);
-    try {
-      ServerBinding binding = Http.get(system).newServerAt(host, port)
-          .bind((org.apache.pekko.japi.function.Function<HttpRequest, CompletionStage<HttpResponse>>)
-              request -> {
-                request.discardEntityBytes(system);
-                return CompletableFuture.completedFuture(response);
-              })
-          .toCompletableFuture().get(30, TimeUnit.SECONDS);
-      return new BareHttpServer(binding);
-    } catch (Exception e) {
-      throw new IllegalStateException("cannot start the bare HTTP server: " + e.getMessage(), e);
-    }
+    return new BareHttpServer(Bindings.bind(system, host, port, request -> {
+      request.discardEntityBytes(system);
+      return CompletableFuture.completedFuture(response);
+    }));
   }
 
   public int port() {

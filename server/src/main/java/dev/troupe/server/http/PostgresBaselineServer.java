@@ -1,14 +1,12 @@
 package dev.troupe.server.http;
 
 import dev.troupe.storage.postgres.PostgresEntities;
-import java.time.Duration;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
-import org.apache.pekko.http.javadsl.Http;
 import org.apache.pekko.http.javadsl.ServerBinding;
 import org.apache.pekko.stream.Materializer;
 import com.typesafe.config.Config;
@@ -48,16 +46,14 @@ public final class PostgresBaselineServer implements AutoCloseable {
     ActorSystem<Void> system = ActorSystem.create(Behaviors.empty(), "postgres-baseline", config);
     try {
       Materializer materializer = Materializer.matFromSystem(system);
-      ServerBinding binding = Http.get(system).newServerAt(http.host(), http.port())
-          .bind(new PostgresRestApi(entities, executor, http, materializer))
-          .toCompletableFuture().get(30, TimeUnit.SECONDS);
+      ServerBinding binding = Bindings.bind(system, http.host(), http.port(),
+          new PostgresRestApi(entities, executor, http, materializer));
       return new PostgresBaselineServer(system, binding, entities, executor);
-    } catch (Exception e) {
+    } catch (RuntimeException e) {
       system.terminate();
       executor.shutdownNow();
       entities.close();
-      throw new IllegalStateException("cannot listen on " + http.host() + ":" + http.port() + ": "
-          + e.getMessage(), e);
+      throw e;
     }
   }
 
@@ -71,11 +67,7 @@ public final class PostgresBaselineServer implements AutoCloseable {
 
   @Override
   public void close() {
-    try {
-      binding.terminate(Duration.ofSeconds(10)).toCompletableFuture().get(15, TimeUnit.SECONDS);
-    } catch (Exception ignored) {
-      // Closing anyway.
-    }
+    Bindings.terminate(binding);
     executor.shutdown();
     system.terminate();
     entities.close();
