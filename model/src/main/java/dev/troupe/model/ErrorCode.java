@@ -11,6 +11,11 @@ public enum ErrorCode {
   UNKNOWN_ACTION("unknown_action", 404),
   HISTORY_TRUNCATED("history_truncated", 410),
   PRECONDITION_FAILED("precondition_failed", 409),
+  /**
+   * A multi-entity transaction aborted and changed nothing; the exception's reason says why
+   * ({@code TransactionAbort}): a failed precondition, a lock conflict, a timeout.
+   */
+  ABORTED("aborted", 409),
   TOO_LARGE("too_large", 413),
   OVERLOADED("overloaded", 429),
   UNAVAILABLE("unavailable", 503),

@@ -8,14 +8,29 @@ package dev.troupe.model;
  */
 public class TroupeException extends RuntimeException {
   private final ErrorCode code;
+  private final String reason;
 
   public TroupeException(ErrorCode code, String message) {
+    this(code, null, message);
+  }
+
+  /**
+   * @param reason a machine-readable refinement of the code, from a closed set per code (e.g. the
+   *     abort reasons in {@code TransactionAbort}); {@code null} for none
+   */
+  public TroupeException(ErrorCode code, String reason, String message) {
     super(message, null, false, false);
     this.code = code;
+    this.reason = reason;
   }
 
   public ErrorCode code() {
     return code;
+  }
+
+  /** The machine-readable reason, or {@code null}; REST answers carry it as {@code "reason"}. */
+  public String reason() {
+    return reason;
   }
 
   public static TroupeException invalid(String message) {

@@ -48,6 +48,8 @@ public final class Codec {
   static final byte TRANSACTION_RECORD = 1;
   static final byte ENTITY_STATE = 2;
   static final byte JOURNAL_POSITION = 3;
+  static final byte PREPARED_TRANSACTION = 4;
+  static final byte DECIDED_TRANSACTION = 5;
   static final byte FORMAT_REVISION = 1;
 
   private static final byte ASSIGN = 1;
@@ -297,6 +299,66 @@ public final class Codec {
       map.put(in.varInt(), in.signedVarLong());
     }
     return map;
+  }
+
+  // ---------------------------------------------------------------- two-phase commit state
+
+  static byte[] encodePrepared(PreparedTransaction prepared) {
+    Writer out = new Writer(PREPARED_TRANSACTION, 64);
+    out.fixedLong(prepared.transactionId());
+    out.bytes(prepared.entity().toBytes());
+    out.varInt(prepared.operations().size());
+    for (Operation operation : prepared.operations()) {
+      writeOperation(out, operation);
+    }
+    return out.finish();
+  }
+
+  static PreparedTransaction decodePrepared(byte[] bytes) {
+    Reader in = new Reader(bytes, PREPARED_TRANSACTION, "prepared transaction");
+    try {
+      long transactionId = in.fixedLong();
+      EntityId entity = EntityId.fromBytes(in.bytes());
+      int count = in.count();
+      List<Operation> operations = new ArrayList<>(count);
+      for (int i = 0; i < count; i++) {
+        operations.add(readOperation(in));
+      }
+      in.end();
+      return new PreparedTransaction(transactionId, entity, operations);
+    } catch (CorruptDataException e) {
+      throw e;
+    } catch (RuntimeException e) {
+      throw in.corrupt("malformed content: " + e.getMessage(), e);
+    }
+  }
+
+  static byte[] encodeDecided(DecidedTransaction decided) {
+    Writer out = new Writer(DECIDED_TRANSACTION, 64);
+    out.fixedLong(decided.transactionId());
+    out.varInt(decided.participants().size());
+    for (EntityId participant : decided.participants()) {
+      out.bytes(participant.toBytes());
+    }
+    return out.finish();
+  }
+
+  static DecidedTransaction decodeDecided(byte[] bytes) {
+    Reader in = new Reader(bytes, DECIDED_TRANSACTION, "decided transaction");
+    try {
+      long transactionId = in.fixedLong();
+      int count = in.count();
+      List<EntityId> participants = new ArrayList<>(count);
+      for (int i = 0; i < count; i++) {
+        participants.add(EntityId.fromBytes(in.bytes()));
+      }
+      in.end();
+      return new DecidedTransaction(transactionId, participants);
+    } catch (CorruptDataException e) {
+      throw e;
+    } catch (RuntimeException e) {
+      throw in.corrupt("malformed content: " + e.getMessage(), e);
+    }
   }
 
   // ---------------------------------------------------------------- journal positions (meta)

@@ -17,6 +17,8 @@ import java.util.Arrays;
  *   <li>index: {@code entityLength u16, entityBytes, commitTimestamp u64, partition u16, sequence u64}
  *   <li>checkpoints: {@code entityLength u16, entityBytes, timestamp u64}
  *   <li>meta: a tag byte then tag-specific fields (see the constants)
+ *   <li>transactions: {@code 'P', partition u16, transactionId u64, entityPrefix} for a prepared
+ *       transaction's part, {@code 'D', transactionId u64} for a commit decision
  * </ul>
  *
  * <p>The entity prefix starts with the length, so no entity's prefix is a prefix of another's.
@@ -33,6 +35,25 @@ final class Keys {
   private static final byte META_ROUND_LIST = 'L';
 
   private Keys() {}
+
+  static final byte PREPARED_TAG = 'P';
+  static final byte DECIDED_TAG = 'D';
+
+  static byte[] prepared(int partition, long transactionId, byte[] entityPrefix) {
+    byte[] key = new byte[11 + entityPrefix.length];
+    key[0] = PREPARED_TAG;
+    putShort(key, 1, partition);
+    putLong(key, 3, transactionId);
+    System.arraycopy(entityPrefix, 0, key, 11, entityPrefix.length);
+    return key;
+  }
+
+  static byte[] decided(long transactionId) {
+    byte[] key = new byte[9];
+    key[0] = DECIDED_TAG;
+    putLong(key, 1, transactionId);
+    return key;
+  }
 
   static byte[] journal(int partition, long sequence) {
     byte[] key = new byte[10];

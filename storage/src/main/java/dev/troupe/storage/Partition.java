@@ -68,13 +68,27 @@ final class Partition implements Runnable {
   /** One entity's effects in one record, with its key prefix computed off the writer thread. */
   record EntityEffect(EntityId entity, byte[] prefix, List<Operation> operations) {}
 
-  /** A commit waiting for the writer; the record is pre-encoded with commit timestamp 0. */
+  /**
+   * A commit waiting for the writer; the record is pre-encoded with commit timestamp 0. {@code
+   * encodedRecord} is null for a write of two-phase-commit state alone (a prepared record or a
+   * decision), which gets no timestamp and no journal position; {@code stateChange} is that state
+   * (or, with a record, the prepared record the commit resolves), or null.
+   */
   record Commit(
       long transactionId,
       byte[] encodedRecord,
       List<EntityEffect> effects,
+      TransactionStateChange stateChange,
       CompletableFuture<Committed> future)
-      implements Task {}
+      implements Task {
+    Commit(long transactionId, byte[] encodedRecord, List<EntityEffect> effects,
+        CompletableFuture<Committed> future) {
+      this(transactionId, encodedRecord, effects, null, future);
+    }
+  }
+
+  /** A put ({@code value != null}) or delete in the transactions column family. */
+  record TransactionStateChange(byte[] key, byte[] value) {}
 
   record CheckpointRequest(CompletableFuture<Void> done) implements Task {}
 
@@ -350,8 +364,18 @@ final class Partition implements Runnable {
     try (WriteBatch batch = new WriteBatch()) {
       long previous = lastTimestamp;
       List<EntityId> due = new ArrayList<>();
+      int records = 0;
       for (int i = 0; i < count; i++) {
         Commit commit = commits.get(i);
+        TransactionStateChange change = commit.stateChange();
+        if (change != null && change.value() != null) {
+          batch.put(store.transactions, change.key(), change.value());
+        } else if (change != null) {
+          batch.delete(store.transactions, change.key());
+        }
+        if (commit.encodedRecord() == null) {
+          continue;
+        }
         long timestamp = store.clock.tick();
         Invariants.check(
             timestamp > previous,
@@ -361,7 +385,7 @@ final class Partition implements Runnable {
             previous);
         previous = timestamp;
         timestamps[i] = timestamp;
-        long sequence = nextSequence + i;
+        long sequence = nextSequence + records++;
         batch.put(
             store.journal,
             Keys.journal(number, sequence),
@@ -406,7 +430,7 @@ final class Partition implements Runnable {
         return;
       }
       written = true;
-      nextSequence += count;
+      nextSequence += records;
       lastTimestamp = previous;
       publishedNextSequence = nextSequence;
       for (int i = 0; i < count; i++) {
@@ -415,7 +439,7 @@ final class Partition implements Runnable {
           store.applyToCache(effect.entity(), effect.operations(), timestamps[i], originDc);
         }
       }
-      store.commits.add(count);
+      store.commits.add(records);
       store.groupCommits.increment();
     } catch (Throwable t) {
       // A bug or a corrupt read while preparing the batch, or a failure applying to the cache.

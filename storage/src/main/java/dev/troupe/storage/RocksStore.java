@@ -6,6 +6,7 @@ import com.github.benmanes.caffeine.cache.stats.CacheStats;
 import dev.troupe.model.EntityId;
 import dev.troupe.model.EntityState;
 import dev.troupe.model.ErrorCode;
+import dev.troupe.model.Invariants;
 import dev.troupe.model.Operation;
 import dev.troupe.model.TroupeException;
 import dev.troupe.model.time.HybridLogicalClock;
@@ -147,6 +148,8 @@ public final class RocksStore implements Store {
   final ColumnFamilyHandle index;
   final ColumnFamilyHandle checkpoints;
   final ColumnFamilyHandle meta;
+  /** Two-phase commit state: prepared parts and commit decisions (see {@link Keys}). */
+  final ColumnFamilyHandle transactions;
   final WriteOptions commitWriteOptions;
   final WriteOptions maintenanceWriteOptions;
   final ReadOptions plainReadOptions;
@@ -190,6 +193,7 @@ public final class RocksStore implements Store {
     this.index = handles.get(2);
     this.checkpoints = handles.get(3);
     this.meta = handles.get(4);
+    this.transactions = handles.get(5);
     this.commitWriteOptions =
         new WriteOptions().setSync(settings.durability() == Durability.SYNC);
     this.maintenanceWriteOptions = new WriteOptions().setSync(false);
@@ -254,7 +258,9 @@ public final class RocksStore implements Store {
               new ColumnFamilyDescriptor("journal".getBytes(StandardCharsets.UTF_8), journalOptions),
               new ColumnFamilyDescriptor("index".getBytes(StandardCharsets.UTF_8), plainOptions),
               new ColumnFamilyDescriptor("checkpoints".getBytes(StandardCharsets.UTF_8), plainOptions),
-              new ColumnFamilyDescriptor("meta".getBytes(StandardCharsets.UTF_8), plainOptions));
+              new ColumnFamilyDescriptor("meta".getBytes(StandardCharsets.UTF_8), plainOptions),
+              new ColumnFamilyDescriptor(
+                  "transactions".getBytes(StandardCharsets.UTF_8), plainOptions));
       database =
           RocksDB.open(
               databaseOptions, settings.directory().toString(), descriptors, handles);
@@ -363,6 +369,16 @@ public final class RocksStore implements Store {
 
   @Override
   public CompletableFuture<Committed> commit(long transactionId, List<EntityWrite> writes) {
+    return commit(transactionId, writes, null, false);
+  }
+
+  /**
+   * @param stateChange a change of two-phase-commit state written atomically with the record
+   * @param bypassQueueLimit the commit of a decided transaction, which must not be refused for load
+   *     (the number of such commits is bounded by the open transactions)
+   */
+  private CompletableFuture<Committed> commit(long transactionId, List<EntityWrite> writes,
+      Partition.TransactionStateChange stateChange, boolean bypassQueueLimit) {
     if (writes == null || writes.isEmpty()) {
       return CompletableFuture.failedFuture(TroupeException.invalid("a commit needs writes"));
     }
@@ -412,17 +428,134 @@ public final class RocksStore implements Store {
       if (failed != null) {
         return CompletableFuture.failedFuture(unavailable(failed));
       }
-      if (partition.queuedCommits.incrementAndGet() > settings.groupCommitQueueLimit()) {
-        partition.queuedCommits.decrementAndGet();
-        return CompletableFuture.failedFuture(
-            Partition.overloaded(partition.number, settings.groupCommitQueueLimit()));
-      }
-      CompletableFuture<Committed> future = new CompletableFuture<>();
-      partition.queue.add(new Partition.Commit(transactionId, encoded, effects, future));
-      return future;
+      return enqueue(partition,
+          new Partition.Commit(transactionId, encoded, effects, stateChange, new CompletableFuture<>()),
+          bypassQueueLimit);
     } finally {
       closeLock.readLock().unlock();
     }
+  }
+
+  /** Queues a commit task; the caller holds the close lock's read side. */
+  private CompletableFuture<Committed> enqueue(
+      Partition partition, Partition.Commit commit, boolean bypassQueueLimit) {
+    if (closed) {
+      return CompletableFuture.failedFuture(
+          new TroupeException(ErrorCode.UNAVAILABLE, "the store is closed"));
+    }
+    Throwable failed = failure.get();
+    if (failed != null) {
+      return CompletableFuture.failedFuture(unavailable(failed));
+    }
+    if (partition.queuedCommits.incrementAndGet() > settings.groupCommitQueueLimit()
+        && !bypassQueueLimit) {
+      partition.queuedCommits.decrementAndGet();
+      return CompletableFuture.failedFuture(
+          Partition.overloaded(partition.number, settings.groupCommitQueueLimit()));
+    }
+    partition.queue.add(commit);
+    return commit.future();
+  }
+
+  /** Queues a change of two-phase-commit state alone, in the partition's order. */
+  private CompletableFuture<Void> writeTransactionState(
+      int number, long transactionId, Partition.TransactionStateChange change,
+      boolean bypassQueueLimit) {
+    closeLock.readLock().lock();
+    try {
+      return enqueue(partitions[number],
+          new Partition.Commit(transactionId, null, List.of(), change, new CompletableFuture<>()),
+          bypassQueueLimit).thenApply(committed -> null);
+    } finally {
+      closeLock.readLock().unlock();
+    }
+  }
+
+  @Override
+  public CompletableFuture<Void> prepare(
+      long transactionId, EntityId entity, List<Operation> operations) {
+    byte[] value;
+    byte[] key;
+    try {
+      key = Keys.prepared(partitionOf(entity), transactionId, Keys.entityPrefix(entity));
+      value = Codec.encodePrepared(new PreparedTransaction(transactionId, entity, operations));
+    } catch (TroupeException e) {
+      return CompletableFuture.failedFuture(e);
+    } catch (RuntimeException e) {
+      return CompletableFuture.failedFuture(
+          TroupeException.invalid("malformed prepared operations: " + e.getMessage()));
+    }
+    return writeTransactionState(partitionOf(entity), transactionId,
+        new Partition.TransactionStateChange(key, value), false);
+  }
+
+  @Override
+  public CompletableFuture<Committed> commitPrepared(
+      long transactionId, EntityId entity, List<Operation> operations) {
+    byte[] key = Keys.prepared(partitionOf(entity), transactionId, Keys.entityPrefix(entity));
+    return commit(transactionId, List.of(new EntityWrite(entity, operations)),
+        new Partition.TransactionStateChange(key, null), true);
+  }
+
+  @Override
+  public void abandonPrepared(long transactionId, EntityId entity) {
+    byte[] key = Keys.prepared(partitionOf(entity), transactionId, Keys.entityPrefix(entity));
+    writeTransactionState(partitionOf(entity), transactionId,
+        new Partition.TransactionStateChange(key, null), true);
+  }
+
+  @Override
+  public CompletableFuture<Void> persistDecision(DecidedTransaction decision) {
+    Invariants.check(!decision.participants().isEmpty(), "a decision without participants");
+    return writeTransactionState(decisionPartition(decision), decision.transactionId(),
+        new Partition.TransactionStateChange(Keys.decided(decision.transactionId()),
+            Codec.encodeDecided(decision)), false);
+  }
+
+  @Override
+  public void forgetDecision(DecidedTransaction decision) {
+    writeTransactionState(decisionPartition(decision), decision.transactionId(),
+        new Partition.TransactionStateChange(Keys.decided(decision.transactionId()), null), true);
+  }
+
+  /** A decision lives in its first participant's partition (any fixed choice would do). */
+  private int decisionPartition(DecidedTransaction decision) {
+    return partitionOf(decision.participants().get(0));
+  }
+
+  @Override
+  public InDoubtResolution resolveInDoubtTransactions() {
+    List<PreparedTransaction> prepared = new ArrayList<>();
+    List<DecidedTransaction> decided = new ArrayList<>();
+    try (org.rocksdb.RocksIterator iterator = database.newIterator(transactions)) {
+      for (iterator.seekToFirst(); iterator.isValid(); iterator.next()) {
+        byte[] key = iterator.key();
+        switch (key[0]) {
+          case Keys.PREPARED_TAG -> prepared.add(Codec.decodePrepared(iterator.value()));
+          case Keys.DECIDED_TAG -> decided.add(Codec.decodeDecided(iterator.value()));
+          default -> throw new CorruptDataException(
+              "unknown key tag " + key[0] + " in the transactions column family");
+        }
+      }
+    }
+    InDoubtResolution resolution = InDoubtResolution.of(prepared, decided);
+    List<CompletableFuture<?>> writes = new ArrayList<>();
+    for (PreparedTransaction commit : resolution.toCommit()) {
+      writes.add(commitPrepared(commit.transactionId(), commit.entity(), commit.operations()));
+    }
+    for (PreparedTransaction abort : resolution.toAbort()) {
+      byte[] key = Keys.prepared(partitionOf(abort.entity()), abort.transactionId(),
+          Keys.entityPrefix(abort.entity()));
+      writes.add(writeTransactionState(partitionOf(abort.entity()), abort.transactionId(),
+          new Partition.TransactionStateChange(key, null), true));
+    }
+    CompletableFuture.allOf(writes.toArray(CompletableFuture[]::new)).join();
+    for (DecidedTransaction done : resolution.decisionsToForget()) {
+      writes.add(writeTransactionState(decisionPartition(done), done.transactionId(),
+          new Partition.TransactionStateChange(Keys.decided(done.transactionId()), null), true));
+    }
+    CompletableFuture.allOf(writes.toArray(CompletableFuture[]::new)).join();
+    return resolution;
   }
 
   @Override

@@ -2,6 +2,7 @@ package dev.troupe.storage;
 
 import dev.troupe.model.EntityId;
 import dev.troupe.model.EntityState;
+import dev.troupe.model.Operation;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 
@@ -40,6 +41,38 @@ public interface Store extends AutoCloseable {
    * partition transactions; cross-partition atomic commit arrives with 2PC).
    */
   CompletableFuture<Committed> commit(long transactionId, List<EntityWrite> writes);
+
+  // ------------------------------------------------------------------ two-phase commit state
+
+  /**
+   * Durably records a participant's prepared part (two-phase commit): written in the entity's
+   * partition order, so it is durable only after every commit submitted before it. Invisible to
+   * reads. Fails like {@link #commit} (refused when the queue is full).
+   */
+  CompletableFuture<Void> prepare(long transactionId, EntityId entity, List<Operation> operations);
+
+  /**
+   * Commits a decided transaction's part on one entity: one journal record, written atomically
+   * with the removal of its prepared record. Never refused for load (only when the store is closed
+   * or failed).
+   */
+  CompletableFuture<Committed> commitPrepared(
+      long transactionId, EntityId entity, List<Operation> operations);
+
+  /** Removes an aborted transaction's prepared record, in partition order; needs no sync. */
+  void abandonPrepared(long transactionId, EntityId entity);
+
+  /** Durably records a commit decision; complete only once durable. */
+  CompletableFuture<Void> persistDecision(DecidedTransaction decision);
+
+  /** Removes a decision every participant has applied; needs no sync. */
+  void forgetDecision(DecidedTransaction decision);
+
+  /**
+   * Resolves what a crash left of two-phase commit (see {@link InDoubtResolution}) and waits for
+   * it: called once at start, before any transaction runs.
+   */
+  InDoubtResolution resolveInDoubtTransactions();
 
   /** The latest committed state of an entity, from the object cache when present. */
   EntityState read(EntityId entity);

@@ -5,6 +5,7 @@ import dev.troupe.model.EntityState;
 import dev.troupe.model.ErrorCode;
 import dev.troupe.model.Invariants;
 import dev.troupe.model.Operation;
+import dev.troupe.model.TransactionAbort;
 import dev.troupe.model.TroupeException;
 import dev.troupe.model.spec.CompiledType;
 import java.util.ArrayDeque;
@@ -39,6 +40,25 @@ import java.util.List;
  * above its version); once nothing is in flight the tentative version is re-based to the real
  * commit timestamp. Versions reported to clients are always real commit timestamps.
  *
+ * <p><b>Transactions (participant side of two-phase commit).</b> A multi-entity transaction sends
+ * each entity a {@link Input.PrepareRequested} with its operations on that entity. The entity takes
+ * the locks they need in its {@link LockTable} (strict two-phase locking with wait-die; the whole
+ * entity under the serial policy, the touched keys under the keys policy), evaluates them against
+ * the tentative state, persists them as a prepared record ({@link Effect.SubmitPrepare}) and votes
+ * yes once that record is durable, or votes no (a failed precondition, a wait-die death, a store
+ * refusal). It keeps its locks until the decision: a commit applies the prepared operations to the
+ * tentative state and submits them as an ordinary commit that also resolves the prepared record; an
+ * abort drops them. Locks are released when the commit is submitted, not when it is durable: a later
+ * reader's answers and votes wait for durability anyway (replies are released in order, prepared
+ * records are written in partition order), so early release exposes nothing a crash could erase.
+ * Single-entity turns take no locks: a turn whose access conflicts with a lock holder waits in the
+ * turn queue until the holder releases.
+ *
+ * <p>The vote is a {@link TurnResult}: {@code Done(version, stateAfter, wrote)} for yes, with the
+ * entity's durable version when the vote was cast and the state the transaction will produce;
+ * {@code Failed(error)} for no. The acknowledgement of a commit decision is {@code Done} with the
+ * commit's own version, released once it is durable.
+ *
  * @param <R> the shell's reply target (an actor reference in the server, anything in tests)
  */
 public final class EntityTurnCore<R> {
@@ -61,6 +81,29 @@ public final class EntityTurnCore<R> {
     record CommitFailed<R>(long serial, TroupeException error, boolean refusedBeforeWrite)
         implements Input<R> {}
 
+    /**
+     * Prepare this entity's part of a multi-entity transaction and vote.
+     *
+     * @param startTimestamp the transaction's age for wait-die (kept across its retries)
+     * @param turns the operations on this entity, evaluated in order; empty for a pure read
+     * @param readsState whether the transaction reads the whole state of this entity
+     */
+    record PrepareRequested<R>(long transactionId, long startTimestamp, List<Turn> turns,
+        boolean readsState, CompiledType type, R voteTo) implements Input<R> {}
+
+    /** The prepared record of this transaction is durable. */
+    record PrepareSucceeded<R>(long transactionId) implements Input<R> {}
+
+    /** The prepared record was not written (or its fate is unknown): vote no. */
+    record PrepareFailed<R>(long transactionId, TroupeException error) implements Input<R> {}
+
+    /**
+     * The coordinator's decision. {@code acknowledgeTo} receives the commit's result; for an abort
+     * it may be {@code null} (nobody waits for it).
+     */
+    record DecisionReceived<R>(long transactionId, boolean commit, R acknowledgeTo)
+        implements Input<R> {}
+
     /** The shell wants to stop this entity (idle, or to make room for others). */
     record PassivationRequested<R>() implements Input<R> {}
 
@@ -70,9 +113,22 @@ public final class EntityTurnCore<R> {
 
   /** What the shell must do. */
   public sealed interface Effect<R> {
-    /** Submit these operations as one journal record, and report back with the serial. */
-    record SubmitCommit<R>(long serial, long transactionId, List<Operation> operations)
-        implements Effect<R> {}
+    /**
+     * Submit these operations as one journal record, and report back with the serial. {@code
+     * resolvesPrepared}: the record is a transaction's decided commit, so the store removes its
+     * prepared record in the same write and must not refuse it for load.
+     */
+    record SubmitCommit<R>(long serial, long transactionId, List<Operation> operations,
+        boolean resolvesPrepared) implements Effect<R> {}
+
+    /** Persist the prepared record of a transaction; report with PrepareSucceeded/Failed. */
+    record SubmitPrepare<R>(long transactionId, List<Operation> operations) implements Effect<R> {}
+
+    /**
+     * Remove the prepared record of an aborted transaction. Needs no reply and no sync: a prepared
+     * record left behind by a crash is resolved as aborted at recovery (presumed abort).
+     */
+    record AbandonPrepared<R>(long transactionId) implements Effect<R> {}
 
     record Reply<R>(R replyTo, TurnResult result) implements Effect<R> {}
 
@@ -86,12 +142,35 @@ public final class EntityTurnCore<R> {
     record OfferPassivation<R>() implements Effect<R> {}
   }
 
-  private record InFlight(long serial, EntityState stateBefore) {}
+  /** @param resolvesPrepared a decided transaction's commit, which must never be rolled back */
+  private record InFlight(long serial, EntityState stateBefore, boolean resolvesPrepared) {}
 
   private record PendingReply<R>(long dependsOnSerial, R replyTo, EntityState state, boolean wrote,
       TroupeException error) {}
 
   private record Waiting<R>(Turn turn, CompiledType type, long transactionId, R replyTo) {}
+
+  private enum Phase {
+    WAITING_FOR_LOCKS,
+    /** Evaluated, prepared record submitted, vote not yet cast. */
+    PREPARING,
+    /** Voted yes; waiting for the decision. */
+    PREPARED
+  }
+
+  /** This entity's part of one transaction, from its prepare request to its decision. */
+  private static final class Participation<R> {
+    final Input.PrepareRequested<R> request;
+    Phase phase = Phase.WAITING_FOR_LOCKS;
+    List<Operation> operations = List.of();
+    EntityState stateAfter;
+    /** An abort arrived while the prepared record was being written. */
+    boolean abortedWhilePreparing;
+
+    Participation(Input.PrepareRequested<R> request) {
+      this.request = request;
+    }
+  }
 
   private final EntityId entity;
   private final TurnLimits limits;
@@ -104,6 +183,8 @@ public final class EntityTurnCore<R> {
   private final ArrayDeque<InFlight> inFlight = new ArrayDeque<>();
   private final ArrayDeque<PendingReply<R>> replies = new ArrayDeque<>();
   private final ArrayDeque<Waiting<R>> waiting = new ArrayDeque<>();
+  private final LockTable<Long> locks = new LockTable<>();
+  private final java.util.Map<Long, Participation<R>> participations = new java.util.HashMap<>();
   private boolean passivationRequested;
   private boolean stopped;
   /** Whether any input other than an idle check arrived since the last idle check. */
@@ -129,7 +210,7 @@ public final class EntityTurnCore<R> {
         Invariants.check(!passivationRequested, "%s got a turn while passivating", entity);
         Waiting<R> turn =
             new Waiting<>(request.turn(), request.type(), request.transactionId(), request.replyTo());
-        if (inFlight.size() < limits.maxInFlightCommitsPerEntity() && waiting.isEmpty()) {
+        if (waiting.isEmpty() && canRun(turn)) {
           run(turn, effects);
         } else if (waiting.size() < limits.maxQueuedTurnsPerEntity()) {
           waiting.add(turn);
@@ -150,17 +231,19 @@ public final class EntityTurnCore<R> {
         lastDurableVersion = success.commitTimestamp();
         releaseReplies(effects);
         rebaseWhenSettled();
-        while (!waiting.isEmpty() && inFlight.size() < limits.maxInFlightCommitsPerEntity()) {
-          run(waiting.pollFirst(), effects);
-        }
+        runWaitingTurns(effects);
       }
       case Input.CommitFailed<R> failure -> {
-        if (failure.refusedBeforeWrite()) {
+        if (failure.refusedBeforeWrite() && !rollbackLosesADecision(failure.serial())) {
           refuseFrom(failure.serial(), failure.error(), effects);
         } else {
           failEverything(failure.error(), effects);
         }
       }
+      case Input.PrepareRequested<R> prepare -> prepare(prepare, effects);
+      case Input.PrepareSucceeded<R> prepared -> prepared(prepared.transactionId(), effects);
+      case Input.PrepareFailed<R> failed -> prepareFailed(failed, effects);
+      case Input.DecisionReceived<R> decision -> decide(decision, effects);
       case Input.PassivationRequested<R> ignored -> passivationRequested = true;
       case Input.IdleCheckElapsed<R> ignored -> {
         if (!activeSinceIdleCheck && isIdle() && !passivationRequested) {
@@ -176,9 +259,213 @@ public final class EntityTurnCore<R> {
     return effects;
   }
 
-  /** Nothing in flight, nothing waiting, nobody waiting for a reply. */
+  /** Nothing in flight, nothing waiting, nobody waiting for a reply, no transaction open. */
   public boolean isIdle() {
-    return inFlight.isEmpty() && waiting.isEmpty() && replies.isEmpty();
+    return inFlight.isEmpty() && waiting.isEmpty() && replies.isEmpty()
+        && participations.isEmpty();
+  }
+
+  /** The transactions this entity takes part in and has not seen decided (for metrics, tests). */
+  public int openTransactions() {
+    return participations.size();
+  }
+
+  private boolean canRun(Waiting<R> turn) {
+    return inFlight.size() < limits.maxInFlightCommitsPerEntity()
+        && !locks.conflictsWithHolders(AccessSets.forTurn(turn.type(), turn.turn()));
+  }
+
+  /** Runs queued turns in arrival order while the head may run. */
+  private void runWaitingTurns(List<Effect<R>> effects) {
+    while (!waiting.isEmpty() && canRun(waiting.peekFirst())) {
+      run(waiting.pollFirst(), effects);
+    }
+  }
+
+  // ------------------------------------------------------------------- transaction participant
+
+  private void prepare(Input.PrepareRequested<R> request, List<Effect<R>> effects) {
+    Invariants.check(!passivationRequested, "%s got a prepare while passivating", entity);
+    long transactionId = request.transactionId();
+    if (participations.containsKey(transactionId)) {
+      effects.add(new Effect.Reply<>(request.voteTo(), new TurnResult.Failed(TroupeException.invalid(
+          "transaction %d already has a part on %s".formatted(transactionId, entity)))));
+      return;
+    }
+    if (participations.size() >= limits.maxQueuedTurnsPerEntity()) {
+      effects.add(new Effect.Reply<>(request.voteTo(), new TurnResult.Failed(new TroupeException(
+          ErrorCode.OVERLOADED, "entity %s takes part in %d open transactions; retry later"
+              .formatted(entity, participations.size())))));
+      return;
+    }
+    Participation<R> participation = new Participation<>(request);
+    LockTable.LockSet access =
+        AccessSets.forTransaction(request.type(), request.turns(), request.readsState());
+    switch (locks.request(transactionId, request.startTimestamp(), access, transactionId)) {
+      case LockTable.Outcome.Granted ignored -> {
+        participations.put(transactionId, participation);
+        evaluate(participation, effects);
+      }
+      case LockTable.Outcome.Waiting ignored -> participations.put(transactionId, participation);
+      case LockTable.Outcome.Died died -> effects.add(new Effect.Reply<>(request.voteTo(),
+          new TurnResult.Failed(new TroupeException(ErrorCode.ABORTED, TransactionAbort.LOCK_CONFLICT,
+              "%s is locked by an older transaction (%d)".formatted(entity,
+                  died.conflictingTransaction())))));
+    }
+  }
+
+  /** Locks held: evaluate the transaction's turns in order on the tentative state. */
+  private void evaluate(Participation<R> participation, List<Effect<R>> effects) {
+    Input.PrepareRequested<R> request = participation.request;
+    EntityState scratch = tentative;
+    List<Operation> operations = new ArrayList<>();
+    int additions = 0;
+    for (Turn turn : request.turns()) {
+      TurnEvaluator.Decision decision = TurnEvaluator.evaluate(entity, request.type(), scratch,
+          turn, request.transactionId(), originDc, limits);
+      switch (decision) {
+        case TurnEvaluator.Decision.Reject reject -> {
+          voteNo(participation, reject.error(), effects);
+          return;
+        }
+        case TurnEvaluator.Decision.Write write -> {
+          // Several turns of one transaction on one entity: give each set addition its own tag.
+          List<Operation> renumbered = new ArrayList<>(write.operations().size());
+          for (Operation operation : write.operations()) {
+            if (operation instanceof Operation.AddElement add) {
+              renumbered.add(new Operation.AddElement(add.key(), add.element(),
+                  new dev.troupe.model.value.Tag(originDc, request.transactionId(), additions++)));
+            } else {
+              renumbered.add(operation);
+            }
+          }
+          if (!renumbered.isEmpty()) {
+            scratch = scratch.apply(renumbered, scratch.version() + 1, originDc);
+            operations.addAll(renumbered);
+          }
+        }
+      }
+    }
+    participation.operations = List.copyOf(operations);
+    participation.stateAfter = scratch;
+    if (operations.isEmpty()) {
+      // Nothing to redo after a crash: no prepared record. The vote still waits until everything
+      // it observed is durable.
+      participation.phase = Phase.PREPARED;
+      replies.add(new PendingReply<>(lastSubmittedSerial, request.voteTo(), scratch, false, null));
+      releaseReplies(effects);
+    } else {
+      participation.phase = Phase.PREPARING;
+      effects.add(new Effect.SubmitPrepare<>(request.transactionId(), participation.operations));
+    }
+  }
+
+  private void prepared(long transactionId, List<Effect<R>> effects) {
+    Participation<R> participation = participations.get(transactionId);
+    Invariants.check(participation != null && participation.phase == Phase.PREPARING,
+        "%s: prepared record of transaction %d is durable but it was not preparing (%s)", entity,
+        transactionId, participation == null ? null : participation.phase);
+    if (participation.abortedWhilePreparing) {
+      effects.add(new Effect.AbandonPrepared<>(transactionId));
+      finish(transactionId, effects);
+      return;
+    }
+    participation.phase = Phase.PREPARED;
+    replies.add(new PendingReply<>(lastSubmittedSerial, participation.request.voteTo(),
+        participation.stateAfter, true, null));
+    releaseReplies(effects);
+  }
+
+  private void prepareFailed(Input.PrepareFailed<R> failed, List<Effect<R>> effects) {
+    Participation<R> participation = participations.get(failed.transactionId());
+    Invariants.check(participation != null && participation.phase == Phase.PREPARING,
+        "%s: prepare of transaction %d failed but it was not preparing", entity,
+        failed.transactionId());
+    if (participation.abortedWhilePreparing) {
+      finish(failed.transactionId(), effects);
+      return;
+    }
+    voteNo(participation, failed.error(), effects);
+  }
+
+  private void voteNo(Participation<R> participation, TroupeException reason,
+      List<Effect<R>> effects) {
+    long transactionId = participation.request.transactionId();
+    // A rejection read the tentative state, so it waits for what it observed, like a turn's.
+    replies.add(new PendingReply<>(lastSubmittedSerial, participation.request.voteTo(), tentative,
+        false, reason));
+    releaseReplies(effects);
+    finish(transactionId, effects);
+  }
+
+  private void decide(Input.DecisionReceived<R> decision, List<Effect<R>> effects) {
+    long transactionId = decision.transactionId();
+    Participation<R> participation = participations.get(transactionId);
+    if (participation == null) {
+      // Already voted no (and forgot it), or a repeated decision: nothing is held.
+      Invariants.check(!decision.commit(),
+          "%s: commit of transaction %d, which has no prepared part here", entity, transactionId);
+      acknowledgeAbort(decision, effects);
+      return;
+    }
+    if (!decision.commit()) {
+      switch (participation.phase) {
+        case WAITING_FOR_LOCKS -> {
+          participations.remove(transactionId);
+          grant(locks.cancel(transactionId), effects);
+        }
+        case PREPARING -> participation.abortedWhilePreparing = true;
+        case PREPARED -> {
+          if (!participation.operations.isEmpty()) {
+            effects.add(new Effect.AbandonPrepared<>(transactionId));
+          }
+          finish(transactionId, effects);
+        }
+      }
+      acknowledgeAbort(decision, effects);
+      return;
+    }
+    Invariants.check(participation.phase == Phase.PREPARED,
+        "%s: commit of transaction %d before it voted (%s)", entity, transactionId,
+        participation.phase);
+    if (participation.operations.isEmpty()) {
+      replies.add(new PendingReply<>(lastSubmittedSerial, decision.acknowledgeTo(), tentative,
+          false, null));
+    } else {
+      EntityState before = tentative;
+      tentative = tentative.apply(participation.operations, tentative.version() + 1, originDc);
+      long serial = ++lastSubmittedSerial;
+      inFlight.add(new InFlight(serial, before, true));
+      replies.add(new PendingReply<>(serial, decision.acknowledgeTo(), tentative, true, null));
+      effects.add(new Effect.SubmitCommit<>(serial, transactionId, participation.operations, true));
+    }
+    releaseReplies(effects);
+    finish(transactionId, effects);
+  }
+
+  private void acknowledgeAbort(Input.DecisionReceived<R> decision, List<Effect<R>> effects) {
+    if (decision.acknowledgeTo() != null) {
+      effects.add(new Effect.Reply<>(decision.acknowledgeTo(), new TurnResult.Failed(
+          new TroupeException(ErrorCode.ABORTED, TransactionAbort.DECIDED,
+              "transaction %d aborted".formatted(decision.transactionId())))));
+    }
+  }
+
+  /** The transaction is over here: release its locks and let waiters and turns in. */
+  private void finish(long transactionId, List<Effect<R>> effects) {
+    participations.remove(transactionId);
+    grant(locks.release(transactionId), effects);
+  }
+
+  private void grant(List<LockTable.Grant<Long>> granted, List<Effect<R>> effects) {
+    for (LockTable.Grant<Long> grant : granted) {
+      Participation<R> participation = participations.get(grant.transactionId());
+      Invariants.check(participation != null && participation.phase == Phase.WAITING_FOR_LOCKS,
+          "%s: granted locks to transaction %d, which was not waiting", entity,
+          grant.transactionId());
+      evaluate(participation, effects);
+    }
+    runWaitingTurns(effects);
   }
 
   private void run(Waiting<R> turn, List<Effect<R>> effects) {
@@ -196,9 +483,10 @@ public final class EntityTurnCore<R> {
         EntityState before = tentative;
         tentative = tentative.apply(write.operations(), tentative.version() + 1, originDc);
         long serial = ++lastSubmittedSerial;
-        inFlight.add(new InFlight(serial, before));
+        inFlight.add(new InFlight(serial, before, false));
         replies.add(new PendingReply<>(serial, turn.replyTo(), tentative, true, null));
-        effects.add(new Effect.SubmitCommit<>(serial, turn.transactionId(), write.operations()));
+        effects.add(
+            new Effect.SubmitCommit<>(serial, turn.transactionId(), write.operations(), false));
       }
     }
     releaseReplies(effects);
@@ -248,6 +536,19 @@ public final class EntityTurnCore<R> {
   }
 
   /**
+   * Whether rolling back to before {@code serial} would drop a decided transaction's commit: that
+   * cannot be redone here, so the entity fails instead and recovery applies the decision.
+   */
+  private boolean rollbackLosesADecision(long serial) {
+    for (InFlight commit : inFlight) {
+      if (commit.serial() >= serial && commit.resolvesPrepared()) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /**
    * With nothing in flight the tentative state equals the durable one: give it the real version
    * instead of the provisional one.
    */
@@ -271,9 +572,16 @@ public final class EntityTurnCore<R> {
       effects.add(new Effect.Reply<>(turn.replyTo(), new TurnResult.Failed(
           new TroupeException(ErrorCode.UNAVAILABLE, "storage failed: " + cause.getMessage()))));
     }
+    for (Participation<R> participation : participations.values()) {
+      if (participation.phase != Phase.PREPARED) {
+        effects.add(new Effect.Reply<>(participation.request.voteTo(), new TurnResult.Failed(
+            new TroupeException(ErrorCode.UNAVAILABLE, "storage failed: " + cause.getMessage()))));
+      }
+    }
     replies.clear();
     waiting.clear();
     inFlight.clear();
+    participations.clear();
     stopped = true;
     effects.add(new Effect.Stop<>());
   }

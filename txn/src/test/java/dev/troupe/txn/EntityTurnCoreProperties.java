@@ -148,6 +148,8 @@ class EntityTurnCoreProperties {
         case Effect.Reply<Integer> reply -> replies.add(reply);
         case Effect.Stop<Integer> ignored -> throw new AssertionError("no stop expected");
         case Effect.OfferPassivation<Integer> ignored -> {}
+        case Effect.SubmitPrepare<Integer> ignored -> throw new AssertionError("no transactions");
+        case Effect.AbandonPrepared<Integer> ignored -> throw new AssertionError("no transactions");
       }
     }
     return replies;

@@ -6,8 +6,18 @@ package dev.troupe.model.spec;
  * {@code psac}) are added here without touching the entity turn itself.
  */
 public enum AdmissionPolicy {
-  /** One turn at a time per entity: the default, and always correct. */
-  SERIAL("serial");
+  /**
+   * One turn at a time per entity: the default, and always correct. A transaction locks the whole
+   * entity until its decision.
+   */
+  SERIAL("serial"),
+  /**
+   * Key-level concurrency control (smsa.txt §3.3.4): a transaction locks only the keys its
+   * operations read or write, so transactions and turns on disjoint keys of a hot entity proceed
+   * side by side. An action's keys are those its preconditions and effects name; an action that
+   * reads {@code state} as a whole locks the whole entity.
+   */
+  KEYS("keys");
 
   private final String wireName;
 

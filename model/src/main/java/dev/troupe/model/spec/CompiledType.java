@@ -386,6 +386,56 @@ public final class CompiledType {
 
   // ---- invocation helpers ----
 
+  /**
+   * The keys an action may read and write, known before it runs (for key-level locking). Writes
+   * are the keys of its effects; reads every declared key whose name occurs as an identifier in a
+   * precondition or effect. This over-approximates (a key name inside a string literal counts),
+   * which only costs concurrency, never correctness. An action that names the {@code state}
+   * variable reads the whole entity.
+   *
+   * @throws TroupeException with {@code UNKNOWN_ACTION} if the type has no such action
+   */
+  public ActionAccess access(String action) {
+    CompiledAction compiled = action(action);
+    java.util.Set<String> reads = new java.util.TreeSet<>();
+    java.util.Set<String> writes = new java.util.TreeSet<>();
+    boolean wholeState = false;
+    List<String> texts = new ArrayList<>();
+    compiled.preconditions().forEach(expression -> texts.add(expression.text()));
+    for (Effect effect : compiled.effects()) {
+      writes.add(effect.key());
+      texts.add(effect.expression().text());
+    }
+    for (String text : texts) {
+      java.util.regex.Matcher identifiers = IDENTIFIER.matcher(text);
+      while (identifiers.find()) {
+        String identifier = identifiers.group();
+        if (identifier.equals(Names.STATE_VARIABLE)) {
+          wholeState = true;
+        } else if (spec.keys().containsKey(identifier)) {
+          reads.add(identifier);
+        }
+      }
+    }
+    return new ActionAccess(reads, writes, wholeState);
+  }
+
+  private static final java.util.regex.Pattern IDENTIFIER =
+      java.util.regex.Pattern.compile("[A-Za-z_][A-Za-z0-9_]*");
+
+  /**
+   * The keys an action reads and writes (see {@link #access}).
+   *
+   * @param readsWholeState the action reads {@code state} as a map, so every key
+   */
+  public record ActionAccess(
+      java.util.Set<String> reads, java.util.Set<String> writes, boolean readsWholeState) {
+    public ActionAccess {
+      reads = java.util.Set.copyOf(reads);
+      writes = java.util.Set.copyOf(writes);
+    }
+  }
+
   private CompiledAction action(String action) {
     CompiledAction compiled = actions.get(action);
     if (compiled == null) {

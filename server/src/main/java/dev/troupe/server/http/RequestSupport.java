@@ -245,6 +245,9 @@ final class RequestSupport {
   static HttpResponse error(int status, TroupeException error) {
     ObjectNode body = Json.NODES.objectNode();
     body.put("error", error.code().wireName());
+    if (error.reason() != null) {
+      body.put("reason", error.reason());
+    }
     body.put("message", error.getMessage());
     return json(status, body);
   }

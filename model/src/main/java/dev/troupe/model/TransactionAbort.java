@@ -1,0 +1,27 @@
+package dev.troupe.model;
+
+/**
+ * The closed set of reasons a transaction aborts, sent to clients as {@code "reason"} with error
+ * {@link ErrorCode#ABORTED} (HTTP 409). Adding one is an API change. Whatever the reason, an aborted
+ * transaction changed nothing.
+ */
+public final class TransactionAbort {
+  private TransactionAbort() {}
+
+  /** An operation's precondition (or a rejected operation) failed on one entity. */
+  public static final String PRECONDITION_FAILED = "precondition_failed";
+
+  /**
+   * Wait-die killed it on a lock held or awaited by an older transaction, and its retries ran out.
+   */
+  public static final String LOCK_CONFLICT = "lock_conflict";
+
+  /** Not every participant voted within the prepare timeout. */
+  public static final String TIMEOUT = "timeout";
+
+  /** A participant was overloaded or its storage refused the prepared record. */
+  public static final String PARTICIPANT_UNAVAILABLE = "participant_unavailable";
+
+  /** The coordinator decided abort; the participant's acknowledgement of that decision. */
+  public static final String DECIDED = "decided";
+}

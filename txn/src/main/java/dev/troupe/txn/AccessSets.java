@@ -1,0 +1,63 @@
+package dev.troupe.txn;
+
+import dev.troupe.model.spec.AdmissionPolicy;
+import dev.troupe.model.spec.CompiledType;
+import dev.troupe.txn.LockTable.LockSet;
+import dev.troupe.txn.LockTable.Mode;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * The locks a turn or a transaction's part on one entity needs, by the type's admission policy:
+ * the whole entity under {@link AdmissionPolicy#SERIAL}, the keys it touches under {@link
+ * AdmissionPolicy#KEYS}. Known before the turn runs, from the request and the type alone.
+ *
+ * <p>Pure; thread-safe (stateless).
+ */
+public final class AccessSets {
+  private AccessSets() {}
+
+  /** The locks of one single-entity turn. */
+  public static LockSet forTurn(CompiledType type, Turn turn) {
+    return forTransaction(type, List.of(turn), false);
+  }
+
+  /**
+   * The locks of a transaction's operations on one entity.
+   *
+   * @param readsState whether the transaction also reads the entity's whole state
+   */
+  public static LockSet forTransaction(CompiledType type, List<Turn> turns, boolean readsState) {
+    if (type.spec().admission() == AdmissionPolicy.SERIAL) {
+      return LockSet.wholeEntity(turns.isEmpty() ? Mode.READ : Mode.WRITE);
+    }
+    Mode entityMode = readsState ? Mode.READ : null;
+    Map<String, Mode> keys = new HashMap<>();
+    for (Turn turn : turns) {
+      switch (turn) {
+        case Turn.AssignKeys assign ->
+            assign.assignments().keySet().forEach(key -> keys.put(key, Mode.WRITE));
+        case Turn.DeleteKey delete -> keys.put(delete.key(), Mode.WRITE);
+        case Turn.IncrementKey increment -> keys.put(increment.key(), Mode.WRITE);
+        case Turn.AddElement add -> keys.put(add.key(), Mode.WRITE);
+        case Turn.RemoveElement remove -> keys.put(remove.key(), Mode.WRITE);
+        case Turn.DeleteEntity ignored -> entityMode = Mode.WRITE;
+        case Turn.InvokeAction invoke -> {
+          if (type.isSchemaless() || !type.spec().actions().containsKey(invoke.action())) {
+            // Evaluation rejects it; lock the whole entity meanwhile rather than guess.
+            entityMode = Mode.WRITE;
+            continue;
+          }
+          CompiledType.ActionAccess access = type.access(invoke.action());
+          if (access.readsWholeState() && entityMode != Mode.WRITE) {
+            entityMode = Mode.READ;
+          }
+          access.reads().forEach(key -> keys.putIfAbsent(key, Mode.READ));
+          access.writes().forEach(key -> keys.put(key, Mode.WRITE));
+        }
+      }
+    }
+    return new LockSet(entityMode, keys);
+  }
+}
