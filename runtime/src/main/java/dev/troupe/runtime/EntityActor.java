@@ -38,9 +38,40 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
   /** Messages of an entity actor. */
   public sealed interface Command {}
 
+  /** Messages routed to an entity through its registry (which may activate it first). */
+  public sealed interface Routed extends Command {
+    /** The registry cannot deliver it (too many buffered for this entity): answer the sender. */
+    void refuse(TroupeException reason);
+  }
+
   /** Run one turn against this entity and reply once everything it depends on is durable. */
   public record RunTurn(Turn turn, CompiledType type, ActorRef<TurnResult> replyTo)
-      implements Command {}
+      implements Routed {
+    @Override
+    public void refuse(TroupeException reason) {
+      replyTo.tell(new TurnResult.Failed(reason));
+    }
+  }
+
+  /** Prepare this entity's part of a transaction and vote (see {@link EntityTurnCore}). */
+  record Prepare(long transactionId, long startTimestamp, List<Turn> turns, boolean readsState,
+      CompiledType type, Recipient voteTo) implements Routed {
+    @Override
+    public void refuse(TroupeException reason) {
+      voteTo.deliver(new TurnResult.Failed(reason));
+    }
+  }
+
+  /** The decision of a transaction this entity took part in; acknowledgeTo is null for aborts. */
+  record Decide(long transactionId, boolean commit, Recipient acknowledgeTo) implements Routed {
+    @Override
+    public void refuse(TroupeException reason) {
+      // A commit goes only to a participant that voted yes, which stays active until it applies
+      // the decision, so the registry delivers it without buffering and never refuses it.
+      Invariants.check(!commit, "the commit of transaction %d was refused: %s", transactionId,
+          reason.getMessage());
+    }
+  }
 
   /** The registry stops this incarnation (idle, or making room); it buffers the entity meanwhile. */
   public record Passivate() implements Command {}
@@ -48,14 +79,17 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
   private record CommitCompleted(long serial, Committed committed, Throwable failure)
       implements Command {}
 
+  private record PrepareCompleted(long transactionId, Throwable failure) implements Command {}
+
   private record IdleCheck() implements Command {}
 
   private final EntityId entity;
   private final Store store;
-  private final EntityTurnCore<ActorRef<TurnResult>> core;
+  private final EntityTurnCore<Recipient> core;
   private final ActorRef<EntityRegistry.Command> registry;
   private final FatalErrorHandler fatalErrorHandler;
   private final TurnMetrics metrics;
+  private final TransactionMetrics transactionMetrics;
 
   public static Behavior<Command> create(
       EntityId entity,
@@ -63,7 +97,8 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
       RuntimeSettings settings,
       ActorRef<EntityRegistry.Command> registry,
       FatalErrorHandler fatalErrorHandler,
-      TurnMetrics metrics) {
+      TurnMetrics metrics,
+      TransactionMetrics transactionMetrics) {
     // A periodic check rather than a receive timeout: a receive timeout is rescheduled on every
     // message, which costs the scheduler work on the hot path of a busy entity.
     Duration idlePeriod = Duration.ofMillis(settings.passivateAfterIdleMillis());
@@ -71,7 +106,8 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
         context -> Behaviors.withTimers(timers -> {
           timers.startTimerWithFixedDelay(new IdleCheck(), idlePeriod);
           return new EntityActor(
-              context, entity, store, settings, registry, fatalErrorHandler, metrics);
+              context, entity, store, settings, registry, fatalErrorHandler, metrics,
+              transactionMetrics);
         }));
   }
 
@@ -82,8 +118,10 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
       RuntimeSettings settings,
       ActorRef<EntityRegistry.Command> registry,
       FatalErrorHandler fatalErrorHandler,
-      TurnMetrics metrics) {
+      TurnMetrics metrics,
+      TransactionMetrics transactionMetrics) {
     super(context);
+    this.transactionMetrics = transactionMetrics;
     this.entity = entity;
     this.store = store;
     this.registry = registry;
@@ -107,7 +145,23 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
       return switch (command) {
         case RunTurn run ->
             runEffects(core.handle(new Input.TurnRequested<>(
-                run.turn(), run.type(), store.newTransactionId(), run.replyTo())));
+                run.turn(), run.type(), store.newTransactionId(), new Recipient.Caller(run.replyTo()))));
+        case Prepare prepare -> {
+          long waitsBefore = core.lockWaits();
+          Behavior<Command> next = runEffects(core.handle(new Input.PrepareRequested<>(
+              prepare.transactionId(), prepare.startTimestamp(), prepare.turns(),
+              prepare.readsState(), prepare.type(), prepare.voteTo())));
+          transactionMetrics.recordLockWaits(core.lockWaits() - waitsBefore);
+          yield next;
+        }
+        case Decide decide ->
+            runEffects(core.handle(new Input.DecisionReceived<>(
+                decide.transactionId(), decide.commit(), decide.acknowledgeTo())));
+        case PrepareCompleted completed when completed.failure() == null ->
+            runEffects(core.handle(new Input.PrepareSucceeded<>(completed.transactionId())));
+        case PrepareCompleted completed ->
+            runEffects(core.handle(new Input.PrepareFailed<>(
+                completed.transactionId(), asTroupeException(completed.failure()))));
         case CommitCompleted completed when completed.failure() == null ->
             runEffects(core.handle(new Input.CommitSucceeded<>(
                 completed.serial(), completed.committed().commitTimestamp())));
@@ -128,22 +182,23 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
    * reported back to the core before any later effect runs, and the later commits of the same batch
    * are dropped: the core rolls back to before the refused one (see {@link EntityTurnCore}).
    */
-  private Behavior<Command> runEffects(List<Effect<ActorRef<TurnResult>>> effects) {
+  private Behavior<Command> runEffects(List<Effect<Recipient>> effects) {
     return execute(effects) ? Behaviors.stopped() : this;
   }
 
   /** Returns whether the core asked to stop. */
-  private boolean execute(List<Effect<ActorRef<TurnResult>>> effects) {
+  private boolean execute(List<Effect<Recipient>> effects) {
     boolean stop = false;
     boolean dropCommits = false;
-    for (Effect<ActorRef<TurnResult>> effect : effects) {
+    for (Effect<Recipient> effect : effects) {
       switch (effect) {
-        case Effect.SubmitCommit<ActorRef<TurnResult>> submit -> {
+        case Effect.SubmitCommit<Recipient> submit -> {
           if (dropCommits) {
             continue;
           }
-          CompletableFuture<Committed> future =
-              store.commit(
+          CompletableFuture<Committed> future = submit.resolvesPrepared()
+              ? store.commitPrepared(submit.transactionId(), entity, submit.operations())
+              : store.commit(
                   submit.transactionId(), List.of(new EntityWrite(entity, submit.operations())));
           TroupeException refusal = immediateRefusal(future);
           if (refusal != null) {
@@ -156,12 +211,22 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
                     new CommitCompleted(serial, committed, failure));
           }
         }
-        case Effect.Reply<ActorRef<TurnResult>> reply -> {
-          metrics.recordTurn(reply.result());
-          reply.replyTo().tell(reply.result());
+        case Effect.Reply<Recipient> reply -> {
+          if (reply.replyTo() instanceof Recipient.Caller) {
+            metrics.recordTurn(reply.result());
+          }
+          reply.replyTo().deliver(reply.result());
         }
-        case Effect.Stop<ActorRef<TurnResult>> ignored -> stop = true;
-        case Effect.OfferPassivation<ActorRef<TurnResult>> ignored ->
+        case Effect.SubmitPrepare<Recipient> prepare -> {
+          long transactionId = prepare.transactionId();
+          getContext().pipeToSelf(
+              store.prepare(transactionId, entity, prepare.operations()),
+              (ignored, failure) -> new PrepareCompleted(transactionId, failure));
+        }
+        case Effect.AbandonPrepared<Recipient> abandon ->
+            store.abandonPrepared(abandon.transactionId(), entity);
+        case Effect.Stop<Recipient> ignored -> stop = true;
+        case Effect.OfferPassivation<Recipient> ignored ->
             registry.tell(new EntityRegistry.PassivationWanted(entity));
       }
     }

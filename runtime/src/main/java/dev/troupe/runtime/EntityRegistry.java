@@ -6,7 +6,6 @@ import dev.troupe.model.TroupeException;
 import dev.troupe.storage.Store;
 import dev.troupe.txn.ActivationCore;
 import dev.troupe.txn.ActivationCore.Effect;
-import dev.troupe.txn.TurnResult;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -28,7 +27,7 @@ public final class EntityRegistry extends AbstractBehavior<EntityRegistry.Comman
   public sealed interface Command {}
 
   /** Route a message to an entity, activating it if needed. */
-  public record Route(EntityId entity, EntityActor.RunTurn message) implements Command {}
+  public record Route(EntityId entity, EntityActor.Routed message) implements Command {}
 
   /** An idle entity offers to stop. */
   public record PassivationWanted(EntityId entity) implements Command {}
@@ -36,26 +35,29 @@ public final class EntityRegistry extends AbstractBehavior<EntityRegistry.Comman
   private record IncarnationStopped(EntityId entity, ActorRef<EntityActor.Command> incarnation)
       implements Command {}
 
-  private final ActivationCore<EntityActor.RunTurn> core;
+  private final ActivationCore<EntityActor.Routed> core;
   private final Map<EntityId, ActorRef<EntityActor.Command>> incarnations = new HashMap<>();
   private final Store store;
   private final RuntimeSettings settings;
   private final FatalErrorHandler fatalErrorHandler;
   private final TurnMetrics metrics;
+  private final TransactionMetrics transactionMetrics;
   private long nextIncarnation;
 
   public static Behavior<Command> create(
       Store store, RuntimeSettings settings, int maxActive, FatalErrorHandler fatalErrorHandler,
-      TurnMetrics metrics) {
+      TurnMetrics metrics, TransactionMetrics transactionMetrics) {
     return Behaviors.setup(
         context -> new EntityRegistry(context, store, settings, maxActive, fatalErrorHandler,
-            metrics));
+            metrics, transactionMetrics));
   }
 
   private EntityRegistry(
       ActorContext<Command> context, Store store, RuntimeSettings settings, int maxActive,
-      FatalErrorHandler fatalErrorHandler, TurnMetrics metrics) {
+      FatalErrorHandler fatalErrorHandler, TurnMetrics metrics,
+      TransactionMetrics transactionMetrics) {
     super(context);
+    this.transactionMetrics = transactionMetrics;
     this.store = store;
     this.settings = settings;
     this.fatalErrorHandler = fatalErrorHandler;
@@ -69,7 +71,7 @@ public final class EntityRegistry extends AbstractBehavior<EntityRegistry.Comman
   }
 
   private Behavior<Command> onCommand(Command command) {
-    List<Effect<EntityActor.RunTurn>> effects = switch (command) {
+    List<Effect<EntityActor.Routed>> effects = switch (command) {
       case Route route -> core.deliver(route.entity(), route.message());
       case PassivationWanted wanted -> core.passivationWanted(wanted.entity());
       case IncarnationStopped stopped -> {
@@ -81,16 +83,16 @@ public final class EntityRegistry extends AbstractBehavior<EntityRegistry.Comman
         yield core.stopped(stopped.entity());
       }
     };
-    for (Effect<EntityActor.RunTurn> effect : effects) {
+    for (Effect<EntityActor.Routed> effect : effects) {
       switch (effect) {
-        case Effect.Activate<EntityActor.RunTurn> activate -> activate(activate.entity());
-        case Effect.Deliver<EntityActor.RunTurn> deliver ->
+        case Effect.Activate<EntityActor.Routed> activate -> activate(activate.entity());
+        case Effect.Deliver<EntityActor.Routed> deliver ->
             incarnations.get(deliver.entity()).tell(deliver.message());
-        case Effect.Passivate<EntityActor.RunTurn> passivate ->
+        case Effect.Passivate<EntityActor.Routed> passivate ->
             incarnations.get(passivate.entity()).tell(new EntityActor.Passivate());
-        case Effect.Refuse<EntityActor.RunTurn> refuse ->
-            refuse.message().replyTo().tell(new TurnResult.Failed(new TroupeException(
-                ErrorCode.OVERLOADED, refuse.entity() + " has too many waiting turns")));
+        case Effect.Refuse<EntityActor.Routed> refuse ->
+            refuse.message().refuse(new TroupeException(
+                ErrorCode.OVERLOADED, refuse.entity() + " has too many waiting turns"));
       }
     }
     metrics.setActiveEntities(getContext().getSelf().path().name(), core.activeCount());
@@ -102,7 +104,7 @@ public final class EntityRegistry extends AbstractBehavior<EntityRegistry.Comman
         getContext()
             .spawn(
                 EntityActor.create(entity, store, settings, getContext().getSelf(),
-                    fatalErrorHandler, metrics),
+                    fatalErrorHandler, metrics, transactionMetrics),
                 "entity-" + (nextIncarnation++),
                 DispatcherSelector.fromConfig("troupe-entity-dispatcher"));
     getContext().watchWith(incarnation, new IncarnationStopped(entity, incarnation));

@@ -21,7 +21,34 @@ public record RuntimeSettings(
     int materializationThreads,
     int materializationQueueLimit,
     long renderedStateCacheBytes,
+    TransactionSettings transactions,
     Config config) {
+
+  /**
+   * The {@code troupe.transactions} settings (reference.conf documents each).
+   */
+  public record TransactionSettings(
+      long prepareTimeoutMillis,
+      int maxLockConflictRetries,
+      long retryBackoffMillis,
+      int maxParticipants,
+      int maxOperations,
+      int maxSyncDepth) {
+    static TransactionSettings fromConfig(Config transactions) {
+      int retries = transactions.getInt("max-lock-conflict-retries");
+      if (retries < 0) {
+        throw new IllegalArgumentException("max-lock-conflict-retries must be >= 0, was " + retries);
+      }
+      return new TransactionSettings(
+          positiveLong(transactions, "prepare-timeout-millis"),
+          retries,
+          positiveLong(transactions, "retry-backoff-millis"),
+          positive(transactions, "max-participants"),
+          positive(transactions, "max-operations"),
+          positive(transactions, "max-sync-depth"));
+    }
+  }
+
 
   public static RuntimeSettings load() {
     return fromConfig(ConfigFactory.load());
@@ -68,6 +95,7 @@ public record RuntimeSettings(
         positive(entity, "materialization-threads"),
         positive(entity, "materialization-queue-limit"),
         positiveLong(entity, "rendered-state-cache-bytes"),
+        TransactionSettings.fromConfig(troupe.getConfig("transactions")),
         config);
   }
 

@@ -21,6 +21,12 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
+import dev.troupe.model.TransactionAbort;
+import dev.troupe.model.spec.ActionSpec;
+import dev.troupe.model.spec.SyncInvocation;
+import dev.troupe.storage.InDoubtResolution;
+import dev.troupe.txn.CoordinatorCore;
+import java.util.LinkedHashMap;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeoutException;
@@ -60,6 +66,8 @@ public final class Troupe implements AutoCloseable {
   /** Declared types with the version of the definition they were compiled from. */
   private final Map<String, Declared> declaredTypes = new ConcurrentHashMap<>();
   private final TurnMetrics metrics = new TurnMetrics();
+  private final TransactionMetrics transactionMetrics = new TransactionMetrics();
+  private final CoordinatorCore.Limits coordinatorLimits;
   private final Duration turnTimeout;
   private final AtomicBoolean failed = new AtomicBoolean();
   private final AtomicBoolean closed = new AtomicBoolean();
@@ -70,6 +78,23 @@ public final class Troupe implements AutoCloseable {
     this.settings = settings;
     this.turnTimeout = Duration.ofMillis(settings.turnTimeoutMillis());
     this.store = RocksStore.open(settings.storage(), System::currentTimeMillis);
+    this.coordinatorLimits = new CoordinatorCore.Limits(
+        settings.transactions().prepareTimeoutMillis(),
+        settings.transactions().maxLockConflictRetries(),
+        settings.transactions().retryBackoffMillis());
+    try {
+      // Before any turn runs: commit or abort what a crash left prepared.
+      InDoubtResolution resolution = store.resolveInDoubtTransactions();
+      transactionMetrics.recordRecovery(resolution.toCommit().size(), resolution.toAbort().size());
+      if (!resolution.isEmpty()) {
+        log.info("resolved in-doubt transactions: committed {} prepared parts, aborted {},"
+                + " forgot {} decisions", resolution.toCommit().size(),
+            resolution.toAbort().size(), resolution.decisionsToForget().size());
+      }
+    } catch (RuntimeException e) {
+      store.close();
+      throw e;
+    }
     this.renderedStates = new RenderedStates(settings.renderedStateCacheBytes());
     this.materializationExecutor = new java.util.concurrent.ThreadPoolExecutor(
         settings.materializationThreads(), settings.materializationThreads(), 0,
@@ -87,7 +112,8 @@ public final class Troupe implements AutoCloseable {
       int maxActivePerRegistry = Math.max(1, settings.maxEntityActors() / partitions);
       for (int partition = 0; partition < partitions; partition++) {
         registries.add(system.systemActorOf(
-            EntityRegistry.create(store, settings, maxActivePerRegistry, handler, metrics),
+            EntityRegistry.create(store, settings, maxActivePerRegistry, handler, metrics,
+                transactionMetrics),
             "partition-" + partition, Props.empty()));
       }
       loadTypes();
@@ -307,7 +333,11 @@ public final class Troupe implements AutoCloseable {
     return turn(entity, new Turn.InvokeAction(action, params));
   }
 
-  /** Runs one turn on one entity. */
+  /**
+   * Runs one turn on one entity. An action with {@code sync} calls runs as a transaction with the
+   * entities it calls (all or nothing); its answer is the invoked entity's, and a failed
+   * precondition on any of them fails it with {@code precondition_failed}.
+   */
   public CompletableFuture<TurnOutcome> turn(EntityId entity, Turn turn) {
     CompiledType type;
     try {
@@ -316,7 +346,155 @@ public final class Troupe implements AutoCloseable {
     } catch (TroupeException e) {
       return CompletableFuture.failedFuture(e);
     }
+    if (turn instanceof Turn.InvokeAction invoke && hasSync(type, invoke.action())) {
+      TransactionRequest request = new TransactionRequest(
+          List.of(new TransactionRequest.Operation(entity, turn)), List.of());
+      return transactCommitted(request).handle((committed, failure) -> {
+        if (failure != null) {
+          Throwable cause = failure instanceof CompletionException && failure.getCause() != null
+              ? failure.getCause() : failure;
+          if (cause instanceof TroupeException error && error.code() == ErrorCode.ABORTED
+              && TransactionAbort.PRECONDITION_FAILED.equals(error.reason())) {
+            throw new TroupeException(ErrorCode.PRECONDITION_FAILED, error.getMessage());
+          }
+          throw cause instanceof RuntimeException runtime ? runtime : new CompletionException(cause);
+        }
+        CoordinatorCore.ParticipantResult result = committed.results().get(entity);
+        return new TurnOutcome(result.version(), result.wrote(), result.state(), type);
+      });
+    }
     return run(entity, type, turn);
+  }
+
+  private static boolean hasSync(CompiledType type, String action) {
+    ActionSpec spec = type.spec().actions().get(action);
+    return spec != null && !spec.sync().isEmpty();
+  }
+
+  // ---------------------------------------------------------------- transactions
+
+  /**
+   * Runs a static multi-entity transaction (strict two-phase locking with wait-die, then
+   * two-phase commit). Fails with {@code aborted} (and a reason) when it changed nothing, with
+   * {@code outcome_unknown} only when its outcome cannot be known, and with {@code
+   * invalid_request}, {@code unknown_type} or {@code unknown_action} for a malformed request.
+   */
+  public CompletableFuture<TransactionOutcome> transact(TransactionRequest request) {
+    Map<EntityId, CompiledType> types = new LinkedHashMap<>();
+    return transactCommitted(request, types).thenApply(committed -> {
+      List<TransactionOutcome.EntityOutcome> entities = new ArrayList<>();
+      committed.results().forEach((entity, result) -> entities.add(
+          new TransactionOutcome.EntityOutcome(entity, result.readVersion(), result.version(),
+              result.wrote(), types.get(entity).render(result.state()))));
+      return new TransactionOutcome(committed.transactionId(), entities);
+    });
+  }
+
+  public TransactionMetrics transactionMetrics() {
+    return transactionMetrics;
+  }
+
+  private CompletableFuture<CoordinatorCore.Outcome.Committed> transactCommitted(
+      TransactionRequest request) {
+    return transactCommitted(request, new LinkedHashMap<>());
+  }
+
+  /** Runs the transaction; {@code types} receives each participant's type, in plan order. */
+  private CompletableFuture<CoordinatorCore.Outcome.Committed> transactCommitted(
+      TransactionRequest request, Map<EntityId, CompiledType> types) {
+    Map<EntityId, CoordinatorCore.Part> parts;
+    try {
+      checkOpen();
+      parts = plan(request, types);
+    } catch (TroupeException e) {
+      return CompletableFuture.failedFuture(e);
+    }
+    long started = System.nanoTime();
+    TransactionRun transaction = new TransactionRun(parts, types, coordinatorLimits,
+        entity -> registries.get(store.partitionOf(entity)), store, system.scheduler(),
+        system.executionContext());
+    transactionMetrics.recordStarted();
+    return transaction.start()
+        .orTimeout(turnTimeout.toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS)
+        .handle((outcome, failure) -> {
+          if (failure != null) {
+            TroupeException unknown = new TroupeException(ErrorCode.OUTCOME_UNKNOWN,
+                "no outcome within " + turnTimeout.toMillis() + " ms; the transaction may still"
+                    + " commit");
+            transactionMetrics.recordFailed(unknown, transaction.lockConflicts());
+            throw unknown;
+          }
+          return switch (outcome) {
+            case CoordinatorCore.Outcome.Committed committed -> {
+              transactionMetrics.recordCommitted(System.nanoTime() - started,
+                  transaction.lockConflicts());
+              yield committed;
+            }
+            case CoordinatorCore.Outcome.Failed failed -> {
+              transactionMetrics.recordFailed(failed.error(), transaction.lockConflicts());
+              throw failed.error();
+            }
+          };
+        });
+  }
+
+  /**
+   * Each participant's part: the request's operations plus, depth first, every sync call they
+   * make, checked against the transaction limits before anything runs.
+   */
+  private Map<EntityId, CoordinatorCore.Part> plan(
+      TransactionRequest request, Map<EntityId, CompiledType> types) {
+    if (request.operations().isEmpty() && request.reads().isEmpty()) {
+      throw TroupeException.invalid("a transaction needs at least one operation or read");
+    }
+    Map<EntityId, List<Turn>> turns = new LinkedHashMap<>();
+    int[] operations = {0};
+    for (TransactionRequest.Operation operation : request.operations()) {
+      addOperation(operation.entity(), operation.turn(), 0, turns, types, operations);
+    }
+    java.util.Set<EntityId> reads = new java.util.HashSet<>();
+    for (EntityId read : request.reads()) {
+      types.computeIfAbsent(read, this::typeOf);
+      turns.computeIfAbsent(read, ignored -> new ArrayList<>());
+      reads.add(read);
+      checkParticipants(types);
+    }
+    Map<EntityId, CoordinatorCore.Part> parts = new LinkedHashMap<>();
+    turns.forEach((entity, entityTurns) ->
+        parts.put(entity, new CoordinatorCore.Part(entityTurns, reads.contains(entity))));
+    return parts;
+  }
+
+  private void addOperation(EntityId entity, Turn turn, int depth,
+      Map<EntityId, List<Turn>> turns, Map<EntityId, CompiledType> types, int[] operations) {
+    RuntimeSettings.TransactionSettings limits = settings.transactions();
+    if (++operations[0] > limits.maxOperations()) {
+      throw new TroupeException(ErrorCode.TOO_LARGE,
+          "a transaction may carry at most %d operations, sync calls included"
+              .formatted(limits.maxOperations()));
+    }
+    CompiledType type = types.computeIfAbsent(entity, this::typeOf);
+    turns.computeIfAbsent(entity, ignored -> new ArrayList<>()).add(turn);
+    checkParticipants(types);
+    if (turn instanceof Turn.InvokeAction invoke && hasSync(type, invoke.action())) {
+      if (depth >= limits.maxSyncDepth()) {
+        throw TroupeException.invalid(
+            "sync calls nest deeper than %d levels at %s.%s".formatted(limits.maxSyncDepth(),
+                entity, invoke.action()));
+      }
+      for (SyncInvocation call : type.synchronizedCalls(invoke.action(), invoke.params())) {
+        addOperation(call.entity(), new Turn.InvokeAction(call.action(), call.arguments()),
+            depth + 1, turns, types, operations);
+      }
+    }
+  }
+
+  private void checkParticipants(Map<EntityId, CompiledType> types) {
+    int limit = settings.transactions().maxParticipants();
+    if (types.size() > limit) {
+      throw new TroupeException(ErrorCode.TOO_LARGE,
+          "a transaction may touch at most %d entities, sync calls included".formatted(limit));
+    }
   }
 
   private CompletableFuture<TurnOutcome> run(EntityId entity, CompiledType type, Turn turn) {

@@ -18,6 +18,12 @@ import java.util.Map;
 public final class AccessSets {
   private AccessSets() {}
 
+  /** Whether the action is declared and has no effects (only preconditions and sync calls). */
+  private static boolean readsOnly(CompiledType type, String action) {
+    return !type.isSchemaless() && type.spec().actions().containsKey(action)
+        && type.access(action).writes().isEmpty();
+  }
+
   /** The locks of one single-entity turn. */
   public static LockSet forTurn(CompiledType type, Turn turn) {
     return forTransaction(type, List.of(turn), false);
@@ -30,7 +36,11 @@ public final class AccessSets {
    */
   public static LockSet forTransaction(CompiledType type, List<Turn> turns, boolean readsState) {
     if (type.spec().admission() == AdmissionPolicy.SERIAL) {
-      return LockSet.wholeEntity(turns.isEmpty() ? Mode.READ : Mode.WRITE);
+      boolean writes = false;
+      for (Turn turn : turns) {
+        writes |= !(turn instanceof Turn.InvokeAction invoke && readsOnly(type, invoke.action()));
+      }
+      return LockSet.wholeEntity(writes ? Mode.WRITE : Mode.READ);
     }
     Mode entityMode = readsState ? Mode.READ : null;
     Map<String, Mode> keys = new HashMap<>();

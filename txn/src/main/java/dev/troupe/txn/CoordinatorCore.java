@@ -114,7 +114,7 @@ public final class CoordinatorCore {
         implements Effect {}
 
     /** Every participant applied the commit: drop the decision record (needs no sync). */
-    record ForgetDecision(long transactionId) implements Effect {}
+    record ForgetDecision(long transactionId, List<EntityId> participants) implements Effect {}
 
     record Reply(Outcome outcome) implements Effect {}
 
@@ -306,7 +306,7 @@ public final class CoordinatorCore {
       return;
     }
     if (decisionPersisted) {
-      effects.add(new Effect.ForgetDecision(transactionId));
+      effects.add(new Effect.ForgetDecision(transactionId, List.copyOf(parts.keySet())));
     }
     finish(new Outcome.Committed(transactionId, results), effects);
   }

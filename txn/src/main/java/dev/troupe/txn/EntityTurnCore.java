@@ -185,6 +185,7 @@ public final class EntityTurnCore<R> {
   private final ArrayDeque<Waiting<R>> waiting = new ArrayDeque<>();
   private final LockTable<Long> locks = new LockTable<>();
   private final java.util.Map<Long, Participation<R>> participations = new java.util.HashMap<>();
+  private long lockWaits;
   private boolean passivationRequested;
   private boolean stopped;
   /** Whether any input other than an idle check arrived since the last idle check. */
@@ -265,6 +266,11 @@ public final class EntityTurnCore<R> {
         && participations.isEmpty();
   }
 
+  /** How many prepare requests waited for locks since this core started (for metrics). */
+  public long lockWaits() {
+    return lockWaits;
+  }
+
   /** The transactions this entity takes part in and has not seen decided (for metrics, tests). */
   public int openTransactions() {
     return participations.size();
@@ -306,7 +312,10 @@ public final class EntityTurnCore<R> {
         participations.put(transactionId, participation);
         evaluate(participation, effects);
       }
-      case LockTable.Outcome.Waiting ignored -> participations.put(transactionId, participation);
+      case LockTable.Outcome.Waiting ignored -> {
+        lockWaits++;
+        participations.put(transactionId, participation);
+      }
       case LockTable.Outcome.Died died -> effects.add(new Effect.Reply<>(request.voteTo(),
           new TurnResult.Failed(new TroupeException(ErrorCode.ABORTED, TransactionAbort.LOCK_CONFLICT,
               "%s is locked by an older transaction (%d)".formatted(entity,

@@ -2,6 +2,7 @@ package dev.troupe.server.http;
 
 import dev.troupe.model.ErrorCode;
 import dev.troupe.runtime.Troupe;
+import dev.troupe.runtime.TransactionMetrics;
 import dev.troupe.runtime.TurnMetrics;
 import dev.troupe.storage.StorageStatistics;
 import java.util.Map;
@@ -70,6 +71,30 @@ final class PrometheusMetrics {
     gauge(out, "troupe_recovery_seconds", "Time the last start spent opening and recovering storage.",
         storage.recoveryMillis() / 1000.0);
     gauge(out, "troupe_active_entities", "Entity actors in memory.", turns.activeEntities());
+    TransactionMetrics transactions = troupe.transactionMetrics();
+    out.append("# HELP troupe_transactions_total Multi-entity transactions answered, by outcome"
+        + " (committed, or the abort reason or error code).\n");
+    out.append("# TYPE troupe_transactions_total counter\n");
+    out.append("troupe_transactions_total{outcome=\"committed\"} ")
+        .append(transactions.committed()).append('\n');
+    for (Map.Entry<String, Long> failed : transactions.failedByReason().entrySet()) {
+      out.append("troupe_transactions_total{outcome=\"").append(failed.getKey()).append("\"} ")
+          .append(failed.getValue()).append('\n');
+    }
+    counter(out, "troupe_transaction_lock_waits_total",
+        "Transaction prepares that waited for a lock held by a younger transaction.",
+        transactions.lockWaits());
+    counter(out, "troupe_transaction_lock_conflict_retries_total",
+        "Transaction attempts killed by wait-die (retried, or given up on).",
+        transactions.lockConflictRetries());
+    gauge(out, "troupe_transactions_open", "Transactions started and not yet answered.",
+        transactions.open());
+    gauge(out, "troupe_transactions_recovered_committed",
+        "Prepared transaction parts the last start committed (their decision was durable).",
+        transactions.recoveredCommitted());
+    gauge(out, "troupe_transactions_recovered_aborted",
+        "Prepared transaction parts the last start aborted (no decision: presumed abort).",
+        transactions.recoveredAborted());
     counter(out, "troupe_http_requests_total", "HTTP requests received.", requests.sum());
     counter(out, "troupe_http_overloaded_total", "HTTP requests refused by the in-flight limit.",
         refusedOverloaded.sum());

@@ -10,6 +10,7 @@ import dev.troupe.model.TroupeException;
 import dev.troupe.model.spec.SpecParser;
 import dev.troupe.model.spec.TypeSpec;
 import dev.troupe.runtime.Troupe;
+import dev.troupe.runtime.TransactionRequest;
 import dev.troupe.runtime.TurnOutcome;
 import java.nio.charset.StandardCharsets;
 import java.util.Iterator;
@@ -47,6 +48,7 @@ public final class RestApi
   private final Materializer materializer;
   private final PrometheusMetrics metrics;
   private final RequestSupport support;
+  private final TransactionRequests transactionRequests;
   private final AtomicInteger inFlight = new AtomicInteger();
   private final LongAdder requests = new LongAdder();
   private final LongAdder refusedOverloaded = new LongAdder();
@@ -57,6 +59,7 @@ public final class RestApi
     this.materializer = materializer;
     this.metrics = new PrometheusMetrics(troupe, requests, refusedOverloaded, inFlight);
     this.support = new RequestSupport(settings, materializer);
+    this.transactionRequests = new TransactionRequests(support);
   }
 
   @Override
@@ -122,6 +125,17 @@ public final class RestApi
           }).thenApply(spec -> RequestSupport.json(200, spec.toJson()));
         }
         return support.notFound(request);
+      }
+      case "transactions" -> {
+        if (size != 2) {
+          return support.notFound(request);
+        }
+        support.requireMethod(request, HttpMethods.POST);
+        return support.body(request).thenCompose(bytes -> {
+          TransactionRequest transaction = transactionRequests.parse(bytes);
+          return troupe.transact(transaction).thenApply(outcome -> RequestSupport.json(200,
+              TransactionRequests.render(outcome, transaction.reads())));
+        });
       }
       case "entities" -> {
         if (size < 4) {

@@ -1,0 +1,40 @@
+package dev.troupe.runtime;
+
+import dev.troupe.model.EntityId;
+import dev.troupe.txn.TurnResult;
+import org.apache.pekko.actor.typed.ActorRef;
+
+/**
+ * Who receives an entity's answer: the caller of a turn, or the coordinator of a transaction (a
+ * vote, or the acknowledgement of a decision). The entity core treats them alike; this tells them
+ * apart when the entity actor delivers.
+ */
+sealed interface Recipient {
+  void deliver(TurnResult result);
+
+  /** The caller of a single-entity turn. */
+  record Caller(ActorRef<TurnResult> replyTo) implements Recipient {
+    @Override
+    public void deliver(TurnResult result) {
+      replyTo.tell(result);
+    }
+  }
+
+  /** A coordinator waiting for this participant's vote on one attempt. */
+  record Voter(TransactionRun coordinator, EntityId participant, long transactionId)
+      implements Recipient {
+    @Override
+    public void deliver(TurnResult result) {
+      coordinator.voteReceived(participant, transactionId, result);
+    }
+  }
+
+  /** A coordinator waiting for this participant to apply its commit decision. */
+  record Acknowledger(TransactionRun coordinator, EntityId participant, long transactionId)
+      implements Recipient {
+    @Override
+    public void deliver(TurnResult result) {
+      coordinator.acknowledged(participant, transactionId, result);
+    }
+  }
+}

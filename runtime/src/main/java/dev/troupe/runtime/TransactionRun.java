@@ -1,0 +1,144 @@
+package dev.troupe.runtime;
+
+import dev.troupe.model.EntityId;
+import dev.troupe.model.TroupeException;
+import dev.troupe.model.spec.CompiledType;
+import dev.troupe.storage.DecidedTransaction;
+import dev.troupe.storage.OutcomeUnknownException;
+import dev.troupe.storage.Store;
+import dev.troupe.txn.CoordinatorCore;
+import dev.troupe.txn.CoordinatorCore.Effect;
+import dev.troupe.txn.CoordinatorCore.Input;
+import dev.troupe.txn.TurnResult;
+import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import scala.concurrent.ExecutionContext;
+import java.util.function.Function;
+import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.actor.typed.Scheduler;
+
+/**
+ * Shell of one transaction's {@link CoordinatorCore}: feeds it votes, acknowledgements, timer
+ * expiries and store completions, and runs its effects (messages to participants through their
+ * registries, decision records, the answer).
+ *
+ * <p><b>Concurrency.</b> Not an actor: inputs arrive on participants' and the store's threads and
+ * are fed to the core one at a time under this object's monitor. An input that arrives while
+ * effects are running on the same thread (a store future completing at once) is queued and fed
+ * after them, so the core never sees a nested call. Every effect is non-blocking (a tell, an
+ * enqueue in a partition writer's queue), so the monitor is held briefly.
+ */
+final class TransactionRun {
+  private final CoordinatorCore core;
+  private final Map<EntityId, CompiledType> types;
+  private final Function<EntityId, ActorRef<EntityRegistry.Command>> registryOf;
+  private final Store store;
+  private final Scheduler scheduler;
+  private final ExecutionContext executor;
+  private final CompletableFuture<CoordinatorCore.Outcome> outcome = new CompletableFuture<>();
+  private final ArrayDeque<Input> pending = new ArrayDeque<>();
+  private boolean draining;
+
+  TransactionRun(Map<EntityId, CoordinatorCore.Part> parts, Map<EntityId, CompiledType> types,
+      CoordinatorCore.Limits limits,
+      Function<EntityId, ActorRef<EntityRegistry.Command>> registryOf, Store store,
+      Scheduler scheduler, ExecutionContext executor) {
+    this.core = new CoordinatorCore(parts, limits);
+    this.types = types;
+    this.registryOf = registryOf;
+    this.store = store;
+    this.scheduler = scheduler;
+    this.executor = executor;
+  }
+
+  /** Starts the first attempt; the future completes with the outcome. */
+  CompletableFuture<CoordinatorCore.Outcome> start() {
+    handle(new Input.Started(store.newTransactionId()));
+    return outcome;
+  }
+
+  /** Attempts wait-die killed so far. */
+  synchronized int lockConflicts() {
+    return core.lockConflicts();
+  }
+
+  void voteReceived(EntityId participant, long transactionId, TurnResult vote) {
+    handle(new Input.VoteReceived(participant, transactionId, vote));
+  }
+
+  void acknowledged(EntityId participant, long transactionId, TurnResult acknowledgement) {
+    handle(new Input.Acknowledged(participant, transactionId, acknowledgement));
+  }
+
+  private synchronized void handle(Input input) {
+    pending.add(input);
+    if (draining) {
+      return;
+    }
+    draining = true;
+    try {
+      Input next;
+      while ((next = pending.poll()) != null) {
+        for (Effect effect : core.handle(next)) {
+          run(effect);
+        }
+      }
+    } finally {
+      draining = false;
+    }
+  }
+
+  private void run(Effect effect) {
+    switch (effect) {
+      case Effect.SendPrepare prepare -> {
+        EntityId participant = prepare.participant();
+        registryOf.apply(participant).tell(new EntityRegistry.Route(participant,
+            new EntityActor.Prepare(prepare.transactionId(), prepare.startTimestamp(),
+                prepare.part().turns(), prepare.part().readsState(), types.get(participant),
+                new Recipient.Voter(this, participant, prepare.transactionId()))));
+      }
+      case Effect.SchedulePrepareTimeout timeout -> {
+        long transactionId = timeout.transactionId();
+        scheduler.scheduleOnce(Duration.ofMillis(timeout.delayMillis()),
+            () -> handle(new Input.PrepareTimedOut(transactionId)), executor);
+      }
+      case Effect.ScheduleRetry retry -> scheduler.scheduleOnce(
+          Duration.ofMillis(retry.delayMillis()),
+          () -> handle(new Input.RetryDue(store.newTransactionId())), executor);
+      case Effect.PersistDecision persist ->
+          store.persistDecision(new DecidedTransaction(persist.transactionId(),
+                  persist.participants()))
+              .whenComplete((ignored, failure) -> handle(decisionPersisted(failure)));
+      case Effect.SendDecision decision -> {
+        EntityId participant = decision.participant();
+        Recipient acknowledgeTo = decision.commit()
+            ? new Recipient.Acknowledger(this, participant, decision.transactionId()) : null;
+        registryOf.apply(participant).tell(new EntityRegistry.Route(participant,
+            new EntityActor.Decide(decision.transactionId(), decision.commit(), acknowledgeTo)));
+      }
+      case Effect.ForgetDecision forget ->
+          store.forgetDecision(
+              new DecidedTransaction(forget.transactionId(), forget.participants()));
+      case Effect.Reply reply -> outcome.complete(reply.outcome());
+      case Effect.Finished ignored -> {}
+    }
+  }
+
+  private static Input.DecisionPersisted decisionPersisted(Throwable failure) {
+    if (failure == null) {
+      return new Input.DecisionPersisted(null, false);
+    }
+    Throwable cause = failure instanceof CompletionException && failure.getCause() != null
+        ? failure.getCause() : failure;
+    if (cause instanceof TroupeException refused) {
+      return new Input.DecisionPersisted(refused, false);
+    }
+    boolean unknown = cause instanceof OutcomeUnknownException || !(cause instanceof TroupeException);
+    return new Input.DecisionPersisted(
+        new TroupeException(dev.troupe.model.ErrorCode.OUTCOME_UNKNOWN,
+            String.valueOf(cause.getMessage())), unknown);
+  }
+}

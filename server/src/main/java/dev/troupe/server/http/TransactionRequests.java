@@ -1,0 +1,215 @@
+package dev.troupe.server.http;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.troupe.model.EntityId;
+import dev.troupe.model.Json;
+import dev.troupe.model.TroupeException;
+import dev.troupe.runtime.TransactionOutcome;
+import dev.troupe.runtime.TransactionRequest;
+import dev.troupe.txn.Turn;
+import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * The JSON of {@code POST /v1/transactions}: parses and validates a request completely before
+ * anything runs (a malformed one is a 400 that changes nothing), and renders the answer.
+ *
+ * <p>Request: {@code {"mode": "auto|dynamic|planned", "ops": [...], "reads": [{"entity":
+ * "Type/id"}]}}. An op names its {@code entity} and either an {@code action} with {@code args}, or
+ * an {@code op}: {@code assign} (key, value), {@code increment} (key, by), {@code add} and {@code
+ * remove} (key, element), {@code deleteKey} (key) or {@code delete} (the whole entity).
+ */
+final class TransactionRequests {
+  private static final Set<String> REQUEST_FIELDS = Set.of("mode", "ops", "reads");
+  private static final Set<String> READ_FIELDS = Set.of("entity");
+
+  private final RequestSupport support;
+
+  TransactionRequests(RequestSupport support) {
+    this.support = support;
+  }
+
+  TransactionRequest parse(byte[] body) {
+    JsonNode tree = Json.parse(body);
+    if (!tree.isObject()) {
+      throw TroupeException.invalid("a transaction must be a JSON object with 'ops' and/or 'reads'");
+    }
+    onlyFields(tree, REQUEST_FIELDS, "a transaction");
+    JsonNode mode = tree.get("mode");
+    if (mode != null) {
+      String name = mode.isTextual() ? mode.asText() : String.valueOf(mode);
+      switch (name) {
+        case "auto", "dynamic" -> {}
+        case "planned" -> throw TroupeException.invalid(
+            "mode 'planned' is not available yet; use 'dynamic' or 'auto'");
+        default -> throw TroupeException.invalid(
+            "'mode' must be 'auto', 'dynamic' or 'planned', was " + mode);
+      }
+    }
+    List<TransactionRequest.Operation> operations = new ArrayList<>();
+    JsonNode ops = tree.get("ops");
+    if (ops != null) {
+      if (!ops.isArray()) {
+        throw TroupeException.invalid("'ops' must be an array of operations");
+      }
+      for (int i = 0; i < ops.size(); i++) {
+        operations.add(operation(ops.get(i), "ops[" + i + "]"));
+      }
+    }
+    Set<EntityId> reads = new LinkedHashSet<>();
+    JsonNode readNodes = tree.get("reads");
+    if (readNodes != null) {
+      if (!readNodes.isArray()) {
+        throw TroupeException.invalid("'reads' must be an array of {\"entity\": \"Type/id\"}");
+      }
+      for (int i = 0; i < readNodes.size(); i++) {
+        JsonNode read = readNodes.get(i);
+        String where = "reads[" + i + "]";
+        if (!read.isObject()) {
+          throw TroupeException.invalid(where + " must be an object {\"entity\": \"Type/id\"}");
+        }
+        onlyFields(read, READ_FIELDS, where);
+        reads.add(entity(read, where));
+      }
+    }
+    if (operations.isEmpty() && reads.isEmpty()) {
+      throw TroupeException.invalid("a transaction needs at least one operation or read");
+    }
+    return new TransactionRequest(operations, List.copyOf(reads));
+  }
+
+  private TransactionRequest.Operation operation(JsonNode node, String where) {
+    if (!node.isObject()) {
+      throw TroupeException.invalid(where + " must be an object");
+    }
+    EntityId entity = entity(node, where);
+    if (node.has("action")) {
+      onlyFields(node, Set.of("entity", "action", "args"), where);
+      String action = text(node, "action", where);
+      JsonNode args = node.get("args");
+      if (args == null) {
+        args = Json.NODES.objectNode();
+      } else if (!args.isObject()) {
+        throw TroupeException.invalid(where + ".args must be a JSON object");
+      }
+      return new TransactionRequest.Operation(entity, new Turn.InvokeAction(action, args));
+    }
+    String op = text(node, "op", where);
+    Turn turn = switch (op) {
+      case "assign" -> {
+        onlyFields(node, Set.of("entity", "op", "key", "value"), where);
+        yield new Turn.AssignKeys(Map.of(key(node, where),
+            support.checkValueSize(required(node, "value", where))));
+      }
+      case "increment" -> {
+        onlyFields(node, Set.of("entity", "op", "key", "by"), where);
+        JsonNode by = required(node, "by", where);
+        if (!by.isIntegralNumber() || !by.canConvertToLong()) {
+          throw TroupeException.invalid(where + ".by must be a 64-bit integer, was " + by);
+        }
+        yield new Turn.IncrementKey(key(node, where), by.asLong());
+      }
+      case "add" -> {
+        onlyFields(node, Set.of("entity", "op", "key", "element"), where);
+        yield new Turn.AddElement(key(node, where),
+            support.checkValueSize(required(node, "element", where)));
+      }
+      case "remove" -> {
+        onlyFields(node, Set.of("entity", "op", "key", "element"), where);
+        yield new Turn.RemoveElement(key(node, where), required(node, "element", where));
+      }
+      case "deleteKey" -> {
+        onlyFields(node, Set.of("entity", "op", "key"), where);
+        yield new Turn.DeleteKey(key(node, where));
+      }
+      case "delete" -> {
+        onlyFields(node, Set.of("entity", "op"), where);
+        yield new Turn.DeleteEntity();
+      }
+      default -> throw TroupeException.invalid(where + ".op must be one of assign, increment, add,"
+          + " remove, deleteKey, delete (or give an 'action'), was '" + op + "'");
+    };
+    return new TransactionRequest.Operation(entity, turn);
+  }
+
+  private EntityId entity(JsonNode node, String where) {
+    String reference = text(node, "entity", where);
+    int slash = reference.indexOf('/');
+    if (slash <= 0 || slash == reference.length() - 1) {
+      throw TroupeException.invalid(
+          where + ".entity must be 'Type/id', was '" + reference + "'");
+    }
+    try {
+      return support.entity(reference.substring(0, slash), reference.substring(slash + 1));
+    } catch (TroupeException e) {
+      throw TroupeException.invalid(where + ".entity: " + e.getMessage());
+    }
+  }
+
+  private String key(JsonNode node, String where) {
+    try {
+      return support.checkKey(text(node, "key", where));
+    } catch (TroupeException e) {
+      throw TroupeException.invalid(where + ".key: " + e.getMessage());
+    }
+  }
+
+  private static String text(JsonNode node, String field, String where) {
+    JsonNode value = required(node, field, where);
+    if (!value.isTextual()) {
+      throw TroupeException.invalid(where + "." + field + " must be a string, was " + value);
+    }
+    return value.asText();
+  }
+
+  private static JsonNode required(JsonNode node, String field, String where) {
+    JsonNode value = node.get(field);
+    if (value == null || value.isNull()) {
+      throw TroupeException.invalid(where + " needs '" + field + "'");
+    }
+    return value;
+  }
+
+  private static void onlyFields(JsonNode node, Set<String> allowed, String where) {
+    Iterator<String> names = node.fieldNames();
+    while (names.hasNext()) {
+      String name = names.next();
+      if (!allowed.contains(name)) {
+        throw TroupeException.invalid(where + " has an unknown field '" + name + "' (allowed: "
+            + String.join(", ", allowed.stream().sorted().toList()) + ")");
+      }
+    }
+  }
+
+  /** The answer: {@code {"txId", "entities": [{entity, readVersion, version, wrote}], "reads"}}. */
+  static ObjectNode render(TransactionOutcome outcome, List<EntityId> reads) {
+    ObjectNode body = Json.NODES.objectNode();
+    body.put("txId", outcome.transactionId());
+    ArrayNode entities = body.putArray("entities");
+    ArrayNode readResults = body.putArray("reads");
+    for (TransactionOutcome.EntityOutcome entity : outcome.entities()) {
+      ObjectNode node = entities.addObject();
+      node.put("entity", entity.entity().toString());
+      node.put("readVersion", entity.readVersion());
+      node.put("version", entity.version());
+      node.put("wrote", entity.wrote());
+    }
+    for (EntityId read : reads) {
+      for (TransactionOutcome.EntityOutcome entity : outcome.entities()) {
+        if (entity.entity().equals(read)) {
+          ObjectNode node = readResults.addObject();
+          node.put("entity", read.toString());
+          node.put("version", entity.version());
+          node.set("state", entity.state());
+        }
+      }
+    }
+    return body;
+  }
+}
