@@ -7,6 +7,8 @@ import dev.troupe.model.TroupeException;
 import dev.troupe.model.spec.CompiledType;
 import dev.troupe.storage.Committed;
 import dev.troupe.storage.EntityWrite;
+import dev.troupe.storage.PreparedTransaction;
+import dev.troupe.txn.TurnCodec;
 import dev.troupe.storage.Store;
 import dev.troupe.txn.EntityTurnCore;
 import dev.troupe.txn.EntityTurnCore.Effect;
@@ -148,10 +150,12 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
                 run.turn(), run.type(), store.newTransactionId(), new Recipient.Caller(run.replyTo()))));
         case Prepare prepare -> {
           long waitsBefore = core.lockWaits();
+          long delaysBefore = core.psacDelays();
           Behavior<Command> next = runEffects(core.handle(new Input.PrepareRequested<>(
               prepare.transactionId(), prepare.startTimestamp(), prepare.turns(),
               prepare.readsState(), prepare.type(), prepare.voteTo())));
           transactionMetrics.recordLockWaits(core.lockWaits() - waitsBefore);
+          transactionMetrics.recordPsacDelays(core.psacDelays() - delaysBefore);
           yield next;
         }
         case Decide decide ->
@@ -196,10 +200,12 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
           if (dropCommits) {
             continue;
           }
+          List<EntityWrite> writes = List.of(new EntityWrite(entity, submit.operations()));
           CompletableFuture<Committed> future = submit.resolvesPrepared()
               ? store.commitPrepared(submit.transactionId(), entity, submit.operations())
-              : store.commit(
-                  submit.transactionId(), List.of(new EntityWrite(entity, submit.operations())));
+              : submit.exemptFromQueueLimit()
+                  ? store.commitExemptFromQueueLimit(submit.transactionId(), writes)
+                  : store.commit(submit.transactionId(), writes);
           TroupeException refusal = immediateRefusal(future);
           if (refusal != null) {
             dropCommits = true;
@@ -219,8 +225,11 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
         }
         case Effect.SubmitPrepare<Recipient> prepare -> {
           long transactionId = prepare.transactionId();
+          byte[] redo = prepare.redoTurns().isEmpty()
+              ? null : TurnCodec.encode(prepare.redoTurns());
           getContext().pipeToSelf(
-              store.prepare(transactionId, entity, prepare.operations()),
+              store.prepare(new PreparedTransaction(transactionId, entity, prepare.operations(),
+                  redo, prepare.arrival())),
               (ignored, failure) -> new PrepareCompleted(transactionId, failure));
         }
         case Effect.AbandonPrepared<Recipient> abandon ->

@@ -17,6 +17,7 @@ public final class TransactionMetrics {
   private final LongAdder committed = new LongAdder();
   private final Map<String, LongAdder> failedByReason = new ConcurrentHashMap<>();
   private final LongAdder lockWaits = new LongAdder();
+  private final LongAdder psacDelays = new LongAdder();
   private final LongAdder lockConflictRetries = new LongAdder();
   private final LongAdder open = new LongAdder();
   private volatile long recoveredCommitted;
@@ -48,6 +49,17 @@ public final class TransactionMetrics {
     if (count > 0) {
       lockWaits.add(count);
     }
+  }
+
+  void recordPsacDelays(long count) {
+    if (count > 0) {
+      psacDelays.add(count);
+    }
+  }
+
+  /** Transaction parts a PSAC gate delayed (dependent on an action in progress). */
+  public long psacDelays() {
+    return psacDelays.sum();
   }
 
   void recordRecovery(int committedParts, int abortedParts) {

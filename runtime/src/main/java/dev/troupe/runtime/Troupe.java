@@ -26,6 +26,9 @@ import dev.troupe.model.spec.ActionSpec;
 import dev.troupe.model.spec.SyncInvocation;
 import dev.troupe.storage.InDoubtResolution;
 import dev.troupe.txn.CoordinatorCore;
+import dev.troupe.txn.TurnCodec;
+import dev.troupe.txn.TurnEvaluator;
+import dev.troupe.model.Invariants;
 import java.util.LinkedHashMap;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
@@ -82,19 +85,6 @@ public final class Troupe implements AutoCloseable {
         settings.transactions().prepareTimeoutMillis(),
         settings.transactions().maxLockConflictRetries(),
         settings.transactions().retryBackoffMillis());
-    try {
-      // Before any turn runs: commit or abort what a crash left prepared.
-      InDoubtResolution resolution = store.resolveInDoubtTransactions();
-      transactionMetrics.recordRecovery(resolution.toCommit().size(), resolution.toAbort().size());
-      if (!resolution.isEmpty()) {
-        log.info("resolved in-doubt transactions: committed {} prepared parts, aborted {},"
-                + " forgot {} decisions", resolution.toCommit().size(),
-            resolution.toAbort().size(), resolution.decisionsToForget().size());
-      }
-    } catch (RuntimeException e) {
-      store.close();
-      throw e;
-    }
     this.renderedStates = new RenderedStates(settings.renderedStateCacheBytes());
     this.materializationExecutor = new java.util.concurrent.ThreadPoolExecutor(
         settings.materializationThreads(), settings.materializationThreads(), 0,
@@ -117,6 +107,7 @@ public final class Troupe implements AutoCloseable {
             "partition-" + partition, Props.empty()));
       }
       loadTypes();
+      resolveInDoubtTransactions();
     } catch (RuntimeException e) {
       materializationExecutor.shutdownNow();
       store.close();
@@ -167,6 +158,28 @@ public final class Troupe implements AutoCloseable {
   public List<TypeSpec> types() {
     return declaredTypes.values().stream().map(declared -> declared.type().spec())
         .sorted(Comparator.comparing(TypeSpec::name)).toList();
+  }
+
+  /**
+   * Before any turn runs (the constructor has not returned): commits or aborts what a crash left
+   * prepared. PSAC parts are re-evaluated, in arrival order, on the state they meet.
+   */
+  private void resolveInDoubtTransactions() {
+    InDoubtResolution resolution = store.resolveInDoubtTransactions((part, current) -> {
+      TurnEvaluator.Sequence evaluated = TurnEvaluator.evaluateSequence(part.entity(),
+          typeOf(part.entity()), current, TurnCodec.decode(part.redo()), part.transactionId(),
+          settings.storage().dataCentreId(), settings.turnLimits());
+      Invariants.check(evaluated.error() == null,
+          "the decided part of transaction %d on %s fails on recovery: %s", part.transactionId(),
+          part.entity(), evaluated.error() == null ? "" : evaluated.error().getMessage());
+      return evaluated.operations();
+    });
+    transactionMetrics.recordRecovery(resolution.toCommit().size(), resolution.toAbort().size());
+    if (!resolution.isEmpty()) {
+      log.info("resolved in-doubt transactions: committed {} prepared parts, aborted {},"
+              + " forgot {} decisions", resolution.toCommit().size(),
+          resolution.toAbort().size(), resolution.decisionsToForget().size());
+    }
   }
 
   private void loadTypes() {

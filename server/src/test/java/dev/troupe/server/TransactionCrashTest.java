@@ -12,7 +12,8 @@ import java.util.Map;
 import java.util.Random;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
-import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -41,8 +42,9 @@ class TransactionCrashTest {
 
   private record Transfer(int from, int to, long amount) {}
 
-  @Test
-  void transfersAreAtomicAndDurableAcrossKillNine() throws Exception {
+  @ParameterizedTest(name = "{0}")
+  @ValueSource(strings = {"Account", "PsacAccount"})
+  void transfersAreAtomicAndDurableAcrossKillNine(String type) throws Exception {
     long seed = Long.getLong("troupe.test.seed", System.nanoTime());
     System.out.println("TransactionCrashTest seed " + seed + " (rerun with -Dtroupe.test.seed=" + seed + ")");
     Random random = new Random(seed);
@@ -60,11 +62,12 @@ class TransactionCrashTest {
 
     ServerProcess first = ServerProcess.start(directory, settings);
     try {
-      Answer defined = first.send("PUT", "/v1/types/Account", TransactionRestTest.BANK_YAML,
-          "application/yaml");
+      String yaml = type.equals("Account") ? TransactionRestTest.BANK_YAML
+          : TransactionRestTest.bankType(type, "psac\npsac: {maxInFlight: 4, maxOvertakes: 8}");
+      Answer defined = first.send("PUT", "/v1/types/" + type, yaml, "application/yaml");
       assertEquals(200, defined.status(), defined.text());
       for (int i = 0; i < ACCOUNTS; i++) {
-        assertEquals(200, first.send("POST", "/v1/entities/Account/k" + i + "/actions/open",
+        assertEquals(200, first.send("POST", "/v1/entities/" + type + "/k" + i + "/actions/open",
             "{\"initial\": " + OPENING + "}").status());
       }
     } finally {
@@ -77,7 +80,7 @@ class TransactionCrashTest {
         String metrics = server.get("/metrics").text();
         recoveredParts += metric(metrics, "troupe_transactions_recovered_committed")
             + metric(metrics, "troupe_transactions_recovered_aborted");
-        verify(server, cycle, attempted, acknowledged, committed);
+        verify(server, type, cycle, attempted, acknowledged, committed);
         if (cycle == CYCLES) {
           break;
         }
@@ -86,7 +89,7 @@ class TransactionCrashTest {
         for (int c = 0; c < CLIENTS; c++) {
           Random clientRandom = new Random(random.nextLong());
           String prefix = "c" + cycle + "-" + c + "-";
-          Thread thread = new Thread(() -> transfer(server, prefix, clientRandom, running,
+          Thread thread = new Thread(() -> transfer(server, type, prefix, clientRandom, running,
               attempted, acknowledged));
           thread.setDaemon(true);
           thread.start();
@@ -104,14 +107,14 @@ class TransactionCrashTest {
         throw failure;
       }
     }
-    System.out.println("transfers attempted " + attempted.size() + ", acknowledged "
+    System.out.println(type + ": transfers attempted " + attempted.size() + ", acknowledged "
         + acknowledged.size() + ", committed " + committed.size() + ", prepared parts resolved"
         + " by recovery " + recoveredParts);
     assertTrue(acknowledged.size() > 200, "the test transferred too little: " + acknowledged.size());
     assertTrue(recoveredParts > 0, "no restart found an in-doubt transaction to resolve");
   }
 
-  private static void transfer(ServerProcess server, String prefix, Random random,
+  private static void transfer(ServerProcess server, String type, String prefix, Random random,
       AtomicBoolean running, Map<String, Transfer> attempted, Map<String, Boolean> acknowledged) {
     for (int n = 0; running.get(); n++) {
       int from = random.nextInt(ACCOUNTS);
@@ -121,10 +124,11 @@ class TransactionCrashTest {
       attempted.put(receipt, transfer);
       String body = """
           {"ops": [
-            {"entity": "Account/k%d", "action": "withdraw", "args": {"amount": %d}},
-            {"entity": "Account/k%d", "action": "deposit", "args": {"amount": %d}},
+            {"entity": "%s/k%d", "action": "withdraw", "args": {"amount": %d}},
+            {"entity": "%s/k%d", "action": "deposit", "args": {"amount": %d}},
             {"entity": "Receipt/%s", "key": "amount", "op": "assign", "value": %d}]}
-          """.formatted(from, transfer.amount(), to, transfer.amount(), receipt, transfer.amount());
+          """.formatted(type, from, transfer.amount(), type, to, transfer.amount(), receipt,
+          transfer.amount());
       try {
         Answer answer = server.send("POST", "/v1/transactions", body);
         if (answer.status() == 200) {
@@ -140,7 +144,8 @@ class TransactionCrashTest {
   }
 
   /** Settles every transfer attempted before the crash, then checks every balance. */
-  private static void verify(ServerProcess server, int cycle, Map<String, Transfer> attempted,
+  private static void verify(ServerProcess server, String type, int cycle,
+      Map<String, Transfer> attempted,
       Map<String, Boolean> acknowledged, Map<String, Transfer> committed) throws Exception {
     for (Map.Entry<String, Transfer> entry : new ArrayList<>(attempted.entrySet())) {
       String receipt = entry.getKey();
@@ -163,7 +168,7 @@ class TransactionCrashTest {
     }
     long total = 0;
     for (int i = 0; i < ACCOUNTS; i++) {
-      Answer account = server.get("/v1/entities/Account/k" + i);
+      Answer account = server.get("/v1/entities/" + type + "/k" + i);
       assertEquals(200, account.status(), account.text());
       long balance = account.body().at("/state/balance").asLong();
       assertEquals(expected[i], balance, "cycle " + cycle + ": account k" + i

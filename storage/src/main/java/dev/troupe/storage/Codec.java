@@ -311,6 +311,8 @@ public final class Codec {
     for (Operation operation : prepared.operations()) {
       writeOperation(out, operation);
     }
+    out.bytes(prepared.redo());
+    out.fixedLong(prepared.arrival());
     return out.finish();
   }
 
@@ -324,8 +326,10 @@ public final class Codec {
       for (int i = 0; i < count; i++) {
         operations.add(readOperation(in));
       }
+      byte[] redo = in.bytes();
+      long arrival = in.fixedLong();
       in.end();
-      return new PreparedTransaction(transactionId, entity, operations);
+      return new PreparedTransaction(transactionId, entity, operations, redo, arrival);
     } catch (CorruptDataException e) {
       throw e;
     } catch (RuntimeException e) {

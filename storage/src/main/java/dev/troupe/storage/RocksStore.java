@@ -372,6 +372,12 @@ public final class RocksStore implements Store {
     return commit(transactionId, writes, null, false);
   }
 
+  @Override
+  public CompletableFuture<Committed> commitExemptFromQueueLimit(
+      long transactionId, List<EntityWrite> writes) {
+    return commit(transactionId, writes, null, true);
+  }
+
   /**
    * @param stateChange a change of two-phase-commit state written atomically with the record
    * @param bypassQueueLimit the commit of a decided transaction, which must not be refused for load
@@ -472,13 +478,14 @@ public final class RocksStore implements Store {
   }
 
   @Override
-  public CompletableFuture<Void> prepare(
-      long transactionId, EntityId entity, List<Operation> operations) {
+  public CompletableFuture<Void> prepare(PreparedTransaction part) {
     byte[] value;
     byte[] key;
+    EntityId entity = part.entity();
+    long transactionId = part.transactionId();
     try {
       key = Keys.prepared(partitionOf(entity), transactionId, Keys.entityPrefix(entity));
-      value = Codec.encodePrepared(new PreparedTransaction(transactionId, entity, operations));
+      value = Codec.encodePrepared(part);
     } catch (TroupeException e) {
       return CompletableFuture.failedFuture(e);
     } catch (RuntimeException e) {
@@ -524,7 +531,7 @@ public final class RocksStore implements Store {
   }
 
   @Override
-  public InDoubtResolution resolveInDoubtTransactions() {
+  public InDoubtResolution resolveInDoubtTransactions(Redo redo) {
     List<PreparedTransaction> prepared = new ArrayList<>();
     List<DecidedTransaction> decided = new ArrayList<>();
     try (org.rocksdb.RocksIterator iterator = database.newIterator(transactions)) {
@@ -540,8 +547,28 @@ public final class RocksStore implements Store {
     }
     InDoubtResolution resolution = InDoubtResolution.of(prepared, decided);
     List<CompletableFuture<?>> writes = new ArrayList<>();
+    List<PreparedTransaction> redone = new ArrayList<>();
     for (PreparedTransaction commit : resolution.toCommit()) {
-      writes.add(commitPrepared(commit.transactionId(), commit.entity(), commit.operations()));
+      if (commit.needsRedo()) {
+        redone.add(commit);
+      } else {
+        writes.add(commitPrepared(commit.transactionId(), commit.entity(), commit.operations()));
+      }
+    }
+    CompletableFuture.allOf(writes.toArray(CompletableFuture[]::new)).join();
+    // One at a time, in arrival order per entity: each meets the state the previous one left.
+    redone.sort(java.util.Comparator.comparing((PreparedTransaction part) -> part.entity().toString())
+        .thenComparingLong(PreparedTransaction::arrival));
+    for (PreparedTransaction part : redone) {
+      List<Operation> operations = redo.operations(part, read(part.entity()));
+      if (operations.isEmpty()) {
+        byte[] key = Keys.prepared(partitionOf(part.entity()), part.transactionId(),
+            Keys.entityPrefix(part.entity()));
+        writeTransactionState(partitionOf(part.entity()), part.transactionId(),
+            new Partition.TransactionStateChange(key, null), true).join();
+      } else {
+        commitPrepared(part.transactionId(), part.entity(), operations).join();
+      }
     }
     for (PreparedTransaction abort : resolution.toAbort()) {
       byte[] key = Keys.prepared(partitionOf(abort.entity()), abort.transactionId(),

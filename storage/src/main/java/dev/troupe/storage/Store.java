@@ -42,6 +42,14 @@ public interface Store extends AutoCloseable {
    */
   CompletableFuture<Committed> commit(long transactionId, List<EntityWrite> writes);
 
+  /**
+   * Like {@link #commit}, but never refused because the partition's queue is full: for commits
+   * that cannot be rolled back once their turn was evaluated (actions applied by a PSAC gate, whose
+   * later actions were admitted against them). Their number is bounded by the gates' bounds.
+   */
+  CompletableFuture<Committed> commitExemptFromQueueLimit(
+      long transactionId, List<EntityWrite> writes);
+
   // ------------------------------------------------------------------ two-phase commit state
 
   /**
@@ -49,7 +57,7 @@ public interface Store extends AutoCloseable {
    * partition order, so it is durable only after every commit submitted before it. Invisible to
    * reads. Fails like {@link #commit} (refused when the queue is full).
    */
-  CompletableFuture<Void> prepare(long transactionId, EntityId entity, List<Operation> operations);
+  CompletableFuture<Void> prepare(PreparedTransaction part);
 
   /**
    * Commits a decided transaction's part on one entity: one journal record, written atomically
@@ -70,9 +78,17 @@ public interface Store extends AutoCloseable {
 
   /**
    * Resolves what a crash left of two-phase commit (see {@link InDoubtResolution}) and waits for
-   * it: called once at start, before any transaction runs.
+   * it: called once at start, before any transaction runs. Parts that {@link
+   * PreparedTransaction#needsRedo need a redo} are committed one at a time, per entity in arrival
+   * order, with the operations {@code redo} computes from the entity's state at that point.
    */
-  InDoubtResolution resolveInDoubtTransactions();
+  InDoubtResolution resolveInDoubtTransactions(Redo redo);
+
+  /** Computes a PSAC part's operations on the state it meets when applied. */
+  @FunctionalInterface
+  interface Redo {
+    List<Operation> operations(PreparedTransaction part, EntityState current);
+  }
 
   /** The latest committed state of an entity, from the object cache when present. */
   EntityState read(EntityId entity);

@@ -35,7 +35,8 @@ public final class AccessSets {
    * @param readsState whether the transaction also reads the entity's whole state
    */
   public static LockSet forTransaction(CompiledType type, List<Turn> turns, boolean readsState) {
-    if (type.spec().admission() == AdmissionPolicy.SERIAL) {
+    if (type.spec().admission() != AdmissionPolicy.KEYS) {
+      // serial, and psac when its gate is bypassed: the whole entity
       boolean writes = false;
       for (Turn turn : turns) {
         writes |= !(turn instanceof Turn.InvokeAction invoke && readsOnly(type, invoke.action()));

@@ -293,7 +293,7 @@ public final class CoordinatorCore {
     for (EntityId participant : parts.keySet()) {
       switch (acknowledgements.get(participant)) {
         case TurnResult.Done done -> results.put(participant, new ParticipantResult(
-            votes.get(participant).version(), done.version(), done.state(), done.wrote()));
+            done.readVersion(), done.version(), done.state(), done.wrote()));
         case TurnResult.Failed ignored -> failed.add(participant);
       }
     }

@@ -7,7 +7,9 @@ import dev.troupe.model.Invariants;
 import dev.troupe.model.Operation;
 import dev.troupe.model.TransactionAbort;
 import dev.troupe.model.TroupeException;
+import dev.troupe.model.spec.AdmissionPolicy;
 import dev.troupe.model.spec.CompiledType;
+import dev.troupe.model.spec.PsacSettings;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
@@ -119,10 +121,20 @@ public final class EntityTurnCore<R> {
      * prepared record in the same write and must not refuse it for load.
      */
     record SubmitCommit<R>(long serial, long transactionId, List<Operation> operations,
-        boolean resolvesPrepared) implements Effect<R> {}
+        boolean resolvesPrepared, boolean exemptFromQueueLimit) implements Effect<R> {
+      public SubmitCommit(long serial, long transactionId, List<Operation> operations,
+          boolean resolvesPrepared) {
+        this(serial, transactionId, operations, resolvesPrepared, resolvesPrepared);
+      }
+    }
 
-    /** Persist the prepared record of a transaction; report with PrepareSucceeded/Failed. */
-    record SubmitPrepare<R>(long transactionId, List<Operation> operations) implements Effect<R> {}
+    /**
+     * Persist the prepared record of a transaction; report with PrepareSucceeded/Failed. A part
+     * admitted by PSAC has no operations yet: it persists its {@code redoTurns} and its {@code
+     * arrival} rank instead, for recovery to re-evaluate in arrival order.
+     */
+    record SubmitPrepare<R>(long transactionId, List<Operation> operations, List<Turn> redoTurns,
+        long arrival) implements Effect<R> {}
 
     /**
      * Remove the prepared record of an aborted transaction. Needs no reply and no sync: a prepared
@@ -145,8 +157,12 @@ public final class EntityTurnCore<R> {
   /** @param resolvesPrepared a decided transaction's commit, which must never be rolled back */
   private record InFlight(long serial, EntityState stateBefore, boolean resolvesPrepared) {}
 
+  /**
+   * @param committedBySerial the reply is for the commit with serial {@code dependsOnSerial} itself
+   *     (so what it read is the version before that commit)
+   */
   private record PendingReply<R>(long dependsOnSerial, R replyTo, EntityState state, boolean wrote,
-      TroupeException error) {}
+      TroupeException error, boolean committedBySerial) {}
 
   private record Waiting<R>(Turn turn, CompiledType type, long transactionId, R replyTo) {}
 
@@ -166,9 +182,32 @@ public final class EntityTurnCore<R> {
     EntityState stateAfter;
     /** An abort arrived while the prepared record was being written. */
     boolean abortedWhilePreparing;
+    /** Under PSAC: this part in the gate (null under locking). */
+    GateItem<R> gateItem;
+    /** Under PSAC: who waits for the commit to be applied, once decided. */
+    R acknowledgeTo;
 
     Participation(Input.PrepareRequested<R> request) {
       this.request = request;
+    }
+  }
+
+  /** What the PSAC gate orders: a transaction's part or a single turn (compared by identity). */
+  private sealed interface GateItem<R> {}
+
+  private static final class GatedTurn<R> implements GateItem<R> {
+    final Waiting<R> turn;
+
+    GatedTurn(Waiting<R> turn) {
+      this.turn = turn;
+    }
+  }
+
+  private static final class GatedPart<R> implements GateItem<R> {
+    final Participation<R> participation;
+
+    GatedPart(Participation<R> participation) {
+      this.participation = participation;
     }
   }
 
@@ -178,6 +217,8 @@ public final class EntityTurnCore<R> {
 
   private EntityState tentative;
   private long lastDurableVersion;
+  /** The durable version before the last durable commit: what that commit's turn read. */
+  private long versionBeforeLastDurable;
   private long lastSubmittedSerial;
   private long lastDurableSerial;
   private final ArrayDeque<InFlight> inFlight = new ArrayDeque<>();
@@ -186,6 +227,12 @@ public final class EntityTurnCore<R> {
   private final LockTable<Long> locks = new LockTable<>();
   private final java.util.Map<Long, Participation<R>> participations = new java.util.HashMap<>();
   private long lockWaits;
+  private PsacGate<GateItem<R>> gate;
+  private PsacSettings gateSettings;
+  private long gateArrivals;
+  private long psacDelays;
+  private boolean gateChanged;
+  private boolean drainingGate;
   private boolean passivationRequested;
   private boolean stopped;
   /** Whether any input other than an idle check arrived since the last idle check. */
@@ -211,7 +258,9 @@ public final class EntityTurnCore<R> {
         Invariants.check(!passivationRequested, "%s got a turn while passivating", entity);
         Waiting<R> turn =
             new Waiting<>(request.turn(), request.type(), request.transactionId(), request.replyTo());
-        if (waiting.isEmpty() && canRun(turn)) {
+        if (isPsac(request.type())) {
+          offerTurn(turn, effects);
+        } else if (waiting.isEmpty() && canRun(turn)) {
           run(turn, effects);
         } else if (waiting.size() < limits.maxQueuedTurnsPerEntity()) {
           waiting.add(turn);
@@ -229,13 +278,16 @@ public final class EntityTurnCore<R> {
             "%s: commit timestamps must grow (%d after %d)", entity, success.commitTimestamp(),
             lastDurableVersion);
         lastDurableSerial = success.serial();
+        versionBeforeLastDurable = lastDurableVersion;
         lastDurableVersion = success.commitTimestamp();
         releaseReplies(effects);
         rebaseWhenSettled();
         runWaitingTurns(effects);
+        drainGate(effects);
       }
       case Input.CommitFailed<R> failure -> {
-        if (failure.refusedBeforeWrite() && !rollbackLosesADecision(failure.serial())) {
+        if (failure.refusedBeforeWrite() && !rollbackLosesADecision(failure.serial())
+            && (gate == null || gate.isEmpty())) {
           refuseFrom(failure.serial(), failure.error(), effects);
         } else {
           failEverything(failure.error(), effects);
@@ -263,7 +315,7 @@ public final class EntityTurnCore<R> {
   /** Nothing in flight, nothing waiting, nobody waiting for a reply, no transaction open. */
   public boolean isIdle() {
     return inFlight.isEmpty() && waiting.isEmpty() && replies.isEmpty()
-        && participations.isEmpty();
+        && participations.isEmpty() && (gate == null || gate.isEmpty());
   }
 
   /** How many prepare requests waited for locks since this core started (for metrics). */
@@ -305,6 +357,13 @@ public final class EntityTurnCore<R> {
       return;
     }
     Participation<R> participation = new Participation<>(request);
+    if (isPsac(request.type())) {
+      participations.put(transactionId, participation);
+      participation.gateItem = new GatedPart<>(participation);
+      handleGateDecision(gate(request.type()).offer(participation.gateItem,
+          request.startTimestamp(), true, request.readsState(), tentative), effects);
+      return;
+    }
     LockTable.LockSet access =
         AccessSets.forTransaction(request.type(), request.turns(), request.readsState());
     switch (locks.request(transactionId, request.startTimestamp(), access, transactionId)) {
@@ -323,49 +382,35 @@ public final class EntityTurnCore<R> {
     }
   }
 
+  /** Evaluates turns in order on {@code state}, each seeing the ones before. */
+  private TurnEvaluator.Sequence evaluateTurns(CompiledType type, List<Turn> turns,
+      long transactionId, EntityState state) {
+    return TurnEvaluator.evaluateSequence(entity, type, state, turns, transactionId, originDc,
+        limits);
+  }
+
   /** Locks held: evaluate the transaction's turns in order on the tentative state. */
   private void evaluate(Participation<R> participation, List<Effect<R>> effects) {
     Input.PrepareRequested<R> request = participation.request;
-    EntityState scratch = tentative;
-    List<Operation> operations = new ArrayList<>();
-    int additions = 0;
-    for (Turn turn : request.turns()) {
-      TurnEvaluator.Decision decision = TurnEvaluator.evaluate(entity, request.type(), scratch,
-          turn, request.transactionId(), originDc, limits);
-      switch (decision) {
-        case TurnEvaluator.Decision.Reject reject -> {
-          voteNo(participation, reject.error(), effects);
-          return;
-        }
-        case TurnEvaluator.Decision.Write write -> {
-          // Several turns of one transaction on one entity: give each set addition its own tag.
-          List<Operation> renumbered = new ArrayList<>(write.operations().size());
-          for (Operation operation : write.operations()) {
-            if (operation instanceof Operation.AddElement add) {
-              renumbered.add(new Operation.AddElement(add.key(), add.element(),
-                  new dev.troupe.model.value.Tag(originDc, request.transactionId(), additions++)));
-            } else {
-              renumbered.add(operation);
-            }
-          }
-          if (!renumbered.isEmpty()) {
-            scratch = scratch.apply(renumbered, scratch.version() + 1, originDc);
-            operations.addAll(renumbered);
-          }
-        }
-      }
+    TurnEvaluator.Sequence evaluated = evaluateTurns(request.type(), request.turns(),
+        request.transactionId(), tentative);
+    if (evaluated.error() != null) {
+      voteNo(participation, evaluated.error(), effects);
+      return;
     }
-    participation.operations = List.copyOf(operations);
-    participation.stateAfter = scratch;
-    if (operations.isEmpty()) {
+    participation.operations = evaluated.operations();
+    participation.stateAfter = evaluated.after();
+    if (evaluated.operations().isEmpty()) {
       // Nothing to redo after a crash: no prepared record. The vote still waits until everything
       // it observed is durable.
       participation.phase = Phase.PREPARED;
-      replies.add(new PendingReply<>(lastSubmittedSerial, request.voteTo(), scratch, false, null));
+      replies.add(new PendingReply<>(lastSubmittedSerial, request.voteTo(), evaluated.after(),
+          false, null, false));
       releaseReplies(effects);
     } else {
       participation.phase = Phase.PREPARING;
-      effects.add(new Effect.SubmitPrepare<>(request.transactionId(), participation.operations));
+      effects.add(new Effect.SubmitPrepare<>(request.transactionId(), participation.operations,
+          List.of(), 0));
     }
   }
 
@@ -381,7 +426,7 @@ public final class EntityTurnCore<R> {
     }
     participation.phase = Phase.PREPARED;
     replies.add(new PendingReply<>(lastSubmittedSerial, participation.request.voteTo(),
-        participation.stateAfter, true, null));
+        participation.stateAfter, true, null, false));
     releaseReplies(effects);
   }
 
@@ -402,7 +447,7 @@ public final class EntityTurnCore<R> {
     long transactionId = participation.request.transactionId();
     // A rejection read the tentative state, so it waits for what it observed, like a turn's.
     replies.add(new PendingReply<>(lastSubmittedSerial, participation.request.voteTo(), tentative,
-        false, reason));
+        false, reason, false));
     releaseReplies(effects);
     finish(transactionId, effects);
   }
@@ -417,15 +462,30 @@ public final class EntityTurnCore<R> {
       acknowledgeAbort(decision, effects);
       return;
     }
+    if (participation.gateItem != null && decision.commit()) {
+      Invariants.check(participation.phase == Phase.PREPARED,
+          "%s: commit of transaction %d before it voted (%s)", entity, transactionId,
+          participation.phase);
+      participation.acknowledgeTo = decision.acknowledgeTo();
+      gate.commit(participation.gateItem);
+      applyGate(effects);
+      return;
+    }
     if (!decision.commit()) {
       switch (participation.phase) {
         case WAITING_FOR_LOCKS -> {
-          participations.remove(transactionId);
-          grant(locks.cancel(transactionId), effects);
+          if (participation.gateItem != null) {
+            finish(transactionId, effects); // withdraws it from the delayed list
+          } else {
+            participations.remove(transactionId);
+            grant(locks.cancel(transactionId), effects);
+          }
         }
         case PREPARING -> participation.abortedWhilePreparing = true;
         case PREPARED -> {
-          if (!participation.operations.isEmpty()) {
+          boolean hasPreparedRecord = participation.gateItem != null
+              ? !participation.request.turns().isEmpty() : !participation.operations.isEmpty();
+          if (hasPreparedRecord) {
             effects.add(new Effect.AbandonPrepared<>(transactionId));
           }
           finish(transactionId, effects);
@@ -439,17 +499,187 @@ public final class EntityTurnCore<R> {
         participation.phase);
     if (participation.operations.isEmpty()) {
       replies.add(new PendingReply<>(lastSubmittedSerial, decision.acknowledgeTo(), tentative,
-          false, null));
+          false, null, false));
     } else {
       EntityState before = tentative;
       tentative = tentative.apply(participation.operations, tentative.version() + 1, originDc);
       long serial = ++lastSubmittedSerial;
       inFlight.add(new InFlight(serial, before, true));
-      replies.add(new PendingReply<>(serial, decision.acknowledgeTo(), tentative, true, null));
+      replies.add(new PendingReply<>(serial, decision.acknowledgeTo(), tentative, true, null, true));
       effects.add(new Effect.SubmitCommit<>(serial, transactionId, participation.operations, true));
     }
     releaseReplies(effects);
     finish(transactionId, effects);
+  }
+
+  // ------------------------------------------------------------------------------- PSAC gate
+
+  private static boolean isPsac(CompiledType type) {
+    return type.spec().admission() == AdmissionPolicy.PSAC;
+  }
+
+  /** The entity's gate, with the type's bounds (new bounds apply once the gate is empty). */
+  private PsacGate<GateItem<R>> gate(CompiledType type) {
+    PsacSettings settings = type.spec().psac();
+    if (gate == null || (gate.isEmpty() && !settings.equals(gateSettings))) {
+      gateSettings = settings;
+      gate = new PsacGate<>(
+          new PsacGate.Limits(settings.maxInFlight(), settings.maxOvertakes()),
+          (item, state) -> {
+            TurnEvaluator.Sequence evaluated = switch (item) {
+              case GatedTurn<R> turn -> evaluateTurns(turn.turn.type(), List.of(turn.turn.turn()),
+                  turn.turn.transactionId(), state);
+              case GatedPart<R> part -> evaluateTurns(part.participation.request.type(),
+                  part.participation.request.turns(), part.participation.request.transactionId(),
+                  state);
+            };
+            return evaluated.error() != null
+                ? new PsacGate.Evaluation.Fails(evaluated.error())
+                : new PsacGate.Evaluation.Holds(evaluated.after());
+          });
+    }
+    return gate;
+  }
+
+  /** How many actions the PSAC gate delayed since this core started (for metrics). */
+  public long psacDelays() {
+    return psacDelays;
+  }
+
+  private void offerTurn(Waiting<R> turn, List<Effect<R>> effects) {
+    PsacGate<GateItem<R>> psac = gate(turn.type());
+    if (psac.delayedCount() >= limits.maxQueuedTurnsPerEntity()) {
+      effects.add(new Effect.Reply<>(turn.replyTo(), new TurnResult.Failed(new TroupeException(
+          ErrorCode.OVERLOADED, "entity %s has %d actions delayed; retry later".formatted(entity,
+              psac.delayedCount())))));
+      return;
+    }
+    handleGateDecision(psac.offer(new GatedTurn<>(turn), turn.transactionId(), false, false,
+        tentative), effects);
+  }
+
+  private void handleGateDecision(PsacGate.Decision<GateItem<R>> decision,
+      List<Effect<R>> effects) {
+    switch (decision) {
+      case PsacGate.Decision.Admitted<GateItem<R>> admitted -> {
+        switch (admitted.item()) {
+          case GatedTurn<R> turn -> {
+            gate.commit(turn); // a single turn commits as soon as it is admitted
+            applyGate(effects);
+          }
+          case GatedPart<R> part -> {
+            Participation<R> participation = part.participation;
+            List<Turn> turns = participation.request.turns();
+            if (turns.isEmpty()) {
+              participation.phase = Phase.PREPARED;
+              replies.add(new PendingReply<>(lastSubmittedSerial, participation.request.voteTo(),
+                  tentative, false, null, false));
+              releaseReplies(effects);
+            } else {
+              participation.phase = Phase.PREPARING;
+              effects.add(new Effect.SubmitPrepare<>(participation.request.transactionId(),
+                  List.of(), turns, ++gateArrivals));
+            }
+          }
+        }
+      }
+      case PsacGate.Decision.Rejected<GateItem<R>> rejected -> {
+        switch (rejected.item()) {
+          case GatedTurn<R> turn -> {
+            replies.add(new PendingReply<>(lastSubmittedSerial, turn.turn.replyTo(), tentative,
+                false, rejected.error(), false));
+            releaseReplies(effects);
+          }
+          case GatedPart<R> part -> voteNo(part.participation, rejected.error(), effects);
+        }
+      }
+      case PsacGate.Decision.Delayed<GateItem<R>> ignored -> psacDelays++;
+      case PsacGate.Decision.Died<GateItem<R>> died -> {
+        GatedPart<R> part = (GatedPart<R>) died.item();
+        voteNo(part.participation, new TroupeException(ErrorCode.ABORTED,
+            TransactionAbort.LOCK_CONFLICT, "%s has an older transaction in progress (PSAC)"
+                .formatted(entity)), effects);
+      }
+    }
+  }
+
+  /** The gate changed (an action committed, aborted or was withdrawn): apply and retry. */
+  private void applyGate(List<Effect<R>> effects) {
+    gateChanged = true;
+    drainGate(effects);
+  }
+
+  /**
+   * Applies, in arrival order, every committed action at the head of the gate (as far as the
+   * in-flight commit bound allows), and re-offers the delayed actions whenever the actions in
+   * progress changed, until nothing moves. Not re-entrant: a decision handled inside marks the gate
+   * changed and the loop picks it up.
+   */
+  private void drainGate(List<Effect<R>> effects) {
+    if (gate == null || drainingGate) {
+      return;
+    }
+    drainingGate = true;
+    try {
+      while (true) {
+        boolean applied = false;
+        GateItem<R> item;
+        while (inFlight.size() < limits.maxInFlightCommitsPerEntity()
+            && (item = gate.pollApplicable()) != null) {
+          applied = true;
+          switch (item) {
+            case GatedTurn<R> turn -> applyGated(turn.turn.type(), List.of(turn.turn.turn()),
+                turn.turn.transactionId(), turn.turn.replyTo(), false, effects);
+            case GatedPart<R> part -> {
+              Participation<R> participation = part.participation;
+              participations.remove(participation.request.transactionId());
+              applyGated(participation.request.type(), participation.request.turns(),
+                  participation.request.transactionId(), participation.acknowledgeTo,
+                  !participation.request.turns().isEmpty(), effects);
+            }
+          }
+        }
+        if (applied) {
+          releaseReplies(effects);
+          gateChanged = true;
+        }
+        if (!gateChanged || gate.delayedCount() == 0) {
+          gateChanged = false;
+          return;
+        }
+        gateChanged = false;
+        for (PsacGate.Decision<GateItem<R>> decision : gate.retryDelayed(tentative)) {
+          handleGateDecision(decision, effects);
+        }
+      }
+    } finally {
+      drainingGate = false;
+    }
+  }
+
+  /** Applies one committed action at the head of the gate to the tentative state. */
+  private void applyGated(CompiledType type, List<Turn> turns, long transactionId, R replyTo,
+      boolean prepared, List<Effect<R>> effects) {
+    TurnEvaluator.Sequence evaluated = evaluateTurns(type, turns, transactionId, tentative);
+    Invariants.check(evaluated.error() == null,
+        "%s: PSAC admitted %s, but it fails on the state it meets: %s", entity, turns,
+        evaluated.error() == null ? "" : evaluated.error().getMessage());
+    if (evaluated.operations().isEmpty()) {
+      if (prepared) {
+        effects.add(new Effect.AbandonPrepared<>(transactionId));
+      }
+      replies.add(new PendingReply<>(lastSubmittedSerial, replyTo, tentative, false, null, false));
+      return;
+    }
+    EntityState before = tentative;
+    tentative = tentative.apply(evaluated.operations(), tentative.version() + 1, originDc);
+    long serial = ++lastSubmittedSerial;
+    inFlight.add(new InFlight(serial, before, prepared));
+    replies.add(new PendingReply<>(serial, replyTo, tentative, true, null, true));
+    // Never refused for load: rolling back an applied PSAC action would invalidate the outcome
+    // trees of the actions admitted after it.
+    effects.add(new Effect.SubmitCommit<>(serial, transactionId, evaluated.operations(), prepared,
+        true));
   }
 
   private void acknowledgeAbort(Input.DecisionReceived<R> decision, List<Effect<R>> effects) {
@@ -462,7 +692,12 @@ public final class EntityTurnCore<R> {
 
   /** The transaction is over here: release its locks and let waiters and turns in. */
   private void finish(long transactionId, List<Effect<R>> effects) {
-    participations.remove(transactionId);
+    Participation<R> participation = participations.remove(transactionId);
+    if (participation != null && participation.gateItem != null) {
+      gate.abort(participation.gateItem); // a no-op once it was applied
+      applyGate(effects);
+      return;
+    }
     grant(locks.release(transactionId), effects);
   }
 
@@ -484,16 +719,16 @@ public final class EntityTurnCore<R> {
       case TurnEvaluator.Decision.Reject reject ->
           // A rejection read the tentative state, so it too waits for what it observed.
           replies.add(new PendingReply<>(lastSubmittedSerial, turn.replyTo(), tentative, false,
-              reject.error()));
+              reject.error(), false));
       case TurnEvaluator.Decision.Write write when write.operations().isEmpty() ->
           replies.add(new PendingReply<>(lastSubmittedSerial, turn.replyTo(), tentative, false,
-              null));
+              null, false));
       case TurnEvaluator.Decision.Write write -> {
         EntityState before = tentative;
         tentative = tentative.apply(write.operations(), tentative.version() + 1, originDc);
         long serial = ++lastSubmittedSerial;
         inFlight.add(new InFlight(serial, before, false));
-        replies.add(new PendingReply<>(serial, turn.replyTo(), tentative, true, null));
+        replies.add(new PendingReply<>(serial, turn.replyTo(), tentative, true, null, true));
         effects.add(
             new Effect.SubmitCommit<>(serial, turn.transactionId(), write.operations(), false));
       }
@@ -504,9 +739,11 @@ public final class EntityTurnCore<R> {
   private void releaseReplies(List<Effect<R>> effects) {
     while (!replies.isEmpty() && replies.peekFirst().dependsOnSerial() <= lastDurableSerial) {
       PendingReply<R> reply = replies.pollFirst();
+      boolean ownCommit = reply.committedBySerial() && reply.dependsOnSerial() == lastDurableSerial;
       TurnResult result = reply.error() != null
           ? new TurnResult.Failed(reply.error())
-          : new TurnResult.Done(lastDurableVersion, reply.state(), reply.wrote());
+          : new TurnResult.Done(lastDurableVersion, reply.state(), reply.wrote(),
+              ownCommit ? versionBeforeLastDurable : lastDurableVersion);
       effects.add(new Effect.Reply<>(reply.replyTo(), result));
     }
   }
@@ -581,7 +818,23 @@ public final class EntityTurnCore<R> {
       effects.add(new Effect.Reply<>(turn.replyTo(), new TurnResult.Failed(
           new TroupeException(ErrorCode.UNAVAILABLE, "storage failed: " + cause.getMessage()))));
     }
+    if (gate != null) {
+      TroupeException unavailable =
+          new TroupeException(ErrorCode.UNAVAILABLE, "storage failed: " + cause.getMessage());
+      List<GateItem<R>> gated = new ArrayList<>(gate.inProgressItems());
+      gated.addAll(gate.delayedItems());
+      for (GateItem<R> item : gated) {
+        if (item instanceof GatedTurn<R> turn) {
+          effects.add(new Effect.Reply<>(turn.turn.replyTo(), new TurnResult.Failed(unavailable)));
+        }
+      }
+    }
     for (Participation<R> participation : participations.values()) {
+      if (participation.acknowledgeTo != null) {
+        effects.add(new Effect.Reply<>(participation.acknowledgeTo, new TurnResult.Failed(
+            new TroupeException(ErrorCode.UNAVAILABLE, "storage failed before the commit was"
+                + " applied; it is applied when the node recovers: " + cause.getMessage()))));
+      }
       if (participation.phase != Phase.PREPARED) {
         effects.add(new Effect.Reply<>(participation.request.voteTo(), new TurnResult.Failed(
             new TroupeException(ErrorCode.UNAVAILABLE, "storage failed: " + cause.getMessage()))));
@@ -591,6 +844,7 @@ public final class EntityTurnCore<R> {
     waiting.clear();
     inFlight.clear();
     participations.clear();
+    gate = null;
     stopped = true;
     effects.add(new Effect.Stop<>());
   }

@@ -37,6 +37,50 @@ public final class TurnEvaluator {
     record Reject(TroupeException error) implements Decision {}
   }
 
+  /**
+   * Several turns evaluated in order on one state, each seeing the ones before.
+   *
+   * @param operations all their operations, in order (set additions numbered apart)
+   * @param after the state with them applied (provisional versions)
+   * @param error the first rejection, or {@code null}; then nothing else is meaningful
+   */
+  public record Sequence(List<Operation> operations, EntityState after, TroupeException error) {}
+
+  /**
+   * Evaluates a transaction's turns on one entity in order, each against the state the previous
+   * ones leave. When there are several, the set additions get distinct tag indexes (each turn alone
+   * would number from 0). Pure, like {@link #evaluate}.
+   */
+  public static Sequence evaluateSequence(EntityId entity, CompiledType type, EntityState state,
+      List<Turn> turns, long transactionId, int originDc, TurnLimits limits) {
+    EntityState scratch = state;
+    List<Operation> operations = new ArrayList<>();
+    int additions = 0;
+    for (Turn turn : turns) {
+      switch (evaluate(entity, type, scratch, turn, transactionId, originDc, limits)) {
+        case Decision.Reject reject -> {
+          return new Sequence(List.of(), state, reject.error());
+        }
+        case Decision.Write write -> {
+          List<Operation> renumbered = new ArrayList<>(write.operations().size());
+          for (Operation operation : write.operations()) {
+            if (operation instanceof Operation.AddElement add && turns.size() > 1) {
+              renumbered.add(new Operation.AddElement(add.key(), add.element(),
+                  new Tag(originDc, transactionId, additions++)));
+            } else {
+              renumbered.add(operation);
+            }
+          }
+          if (!renumbered.isEmpty()) {
+            scratch = scratch.apply(renumbered, scratch.version() + 1, originDc);
+            operations.addAll(renumbered);
+          }
+        }
+      }
+    }
+    return new Sequence(List.copyOf(operations), scratch, null);
+  }
+
   public static Decision evaluate(
       EntityId entity,
       CompiledType type,

@@ -50,7 +50,8 @@ class CoordinatorCoreTest {
         core.handle(new Input.VoteReceived(B, 10, yes(4))));
     assertEquals(List.of(new Effect.SendDecision(A, 10, true), new Effect.SendDecision(B, 10, true)),
         core.handle(new Input.DecisionPersisted(null, false)));
-    assertTrue(core.handle(new Input.Acknowledged(A, 10, yes(20))).isEmpty());
+    assertTrue(core.handle(new Input.Acknowledged(A, 10,
+        new TurnResult.Done(20, EntityState.ABSENT, true, 3))).isEmpty());
     assertTrue(core.handle(new Input.PrepareTimedOut(10)).isEmpty(), "a late timeout is ignored");
     List<Effect> done = core.handle(new Input.Acknowledged(B, 10, yes(21)));
     assertEquals(new Effect.ForgetDecision(10, List.of(A, B)), done.get(0));

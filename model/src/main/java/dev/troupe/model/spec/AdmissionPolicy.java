@@ -17,7 +17,14 @@ public enum AdmissionPolicy {
    * side by side. An action's keys are those its preconditions and effects name; an action that
    * reads {@code state} as a whole locks the whole entity.
    */
-  KEYS("keys");
+  KEYS("keys"),
+  /**
+   * Path-Sensitive Atomic Commit (psac.txt): no locks; an action is admitted while transactions are
+   * in progress when its preconditions hold in every possible outcome of them, rejected when they
+   * hold in none, delayed otherwise; effects are applied in arrival order. Bounded by the type's
+   * {@link PsacSettings}.
+   */
+  PSAC("psac");
 
   private final String wireName;
 

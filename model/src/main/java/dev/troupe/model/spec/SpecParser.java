@@ -62,7 +62,7 @@ public final class SpecParser {
           .build();
 
   private static final List<String> TYPE_FIELDS =
-      List.of("type", "admission", "schemaless", "keys", "actions");
+      List.of("type", "admission", "psac", "schemaless", "keys", "actions");
   private static final List<String> KEY_FIELDS = List.of("kind", "default");
   private static final List<String> ACTION_FIELDS = List.of("params", "pre", "effect", "sync");
   private static final List<String> SYNC_FIELDS = List.of("entity", "action", "args");
@@ -169,7 +169,12 @@ public final class SpecParser {
         tree.get("actions"),
         "actions",
         (action, node) -> actions.put(action, actionSpec(action, node)));
-    return new TypeSpec(name, keys, actions, admission, schemaless);
+    JsonNode psacNode = tree.get("psac");
+    if (psacNode != null && admission != AdmissionPolicy.PSAC) {
+      throw TroupeException.invalid("psac: bounds only apply with \"admission\": \"psac\"");
+    }
+    return new TypeSpec(name, keys, actions, admission, schemaless,
+        PsacSettings.fromJson(psacNode));
   }
 
   private static String typeName(String typeNameFromPath, JsonNode typeNode) {

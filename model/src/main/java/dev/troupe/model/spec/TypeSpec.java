@@ -26,6 +26,8 @@ import java.util.Objects;
  * @param actions action name to declaration, in declaration order (null means none)
  * @param admission the admission policy (null means {@link AdmissionPolicy#SERIAL})
  * @param schemaless whether entities of this type take any key, as registers
+ * @param psac the PSAC gate's bounds (null means {@link PsacSettings#DEFAULTS}); only meaningful
+ *     with {@link AdmissionPolicy#PSAC}
  * @throws TroupeException with {@code INVALID_REQUEST} naming the offending path
  */
 public record TypeSpec(
@@ -33,7 +35,13 @@ public record TypeSpec(
     Map<String, KeySpec> keys,
     Map<String, ActionSpec> actions,
     AdmissionPolicy admission,
-    boolean schemaless) {
+    boolean schemaless,
+    PsacSettings psac) {
+
+  public TypeSpec(String name, Map<String, KeySpec> keys, Map<String, ActionSpec> actions,
+      AdmissionPolicy admission, boolean schemaless) {
+    this(name, keys, actions, admission, schemaless, null);
+  }
 
   public TypeSpec {
     Objects.requireNonNull(name, "name");
@@ -41,6 +49,7 @@ public record TypeSpec(
     actions =
         Collections.unmodifiableMap(new LinkedHashMap<>(actions == null ? Map.of() : actions));
     admission = admission == null ? AdmissionPolicy.SERIAL : admission;
+    psac = psac == null ? PsacSettings.DEFAULTS : psac;
     validate(name, keys, actions, schemaless);
   }
 
@@ -59,6 +68,9 @@ public record TypeSpec(
     ObjectNode node = Json.NODES.objectNode();
     node.put("type", name);
     node.put("admission", admission.wireName());
+    if (admission == AdmissionPolicy.PSAC) {
+      node.set("psac", psac.toJson());
+    }
     if (schemaless) {
       node.put("schemaless", true);
       return node;

@@ -84,6 +84,9 @@ final class PrometheusMetrics {
     counter(out, "troupe_transaction_lock_waits_total",
         "Transaction prepares that waited for a lock held by a younger transaction.",
         transactions.lockWaits());
+    counter(out, "troupe_transaction_psac_delays_total",
+        "Transaction parts a PSAC gate delayed because they depend on an action in progress.",
+        transactions.psacDelays());
     counter(out, "troupe_transaction_lock_conflict_retries_total",
         "Transaction attempts killed by wait-die (retried, or given up on).",
         transactions.lockConflictRetries());

@@ -1,0 +1,92 @@
+package dev.troupe.txn;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.troupe.model.Json;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * The persisted form of a transaction part's turns, kept in a prepared record when the part's
+ * operations can only be computed when it is applied (PSAC: effects meet the state left by the
+ * actions that arrived before, in arrival order), so recovery can re-evaluate them.
+ *
+ * <p>Layout: one byte type id ({@value #TYPE_ID}), one byte format revision ({@value #REVISION}),
+ * then a UTF-8 JSON array of {@code {"t": kind, ...}} objects. The enclosing prepared record
+ * carries the checksum. Thread-safe (stateless).
+ */
+public final class TurnCodec {
+  static final byte TYPE_ID = 7;
+  static final byte REVISION = 1;
+
+  private TurnCodec() {}
+
+  public static byte[] encode(List<Turn> turns) {
+    ArrayNode array = Json.NODES.arrayNode();
+    for (Turn turn : turns) {
+      ObjectNode node = array.addObject();
+      switch (turn) {
+        case Turn.AssignKeys assign -> {
+          node.put("t", "assign");
+          ObjectNode values = node.putObject("values");
+          assign.assignments().forEach(values::set);
+        }
+        case Turn.DeleteKey delete -> node.put("t", "deleteKey").put("key", delete.key());
+        case Turn.IncrementKey increment ->
+            node.put("t", "increment").put("key", increment.key()).put("by", increment.by());
+        case Turn.AddElement add -> {
+          node.put("t", "add").put("key", add.key());
+          node.set("element", add.element());
+        }
+        case Turn.RemoveElement remove -> {
+          node.put("t", "remove").put("key", remove.key());
+          node.set("element", remove.element());
+        }
+        case Turn.DeleteEntity ignored -> node.put("t", "delete");
+        case Turn.InvokeAction invoke -> {
+          node.put("t", "action").put("action", invoke.action());
+          node.set("params", invoke.params());
+        }
+      }
+    }
+    byte[] json = Json.writeBytes(array);
+    byte[] bytes = new byte[json.length + 2];
+    bytes[0] = TYPE_ID;
+    bytes[1] = REVISION;
+    System.arraycopy(json, 0, bytes, 2, json.length);
+    return bytes;
+  }
+
+  /** @throws IllegalArgumentException for anything that is not an encoding of turns */
+  public static List<Turn> decode(byte[] bytes) {
+    if (bytes.length < 2 || bytes[0] != TYPE_ID || bytes[1] != REVISION) {
+      throw new IllegalArgumentException("not turns of format revision " + REVISION);
+    }
+    JsonNode array = Json.parse(new String(bytes, 2, bytes.length - 2, StandardCharsets.UTF_8));
+    List<Turn> turns = new ArrayList<>();
+    for (JsonNode node : array) {
+      String key = node.path("key").asText();
+      turns.add(switch (node.path("t").asText()) {
+        case "assign" -> {
+          Map<String, JsonNode> values = new LinkedHashMap<>();
+          Iterator<Map.Entry<String, JsonNode>> fields = node.get("values").fields();
+          fields.forEachRemaining(field -> values.put(field.getKey(), field.getValue()));
+          yield new Turn.AssignKeys(values);
+        }
+        case "deleteKey" -> new Turn.DeleteKey(key);
+        case "increment" -> new Turn.IncrementKey(key, node.get("by").asLong());
+        case "add" -> new Turn.AddElement(key, node.get("element"));
+        case "remove" -> new Turn.RemoveElement(key, node.get("element"));
+        case "delete" -> new Turn.DeleteEntity();
+        case "action" -> new Turn.InvokeAction(node.get("action").asText(), node.get("params"));
+        default -> throw new IllegalArgumentException("unknown turn kind " + node.path("t"));
+      });
+    }
+    return turns;
+  }
+}

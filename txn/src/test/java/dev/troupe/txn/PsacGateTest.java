@@ -1,0 +1,197 @@
+package dev.troupe.txn;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.troupe.model.EntityState;
+import dev.troupe.model.ErrorCode;
+import dev.troupe.model.Operation;
+import dev.troupe.model.TroupeException;
+import dev.troupe.model.value.CounterValue;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Random;
+import net.jqwik.api.ForAll;
+import net.jqwik.api.Property;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The PSAC gate on a bank account: the paper's Fig. 4 walk-through, the 2PC degenerate case, the
+ * fairness bound, wait-die, and a property: whatever the arrivals and decisions, every applied
+ * action's precondition holds on the state it meets and effects are applied in arrival order.
+ */
+class PsacGateTest {
+  /** An action: add {@code amount} to the balance, precondition: the result is not negative. */
+  record Change(int id, long amount) {}
+
+  private static long balance(EntityState state) {
+    return state.get("balance") instanceof CounterValue counter ? counter.total() : 0;
+  }
+
+  private static EntityState withBalance(long amount) {
+    return EntityState.ABSENT.apply(List.of(new Operation.Increment("balance", amount)), 1, 1);
+  }
+
+  private static PsacGate.Evaluation evaluate(Change change, EntityState state) {
+    long after = balance(state) + change.amount();
+    if (after < 0) {
+      return new PsacGate.Evaluation.Fails(
+          new TroupeException(ErrorCode.PRECONDITION_FAILED, "balance - amount >= 0"));
+    }
+    return new PsacGate.Evaluation.Holds(state.apply(
+        List.of(new Operation.Increment("balance", change.amount())), state.version() + 1, 1));
+  }
+
+  private static PsacGate<Change> gate(int maxInFlight, int maxOvertakes) {
+    return new PsacGate<>(new PsacGate.Limits(maxInFlight, maxOvertakes), PsacGateTest::evaluate);
+  }
+
+  @Test
+  void theFigureFourWalkThrough() {
+    PsacGate<Change> gate = gate(8, 100);
+    EntityState state = withBalance(100);
+    Change minus30 = new Change(1, -30);
+    Change minus50 = new Change(2, -50);
+    Change minus60 = new Change(3, -60);
+    // Both withdrawals fit in every outcome: admitted side by side (2PC would delay the second).
+    assertInstanceOf(PsacGate.Decision.Admitted.class, gate.offer(minus30, 1, true, false, state));
+    assertInstanceOf(PsacGate.Decision.Admitted.class, gate.offer(minus50, 2, true, false, state));
+    // -60 holds only if one of them aborts: delayed. It is older than neither, so under
+    // wait-die it would die; as a single turn it may wait.
+    assertInstanceOf(PsacGate.Decision.Died.class, gate.offer(minus60, 3, true, false, state));
+    assertInstanceOf(PsacGate.Decision.Delayed.class, gate.offer(minus60, 3, false, false, state));
+    // -50 commits first (step 4): its effect waits for -30, which arrived earlier. The outcomes
+    // left are 50 and 20, and -60 fails in both (step 5): rejected on retry.
+    gate.commit(minus50);
+    assertNull(gate.pollApplicable());
+    List<PsacGate.Decision<Change>> retried = gate.retryDelayed(state);
+    assertInstanceOf(PsacGate.Decision.Rejected.class, retried.get(0));
+    gate.commit(minus30);
+    assertEquals(minus30, gate.pollApplicable());
+    state = evaluateHolds(minus30, state);
+    assertEquals(minus50, gate.pollApplicable());
+    state = evaluateHolds(minus50, state);
+    assertEquals(20, balance(state));
+    assertTrue(gate.isEmpty());
+  }
+
+  private static EntityState evaluateHolds(Change change, EntityState state) {
+    return ((PsacGate.Evaluation.Holds) evaluate(change, state)).after();
+  }
+
+  @Test
+  void oneInFlightIsPlainTwoPhaseCommit() {
+    PsacGate<Change> gate = gate(1, 100);
+    EntityState state = withBalance(100);
+    assertInstanceOf(PsacGate.Decision.Admitted.class, gate.offer(new Change(1, -1), 1, true, false, state));
+    assertInstanceOf(PsacGate.Decision.Delayed.class, gate.offer(new Change(2, -1), 0, true, false, state),
+        "an older transaction waits");
+    assertInstanceOf(PsacGate.Decision.Died.class, gate.offer(new Change(3, -1), 5, true, false, state),
+        "a younger one dies");
+  }
+
+  @Test
+  void aDelayedActionIsOvertakenAtMostMaxOvertakesTimes() {
+    PsacGate<Change> gate = gate(8, 2);
+    EntityState state = withBalance(10);
+    gate.offer(new Change(1, -8), 1, true, false, state);
+    // Dependent (fits only if -8 aborts), and a turn, so it waits.
+    Change dependent = new Change(2, -5);
+    assertInstanceOf(PsacGate.Decision.Delayed.class, gate.offer(dependent, 2, false, false, state));
+    assertInstanceOf(PsacGate.Decision.Admitted.class, gate.offer(new Change(3, 1), 3, false, false, state));
+    assertInstanceOf(PsacGate.Decision.Admitted.class, gate.offer(new Change(4, 1), 4, false, false, state));
+    assertInstanceOf(PsacGate.Decision.Delayed.class, gate.offer(new Change(5, 1), 5, false, false, state),
+        "independent, but the delayed action was overtaken twice already");
+  }
+
+  @Test
+  void aReaderOfTheWholeStateIsAdmittedOnlyWhenEveryOutcomeIsTheSame() {
+    PsacGate<Change> gate = gate(8, 100);
+    EntityState state = withBalance(10);
+    Change reader = new Change(9, 0);
+    assertInstanceOf(PsacGate.Decision.Admitted.class, gate.offer(reader, 1, true, true, state));
+    gate.abort(reader);
+    gate.offer(new Change(1, -3), 2, true, false, state);
+    assertInstanceOf(PsacGate.Decision.Delayed.class, gate.offer(new Change(10, 0), 1, true, true, state));
+  }
+
+  /**
+   * Random arrivals (transactions that may die, and turns), random commit and abort decisions,
+   * applying heads as they become applicable: every applied action holds on the balance it meets,
+   * the balance never goes negative, effects are applied in admission order (a delayed action is
+   * admitted when a retry finds it independent), and at the end nothing is left in the gate.
+   */
+  @Property(tries = 300)
+  void appliedActionsAlwaysHoldAndFollowArrivalOrder(@ForAll long seed) {
+    Random random = new Random(seed);
+    PsacGate<Change> gate = gate(1 + random.nextInt(5), random.nextInt(4));
+    EntityState state = withBalance(random.nextInt(50));
+    List<Change> admitted = new ArrayList<>();
+    List<Change> applied = new ArrayList<>();
+    List<Change> admissionOrder = new ArrayList<>();
+    int next = 0;
+    for (int step = 0; step < 300; step++) {
+      int choice = random.nextInt(4);
+      if (choice <= 1 || admitted.isEmpty()) {
+        Change change = new Change(next++, random.nextInt(21) - 12);
+        handle(gate.offer(change, change.id(), random.nextBoolean(), false, state), admitted,
+            admissionOrder);
+      } else {
+        Change decided = admitted.remove(random.nextInt(admitted.size()));
+        if (choice == 2) {
+          gate.commit(decided);
+        } else {
+          gate.abort(decided);
+        }
+      }
+      state = drain(gate, state, applied, admitted, admissionOrder);
+    }
+    while (!admitted.isEmpty() || !gate.isEmpty()) {
+      if (!admitted.isEmpty()) {
+        gate.commit(admitted.remove(0));
+      }
+      state = drain(gate, state, applied, admitted, admissionOrder);
+      if (admitted.isEmpty() && !gate.isEmpty() && gate.inProgressCount() == 0) {
+        for (PsacGate.Decision<Change> decision : gate.retryDelayed(state)) {
+          handle(decision, admitted, admissionOrder);
+        }
+      }
+    }
+    assertTrue(balance(state) >= 0);
+    List<Change> expected = new ArrayList<>(admissionOrder);
+    expected.retainAll(applied);
+    assertEquals(expected, applied, "effects in admission order");
+  }
+
+  private static void handle(PsacGate.Decision<Change> decision, List<Change> admitted,
+      List<Change> admissionOrder) {
+    if (decision instanceof PsacGate.Decision.Admitted<Change> yes) {
+      admitted.add(yes.item());
+      admissionOrder.add(yes.item());
+    }
+  }
+
+  private static EntityState drain(PsacGate<Change> gate, EntityState state, List<Change> applied,
+      List<Change> admitted, List<Change> admissionOrder) {
+    boolean moved = true;
+    while (moved) {
+      moved = false;
+      Change head;
+      while ((head = gate.pollApplicable()) != null) {
+        PsacGate.Evaluation evaluation = evaluate(head, state);
+        assertInstanceOf(PsacGate.Evaluation.Holds.class, evaluation,
+            "applied " + head + " on balance " + balance(state));
+        state = ((PsacGate.Evaluation.Holds) evaluation).after();
+        applied.add(head);
+        moved = true;
+      }
+      for (PsacGate.Decision<Change> decision : gate.retryDelayed(state)) {
+        handle(decision, admitted, admissionOrder);
+        moved = true;
+      }
+    }
+    return state;
+  }
+}
