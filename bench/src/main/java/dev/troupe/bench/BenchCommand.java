@@ -19,6 +19,7 @@ import picocli.CommandLine.Command;
       RestBenchmark.class,
       RecoveryBenchmark.class,
       YcsbBenchmark.class,
+      BankBenchmark.class,
       CommandLine.HelpCommand.class
     },
     footer = {
@@ -28,7 +29,8 @@ import picocli.CommandLine.Command;
       "  troupe bench cache --operations 10000",
       "  troupe bench rest --threads 64 --seconds 10",
       "  troupe bench recovery --megabytes 1024 --value-bytes 1000 --json recovery.json",
-      "  troupe bench ycsb --workload a,b,c,f --records 100000 --threads 64 --target both --report ycsb-report"
+      "  troupe bench ycsb --workload a,b,c,f --records 100000 --threads 64 --target both --report ycsb-report",
+      "  troupe bench bank --scenario nosync,sync,sync1000 --policy both --threads 128 --json bank.json"
     })
 public final class BenchCommand implements Runnable {
   @CommandLine.Spec CommandLine.Model.CommandSpec spec;

@@ -1,0 +1,321 @@
+package dev.troupe.bench;
+
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.troupe.model.EntityId;
+import dev.troupe.model.Json;
+import dev.troupe.model.TroupeException;
+import dev.troupe.model.spec.SpecParser;
+import dev.troupe.runtime.RuntimeSettings;
+import dev.troupe.runtime.TransactionMetrics;
+import dev.troupe.runtime.Troupe;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.atomic.LongAdder;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
+
+/**
+ * {@code troupe bench bank}: the PSAC paper's synchronization experiments (psac.txt §4.4), PSAC
+ * against plain two-phase commit, on the same engine in the same run.
+ *
+ * <ul>
+ *   <li><b>nosync</b>: open new accounts (an action without sync calls);
+ *   <li><b>sync</b>: {@code Transfer.book} between two accounts picked uniformly from 100,000 (a
+ *       transaction over a new Transfer entity and the two accounts, through sync calls);
+ *   <li><b>sync1000</b>: the same among 1,000 accounts (contention).
+ * </ul>
+ *
+ * <p><b>Fair</b>: both policies are the same code with the same type, differing only in {@code
+ * psac.maxInFlight}: 1 is plain 2PC (one action in progress per account, others wait or die), as
+ * in the paper; PSAC admits up to {@code --max-in-flight}. Each policy has its own engine (a fresh
+ * data directory, the same settings and preloaded accounts); rounds alternate between them; the
+ * client is the embedded API, so the HTTP stack (the same for both) does not dilute the
+ * difference on this 2-core machine. Throughput counts committed bookings; aborts are reported.
+ * After the run, money is checked: the balances of every account must add up to what was opened.
+ */
+@Command(
+    name = "bank",
+    mixinStandardHelpOptions = true,
+    description = "PSAC vs plain 2PC on the PSAC paper's bank scenarios (nosync, sync, sync1000)."
+        + " Goals: psac / 2pc >= 3 on sync1000, >= 0.95 on the others.")
+final class BankBenchmark extends Benchmark {
+  static final Goal CONTENDED_GOAL = Goal.atLeast(3);
+  static final Goal UNCONTENDED_GOAL = Goal.atLeast(0.95);
+  private static final long OPENING_BALANCE = 1_000_000;
+
+  static final String ACCOUNT_SPEC = """
+      type: Account
+      admission: psac
+      psac: {maxInFlight: %d, maxOvertakes: %d}
+      keys:
+        balance: {kind: register, default: 0}
+        status:  {kind: register, default: "new"}
+      actions:
+        open:     {params: {initial: int}, pre: ["status == 'new'", "initial >= 0"],
+                   effect: {status: "'open'", balance: "initial"}}
+        withdraw: {params: {amount: int}, pre: ["status == 'open'", "amount > 0", "balance - amount >= 0"],
+                   effect: {balance: "balance - amount"}}
+        deposit:  {params: {amount: int}, pre: ["status == 'open'", "amount > 0"],
+                   effect: {balance: "balance + amount"}}
+      """;
+  static final String TRANSFER_SPEC = """
+      type: Transfer
+      actions:
+        book: {params: {from: string, to: string, amount: int},
+               sync: [{entity: "Account/{from}", action: withdraw, args: {amount: amount}},
+                      {entity: "Account/{to}",   action: deposit,  args: {amount: amount}}]}
+      """;
+
+  @Option(names = "--scenario", defaultValue = "nosync,sync,sync1000", split = ",",
+      description = "Scenarios, comma-separated: nosync, sync, sync1000 (default: ${DEFAULT-VALUE}).")
+  List<String> scenarios;
+
+  @Option(names = "--policy", defaultValue = "both",
+      description = "psac, 2pc or both (default: ${DEFAULT-VALUE}).")
+  String policy;
+
+  @Option(names = "--threads", defaultValue = "128",
+      description = "Concurrent closed-loop clients (default: ${DEFAULT-VALUE}).")
+  int threads;
+
+  @Option(names = "--max-in-flight", defaultValue = "8",
+      description = "psac.maxInFlight of the PSAC policy (default: ${DEFAULT-VALUE}).")
+  int maxInFlight;
+
+  @Option(names = "--max-overtakes", defaultValue = "32",
+      description = "psac.maxOvertakes of both policies (default: ${DEFAULT-VALUE}).")
+  int maxOvertakes;
+
+  @Option(names = "--accounts", paramLabel = "N",
+      description = "Override the accounts of sync (100000) and sync1000 (1000).")
+  Integer accountsOverride;
+
+  @Mixin AlternationOptions alternation;
+
+  @Override
+  BenchReport run() throws Exception {
+    List<String> policies = switch (policy) {
+      case "both" -> List.of("psac", "2pc");
+      case "psac", "2pc" -> List.of(policy);
+      default -> throw new IllegalArgumentException("--policy must be psac, 2pc or both");
+    };
+    for (String scenario : scenarios) {
+      if (!List.of("nosync", "sync", "sync1000").contains(scenario)) {
+        throw new IllegalArgumentException("unknown scenario '" + scenario
+            + "'; use nosync, sync or sync1000");
+      }
+    }
+    AlternatingComparison.Settings settings = alternation.settings(threads);
+    BenchReport report = new BenchReport("bank",
+        "PSAC vs plain 2PC (psac.maxInFlight = 1) on the PSAC paper's bank scenarios");
+    settings.describe(report);
+    report.parameter("psac_max_in_flight", maxInFlight)
+        .parameter("max_overtakes", maxOvertakes)
+        .parameter("client", "embedded API");
+    for (String scenario : scenarios) {
+      int accounts = scenario.equals("nosync") ? 0
+          : accountsOverride != null ? accountsOverride
+          : scenario.equals("sync") ? 100_000 : 1_000;
+      report.parameter(scenario + "_accounts", accounts);
+      List<Bank> banks = new ArrayList<>();
+      try {
+        for (String name : policies) {
+          banks.add(Bank.open(name + "_" + scenario, scenario,
+              name.equals("psac") ? maxInFlight : 1, maxOvertakes, accounts, threads));
+        }
+        Map<String, AlternatingComparison.Outcome> outcomes =
+            AlternatingComparison.run("bank " + scenario, settings,
+                new ArrayList<>(banks), report);
+        for (Bank bank : banks) {
+          bank.report(report, outcomes.get(bank.name()));
+        }
+        if (banks.size() == 2) {
+          report.ratio("psac / 2pc committed throughput, " + scenario,
+              banks.get(0).committedPerSecond(outcomes.get(banks.get(0).name())),
+              banks.get(1).committedPerSecond(outcomes.get(banks.get(1).name())),
+              scenario.equals("sync1000") ? CONTENDED_GOAL : UNCONTENDED_GOAL);
+        }
+      } finally {
+        for (Bank bank : banks) {
+          bank.close();
+        }
+      }
+    }
+    return report;
+  }
+
+  /** One policy's engine with its accounts, and the load that books on it. */
+  private static final class Bank implements AlternatingComparison.Contender, AutoCloseable {
+    private final String name;
+    private final String scenario;
+    private final int accounts;
+    private final TemporaryDirectory directory;
+    private final Troupe troupe;
+    private final LongAdder committed = new LongAdder();
+    private final LongAdder preconditionFailures = new LongAdder();
+    private final LongAdder lockConflicts = new LongAdder();
+    private final LongAdder otherAborts = new LongAdder();
+    private long measuredCommitted;
+    private long measuredAnswered;
+
+    private Bank(String name, String scenario, int accounts, TemporaryDirectory directory,
+        Troupe troupe) {
+      this.name = name;
+      this.scenario = scenario;
+      this.accounts = accounts;
+      this.directory = directory;
+      this.troupe = troupe;
+    }
+
+    static Bank open(String name, String scenario, int maxInFlight, int maxOvertakes,
+        int accounts, int threads) throws Exception {
+      TemporaryDirectory directory = TemporaryDirectory.create("bank-" + name);
+      Troupe troupe = null;
+      try {
+        troupe = Troupe.open(RuntimeSettings.forDirectory(directory.resolve("data")));
+        troupe.defineType(SpecParser.parse("Account",
+            ACCOUNT_SPEC.formatted(maxInFlight, maxOvertakes).getBytes(StandardCharsets.UTF_8),
+            true)).join();
+        troupe.defineType(SpecParser.parse("Transfer",
+            TRANSFER_SPEC.getBytes(StandardCharsets.UTF_8), true)).join();
+        Bank bank = new Bank(name, scenario, accounts, directory, troupe);
+        bank.openAccounts(threads);
+        return bank;
+      } catch (Exception | Error e) {
+        if (troupe != null) {
+          troupe.close();
+        }
+        directory.close();
+        throw e;
+      }
+    }
+
+    private void openAccounts(int concurrency) throws InterruptedException {
+      Semaphore permits = new Semaphore(Math.max(1, concurrency));
+      List<CompletableFuture<?>> opened = new ArrayList<>();
+      try (var progress = ProgressBars.start("open " + name, accounts, "accounts", 1)) {
+        for (int i = 0; i < accounts; i++) {
+          permits.acquire();
+          opened.add(troupe.invoke(new EntityId("Account", "a" + i), "open", initial())
+              .whenComplete((outcome, failure) -> {
+                permits.release();
+                progress.step();
+              }));
+        }
+        CompletableFuture.allOf(opened.toArray(CompletableFuture[]::new)).join();
+      }
+    }
+
+    private static ObjectNode initial() {
+      ObjectNode params = Json.NODES.objectNode();
+      params.put("initial", OPENING_BALANCE);
+      return params;
+    }
+
+    @Override
+    public String name() {
+      return name;
+    }
+
+    @Override
+    public AlternatingComparison.Session open(int workers) {
+      long committedBefore = committed.sum();
+      long answeredBefore = answered();
+      return new AlternatingComparison.Session() {
+        @Override
+        public void perform(int worker, long sequence) {
+          CompletableFuture<?> operation;
+          if (scenario.equals("nosync")) {
+            operation = troupe.invoke(
+                new EntityId("Account", "n" + worker + "-" + System.nanoTime() + "-" + sequence),
+                "open", initial());
+          } else {
+            ThreadLocalRandom random = ThreadLocalRandom.current();
+            int from = random.nextInt(accounts);
+            int to = (from + 1 + random.nextInt(accounts - 1)) % accounts;
+            ObjectNode params = Json.NODES.objectNode();
+            params.put("from", "a" + from);
+            params.put("to", "a" + to);
+            params.put("amount", 1 + random.nextInt(100));
+            operation = troupe.invoke(
+                new EntityId("Transfer", "t" + worker + "-" + System.nanoTime()), "book", params);
+          }
+          try {
+            operation.join();
+            committed.increment();
+          } catch (CompletionException e) {
+            if (!(e.getCause() instanceof TroupeException error)) {
+              throw e;
+            }
+            switch (error.code()) {
+              case PRECONDITION_FAILED -> preconditionFailures.increment();
+              case ABORTED -> {
+                if ("lock_conflict".equals(error.reason())) {
+                  lockConflicts.increment();
+                } else {
+                  otherAborts.increment();
+                }
+              }
+              default -> throw e; // unavailable, outcome_unknown...: the run is broken
+            }
+          }
+        }
+
+        @Override
+        public void close() {
+          measuredCommitted += committed.sum() - committedBefore;
+          measuredAnswered += answered() - answeredBefore;
+        }
+      };
+    }
+
+    private long answered() {
+      return committed.sum() + preconditionFailures.sum() + lockConflicts.sum()
+          + otherAborts.sum();
+    }
+
+    /** The median answered throughput scaled by the share of answers that committed. */
+    double committedPerSecond(AlternatingComparison.Outcome outcome) {
+      double committedShare = measuredAnswered == 0 ? 0 : (double) measuredCommitted / measuredAnswered;
+      return outcome.medianThroughput() * committedShare;
+    }
+
+    void report(BenchReport report, AlternatingComparison.Outcome outcome) {
+      TransactionMetrics metrics = troupe.transactionMetrics();
+      report.result(name, "committed_per_second", committedPerSecond(outcome));
+      report.result(name, "precondition_failures", preconditionFailures.sum());
+      report.result(name, "lock_conflict_aborts", lockConflicts.sum());
+      report.result(name, "other_aborts", otherAborts.sum());
+      report.result(name, "wait_die_retries", metrics.lockConflictRetries());
+      report.result(name, "psac_delays", metrics.psacDelays());
+      long answered = answered();
+      report.result(name, "abort_rate", answered == 0 ? 0
+          : (double) (answered - committed.sum()) / answered);
+      if (accounts > 0) {
+        long total = 0;
+        for (int i = 0; i < accounts; i++) {
+          total += troupe.get(new EntityId("Account", "a" + i)).join().state().get("balance")
+              .asLong();
+        }
+        report.result(name, "money_total", total);
+        if (total != accounts * OPENING_BALANCE) {
+          report.failure(name + ": money is not conserved: the accounts hold " + total
+              + ", they were opened with " + accounts * OPENING_BALANCE);
+        }
+      }
+    }
+
+    @Override
+    public void close() {
+      troupe.close();
+      directory.close();
+    }
+  }
+}
