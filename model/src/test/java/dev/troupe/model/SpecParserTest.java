@@ -434,6 +434,42 @@ class SpecParserTest {
   }
 
   @Test
+  void parsesPsacBoundsAndRoundTripsThem() {
+    TypeSpec spec = SpecParser.parse("Hot", bytes(quoted(
+        "{`admission`: `psac`, `psac`: {`maxInFlight`: 6, `maxOvertakes`: 3},"
+            + " `keys`: {`n`: {`kind`: `counter`}}}")), false);
+    assertEquals(dev.troupe.model.spec.AdmissionPolicy.PSAC, spec.admission());
+    assertEquals(new dev.troupe.model.spec.PsacSettings(6, 3), spec.psac());
+    assertEquals(spec, SpecParser.fromJson("Hot", spec.toJson()));
+    TypeSpec defaults = SpecParser.parse("Hot", bytes(quoted(
+        "{`admission`: `psac`, `keys`: {`n`: {`kind`: `counter`}}}")), false);
+    assertEquals(dev.troupe.model.spec.PsacSettings.DEFAULTS, defaults.psac());
+  }
+
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("badPsacSpecs")
+  void rejectsBadPsacBounds(String problem, String spec, String expectedInMessage) {
+    rejectsBadSpecsNamingThePath(problem, spec, expectedInMessage);
+  }
+
+  static Stream<Arguments> badPsacSpecs() {
+    String keys = ", `keys`: {`n`: {`kind`: `counter`}}}";
+    return Stream.of(
+        Arguments.of("bounds without psac", "{`psac`: {`maxInFlight`: 2}" + keys,
+            "psac: bounds only apply"),
+        Arguments.of("zero in flight", "{`admission`: `psac`, `psac`: {`maxInFlight`: 0}" + keys,
+            "psac.maxInFlight must be 1 to 10"),
+        Arguments.of("too many in flight", "{`admission`: `psac`, `psac`: {`maxInFlight`: 11}" + keys,
+            "psac.maxInFlight must be 1 to 10"),
+        Arguments.of("negative overtakes", "{`admission`: `psac`, `psac`: {`maxOvertakes`: -1}" + keys,
+            "psac.maxOvertakes"),
+        Arguments.of("unknown bound", "{`admission`: `psac`, `psac`: {`depth`: 2}" + keys,
+            "psac.depth: unknown field"),
+        Arguments.of("bounds not an object", "{`admission`: `psac`, `psac`: 3" + keys,
+            "psac: must be an object"));
+  }
+
+  @Test
   void rejectsBadYaml() {
     TroupeException malformed =
         assertThrows(

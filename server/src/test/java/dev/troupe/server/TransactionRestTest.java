@@ -231,6 +231,67 @@ class TransactionRestTest {
   }
 
   @Test
+  void snapshotReadsAreConsistentCutsAtOneTimestamp() throws Exception {
+    open("PsacAccount", "r", 4);
+    open("Account", "r", 2);
+    List<String> failures = java.util.Collections.synchronizedList(new ArrayList<>());
+    java.util.concurrent.atomic.AtomicBoolean running =
+        new java.util.concurrent.atomic.AtomicBoolean(true);
+    Thread writer = new Thread(() -> {
+      Random random = new Random(7);
+      while (running.get()) {
+        try {
+          int from = random.nextInt(4);
+          Answer answer = server.send("POST", "/v1/transactions", """
+              {"ops": [{"entity": "PsacAccount/r%d", "action": "withdraw", "args": {"amount": 3}},
+                       {"entity": "PsacAccount/r%d", "action": "deposit", "args": {"amount": 3}},
+                       {"entity": "Account/r%d", "action": "deposit", "args": {"amount": 1}},
+                       {"entity": "Account/r%d", "action": "withdraw", "args": {"amount": 1}}]}
+              """.formatted(from, (from + 1) % 4, random.nextInt(2), random.nextInt(2)));
+          if (answer.status() != 200 && answer.status() != 409) {
+            failures.add(answer.text());
+          }
+        } catch (Exception e) {
+          failures.add(e.toString());
+        }
+      }
+    });
+    writer.start();
+    try {
+      for (int n = 0; n < 40; n++) {
+        Answer snapshot = server.send("POST", "/v1/snapshot-read", """
+            {"entities": ["PsacAccount/r0", "PsacAccount/r1", "PsacAccount/r2", "PsacAccount/r3",
+                          {"entity": "Account/r0"}, "Account/r1"]}
+            """);
+        assertEquals(200, snapshot.status(), snapshot.text());
+        long timestamp = snapshot.body().get("timestamp").asLong();
+        long total = 0;
+        for (JsonNode entity : snapshot.body().get("entities")) {
+          total += entity.at("/state/balance").asLong();
+          assertTrue(entity.get("version").asLong() <= timestamp);
+          // The cut is the state of every entity at the snapshot's timestamp.
+          Answer at = server.get(
+              "/v1/entities/" + entity.get("entity").asText() + "?at=" + timestamp);
+          assertEquals(200, at.status(), at.text());
+          assertEquals(entity.get("state"), at.body().get("state"), "as of " + timestamp);
+        }
+        assertEquals(6 * INITIAL, total, "a snapshot saw part of a transfer");
+      }
+    } finally {
+      running.set(false);
+      writer.join(30_000);
+    }
+    assertTrue(failures.isEmpty(), failures.toString());
+    for (String bad : List.of("{}", "{\"entities\": []}",
+        "{\"entities\": [\"Account/r0\", \"Account/r0\"]}", "{\"entities\": [7]}",
+        "{\"entities\": [\"nope\"]}", "{\"entities\": [\"A/b\"], \"at\": 1}")) {
+      Answer answer = server.send("POST", "/v1/snapshot-read", bad);
+      assertEquals(400, answer.status(), bad + " -> " + answer.text());
+      assertEquals("invalid_request", answer.errorCode());
+    }
+  }
+
+  @Test
   void aFailedPreconditionAbortsEveryOperation() throws Exception {
     open("a", 2);
     Answer rich = server.send("POST", "/v1/transactions", """

@@ -37,7 +37,9 @@ import java.util.stream.Collectors;
  * }</pre>
  *
  * <p>Fields: {@code type} (optional when the type is named by the request path, and then equal to
- * it), {@code admission} (default {@code serial}), {@code schemaless} (default false), {@code keys}
+ * it), {@code admission} (default {@code serial}; {@code serial}, {@code keys} or {@code psac}),
+ * {@code psac} (with {@code psac} admission only: {@code {maxInFlight, maxOvertakes}}, see {@link
+ * PsacSettings}), {@code schemaless} (default false), {@code keys}
  * (name to {@code {kind, default}}), {@code actions} (name to {@code {params, pre, effect,
  * sync}}). Parsing is strict: an unknown field, a value of the wrong JSON type, a duplicate field
  * name, an unknown key kind, parameter type or admission policy, and every rule of {@link

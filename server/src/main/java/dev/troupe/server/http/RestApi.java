@@ -137,6 +137,18 @@ public final class RestApi
               TransactionRequests.render(outcome, transaction.reads())));
         });
       }
+      case "snapshot-read" -> {
+        if (size != 2) {
+          return support.notFound(request);
+        }
+        support.requireMethod(request, HttpMethods.POST);
+        return support.body(request).thenCompose(bytes -> {
+          List<EntityId> entities = transactionRequests.parseSnapshotRead(bytes);
+          return troupe.transact(new TransactionRequest(List.of(), entities))
+              .thenApply(outcome -> RequestSupport.json(200,
+                  TransactionRequests.renderSnapshot(outcome)));
+        });
+      }
       case "entities" -> {
         if (size < 4) {
           return support.notFound(request);

@@ -187,6 +187,65 @@ final class TransactionRequests {
     }
   }
 
+  /**
+   * {@code POST /v1/snapshot-read}: {@code {"entities": ["Type/id", ...]}} (or {@code [{"entity":
+   * "Type/id"}]}), at least one, no duplicates.
+   */
+  List<EntityId> parseSnapshotRead(byte[] body) {
+    JsonNode tree = Json.parse(body);
+    if (!tree.isObject()) {
+      throw TroupeException.invalid("a snapshot read is {\"entities\": [\"Type/id\", ...]}");
+    }
+    onlyFields(tree, Set.of("entities"), "a snapshot read");
+    JsonNode entities = tree.get("entities");
+    if (entities == null || !entities.isArray() || entities.isEmpty()) {
+      throw TroupeException.invalid("'entities' must be a non-empty array of \"Type/id\"");
+    }
+    Set<EntityId> result = new LinkedHashSet<>();
+    for (int i = 0; i < entities.size(); i++) {
+      JsonNode node = entities.get(i);
+      String where = "entities[" + i + "]";
+      EntityId entity;
+      if (node.isTextual()) {
+        ObjectNode wrapper = Json.NODES.objectNode();
+        wrapper.set("entity", node);
+        entity = entity(wrapper, where);
+      } else if (node.isObject()) {
+        onlyFields(node, READ_FIELDS, where);
+        entity = entity(node, where);
+      } else {
+        throw TroupeException.invalid(where + " must be \"Type/id\" or {\"entity\": \"Type/id\"}");
+      }
+      if (!result.add(entity)) {
+        throw TroupeException.invalid(where + " repeats " + entity);
+      }
+    }
+    return List.copyOf(result);
+  }
+
+  /**
+   * A snapshot read's answer: {@code {"timestamp", "entities": [{entity, version, exists,
+   * state}]}}. Every entity is as of {@code timestamp}: the read held each entity (a read lock, or
+   * a PSAC gate position) until all were read, so no write came between the newest version read and
+   * any other entity's read, and later writes get later timestamps.
+   */
+  static ObjectNode renderSnapshot(TransactionOutcome outcome) {
+    ObjectNode body = Json.NODES.objectNode();
+    long timestamp = 0;
+    for (TransactionOutcome.EntityOutcome entity : outcome.entities()) {
+      timestamp = Math.max(timestamp, entity.version());
+    }
+    body.put("timestamp", timestamp);
+    ArrayNode entities = body.putArray("entities");
+    for (TransactionOutcome.EntityOutcome entity : outcome.entities()) {
+      ObjectNode node = entities.addObject();
+      node.put("entity", entity.entity().toString());
+      node.put("version", entity.version());
+      node.set("state", entity.state());
+    }
+    return body;
+  }
+
   /** The answer: {@code {"txId", "entities": [{entity, readVersion, version, wrote}], "reads"}}. */
   static ObjectNode render(TransactionOutcome outcome, List<EntityId> reads) {
     ObjectNode body = Json.NODES.objectNode();
