@@ -1,0 +1,43 @@
+package dev.troupe.bench;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import java.nio.file.Path;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import picocli.CommandLine;
+
+/** {@code troupe bench bank} end to end, small: both policies on a contended bank. */
+class BankBenchmarkTest {
+  @TempDir Path directory;
+
+  @Test
+  void comparesPsacWithTwoPhaseCommitAndChecksTheMoney() throws Exception {
+    JsonNode report = BenchmarkRuns.run(directory, "bank", "--scenario", "sync1000,nosync",
+        "--accounts", "30", "--threads", "16", "--seconds", "0.5", "--warmup-seconds", "0.2",
+        "--rounds", "1");
+    for (String system : new String[] {"psac_sync1000", "2pc_sync1000"}) {
+      BenchmarkRuns.assertPositiveResults(report, system, "throughput_per_second",
+          "committed_per_second", "p50_milliseconds", "p99_milliseconds");
+      assertEquals(30 * 1_000_000L,
+          report.path("results").path(system).path("money_total").asLong(-1), system);
+    }
+    BenchmarkRuns.assertPositiveResults(report, "psac_nosync", "committed_per_second");
+    assertTrue(report.path("ratios").has("psac / 2pc committed throughput, sync1000"),
+        report.toString());
+    assertTrue(report.path("ratios").has("psac / 2pc committed throughput, nosync"),
+        report.toString());
+    assertTrue(report.path("results").path("2pc_sync1000").path("wait_die_retries").asLong() > 0,
+        "30 accounts and 16 clients contend under plain 2PC");
+  }
+
+  @Test
+  void refusesUnknownScenariosAndPolicies() {
+    CommandLine command = new CommandLine(new BenchCommand());
+    assertNotEquals(0, command.execute("bank", "--scenario", "sync5"));
+    assertNotEquals(0, command.execute("bank", "--policy", "3pc"));
+  }
+}
