@@ -61,7 +61,7 @@ class RecoveryTest {
     try (DBOptions options = new DBOptions()) {
       List<ColumnFamilyDescriptor> descriptors = new ArrayList<>();
       descriptors.add(new ColumnFamilyDescriptor(RocksDB.DEFAULT_COLUMN_FAMILY));
-      for (String name : List.of("journal", "index", "checkpoints", "meta")) {
+      for (String name : List.of("journal", "index", "checkpoints", "meta", "transactions")) {
         descriptors.add(new ColumnFamilyDescriptor(name.getBytes(StandardCharsets.UTF_8)));
       }
       try (RocksDB raw = RocksDB.open(options, directory.toString(), descriptors, handles)) {
