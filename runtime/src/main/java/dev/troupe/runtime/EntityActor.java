@@ -64,6 +64,15 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
     }
   }
 
+  /** One step of an interactive transaction (turn null: a read of the whole state). */
+  record Step(long transactionId, long startTimestamp, Turn turn, CompiledType type,
+      ActorRef<TurnResult> replyTo) implements Routed {
+    @Override
+    public void refuse(TroupeException reason) {
+      replyTo.tell(new TurnResult.Failed(reason));
+    }
+  }
+
   /** The decision of a transaction this entity took part in; acknowledgeTo is null for aborts. */
   record Decide(long transactionId, boolean commit, Recipient acknowledgeTo) implements Routed {
     @Override
@@ -158,6 +167,10 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
           transactionMetrics.recordPsacDelays(core.psacDelays() - delaysBefore);
           yield next;
         }
+        case Step step ->
+            runEffects(core.handle(new Input.StepRequested<>(step.transactionId(),
+                step.startTimestamp(), step.turn(), step.type(),
+                new Recipient.Caller(step.replyTo()))));
         case Decide decide ->
             runEffects(core.handle(new Input.DecisionReceived<>(
                 decide.transactionId(), decide.commit(), decide.acknowledgeTo())));

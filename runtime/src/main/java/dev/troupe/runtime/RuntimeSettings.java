@@ -33,7 +33,9 @@ public record RuntimeSettings(
       long retryBackoffMillis,
       int maxParticipants,
       int maxOperations,
-      int maxSyncDepth) {
+      int maxSyncDepth,
+      long interactiveIdleTimeoutMillis,
+      int maxInteractiveTransactions) {
     static TransactionSettings fromConfig(Config transactions) {
       int retries = transactions.getInt("max-lock-conflict-retries");
       if (retries < 0) {
@@ -45,7 +47,9 @@ public record RuntimeSettings(
           positiveLong(transactions, "retry-backoff-millis"),
           positive(transactions, "max-participants"),
           positive(transactions, "max-operations"),
-          positive(transactions, "max-sync-depth"));
+          positive(transactions, "max-sync-depth"),
+          positiveLong(transactions, "interactive-idle-timeout-millis"),
+          positive(transactions, "max-interactive-transactions"));
     }
   }
 

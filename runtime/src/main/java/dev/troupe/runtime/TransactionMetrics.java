@@ -51,6 +51,11 @@ public final class TransactionMetrics {
     }
   }
 
+  /** An interactive transaction aborted by its client or its idle timeout. */
+  void recordAbortedInteractive() {
+    failedByReason.computeIfAbsent("interactive_aborted", ignored -> new LongAdder()).increment();
+  }
+
   void recordPsacDelays(long count) {
     if (count > 0) {
       psacDelays.add(count);

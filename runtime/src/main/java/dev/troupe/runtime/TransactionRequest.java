@@ -14,15 +14,17 @@ import java.util.Objects;
  */
 public record TransactionRequest(List<Operation> operations, List<EntityId> reads) {
   public TransactionRequest {
+    for (Operation operation : operations) {
+      Objects.requireNonNull(operation.turn(), "a static transaction's operations need turns");
+    }
     operations = List.copyOf(operations);
     reads = List.copyOf(reads);
   }
 
-  /** One operation: a turn on one entity. */
+  /** One operation: a turn on one entity (null only for an interactive read). */
   public record Operation(EntityId entity, Turn turn) {
     public Operation {
       Objects.requireNonNull(entity, "entity");
-      Objects.requireNonNull(turn, "turn");
     }
   }
 }

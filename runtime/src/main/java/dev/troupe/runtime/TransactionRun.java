@@ -56,7 +56,12 @@ final class TransactionRun {
 
   /** Starts the first attempt; the future completes with the outcome. */
   CompletableFuture<CoordinatorCore.Outcome> start() {
-    handle(new Input.Started(store.newTransactionId()));
+    return start(store.newTransactionId());
+  }
+
+  /** Starts under a given id (an interactive transaction's, whose locks are held under it). */
+  CompletableFuture<CoordinatorCore.Outcome> start(long transactionId) {
+    handle(new Input.Started(transactionId));
     return outcome;
   }
 

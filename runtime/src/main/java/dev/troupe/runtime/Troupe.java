@@ -394,13 +394,7 @@ public final class Troupe implements AutoCloseable {
    */
   public CompletableFuture<TransactionOutcome> transact(TransactionRequest request) {
     Map<EntityId, CompiledType> types = new LinkedHashMap<>();
-    return transactCommitted(request, types).thenApply(committed -> {
-      List<TransactionOutcome.EntityOutcome> entities = new ArrayList<>();
-      committed.results().forEach((entity, result) -> entities.add(
-          new TransactionOutcome.EntityOutcome(entity, result.readVersion(), result.version(),
-              result.wrote(), types.get(entity).render(result.state()))));
-      return new TransactionOutcome(committed.transactionId(), entities);
-    });
+    return transactCommitted(request, types).thenApply(committed -> render(committed, types));
   }
 
   public TransactionMetrics transactionMetrics() {
@@ -422,14 +416,25 @@ public final class Troupe implements AutoCloseable {
     } catch (TroupeException e) {
       return CompletableFuture.failedFuture(e);
     }
-    long started = System.nanoTime();
     TransactionRun transaction = new TransactionRun(parts, types, coordinatorLimits,
         entity -> registries.get(store.partitionOf(entity)), store, system.scheduler(),
         system.executionContext());
+    return awaitOutcome(transaction, null);
+  }
+
+  /**
+   * Starts a transaction run (under {@code transactionId} when given) and turns its outcome into
+   * the committed result or the failure, counting both.
+   */
+  private CompletableFuture<CoordinatorCore.Outcome.Committed> awaitOutcome(
+      TransactionRun transaction, Long transactionId) {
+    long started = System.nanoTime();
     transactionMetrics.recordStarted();
-    return transaction.start()
+    CompletableFuture<CoordinatorCore.Outcome> outcome = transactionId == null
+        ? transaction.start() : transaction.start(transactionId);
+    return outcome
         .orTimeout(turnTimeout.toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS)
-        .handle((outcome, failure) -> {
+        .handle((result, failure) -> {
           if (failure != null) {
             TroupeException unknown = new TroupeException(ErrorCode.OUTCOME_UNKNOWN,
                 "no outcome within " + turnTimeout.toMillis() + " ms; the transaction may still"
@@ -437,7 +442,7 @@ public final class Troupe implements AutoCloseable {
             transactionMetrics.recordFailed(unknown, transaction.lockConflicts());
             throw unknown;
           }
-          return switch (outcome) {
+          return switch (result) {
             case CoordinatorCore.Outcome.Committed committed -> {
               transactionMetrics.recordCommitted(System.nanoTime() - started,
                   transaction.lockConflicts());
@@ -449,6 +454,238 @@ public final class Troupe implements AutoCloseable {
             }
           };
         });
+  }
+
+  private TransactionOutcome render(CoordinatorCore.Outcome.Committed committed,
+      Map<EntityId, CompiledType> types) {
+    List<TransactionOutcome.EntityOutcome> entities = new ArrayList<>();
+    committed.results().forEach((entity, result) -> entities.add(
+        new TransactionOutcome.EntityOutcome(entity, result.readVersion(), result.version(),
+            result.wrote(), types.get(entity).render(result.state()))));
+    return new TransactionOutcome(committed.transactionId(), entities);
+  }
+
+  // ------------------------------------------------------------ interactive transactions
+
+  /** One open interactive transaction: what it touched, guarded by its monitor. */
+  private static final class InteractiveTransaction {
+    final long transactionId;
+    final Map<EntityId, List<Turn>> steps = new LinkedHashMap<>();
+    final Map<EntityId, CompiledType> types = new LinkedHashMap<>();
+    final java.util.Set<EntityId> reads = new java.util.HashSet<>();
+    boolean stepInProgress;
+    boolean finished;
+    org.apache.pekko.actor.Cancellable idleTimer;
+
+    InteractiveTransaction(long transactionId) {
+      this.transactionId = transactionId;
+    }
+  }
+
+  private final Map<Long, InteractiveTransaction> interactive = new ConcurrentHashMap<>();
+
+  /**
+   * Begins an interactive transaction: its steps take locks as they go (strict two-phase locking
+   * with wait-die, serial and keys policies), see their own writes, and apply nothing until
+   * {@link #commitInteractive}. Aborted after {@code interactive-idle-timeout-millis} without a
+   * request. Returns its id.
+   */
+  public long beginInteractive() {
+    checkOpen();
+    if (interactive.size() >= settings.transactions().maxInteractiveTransactions()) {
+      throw new TroupeException(ErrorCode.OVERLOADED, "%d interactive transactions are open;"
+          .formatted(interactive.size()) + " retry later");
+    }
+    InteractiveTransaction transaction = new InteractiveTransaction(store.newTransactionId());
+    interactive.put(transaction.transactionId, transaction);
+    synchronized (transaction) {
+      touch(transaction);
+    }
+    return transaction.transactionId;
+  }
+
+  /** Reads an entity's whole state inside an interactive transaction (its own writes included). */
+  public CompletableFuture<EntityView> readInteractive(long transactionId, EntityId entity) {
+    return stepInteractive(transactionId, entity, null);
+  }
+
+  /**
+   * Runs one operation inside an interactive transaction and answers with the entity's state as
+   * the transaction sees it. A failed operation changes nothing and leaves the transaction open;
+   * a lock conflict with an older transaction aborts it ({@code aborted}, {@code lock_conflict}).
+   */
+  public CompletableFuture<EntityView> stepInteractive(long transactionId, EntityId entity,
+      Turn turn) {
+    InteractiveTransaction transaction;
+    CompiledType type;
+    try {
+      checkOpen();
+      transaction = openInteractive(transactionId);
+      type = typeOf(entity);
+      if (turn instanceof Turn.InvokeAction invoke && hasSync(type, invoke.action())) {
+        throw TroupeException.invalid("action %s.%s has sync calls; run it in a static"
+            .formatted(type.name(), invoke.action()) + " transaction (POST /v1/transactions)");
+      }
+      synchronized (transaction) {
+        if (transaction.finished) {
+          throw notOpen(transactionId);
+        }
+        if (transaction.stepInProgress) {
+          throw TroupeException.invalid(
+              "transaction %d has a request in progress; send one at a time".formatted(transactionId));
+        }
+        if (!transaction.types.containsKey(entity)
+            && transaction.types.size() >= settings.transactions().maxParticipants()) {
+          throw new TroupeException(ErrorCode.TOO_LARGE, "a transaction may touch at most %d"
+              .formatted(settings.transactions().maxParticipants()) + " entities");
+        }
+        transaction.stepInProgress = true;
+        transaction.types.putIfAbsent(entity, type);
+        transaction.steps.computeIfAbsent(entity, ignored -> new ArrayList<>());
+        touch(transaction);
+      }
+    } catch (TroupeException e) {
+      return CompletableFuture.failedFuture(e);
+    }
+    CompletableFuture<TurnResult> answer = Futures.onCompletingThread(
+        AskPattern.<EntityRegistry.Command, TurnResult>ask(
+            registries.get(store.partitionOf(entity)),
+            replyTo -> new EntityRegistry.Route(entity,
+                new EntityActor.Step(transactionId, transactionId, turn, type, replyTo)),
+            turnTimeout, system.scheduler()));
+    return answer.handle((result, failure) -> {
+      synchronized (transaction) {
+        transaction.stepInProgress = false;
+        if (!transaction.finished) {
+          touch(transaction);
+        }
+      }
+      if (failure != null) {
+        abortInteractive(transactionId);
+        throw new TroupeException(ErrorCode.OUTCOME_UNKNOWN, "no answer within "
+            + turnTimeout.toMillis() + " ms; the transaction was aborted");
+      }
+      return switch (result) {
+        case TurnResult.Done done -> {
+          synchronized (transaction) {
+            if (turn == null) {
+              transaction.reads.add(entity);
+            } else {
+              transaction.steps.get(entity).add(turn);
+            }
+          }
+          yield new EntityView(entity, type.render(done.state()), done.version());
+        }
+        case TurnResult.Failed failed -> {
+          if (failed.error().code() == ErrorCode.ABORTED) {
+            abortInteractive(transactionId);
+          }
+          throw failed.error();
+        }
+      };
+    });
+  }
+
+  /** Commits an interactive transaction (two-phase commit over what it touched). */
+  public CompletableFuture<TransactionOutcome> commitInteractive(long transactionId) {
+    InteractiveTransaction transaction;
+    Map<EntityId, CoordinatorCore.Part> parts = new LinkedHashMap<>();
+    Map<EntityId, CompiledType> types;
+    try {
+      checkOpen();
+      transaction = openInteractive(transactionId);
+      synchronized (transaction) {
+        if (transaction.finished) {
+          throw notOpen(transactionId);
+        }
+        if (transaction.stepInProgress) {
+          throw TroupeException.invalid("transaction %d has a request in progress"
+              .formatted(transactionId));
+        }
+        finishInteractive(transaction);
+        types = new LinkedHashMap<>(transaction.types);
+        transaction.steps.forEach((entity, turns) -> parts.put(entity,
+            new CoordinatorCore.Part(turns, transaction.reads.contains(entity))));
+      }
+    } catch (TroupeException e) {
+      return CompletableFuture.failedFuture(e);
+    }
+    if (parts.isEmpty()) {
+      return CompletableFuture.completedFuture(new TransactionOutcome(transactionId, List.of()));
+    }
+    CoordinatorCore.Limits noRetries = new CoordinatorCore.Limits(
+        coordinatorLimits.prepareTimeoutMillis(), 0, coordinatorLimits.retryBackoffMillis());
+    TransactionRun run = new TransactionRun(parts, types, noRetries,
+        entity -> registries.get(store.partitionOf(entity)), store, system.scheduler(),
+        system.executionContext());
+    return awaitOutcome(run, transactionId).thenApply(committed -> render(committed, types));
+  }
+
+  /** Aborts an interactive transaction: nothing it did is applied; its locks are released. */
+  public void abortInteractive(long transactionId) {
+    InteractiveTransaction transaction = interactive.get(transactionId);
+    if (transaction == null) {
+      return;
+    }
+    List<EntityId> touched;
+    synchronized (transaction) {
+      if (transaction.finished) {
+        return;
+      }
+      finishInteractive(transaction);
+      touched = List.copyOf(transaction.types.keySet());
+    }
+    transactionMetrics.recordAbortedInteractive();
+    for (EntityId entity : touched) {
+      registries.get(store.partitionOf(entity)).tell(new EntityRegistry.Route(entity,
+          new EntityActor.Decide(transactionId, false, null)));
+    }
+  }
+
+  /** Whether an interactive transaction with this id is open (for tests and metrics). */
+  public boolean isInteractiveOpen(long transactionId) {
+    return interactive.containsKey(transactionId);
+  }
+
+  private InteractiveTransaction openInteractive(long transactionId) {
+    InteractiveTransaction transaction = interactive.get(transactionId);
+    if (transaction == null) {
+      throw notOpen(transactionId);
+    }
+    return transaction;
+  }
+
+  private static TroupeException notOpen(long transactionId) {
+    return new TroupeException(ErrorCode.NOT_FOUND, "no open transaction %d (it committed,"
+        .formatted(transactionId) + " aborted or timed out)");
+  }
+
+  /** Caller holds the transaction's monitor. */
+  private void finishInteractive(InteractiveTransaction transaction) {
+    transaction.finished = true;
+    if (transaction.idleTimer != null) {
+      transaction.idleTimer.cancel();
+    }
+    interactive.remove(transaction.transactionId);
+  }
+
+  /** Restarts the idle timer; the caller holds the transaction's monitor. */
+  private void touch(InteractiveTransaction transaction) {
+    if (transaction.idleTimer != null) {
+      transaction.idleTimer.cancel();
+    }
+    long transactionId = transaction.transactionId;
+    transaction.idleTimer = system.scheduler().scheduleOnce(
+        Duration.ofMillis(settings.transactions().interactiveIdleTimeoutMillis()),
+        () -> {
+          synchronized (transaction) {
+            if (transaction.stepInProgress) {
+              return; // the step's answer restarts the timer
+            }
+          }
+          abortInteractive(transactionId);
+        },
+        system.executionContext());
   }
 
   /**

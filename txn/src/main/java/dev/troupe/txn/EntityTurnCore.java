@@ -93,6 +93,16 @@ public final class EntityTurnCore<R> {
     record PrepareRequested<R>(long transactionId, long startTimestamp, List<Turn> turns,
         boolean readsState, CompiledType type, R voteTo) implements Input<R> {}
 
+    /**
+     * One step of an interactive transaction on this entity: take the locks {@code turn} needs (a
+     * read of the whole state when {@code turn} is null), evaluate it after the transaction's
+     * earlier steps here, and answer with the state the transaction now sees (not committed).
+     * A failed step changes nothing and leaves the transaction open; a wait-die death answers
+     * {@code aborted} and the transaction must be aborted.
+     */
+    record StepRequested<R>(long transactionId, long startTimestamp, Turn turn,
+        CompiledType type, R replyTo) implements Input<R> {}
+
     /** The prepared record of this transaction is durable. */
     record PrepareSucceeded<R>(long transactionId) implements Input<R> {}
 
@@ -167,6 +177,8 @@ public final class EntityTurnCore<R> {
   private record Waiting<R>(Turn turn, CompiledType type, long transactionId, R replyTo) {}
 
   private enum Phase {
+    /** An interactive transaction's part: holds the locks of its steps so far, not yet prepared. */
+    OPEN,
     WAITING_FOR_LOCKS,
     /** Evaluated, prepared record submitted, vote not yet cast. */
     PREPARING,
@@ -176,7 +188,12 @@ public final class EntityTurnCore<R> {
 
   /** This entity's part of one transaction, from its prepare request to its decision. */
   private static final class Participation<R> {
-    final Input.PrepareRequested<R> request;
+    /** The prepare request; for an interactive part, a placeholder until the commit's prepare. */
+    Input.PrepareRequested<R> request;
+    /** An interactive part's successful steps, in order (what its prepare evaluates). */
+    final List<Turn> steps = new ArrayList<>();
+    /** An interactive part's step waiting for its locks. */
+    Input.StepRequested<R> waitingStep;
     Phase phase = Phase.WAITING_FOR_LOCKS;
     List<Operation> operations = List.of();
     EntityState stateAfter;
@@ -294,6 +311,7 @@ public final class EntityTurnCore<R> {
         }
       }
       case Input.PrepareRequested<R> prepare -> prepare(prepare, effects);
+      case Input.StepRequested<R> step -> step(step, effects);
       case Input.PrepareSucceeded<R> prepared -> prepared(prepared.transactionId(), effects);
       case Input.PrepareFailed<R> failed -> prepareFailed(failed, effects);
       case Input.DecisionReceived<R> decision -> decide(decision, effects);
@@ -345,7 +363,15 @@ public final class EntityTurnCore<R> {
   private void prepare(Input.PrepareRequested<R> request, List<Effect<R>> effects) {
     Invariants.check(!passivationRequested, "%s got a prepare while passivating", entity);
     long transactionId = request.transactionId();
-    if (participations.containsKey(transactionId)) {
+    Participation<R> open = participations.get(transactionId);
+    if (open != null && open.phase == Phase.OPEN) {
+      // An interactive transaction commits: its locks are held; prepare the steps it took here.
+      open.request = new Input.PrepareRequested<>(transactionId, request.startTimestamp(),
+          List.copyOf(open.steps), open.request.readsState(), request.type(), request.voteTo());
+      evaluate(open, effects);
+      return;
+    }
+    if (open != null) {
       effects.add(new Effect.Reply<>(request.voteTo(), new TurnResult.Failed(TroupeException.invalid(
           "transaction %d already has a part on %s".formatted(transactionId, entity)))));
       return;
@@ -452,6 +478,68 @@ public final class EntityTurnCore<R> {
     finish(transactionId, effects);
   }
 
+  private void step(Input.StepRequested<R> step, List<Effect<R>> effects) {
+    Invariants.check(!passivationRequested, "%s got a step while passivating", entity);
+    if (isPsac(step.type())) {
+      effects.add(new Effect.Reply<>(step.replyTo(), new TurnResult.Failed(TroupeException.invalid(
+          "type %s admits by PSAC; interactive transactions need the serial or keys policy"
+              .formatted(step.type().name())))));
+      return;
+    }
+    long transactionId = step.transactionId();
+    Participation<R> participation = participations.get(transactionId);
+    if (participation == null) {
+      if (participations.size() >= limits.maxQueuedTurnsPerEntity()) {
+        effects.add(new Effect.Reply<>(step.replyTo(), new TurnResult.Failed(new TroupeException(
+            ErrorCode.OVERLOADED, "entity %s takes part in %d open transactions; retry later"
+                .formatted(entity, participations.size())))));
+        return;
+      }
+      participation = new Participation<>(new Input.PrepareRequested<>(transactionId,
+          step.startTimestamp(), List.of(), false, step.type(), null));
+      participation.phase = Phase.OPEN;
+      participations.put(transactionId, participation);
+    }
+    Invariants.check(participation.phase == Phase.OPEN && participation.waitingStep == null,
+        "%s: step of transaction %d while %s", entity, transactionId, participation.phase);
+    LockTable.LockSet access = step.turn() == null
+        ? LockTable.LockSet.wholeEntity(LockTable.Mode.READ)
+        : AccessSets.forTurn(step.type(), step.turn());
+    switch (locks.request(transactionId, step.startTimestamp(), access, transactionId)) {
+      case LockTable.Outcome.Granted ignored -> runStep(participation, step, effects);
+      case LockTable.Outcome.Waiting ignored -> {
+        lockWaits++;
+        participation.waitingStep = step;
+      }
+      case LockTable.Outcome.Died died -> effects.add(new Effect.Reply<>(step.replyTo(),
+          new TurnResult.Failed(new TroupeException(ErrorCode.ABORTED,
+              TransactionAbort.LOCK_CONFLICT, "%s is locked by an older transaction (%d)"
+                  .formatted(entity, died.conflictingTransaction())))));
+    }
+  }
+
+  /** Locks held: evaluate the step after the earlier ones and answer with what the txn sees. */
+  private void runStep(Participation<R> participation, Input.StepRequested<R> step,
+      List<Effect<R>> effects) {
+    List<Turn> turns = new ArrayList<>(participation.steps);
+    if (step.turn() != null) {
+      turns.add(step.turn());
+    } else if (!participation.request.readsState()) {
+      Input.PrepareRequested<R> placeholder = participation.request;
+      participation.request = new Input.PrepareRequested<>(placeholder.transactionId(),
+          placeholder.startTimestamp(), List.of(), true, placeholder.type(), null);
+    }
+    TurnEvaluator.Sequence evaluated =
+        evaluateTurns(step.type(), turns, step.transactionId(), tentative);
+    if (evaluated.error() == null && step.turn() != null) {
+      participation.steps.add(step.turn());
+    }
+    // Like a turn's answer, it waits until everything it observed is durable.
+    replies.add(new PendingReply<>(lastSubmittedSerial, step.replyTo(), evaluated.after(),
+        false, evaluated.error(), false));
+    releaseReplies(effects);
+  }
+
   private void decide(Input.DecisionReceived<R> decision, List<Effect<R>> effects) {
     long transactionId = decision.transactionId();
     Participation<R> participation = participations.get(transactionId);
@@ -473,6 +561,18 @@ public final class EntityTurnCore<R> {
     }
     if (!decision.commit()) {
       switch (participation.phase) {
+        case OPEN -> {
+          if (participation.waitingStep != null) {
+            effects.add(new Effect.Reply<>(participation.waitingStep.replyTo(),
+                new TurnResult.Failed(new TroupeException(ErrorCode.ABORTED,
+                    TransactionAbort.DECIDED, "the transaction was aborted"))));
+            participations.remove(transactionId);
+            grant(locks.cancel(transactionId), effects);
+            grant(locks.release(transactionId), effects);
+          } else {
+            finish(transactionId, effects);
+          }
+        }
         case WAITING_FOR_LOCKS -> {
           if (participation.gateItem != null) {
             finish(transactionId, effects); // withdraws it from the delayed list
@@ -704,6 +804,13 @@ public final class EntityTurnCore<R> {
   private void grant(List<LockTable.Grant<Long>> granted, List<Effect<R>> effects) {
     for (LockTable.Grant<Long> grant : granted) {
       Participation<R> participation = participations.get(grant.transactionId());
+      if (participation != null && participation.phase == Phase.OPEN
+          && participation.waitingStep != null) {
+        Input.StepRequested<R> step = participation.waitingStep;
+        participation.waitingStep = null;
+        runStep(participation, step, effects);
+        continue;
+      }
       Invariants.check(participation != null && participation.phase == Phase.WAITING_FOR_LOCKS,
           "%s: granted locks to transaction %d, which was not waiting", entity,
           grant.transactionId());
@@ -835,7 +942,11 @@ public final class EntityTurnCore<R> {
             new TroupeException(ErrorCode.UNAVAILABLE, "storage failed before the commit was"
                 + " applied; it is applied when the node recovers: " + cause.getMessage()))));
       }
-      if (participation.phase != Phase.PREPARED) {
+      if (participation.waitingStep != null) {
+        effects.add(new Effect.Reply<>(participation.waitingStep.replyTo(), new TurnResult.Failed(
+            new TroupeException(ErrorCode.UNAVAILABLE, "storage failed: " + cause.getMessage()))));
+      }
+      if (participation.phase != Phase.PREPARED && participation.phase != Phase.OPEN) {
         effects.add(new Effect.Reply<>(participation.request.voteTo(), new TurnResult.Failed(
             new TroupeException(ErrorCode.UNAVAILABLE, "storage failed: " + cause.getMessage()))));
       }

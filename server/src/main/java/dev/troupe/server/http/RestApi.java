@@ -127,6 +127,19 @@ public final class RestApi
         return support.notFound(request);
       }
       case "transactions" -> {
+        if (size == 3 && path.get(2).equals("begin")) {
+          support.requireMethod(request, HttpMethods.POST);
+          request.discardEntityBytes(materializer);
+          ObjectNode body = Json.NODES.objectNode();
+          body.put("txId", troupe.beginInteractive());
+          body.put("idleTimeoutMillis",
+              troupe.settings().transactions().interactiveIdleTimeoutMillis());
+          return RequestSupport.completed(RequestSupport.json(200, body));
+        }
+        if (size == 4) {
+          support.requireMethod(request, HttpMethods.POST);
+          return interactiveRoute(request, parseTransactionId(path.get(2)), path.get(3));
+        }
         if (size != 2) {
           return support.notFound(request);
         }
@@ -263,6 +276,50 @@ public final class RestApi
       return troupe.deleteKey(entity, key).thenApply(outcome -> RequestSupport.version(outcome.version()));
     }
     throw support.methodNotAllowed(request, "GET, PUT or DELETE");
+  }
+
+  /** {@code POST /v1/transactions/{txId}/read|write|action|commit|abort}. */
+  private CompletionStage<HttpResponse> interactiveRoute(HttpRequest request, long transactionId,
+      String step) {
+    return switch (step) {
+      case "commit" -> {
+        request.discardEntityBytes(materializer);
+        yield troupe.commitInteractive(transactionId).thenApply(outcome ->
+            RequestSupport.json(200, TransactionRequests.render(outcome, List.of())));
+      }
+      case "abort" -> {
+        request.discardEntityBytes(materializer);
+        if (!troupe.isInteractiveOpen(transactionId)) {
+          throw new TroupeException(ErrorCode.NOT_FOUND,
+              "no open transaction " + transactionId + " (it committed, aborted or timed out)");
+        }
+        troupe.abortInteractive(transactionId);
+        ObjectNode body = Json.NODES.objectNode();
+        body.put("txId", transactionId);
+        body.put("aborted", true);
+        yield RequestSupport.completed(RequestSupport.json(200, body));
+      }
+      case "read", "write", "action" -> support.body(request).thenCompose(bytes -> {
+        TransactionRequest.Operation operation = transactionRequests.parseStep(step, bytes);
+        return operation.turn() == null
+            ? troupe.readInteractive(transactionId, operation.entity())
+            : troupe.stepInteractive(transactionId, operation.entity(), operation.turn());
+      }).thenApply(view -> RequestSupport.json(200,
+          RequestSupport.entityBody(view.entity(), Json.writeBytes(view.state()), view.version())));
+      default -> support.notFound(request);
+    };
+  }
+
+  private static long parseTransactionId(String text) {
+    try {
+      long value = Long.parseLong(text);
+      if (value <= 0) {
+        throw TroupeException.invalid("a transaction id is a positive integer, was " + text);
+      }
+      return value;
+    } catch (NumberFormatException e) {
+      throw TroupeException.invalid("a transaction id is a positive integer, was '" + text + "'");
+    }
   }
 
   private static long parseTimestamp(String text) {

@@ -84,6 +84,37 @@ final class TransactionRequests {
     return new TransactionRequest(operations, List.copyOf(reads));
   }
 
+  /**
+   * One step of an interactive transaction: {@code read} takes {@code {"entity"}}, {@code write}
+   * an operation with {@code "op"}, {@code action} one with {@code "action"} (the shapes of
+   * {@code ops}). A read is returned with a null turn.
+   */
+  TransactionRequest.Operation parseStep(String step, byte[] body) {
+    JsonNode node = Json.parse(body);
+    if (!node.isObject()) {
+      throw TroupeException.invalid("the body must be a JSON object");
+    }
+    return switch (step) {
+      case "read" -> {
+        onlyFields(node, READ_FIELDS, "a read");
+        yield new TransactionRequest.Operation(entity(node, "read"), null);
+      }
+      case "write" -> {
+        if (!node.has("op")) {
+          throw TroupeException.invalid("a write needs 'op' (assign, increment, add, remove,"
+              + " deleteKey, delete); use .../action for actions");
+        }
+        yield operation(node, "write");
+      }
+      default -> {
+        if (!node.has("action")) {
+          throw TroupeException.invalid("an action step needs 'action' and 'args'");
+        }
+        yield operation(node, "action");
+      }
+    };
+  }
+
   private TransactionRequest.Operation operation(JsonNode node, String where) {
     if (!node.isObject()) {
       throw TroupeException.invalid(where + " must be an object");
