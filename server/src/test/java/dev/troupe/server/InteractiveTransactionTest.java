@@ -4,7 +4,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import com.fasterxml.jackson.databind.JsonNode;
 import dev.troupe.server.ServerProcess.Answer;
 import dev.troupe.txn.check.ConservationChecker;
 import dev.troupe.txn.check.History;
@@ -182,14 +181,7 @@ class InteractiveTransactionTest {
               unexpected.add(commit.text());
               continue;
             }
-            Map<String, Long> reads = new HashMap<>();
-            Map<String, Long> writes = new HashMap<>();
-            for (JsonNode entity : commit.body().get("entities")) {
-              reads.put(entity.get("entity").asText(), entity.get("readVersion").asLong());
-              writes.put(entity.get("entity").asText(), entity.get("version").asLong());
-            }
-            history.record(new RecordedTransaction("c" + client + "-" + n,
-                RecordedTransaction.Outcome.COMMITTED, reads, writes));
+            history.record(TransactionRestTest.committed("c" + client + "-" + n, commit));
             committed.incrementAndGet();
           } catch (Exception e) {
             unexpected.add(e.toString());

@@ -36,19 +36,8 @@ import org.junit.jupiter.params.provider.ValueSource;
  * conservation and no negative balance; all-or-nothing aborts; sync actions; bad input.
  */
 class TransactionRestTest {
-  static final String BANK_YAML = """
-      type: Account
-      keys:
-        balance: {kind: register, default: 0}
-        status:  {kind: register, default: "new"}
-      actions:
-        open:     {params: {initial: int}, pre: ["status == 'new'", "initial >= 0"],
-                   effect: {status: "'open'", balance: "initial"}}
-        withdraw: {params: {amount: int}, pre: ["status == 'open'", "amount > 0", "balance - amount >= 0"],
-                   effect: {balance: "balance - amount"}}
-        deposit:  {params: {amount: int}, pre: ["status == 'open'", "amount > 0"],
-                   effect: {balance: "balance + amount"}}
-      """;
+  /** The end-to-end test's account type (balance, status, and a counter and a set unused here). */
+  static final String BANK_YAML = RestEndToEndTest.ACCOUNT_YAML;
   static final String TRANSFER_YAML = """
       type: Transfer
       actions:
@@ -204,21 +193,28 @@ class TransactionRestTest {
         "failed withdrawals are counted by reason");
   }
 
+  /**
+   * A committed transaction as its answer reports it: per entity, the version it read, and the
+   * version it wrote when it wrote.
+   */
+  static RecordedTransaction committed(String id, Answer answer) {
+    Map<String, Long> reads = new HashMap<>();
+    Map<String, Long> writes = new HashMap<>();
+    for (JsonNode entity : answer.body().get("entities")) {
+      String name = entity.get("entity").asText();
+      reads.put(name, entity.get("readVersion").asLong());
+      if (entity.get("wrote").asBoolean()) {
+        writes.put(name, entity.get("version").asLong());
+      }
+    }
+    return new RecordedTransaction(id, RecordedTransaction.Outcome.COMMITTED, reads, writes);
+  }
+
   /** Records one answer in the history: committed with versions, aborted, or unexpected. */
   private static void record(History.Recorder history, String id, Answer answer,
       Map<String, AtomicInteger> outcomes, List<String> unexpected) {
     if (answer.status() == 200) {
-      Map<String, Long> reads = new HashMap<>();
-      Map<String, Long> writes = new HashMap<>();
-      for (JsonNode entity : answer.body().get("entities")) {
-        String name = entity.get("entity").asText();
-        reads.put(name, entity.get("readVersion").asLong());
-        if (entity.get("wrote").asBoolean()) {
-          writes.put(name, entity.get("version").asLong());
-        }
-      }
-      history.record(new RecordedTransaction(id, RecordedTransaction.Outcome.COMMITTED, reads,
-          writes));
+      history.record(committed(id, answer));
       outcomes.computeIfAbsent("committed", k -> new AtomicInteger()).incrementAndGet();
     } else if (answer.status() == 409 && "aborted".equals(answer.errorCode())) {
       history.record(new RecordedTransaction(id, RecordedTransaction.Outcome.ABORTED, Map.of(),

@@ -484,7 +484,7 @@ public final class RocksStore implements Store {
     EntityId entity = part.entity();
     long transactionId = part.transactionId();
     try {
-      key = Keys.prepared(partitionOf(entity), transactionId, Keys.entityPrefix(entity));
+      key = preparedKey(transactionId, entity);
       value = Codec.encodePrepared(part);
     } catch (TroupeException e) {
       return CompletableFuture.failedFuture(e);
@@ -499,14 +499,14 @@ public final class RocksStore implements Store {
   @Override
   public CompletableFuture<Committed> commitPrepared(
       long transactionId, EntityId entity, List<Operation> operations) {
-    byte[] key = Keys.prepared(partitionOf(entity), transactionId, Keys.entityPrefix(entity));
+    byte[] key = preparedKey(transactionId, entity);
     return commit(transactionId, List.of(new EntityWrite(entity, operations)),
         new Partition.TransactionStateChange(key, null), true);
   }
 
   @Override
   public void abandonPrepared(long transactionId, EntityId entity) {
-    byte[] key = Keys.prepared(partitionOf(entity), transactionId, Keys.entityPrefix(entity));
+    byte[] key = preparedKey(transactionId, entity);
     writeTransactionState(partitionOf(entity), transactionId,
         new Partition.TransactionStateChange(key, null), true);
   }
@@ -523,6 +523,10 @@ public final class RocksStore implements Store {
   public void forgetDecision(DecidedTransaction decision) {
     writeTransactionState(decisionPartition(decision), decision.transactionId(),
         new Partition.TransactionStateChange(Keys.decided(decision.transactionId()), null), true);
+  }
+
+  private byte[] preparedKey(long transactionId, EntityId entity) {
+    return Keys.prepared(partitionOf(entity), transactionId, Keys.entityPrefix(entity));
   }
 
   /** A decision lives in its first participant's partition (any fixed choice would do). */
@@ -562,8 +566,7 @@ public final class RocksStore implements Store {
     for (PreparedTransaction part : redone) {
       List<Operation> operations = redo.operations(part, read(part.entity()));
       if (operations.isEmpty()) {
-        byte[] key = Keys.prepared(partitionOf(part.entity()), part.transactionId(),
-            Keys.entityPrefix(part.entity()));
+        byte[] key = preparedKey(part.transactionId(), part.entity());
         writeTransactionState(partitionOf(part.entity()), part.transactionId(),
             new Partition.TransactionStateChange(key, null), true).join();
       } else {
@@ -571,8 +574,7 @@ public final class RocksStore implements Store {
       }
     }
     for (PreparedTransaction abort : resolution.toAbort()) {
-      byte[] key = Keys.prepared(partitionOf(abort.entity()), abort.transactionId(),
-          Keys.entityPrefix(abort.entity()));
+      byte[] key = preparedKey(abort.transactionId(), abort.entity());
       writes.add(writeTransactionState(partitionOf(abort.entity()), abort.transactionId(),
           new Partition.TransactionStateChange(key, null), true));
     }
