@@ -8,11 +8,11 @@ import dev.troupe.model.spec.CompiledType;
 import dev.troupe.storage.Committed;
 import dev.troupe.storage.EntityWrite;
 import dev.troupe.storage.PreparedTransaction;
-import dev.troupe.txn.TurnCodec;
 import dev.troupe.storage.Store;
 import dev.troupe.txn.EntityTurnCore;
 import dev.troupe.txn.EntityTurnCore.Effect;
 import dev.troupe.txn.EntityTurnCore.Input;
+import dev.troupe.txn.TurnCodec;
 import dev.troupe.txn.Turn;
 import dev.troupe.txn.TurnResult;
 import java.time.Duration;
@@ -152,21 +152,17 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
   }
 
   private Behavior<Command> onCommand(Command command) {
+    long waitsBefore = core.lockWaits();
+    long delaysBefore = core.psacDelays();
     try {
       return switch (command) {
         case RunTurn run ->
-            runEffects(core.handle(new Input.TurnRequested<>(
-                run.turn(), run.type(), store.newTransactionId(), new Recipient.Caller(run.replyTo()))));
-        case Prepare prepare -> {
-          long waitsBefore = core.lockWaits();
-          long delaysBefore = core.psacDelays();
-          Behavior<Command> next = runEffects(core.handle(new Input.PrepareRequested<>(
-              prepare.transactionId(), prepare.startTimestamp(), prepare.turns(),
-              prepare.readsState(), prepare.type(), prepare.voteTo())));
-          transactionMetrics.recordLockWaits(core.lockWaits() - waitsBefore);
-          transactionMetrics.recordPsacDelays(core.psacDelays() - delaysBefore);
-          yield next;
-        }
+            runEffects(core.handle(new Input.TurnRequested<>(run.turn(), run.type(),
+                store.newTransactionId(), new Recipient.Caller(run.replyTo()))));
+        case Prepare prepare ->
+            runEffects(core.handle(new Input.PrepareRequested<>(
+                prepare.transactionId(), prepare.startTimestamp(), prepare.turns(),
+                prepare.readsState(), prepare.type(), prepare.voteTo())));
         case Step step ->
             runEffects(core.handle(new Input.StepRequested<>(step.transactionId(),
                 step.startTimestamp(), step.turn(), step.type(),
@@ -191,6 +187,9 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
     } catch (Invariants.InvariantViolation violation) {
       fatalErrorHandler.onFatalError("entity " + entity, violation);
       return Behaviors.stopped();
+    } finally {
+      transactionMetrics.recordLockWaits(core.lockWaits() - waitsBefore);
+      transactionMetrics.recordPsacDelays(core.psacDelays() - delaysBefore);
     }
   }
 

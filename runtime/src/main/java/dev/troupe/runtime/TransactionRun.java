@@ -15,10 +15,10 @@ import java.util.ArrayDeque;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
-import scala.concurrent.ExecutionContext;
 import java.util.function.Function;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Scheduler;
+import scala.concurrent.ExecutionContext;
 
 /**
  * Shell of one transaction's {@link CoordinatorCore}: feeds it votes, acknowledgements, timer
@@ -132,6 +132,11 @@ final class TransactionRun {
     }
   }
 
+  /**
+   * A {@link TroupeException} from the store means the decision was not written (refused: closed,
+   * failed before, queue full); anything else (an {@link OutcomeUnknownException} from a failed
+   * write) leaves its fate unknown.
+   */
   private static Input.DecisionPersisted decisionPersisted(Throwable failure) {
     if (failure == null) {
       return new Input.DecisionPersisted(null, false);
@@ -141,9 +146,7 @@ final class TransactionRun {
     if (cause instanceof TroupeException refused) {
       return new Input.DecisionPersisted(refused, false);
     }
-    boolean unknown = cause instanceof OutcomeUnknownException || !(cause instanceof TroupeException);
-    return new Input.DecisionPersisted(
-        new TroupeException(dev.troupe.model.ErrorCode.OUTCOME_UNKNOWN,
-            String.valueOf(cause.getMessage())), unknown);
+    return new Input.DecisionPersisted(new TroupeException(
+        dev.troupe.model.ErrorCode.OUTCOME_UNKNOWN, String.valueOf(cause.getMessage())), true);
   }
 }
