@@ -7,7 +7,9 @@ import dev.troupe.model.TroupeException;
 import dev.troupe.model.spec.SpecParser;
 import dev.troupe.runtime.RuntimeSettings;
 import dev.troupe.runtime.TransactionMetrics;
+import dev.troupe.runtime.TransactionRequest;
 import dev.troupe.runtime.Troupe;
+import dev.troupe.txn.Turn;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
@@ -81,6 +83,11 @@ final class BankBenchmark extends Benchmark {
       description = "psac, 2pc or both (default: ${DEFAULT-VALUE}).")
   String policy;
 
+  @Option(names = "--mode", defaultValue = "planned",
+      description = "How bookings are scheduled: planned (ordered by the sequencer, never retried)"
+          + " or dynamic (wait-die, retried) (default: ${DEFAULT-VALUE}).")
+  String mode;
+
   @Option(names = "--threads", defaultValue = "128",
       description = "Concurrent closed-loop clients (default: ${DEFAULT-VALUE}).")
   int threads;
@@ -112,13 +119,19 @@ final class BankBenchmark extends Benchmark {
             + "'; use nosync, sync or sync1000");
       }
     }
+    TransactionRequest.Mode transactionMode = switch (mode) {
+      case "planned" -> TransactionRequest.Mode.PLANNED;
+      case "dynamic" -> TransactionRequest.Mode.DYNAMIC;
+      default -> throw new IllegalArgumentException("--mode must be planned or dynamic");
+    };
     AlternatingComparison.Settings settings = alternation.settings(threads);
     BenchReport report = new BenchReport("bank",
         "PSAC vs plain 2PC (psac.maxInFlight = 1) on the PSAC paper's bank scenarios");
     settings.describe(report);
     report.parameter("psac_max_in_flight", maxInFlight)
         .parameter("max_overtakes", maxOvertakes)
-        .parameter("client", "embedded API");
+        .parameter("client", "embedded API")
+        .parameter("mode", mode);
     for (String scenario : scenarios) {
       int accounts = scenario.equals("nosync") ? 0
           : accountsOverride != null ? accountsOverride
@@ -128,7 +141,8 @@ final class BankBenchmark extends Benchmark {
       try {
         for (String name : policies) {
           banks.add(Bank.open(name + "_" + scenario, scenario,
-              name.equals("psac") ? maxInFlight : 1, maxOvertakes, accounts, threads));
+              name.equals("psac") ? maxInFlight : 1, maxOvertakes, accounts, threads,
+              transactionMode));
         }
         Map<String, AlternatingComparison.Outcome> outcomes =
             AlternatingComparison.run("bank " + scenario, settings,
@@ -162,11 +176,13 @@ final class BankBenchmark extends Benchmark {
     private final LongAdder preconditionFailures = new LongAdder();
     private final LongAdder lockConflicts = new LongAdder();
     private final LongAdder otherAborts = new LongAdder();
+    private final TransactionRequest.Mode mode;
     private long measuredCommitted;
     private long measuredAnswered;
 
     private Bank(String name, String scenario, int accounts, TemporaryDirectory directory,
-        Troupe troupe) {
+        Troupe troupe, TransactionRequest.Mode mode) {
+      this.mode = mode;
       this.name = name;
       this.scenario = scenario;
       this.accounts = accounts;
@@ -175,7 +191,7 @@ final class BankBenchmark extends Benchmark {
     }
 
     static Bank open(String name, String scenario, int maxInFlight, int maxOvertakes,
-        int accounts, int threads) throws Exception {
+        int accounts, int threads, TransactionRequest.Mode mode) throws Exception {
       TemporaryDirectory directory = TemporaryDirectory.create("bank-" + name);
       Troupe troupe = null;
       try {
@@ -185,7 +201,7 @@ final class BankBenchmark extends Benchmark {
             true)).join();
         troupe.defineType(SpecParser.parse("Transfer",
             TRANSFER_SPEC.getBytes(StandardCharsets.UTF_8), true)).join();
-        Bank bank = new Bank(name, scenario, accounts, directory, troupe);
+        Bank bank = new Bank(name, scenario, accounts, directory, troupe, mode);
         bank.openAccounts(threads);
         return bank;
       } catch (Exception | Error e) {
@@ -244,8 +260,10 @@ final class BankBenchmark extends Benchmark {
             params.put("from", "a" + from);
             params.put("to", "a" + to);
             params.put("amount", 1 + random.nextInt(100));
-            operation = troupe.invoke(
-                new EntityId("Transfer", "t" + worker + "-" + System.nanoTime()), "book", params);
+            operation = troupe.transact(new TransactionRequest(List.of(
+                new TransactionRequest.Operation(
+                    new EntityId("Transfer", "t" + worker + "-" + System.nanoTime()),
+                    new Turn.InvokeAction("book", params))), List.of(), mode));
           }
           try {
             operation.join();
@@ -257,7 +275,9 @@ final class BankBenchmark extends Benchmark {
             switch (error.code()) {
               case PRECONDITION_FAILED -> preconditionFailures.increment();
               case ABORTED -> {
-                if ("lock_conflict".equals(error.reason())) {
+                if ("precondition_failed".equals(error.reason())) {
+                  preconditionFailures.increment();
+                } else if ("lock_conflict".equals(error.reason())) {
                   lockConflicts.increment();
                 } else {
                   otherAborts.increment();

@@ -57,7 +57,7 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
 
   /** Prepare this entity's part of a transaction and vote (see {@link EntityTurnCore}). */
   record Prepare(long transactionId, long startTimestamp, List<Turn> turns, boolean readsState,
-      CompiledType type, Recipient voteTo) implements Routed {
+      CompiledType type, boolean planned, Recipient voteTo) implements Routed {
     @Override
     public void refuse(TroupeException reason) {
       voteTo.deliver(new TurnResult.Failed(reason));
@@ -162,7 +162,7 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
         case Prepare prepare ->
             runEffects(core.handle(new Input.PrepareRequested<>(
                 prepare.transactionId(), prepare.startTimestamp(), prepare.turns(),
-                prepare.readsState(), prepare.type(), prepare.voteTo())));
+                prepare.readsState(), prepare.type(), prepare.voteTo(), prepare.planned())));
         case Step step ->
             runEffects(core.handle(new Input.StepRequested<>(step.transactionId(),
                 step.startTimestamp(), step.turn(), step.type(),

@@ -46,7 +46,15 @@ final class TransactionRun {
       CoordinatorCore.Limits limits,
       Function<EntityId, ActorRef<EntityRegistry.Command>> registryOf, Store store,
       Scheduler scheduler, ExecutionContext executor) {
-    this.core = new CoordinatorCore(parts, limits);
+    this(parts, types, limits, false, registryOf, store, scheduler, executor);
+  }
+
+  /** @param planned a planned transaction (see {@link CoordinatorCore}) */
+  TransactionRun(Map<EntityId, CoordinatorCore.Part> parts, Map<EntityId, CompiledType> types,
+      CoordinatorCore.Limits limits, boolean planned,
+      Function<EntityId, ActorRef<EntityRegistry.Command>> registryOf, Store store,
+      Scheduler scheduler, ExecutionContext executor) {
+    this.core = new CoordinatorCore(parts, limits, planned);
     this.types = types;
     this.registryOf = registryOf;
     this.store = store;
@@ -61,7 +69,12 @@ final class TransactionRun {
 
   /** Starts under a given id (an interactive transaction's, whose locks are held under it). */
   CompletableFuture<CoordinatorCore.Outcome> start(long transactionId) {
-    handle(new Input.Started(transactionId));
+    return start(transactionId, transactionId);
+  }
+
+  /** Starts under a given id and age (a planned transaction's age is its position). */
+  CompletableFuture<CoordinatorCore.Outcome> start(long transactionId, long startTimestamp) {
+    handle(new Input.Started(transactionId, startTimestamp));
     return outcome;
   }
 
@@ -103,7 +116,8 @@ final class TransactionRun {
         registryOf.apply(participant).tell(new EntityRegistry.Route(participant,
             new EntityActor.Prepare(prepare.transactionId(), prepare.startTimestamp(),
                 prepare.part().turns(), prepare.part().readsState(), types.get(participant),
-                new Recipient.Voter(this, participant, prepare.transactionId()))));
+                prepare.planned(), new Recipient.Voter(this, participant,
+                    prepare.transactionId()))));
       }
       case Effect.SchedulePrepareTimeout timeout -> {
         long transactionId = timeout.transactionId();

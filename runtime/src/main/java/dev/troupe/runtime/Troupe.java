@@ -416,23 +416,45 @@ public final class Troupe implements AutoCloseable {
     } catch (TroupeException e) {
       return CompletableFuture.failedFuture(e);
     }
-    TransactionRun transaction = new TransactionRun(parts, types, coordinatorLimits,
+    if (request.mode() == TransactionRequest.Mode.DYNAMIC) {
+      TransactionRun transaction = new TransactionRun(parts, types, coordinatorLimits,
+          entity -> registries.get(store.partitionOf(entity)), store, system.scheduler(),
+          system.executionContext());
+      return awaitOutcome(transaction, TransactionRun::start);
+    }
+    // Planned: ordered by the sequencer, never dies, so never retried.
+    TransactionRun transaction = new TransactionRun(parts, types, noRetries(), true,
         entity -> registries.get(store.partitionOf(entity)), store, system.scheduler(),
         system.executionContext());
-    return awaitOutcome(transaction, null);
+    return awaitOutcome(transaction, run -> {
+      CompletableFuture<CoordinatorCore.Outcome> outcome = new CompletableFuture<>();
+      sequencer.submit(position -> run.start(store.newTransactionId(), position)
+          .whenComplete((result, failure) -> {
+            if (failure != null) {
+              outcome.completeExceptionally(failure);
+            } else {
+              outcome.complete(result);
+            }
+          }));
+      return outcome;
+    });
+  }
+
+  private CoordinatorCore.Limits noRetries() {
+    return new CoordinatorCore.Limits(coordinatorLimits.prepareTimeoutMillis(), 0,
+        coordinatorLimits.retryBackoffMillis());
   }
 
   /**
-   * Starts a transaction run (under {@code transactionId} when given) and turns its outcome into
-   * the committed result or the failure, counting both.
+   * Starts a transaction run with {@code start} and turns its outcome into the committed result
+   * or the failure, counting both.
    */
   private CompletableFuture<CoordinatorCore.Outcome.Committed> awaitOutcome(
-      TransactionRun transaction, Long transactionId) {
+      TransactionRun transaction,
+      java.util.function.Function<TransactionRun, CompletableFuture<CoordinatorCore.Outcome>> start) {
     long started = System.nanoTime();
     transactionMetrics.recordStarted();
-    CompletableFuture<CoordinatorCore.Outcome> outcome = transactionId == null
-        ? transaction.start() : transaction.start(transactionId);
-    return outcome
+    return start.apply(transaction)
         .orTimeout(turnTimeout.toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS)
         .handle((result, failure) -> {
           if (failure != null) {
@@ -483,6 +505,7 @@ public final class Troupe implements AutoCloseable {
   }
 
   private final Map<Long, InteractiveTransaction> interactive = new ConcurrentHashMap<>();
+  private final PlannedSequencer sequencer = new PlannedSequencer();
 
   /**
    * Begins an interactive transaction: its steps take locks as they go (strict two-phase locking
@@ -613,12 +636,11 @@ public final class Troupe implements AutoCloseable {
     if (parts.isEmpty()) {
       return CompletableFuture.completedFuture(new TransactionOutcome(transactionId, List.of()));
     }
-    CoordinatorCore.Limits noRetries = new CoordinatorCore.Limits(
-        coordinatorLimits.prepareTimeoutMillis(), 0, coordinatorLimits.retryBackoffMillis());
-    TransactionRun run = new TransactionRun(parts, types, noRetries,
+    TransactionRun run = new TransactionRun(parts, types, noRetries(),
         entity -> registries.get(store.partitionOf(entity)), store, system.scheduler(),
         system.executionContext());
-    return awaitOutcome(run, transactionId).thenApply(committed -> render(committed, types));
+    return awaitOutcome(run, started -> started.start(transactionId))
+        .thenApply(committed -> render(committed, types));
   }
 
   /** Aborts an interactive transaction: nothing it did is applied; its locks are released. */

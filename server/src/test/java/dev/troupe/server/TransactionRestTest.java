@@ -28,7 +28,7 @@ import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
-import org.junit.jupiter.params.provider.ValueSource;
+import org.junit.jupiter.params.provider.CsvSource;
 
 /**
  * Multi-entity transactions through REST against a real server process: atomic transfers under
@@ -86,11 +86,15 @@ class TransactionRestTest {
   }
 
   static String transfer(String type, String from, String to, long amount) {
+    return transfer(type, from, to, amount, "dynamic");
+  }
+
+  static String transfer(String type, String from, String to, long amount, String mode) {
     return """
-        {"mode": "dynamic", "ops": [
+        {"mode": "%s", "ops": [
           {"entity": "%s/%s", "action": "withdraw", "args": {"amount": %d}},
           {"entity": "%s/%s", "action": "deposit", "args": {"amount": %d}}]}
-        """.formatted(type, from, amount, type, to, amount);
+        """.formatted(mode, type, from, amount, type, to, amount);
   }
 
   static long balance(String account) throws Exception {
@@ -103,16 +107,20 @@ class TransactionRestTest {
     return answer.body().at("/state/balance").asLong();
   }
 
-  @ParameterizedTest(name = "{0}")
-  @ValueSource(strings = {"Account", "KeysAccount", "PsacAccount", "TwoPhaseAccount"})
-  void concurrentTransfersAreSerializableAndConserveMoney(String type) throws Exception {
-    open(type, "c", ACCOUNTS);
+  @ParameterizedTest(name = "{0} {1}")
+  @CsvSource({"Account, dynamic", "Account, planned", "KeysAccount, dynamic",
+      "KeysAccount, planned", "PsacAccount, dynamic", "PsacAccount, planned",
+      "TwoPhaseAccount, dynamic"})
+  void concurrentTransfersAreSerializableAndConserveMoney(String type, String mode)
+      throws Exception {
+    String prefix = "c" + mode.charAt(0);
+    open(type, prefix, ACCOUNTS);
     History.Recorder history = new History.Recorder();
     // The opening turns wrote each account's first version: record them as transactions too.
     for (int i = 0; i < ACCOUNTS; i++) {
-      Answer account = server.get("/v1/entities/" + type + "/c" + i);
-      history.record(new RecordedTransaction("open-c" + i, RecordedTransaction.Outcome.COMMITTED,
-          Map.of(), Map.of(type + "/c" + i, account.body().get("version").asLong())));
+      Answer account = server.get("/v1/entities/" + type + "/" + prefix + i);
+      history.record(new RecordedTransaction("open-" + prefix + i, RecordedTransaction.Outcome.COMMITTED,
+          Map.of(), Map.of(type + "/" + prefix + i, account.body().get("version").asLong())));
     }
     Map<String, AtomicInteger> outcomes = new ConcurrentHashMap<>();
     List<String> unexpected = java.util.Collections.synchronizedList(new ArrayList<>());
@@ -131,7 +139,7 @@ class TransactionRestTest {
               // A read-only transaction over every account: a consistent cut.
               StringBuilder reads = new StringBuilder();
               for (int i = 0; i < ACCOUNTS; i++) {
-                reads.append(i == 0 ? "" : ",").append("{\"entity\": \"").append(type).append("/c").append(i).append("\"}");
+                reads.append(i == 0 ? "" : ",").append("{\"entity\": \"").append(type).append("/").append(prefix).append(i).append("\"}");
               }
               Answer answer = server.send("POST", "/v1/transactions", "{\"reads\": [" + reads + "]}");
               record(history, id, answer, outcomes, unexpected);
@@ -147,7 +155,7 @@ class TransactionRestTest {
             int from = random.nextInt(ACCOUNTS);
             int to = (from + 1 + random.nextInt(ACCOUNTS - 1)) % ACCOUNTS;
             Answer answer = server.send("POST", "/v1/transactions",
-                transfer(type, "c" + from, "c" + to, 1 + random.nextInt(400)));
+                transfer(type, prefix + from, prefix + to, 1 + random.nextInt(400), mode));
             record(history, id, answer, outcomes, unexpected);
           } catch (Exception e) {
             unexpected.add(e.toString());
@@ -161,7 +169,7 @@ class TransactionRestTest {
       thread.join(120_000);
     }
     assertTrue(unexpected.isEmpty(), "unexpected answers: " + unexpected);
-    System.out.println(type + " outcomes: " + outcomes);
+    System.out.println(type + " " + mode + " outcomes: " + outcomes);
     assertTrue(outcomes.getOrDefault("committed", new AtomicInteger()).get() > 300,
         "most transactions commit: " + outcomes);
 
@@ -179,7 +187,7 @@ class TransactionRestTest {
     }
     Map<String, Long> balances = new HashMap<>();
     for (int i = 0; i < ACCOUNTS; i++) {
-      balances.put("c" + i, balance(type, "c" + i));
+      balances.put(prefix + i, balance(type, prefix + i));
     }
     ConservationChecker.Result money = ConservationChecker.check(balances, ACCOUNTS * INITIAL);
     assertInstanceOf(ConservationChecker.Conserved.class, money, money.toString());
@@ -424,7 +432,7 @@ class TransactionRestTest {
         Arguments.of("sync action with a bad argument", "{\"ops\": [{\"entity\": \"Transfer/x\", \"action\": \"book\", \"args\": {\"from\": \"b0\", \"to\": \"b1\"}}]}", 400),
         Arguments.of("reads not an array", "{\"reads\": {\"entity\": \"Account/b0\"}}", 400),
         Arguments.of("read with extra field", "{\"reads\": [{\"entity\": \"Account/b0\", \"key\": \"balance\"}]}", 400),
-        Arguments.of("planned mode", "{\"mode\": \"planned\", \"reads\": [{\"entity\": \"Account/b0\"}]}", 400));
+        Arguments.of("mode not a string", "{\"mode\": 1, \"reads\": [{\"entity\": \"Account/b0\"}]}", 400));
   }
 
   @ParameterizedTest(name = "{0}")

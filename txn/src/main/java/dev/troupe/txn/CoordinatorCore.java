@@ -69,8 +69,15 @@ public final class CoordinatorCore {
 
   /** What the shell feeds in. */
   public sealed interface Input {
-    /** Start, with the first attempt's transaction id (also the transaction's age). */
-    record Started(long transactionId) implements Input {}
+    /**
+     * Start, with the first attempt's transaction id and the transaction's age (by default the
+     * id; a planned transaction's age is its position in the sequencer's order).
+     */
+    record Started(long transactionId, long startTimestamp) implements Input {
+      public Started(long transactionId) {
+        this(transactionId, transactionId);
+      }
+    }
 
     record VoteReceived(EntityId participant, long transactionId, TurnResult vote)
         implements Input {}
@@ -97,8 +104,13 @@ public final class CoordinatorCore {
      *
      * @param startTimestamp the transaction's age for wait-die
      */
-    record SendPrepare(EntityId participant, long transactionId, long startTimestamp, Part part)
-        implements Effect {}
+    record SendPrepare(EntityId participant, long transactionId, long startTimestamp, Part part,
+        boolean planned) implements Effect {
+      public SendPrepare(EntityId participant, long transactionId, long startTimestamp,
+          Part part) {
+        this(participant, transactionId, startTimestamp, part, false);
+      }
+    }
 
     /** Feed PrepareTimedOut for this attempt after the delay. */
     record SchedulePrepareTimeout(long transactionId, long delayMillis) implements Effect {}
@@ -133,6 +145,7 @@ public final class CoordinatorCore {
 
   private final Map<EntityId, Part> parts;
   private final Limits limits;
+  private final boolean planned;
   private Phase phase = Phase.NOT_STARTED;
   private long startTimestamp;
   private long transactionId;
@@ -143,10 +156,21 @@ public final class CoordinatorCore {
 
   /** @param parts every participant's part, in first-mention order; at least one */
   public CoordinatorCore(Map<EntityId, Part> parts, Limits limits) {
+    this(parts, limits, false);
+  }
+
+  /**
+   * @param planned a planned transaction: its prepares never die (see {@link
+   *     LockTable#request(long, long, LockTable.LockSet, Object, boolean)}), so it is never
+   *     retried
+   */
+  public CoordinatorCore(Map<EntityId, Part> parts, Limits limits, boolean planned) {
     Invariants.check(!parts.isEmpty(), "a transaction needs at least one participant");
     this.parts = new LinkedHashMap<>(parts);
     this.limits = limits;
+    this.planned = planned;
   }
+
 
   /** The current attempt's transaction id (0 before the start). */
   public long transactionId() {
@@ -163,7 +187,7 @@ public final class CoordinatorCore {
     switch (input) {
       case Input.Started started -> {
         Invariants.check(phase == Phase.NOT_STARTED, "transaction started twice");
-        startTimestamp = started.transactionId();
+        startTimestamp = started.startTimestamp();
         startAttempt(started.transactionId(), effects);
       }
       case Input.RetryDue retry -> {
@@ -232,7 +256,7 @@ public final class CoordinatorCore {
     votes.clear();
     phase = Phase.COLLECTING_VOTES;
     parts.forEach((participant, part) ->
-        effects.add(new Effect.SendPrepare(participant, id, startTimestamp, part)));
+        effects.add(new Effect.SendPrepare(participant, id, startTimestamp, part, planned)));
     effects.add(new Effect.SchedulePrepareTimeout(id, limits.prepareTimeoutMillis()));
   }
 

@@ -89,9 +89,16 @@ public final class EntityTurnCore<R> {
      * @param startTimestamp the transaction's age for wait-die (kept across its retries)
      * @param turns the operations on this entity, evaluated in order; empty for a pure read
      * @param readsState whether the transaction reads the whole state of this entity
+     * @param planned a planned transaction: ordered before it runs, it waits for locks (or in the
+     *     PSAC gate) whatever the ages and never dies
      */
     record PrepareRequested<R>(long transactionId, long startTimestamp, List<Turn> turns,
-        boolean readsState, CompiledType type, R voteTo) implements Input<R> {}
+        boolean readsState, CompiledType type, R voteTo, boolean planned) implements Input<R> {
+      public PrepareRequested(long transactionId, long startTimestamp, List<Turn> turns,
+          boolean readsState, CompiledType type, R voteTo) {
+        this(transactionId, startTimestamp, turns, readsState, type, voteTo, false);
+      }
+    }
 
     /**
      * One step of an interactive transaction on this entity: take the locks {@code turn} needs (a
@@ -387,12 +394,14 @@ public final class EntityTurnCore<R> {
       participations.put(transactionId, participation);
       participation.gateItem = new GatedPart<>(participation);
       handleGateDecision(gate(request.type()).offer(participation.gateItem,
-          request.startTimestamp(), true, request.readsState(), tentative), effects);
+          request.startTimestamp(), true, request.readsState(), request.planned(), tentative),
+          effects);
       return;
     }
     LockTable.LockSet access =
         AccessSets.forTransaction(request.type(), request.turns(), request.readsState());
-    switch (locks.request(transactionId, request.startTimestamp(), access, transactionId)) {
+    switch (locks.request(transactionId, request.startTimestamp(), access, transactionId,
+        !request.planned())) {
       case LockTable.Outcome.Granted ignored -> {
         participations.put(transactionId, participation);
         evaluate(participation, effects);

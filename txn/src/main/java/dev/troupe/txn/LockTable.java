@@ -151,6 +151,18 @@ public final class LockTable<P> {
    * @param startTimestamp the transaction's age (kept across retries of the same transaction)
    */
   public Outcome request(long transactionId, long startTimestamp, LockSet locks, P payload) {
+    return request(transactionId, startTimestamp, locks, payload, true);
+  }
+
+  /**
+   * As {@link #request(long, long, LockSet, Object)}; with {@code mayDie} false the request waits
+   * whatever the ages. For planned transactions: their requests reach every entity in their global
+   * order and their ages are below every dynamic transaction's, so a planned request only ever
+   * waits for earlier planned ones or for dynamic holders, which never wait for it (a dynamic
+   * request that conflicts with it is younger and dies): waits stay acyclic.
+   */
+  public Outcome request(long transactionId, long startTimestamp, LockSet locks, P payload,
+      boolean mayDie) {
     Invariants.check(!isWaiting(transactionId),
         "transaction %d requested locks while already waiting for some", transactionId);
     Age age = new Age(startTimestamp, transactionId);
@@ -176,7 +188,7 @@ public final class LockTable<P> {
       holders.put(transactionId, new Held(age, wanted));
       return new Outcome.Granted();
     }
-    if (age.compareTo(oldestConflict) < 0) {
+    if (!mayDie || age.compareTo(oldestConflict) < 0) {
       waiters.add(new Waiter<>(transactionId, age, wanted, payload));
       return new Outcome.Waiting();
     }

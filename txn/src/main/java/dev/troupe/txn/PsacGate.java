@@ -90,14 +90,16 @@ public final class PsacGate<T> {
     final long age;
     final boolean mayDie;
     final boolean readsState;
+    final boolean planned;
     boolean committed;
     int overtakes;
 
-    Entry(T item, long age, boolean mayDie, boolean readsState) {
+    Entry(T item, long age, boolean mayDie, boolean readsState, boolean planned) {
       this.item = item;
       this.age = age;
       this.mayDie = mayDie;
       this.readsState = readsState;
+      this.planned = planned;
     }
   }
 
@@ -123,7 +125,19 @@ public final class PsacGate<T> {
    */
   public Decision<T> offer(T item, long age, boolean mayDie, boolean readsState,
       EntityState current) {
-    Entry<T> entry = new Entry<>(item, age, mayDie, readsState);
+    return offer(item, age, mayDie, readsState, false, current);
+  }
+
+  /**
+   * As above, for a planned transaction when {@code planned}: it never dies and never overtakes
+   * an earlier planned transaction that is delayed here. Planned transactions reach every entity
+   * in their global order; were a later one admitted past an earlier delayed one, each could end
+   * up waiting for the other on two entities. So the oldest undecided planned transaction is
+   * never kept waiting by a younger planned one, and always progresses.
+   */
+  public Decision<T> offer(T item, long age, boolean mayDie, boolean readsState,
+      boolean planned, EntityState current) {
+    Entry<T> entry = new Entry<>(item, age, mayDie && !planned, readsState, planned);
     boolean fairnessHolds = true;
     for (Entry<T> waiting : delayed) {
       fairnessHolds &= waiting.overtakes < limits.maxOvertakes();
@@ -222,6 +236,13 @@ public final class PsacGate<T> {
     if (inProgress.size() >= limits.maxInFlight()) {
       return delayOrDie(entry);
     }
+    if (entry.planned) {
+      for (Entry<T> waiting : delayed) {
+        if (waiting.planned) {
+          return delayOrDie(entry);
+        }
+      }
+    }
     List<EntityState> leaves = outcomes(current, true);
     List<EntityState> afters = new ArrayList<>(leaves.size());
     int possible = 0;
@@ -309,13 +330,16 @@ public final class PsacGate<T> {
 
   private Decision<T> delayOrDie(Entry<T> entry) {
     if (entry.mayDie) {
+      // Older than everything it would wait for, or it dies. Entries that never die (turns,
+      // planned transactions) count too: a planned one may be waiting on another entity for a
+      // transaction that would otherwise wait here for it.
       for (Entry<T> other : inProgress) {
-        if (!other.committed && other.mayDie && other.age <= entry.age) {
+        if (!other.committed && other.age <= entry.age) {
           return new Decision.Died<>(entry.item);
         }
       }
       for (Entry<T> other : delayed) {
-        if (other.mayDie && other.age <= entry.age) {
+        if (other.age <= entry.age) {
           return new Decision.Died<>(entry.item);
         }
       }

@@ -63,6 +63,17 @@ class LockTableProperties {
   }
 
   @Test
+  void aPlannedRequestWaitsInsteadOfDying() {
+    LockTable<String> table = new LockTable<>();
+    table.request(10, 1, keys(Mode.WRITE, "a"), "planned-1", false);
+    assertInstanceOf(LockTable.Outcome.Waiting.class,
+        table.request(11, 2, keys(Mode.WRITE, "a"), "planned-2", false));
+    assertInstanceOf(LockTable.Outcome.Died.class,
+        table.request(99, 99, keys(Mode.WRITE, "a"), "dynamic"), "a dynamic newcomer still dies");
+    assertEquals(List.of(new LockTable.Grant<>(11L, "planned-2")), table.release(10));
+  }
+
+  @Test
   void aRetryKeepsItsAge() {
     LockTable<String> table = new LockTable<>();
     table.request(10, 10, keys(Mode.WRITE, "a"), "t10");

@@ -107,6 +107,22 @@ class PsacGateTest {
   }
 
   @Test
+  void aPlannedActionNeverDiesAndNeverOvertakesAnEarlierDelayedPlannedOne() {
+    PsacGate<Change> gate = gate(8, 100);
+    EntityState state = withBalance(10);
+    gate.offer(new Change(1, -8), 50, true, false, false, state);
+    Change dependent = new Change(2, -5);
+    assertInstanceOf(PsacGate.Decision.Delayed.class,
+        gate.offer(dependent, 60, true, false, true, state), "planned: waits, does not die");
+    assertInstanceOf(PsacGate.Decision.Delayed.class,
+        gate.offer(new Change(3, 1), 61, true, false, true, state),
+        "independent, but behind an earlier delayed planned action");
+    assertInstanceOf(PsacGate.Decision.Admitted.class,
+        gate.offer(new Change(4, 1), 62, true, false, false, state),
+        "a dynamic one may still overtake");
+  }
+
+  @Test
   void aReaderOfTheWholeStateIsAdmittedOnlyWhenEveryOutcomeIsTheSame() {
     PsacGate<Change> gate = gate(8, 100);
     EntityState state = withBalance(10);

@@ -41,16 +41,17 @@ final class TransactionRequests {
       throw TroupeException.invalid("a transaction must be a JSON object with 'ops' and/or 'reads'");
     }
     onlyFields(tree, REQUEST_FIELDS, "a transaction");
-    JsonNode mode = tree.get("mode");
-    if (mode != null) {
-      String name = mode.isTextual() ? mode.asText() : String.valueOf(mode);
-      switch (name) {
-        case "auto", "dynamic" -> {}
-        case "planned" -> throw TroupeException.invalid(
-            "mode 'planned' is not available yet; use 'dynamic' or 'auto'");
+    JsonNode modeNode = tree.get("mode");
+    TransactionRequest.Mode mode = TransactionRequest.Mode.AUTO;
+    if (modeNode != null) {
+      String name = modeNode.isTextual() ? modeNode.asText() : String.valueOf(modeNode);
+      mode = switch (name) {
+        case "auto" -> TransactionRequest.Mode.AUTO;
+        case "planned" -> TransactionRequest.Mode.PLANNED;
+        case "dynamic" -> TransactionRequest.Mode.DYNAMIC;
         default -> throw TroupeException.invalid(
-            "'mode' must be 'auto', 'dynamic' or 'planned', was " + mode);
-      }
+            "'mode' must be 'auto', 'dynamic' or 'planned', was " + modeNode);
+      };
     }
     List<TransactionRequest.Operation> operations = new ArrayList<>();
     JsonNode ops = tree.get("ops");
@@ -81,7 +82,7 @@ final class TransactionRequests {
     if (operations.isEmpty() && reads.isEmpty()) {
       throw TroupeException.invalid("a transaction needs at least one operation or read");
     }
-    return new TransactionRequest(operations, List.copyOf(reads));
+    return new TransactionRequest(operations, List.copyOf(reads), mode);
   }
 
   /**
