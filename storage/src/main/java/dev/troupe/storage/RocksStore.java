@@ -426,14 +426,6 @@ public final class RocksStore implements Store {
     }
     closeLock.readLock().lock();
     try {
-      if (closed) {
-        return CompletableFuture.failedFuture(
-            new TroupeException(ErrorCode.UNAVAILABLE, "the store is closed"));
-      }
-      Throwable failed = failure.get();
-      if (failed != null) {
-        return CompletableFuture.failedFuture(unavailable(failed));
-      }
       return enqueue(partition,
           new Partition.Commit(transactionId, encoded, effects, stateChange, new CompletableFuture<>()),
           bypassQueueLimit);
