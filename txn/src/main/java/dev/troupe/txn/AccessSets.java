@@ -36,7 +36,7 @@ public final class AccessSets {
    */
   public static LockSet forTransaction(CompiledType type, List<Turn> turns, boolean readsState) {
     if (type.spec().admission() != AdmissionPolicy.KEYS) {
-      // serial, and psac when its gate is bypassed: the whole entity
+      // serial (psac types never reach the lock table: their gate admits instead)
       boolean writes = false;
       for (Turn turn : turns) {
         writes |= !(turn instanceof Turn.InvokeAction invoke && readsOnly(type, invoke.action()));

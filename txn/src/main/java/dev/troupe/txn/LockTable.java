@@ -257,15 +257,6 @@ public final class LockTable<P> {
     return List.copyOf(holders.keySet());
   }
 
-  /** The payloads of every waiter, in arrival order (for failing them all). */
-  public List<Grant<P>> waiters() {
-    List<Grant<P>> result = new ArrayList<>(waiters.size());
-    for (Waiter<P> waiter : waiters) {
-      result.add(new Grant<>(waiter.transactionId(), waiter.payload()));
-    }
-    return result;
-  }
-
   /**
    * Grants, in arrival order, each waiter that conflicts neither with a holder nor with an earlier
    * waiter still waiting (so a later reader cannot overtake an earlier writer forever).

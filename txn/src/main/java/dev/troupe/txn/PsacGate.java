@@ -107,7 +107,6 @@ public final class PsacGate<T> {
   private final BiFunction<T, EntityState, Evaluation> evaluator;
   private final List<Entry<T>> inProgress = new ArrayList<>();
   private final List<Entry<T>> delayed = new ArrayList<>();
-  private long evaluations;
 
   /** @param evaluator evaluates an action on a state (deterministic, no side effects) */
   public PsacGate(Limits limits, BiFunction<T, EntityState, Evaluation> evaluator) {
@@ -217,11 +216,6 @@ public final class PsacGate<T> {
     return delayed.size();
   }
 
-  /** Evaluations of actions on outcome states so far (the cost of the tree, for metrics). */
-  public long evaluations() {
-    return evaluations;
-  }
-
   /** Delayed actions, in arrival order (to fail them all). */
   public List<T> delayedItems() {
     return delayed.stream().map(entry -> entry.item).toList();
@@ -256,7 +250,6 @@ public final class PsacGate<T> {
         continue;
       }
       possible++;
-      evaluations++;
       switch (evaluator.apply(entry.item, leaf)) {
         case Evaluation.Holds held -> {
           holds++;
@@ -309,7 +302,6 @@ public final class PsacGate<T> {
         return false;
       }
     }
-    evaluations++;
     if (!(evaluator.apply(entry.item, current) instanceof Evaluation.Holds first)) {
       return false;
     }
@@ -365,7 +357,6 @@ public final class PsacGate<T> {
       for (EntityState leaf : leaves) {
         EntityState committed = null;
         if (leaf != null) {
-          evaluations++;
           switch (evaluator.apply(entry.item, leaf)) {
             case Evaluation.Holds held -> committed = held.after();
             case Evaluation.Fails failed -> {
