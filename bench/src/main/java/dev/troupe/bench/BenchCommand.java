@@ -20,6 +20,7 @@ import picocli.CommandLine.Command;
       RecoveryBenchmark.class,
       YcsbBenchmark.class,
       BankBenchmark.class,
+      SmallBankBenchmark.class,
       CommandLine.HelpCommand.class
     },
     footer = {
@@ -30,7 +31,8 @@ import picocli.CommandLine.Command;
       "  troupe bench rest --threads 64 --seconds 10",
       "  troupe bench recovery --megabytes 1024 --value-bytes 1000 --json recovery.json",
       "  troupe bench ycsb --workload a,b,c,f --records 100000 --threads 64 --target both --report ycsb-report",
-      "  troupe bench bank --scenario nosync,sync,sync1000 --policy both --threads 128 --json bank.json"
+      "  troupe bench bank --scenario nosync,sync,sync1000 --policy both --threads 128 --json bank.json",
+      "  troupe bench smallbank --mix multitransfer,smallbank --actor-skew 1 --key-skew 100 --report smallbank-report"
     })
 public final class BenchCommand implements Runnable {
   @CommandLine.Spec CommandLine.Model.CommandSpec spec;

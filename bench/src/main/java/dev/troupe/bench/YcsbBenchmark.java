@@ -187,7 +187,7 @@ final class YcsbBenchmark extends Benchmark {
   @Override
   void afterPrint(BenchReport report) {
     if (reportDirectory != null) {
-      YcsbHtmlReport.write(reportDirectory, report.toJson());
+      HtmlReport.write(reportDirectory, report.toJson(), HtmlReport.Layout.YCSB);
       System.out.println("report written to " + reportDirectory.resolve("index.html")
           .toAbsolutePath());
     }

@@ -1,5 +1,6 @@
 package dev.troupe.txn;
 
+import dev.troupe.model.TroupeException;
 import dev.troupe.model.spec.AdmissionPolicy;
 import dev.troupe.model.spec.CompiledType;
 import dev.troupe.txn.LockTable.LockSet;
@@ -21,7 +22,7 @@ public final class AccessSets {
   /** Whether the action is declared and has no effects (only preconditions and sync calls). */
   private static boolean readsOnly(CompiledType type, String action) {
     return !type.isSchemaless() && type.spec().actions().containsKey(action)
-        && type.access(action).writes().isEmpty();
+        && !type.writes(action);
   }
 
   /** The locks of one single-entity turn. */
@@ -60,7 +61,14 @@ public final class AccessSets {
             entityMode = Mode.WRITE;
             continue;
           }
-          CompiledType.ActionAccess access = type.access(invoke.action());
+          CompiledType.ActionAccess access;
+          try {
+            access = type.access(invoke.action(), invoke.params());
+          } catch (TroupeException badArguments) {
+            // Evaluation rejects them with the same message; lock the whole entity meanwhile.
+            entityMode = Mode.WRITE;
+            continue;
+          }
           if (access.readsWholeState() && entityMode != Mode.WRITE) {
             entityMode = Mode.READ;
           }

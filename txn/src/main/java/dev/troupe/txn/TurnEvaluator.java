@@ -13,7 +13,7 @@ import dev.troupe.model.value.SetValue;
 import dev.troupe.model.value.Tag;
 import dev.troupe.model.value.Value;
 import java.util.ArrayList;
-import java.util.HashSet;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -195,14 +195,20 @@ public final class TurnEvaluator {
     }
   }
 
+  /**
+   * Refuses operations that would push the entity past its limits. Counts the keys the operations
+   * add or remove instead of copying the key set, so the check costs the operations' size, not
+   * the entity's (an entity with key families may hold many keys).
+   */
   private static void checkLimits(EntityState state, List<Operation> operations, TurnLimits limits) {
-    Set<String> keys = new HashSet<>(state.values().keySet());
+    Map<String, Boolean> present = new HashMap<>();
+    boolean cleared = false;
     for (Operation operation : operations) {
       switch (operation) {
-        case Operation.Assign assign -> keys.add(assign.key());
-        case Operation.Increment increment -> keys.add(increment.key());
+        case Operation.Assign assign -> present.put(assign.key(), true);
+        case Operation.Increment increment -> present.put(increment.key(), true);
         case Operation.AddElement add -> {
-          keys.add(add.key());
+          present.put(add.key(), true);
           Value current = state.get(add.key());
           int size = current instanceof SetValue set ? set.size() : 0;
           if (size >= limits.maxSetElements() && !(current instanceof SetValue set && set.contains(add.element()))) {
@@ -212,12 +218,24 @@ public final class TurnEvaluator {
                     .formatted(add.key(), limits.maxSetElements()));
           }
         }
-        case Operation.DeleteKey delete -> keys.remove(delete.key());
-        case Operation.DeleteEntity ignored -> keys.clear();
+        case Operation.DeleteKey delete -> present.put(delete.key(), false);
+        case Operation.DeleteEntity ignored -> {
+          cleared = true;
+          present.clear();
+        }
         case Operation.RemoveElement ignored -> {}
       }
     }
-    if (keys.size() > limits.maxKeysPerEntity()) {
+    long keys = cleared ? 0 : state.values().size();
+    for (Map.Entry<String, Boolean> key : present.entrySet()) {
+      boolean before = !cleared && state.values().containsKey(key.getKey());
+      if (key.getValue() && !before) {
+        keys++;
+      } else if (!key.getValue() && before) {
+        keys--;
+      }
+    }
+    if (keys > limits.maxKeysPerEntity()) {
       throw new TroupeException(
           ErrorCode.TOO_LARGE,
           "an entity may hold at most %d keys".formatted(limits.maxKeysPerEntity()));

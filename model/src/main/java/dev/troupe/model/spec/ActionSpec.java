@@ -29,6 +29,10 @@ import java.util.Objects;
  *
  * @param name the action's name, unique within its type
  * @param params parameter name to type, in declaration order (null means none)
+ * @param members variable name to the member of a key family it stands for, chosen by an argument
+ *     ({@code {"checking": "checking[customer]"}}); the variable reads and the effect under its
+ *     name writes that member key, so the keys an action touches are known from its arguments
+ *     before it runs (null means none)
  * @param preconditions CEL expressions that must all evaluate to true, checked in order (null
  *     means none)
  * @param effects key to CEL expression computing the key's new value, in declaration order (null
@@ -39,27 +43,97 @@ import java.util.Objects;
 public record ActionSpec(
     String name,
     Map<String, ParamType> params,
+    Map<String, MemberBinding> members,
     List<String> preconditions,
     Map<String, String> effects,
     List<SyncSpec> sync) {
 
+  /** The longest member name ({@code c17} in {@code checking[c17]}) an argument may give. */
+  public static final int MAX_MEMBER_NAME_LENGTH = 128;
+
+  /**
+   * One member binding: the family and the parameter whose argument names the member.
+   *
+   * @param family the key family
+   * @param parameter a {@code string} or {@code int} parameter of the action
+   */
+  public record MemberBinding(String family, String parameter) {
+    private static final java.util.regex.Pattern FORM =
+        java.util.regex.Pattern.compile("([A-Za-z_][A-Za-z0-9_]*)\\[([A-Za-z_][A-Za-z0-9_]*)\\]");
+
+    public MemberBinding {
+      Objects.requireNonNull(family, "family");
+      Objects.requireNonNull(parameter, "parameter");
+    }
+
+    /** Parses {@code family[parameter]}; {@code path} prefixes the message of a bad form. */
+    public static MemberBinding parse(String path, String text) {
+      java.util.regex.Matcher matcher = FORM.matcher(text.strip());
+      if (!matcher.matches()) {
+        throw TroupeException.invalid(path + ": must look like family[parameter], e.g."
+            + " checking[customer], got '" + text + "'");
+      }
+      return new MemberBinding(matcher.group(1), matcher.group(2));
+    }
+
+    /** The stored key of the member an argument names: {@code family[member]}. */
+    public static String memberKey(String family, String member) {
+      return family + "[" + member + "]";
+    }
+
+    /**
+     * Why {@code member} cannot name a member, or null if it can: non-empty, at most {@link
+     * #MAX_MEMBER_NAME_LENGTH} characters, no brackets or control characters.
+     */
+    public static String problemWithMemberName(String member) {
+      if (member.isEmpty() || member.length() > MAX_MEMBER_NAME_LENGTH) {
+        return "a member name has 1 to " + MAX_MEMBER_NAME_LENGTH + " characters";
+      }
+      for (int i = 0; i < member.length(); i++) {
+        char character = member.charAt(i);
+        if (character == '[' || character == ']' || Character.isISOControl(character)) {
+          return "a member name has no brackets or control characters";
+        }
+      }
+      return null;
+    }
+
+    /** The canonical text form, {@code family[parameter]}. */
+    @Override
+    public String toString() {
+      return family + "[" + parameter + "]";
+    }
+  }
+
   public ActionSpec {
     Objects.requireNonNull(name, "name");
     params = Collections.unmodifiableMap(new LinkedHashMap<>(params == null ? Map.of() : params));
+    members =
+        Collections.unmodifiableMap(new LinkedHashMap<>(members == null ? Map.of() : members));
     preconditions = List.copyOf(preconditions == null ? List.of() : preconditions);
     effects =
         Collections.unmodifiableMap(new LinkedHashMap<>(effects == null ? Map.of() : effects));
     sync = List.copyOf(sync == null ? List.of() : sync);
-    validate(name, params, preconditions, effects, sync);
+    validate(name, params, members, preconditions, effects, sync);
   }
 
-  /** An action without sync calls. */
+  /** An action without member bindings. */
+  public ActionSpec(
+      String name,
+      Map<String, ParamType> params,
+      List<String> preconditions,
+      Map<String, String> effects,
+      List<SyncSpec> sync) {
+    this(name, params, Map.of(), preconditions, effects, sync);
+  }
+
+  /** An action without member bindings or sync calls. */
   public ActionSpec(
       String name,
       Map<String, ParamType> params,
       List<String> preconditions,
       Map<String, String> effects) {
-    this(name, params, preconditions, effects, List.of());
+    this(name, params, Map.of(), preconditions, effects, List.of());
   }
 
   /** The path of this action in a spec, for messages: {@code actions.<name>}. */
@@ -69,12 +143,17 @@ public record ActionSpec(
 
   /**
    * The canonical JSON form: {@code {"params": {...}, "pre": [...], "effect": {...}}}, plus
-   * {@code "sync": [...]} when there are sync calls.
+   * {@code "members": {...}} when there are member bindings and {@code "sync": [...]} when there
+   * are sync calls.
    */
   public JsonNode toJson() {
     ObjectNode node = Json.NODES.objectNode();
     ObjectNode paramsNode = node.putObject("params");
     params.forEach((param, type) -> paramsNode.put(param, type.wireName()));
+    if (!members.isEmpty()) {
+      ObjectNode membersNode = node.putObject("members");
+      members.forEach((alias, binding) -> membersNode.put(alias, binding.toString()));
+    }
     ArrayNode pre = node.putArray("pre");
     preconditions.forEach(pre::add);
     ObjectNode effect = node.putObject("effect");
@@ -89,6 +168,7 @@ public record ActionSpec(
   private static void validate(
       String name,
       Map<String, ParamType> params,
+      Map<String, MemberBinding> members,
       List<String> preconditions,
       Map<String, String> effects,
       List<SyncSpec> sync) {
@@ -106,6 +186,31 @@ public record ActionSpec(
           }
           if (type == null) {
             throw TroupeException.invalid(path + ".params." + param + ": missing parameter type");
+          }
+        });
+    members.forEach(
+        (alias, binding) -> {
+          String memberPath = path + ".members." + alias;
+          String problem = Names.problemWithVariableName(alias);
+          if (problem != null) {
+            throw TroupeException.invalid(memberPath + ": variable name " + problem);
+          }
+          if (binding == null) {
+            throw TroupeException.invalid(memberPath + ": missing binding");
+          }
+          if (params.containsKey(alias)) {
+            throw TroupeException.invalid(memberPath + ": a parameter has this name too; rename"
+                + " one of them (both are CEL variables)");
+          }
+          ParamType type = params.get(binding.parameter());
+          if (type == null) {
+            throw TroupeException.invalid(memberPath + ": [" + binding.parameter()
+                + "] names no parameter of the action");
+          }
+          if (type != ParamType.STRING && type != ParamType.INT) {
+            throw TroupeException.invalid(memberPath + ": the member is named by parameter '"
+                + binding.parameter() + "', which must be a string or int, not "
+                + type.wireName());
           }
         });
     for (int i = 0; i < preconditions.size(); i++) {

@@ -62,10 +62,12 @@ import java.util.stream.Collectors;
  * <p><b>Thread safety.</b> Immutable; CEL programs are immutable and safe for concurrent use. One
  * instance serves every turn of every entity of the type.
  *
- * <p><b>Variables.</b> An expression of an action sees every declared key by name (CEL type
- * {@code dyn}), every parameter by name (typed: {@code int}, {@code double}, {@code string},
- * {@code bool}; the other parameter types are {@code dyn}), {@code state} (map of every declared
- * key to its current value) and {@code params} (map of every parameter to its argument). A key's
+ * <p><b>Variables.</b> An expression of an action sees every declared plain key by name (CEL type
+ * {@code dyn}), every member binding of the action by its variable name (the current value of the
+ * member key {@code family[argument]}), every parameter by name (typed: {@code int}, {@code
+ * double}, {@code string}, {@code bool}; the other parameter types are {@code dyn}), {@code state}
+ * (map of every declared plain key to its current value; key families are not in it, since an
+ * entity may hold many members) and {@code params} (map of every parameter to its argument). A key's
  * current value is the entity's stored value, or the key's default while it has none. A stored
  * value of another kind than declared (left by an earlier definition of the type) reads as absent.
  * A counter reads as its default plus its total (see {@link KeySpec}), a set as the list of its
@@ -111,7 +113,14 @@ public final class CompiledType {
     }
   }
 
-  private record Effect(String key, KeyKind kind, Expression expression) {}
+  /**
+   * One effect: the variable it assigns (a plain key, or a member binding's variable, whose key is
+   * known once the arguments are) and that key's kind.
+   */
+  private record Effect(String variable, KeyKind kind, Expression expression) {}
+
+  /** A member binding resolved for one invocation: the member key and its declaration. */
+  private record BoundMember(String key, String family, KeySpec declaration) {}
 
   private record CompiledSync(
       String path,
@@ -183,7 +192,28 @@ public final class CompiledType {
       return KeyKind.REGISTER;
     }
     KeySpec keySpec = spec.keys().get(key);
-    return keySpec == null ? null : keySpec.kind();
+    if (keySpec != null) {
+      return keySpec.family() ? null : keySpec.kind();
+    }
+    KeySpec family = familyOfMember(key);
+    return family == null ? null : family.kind();
+  }
+
+  /**
+   * The declaration of the family whose member {@code key} is ({@code checking[c17]} is a member
+   * of {@code checking}), or null if it names no member of a declared family.
+   */
+  private KeySpec familyOfMember(String key) {
+    int open = key.indexOf('[');
+    if (open <= 0 || !key.endsWith("]")) {
+      return null;
+    }
+    KeySpec family = spec.keys().get(key.substring(0, open));
+    if (family == null || !family.family()) {
+      return null;
+    }
+    String member = key.substring(open + 1, key.length() - 1);
+    return ActionSpec.MemberBinding.problemWithMemberName(member) == null ? family : null;
   }
 
   /**
@@ -200,16 +230,32 @@ public final class CompiledType {
           .forEach((key, value) -> rendered.set(key, value.toJson().deepCopy()));
       return rendered;
     }
-    for (String key : spec.keys().keySet()) {
-      rendered.set(key, renderValue(key, state));
+    Map<String, ObjectNode> families = new LinkedHashMap<>();
+    spec.keys().forEach((key, keySpec) -> {
+      if (keySpec.family()) {
+        families.put(key, rendered.putObject(key));
+      } else {
+        rendered.set(key, renderValue(key, state));
+      }
+    });
+    if (!families.isEmpty()) {
+      // Members render under their family, in member order.
+      for (String key : new java.util.TreeSet<>(state.values().keySet())) {
+        int open = key.indexOf('[');
+        ObjectNode family = open > 0 ? families.get(key.substring(0, open)) : null;
+        if (family != null && familyOfMember(key) != null) {
+          family.set(key.substring(open + 1, key.length() - 1), renderValue(key, state));
+        }
+      }
     }
     return rendered;
   }
 
   /**
-   * What clients see of one key, as in {@link #render}: for a declared key, the stored value or the
-   * default; {@code null} if the key is not part of the entity (a key a declared type does not
-   * declare, or a key a schemaless entity does not hold). A fresh tree owned by the caller.
+   * What clients see of one key, as in {@link #render}: for a declared key or a member of a
+   * declared family, the stored value or the default; {@code null} if the key is not part of the
+   * entity (a key a declared type does not declare, a family itself, or a key a schemaless entity
+   * does not hold). A fresh tree owned by the caller.
    */
   public JsonNode renderValue(String key, EntityState state) {
     Objects.requireNonNull(state, "state");
@@ -218,15 +264,20 @@ public final class CompiledType {
       return stored == null ? null : stored.toJson().deepCopy();
     }
     KeySpec keySpec = spec.keys().get(key);
-    if (keySpec == null) {
-      return null;
+    String declared = key;
+    if (keySpec == null || keySpec.family()) {
+      keySpec = familyOfMember(key);
+      if (keySpec == null) {
+        return null;
+      }
+      declared = key.substring(0, key.indexOf('['));
     }
     return switch (keySpec.kind()) {
       case REGISTER ->
           stored instanceof RegisterValue register
               ? register.value().deepCopy()
               : keySpec.defaultValue();
-      case COUNTER -> LongNode.valueOf(renderedCounter(key, stored));
+      case COUNTER -> LongNode.valueOf(renderedCounter(declared, stored));
       case SET -> stored instanceof SetValue set ? set.toJson().deepCopy() : keySpec.defaultValue();
     };
   }
@@ -271,7 +322,8 @@ public final class CompiledType {
     Objects.requireNonNull(state, "state");
     CompiledAction compiled = action(action);
     Map<String, Object> arguments = bindArguments(compiled.spec(), params);
-    Map<String, Object> variables = variables(state, arguments);
+    Map<String, BoundMember> members = bindMembers(compiled.spec(), arguments);
+    Map<String, Object> variables = variables(state, arguments, members);
 
     String where = name() + "." + action;
     for (Expression precondition : compiled.preconditions()) {
@@ -314,12 +366,17 @@ public final class CompiledType {
       } catch (CelEvaluationException e) {
         throw effectProblem(effect, evaluationMessage(e));
       }
+      BoundMember member = members.get(effect.variable());
+      String key = member == null ? effect.variable() : member.key();
+      String declared = member == null ? effect.variable() : member.family();
       switch (effect.kind()) {
-        case REGISTER ->
-            operations.add(new Operation.Assign(effect.key(), effectJson(effect, result)));
+        case REGISTER -> operations.add(new Operation.Assign(key, effectJson(effect, result)));
         case COUNTER ->
-            counterOperation(effect, result, (Long) variables.get(effect.key()), operations);
-        case SET -> setOperations(effect, result, state, transactionId, originDc, operations);
+            counterOperation(effect, key, declared, result,
+                (Long) variables.get(effect.variable()), operations);
+        case SET ->
+            setOperations(effect, key, declared, result, state, transactionId, originDc,
+                operations);
       }
     }
     return new ActionOutcome.Applied(operations);
@@ -387,37 +444,52 @@ public final class CompiledType {
   // ---- invocation helpers ----
 
   /**
-   * The keys an action may read and write, known before it runs (for key-level locking). Writes
-   * are the keys of its effects; reads every declared key whose name occurs as an identifier in a
-   * precondition or effect. This over-approximates (a key name inside a string literal counts),
+   * The keys an action may read and write for these arguments, known before it runs (for
+   * key-level locking). Writes are the keys of its effects (a member binding's effect writes the
+   * member key its argument names); reads every declared plain key or bound member whose name
+   * occurs as an identifier in a precondition or effect. This over-approximates (a key name inside a string literal counts),
    * which only costs concurrency, never correctness. An action that names the {@code state}
    * variable reads the whole entity.
    *
-   * @throws TroupeException with {@code UNKNOWN_ACTION} if the type has no such action
+   * @throws TroupeException with {@code UNKNOWN_ACTION} if the type has no such action, with
+   *     {@code INVALID_REQUEST} if the arguments do not name valid members
    */
-  public ActionAccess access(String action) {
+  public ActionAccess access(String action, JsonNode params) {
     CompiledAction compiled = action(action);
+    Map<String, BoundMember> members =
+        compiled.spec().members().isEmpty()
+            ? Map.of()
+            : bindMembers(compiled.spec(), bindArguments(compiled.spec(), params));
     java.util.Set<String> reads = new java.util.TreeSet<>();
     java.util.Set<String> writes = new java.util.TreeSet<>();
     boolean wholeState = false;
     List<String> texts = new ArrayList<>();
     compiled.preconditions().forEach(expression -> texts.add(expression.text()));
     for (Effect effect : compiled.effects()) {
-      writes.add(effect.key());
+      BoundMember member = members.get(effect.variable());
+      writes.add(member == null ? effect.variable() : member.key());
       texts.add(effect.expression().text());
     }
     for (String text : texts) {
       java.util.regex.Matcher identifiers = IDENTIFIER.matcher(text);
       while (identifiers.find()) {
         String identifier = identifiers.group();
+        BoundMember member = members.get(identifier);
         if (identifier.equals(Names.STATE_VARIABLE)) {
           wholeState = true;
-        } else if (spec.keys().containsKey(identifier)) {
+        } else if (member != null) {
+          reads.add(member.key());
+        } else if (spec.keys().containsKey(identifier) && !spec.keys().get(identifier).family()) {
           reads.add(identifier);
         }
       }
     }
     return new ActionAccess(reads, writes, wholeState);
+  }
+
+  /** Whether the action has effects (so it writes), whatever its arguments. */
+  public boolean writes(String action) {
+    return !action(action).effects().isEmpty();
   }
 
   private static final java.util.regex.Pattern IDENTIFIER =
@@ -525,28 +597,66 @@ public final class CompiledType {
     return converted;
   }
 
-  /** The CEL variables of an action: keys, parameters, {@code state} and {@code params}. */
-  private Map<String, Object> variables(EntityState state, Map<String, Object> arguments) {
+  /**
+   * The member keys an action's bindings name for these arguments: the argument's text (a string,
+   * or an int's decimal form) inside the family's brackets.
+   *
+   * @throws TroupeException with {@code INVALID_REQUEST} if an argument is no valid member name
+   */
+  private Map<String, BoundMember> bindMembers(ActionSpec action, Map<String, Object> arguments) {
+    if (action.members().isEmpty()) {
+      return Map.of();
+    }
+    Map<String, BoundMember> bound = new HashMap<>();
+    action.members().forEach((alias, binding) -> {
+      String member = String.valueOf(arguments.get(binding.parameter()));
+      String problem = ActionSpec.MemberBinding.problemWithMemberName(member);
+      if (problem != null) {
+        throw TroupeException.invalid("parameter '" + binding.parameter() + "' of " + name()
+            + "." + action.name() + " names a member of '" + binding.family() + "': " + problem);
+      }
+      bound.put(alias, new BoundMember(
+          ActionSpec.MemberBinding.memberKey(binding.family(), member), binding.family(),
+          spec.keys().get(binding.family())));
+    });
+    return bound;
+  }
+
+  /**
+   * The CEL variables of an action: plain keys, bound members, parameters, {@code state} and
+   * {@code params}.
+   */
+  private Map<String, Object> variables(
+      EntityState state, Map<String, Object> arguments, Map<String, BoundMember> members) {
     Map<String, Object> stateMap = new LinkedHashMap<>();
-    spec.keys()
-        .forEach((key, keySpec) -> stateMap.put(key, currentValue(key, keySpec.kind(), state)));
+    spec.keys().forEach((key, keySpec) -> {
+      if (!keySpec.family()) {
+        stateMap.put(key, currentValue(key, key, keySpec.kind(), state));
+      }
+    });
     Map<String, Object> variables = new HashMap<>(stateMap);
+    members.forEach((alias, member) -> variables.put(alias,
+        currentValue(member.key(), member.family(), member.declaration().kind(), state)));
     variables.putAll(arguments);
     variables.put(Names.STATE_VARIABLE, Collections.unmodifiableMap(stateMap));
     variables.put(Names.PARAMS_VARIABLE, arguments);
     return variables;
   }
 
-  /** The CEL value an action sees for a declared key (see the class comment). */
-  private Object currentValue(String key, KeyKind kind, EntityState state) {
+  /**
+   * The CEL value an action sees for a stored key (see the class comment).
+   *
+   * @param declared the declaration it follows: the key itself, or the family of a member
+   */
+  private Object currentValue(String key, String declared, KeyKind kind, EntityState state) {
     Value stored = state.get(key);
     return switch (kind) {
       case REGISTER ->
           stored instanceof RegisterValue register
               ? CelValues.fromJson(register.value())
-              : defaults.get(key);
+              : defaults.get(declared);
       case COUNTER -> {
-        long base = (Long) defaults.get(key);
+        long base = (Long) defaults.get(declared);
         if (!(stored instanceof CounterValue counter)) {
           yield base;
         }
@@ -559,7 +669,9 @@ public final class CompiledType {
       }
       // Elements in the order of their JSON text, as sets render: deterministic.
       case SET ->
-          stored instanceof SetValue set ? CelValues.fromJson(set.toJson()) : defaults.get(key);
+          stored instanceof SetValue set
+              ? CelValues.fromJson(set.toJson())
+              : defaults.get(declared);
     };
   }
 
@@ -580,8 +692,8 @@ public final class CompiledType {
     return sum;
   }
 
-  private void counterOperation(
-      Effect effect, Object result, long currentValue, List<Operation> operations) {
+  private void counterOperation(Effect effect, String key, String declared, Object result,
+      long currentValue, List<Operation> operations) {
     if (!(result instanceof Long || result instanceof Integer)) {
       throw effectProblem(
           effect,
@@ -592,7 +704,7 @@ public final class CompiledType {
     long delta;
     try {
       // The stored total after the increment is newValue - default: it must stay representable.
-      Math.subtractExact(newValue, (Long) defaults.get(effect.key()));
+      Math.subtractExact(newValue, (Long) defaults.get(declared));
       delta = Math.subtractExact(newValue, currentValue);
     } catch (ArithmeticException e) {
       throw effectProblem(
@@ -600,12 +712,14 @@ public final class CompiledType {
           "changing the counter from " + currentValue + " to " + newValue + " overflows 64 bits");
     }
     if (delta != 0) {
-      operations.add(new Operation.Increment(effect.key(), delta));
+      operations.add(new Operation.Increment(key, delta));
     }
   }
 
   private void setOperations(
       Effect effect,
+      String key,
+      String declared,
       Object result,
       EntityState state,
       long transactionId,
@@ -629,23 +743,23 @@ public final class CompiledType {
     }
     // The diff is against the stored set, not the default: while the key is absent, the default's
     // elements are not stored, so the first effect must add the ones it keeps.
-    SetValue current = state.get(effect.key()) instanceof SetValue set ? set : SetValue.EMPTY;
+    SetValue current = state.get(key) instanceof SetValue set ? set : SetValue.EMPTY;
     for (JsonNode element : wanted.values()) {
       if (!current.contains(element)) {
         operations.add(
             new Operation.AddElement(
-                effect.key(), element, new Tag(originDc, transactionId, operations.size())));
+                key, element, new Tag(originDc, transactionId, operations.size())));
       }
     }
     for (JsonNode element : current.toJson()) {
       if (!wanted.containsKey(Json.write(element))) {
         operations.add(
-            new Operation.RemoveElement(effect.key(), element, current.tagsOf(element)));
+            new Operation.RemoveElement(key, element, current.tagsOf(element)));
       }
     }
-    JsonNode defaultElements = spec.keys().get(effect.key()).defaultValue();
+    JsonNode defaultElements = spec.keys().get(declared).defaultValue();
     if (wanted.isEmpty()
-        && !(state.get(effect.key()) instanceof SetValue)
+        && !(state.get(key) instanceof SetValue)
         && !defaultElements.isEmpty()) {
       // The key reads as its non-empty default and the effect empties it: an empty set must be
       // stored, or the default would show again. There is no operation that creates an empty set,
@@ -653,8 +767,8 @@ public final class CompiledType {
       // and a concurrent addition elsewhere still wins (its tag was not observed).
       JsonNode element = defaultElements.get(0);
       Tag tag = new Tag(originDc, transactionId, operations.size());
-      operations.add(new Operation.AddElement(effect.key(), element, tag));
-      operations.add(new Operation.RemoveElement(effect.key(), element, Set.of(tag)));
+      operations.add(new Operation.AddElement(key, element, tag));
+      operations.add(new Operation.RemoveElement(key, element, Set.of(tag)));
     }
   }
 
@@ -703,7 +817,14 @@ public final class CompiledType {
 
   private static CompiledAction compileAction(TypeSpec type, ActionSpec action) {
     String path = action.path();
-    Cel withState = environment(type.keys().keySet(), action.params(), true);
+    List<String> keyVariables = new ArrayList<>();
+    type.keys().forEach((key, keySpec) -> {
+      if (!keySpec.family()) {
+        keyVariables.add(key);
+      }
+    });
+    keyVariables.addAll(action.members().keySet());
+    Cel withState = environment(keyVariables, action.params(), true);
     List<Expression> preconditions = new ArrayList<>();
     for (int i = 0; i < action.preconditions().size(); i++) {
       Expression precondition =
@@ -720,7 +841,8 @@ public final class CompiledType {
         .effects()
         .forEach(
             (key, text) -> {
-              KeyKind kind = type.keys().get(key).kind();
+              ActionSpec.MemberBinding binding = action.members().get(key);
+              KeyKind kind = type.keys().get(binding == null ? key : binding.family()).kind();
               String effectPath = path + ".effect." + key;
               Expression expression =
                   switch (kind) {

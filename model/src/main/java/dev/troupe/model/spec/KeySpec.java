@@ -30,13 +30,23 @@ import java.util.TreeMap;
  * @param defaultValue the normalized default; a counter's is an integer, a set's an array. Null on
  *     construction means the kind's default. The accessor returns a copy, so the record stays
  *     immutable.
+ * @param family whether the declaration is a key family: it stands for any number of member keys
+ *     {@code name[member]} (e.g. {@code checking[c17]}), each of this kind with this default, so
+ *     that one entity can hold many small accounts, cart items or counters that are locked one by
+ *     one under key-level admission. Actions reach a member through a binding ({@link
+ *     ActionSpec#members()}); key operations name it directly.
  * @throws TroupeException with {@code INVALID_REQUEST} if the default does not suit the kind (the
  *     message names no path; the caller knows the key's name and adds it)
  */
-public record KeySpec(KeyKind kind, JsonNode defaultValue) {
+public record KeySpec(KeyKind kind, JsonNode defaultValue, boolean family) {
   public KeySpec {
     Objects.requireNonNull(kind, "kind");
     defaultValue = normalizeDefault(kind, defaultValue);
+  }
+
+  /** A plain key (not a family). */
+  public KeySpec(KeyKind kind, JsonNode defaultValue) {
+    this(kind, defaultValue, false);
   }
 
   /** A key of this kind with the kind's default. */
@@ -50,11 +60,17 @@ public record KeySpec(KeyKind kind, JsonNode defaultValue) {
     return defaultValue.deepCopy();
   }
 
-  /** The canonical JSON form: {@code {"kind": ..., "default": ...}}. */
+  /**
+   * The canonical JSON form: {@code {"kind": ..., "default": ...}}, plus {@code "family": true}
+   * for a family (absent otherwise, so definitions stored before families existed read the same).
+   */
   public JsonNode toJson() {
     ObjectNode node = Json.NODES.objectNode();
     node.put("kind", kind.wireName());
     node.set("default", defaultValue.deepCopy());
+    if (family) {
+      node.put("family", true);
+    }
     return node;
   }
 

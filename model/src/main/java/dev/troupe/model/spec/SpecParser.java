@@ -40,8 +40,8 @@ import java.util.stream.Collectors;
  * it), {@code admission} (default {@code serial}; {@code serial}, {@code keys} or {@code psac}),
  * {@code psac} (with {@code psac} admission only: {@code {maxInFlight, maxOvertakes}}, see {@link
  * PsacSettings}), {@code schemaless} (default false), {@code keys}
- * (name to {@code {kind, default}}), {@code actions} (name to {@code {params, pre, effect,
- * sync}}). Parsing is strict: an unknown field, a value of the wrong JSON type, a duplicate field
+ * (name to {@code {kind, default, family}}), {@code actions} (name to {@code {params, members,
+ * pre, effect, sync}}). Parsing is strict: an unknown field, a value of the wrong JSON type, a duplicate field
  * name, an unknown key kind, parameter type or admission policy, and every rule of {@link
  * TypeSpec}, {@link ActionSpec} and {@link KeySpec} is reported as a {@link TroupeException} with
  * {@code INVALID_REQUEST} whose message starts with the offending path, e.g. {@code
@@ -65,8 +65,9 @@ public final class SpecParser {
 
   private static final List<String> TYPE_FIELDS =
       List.of("type", "admission", "psac", "schemaless", "keys", "actions");
-  private static final List<String> KEY_FIELDS = List.of("kind", "default");
-  private static final List<String> ACTION_FIELDS = List.of("params", "pre", "effect", "sync");
+  private static final List<String> KEY_FIELDS = List.of("kind", "default", "family");
+  private static final List<String> ACTION_FIELDS =
+      List.of("params", "members", "pre", "effect", "sync");
   private static final List<String> SYNC_FIELDS = List.of("entity", "action", "args");
 
   private SpecParser() {}
@@ -220,7 +221,17 @@ public final class SpecParser {
               + "'; expected one of "
               + wireNames(KeyKind.values()));
     }
-    return withPrefix(path + ".default: ", () -> new KeySpec(kind, node.get("default")));
+    boolean family = false;
+    JsonNode familyNode = node.get("family");
+    if (familyNode != null) {
+      if (!familyNode.isBoolean()) {
+        throw TroupeException.invalid(path + ".family: must be a boolean, got " + describe(familyNode));
+      }
+      family = familyNode.booleanValue();
+    }
+    boolean isFamily = family;
+    return withPrefix(
+        path + ".default: ", () -> new KeySpec(kind, node.get("default"), isFamily));
   }
 
   private static ActionSpec actionSpec(String name, JsonNode node) {
@@ -258,6 +269,15 @@ public final class SpecParser {
         preconditions.add(text(preNode.get(i), path + ".pre[" + i + "]"));
       }
     }
+    Map<String, ActionSpec.MemberBinding> members = new LinkedHashMap<>();
+    forEachField(
+        node.get("members"),
+        path + ".members",
+        (alias, binding) ->
+            members.put(
+                alias,
+                ActionSpec.MemberBinding.parse(
+                    path + ".members." + alias, text(binding, path + ".members." + alias))));
     Map<String, String> effects = new LinkedHashMap<>();
     forEachField(
         node.get("effect"),
@@ -274,7 +294,7 @@ public final class SpecParser {
         sync.add(syncSpec(path + ".sync[" + i + "]", syncNode.get(i)));
       }
     }
-    return new ActionSpec(name, params, preconditions, effects, sync);
+    return new ActionSpec(name, params, members, preconditions, effects, sync);
   }
 
   private static SyncSpec syncSpec(String path, JsonNode node) {

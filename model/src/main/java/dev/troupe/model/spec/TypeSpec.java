@@ -128,14 +128,32 @@ public record TypeSpec(
                       + " variables)");
             }
           }
+          action.members().forEach((alias, binding) -> {
+            String memberPath = action.path() + ".members." + alias;
+            KeySpec family = keys.get(binding.family());
+            if (family == null || !family.family()) {
+              throw TroupeException.invalid(memberPath + ": '" + binding.family()
+                  + "' is not a key family (declare it with family: true)");
+            }
+            KeySpec sameName = keys.get(alias);
+            if (sameName != null && !alias.equals(binding.family())) {
+              throw TroupeException.invalid(memberPath + ": the variable has the name of key '"
+                  + alias + "' but stands for a member of '" + binding.family() + "'");
+            }
+          });
           for (String key : action.effects().keySet()) {
-            if (!keys.containsKey(key)) {
+            KeySpec declared = keys.get(key);
+            boolean member = action.members().containsKey(key);
+            if (!member && (declared == null || declared.family())) {
               throw TroupeException.invalid(
                   action.path()
                       + ".effect."
                       + key
-                      + ": no such key; declared keys: "
-                      + (keys.isEmpty() ? "none" : String.join(", ", keys.keySet())));
+                      + (declared != null
+                          ? ": '" + key + "' is a key family; bind a member under members and"
+                              + " assign that"
+                          : ": no such key; declared keys: "
+                              + (keys.isEmpty() ? "none" : String.join(", ", keys.keySet()))));
             }
           }
         });

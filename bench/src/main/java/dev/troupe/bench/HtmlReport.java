@@ -21,20 +21,41 @@ import org.knowm.xchart.CategoryChartBuilder;
 import org.knowm.xchart.style.Styler;
 
 /**
- * The YCSB report as files people look at: {@code report.json} (the {@link BenchReport} JSON),
- * {@code throughput.png} (median throughput per workload and target), {@code latency-W.png} (p50,
- * p95 and p99 per operation and target, logarithmic) and {@code index.html}, a self-contained page
- * (charts embedded) with the parameters, ratios and goals, and every figure. Drawn with XChart,
- * headless, from the report's JSON alone, so a saved report can be drawn again.
+ * A benchmark report as files people look at: {@code report.json} (the {@link BenchReport} JSON),
+ * {@code throughput.png} (throughput per workload and target), {@code latency-W.png} (p50, p95 and
+ * p99 per operation and target, logarithmic) and {@code index.html}, a self-contained page (charts
+ * embedded) with the parameters, ratios and goals, and every figure. Drawn with XChart, headless,
+ * from the report's JSON alone, so a saved report can be drawn again.
+ *
+ * <p>Results named {@code workload/target} are charted; a {@link Layout} says which figure is the
+ * throughput and which operations have latency percentiles ({@code OPERATION_p50_milliseconds}).
  */
-final class YcsbHtmlReport {
-  private YcsbHtmlReport() {}
+final class HtmlReport {
+  private HtmlReport() {}
+
+  /**
+   * What a benchmark's report charts.
+   *
+   * @param heading the page's heading
+   * @param throughputFigure the figure each target's throughput is read from
+   * @param throughputAxis the throughput chart's y-axis title
+   * @param operations the operations whose latency percentiles are charted, in chart order
+   */
+  record Layout(String heading, String throughputFigure, String throughputAxis,
+      List<String> operations) {
+    static final Layout YCSB = new Layout("YCSB over the entity REST API",
+        "throughput_per_second", "operations per second", YcsbRunner.OPERATIONS);
+    static final Layout SMALLBANK = new Layout("SmallBank: key-level vs actor-level admission,"
+        + " planned vs dynamic, and PostgreSQL", "completed_per_second",
+        "completed transactions per second", List.of("Amalgamate", "Balance", "DepositChecking",
+            "MultiTransfer", "SendPayment", "TransactSavings", "WriteCheck"));
+  }
 
   private static final int WIDTH = 900;
   private static final int HEIGHT = 480;
   private static final List<String> PERCENTILES = List.of("p50", "p95", "p99");
 
-  static void write(Path directory, ObjectNode report) {
+  static void write(Path directory, ObjectNode report, Layout layout) {
     System.setProperty("java.awt.headless", "true");
     try {
       Files.createDirectories(directory);
@@ -42,9 +63,9 @@ final class YcsbHtmlReport {
           .writeValue(directory.resolve("report.json").toFile(), report);
       Map<String, Map<String, JsonNode>> byWorkload = resultsByWorkload(report.get("results"));
       Map<String, byte[]> charts = new LinkedHashMap<>();
-      charts.put("throughput.png", png(throughputChart(byWorkload)));
+      charts.put("throughput.png", png(throughputChart(byWorkload, layout)));
       for (Map.Entry<String, Map<String, JsonNode>> workload : byWorkload.entrySet()) {
-        CategoryChart latency = latencyChart(workload.getKey(), workload.getValue());
+        CategoryChart latency = latencyChart(workload.getKey(), workload.getValue(), layout);
         if (latency != null) {
           charts.put("latency-" + workload.getKey() + ".png", png(latency));
         }
@@ -52,7 +73,7 @@ final class YcsbHtmlReport {
       for (Map.Entry<String, byte[]> chart : charts.entrySet()) {
         Files.write(directory.resolve(chart.getKey()), chart.getValue());
       }
-      Files.writeString(directory.resolve("index.html"), html(report, charts));
+      Files.writeString(directory.resolve("index.html"), html(report, charts, layout));
     } catch (IOException e) {
       throw new UncheckedIOException("cannot write the report to " + directory + ": " + e, e);
     }
@@ -74,17 +95,18 @@ final class YcsbHtmlReport {
     return byWorkload;
   }
 
-  private static CategoryChart throughputChart(Map<String, Map<String, JsonNode>> byWorkload) {
+  private static CategoryChart throughputChart(Map<String, Map<String, JsonNode>> byWorkload,
+      Layout layout) {
     CategoryChart chart = new CategoryChartBuilder().width(WIDTH).height(HEIGHT)
-        .title("YCSB throughput (median of rounds)").xAxisTitle("workload")
-        .yAxisTitle("operations per second").build();
+        .title("Throughput (median of rounds)").xAxisTitle("workload")
+        .yAxisTitle(layout.throughputAxis()).build();
     style(chart);
     List<String> workloads = new ArrayList<>(byWorkload.keySet());
     for (String target : targets(byWorkload)) {
       List<Double> values = new ArrayList<>();
       for (String workload : workloads) {
         JsonNode figures = byWorkload.get(workload).get(target);
-        values.add(figures == null ? 0.0 : figures.path("throughput_per_second").asDouble());
+        values.add(figures == null ? 0.0 : figures.path(layout.throughputFigure()).asDouble());
       }
       chart.addSeries(target, workloads, values);
     }
@@ -92,9 +114,10 @@ final class YcsbHtmlReport {
   }
 
   /** Latency percentiles per operation and target; null if no operation was timed. */
-  private static CategoryChart latencyChart(String workload, Map<String, JsonNode> byTarget) {
+  private static CategoryChart latencyChart(String workload, Map<String, JsonNode> byTarget,
+      Layout layout) {
     List<String> categories = new ArrayList<>();
-    for (String operation : YcsbRunner.OPERATIONS) {
+    for (String operation : layout.operations()) {
       boolean present = byTarget.values().stream()
           .anyMatch(figures -> figures.has(operation + "_p50_milliseconds"));
       if (present) {
@@ -143,16 +166,18 @@ final class YcsbHtmlReport {
     return BitmapEncoder.getBitmapBytes(chart, BitmapEncoder.BitmapFormat.PNG);
   }
 
-  private static String html(ObjectNode report, Map<String, byte[]> charts) {
+  private static String html(ObjectNode report, Map<String, byte[]> charts, Layout layout) {
     StringBuilder page = new StringBuilder();
     page.append("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">")
-        .append("<title>Troupe YCSB report</title><style>")
+        .append("<title>Troupe ").append(escape(report.path("benchmark").asText()))
+        .append(" report</title><style>")
         .append("body{font-family:sans-serif;margin:2em;max-width:1000px}")
         .append("table{border-collapse:collapse;margin:1em 0}")
         .append("td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}")
         .append("td:first-child,th:first-child{text-align:left}")
         .append(".PASS{color:#070;font-weight:bold}.MISS{color:#b00;font-weight:bold}")
-        .append("</style></head><body>\n<h1>YCSB over the entity REST API</h1>\n");
+        .append("</style></head><body>\n<h1>").append(escape(layout.heading()))
+        .append("</h1>\n");
     page.append("<h2>Parameters</h2><table>");
     report.get("parameters").fields().forEachRemaining(parameter -> page.append("<tr><td>")
         .append(escape(parameter.getKey())).append("</td><td>")

@@ -1,0 +1,439 @@
+package dev.troupe.bench;
+
+import dev.troupe.runtime.TransactionRequest;
+import dev.troupe.storage.postgres.PostgresInstance;
+import dev.troupe.storage.postgres.PostgresSmallBank;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.LongAdder;
+import org.HdrHistogram.ConcurrentHistogram;
+import org.HdrHistogram.Histogram;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
+
+/**
+ * {@code troupe bench smallbank}: SmallBank (smsa.txt §4.2.2) on Troupe with key-level admission
+ * ({@code keys}) against actor-level admission ({@code serial}), each with planned and dynamic
+ * multi-entity transactions, and on PostgreSQL SERIALIZABLE with the same data and transactions,
+ * all in one run on the same machine.
+ *
+ * <p><b>Fair</b>: every contender gets the same closed-loop clients, the same seeded sequence of
+ * transactions per client and round, and durable commits (Troupe syncs its log before answering;
+ * PostgreSQL runs with {@code fsync} and {@code synchronous_commit} on). Troupe is driven through
+ * its embedded API and PostgreSQL through JDBC from the same JVM, each the way a JVM service would
+ * use it; neither pays for HTTP. Rounds alternate between contenders ({@link
+ * AlternatingComparison}). The two Troupe engines (keys and serial) each serve their planned and
+ * dynamic contenders, which share its data.
+ *
+ * <p><b>Counted</b>: a transaction is <i>completed</i> when it committed or its own logic refused
+ * it (a payer short of money, which is SmallBank's defined behaviour), and <i>aborted</i> when the
+ * system gave up on it after its retries. Throughput is completed transactions per second. After
+ * every mix, money is checked per system: the accounts must add up to the opening money plus
+ * every committed deposit and savings change minus every committed check (a check that overdraws
+ * costs 1 more, so the sum may be lower by at most the number of checks).
+ */
+@Command(
+    name = "smallbank",
+    mixinStandardHelpOptions = true,
+    description = "SmallBank: Troupe key-level vs actor-level admission, planned vs dynamic,"
+        + " and PostgreSQL SERIALIZABLE. Goals at actor skew 1%: keys / serial >= 2.5;"
+        + " Troupe / PostgreSQL >= 2.")
+final class SmallBankBenchmark extends Benchmark {
+  static final Goal KEYS_OVER_SERIAL_GOAL = Goal.atLeast(2.5);
+  static final Goal TROUPE_OVER_POSTGRES_GOAL = Goal.atLeast(2);
+  /** The actor skew at which the keys / serial goal is set (the 1%). */
+  static final double GOAL_ACTOR_SKEW = 0.01;
+  /**
+   * Money in every account at the start: large against the amounts moved (at most a few hundred),
+   * so that refusals stay rare and the run measures transactions, not empty accounts.
+   */
+  static final long OPENING_BALANCE = 1_000_000;
+  static final List<String> ALL_TARGETS =
+      List.of("keys-planned", "keys-dynamic", "serial-planned", "serial-dynamic", "postgres");
+
+  @Option(names = "--mix", defaultValue = "multitransfer,smallbank", split = ",",
+      description = "Mixes, comma-separated: smallbank (the six transactions) and multitransfer"
+          + " (Snapper's MultiTransfer alone) (default: ${DEFAULT-VALUE}).")
+  List<String> mixes;
+
+  @Option(names = "--targets", defaultValue = "keys-planned,keys-dynamic,serial-planned,"
+      + "serial-dynamic,postgres", split = ",",
+      description = "Contenders, comma-separated: keys-planned, keys-dynamic, serial-planned,"
+          + " serial-dynamic, postgres (default: all).")
+  List<String> targets;
+
+  @Option(names = "--branches", defaultValue = "1000",
+      description = "Branch entities (SmSa's numActor) (default: ${DEFAULT-VALUE}).")
+  int branches;
+
+  @Option(names = "--customers-per-branch", defaultValue = "100",
+      description = "Customers per branch, two keys each (SmSa's actorSize counts keys)"
+          + " (default: ${DEFAULT-VALUE}).")
+  int customersPerBranch;
+
+  @Option(names = "--actor-skew", defaultValue = "1", paramLabel = "PERCENT",
+      description = "Share of hot branches in percent; 3/4 of picks fall on them; 100 is"
+          + " uniform (default: ${DEFAULT-VALUE}).")
+  double actorSkewPercent;
+
+  @Option(names = "--key-skew", defaultValue = "100", paramLabel = "PERCENT",
+      description = "Share of hot customers per branch in percent (default: ${DEFAULT-VALUE}).")
+  double keySkewPercent;
+
+  @Option(names = "--transaction-size", defaultValue = "1",
+      description = "Customers a MultiTransfer touches per branch (SmSa's txnSize)"
+          + " (default: ${DEFAULT-VALUE}).")
+  int transactionSize;
+
+  @Option(names = "--threads", defaultValue = "64",
+      description = "Concurrent closed-loop clients (default: ${DEFAULT-VALUE}).")
+  int threads;
+
+  @Option(names = "--seed", defaultValue = "1",
+      description = "Seed of the clients' transaction sequences (default: ${DEFAULT-VALUE}).")
+  long seed;
+
+  @Option(names = "--postgres-shared-buffers-mb", defaultValue = "256",
+      description = "PostgreSQL's shared_buffers in MB (default: ${DEFAULT-VALUE}).")
+  int sharedBuffersMegabytes;
+
+  @Option(names = "--report", paramLabel = "DIRECTORY",
+      description = "Also write report.json, charts (PNG) and index.html to DIRECTORY.")
+  Path reportDirectory;
+
+  @Mixin AlternationOptions alternation;
+
+  @Override
+  BenchReport run() throws Exception {
+    List<SmallBankWorkload.Mix> chosenMixes = new ArrayList<>();
+    for (String mix : mixes) {
+      chosenMixes.add(switch (mix) {
+        case "smallbank" -> SmallBankWorkload.Mix.SMALLBANK;
+        case "multitransfer" -> SmallBankWorkload.Mix.MULTITRANSFER;
+        default -> throw new IllegalArgumentException(
+            "unknown mix '" + mix + "'; use smallbank or multitransfer");
+      });
+    }
+    for (String target : targets) {
+      if (!ALL_TARGETS.contains(target)) {
+        throw new IllegalArgumentException("unknown target '" + target + "'; use "
+            + String.join(", ", ALL_TARGETS));
+      }
+    }
+    SmallBankWorkload.Shape shape = new SmallBankWorkload.Shape(branches, customersPerBranch,
+        actorSkewPercent / 100, keySkewPercent / 100, transactionSize);
+    AlternatingComparison.Settings settings = alternation.settings(threads);
+    BenchReport report = new BenchReport("smallbank", "SmallBank: Troupe keys vs serial"
+        + " admission, planned vs dynamic, and PostgreSQL SERIALIZABLE");
+    settings.describe(report);
+    report.parameter("branches", branches)
+        .parameter("customers_per_branch", customersPerBranch)
+        .parameter("actor_skew_percent", actorSkewPercent)
+        .parameter("key_skew_percent", keySkewPercent)
+        .parameter("transaction_size", transactionSize)
+        .parameter("seed", seed)
+        .parameter("troupe_client", "embedded API")
+        .parameter("postgres_client", "JDBC, pool of one connection per client");
+
+    Map<String, Ledger> ledgers = new LinkedHashMap<>();
+    Map<String, TroupeSmallBank> engines = new LinkedHashMap<>();
+    PostgresInstance postgresServer = null;
+    PostgresSmallBank postgres = null;
+    try {
+      for (String policy : List.of("keys", "serial")) {
+        if (targets.contains(policy + "-planned") || targets.contains(policy + "-dynamic")) {
+          engines.put(policy, TroupeSmallBank.open(policy, shape, OPENING_BALANCE, threads));
+          ledgers.put("troupe " + policy, new Ledger());
+        }
+      }
+      if (targets.contains("postgres")) {
+        postgresServer = PostgresInstance.start(sharedBuffersMegabytes);
+        postgres = PostgresSmallBank.open(new PostgresSmallBank.Settings(
+            postgresServer.jdbcUrl(), threads, 1_000, 30_000));
+        try (var progress = ProgressBars.start("load postgres", shape.customers(), "customers",
+            1)) {
+          postgres.load(branches, customersPerBranch, OPENING_BALANCE, progress::stepTo);
+        }
+        ledgers.put("postgres", new Ledger());
+      }
+
+      for (SmallBankWorkload.Mix mix : chosenMixes) {
+        List<Contender> contenders = new ArrayList<>();
+        for (String target : targets) {
+          contenders.add(switch (target) {
+            case "postgres" -> {
+              PostgresSmallBank bank = postgres;
+              yield new Contender(mix.wireName() + "/" + target, shape, mix,
+                  new PostgresTarget(bank), ledgers.get("postgres"), settings,
+                  bank::serializationRetries);
+            }
+            default -> {
+              String policy = target.substring(0, target.indexOf('-'));
+              TransactionRequest.Mode mode = target.endsWith("planned")
+                  ? TransactionRequest.Mode.PLANNED : TransactionRequest.Mode.DYNAMIC;
+              TroupeSmallBank engine = engines.get(policy);
+              yield new Contender(mix.wireName() + "/" + target, shape, mix,
+                  engine.view(mode), ledgers.get("troupe " + policy), settings,
+                  () -> engine.troupe().transactionMetrics().lockConflictRetries());
+            }
+          });
+        }
+        Map<String, AlternatingComparison.Outcome> outcomes = AlternatingComparison.run(
+            "smallbank " + mix.wireName(), settings, new ArrayList<>(contenders), report);
+        Map<String, Double> completed = new LinkedHashMap<>();
+        for (Contender contender : contenders) {
+          completed.put(contender.target(),
+              contender.report(report, outcomes.get(contender.name())));
+        }
+        ratios(report, mix, shape, completed);
+        checkMoney(report, mix, shape, engines, postgres, ledgers);
+      }
+    } finally {
+      for (TroupeSmallBank engine : engines.values()) {
+        engine.close();
+      }
+      if (postgres != null) {
+        postgres.close();
+      }
+      if (postgresServer != null) {
+        postgresServer.close();
+      }
+    }
+    return report;
+  }
+
+  @Override
+  void afterPrint(BenchReport report) {
+    if (reportDirectory != null) {
+      HtmlReport.write(reportDirectory, report.toJson(), HtmlReport.Layout.SMALLBANK);
+      System.out.println("report written to " + reportDirectory.resolve("index.html")
+          .toAbsolutePath());
+    }
+  }
+
+  private static void ratios(BenchReport report, SmallBankWorkload.Mix mix,
+      SmallBankWorkload.Shape shape, Map<String, Double> completed) {
+    boolean atGoalSkew = Math.abs(shape.actorSkew() - GOAL_ACTOR_SKEW) < 1e-9;
+    for (String mode : List.of("planned", "dynamic")) {
+      Double keys = completed.get("keys-" + mode);
+      Double serial = completed.get("serial-" + mode);
+      if (keys != null && serial != null) {
+        report.ratio(mix.wireName() + ": keys / serial, " + mode, keys, serial,
+            atGoalSkew ? KEYS_OVER_SERIAL_GOAL : null);
+      }
+    }
+    Double postgres = completed.get("postgres");
+    String best = null;
+    for (Map.Entry<String, Double> each : completed.entrySet()) {
+      if (!each.getKey().equals("postgres")
+          && (best == null || each.getValue() > completed.get(best))) {
+        best = each.getKey();
+      }
+    }
+    if (postgres != null && best != null) {
+      report.ratio(mix.wireName() + ": troupe (" + best + ") / postgres", completed.get(best),
+          postgres, TROUPE_OVER_POSTGRES_GOAL);
+    }
+  }
+
+  private static void checkMoney(BenchReport report, SmallBankWorkload.Mix mix,
+      SmallBankWorkload.Shape shape, Map<String, TroupeSmallBank> engines,
+      PostgresSmallBank postgres, Map<String, Ledger> ledgers) {
+    long opened = shape.customers() * 2 * OPENING_BALANCE;
+    Map<String, Long> totals = new LinkedHashMap<>();
+    engines.forEach((policy, engine) -> totals.put("troupe " + policy, engine.totalMoney(shape)));
+    if (postgres != null) {
+      totals.put("postgres", postgres.totalMoney());
+    }
+    totals.forEach((system, total) -> {
+      Ledger ledger = ledgers.get(system);
+      long highest = opened + ledger.netChange.sum();
+      long lowest = highest - ledger.checks.sum();
+      // Named without a slash: a system, not a workload's target, so charts leave it out.
+      report.result(system.replace(' ', '-'), "money_total_after_" + mix.wireName(), total);
+      if (total < lowest || total > highest) {
+        report.failure(system + " after " + mix.wireName() + ": the accounts hold " + total
+            + ", but the committed transactions allow only " + lowest + " to " + highest);
+      }
+    });
+  }
+
+  /** Money a system's committed transactions added or took, for the conservation check. */
+  private static final class Ledger {
+    /** Deposits and savings changes, minus check amounts. */
+    final LongAdder netChange = new LongAdder();
+    /** Committed checks: each may have cost 1 more (an overdraft penalty). */
+    final LongAdder checks = new LongAdder();
+
+    void committed(SmallBankWorkload.Transaction transaction) {
+      switch (transaction) {
+        case SmallBankWorkload.DepositChecking deposit -> netChange.add(deposit.amount());
+        case SmallBankWorkload.TransactSavings savings -> netChange.add(savings.amount());
+        case SmallBankWorkload.WriteCheck check -> {
+          netChange.add(-check.amount());
+          checks.increment();
+        }
+        case SmallBankWorkload.Balance ignored -> {}
+        case SmallBankWorkload.Amalgamate ignored -> {}
+        case SmallBankWorkload.SendPayment ignored -> {}
+        case SmallBankWorkload.MultiTransfer ignored -> {}
+      }
+    }
+  }
+
+  /** PostgreSQL through {@link PostgresSmallBank}; retries exhausted count as aborted. */
+  private record PostgresTarget(PostgresSmallBank bank) implements SmallBankTarget {
+    @Override
+    public Outcome execute(SmallBankWorkload.Transaction transaction) {
+      try {
+        PostgresSmallBank.Outcome outcome = switch (transaction) {
+          case SmallBankWorkload.Balance balance -> {
+            bank.balance(customer(balance.customer()));
+            yield PostgresSmallBank.Outcome.COMMITTED;
+          }
+          case SmallBankWorkload.DepositChecking deposit ->
+              bank.depositChecking(customer(deposit.customer()), deposit.amount());
+          case SmallBankWorkload.TransactSavings savings ->
+              bank.transactSavings(customer(savings.customer()), savings.amount());
+          case SmallBankWorkload.Amalgamate amalgamate ->
+              bank.amalgamate(customer(amalgamate.from()), customer(amalgamate.to()));
+          case SmallBankWorkload.WriteCheck check -> {
+            bank.writeCheck(customer(check.customer()), check.amount());
+            yield PostgresSmallBank.Outcome.COMMITTED;
+          }
+          case SmallBankWorkload.SendPayment payment -> bank.sendPayment(
+              customer(payment.from()), customer(payment.to()), payment.amount());
+          case SmallBankWorkload.MultiTransfer transfer -> bank.multiTransfer(
+              transfer.sources().stream().map(PostgresTarget::customer).toList(),
+              transfer.destinations().stream().map(PostgresTarget::customer).toList(),
+              transfer.amount());
+        };
+        return outcome == PostgresSmallBank.Outcome.COMMITTED
+            ? Outcome.COMMITTED : Outcome.REJECTED;
+      } catch (PostgresSmallBank.RetriesExhaustedException e) {
+        return Outcome.ABORTED;
+      }
+    }
+
+    private static PostgresSmallBank.Customer customer(SmallBankWorkload.Customer customer) {
+      return new PostgresSmallBank.Customer(customer.branch(), customer.index());
+    }
+  }
+
+  /**
+   * One contender on one mix: its target, the clients' seeded transaction generators, and what its
+   * transactions came to.
+   */
+  private static final class Contender implements AlternatingComparison.Contender {
+    private final String name;
+    private final SmallBankWorkload.Shape shape;
+    private final SmallBankWorkload.Mix mix;
+    private final SmallBankTarget target;
+    private final Ledger ledger;
+    private final AlternatingComparison.Settings settings;
+    private final java.util.function.LongSupplier conflictRetries;
+    private final LongAdder measuredConflictRetries = new LongAdder();
+    private final LongAdder committed = new LongAdder();
+    private final LongAdder rejected = new LongAdder();
+    private final LongAdder aborted = new LongAdder();
+    private final Map<String, Histogram> latencyByTransaction = new ConcurrentHashMap<>();
+    private int rounds;
+
+    Contender(String name, SmallBankWorkload.Shape shape, SmallBankWorkload.Mix mix,
+        SmallBankTarget target, Ledger ledger, AlternatingComparison.Settings settings,
+        java.util.function.LongSupplier conflictRetries) {
+      this.conflictRetries = conflictRetries;
+      this.name = name;
+      this.shape = shape;
+      this.mix = mix;
+      this.target = target;
+      this.ledger = ledger;
+      this.settings = settings;
+    }
+
+    @Override
+    public String name() {
+      return name;
+    }
+
+    String target() {
+      return name.substring(name.indexOf('/') + 1);
+    }
+
+    @Override
+    public AlternatingComparison.Session open(int workers) {
+      int round = rounds++;
+      boolean measured = round > 0; // the first round of each contender only warms up
+      SmallBankWorkload[] generators = new SmallBankWorkload[workers];
+      for (int worker = 0; worker < workers; worker++) {
+        // The same sequence per client and round for every contender.
+        generators[worker] = new SmallBankWorkload(shape, mix,
+            seed(round, worker));
+      }
+      long measuredFrom = System.nanoTime() + settings.warmup().toNanos();
+      // One contender runs at a time, so its engine's retries during its session are its own.
+      long retriesBefore = conflictRetries.getAsLong();
+      return new AlternatingComparison.Session() {
+        @Override
+        public void perform(int worker, long sequence) throws Exception {
+          SmallBankWorkload.Transaction transaction = generators[worker].next();
+          long start = System.nanoTime();
+          SmallBankTarget.Outcome outcome = target.execute(transaction);
+          long end = System.nanoTime();
+          switch (outcome) {
+            case COMMITTED -> ledger.committed(transaction);
+            case REJECTED, ABORTED -> {}
+          }
+          if (measured && start >= measuredFrom) {
+            switch (outcome) {
+              case COMMITTED -> committed.increment();
+              case REJECTED -> rejected.increment();
+              case ABORTED -> aborted.increment();
+            }
+            latencyByTransaction.computeIfAbsent(transaction.name(),
+                ignored -> new ConcurrentHistogram(3)).recordValue(end - start);
+          }
+        }
+
+        @Override
+        public void close() {
+          if (measured) {
+            measuredConflictRetries.add(conflictRetries.getAsLong() - retriesBefore);
+          }
+        }
+      };
+    }
+
+    private static long seed(int round, int worker) {
+      return round * 1_000_003L + worker;
+    }
+
+    /** Adds this contender's figures; returns its completed transactions per second. */
+    double report(BenchReport report, AlternatingComparison.Outcome outcome) {
+      long answered = committed.sum() + rejected.sum() + aborted.sum();
+      double completedShare = answered == 0 ? 0
+          : (double) (committed.sum() + rejected.sum()) / answered;
+      double completedPerSecond = outcome.medianThroughput() * completedShare;
+      report.result(name, "completed_per_second", completedPerSecond);
+      report.result(name, "committed", committed.sum());
+      report.result(name, "rejected", rejected.sum());
+      report.result(name, "aborted", aborted.sum());
+      report.result(name, "conflict_retries", measuredConflictRetries.sum());
+      report.result(name, "abort_rate", answered == 0 ? 0 : (double) aborted.sum() / answered);
+      report.result(name, "rejection_rate",
+          answered == 0 ? 0 : (double) rejected.sum() / answered);
+      new java.util.TreeMap<>(latencyByTransaction).forEach((transaction, latency) -> {
+        for (int percentile : new int[] {50, 95, 99}) {
+          report.result(name, transaction + "_p" + percentile + "_milliseconds",
+              latency.getValueAtPercentile(percentile) / 1e6);
+        }
+      });
+      return completedPerSecond;
+    }
+  }
+}
