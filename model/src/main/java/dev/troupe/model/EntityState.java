@@ -10,9 +10,10 @@ import dev.troupe.model.value.CounterValue;
 import dev.troupe.model.value.RegisterValue;
 import dev.troupe.model.value.SetValue;
 import dev.troupe.model.value.Value;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import org.pcollections.HashTreePMap;
+import org.pcollections.PMap;
 
 /**
  * The materialized state of one entity at one version: its keys' CRDT values.
@@ -25,10 +26,15 @@ import java.util.Map;
  * same state: this is the materializer (AntidoteDB's "materializer", antidote-cache.txt §3).
  */
 public record EntityState(Map<String, Value> values, long version, boolean exists) {
-  public static final EntityState ABSENT = new EntityState(Map.of(), 0, false);
+  public static final EntityState ABSENT = new EntityState(HashTreePMap.empty(), 0, false);
 
   public EntityState {
-    values = Map.copyOf(values);
+    // A persistent (structure-sharing) map: applying a record costs its operations, not the
+    // entity's size, so entities with many keys (key families) stay cheap to change. Evaluation
+    // makes tentative states per turn, so this is on every commit's path.
+    values = values instanceof PMap<String, Value> persistent
+        ? persistent
+        : HashTreePMap.from(values);
   }
 
   public Value get(String key) {
@@ -47,31 +53,32 @@ public record EntityState(Map<String, Value> values, long version, boolean exist
         "records apply in commit order: %d after version %d",
         commitTimestamp,
         version);
-    Map<String, Value> next = new HashMap<>(values);
+    PMap<String, Value> next = (PMap<String, Value>) values;
     boolean nowExists = exists;
     for (Operation operation : operations) {
       switch (operation) {
         case Assign assign ->
-            next.put(assign.key(), new RegisterValue(assign.value(), commitTimestamp, originDc));
-        case DeleteKey delete -> next.remove(delete.key());
+            next = next.plus(assign.key(),
+                new RegisterValue(assign.value(), commitTimestamp, originDc));
+        case DeleteKey delete -> next = next.minus(delete.key());
         case Increment increment -> {
           Value current = next.get(increment.key());
           CounterValue counter = current instanceof CounterValue c ? c : CounterValue.ZERO;
-          next.put(increment.key(), counter.increment(increment.by(), originDc));
+          next = next.plus(increment.key(), counter.increment(increment.by(), originDc));
         }
         case AddElement add -> {
           Value current = next.get(add.key());
           SetValue set = current instanceof SetValue s ? s : SetValue.EMPTY;
-          next.put(add.key(), set.add(add.element(), add.tag()));
+          next = next.plus(add.key(), set.add(add.element(), add.tag()));
         }
         case RemoveElement remove -> {
           Value current = next.get(remove.key());
           if (current instanceof SetValue set) {
-            next.put(remove.key(), set.remove(remove.element(), remove.observedTags()));
+            next = next.plus(remove.key(), set.remove(remove.element(), remove.observedTags()));
           }
         }
         case DeleteEntity ignored -> {
-          next.clear();
+          next = HashTreePMap.empty();
           nowExists = false;
         }
       }

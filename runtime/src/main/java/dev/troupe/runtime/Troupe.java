@@ -483,7 +483,7 @@ public final class Troupe implements AutoCloseable {
     List<TransactionOutcome.EntityOutcome> entities = new ArrayList<>();
     committed.results().forEach((entity, result) -> entities.add(
         new TransactionOutcome.EntityOutcome(entity, result.readVersion(), result.version(),
-            result.wrote(), types.get(entity).render(result.state()))));
+            result.wrote(), () -> types.get(entity).render(result.state()))));
     return new TransactionOutcome(committed.transactionId(), entities);
   }
 

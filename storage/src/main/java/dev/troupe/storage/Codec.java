@@ -390,19 +390,28 @@ public final class Codec {
   static int estimateWeight(EntityState state) {
     long weight = 64;
     for (Map.Entry<String, Value> entry : state.values().entrySet()) {
-      weight += 48 + 2L * entry.getKey().length();
-      switch (entry.getValue()) {
-        case RegisterValue register -> weight += 32 + estimateJson(register.value(), 0);
-        case CounterValue counter ->
-            weight += 32 + 40L * (counter.increments().size() + counter.decrements().size());
-        case SetValue set -> {
-          for (Map.Entry<String, SetValue.Element> element : set.elements().entrySet()) {
-            weight += 64 + 4L * element.getKey().length() + 48L * element.getValue().tags().size();
-          }
+      weight += estimateEntryWeight(entry.getKey(), entry.getValue());
+    }
+    return (int) Math.min(Integer.MAX_VALUE, weight);
+  }
+
+  /** The estimated weight of one key and its value; 0 for a key without a value. */
+  static long estimateEntryWeight(String key, Value value) {
+    if (value == null) {
+      return 0;
+    }
+    long weight = 48 + 2L * key.length();
+    switch (value) {
+      case RegisterValue register -> weight += 32 + estimateJson(register.value(), 0);
+      case CounterValue counter ->
+          weight += 32 + 40L * (counter.increments().size() + counter.decrements().size());
+      case SetValue set -> {
+        for (Map.Entry<String, SetValue.Element> element : set.elements().entrySet()) {
+          weight += 64 + 4L * element.getKey().length() + 48L * element.getValue().tags().size();
         }
       }
     }
-    return (int) Math.min(Integer.MAX_VALUE, weight);
+    return weight;
   }
 
   private static long estimateJson(JsonNode node, int depth) {

@@ -165,7 +165,45 @@ public final class RocksStore implements Store {
   private final LongSupplier physicalMillis;
   private final List<AutoCloseable> resources;
   private final List<ColumnFamilyHandle> handles;
-  private final Cache<EntityId, EntityState> cache;
+  /**
+   * Latest committed states with their estimated weights. The weight travels with the state so
+   * that applying a commit re-weighs only the keys it touched (an entity with many keys would
+   * otherwise be re-weighed whole on every commit).
+   */
+  private final Cache<EntityId, CachedState> cache;
+
+  /** A cached state and its estimated weight in bytes (see {@link Codec#estimateWeight}). */
+  record CachedState(EntityState state, int weight) {
+    static CachedState of(EntityId entity, EntityState state) {
+      return new CachedState(state, Codec.estimateWeight(state) + 48
+          + 2 * (entity.type().length() + entity.id().length()));
+    }
+
+    /** The state after {@code operations}, re-weighing only the keys they touch. */
+    CachedState apply(List<Operation> operations, long commitTimestamp, int originDc) {
+      EntityState next = state.apply(operations, commitTimestamp, originDc);
+      long weight = this.weight;
+      java.util.Set<String> touched = new java.util.HashSet<>();
+      for (Operation operation : operations) {
+        switch (operation) {
+          case Operation.DeleteEntity ignored -> {
+            return new CachedState(next, (int) Math.min(Integer.MAX_VALUE,
+                weight - Codec.estimateWeight(state) + Codec.estimateWeight(next)));
+          }
+          case Operation.Assign assign -> touched.add(assign.key());
+          case Operation.DeleteKey delete -> touched.add(delete.key());
+          case Operation.Increment increment -> touched.add(increment.key());
+          case Operation.AddElement add -> touched.add(add.key());
+          case Operation.RemoveElement remove -> touched.add(remove.key());
+        }
+      }
+      for (String key : touched) {
+        weight += Codec.estimateEntryWeight(key, next.get(key))
+            - Codec.estimateEntryWeight(key, state.get(key));
+      }
+      return new CachedState(next, (int) Math.max(0, Math.min(Integer.MAX_VALUE, weight)));
+    }
+  }
   private final Partition[] partitions;
   /** Guards {@link #pins} and the choice and publication of history horizons. */
   private final Object pinLock = new Object();
@@ -205,9 +243,7 @@ public final class RocksStore implements Store {
     this.cache =
         Caffeine.newBuilder()
             .maximumWeight(settings.cacheMaxWeightBytes())
-            .weigher(
-                (EntityId entity, EntityState state) ->
-                    Codec.estimateWeight(state) + 48 + 2 * (entity.type().length() + entity.id().length()))
+            .weigher((EntityId entity, CachedState cached) -> cached.weight())
             .recordStats()
             .build();
     this.partitions = new Partition[settings.partitions()];
@@ -584,7 +620,7 @@ public final class RocksStore implements Store {
     Objects.requireNonNull(entity, "entity");
     enter();
     try {
-      return cache.get(entity, this::loadLatest);
+      return cache.get(entity, key -> CachedState.of(key, loadLatest(key))).state();
     } finally {
       closeLock.readLock().unlock();
     }
@@ -619,7 +655,8 @@ public final class RocksStore implements Store {
       Partition partition = partitions[partitionOf(entity)];
       awaitVisible(partition, timestamp);
       checkHorizon(partition, entity, timestamp);
-      EntityState cached = cache.policy().getIfPresentQuietly(entity);
+      CachedState entry = cache.policy().getIfPresentQuietly(entity);
+      EntityState cached = entry == null ? null : entry.state();
       if (cached != null && cached.version() <= timestamp) {
         // Every record at or below the timestamp is applied to the cache (visibility floor), and
         // none of this entity's lies after the cached version: the cached state is the state there.
@@ -894,7 +931,8 @@ public final class RocksStore implements Store {
   }
 
   EntityState cachedQuietly(EntityId entity) {
-    return cache.policy().getIfPresentQuietly(entity);
+    CachedState entry = cache.policy().getIfPresentQuietly(entity);
+    return entry == null ? null : entry.state();
   }
 
   /** Brings a cached state up to a just-written record; no-op for uncached entities. */
@@ -907,7 +945,7 @@ public final class RocksStore implements Store {
               if (state == null) {
                 return null;
               }
-              return state.version() < commitTimestamp
+              return state.state().version() < commitTimestamp
                   ? state.apply(operations, commitTimestamp, originDc)
                   : state;
             });

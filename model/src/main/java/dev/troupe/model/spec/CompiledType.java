@@ -239,14 +239,19 @@ public final class CompiledType {
       }
     });
     if (!families.isEmpty()) {
-      // Members render under their family, in member order.
-      for (String key : new java.util.TreeSet<>(state.values().keySet())) {
+      // Members render under their family, in member order. Stored member keys were checked when
+      // written, so only their family is looked up here.
+      Map<String, TreeMap<String, JsonNode>> members = new HashMap<>();
+      state.values().forEach((key, value) -> {
         int open = key.indexOf('[');
-        ObjectNode family = open > 0 ? families.get(key.substring(0, open)) : null;
-        if (family != null && familyOfMember(key) != null) {
-          family.set(key.substring(open + 1, key.length() - 1), renderValue(key, state));
+        if (open > 0 && key.endsWith("]") && families.containsKey(key.substring(0, open))) {
+          String family = key.substring(0, open);
+          members.computeIfAbsent(family, ignored -> new TreeMap<>())
+              .put(key.substring(open + 1, key.length() - 1),
+                  memberValue(spec.keys().get(family), family, value));
         }
-      }
+      });
+      members.forEach((family, byMember) -> byMember.forEach(families.get(family)::set));
     }
     return rendered;
   }
@@ -272,6 +277,11 @@ public final class CompiledType {
       }
       declared = key.substring(0, key.indexOf('['));
     }
+    return memberValue(keySpec, declared, stored);
+  }
+
+  /** What clients see of a stored value (or its absence) of a key declared by {@code keySpec}. */
+  private JsonNode memberValue(KeySpec keySpec, String declared, Value stored) {
     return switch (keySpec.kind()) {
       case REGISTER ->
           stored instanceof RegisterValue register
