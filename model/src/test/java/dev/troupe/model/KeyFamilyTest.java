@@ -87,6 +87,15 @@ class KeyFamilyTest {
   }
 
   @Test
+  void twoVariablesThatNameOneAssignedMemberAreRefused() {
+    // Simultaneous assignment would let one write win: paying oneself would create money.
+    TroupeException error = assertThrows(TroupeException.class, () -> TYPE.invoke("pay",
+        Json.parse("{\"from\":\"a\",\"to\":\"a\",\"amount\":1}"), EntityState.ABSENT, 1, 1));
+    assertEquals(ErrorCode.INVALID_REQUEST, error.code());
+    assertTrue(error.getMessage().contains("both name checking[a]"), error.getMessage());
+  }
+
+  @Test
   void counterAndSetFamiliesProduceTheirKindsOperationsOnTheMember() {
     assertEquals(List.of(new Increment("visits[42]", 2)),
         apply(EntityState.ABSENT, "visit", "{\"customer\":42}").operations());

@@ -457,8 +457,8 @@ public final class CompiledType {
    * The keys an action may read and write for these arguments, known before it runs (for
    * key-level locking). Writes are the keys of its effects (a member binding's effect writes the
    * member key its argument names); reads every declared plain key or bound member whose name
-   * occurs as an identifier in a precondition or effect. This over-approximates (a key name inside a string literal counts),
-   * which only costs concurrency, never correctness. An action that names the {@code state}
+   * occurs as an identifier in a precondition or effect. This over-approximates (a key name
+   * inside a string literal counts), which only costs concurrency, never correctness. An action that names the {@code state}
    * variable reads the whole entity.
    *
    * @throws TroupeException with {@code UNKNOWN_ACTION} if the type has no such action, with
@@ -611,7 +611,12 @@ public final class CompiledType {
    * The member keys an action's bindings name for these arguments: the argument's text (a string,
    * or an int's decimal form) inside the family's brackets.
    *
-   * @throws TroupeException with {@code INVALID_REQUEST} if an argument is no valid member name
+   * <p>Two variables may name the same member (both read it), but not when an effect assigns
+   * either: effects are a simultaneous assignment, so one of the two writes would silently win
+   * ({@code pay} from an account to itself would create money).
+   *
+   * @throws TroupeException with {@code INVALID_REQUEST} if an argument is no valid member name,
+   *     or if an assigned variable names the same member as another variable
    */
   private Map<String, BoundMember> bindMembers(ActionSpec action, Map<String, Object> arguments) {
     if (action.members().isEmpty()) {
@@ -629,6 +634,17 @@ public final class CompiledType {
           ActionSpec.MemberBinding.memberKey(binding.family(), member), binding.family(),
           spec.keys().get(binding.family())));
     });
+    Map<String, String> variableByKey = new HashMap<>();
+    for (String alias : action.members().keySet()) {
+      String key = bound.get(alias).key();
+      String other = variableByKey.putIfAbsent(key, alias);
+      if (other != null
+          && (action.effects().containsKey(other) || action.effects().containsKey(alias))) {
+        throw TroupeException.invalid("variables '" + other + "' and '" + alias + "' of "
+            + name() + "." + action.name() + " both name " + key
+            + ", and an effect assigns one of them; name two different members");
+      }
+    }
     return bound;
   }
 
