@@ -1,6 +1,5 @@
 package dev.troupe.storage.postgres;
 
-import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.troupe.model.ErrorCode;
 import dev.troupe.model.TroupeException;
@@ -11,8 +10,6 @@ import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.Optional;
 import java.util.OptionalLong;
-import java.util.concurrent.ThreadLocalRandom;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.LongAdder;
 
 /**
@@ -34,9 +31,6 @@ import java.util.concurrent.atomic.LongAdder;
  * the calling thread until PostgreSQL answers, so callers run it on a pool of their own.
  */
 public final class PostgresEntities implements AutoCloseable {
-  private static final String SERIALIZATION_FAILURE = "40001";
-  private static final String DEADLOCK_DETECTED = "40P01";
-  private static final long MAX_BACKOFF_MICROS = 20_000;
 
   private static final String UPSERT_RETURNING = """
       INSERT INTO entities AS e (type, id, state, version)
@@ -75,15 +69,8 @@ public final class PostgresEntities implements AutoCloseable {
 
   /** Connects and creates the table and sequence if they do not exist. */
   public static PostgresEntities open(Settings settings) {
-    HikariConfig config = new HikariConfig();
-    config.setJdbcUrl(settings.jdbcUrl());
-    config.setMaximumPoolSize(settings.poolSize());
-    config.setMinimumIdle(settings.poolSize());
-    config.setConnectionTimeout(settings.connectionTimeoutMillis());
-    config.setAutoCommit(true);
-    config.setTransactionIsolation("TRANSACTION_SERIALIZABLE");
-    config.setPoolName("troupe-postgres-baseline");
-    HikariDataSource pool = new HikariDataSource(config);
+    HikariDataSource pool = PostgresSupport.pool(settings.jdbcUrl(), settings.poolSize(),
+        settings.connectionTimeoutMillis(), true, "troupe-postgres-baseline");
     try (Connection connection = pool.getConnection();
         Statement statement = connection.createStatement()) {
       statement.execute("""
@@ -97,7 +84,7 @@ public final class PostgresEntities implements AutoCloseable {
       statement.execute("CREATE SEQUENCE IF NOT EXISTS entity_versions");
     } catch (SQLException e) {
       pool.close();
-      throw unavailable("cannot create the schema", e);
+      throw PostgresSupport.unavailable("cannot create the schema", e);
     }
     return new PostgresEntities(pool, settings.maxRetries());
   }
@@ -214,35 +201,16 @@ public final class PostgresEntities implements AutoCloseable {
           PreparedStatement statement = connection.prepareStatement(sql)) {
         return body.run(statement);
       } catch (SQLException e) {
-        boolean retryable = SERIALIZATION_FAILURE.equals(e.getSQLState())
-            || DEADLOCK_DETECTED.equals(e.getSQLState());
-        if (!retryable) {
-          throw unavailable("PostgreSQL failed the statement", e);
+        if (!PostgresSupport.retryable(e)) {
+          throw PostgresSupport.unavailable("PostgreSQL failed the statement", e);
         }
         if (attempt >= maxRetries) {
           throw new TroupeException(ErrorCode.UNAVAILABLE, "PostgreSQL could not serialize the"
               + " transaction after " + maxRetries + " retries; nothing was changed; retry");
         }
         retries.increment();
-        backOff(attempt);
+        PostgresSupport.backOff(attempt);
       }
     }
-  }
-
-  /** Randomized exponential backoff, so that conflicting retries do not collide again at once. */
-  private static void backOff(int attempt) {
-    long ceiling = Math.min(MAX_BACKOFF_MICROS, 100L << Math.min(attempt, 16));
-    long micros = ThreadLocalRandom.current().nextLong(ceiling + 1);
-    try {
-      TimeUnit.MICROSECONDS.sleep(micros);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      throw new TroupeException(ErrorCode.UNAVAILABLE, "interrupted while retrying");
-    }
-  }
-
-  private static TroupeException unavailable(String what, SQLException e) {
-    return new TroupeException(ErrorCode.UNAVAILABLE, what + ": " + e.getMessage()
-        + " (SQLSTATE " + e.getSQLState() + ")");
   }
 }

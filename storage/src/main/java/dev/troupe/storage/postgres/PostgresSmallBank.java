@@ -1,6 +1,5 @@
 package dev.troupe.storage.postgres;
 
-import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.troupe.model.ErrorCode;
 import dev.troupe.model.TroupeException;
@@ -22,8 +21,6 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
 import java.util.TreeMap;
-import java.util.concurrent.ThreadLocalRandom;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.function.LongConsumer;
 import org.postgresql.PGConnection;
@@ -59,9 +56,6 @@ import org.postgresql.copy.CopyManager;
  * what it read.
  */
 public final class PostgresSmallBank implements AutoCloseable {
-  private static final String SERIALIZATION_FAILURE = "40001";
-  private static final String DEADLOCK_DETECTED = "40P01";
-  private static final long MAX_BACKOFF_MICROS = 20_000;
   /** Rows per {@code COPY} during {@link #load}: large enough to stream, small enough to report. */
   static final int LOAD_BATCH_ROWS = 10_000;
 
@@ -140,23 +134,15 @@ public final class PostgresSmallBank implements AutoCloseable {
 
   /** Connects and creates the table if it does not exist. */
   public static PostgresSmallBank open(Settings settings) {
-    HikariConfig config = new HikariConfig();
-    config.setJdbcUrl(settings.jdbcUrl());
-    config.setMaximumPoolSize(settings.poolSize());
-    config.setMinimumIdle(settings.poolSize());
-    config.setConnectionTimeout(settings.connectionTimeoutMillis());
-    // Every operation is an explicit multi-statement transaction, committed by execute().
-    config.setAutoCommit(false);
-    config.setTransactionIsolation("TRANSACTION_SERIALIZABLE");
-    config.setPoolName("troupe-postgres-smallbank");
-    HikariDataSource pool = new HikariDataSource(config);
+    HikariDataSource pool = PostgresSupport.pool(settings.jdbcUrl(), settings.poolSize(),
+        settings.connectionTimeoutMillis(), false, "troupe-postgres-smallbank");
     try (Connection connection = pool.getConnection();
         Statement statement = connection.createStatement()) {
       statement.execute(CREATE_TABLE.formatted("IF NOT EXISTS"));
       connection.commit();
     } catch (SQLException e) {
       pool.close();
-      throw unavailable("cannot create the schema", e);
+      throw PostgresSupport.unavailable("cannot create the schema", e);
     }
     return new PostgresSmallBank(pool, settings.maxRetries());
   }
@@ -206,7 +192,7 @@ public final class PostgresSmallBank implements AutoCloseable {
         statement.execute("VACUUM (ANALYZE) " + TABLE);
       }
     } catch (SQLException e) {
-      throw unavailable("PostgreSQL failed to load SmallBank", e);
+      throw PostgresSupport.unavailable("PostgreSQL failed to load SmallBank", e);
     } catch (IOException e) {
       throw new UncheckedIOException("cannot stream rows to COPY", e);
     }
@@ -498,8 +484,8 @@ public final class PostgresSmallBank implements AutoCloseable {
         commit(connection, operation);
         return result;
       } catch (SQLException e) {
-        if (!retryable(e)) {
-          throw unavailable("PostgreSQL failed " + operation, e);
+        if (!PostgresSupport.retryable(e)) {
+          throw PostgresSupport.unavailable("PostgreSQL failed " + operation, e);
         }
         if (attempt > maxRetries) {
           throw new RetriesExhaustedException("PostgreSQL could not serialize " + operation
@@ -507,7 +493,7 @@ public final class PostgresSmallBank implements AutoCloseable {
               + " (last SQLSTATE " + e.getSQLState() + "); nothing was changed");
         }
         retries.increment();
-        backOff(attempt);
+        PostgresSupport.backOff(attempt - 1);
       }
     }
   }
@@ -520,7 +506,7 @@ public final class PostgresSmallBank implements AutoCloseable {
     try {
       connection.commit();
     } catch (SQLException e) {
-      if (retryable(e)) {
+      if (PostgresSupport.retryable(e)) {
         throw e;
       }
       throw new TroupeException(ErrorCode.OUTCOME_UNKNOWN, "PostgreSQL failed to commit "
@@ -539,22 +525,6 @@ public final class PostgresSmallBank implements AutoCloseable {
     }
   }
 
-  private static boolean retryable(SQLException e) {
-    return SERIALIZATION_FAILURE.equals(e.getSQLState())
-        || DEADLOCK_DETECTED.equals(e.getSQLState());
-  }
-
-  /** Randomized exponential backoff, so that conflicting retries do not collide again at once. */
-  private static void backOff(int attempt) {
-    long ceiling = Math.min(MAX_BACKOFF_MICROS, 100L << Math.min(attempt - 1, 16));
-    long micros = ThreadLocalRandom.current().nextLong(ceiling + 1);
-    try {
-      TimeUnit.MICROSECONDS.sleep(micros);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      throw new TroupeException(ErrorCode.UNAVAILABLE, "interrupted while retrying");
-    }
-  }
 
   private static void requirePositive(long amount) {
     if (amount <= 0) {
@@ -572,10 +542,5 @@ public final class PostgresSmallBank implements AutoCloseable {
 
   private static IllegalArgumentException noCustomer(Customer customer) {
     return new IllegalArgumentException("no customer " + customer);
-  }
-
-  private static TroupeException unavailable(String what, SQLException e) {
-    return new TroupeException(ErrorCode.UNAVAILABLE, what + ": " + e.getMessage()
-        + " (SQLSTATE " + e.getSQLState() + ")");
   }
 }

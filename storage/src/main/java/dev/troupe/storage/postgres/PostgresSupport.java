@@ -1,0 +1,65 @@
+package dev.troupe.storage.postgres;
+
+import com.zaxxer.hikari.HikariConfig;
+import com.zaxxer.hikari.HikariDataSource;
+import dev.troupe.model.ErrorCode;
+import dev.troupe.model.TroupeException;
+import java.sql.SQLException;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * What the PostgreSQL baselines share: a connection pool at SERIALIZABLE, which failures are worth
+ * re-running, the pause between re-runs, and the error an environmental failure becomes.
+ */
+final class PostgresSupport {
+  private static final String SERIALIZATION_FAILURE = "40001";
+  private static final String DEADLOCK_DETECTED = "40P01";
+  private static final long MAX_BACKOFF_MICROS = 20_000;
+
+  private PostgresSupport() {}
+
+  /**
+   * A pool of {@code poolSize} connections (all opened at once, so no run pays for connecting),
+   * every one SERIALIZABLE.
+   */
+  static HikariDataSource pool(String jdbcUrl, int poolSize, long connectionTimeoutMillis,
+      boolean autoCommit, String poolName) {
+    HikariConfig config = new HikariConfig();
+    config.setJdbcUrl(jdbcUrl);
+    config.setMaximumPoolSize(poolSize);
+    config.setMinimumIdle(poolSize);
+    config.setConnectionTimeout(connectionTimeoutMillis);
+    config.setAutoCommit(autoCommit);
+    config.setTransactionIsolation("TRANSACTION_SERIALIZABLE");
+    config.setPoolName(poolName);
+    return new HikariDataSource(config);
+  }
+
+  /** A serialization failure or a deadlock: the transaction changed nothing and may run again. */
+  static boolean retryable(SQLException e) {
+    return SERIALIZATION_FAILURE.equals(e.getSQLState())
+        || DEADLOCK_DETECTED.equals(e.getSQLState());
+  }
+
+  /**
+   * Randomized exponential backoff before re-run number {@code retry} (0 for the first), so that
+   * conflicting re-runs do not collide again at once.
+   */
+  static void backOff(int retry) {
+    long ceiling = Math.min(MAX_BACKOFF_MICROS, 100L << Math.min(retry, 16));
+    long micros = ThreadLocalRandom.current().nextLong(ceiling + 1);
+    try {
+      TimeUnit.MICROSECONDS.sleep(micros);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new TroupeException(ErrorCode.UNAVAILABLE, "interrupted while retrying");
+    }
+  }
+
+  /** An environmental failure: 503 {@code unavailable}, with PostgreSQL's message and state. */
+  static TroupeException unavailable(String what, SQLException e) {
+    return new TroupeException(ErrorCode.UNAVAILABLE, what + ": " + e.getMessage()
+        + " (SQLSTATE " + e.getSQLState() + ")");
+  }
+}
