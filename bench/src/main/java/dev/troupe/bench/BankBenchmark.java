@@ -104,7 +104,20 @@ final class BankBenchmark extends Benchmark {
       description = "Override the accounts of sync (100000) and sync1000 (1000).")
   Integer accountsOverride;
 
+  @Option(names = "--report", paramLabel = "DIRECTORY",
+      description = "Also write report.json, charts (PNG) and index.html to DIRECTORY.")
+  java.nio.file.Path reportDirectory;
+
   @Mixin AlternationOptions alternation;
+
+  @Override
+  void afterPrint(BenchReport report) {
+    if (reportDirectory != null) {
+      HtmlReport.write(reportDirectory, report.toJson(), HtmlReport.Layout.BANK);
+      System.out.println("report written to " + reportDirectory.resolve("index.html")
+          .toAbsolutePath());
+    }
+  }
 
   @Override
   BenchReport run() throws Exception {
@@ -140,7 +153,7 @@ final class BankBenchmark extends Benchmark {
       List<Bank> banks = new ArrayList<>();
       try {
         for (String name : policies) {
-          banks.add(Bank.open(name + "_" + scenario, scenario,
+          banks.add(Bank.open(scenario + "/" + name, scenario,
               name.equals("psac") ? maxInFlight : 1, maxOvertakes, accounts, threads,
               transactionMode));
         }
@@ -192,7 +205,7 @@ final class BankBenchmark extends Benchmark {
 
     static Bank open(String name, String scenario, int maxInFlight, int maxOvertakes,
         int accounts, int threads, TransactionRequest.Mode mode) throws Exception {
-      TemporaryDirectory directory = TemporaryDirectory.create("bank-" + name);
+      TemporaryDirectory directory = TemporaryDirectory.create("bank-" + name.replace('/', '-'));
       Troupe troupe = null;
       try {
         troupe = Troupe.open(RuntimeSettings.forDirectory(directory.resolve("data")));
@@ -310,6 +323,10 @@ final class BankBenchmark extends Benchmark {
     void report(BenchReport report, AlternatingComparison.Outcome outcome) {
       TransactionMetrics metrics = troupe.transactionMetrics();
       report.result(name, "committed_per_second", committedPerSecond(outcome));
+      for (int percentile : new int[] {50, 95, 99}) {
+        report.result(name, "transaction_p" + percentile + "_milliseconds",
+            outcome.latencyNanoseconds().getValueAtPercentile(percentile) / 1e6);
+      }
       report.result(name, "precondition_failures", preconditionFailures.sum());
       report.result(name, "lock_conflict_aborts", lockConflicts.sum());
       report.result(name, "other_aborts", otherAborts.sum());

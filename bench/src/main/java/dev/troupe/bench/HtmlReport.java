@@ -45,6 +45,8 @@ final class HtmlReport {
       List<String> operations) {
     static final Layout YCSB = new Layout("YCSB over the entity REST API",
         "throughput_per_second", "operations per second", YcsbRunner.OPERATIONS);
+    static final Layout BANK = new Layout("Bank: PSAC vs plain two-phase commit",
+        "committed_per_second", "committed transactions per second", List.of("transaction"));
     static final Layout SMALLBANK = new Layout("SmallBank: key-level vs actor-level admission,"
         + " planned vs dynamic, and PostgreSQL", "completed_per_second",
         "completed transactions per second", List.of("Amalgamate", "Balance", "DepositChecking",

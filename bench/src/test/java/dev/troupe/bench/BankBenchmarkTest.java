@@ -16,21 +16,26 @@ class BankBenchmarkTest {
 
   @Test
   void comparesPsacWithTwoPhaseCommitAndChecksTheMoney() throws Exception {
+    java.nio.file.Path reportDirectory = directory.resolve("report");
     JsonNode report = BenchmarkRuns.run(directory, "bank", "--scenario", "sync1000,nosync",
         "--accounts", "30", "--threads", "16", "--seconds", "0.5", "--warmup-seconds", "0.2",
-        "--rounds", "1");
-    for (String system : new String[] {"psac_sync1000", "2pc_sync1000"}) {
+        "--rounds", "1", "--report", reportDirectory.toString());
+    assertTrue(java.nio.file.Files.size(reportDirectory.resolve("throughput.png")) > 0);
+    assertTrue(java.nio.file.Files.size(reportDirectory.resolve("latency-sync1000.png")) > 0);
+    assertTrue(java.nio.file.Files.size(reportDirectory.resolve("index.html")) > 0);
+    for (String system : new String[] {"sync1000/psac", "sync1000/2pc"}) {
       BenchmarkRuns.assertPositiveResults(report, system, "throughput_per_second",
           "committed_per_second", "p50_milliseconds", "p99_milliseconds");
       assertEquals(30 * 1_000_000L,
           report.path("results").path(system).path("money_total").asLong(-1), system);
     }
-    BenchmarkRuns.assertPositiveResults(report, "psac_nosync", "committed_per_second");
+    BenchmarkRuns.assertPositiveResults(report, "nosync/psac", "committed_per_second",
+        "transaction_p99_milliseconds");
     assertTrue(report.path("ratios").has("psac / 2pc committed throughput, sync1000"),
         report.toString());
     assertTrue(report.path("ratios").has("psac / 2pc committed throughput, nosync"),
         report.toString());
-    JsonNode twoPhase = report.path("results").path("2pc_sync1000");
+    JsonNode twoPhase = report.path("results").path("sync1000/2pc");
     assertTrue(twoPhase.path("psac_delays").asLong() > 0,
         "30 accounts and 16 clients contend under plain 2PC: planned bookings wait");
     assertEquals(0, twoPhase.path("wait_die_retries").asLong(-1),
