@@ -1,39 +1,39 @@
 package dev.troupe.runtime;
 
+import dev.troupe.txn.SequencerCore;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.LongConsumer;
 
 /**
- * The sequencer of planned transactions: gives each one a position in a single global order and
- * starts it (sends its prepares) in that order, so that every entity receives the planned
- * transactions' requests in position order. Their ages are their positions, below every dynamic
- * transaction's age (a hybrid-logical-clock value), so a planned request never dies and only waits
- * for earlier planned ones or for dynamic holders (see {@code LockTable}).
+ * The shell of {@link SequencerCore}: lets any thread submit a planned transaction and starts
+ * each one (sends its prepares) with its position, in position order.
  *
- * <p><b>Batching.</b> Submissions are queued; whichever thread gets the lock drains the queue,
- * assigning consecutive positions and starting each transaction in order, like a group commit:
- * under load, one thread orders a whole batch while the others return at once. Starting only
- * sends messages (non-blocking), so the lock is held briefly.
- *
- * <p>Positions restart at 1 when the node starts: no planned transaction survives a restart
- * undecided (recovery resolves every prepared part first).
+ * <p><b>Concurrency.</b> Submissions are queued without a lock; whichever thread gets the lock
+ * moves them into the core, drains a batch and starts it, in order, while the others return at
+ * once. Starting only sends messages (non-blocking), so the lock is held briefly. Because batches
+ * are drained and started under the one lock, every start of one batch happens before any start
+ * of the next: starts happen in position order.
  */
 final class PlannedSequencer {
-  private final ConcurrentLinkedQueue<LongConsumer> queue = new ConcurrentLinkedQueue<>();
+  private final ConcurrentLinkedQueue<LongConsumer> submitted = new ConcurrentLinkedQueue<>();
   private final ReentrantLock ordering = new ReentrantLock();
-  private long nextPosition = 1;
+  /** Guarded by {@link #ordering}. */
+  private final SequencerCore<LongConsumer> core = new SequencerCore<>();
 
   /** Queues a planned transaction; {@code start} receives its position, in position order. */
   void submit(LongConsumer start) {
-    queue.add(start);
+    submitted.add(start);
     // Re-check after unlocking: a submission queued while another thread held the lock, after it
     // last looked at the queue, is drained here rather than stranded.
-    while (!queue.isEmpty() && ordering.tryLock()) {
+    while (!submitted.isEmpty() && ordering.tryLock()) {
       try {
         LongConsumer next;
-        while ((next = queue.poll()) != null) {
-          next.accept(nextPosition++);
+        while ((next = submitted.poll()) != null) {
+          core.submit(next);
+        }
+        for (SequencerCore.Positioned<LongConsumer> positioned : core.drain()) {
+          positioned.transaction().accept(positioned.position());
         }
       } finally {
         ordering.unlock();
