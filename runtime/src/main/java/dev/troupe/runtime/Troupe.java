@@ -26,6 +26,7 @@ import dev.troupe.model.spec.ActionSpec;
 import dev.troupe.model.spec.SyncInvocation;
 import dev.troupe.storage.InDoubtResolution;
 import dev.troupe.txn.CoordinatorCore;
+import dev.troupe.txn.InteractiveCore;
 import dev.troupe.txn.TurnCodec;
 import dev.troupe.txn.TurnEvaluator;
 import dev.troupe.model.Invariants;
@@ -85,6 +86,10 @@ public final class Troupe implements AutoCloseable {
         settings.transactions().prepareTimeoutMillis(),
         settings.transactions().maxLockConflictRetries(),
         settings.transactions().retryBackoffMillis());
+    this.interactive = new InteractiveCore(new InteractiveCore.Limits(
+        settings.transactions().maxInteractiveTransactions(),
+        settings.transactions().maxParticipants(),
+        settings.transactions().interactiveIdleTimeoutMillis()));
     this.renderedStates = new RenderedStates(settings.renderedStateCacheBytes());
     this.materializationExecutor = new java.util.concurrent.ThreadPoolExecutor(
         settings.materializationThreads(), settings.materializationThreads(), 0,
@@ -489,23 +494,17 @@ public final class Troupe implements AutoCloseable {
 
   // ------------------------------------------------------------ interactive transactions
 
-  /** One open interactive transaction: what it touched, guarded by its monitor. */
-  private static final class InteractiveTransaction {
-    final long transactionId;
-    final Map<EntityId, List<Turn>> steps = new LinkedHashMap<>();
-    final Map<EntityId, CompiledType> types = new LinkedHashMap<>();
-    final java.util.Set<EntityId> reads = new java.util.HashSet<>();
-    boolean stepInProgress;
-    boolean finished;
-    org.apache.pekko.actor.Cancellable idleTimer;
-
-    InteractiveTransaction(long transactionId) {
-      this.transactionId = transactionId;
-    }
-  }
-
-  private final Map<Long, InteractiveTransaction> interactive = new ConcurrentHashMap<>();
+  /** The interactive transactions' lifecycle (a pure core); guarded by its own monitor. */
+  private final InteractiveCore interactive;
+  /** Per open interactive transaction, the timer that checks it for idleness. */
+  private final Map<Long, org.apache.pekko.actor.Cancellable> idleTimers =
+      new ConcurrentHashMap<>();
   private final PlannedSequencer sequencer = new PlannedSequencer();
+
+  /** Monotonic milliseconds for idle timeouts (the shell's clock; the core only compares). */
+  private static long nowMillis() {
+    return System.nanoTime() / 1_000_000;
+  }
 
   /**
    * Begins an interactive transaction: its steps take locks as they go (strict two-phase locking
@@ -515,16 +514,12 @@ public final class Troupe implements AutoCloseable {
    */
   public long beginInteractive() {
     checkOpen();
-    if (interactive.size() >= settings.transactions().maxInteractiveTransactions()) {
-      throw new TroupeException(ErrorCode.OVERLOADED, "%d interactive transactions are open;"
-          .formatted(interactive.size()) + " retry later");
+    long transactionId = store.newTransactionId();
+    synchronized (interactive) {
+      interactive.begin(transactionId, nowMillis());
     }
-    InteractiveTransaction transaction = new InteractiveTransaction(store.newTransactionId());
-    interactive.put(transaction.transactionId, transaction);
-    synchronized (transaction) {
-      touch(transaction);
-    }
-    return transaction.transactionId;
+    scheduleIdleCheck(transactionId);
+    return transactionId;
   }
 
   /** Reads an entity's whole state inside an interactive transaction (its own writes included). */
@@ -539,33 +534,21 @@ public final class Troupe implements AutoCloseable {
    */
   public CompletableFuture<EntityView> stepInteractive(long transactionId, EntityId entity,
       Turn turn) {
-    InteractiveTransaction transaction;
     CompiledType type;
     try {
       checkOpen();
-      transaction = openInteractive(transactionId);
+      synchronized (interactive) {
+        if (!interactive.isOpen(transactionId)) {
+          throw notOpen(transactionId);
+        }
+      }
       type = typeOf(entity);
       if (turn instanceof Turn.InvokeAction invoke && hasSync(type, invoke.action())) {
         throw TroupeException.invalid("action %s.%s has sync calls; run it in a static"
             .formatted(type.name(), invoke.action()) + " transaction (POST /v1/transactions)");
       }
-      synchronized (transaction) {
-        if (transaction.finished) {
-          throw notOpen(transactionId);
-        }
-        if (transaction.stepInProgress) {
-          throw TroupeException.invalid(
-              "transaction %d has a request in progress; send one at a time".formatted(transactionId));
-        }
-        if (!transaction.types.containsKey(entity)
-            && transaction.types.size() >= settings.transactions().maxParticipants()) {
-          throw new TroupeException(ErrorCode.TOO_LARGE, "a transaction may touch at most %d"
-              .formatted(settings.transactions().maxParticipants()) + " entities");
-        }
-        transaction.stepInProgress = true;
-        transaction.types.putIfAbsent(entity, type);
-        transaction.steps.computeIfAbsent(entity, ignored -> new ArrayList<>());
-        touch(transaction);
+      synchronized (interactive) {
+        interactive.stepStarted(transactionId, entity, type, nowMillis());
       }
     } catch (TroupeException e) {
       return CompletableFuture.failedFuture(e);
@@ -577,28 +560,19 @@ public final class Troupe implements AutoCloseable {
                 new EntityActor.Step(transactionId, transactionId, turn, type, replyTo)),
             turnTimeout, system.scheduler()));
     return answer.handle((result, failure) -> {
-      synchronized (transaction) {
-        transaction.stepInProgress = false;
-        if (!transaction.finished) {
-          touch(transaction);
-        }
+      synchronized (interactive) {
+        interactive.stepFinished(transactionId, entity, turn,
+            failure == null && result instanceof TurnResult.Done, nowMillis());
       }
+      scheduleIdleCheck(transactionId);
       if (failure != null) {
         abortInteractive(transactionId);
         throw new TroupeException(ErrorCode.OUTCOME_UNKNOWN, "no answer within "
             + turnTimeout.toMillis() + " ms; the transaction was aborted");
       }
       return switch (result) {
-        case TurnResult.Done done -> {
-          synchronized (transaction) {
-            if (turn == null) {
-              transaction.reads.add(entity);
-            } else {
-              transaction.steps.get(entity).add(turn);
-            }
-          }
-          yield new EntityView(entity, type.render(done.state()), done.version());
-        }
+        case TurnResult.Done done ->
+            new EntityView(entity, type.render(done.state()), done.version());
         case TurnResult.Failed failed -> {
           if (failed.error().code() == ErrorCode.ABORTED) {
             abortInteractive(transactionId);
@@ -611,32 +585,21 @@ public final class Troupe implements AutoCloseable {
 
   /** Commits an interactive transaction (two-phase commit over what it touched). */
   public CompletableFuture<TransactionOutcome> commitInteractive(long transactionId) {
-    InteractiveTransaction transaction;
-    Map<EntityId, CoordinatorCore.Part> parts = new LinkedHashMap<>();
-    Map<EntityId, CompiledType> types;
+    InteractiveCore.Commit commit;
     try {
       checkOpen();
-      transaction = openInteractive(transactionId);
-      synchronized (transaction) {
-        if (transaction.finished) {
-          throw notOpen(transactionId);
-        }
-        if (transaction.stepInProgress) {
-          throw TroupeException.invalid("transaction %d has a request in progress"
-              .formatted(transactionId));
-        }
-        finishInteractive(transaction);
-        types = new LinkedHashMap<>(transaction.types);
-        transaction.steps.forEach((entity, turns) -> parts.put(entity,
-            new CoordinatorCore.Part(turns, transaction.reads.contains(entity))));
+      synchronized (interactive) {
+        commit = interactive.commit(transactionId);
       }
     } catch (TroupeException e) {
       return CompletableFuture.failedFuture(e);
     }
-    if (parts.isEmpty()) {
+    cancelIdleCheck(transactionId);
+    if (commit.parts().isEmpty()) {
       return CompletableFuture.completedFuture(new TransactionOutcome(transactionId, List.of()));
     }
-    TransactionRun run = new TransactionRun(parts, types, noRetries(),
+    Map<EntityId, CompiledType> types = commit.types();
+    TransactionRun run = new TransactionRun(commit.parts(), types, noRetries(),
         entity -> registries.get(store.partitionOf(entity)), store, system.scheduler(),
         system.executionContext());
     return awaitOutcome(run, started -> started.start(transactionId))
@@ -645,36 +608,18 @@ public final class Troupe implements AutoCloseable {
 
   /** Aborts an interactive transaction: nothing it did is applied; its locks are released. */
   public void abortInteractive(long transactionId) {
-    InteractiveTransaction transaction = interactive.get(transactionId);
-    if (transaction == null) {
-      return;
+    java.util.Optional<List<EntityId>> touched;
+    synchronized (interactive) {
+      touched = interactive.abort(transactionId);
     }
-    List<EntityId> touched;
-    synchronized (transaction) {
-      if (transaction.finished) {
-        return;
-      }
-      finishInteractive(transaction);
-      touched = List.copyOf(transaction.types.keySet());
-    }
-    transactionMetrics.recordAbortedInteractive();
-    for (EntityId entity : touched) {
-      registries.get(store.partitionOf(entity)).tell(new EntityRegistry.Route(entity,
-          new EntityActor.Decide(transactionId, false, null)));
-    }
+    touched.ifPresent(entities -> releaseInteractive(transactionId, entities));
   }
 
   /** Whether an interactive transaction with this id is open (for tests and metrics). */
   public boolean isInteractiveOpen(long transactionId) {
-    return interactive.containsKey(transactionId);
-  }
-
-  private InteractiveTransaction openInteractive(long transactionId) {
-    InteractiveTransaction transaction = interactive.get(transactionId);
-    if (transaction == null) {
-      throw notOpen(transactionId);
+    synchronized (interactive) {
+      return interactive.isOpen(transactionId);
     }
-    return transaction;
   }
 
   private static TroupeException notOpen(long transactionId) {
@@ -682,32 +627,50 @@ public final class Troupe implements AutoCloseable {
         .formatted(transactionId) + " aborted or timed out)");
   }
 
-  /** Caller holds the transaction's monitor. */
-  private void finishInteractive(InteractiveTransaction transaction) {
-    transaction.finished = true;
-    if (transaction.idleTimer != null) {
-      transaction.idleTimer.cancel();
+  /** An ended-by-abort transaction: count it and release its parts in the entities it touched. */
+  private void releaseInteractive(long transactionId, List<EntityId> touched) {
+    cancelIdleCheck(transactionId);
+    transactionMetrics.recordAbortedInteractive();
+    for (EntityId entity : touched) {
+      registries.get(store.partitionOf(entity)).tell(new EntityRegistry.Route(entity,
+          new EntityActor.Decide(transactionId, false, null)));
     }
-    interactive.remove(transaction.transactionId);
   }
 
-  /** Restarts the idle timer; the caller holds the transaction's monitor. */
-  private void touch(InteractiveTransaction transaction) {
-    if (transaction.idleTimer != null) {
-      transaction.idleTimer.cancel();
+  /**
+   * (Re)schedules the idle check of an open transaction at its idle deadline. A check that finds
+   * the transaction active again (or a step in progress) does nothing: the activity scheduled a
+   * later check.
+   */
+  private void scheduleIdleCheck(long transactionId) {
+    java.util.Optional<Long> deadline;
+    synchronized (interactive) {
+      deadline = interactive.idleDeadlineMillis(transactionId);
     }
-    long transactionId = transaction.transactionId;
-    transaction.idleTimer = system.scheduler().scheduleOnce(
-        Duration.ofMillis(settings.transactions().interactiveIdleTimeoutMillis()),
+    if (deadline.isEmpty()) {
+      return;
+    }
+    org.apache.pekko.actor.Cancellable timer = system.scheduler().scheduleOnce(
+        Duration.ofMillis(Math.max(0, deadline.get() - nowMillis())),
         () -> {
-          synchronized (transaction) {
-            if (transaction.stepInProgress) {
-              return; // the step's answer restarts the timer
-            }
+          java.util.Optional<List<EntityId>> expired;
+          synchronized (interactive) {
+            expired = interactive.expireIfIdle(transactionId, nowMillis());
           }
-          abortInteractive(transactionId);
+          expired.ifPresent(entities -> releaseInteractive(transactionId, entities));
         },
         system.executionContext());
+    org.apache.pekko.actor.Cancellable previous = idleTimers.put(transactionId, timer);
+    if (previous != null) {
+      previous.cancel();
+    }
+  }
+
+  private void cancelIdleCheck(long transactionId) {
+    org.apache.pekko.actor.Cancellable timer = idleTimers.remove(transactionId);
+    if (timer != null) {
+      timer.cancel();
+    }
   }
 
   /**
