@@ -1,0 +1,374 @@
+package dev.troupe.sim;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.LongNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import com.fasterxml.jackson.databind.node.TextNode;
+import dev.troupe.model.EntityId;
+import dev.troupe.model.EntityState;
+import dev.troupe.model.Json;
+import dev.troupe.model.Operation;
+import dev.troupe.model.spec.CompiledType;
+import dev.troupe.model.spec.SpecParser;
+import dev.troupe.model.value.RegisterValue;
+import dev.troupe.txn.CoordinatorCore;
+import dev.troupe.txn.Turn;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * A seeded simulation of bank transfers on one {@link SimulatedNode}: clients move money between
+ * accounts in multi-entity transactions (withdraw, deposit, and a receipt entity that records the
+ * transfer) and credit accounts in single-entity turns (which record their id in the account's
+ * {@code deposits} set), over a client network that loses messages, while the node crashes and
+ * restarts with torn and corrupted journal tails. The last part of the run is fault-free.
+ *
+ * <p><b>Checked after the run</b> on the node's durable state:
+ *
+ * <ul>
+ *   <li>no acknowledged transfer or credit is lost: each transfer's receipt exists, each credit's
+ *       id is in its account's set;
+ *   <li>no refused one took effect;
+ *   <li>atomicity: each account holds its opening balance plus exactly the transfers whose
+ *       receipts exist and the credits recorded in it (so one with an unknown outcome took effect
+ *       entirely or not at all);
+ *   <li>money is conserved (opening money plus recorded credits) and no balance is negative;
+ *   <li>liveness: every transfer issued in the fault-free part was answered.
+ * </ul>
+ *
+ * <p>A failure names the seed and carries the last steps of the trace; the same seed and options
+ * reproduce it exactly.
+ */
+public final class BankSimulation {
+  static final String ACCOUNT_SPEC = """
+      type: Account
+      admission: %s
+      keys:
+        balance:  {kind: register, default: 0}
+        deposits: {kind: set}
+      actions:
+        credit:   {params: {amount: int, id: string}, pre: ["amount > 0"],
+                   effect: {balance: "balance + amount", deposits: "deposits + [id]"}}
+        withdraw: {params: {amount: int}, pre: ["amount > 0", "balance >= amount"],
+                   effect: {balance: "balance - amount"}}
+        deposit:  {params: {amount: int}, pre: ["amount > 0"],
+                   effect: {balance: "balance + amount"}}
+      """;
+
+  /**
+   * What a run does.
+   *
+   * @param admission the accounts' admission policy: {@code serial} or {@code keys}
+   * @param accounts how many accounts (few means contention)
+   * @param clients concurrent clients, each with one transfer at a time
+   * @param openingBalance each account's opening balance
+   * @param durationMillis simulated time during which clients issue transfers
+   * @param faultFreeShare the final share of the duration without faults
+   * @param meanMillisBetweenCrashes mean simulated time between crashes (0: no crashes)
+   * @param clientLossProbability chance a client request or answer is lost
+   * @param clientTimeoutMillis how long a client waits for an answer before it calls the
+   *     outcome unknown
+   */
+  public record Options(String admission, int accounts, int clients, long openingBalance,
+      long durationMillis, double faultFreeShare, long meanMillisBetweenCrashes,
+      double clientLossProbability, long clientTimeoutMillis) {
+    public static final Options DEFAULTS =
+        new Options("serial", 4, 6, 100, 3_000, 0.3, 400, 0.02, 2_000);
+  }
+
+  /** Runs one seed with a deliberately broken node shell (tests of the checkers). */
+  static Result runMutated(long seed, Options options, long maxSteps,
+      SimulatedNode.Mutation mutation) {
+    return new BankSimulation(seed, options, mutation).run(maxSteps);
+  }
+
+  /** A run's verdict and what it did. */
+  public record Result(long seed, String failure, long steps, long simulatedMillis,
+      int committed, int aborted, int unknown, long crashes, long resolvedInDoubt,
+      String trace) {
+    public boolean passed() {
+      return failure == null;
+    }
+
+    /** One line for a sweep's output. */
+    public String summary() {
+      return "seed " + seed + ": " + (passed() ? "ok" : "FAILED") + " (" + steps + " steps, "
+          + simulatedMillis + " simulated ms, " + committed + " committed, " + aborted
+          + " aborted, " + unknown + " unknown, " + crashes + " crashes, " + resolvedInDoubt
+          + " in-doubt parts resolved)";
+    }
+  }
+
+  private enum Outcome { PENDING, COMMITTED, ABORTED, UNKNOWN }
+
+  /** A transfer, or a credit when {@code from} is -1 (a single-entity turn on {@code to}). */
+  private static final class Transfer {
+    final String id;
+    final int from;
+    final int to;
+    final long amount;
+    final long issuedMillis;
+    Outcome outcome = Outcome.PENDING;
+
+    Transfer(String id, int from, int to, long amount, long issuedMillis) {
+      this.id = id;
+      this.from = from;
+      this.to = to;
+      this.amount = amount;
+      this.issuedMillis = issuedMillis;
+    }
+
+    boolean isCredit() {
+      return from < 0;
+    }
+  }
+
+  private final long seed;
+  private final Options options;
+  private final Scheduler scheduler;
+  private final SimulatedNetwork clientNetwork;
+  private final SimulatedNode node;
+  private final CompiledType accountType;
+  private final CompiledType receiptType = CompiledType.schemaless("Receipt");
+  private final List<Transfer> transfers = new ArrayList<>();
+  private final long faultsEndMillis;
+
+  private BankSimulation(long seed, Options options) {
+    this(seed, options, SimulatedNode.Mutation.NONE);
+  }
+
+  private BankSimulation(long seed, Options options, SimulatedNode.Mutation mutation) {
+    this.seed = seed;
+    this.options = options;
+    this.scheduler = new Scheduler(seed, 400);
+    this.clientNetwork = new SimulatedNetwork(scheduler,
+        new SimulatedNetwork.Faults(1, 5, options.clientLossProbability(), 0, true));
+    this.accountType = CompiledType.compile(SpecParser.parse("Account",
+        ACCOUNT_SPEC.formatted(options.admission()).getBytes(StandardCharsets.UTF_8), true));
+    this.node = new SimulatedNode(scheduler, new SimulatedNode.Settings(2, 1,
+        new CoordinatorCore.Limits(500, 20, 2), 0.5, 0.2, mutation),
+        entity -> entity.type().equals("Account") ? accountType : receiptType);
+    this.faultsEndMillis =
+        Math.round(options.durationMillis() * (1 - options.faultFreeShare()));
+  }
+
+  /** Runs one seed; at most {@code maxSteps} scheduler steps. */
+  public static Result run(long seed, Options options, long maxSteps) {
+    return new BankSimulation(seed, options).run(maxSteps);
+  }
+
+  private Result run(long maxSteps) {
+    for (int account = 0; account < options.accounts(); account++) {
+      node.preload(account(account), List.of(new Operation.Assign("balance",
+          LongNode.valueOf(options.openingBalance()))));
+    }
+    for (int client = 0; client < options.clients(); client++) {
+      int id = client;
+      scheduler.schedule(scheduler.random().nextInt(5), "client " + id + " starts",
+          () -> issue(id, 0));
+    }
+    if (options.meanMillisBetweenCrashes() > 0) {
+      scheduleCrash();
+    }
+    scheduler.schedule(faultsEndMillis, "faults stop",
+        () -> clientNetwork.setFaults(SimulatedNetwork.Faults.NONE));
+    long steps;
+    try {
+      steps = scheduler.run(maxSteps);
+    } catch (dev.troupe.model.Invariants.InvariantViolation violation) {
+      // A core found itself in a state it must never reach: the node would halt. That is a bug.
+      return new Result(seed, violation.getMessage(), scheduler.steps(), scheduler.nowMillis(),
+          count(Outcome.COMMITTED), count(Outcome.ABORTED), count(Outcome.UNKNOWN),
+          node.crashes(), node.resolvedInDoubt(), scheduler.trace().toString());
+    }
+    String failure = scheduler.pending() > 0
+        ? "the run did not finish within " + maxSteps + " steps (" + scheduler.pending()
+            + " events pending at " + scheduler.nowMillis() + " ms)"
+        : check();
+    int committed = count(Outcome.COMMITTED);
+    int aborted = count(Outcome.ABORTED);
+    int unknown = count(Outcome.UNKNOWN);
+    return new Result(seed, failure, steps, scheduler.nowMillis(), committed, aborted, unknown,
+        node.crashes(), node.resolvedInDoubt(),
+        failure == null ? "" : scheduler.trace().toString());
+  }
+
+  // ------------------------------------------------------------------ clients
+
+  private void issue(int client, int sequence) {
+    if (scheduler.nowMillis() >= options.durationMillis()) {
+      return;
+    }
+    var random = scheduler.random();
+    boolean credit = random.nextInt(10) < 3;
+    int from = random.nextInt(options.accounts());
+    int to = (from + 1 + random.nextInt(options.accounts() - 1)) % options.accounts();
+    long amount = 1 + random.nextLong(Math.max(1, options.openingBalance() / 2));
+    Transfer transfer = new Transfer("c" + client + "-" + sequence, credit ? -1 : from, to,
+        amount, scheduler.nowMillis());
+    transfers.add(transfer);
+    String clientName = "client-" + client;
+    Runnable next = () -> scheduler.schedule(random.nextInt(3),
+        "client " + client + " thinks", () -> issue(client, sequence + 1));
+    clientNetwork.send(clientName, "node", "transfer " + transfer.id, ignored -> {
+      if (!node.isUp()) {
+        return; // refused connection: the client times out
+      }
+      java.util.function.Consumer<Boolean> answer = committed -> clientNetwork.send("node",
+          clientName, "answer " + transfer.id, answered -> {
+            if (transfer.outcome == Outcome.PENDING) {
+              transfer.outcome = committed ? Outcome.COMMITTED : Outcome.ABORTED;
+              next.run();
+            }
+          });
+      if (transfer.isCredit()) {
+        ObjectNode params = Json.NODES.objectNode();
+        params.put("amount", transfer.amount);
+        params.put("id", transfer.id);
+        node.turn(account(transfer.to), new Turn.InvokeAction("credit", params),
+            result -> answer.accept(result instanceof dev.troupe.txn.TurnResult.Done));
+      } else {
+        node.transact(parts(transfer), outcome ->
+            answer.accept(outcome instanceof CoordinatorCore.Outcome.Committed));
+      }
+    });
+    scheduler.schedule(options.clientTimeoutMillis(), "client " + client + " timeout "
+        + transfer.id, () -> {
+          if (transfer.outcome == Outcome.PENDING) {
+            transfer.outcome = Outcome.UNKNOWN;
+            next.run();
+          }
+        });
+  }
+
+  private Map<EntityId, CoordinatorCore.Part> parts(Transfer transfer) {
+    Map<EntityId, CoordinatorCore.Part> parts = new LinkedHashMap<>();
+    parts.put(account(transfer.from), part(action("withdraw", transfer.amount)));
+    parts.put(account(transfer.to), part(action("deposit", transfer.amount)));
+    Map<String, JsonNode> receipt = new LinkedHashMap<>();
+    receipt.put("from", LongNode.valueOf(transfer.from));
+    receipt.put("to", LongNode.valueOf(transfer.to));
+    receipt.put("amount", LongNode.valueOf(transfer.amount));
+    receipt.put("transfer", TextNode.valueOf(transfer.id));
+    parts.put(receipt(transfer.id), part(new Turn.AssignKeys(receipt)));
+    return parts;
+  }
+
+  private static CoordinatorCore.Part part(Turn turn) {
+    return new CoordinatorCore.Part(List.of(turn), false);
+  }
+
+  private static Turn action(String action, long amount) {
+    ObjectNode params = Json.NODES.objectNode();
+    params.put("amount", amount);
+    return new Turn.InvokeAction(action, params);
+  }
+
+  // ------------------------------------------------------------------ faults
+
+  private void scheduleCrash() {
+    long after = 1 + Math.round(-Math.log(1 - scheduler.random().nextDouble())
+        * options.meanMillisBetweenCrashes());
+    scheduler.schedule(after, "crash node", () -> {
+      if (scheduler.nowMillis() >= faultsEndMillis) {
+        return;
+      }
+      if (node.isUp()) {
+        node.crash();
+        long downtime = 5 + scheduler.random().nextInt(100);
+        scheduler.schedule(downtime, "restart node", node::restart);
+      }
+      scheduleCrash();
+    });
+  }
+
+  // ------------------------------------------------------------------ checks
+
+  private String check() {
+    if (!node.isUp()) {
+      return "the node is down at the end of the run";
+    }
+    long total = 0;
+    long[] expected = new long[options.accounts()];
+    java.util.Arrays.fill(expected, options.openingBalance());
+    long credited = 0;
+    for (Transfer transfer : transfers) {
+      boolean receipted = transfer.isCredit()
+          ? credits(node.durable(account(transfer.to))).contains(transfer.id)
+          : node.durable(receipt(transfer.id)).exists();
+      switch (transfer.outcome) {
+        case COMMITTED -> {
+          if (!receipted) {
+            return "acknowledged " + (transfer.isCredit() ? "credit " : "transfer ")
+                + transfer.id + " was lost";
+          }
+        }
+        case ABORTED -> {
+          if (receipted) {
+            return "refused " + (transfer.isCredit() ? "credit " : "transfer ") + transfer.id
+                + " took effect";
+          }
+        }
+        case PENDING -> {
+          return "transfer " + transfer.id + " never ended";
+        }
+        case UNKNOWN -> {
+          // Either way is right, as long as it is all or nothing (checked below). In the
+          // fault-free part every transfer must be answered.
+          if (transfer.issuedMillis >= faultsEndMillis + options.clientTimeoutMillis()) {
+            return "transfer " + transfer.id + ", issued at " + transfer.issuedMillis
+                + " ms after the faults stopped, got no answer (liveness)";
+          }
+        }
+      }
+      if (receipted && transfer.isCredit()) {
+        expected[transfer.to] += transfer.amount;
+        credited += transfer.amount;
+      } else if (receipted) {
+        expected[transfer.from] -= transfer.amount;
+        expected[transfer.to] += transfer.amount;
+      }
+    }
+    for (int account = 0; account < options.accounts(); account++) {
+      long balance = balance(node.durable(account(account)));
+      if (balance != expected[account]) {
+        return "account " + account + " holds " + balance + " but its receipts say "
+            + expected[account] + " (a transfer applied in part)";
+      }
+      if (balance < 0) {
+        return "account " + account + " is negative: " + balance;
+      }
+      total += balance;
+    }
+    long opened = options.openingBalance() * options.accounts();
+    return total == opened + credited ? null : "money not conserved: " + total + " held, "
+        + opened + " opened and " + credited + " credited";
+  }
+
+  private static long balance(EntityState state) {
+    return state.get("balance") instanceof RegisterValue register ? register.value().asLong() : 0;
+  }
+
+  private static java.util.Set<String> credits(EntityState state) {
+    java.util.Set<String> ids = new java.util.HashSet<>();
+    if (state.get("deposits") instanceof dev.troupe.model.value.SetValue set) {
+      set.toJson().forEach(element -> ids.add(element.asText()));
+    }
+    return ids;
+  }
+
+  private int count(Outcome outcome) {
+    return (int) transfers.stream().filter(transfer -> transfer.outcome == outcome).count();
+  }
+
+  private static EntityId account(int account) {
+    return new EntityId("Account", "a" + account);
+  }
+
+  private static EntityId receipt(String transfer) {
+    return new EntityId("Receipt", transfer);
+  }
+}

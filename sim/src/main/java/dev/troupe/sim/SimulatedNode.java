@@ -1,0 +1,430 @@
+package dev.troupe.sim;
+
+import dev.troupe.model.EntityId;
+import dev.troupe.model.EntityState;
+import dev.troupe.model.Invariants;
+import dev.troupe.model.Operation;
+import dev.troupe.model.spec.CompiledType;
+import dev.troupe.txn.CoordinatorCore;
+import dev.troupe.txn.EntityTurnCore;
+import dev.troupe.txn.Turn;
+import dev.troupe.txn.TurnLimits;
+import dev.troupe.txn.TurnResult;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.function.Consumer;
+import java.util.function.Function;
+
+/**
+ * One Troupe node in the simulator: the production cores ({@link EntityTurnCore} per entity,
+ * {@link CoordinatorCore} per transaction) with simulated shells in place of Pekko actors and
+ * RocksDB. Messages between the cores of the node go through a {@link SimulatedNetwork} that
+ * behaves like local mailboxes (never lost, FIFO per pair, interleaved across pairs); durable
+ * state is a journal on a {@link SimulatedLog}, synced in group commits.
+ *
+ * <p><b>What a crash does.</b> {@link #crash} drops every core and every message, timer and sync
+ * in flight (they belong to the dead incarnation and are ignored when they fire), and loses the
+ * journal's unsynced tail (or tears it). {@link #restart} replays the surviving journal and
+ * resolves in-doubt transactions as the real store does ({@code InDoubtResolution}): a prepared
+ * part whose transaction has a decision commits, every other one is abandoned (presumed abort).
+ *
+ * <p><b>Journal records</b> (in the order written): {@code Committed(tx, entity, operations,
+ * timestamp, resolvesPrepared)}, {@code Prepared(tx, entity, operations)}, {@code
+ * Abandoned(tx, entity)}, {@code Decided(tx)}, {@code Forgotten(tx)}. Records are kept as objects;
+ * the log holds their sequence numbers, so torn and corrupted tails cut the record list exactly
+ * where the real log's checksums would.
+ *
+ * <p>Not thread-safe: the simulation is single-threaded. PSAC parts (redo at recovery) are not
+ * simulated yet.
+ */
+final class SimulatedNode {
+  /** Who a core's reply goes to. */
+  sealed interface Recipient {
+    record Client(Consumer<TurnResult> answer) implements Recipient {}
+
+    /** A vote for attempt {@code transactionId} of a coordinator's transaction. */
+    record Voter(long coordinator, EntityId participant, long transactionId)
+        implements Recipient {}
+
+    record Acknowledger(long coordinator, EntityId participant, long transactionId)
+        implements Recipient {}
+  }
+
+  private sealed interface JournalRecord {}
+
+  private record Committed(long transactionId, EntityId entity, List<Operation> operations,
+      long commitTimestamp, boolean resolvesPrepared) implements JournalRecord {}
+
+  private record Prepared(long transactionId, EntityId entity, List<Operation> operations)
+      implements JournalRecord {}
+
+  private record Abandoned(long transactionId, EntityId entity) implements JournalRecord {}
+
+  private record Decided(long transactionId) implements JournalRecord {}
+
+  private record Forgotten(long transactionId) implements JournalRecord {}
+
+  private record Part(long transactionId, EntityId entity) {}
+
+  /**
+   * Deliberate breakage of the simulated shell, for tests that prove the checkers catch it. Only
+   * {@code NONE} is correct.
+   */
+  enum Mutation {
+    NONE,
+    /** Report a commit durable as soon as it is written, before the sync. */
+    ACKNOWLEDGE_BEFORE_SYNC,
+    /** At restart, abandon every prepared part, even those whose transaction decided commit. */
+    SKIP_IN_DOUBT_COMMITS
+  }
+
+  /**
+   * Timings and bounds of the node.
+   *
+   * @param syncMillis how long a group commit's sync takes
+   * @param internalMaxDelayMillis the longest a message between cores of the node takes
+   * @param coordinatorLimits prepare timeout and wait-die retries
+   * @param tornProbability chance that a crash leaves a torn prefix of the unsynced tail
+   * @param corruptProbability chance that a crash corrupts a byte of what survives unsynced
+   */
+  record Settings(long syncMillis, long internalMaxDelayMillis,
+      CoordinatorCore.Limits coordinatorLimits, double tornProbability,
+      double corruptProbability, Mutation mutation) {}
+
+  private final Scheduler scheduler;
+  private final Settings settings;
+  private final Function<EntityId, CompiledType> typeOf;
+  private final SimulatedNetwork mailboxes;
+
+  // ---- the disk: survives crashes
+  private final SimulatedLog log = new SimulatedLog();
+  private final List<JournalRecord> written = new ArrayList<>();
+
+  // ---- the incarnation: lost on a crash
+  private boolean up = true;
+  private int incarnation;
+  private final Map<EntityId, EntityState> durable = new HashMap<>();
+  private final Map<EntityId, EntityTurnCore<Recipient>> entities = new HashMap<>();
+  private final Map<Long, CoordinatorCore> coordinators = new HashMap<>();
+  private final Map<Long, Consumer<CoordinatorCore.Outcome>> coordinatorAnswers = new HashMap<>();
+  private List<Runnable> awaitingSync = new ArrayList<>();
+  private final List<Runnable> acknowledgedUnsynced = new ArrayList<>();
+  private boolean syncScheduled;
+  private long lastCommitTimestamp;
+  private long lastTransactionId;
+  private long nextCoordinator;
+  private long crashes;
+  private long resolvedInDoubt;
+
+  SimulatedNode(Scheduler scheduler, Settings settings, Function<EntityId, CompiledType> typeOf) {
+    this.scheduler = scheduler;
+    this.settings = settings;
+    this.typeOf = typeOf;
+    this.mailboxes = new SimulatedNetwork(scheduler,
+        new SimulatedNetwork.Faults(0, settings.internalMaxDelayMillis(), 0, 0, false));
+  }
+
+  boolean isUp() {
+    return up;
+  }
+
+  long crashes() {
+    return crashes;
+  }
+
+  long resolvedInDoubt() {
+    return resolvedInDoubt;
+  }
+
+  /** Writes an entity's initial state as a durable record (set-up, before faults). */
+  void preload(EntityId entity, List<Operation> operations) {
+    append(new Committed(newTransactionId(), entity, operations, nextCommitTimestamp(), false));
+    log.sync();
+    durable.put(entity, durable(entity).apply(operations, lastCommitTimestamp, 0));
+  }
+
+  /** The entity's latest durable state (absent if never written). */
+  EntityState durable(EntityId entity) {
+    return durable.getOrDefault(entity, EntityState.ABSENT);
+  }
+
+  /**
+   * Runs a multi-entity transaction; {@code answer} receives its outcome, unless the node crashes
+   * first. Must be up.
+   */
+  void transact(Map<EntityId, CoordinatorCore.Part> parts, Consumer<CoordinatorCore.Outcome> answer) {
+    Invariants.check(up, "transaction submitted to a node that is down");
+    long key = nextCoordinator++;
+    CoordinatorCore core = new CoordinatorCore(parts, settings.coordinatorLimits());
+    coordinators.put(key, core);
+    coordinatorAnswers.put(key, answer);
+    long id = newTransactionId();
+    feedCoordinator(key, new CoordinatorCore.Input.Started(id));
+  }
+
+  /**
+   * Runs a single-entity turn; {@code answer} receives its result, unless the node crashes first.
+   * Must be up.
+   */
+  void turn(EntityId entity, Turn turn, Consumer<TurnResult> answer) {
+    Invariants.check(up, "turn submitted to a node that is down");
+    long id = newTransactionId();
+    send("client-connection", entity.toString(), "turn tx " + id,
+        () -> deliverToEntity(entity, new EntityTurnCore.Input.TurnRequested<>(turn,
+            typeOf.apply(entity), id, new Recipient.Client(answer))));
+  }
+
+  /** Crashes the node: everything in memory and in flight is lost, so is the unsynced journal. */
+  void crash() {
+    Invariants.check(up, "crash of a node that is down");
+    up = false;
+    incarnation++;
+    crashes++;
+    entities.clear();
+    coordinators.clear();
+    coordinatorAnswers.clear();
+    durable.clear();
+    awaitingSync = new ArrayList<>();
+    acknowledgedUnsynced.clear();
+    syncScheduled = false;
+    log.crash(scheduler.random(), settings.tornProbability(), settings.corruptProbability());
+  }
+
+  /** Restarts: replays the journal, resolves in-doubt transactions, and serves again. */
+  void restart() {
+    Invariants.check(!up, "restart of a node that is up");
+    int surviving = log.recover().size();
+    written.subList(surviving, written.size()).clear();
+    Map<Part, Prepared> prepared = new LinkedHashMap<>();
+    Set<Long> decided = new HashSet<>();
+    for (JournalRecord record : written) {
+      switch (record) {
+        case Committed committed -> {
+          lastCommitTimestamp = Math.max(lastCommitTimestamp, committed.commitTimestamp());
+          durable.put(committed.entity(), durable(committed.entity())
+              .apply(committed.operations(), committed.commitTimestamp(), 0));
+          if (committed.resolvesPrepared()) {
+            prepared.remove(new Part(committed.transactionId(), committed.entity()));
+          }
+        }
+        case Prepared part -> prepared.put(new Part(part.transactionId(), part.entity()), part);
+        case Abandoned abandoned ->
+            prepared.remove(new Part(abandoned.transactionId(), abandoned.entity()));
+        case Decided decision -> decided.add(decision.transactionId());
+        case Forgotten forgotten -> decided.remove(forgotten.transactionId());
+      }
+      lastTransactionId = Math.max(lastTransactionId, transactionIdOf(record));
+    }
+    for (Prepared part : prepared.values()) {
+      resolvedInDoubt++;
+      if (decided.contains(part.transactionId())
+          && settings.mutation() != Mutation.SKIP_IN_DOUBT_COMMITS) {
+        long timestamp = nextCommitTimestamp();
+        append(new Committed(part.transactionId(), part.entity(), part.operations(), timestamp,
+            true));
+        durable.put(part.entity(), durable(part.entity())
+            .apply(part.operations(), timestamp, 0));
+      } else {
+        append(new Abandoned(part.transactionId(), part.entity()));
+      }
+    }
+    log.sync();
+    up = true;
+  }
+
+  // ------------------------------------------------------------------ entities
+
+  private void deliverToEntity(EntityId entity, EntityTurnCore.Input<Recipient> input) {
+    EntityTurnCore<Recipient> core = entities.computeIfAbsent(entity,
+        ignored -> new EntityTurnCore<>(entity, durable(entity), TurnLimits.DEFAULTS, 0));
+    runEntityEffects(entity, core.handle(input));
+  }
+
+  private void runEntityEffects(EntityId entity, List<EntityTurnCore.Effect<Recipient>> effects) {
+    for (EntityTurnCore.Effect<Recipient> effect : effects) {
+      switch (effect) {
+        case EntityTurnCore.Effect.SubmitCommit<Recipient> commit -> {
+          long timestamp = nextCommitTimestamp();
+          append(new Committed(commit.transactionId(), entity, commit.operations(), timestamp,
+              commit.resolvesPrepared()));
+          Runnable durableNow = () -> {
+            durable.put(entity, durable(entity).apply(commit.operations(), timestamp, 0));
+            deliverToEntity(entity,
+                new EntityTurnCore.Input.CommitSucceeded<>(commit.serial(), timestamp));
+          };
+          if (settings.mutation() == Mutation.ACKNOWLEDGE_BEFORE_SYNC) {
+            acknowledgeUnsynced(durableNow);
+          } else {
+            awaitSync(durableNow);
+          }
+        }
+        case EntityTurnCore.Effect.SubmitPrepare<Recipient> prepare -> {
+          Invariants.check(prepare.redoTurns().isEmpty(),
+              "PSAC parts are not simulated yet (%s)", entity);
+          append(new Prepared(prepare.transactionId(), entity, prepare.operations()));
+          awaitSync(() -> deliverToEntity(entity,
+              new EntityTurnCore.Input.PrepareSucceeded<>(prepare.transactionId())));
+        }
+        case EntityTurnCore.Effect.AbandonPrepared<Recipient> abandon ->
+            append(new Abandoned(abandon.transactionId(), entity));
+        case EntityTurnCore.Effect.Reply<Recipient> reply -> reply(entity, reply);
+        case EntityTurnCore.Effect.Stop<Recipient> ignored -> entities.remove(entity);
+        case EntityTurnCore.Effect.OfferPassivation<Recipient> ignored -> {}
+      }
+    }
+  }
+
+  private void reply(EntityId entity, EntityTurnCore.Effect.Reply<Recipient> reply) {
+    switch (reply.replyTo()) {
+      case Recipient.Client client -> client.answer().accept(reply.result());
+      case Recipient.Voter voter -> send(entity.toString(), "coordinator-" + voter.coordinator(),
+          "vote " + entity, () -> feedCoordinator(voter.coordinator(),
+              new CoordinatorCore.Input.VoteReceived(voter.participant(),
+                  voter.transactionId(), reply.result())));
+      case Recipient.Acknowledger acknowledger -> send(entity.toString(),
+          "coordinator-" + acknowledger.coordinator(), "ack " + entity,
+          () -> feedCoordinator(acknowledger.coordinator(),
+              new CoordinatorCore.Input.Acknowledged(acknowledger.participant(),
+                  acknowledger.transactionId(), reply.result())));
+    }
+  }
+
+  // ------------------------------------------------------------------ coordinators
+
+  private void feedCoordinator(long key, CoordinatorCore.Input input) {
+    CoordinatorCore core = coordinators.get(key);
+    if (core == null) {
+      return; // finished: a late vote or acknowledgement
+    }
+    for (CoordinatorCore.Effect effect : core.handle(input)) {
+      switch (effect) {
+        case CoordinatorCore.Effect.SendPrepare prepare -> {
+          Recipient voteTo =
+              new Recipient.Voter(key, prepare.participant(), prepare.transactionId());
+          CompiledType type = typeOf.apply(prepare.participant());
+          send("coordinator-" + key, prepare.participant().toString(),
+              "prepare tx " + prepare.transactionId(),
+              () -> deliverToEntity(prepare.participant(),
+                  new EntityTurnCore.Input.PrepareRequested<>(prepare.transactionId(),
+                      prepare.startTimestamp(), prepare.part().turns(),
+                      prepare.part().readsState(), type, voteTo, prepare.planned())));
+        }
+        case CoordinatorCore.Effect.SchedulePrepareTimeout timeout -> later(
+            timeout.delayMillis(), "prepare timeout tx " + timeout.transactionId(),
+            () -> feedCoordinator(key,
+                new CoordinatorCore.Input.PrepareTimedOut(timeout.transactionId())));
+        case CoordinatorCore.Effect.ScheduleRetry retry -> later(retry.delayMillis(),
+            "retry coordinator " + key,
+            () -> feedCoordinator(key, new CoordinatorCore.Input.RetryDue(newTransactionId())));
+        case CoordinatorCore.Effect.PersistDecision decision -> {
+          append(new Decided(decision.transactionId()));
+          awaitSync(() -> feedCoordinator(key,
+              new CoordinatorCore.Input.DecisionPersisted(null, false)));
+        }
+        case CoordinatorCore.Effect.SendDecision decision -> {
+          Recipient acknowledgeTo = decision.commit()
+              ? new Recipient.Acknowledger(key, decision.participant(), decision.transactionId())
+              : null;
+          send("coordinator-" + key, decision.participant().toString(),
+              (decision.commit() ? "commit" : "abort") + " tx " + decision.transactionId(),
+              () -> deliverToEntity(decision.participant(),
+                  new EntityTurnCore.Input.DecisionReceived<>(decision.transactionId(),
+                      decision.commit(), acknowledgeTo)));
+        }
+        case CoordinatorCore.Effect.ForgetDecision forget ->
+            append(new Forgotten(forget.transactionId()));
+        case CoordinatorCore.Effect.Reply reply -> {
+          Consumer<CoordinatorCore.Outcome> answer = coordinatorAnswers.get(key);
+          if (answer != null) {
+            answer.accept(reply.outcome());
+          }
+        }
+        case CoordinatorCore.Effect.Finished ignored -> {
+          coordinators.remove(key);
+          coordinatorAnswers.remove(key);
+        }
+      }
+    }
+  }
+
+  // ------------------------------------------------------------------ plumbing
+
+  /** Delivers between cores of this incarnation, as a local mailbox would. */
+  private void send(String from, String to, String what, Runnable delivery) {
+    int sentBy = incarnation;
+    mailboxes.send(from, to, what, ignored -> {
+      if (up && incarnation == sentBy) {
+        delivery.run();
+      }
+    });
+  }
+
+  /** A timer of this incarnation. */
+  private void later(long delayMillis, String what, Runnable action) {
+    int setBy = incarnation;
+    scheduler.schedule(delayMillis, what, () -> {
+      if (up && incarnation == setBy) {
+        action.run();
+      }
+    });
+  }
+
+  private void append(JournalRecord record) {
+    written.add(record);
+    log.append(Long.toString(written.size()).getBytes(java.nio.charset.StandardCharsets.UTF_8));
+  }
+
+  /** Runs {@code then} once everything appended so far is synced (a group commit). */
+  private void awaitSync(Runnable then) {
+    awaitingSync.add(then);
+    if (syncScheduled) {
+      return;
+    }
+    syncScheduled = true;
+    later(settings.syncMillis(), "fsync", () -> {
+      syncScheduled = false;
+      log.sync();
+      List<Runnable> done = awaitingSync;
+      awaitingSync = new ArrayList<>();
+      done.forEach(Runnable::run);
+    });
+  }
+
+  /** The {@link Mutation#ACKNOWLEDGE_BEFORE_SYNC} path: in order, at once, without a sync. */
+  private void acknowledgeUnsynced(Runnable then) {
+    acknowledgedUnsynced.add(then);
+    if (acknowledgedUnsynced.size() == 1) {
+      later(0, "commits acknowledged before sync", () -> {
+        List<Runnable> done = new ArrayList<>(acknowledgedUnsynced);
+        acknowledgedUnsynced.clear();
+        done.forEach(Runnable::run);
+      });
+    }
+  }
+
+  private long nextCommitTimestamp() {
+    lastCommitTimestamp = Math.max(lastCommitTimestamp + 1, scheduler.nowMillis() << 16);
+    return lastCommitTimestamp;
+  }
+
+  /** Ids grow with simulated time and never repeat within a run (ages for wait-die). */
+  long newTransactionId() {
+    lastTransactionId = Math.max(lastTransactionId + 1, scheduler.nowMillis() << 16);
+    return lastTransactionId;
+  }
+
+  private static long transactionIdOf(JournalRecord record) {
+    return switch (record) {
+      case Committed committed -> committed.transactionId();
+      case Prepared prepared -> prepared.transactionId();
+      case Abandoned abandoned -> abandoned.transactionId();
+      case Decided decided -> decided.transactionId();
+      case Forgotten forgotten -> forgotten.transactionId();
+    };
+  }
+}

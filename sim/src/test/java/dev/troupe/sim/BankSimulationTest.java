@@ -1,0 +1,63 @@
+package dev.troupe.sim;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import org.junit.jupiter.api.Test;
+
+/** Seeded bank simulations of one node with crashes, torn journals and a lossy client network. */
+class BankSimulationTest {
+  private static final long MAX_STEPS = 2_000_000;
+
+  @Test
+  void everySeedKeepsAcknowledgedTransfersAtomicityAndMoney() {
+    long crashes = 0;
+    long resolved = 0;
+    long unknown = 0;
+    for (String admission : new String[] {"serial", "keys"}) {
+      BankSimulation.Options options = new BankSimulation.Options(admission, 4, 6, 100, 3_000,
+          0.3, 400, 0.02, 2_000);
+      for (long seed = 1; seed <= 60; seed++) {
+        BankSimulation.Result result = BankSimulation.run(seed, options, MAX_STEPS);
+        assertTrue(result.passed(), admission + " " + result.summary() + ": " + result.failure()
+            + "\n" + result.trace());
+        crashes += result.crashes();
+        resolved += result.resolvedInDoubt();
+        unknown += result.unknown();
+      }
+    }
+    // The faults really happened: crashes, in-doubt parts and unknown outcomes.
+    assertTrue(crashes > 100, "crashes " + crashes);
+    assertTrue(resolved > 0, "in-doubt parts resolved " + resolved);
+    assertTrue(unknown > 0, "unknown outcomes " + unknown);
+  }
+
+  @Test
+  void eachDeliberateBreakageIsCaughtWithinTheSeedBudget() {
+    for (SimulatedNode.Mutation mutation : SimulatedNode.Mutation.values()) {
+      if (mutation == SimulatedNode.Mutation.NONE) {
+        continue;
+      }
+      Long caughtBy = null;
+      String failure = null;
+      for (long seed = 1; seed <= 60 && caughtBy == null; seed++) {
+        BankSimulation.Result result = BankSimulation.runMutated(seed,
+            BankSimulation.Options.DEFAULTS, MAX_STEPS, mutation);
+        if (!result.passed()) {
+          caughtBy = seed;
+          failure = result.failure();
+        }
+      }
+      assertTrue(caughtBy != null, mutation + " went unnoticed in 60 seeds");
+      System.out.println(mutation + " caught by seed " + caughtBy + ": " + failure);
+    }
+  }
+
+  @Test
+  void theSameSeedReplaysTheSameRun() {
+    BankSimulation.Result first = BankSimulation.run(42, BankSimulation.Options.DEFAULTS, MAX_STEPS);
+    BankSimulation.Result second = BankSimulation.run(42, BankSimulation.Options.DEFAULTS, MAX_STEPS);
+    assertEquals(first.summary(), second.summary());
+    assertTrue(first.committed() > 0, first.summary());
+  }
+}
