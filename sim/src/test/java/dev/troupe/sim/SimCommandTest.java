@@ -1,0 +1,45 @@
+package dev.troupe.sim;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import org.junit.jupiter.api.Test;
+import picocli.CommandLine;
+
+/** {@code troupe sim} through its command line. */
+class SimCommandTest {
+  private static String run(int expectedExitCode, String... arguments) {
+    PrintStream standardOut = System.out;
+    ByteArrayOutputStream captured = new ByteArrayOutputStream();
+    System.setOut(new PrintStream(captured, true, StandardCharsets.UTF_8));
+    try {
+      assertEquals(expectedExitCode, new CommandLine(new SimCommand()).execute(arguments));
+    } finally {
+      System.setOut(standardOut);
+    }
+    return captured.toString(StandardCharsets.UTF_8);
+  }
+
+  @Test
+  void aSweepReportsItsRunsAndStepsPerSecond() {
+    String output = run(0, "--seeds", "3", "--from", "10");
+    assertTrue(output.contains("6 runs, 0 failed"), output);
+    assertTrue(output.contains("steps/s"), output);
+  }
+
+  @Test
+  void oneSeedPrintsWhatItDid() {
+    String output = run(0, "--seed", "7", "--admission", "keys");
+    assertTrue(output.startsWith("keys seed 7: ok ("), output);
+  }
+
+  @Test
+  void badOptionsAreRefused() {
+    assertNotEquals(0, new CommandLine(new SimCommand()).execute("--admission", "psac"));
+    assertNotEquals(0, new CommandLine(new SimCommand()).execute("--accounts", "1"));
+  }
+}
