@@ -45,7 +45,7 @@ import java.util.Map;
 public final class BankSimulation {
   static final String ACCOUNT_SPEC = """
       type: Account
-      admission: %s
+      %s
       keys:
         balance:  {kind: register, default: 0}
         deposits: {kind: set}
@@ -61,7 +61,10 @@ public final class BankSimulation {
   /**
    * What a run does.
    *
-   * @param admission the accounts' admission policy: {@code serial} or {@code keys}
+   * @param admission the accounts' admission policy: {@code serial}, {@code keys} or {@code psac}
+   *     (with {@code maxInFlight} 4)
+   * @param planned whether transfers are planned transactions (ordered by the sequencer, never
+   *     dying) rather than dynamic ones (wait-die, retried)
    * @param accounts how many accounts (few means contention)
    * @param clients concurrent clients, each with one transfer at a time
    * @param openingBalance each account's opening balance
@@ -72,11 +75,12 @@ public final class BankSimulation {
    * @param clientTimeoutMillis how long a client waits for an answer before it calls the
    *     outcome unknown
    */
-  public record Options(String admission, int accounts, int clients, long openingBalance,
+  public record Options(String admission, boolean planned, int accounts, int clients,
+      long openingBalance,
       long durationMillis, double faultFreeShare, long meanMillisBetweenCrashes,
       double clientLossProbability, long clientTimeoutMillis) {
     public static final Options DEFAULTS =
-        new Options("serial", 4, 6, 100, 3_000, 0.3, 400, 0.02, 2_000);
+        new Options("serial", false, 4, 6, 100, 3_000, 0.3, 400, 0.02, 2_000);
   }
 
   /** Runs one seed with a deliberately broken node shell (tests of the checkers). */
@@ -87,7 +91,7 @@ public final class BankSimulation {
 
   /** A run's verdict and what it did. */
   public record Result(long seed, String failure, long steps, long simulatedMillis,
-      int committed, int aborted, int unknown, long crashes, long resolvedInDoubt,
+      int committed, int aborted, int unknown, long crashes, long resolvedInDoubt, long redone,
       String trace) {
     public boolean passed() {
       return failure == null;
@@ -98,7 +102,7 @@ public final class BankSimulation {
       return "seed " + seed + ": " + (passed() ? "ok" : "FAILED") + " (" + steps + " steps, "
           + simulatedMillis + " simulated ms, " + committed + " committed, " + aborted
           + " aborted, " + unknown + " unknown, " + crashes + " crashes, " + resolvedInDoubt
-          + " in-doubt parts resolved)";
+          + " in-doubt parts resolved, " + redone + " PSAC parts redone)";
     }
   }
 
@@ -146,8 +150,11 @@ public final class BankSimulation {
     this.scheduler = new Scheduler(seed, 400);
     this.clientNetwork = new SimulatedNetwork(scheduler,
         new SimulatedNetwork.Faults(1, 5, options.clientLossProbability(), 0, true));
+    String admission = options.admission().equals("psac")
+        ? "admission: psac\npsac: {maxInFlight: 4, maxOvertakes: 16}"
+        : "admission: " + options.admission();
     this.accountType = CompiledType.compile(SpecParser.parse("Account",
-        ACCOUNT_SPEC.formatted(options.admission()).getBytes(StandardCharsets.UTF_8), true));
+        ACCOUNT_SPEC.formatted(admission).getBytes(StandardCharsets.UTF_8), true));
     this.node = new SimulatedNode(scheduler, new SimulatedNode.Settings(2, 1,
         new CoordinatorCore.Limits(500, 20, 2), 0.5, 0.2, mutation),
         entity -> entity.type().equals("Account") ? accountType : receiptType);
@@ -182,7 +189,7 @@ public final class BankSimulation {
       // A core found itself in a state it must never reach: the node would halt. That is a bug.
       return new Result(seed, violation.getMessage(), scheduler.steps(), scheduler.nowMillis(),
           count(Outcome.COMMITTED), count(Outcome.ABORTED), count(Outcome.UNKNOWN),
-          node.crashes(), node.resolvedInDoubt(), scheduler.trace().toString());
+          node.crashes(), node.resolvedInDoubt(), node.redone(), scheduler.trace().toString());
     }
     String failure = scheduler.pending() > 0
         ? "the run did not finish within " + maxSteps + " steps (" + scheduler.pending()
@@ -192,7 +199,7 @@ public final class BankSimulation {
     int aborted = count(Outcome.ABORTED);
     int unknown = count(Outcome.UNKNOWN);
     return new Result(seed, failure, steps, scheduler.nowMillis(), committed, aborted, unknown,
-        node.crashes(), node.resolvedInDoubt(),
+        node.crashes(), node.resolvedInDoubt(), node.redone(),
         failure == null ? "" : scheduler.trace().toString());
   }
 
@@ -231,7 +238,7 @@ public final class BankSimulation {
         node.turn(account(transfer.to), new Turn.InvokeAction("credit", params),
             result -> answer.accept(result instanceof dev.troupe.txn.TurnResult.Done));
       } else {
-        node.transact(parts(transfer), outcome ->
+        node.transact(parts(transfer), options.planned(), outcome ->
             answer.accept(outcome instanceof CoordinatorCore.Outcome.Committed));
       }
     });

@@ -21,7 +21,7 @@ import picocli.CommandLine.Option;
     description = "Deterministic simulation of the engine with injected faults (bank workload:"
         + " transfers and credits, node crashes with torn journals, a lossy client network).",
     footer = {"", "Examples:", "  troupe sim --seed 42", "  troupe sim --seeds 500 --from 1",
-        "  troupe sim --seeds 10000 --from 1 --admission both"})
+        "  troupe sim --seeds 10000 --from 1 --admission psac --mode planned"})
 public final class SimCommand implements Callable<Integer> {
   @Option(names = "--seed", description = "Run this one seed (prints its trace on failure).")
   Long seed;
@@ -39,9 +39,15 @@ public final class SimCommand implements Callable<Integer> {
           + " (default: ${DEFAULT-VALUE}).")
   long steps;
 
-  @Option(names = "--admission", defaultValue = "both",
-      description = "Accounts' admission policy: serial, keys or both (default: ${DEFAULT-VALUE}).")
+  @Option(names = "--admission", defaultValue = "all",
+      description = "Accounts' admission policy: serial, keys, psac or all"
+          + " (default: ${DEFAULT-VALUE}).")
   String admission;
+
+  @Option(names = "--mode", defaultValue = "both",
+      description = "Transfers as planned or dynamic transactions, or both"
+          + " (default: ${DEFAULT-VALUE}).")
+  String mode;
 
   @Option(names = "--accounts", defaultValue = "4",
       description = "Accounts (few means contention) (default: ${DEFAULT-VALUE}).")
@@ -67,10 +73,23 @@ public final class SimCommand implements Callable<Integer> {
   @Override
   public Integer call() {
     List<String> admissions = switch (admission) {
-      case "both" -> List.of("serial", "keys");
-      case "serial", "keys" -> List.of(admission);
-      default -> throw new IllegalArgumentException("--admission must be serial, keys or both");
+      case "all" -> List.of("serial", "keys", "psac");
+      case "serial", "keys", "psac" -> List.of(admission);
+      default -> throw new IllegalArgumentException(
+          "--admission must be serial, keys, psac or all");
     };
+    List<Boolean> modes = switch (mode) {
+      case "both" -> List.of(false, true);
+      case "dynamic" -> List.of(false);
+      case "planned" -> List.of(true);
+      default -> throw new IllegalArgumentException("--mode must be planned, dynamic or both");
+    };
+    List<String[]> configurations = new ArrayList<>();
+    for (String policy : admissions) {
+      for (boolean planned : modes) {
+        configurations.add(new String[] {policy, planned ? "planned" : "dynamic"});
+      }
+    }
     if (seeds < 1 || steps < 1 || accounts < 2 || clients < 1 || durationMillis < 1) {
       throw new IllegalArgumentException(
           "--seeds, --steps, --clients and --duration-millis must be positive, --accounts >= 2");
@@ -81,23 +100,25 @@ public final class SimCommand implements Callable<Integer> {
     long totalSteps = 0;
     List<BankSimulation.Result> failures = new ArrayList<>();
     try (ProgressBar progress = new ProgressBarBuilder().setTaskName("sim")
-        .setInitialMax((long) count * admissions.size()).setUnit(" runs", 1)
+        .setInitialMax((long) count * configurations.size()).setUnit(" runs", 1)
         .setStyle(ProgressBarStyle.ASCII).setConsumer(
             new me.tongfei.progressbar.ConsoleProgressBarConsumer(System.err))
         .build()) {
       for (long each = first; each < first + count; each++) {
-        for (String policy : admissions) {
-          BankSimulation.Options options = new BankSimulation.Options(policy, accounts, clients,
-              100, durationMillis, 0.3, crashMeanMillis, clientLoss, 2_000);
+        for (String[] configuration : configurations) {
+          BankSimulation.Options options = new BankSimulation.Options(configuration[0],
+              configuration[1].equals("planned"), accounts, clients, 100, durationMillis, 0.3,
+              crashMeanMillis, clientLoss, 2_000);
           BankSimulation.Result result = BankSimulation.run(each, options, steps);
           totalSteps += result.steps();
+          String name = configuration[0] + " " + configuration[1];
           if (seed != null) {
-            System.out.println(policy + " " + result.summary());
+            System.out.println(name + " " + result.summary());
           }
           if (!result.passed()) {
             failures.add(result);
-            System.out.println("FAILED: --seed " + result.seed() + " --admission " + policy
-                + ": " + result.failure());
+            System.out.println("FAILED: --seed " + result.seed() + " --admission "
+                + configuration[0] + " --mode " + configuration[1] + ": " + result.failure());
             System.out.println(result.trace());
           }
           progress.step();
@@ -106,7 +127,8 @@ public final class SimCommand implements Callable<Integer> {
     }
     double seconds = (System.nanoTime() - started) / 1e9;
     System.out.printf("%d runs, %d failed; %,d simulated steps in %.1f s (%,.0f steps/s)%n",
-        count * admissions.size(), failures.size(), totalSteps, seconds, totalSteps / seconds);
+        count * configurations.size(), failures.size(), totalSteps, seconds,
+        totalSteps / seconds);
     return failures.isEmpty() ? 0 : 1;
   }
 }

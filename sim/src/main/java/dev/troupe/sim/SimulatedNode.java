@@ -6,17 +6,21 @@ import dev.troupe.model.Invariants;
 import dev.troupe.model.Operation;
 import dev.troupe.model.spec.CompiledType;
 import dev.troupe.txn.CoordinatorCore;
+import dev.troupe.storage.DecidedTransaction;
+import dev.troupe.storage.InDoubtResolution;
+import dev.troupe.storage.PreparedTransaction;
 import dev.troupe.txn.EntityTurnCore;
+import dev.troupe.txn.SequencerCore;
 import dev.troupe.txn.Turn;
+import dev.troupe.txn.TurnCodec;
+import dev.troupe.txn.TurnEvaluator;
 import dev.troupe.txn.TurnLimits;
 import dev.troupe.txn.TurnResult;
 import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 import java.util.function.Consumer;
 import java.util.function.Function;
 
@@ -39,8 +43,12 @@ import java.util.function.Function;
  * the log holds their sequence numbers, so torn and corrupted tails cut the record list exactly
  * where the real log's checksums would.
  *
- * <p>Not thread-safe: the simulation is single-threaded. PSAC parts (redo at recovery) are not
- * simulated yet.
+ * <p><b>Same logic as production where it counts.</b> Recovery decides with the store's pure
+ * {@link InDoubtResolution} and re-evaluates PSAC parts as {@code Troupe} does ({@link
+ * TurnEvaluator#evaluateSequence} on their {@link TurnCodec}-encoded turns, per entity in arrival
+ * order); planned transactions are ordered by {@link SequencerCore}.
+ *
+ * <p>Not thread-safe: the simulation is single-threaded.
  */
 final class SimulatedNode {
   /** Who a core's reply goes to. */
@@ -60,12 +68,12 @@ final class SimulatedNode {
   private record Committed(long transactionId, EntityId entity, List<Operation> operations,
       long commitTimestamp, boolean resolvesPrepared) implements JournalRecord {}
 
-  private record Prepared(long transactionId, EntityId entity, List<Operation> operations)
-      implements JournalRecord {}
+  /** A prepared part, as the real store keeps it (operations, or PSAC redo turns and rank). */
+  private record Prepared(PreparedTransaction part) implements JournalRecord {}
 
   private record Abandoned(long transactionId, EntityId entity) implements JournalRecord {}
 
-  private record Decided(long transactionId) implements JournalRecord {}
+  private record Decided(DecidedTransaction decision) implements JournalRecord {}
 
   private record Forgotten(long transactionId) implements JournalRecord {}
 
@@ -112,6 +120,9 @@ final class SimulatedNode {
   private final Map<EntityId, EntityTurnCore<Recipient>> entities = new HashMap<>();
   private final Map<Long, CoordinatorCore> coordinators = new HashMap<>();
   private final Map<Long, Consumer<CoordinatorCore.Outcome>> coordinatorAnswers = new HashMap<>();
+  /** Orders planned transactions; positions restart with each incarnation, as in Troupe. */
+  private SequencerCore<Long> sequencer = new SequencerCore<>();
+  private boolean drainScheduled;
   private List<Runnable> awaitingSync = new ArrayList<>();
   private final List<Runnable> acknowledgedUnsynced = new ArrayList<>();
   private boolean syncScheduled;
@@ -120,6 +131,7 @@ final class SimulatedNode {
   private long nextCoordinator;
   private long crashes;
   private long resolvedInDoubt;
+  private long redone;
 
   SimulatedNode(Scheduler scheduler, Settings settings, Function<EntityId, CompiledType> typeOf) {
     this.scheduler = scheduler;
@@ -141,6 +153,11 @@ final class SimulatedNode {
     return resolvedInDoubt;
   }
 
+  /** Decided PSAC parts re-evaluated at recovery. */
+  long redone() {
+    return redone;
+  }
+
   /** Writes an entity's initial state as a durable record (set-up, before faults). */
   void preload(EntityId entity, List<Operation> operations) {
     append(new Committed(newTransactionId(), entity, operations, nextCommitTimestamp(), false));
@@ -157,14 +174,33 @@ final class SimulatedNode {
    * Runs a multi-entity transaction; {@code answer} receives its outcome, unless the node crashes
    * first. Must be up.
    */
-  void transact(Map<EntityId, CoordinatorCore.Part> parts, Consumer<CoordinatorCore.Outcome> answer) {
+  void transact(Map<EntityId, CoordinatorCore.Part> parts, boolean planned,
+      Consumer<CoordinatorCore.Outcome> answer) {
     Invariants.check(up, "transaction submitted to a node that is down");
     long key = nextCoordinator++;
-    CoordinatorCore core = new CoordinatorCore(parts, settings.coordinatorLimits());
-    coordinators.put(key, core);
+    // Planned transactions never die, so they are never retried (as in Troupe).
+    CoordinatorCore.Limits limits = planned
+        ? new CoordinatorCore.Limits(settings.coordinatorLimits().prepareTimeoutMillis(), 0,
+            settings.coordinatorLimits().retryBackoffMillis())
+        : settings.coordinatorLimits();
+    coordinators.put(key, new CoordinatorCore(parts, limits, planned));
     coordinatorAnswers.put(key, answer);
-    long id = newTransactionId();
-    feedCoordinator(key, new CoordinatorCore.Input.Started(id));
+    if (!planned) {
+      feedCoordinator(key, new CoordinatorCore.Input.Started(newTransactionId()));
+      return;
+    }
+    sequencer.submit(key);
+    if (!drainScheduled) {
+      // Submissions that arrive meanwhile join the batch, as under the sequencer's lock.
+      drainScheduled = true;
+      later(0, "sequencer drains a batch", () -> {
+        drainScheduled = false;
+        for (SequencerCore.Positioned<Long> positioned : sequencer.drain()) {
+          feedCoordinator(positioned.transaction(), new CoordinatorCore.Input.Started(
+              newTransactionId(), positioned.position()));
+        }
+      });
+    }
   }
 
   /**
@@ -188,6 +224,8 @@ final class SimulatedNode {
     entities.clear();
     coordinators.clear();
     coordinatorAnswers.clear();
+    sequencer = new SequencerCore<>();
+    drainScheduled = false;
     durable.clear();
     awaitingSync = new ArrayList<>();
     acknowledgedUnsynced.clear();
@@ -200,8 +238,8 @@ final class SimulatedNode {
     Invariants.check(!up, "restart of a node that is up");
     int surviving = log.recover().size();
     written.subList(surviving, written.size()).clear();
-    Map<Part, Prepared> prepared = new LinkedHashMap<>();
-    Set<Long> decided = new HashSet<>();
+    Map<Part, PreparedTransaction> prepared = new LinkedHashMap<>();
+    Map<Long, DecidedTransaction> decided = new LinkedHashMap<>();
     for (JournalRecord record : written) {
       switch (record) {
         case Committed committed -> {
@@ -212,29 +250,62 @@ final class SimulatedNode {
             prepared.remove(new Part(committed.transactionId(), committed.entity()));
           }
         }
-        case Prepared part -> prepared.put(new Part(part.transactionId(), part.entity()), part);
+        case Prepared part -> prepared.put(
+            new Part(part.part().transactionId(), part.part().entity()), part.part());
         case Abandoned abandoned ->
             prepared.remove(new Part(abandoned.transactionId(), abandoned.entity()));
-        case Decided decision -> decided.add(decision.transactionId());
+        case Decided decision ->
+            decided.put(decision.decision().transactionId(), decision.decision());
         case Forgotten forgotten -> decided.remove(forgotten.transactionId());
       }
       lastTransactionId = Math.max(lastTransactionId, transactionIdOf(record));
     }
-    for (Prepared part : prepared.values()) {
+    InDoubtResolution resolution = InDoubtResolution.of(
+        new ArrayList<>(prepared.values()), new ArrayList<>(decided.values()));
+    List<PreparedTransaction> redone = new ArrayList<>();
+    for (PreparedTransaction part : resolution.toCommit()) {
       resolvedInDoubt++;
-      if (decided.contains(part.transactionId())
-          && settings.mutation() != Mutation.SKIP_IN_DOUBT_COMMITS) {
-        long timestamp = nextCommitTimestamp();
-        append(new Committed(part.transactionId(), part.entity(), part.operations(), timestamp,
-            true));
-        durable.put(part.entity(), durable(part.entity())
-            .apply(part.operations(), timestamp, 0));
-      } else {
+      if (settings.mutation() == Mutation.SKIP_IN_DOUBT_COMMITS) {
         append(new Abandoned(part.transactionId(), part.entity()));
+      } else if (part.needsRedo()) {
+        redone.add(part);
+      } else {
+        commitRecovered(part, part.operations());
       }
+    }
+    // As the real store: one at a time, per entity in arrival order, each on the state the
+    // previous one left.
+    redone.sort(java.util.Comparator.comparing((PreparedTransaction part) -> part.entity().toString())
+        .thenComparingLong(PreparedTransaction::arrival));
+    for (PreparedTransaction part : redone) {
+      this.redone++;
+      TurnEvaluator.Sequence evaluated = TurnEvaluator.evaluateSequence(part.entity(),
+          typeOf.apply(part.entity()), durable(part.entity()), TurnCodec.decode(part.redo()),
+          part.transactionId(), 0, TurnLimits.DEFAULTS);
+      Invariants.check(evaluated.error() == null,
+          "the decided part of transaction %d on %s fails on recovery: %s", part.transactionId(),
+          part.entity(), evaluated.error() == null ? "" : evaluated.error().getMessage());
+      if (evaluated.operations().isEmpty()) {
+        append(new Abandoned(part.transactionId(), part.entity()));
+      } else {
+        commitRecovered(part, evaluated.operations());
+      }
+    }
+    for (PreparedTransaction part : resolution.toAbort()) {
+      resolvedInDoubt++;
+      append(new Abandoned(part.transactionId(), part.entity()));
+    }
+    for (DecidedTransaction decision : resolution.decisionsToForget()) {
+      append(new Forgotten(decision.transactionId()));
     }
     log.sync();
     up = true;
+  }
+
+  private void commitRecovered(PreparedTransaction part, List<Operation> operations) {
+    long timestamp = nextCommitTimestamp();
+    append(new Committed(part.transactionId(), part.entity(), operations, timestamp, true));
+    durable.put(part.entity(), durable(part.entity()).apply(operations, timestamp, 0));
   }
 
   // ------------------------------------------------------------------ entities
@@ -264,9 +335,10 @@ final class SimulatedNode {
           }
         }
         case EntityTurnCore.Effect.SubmitPrepare<Recipient> prepare -> {
-          Invariants.check(prepare.redoTurns().isEmpty(),
-              "PSAC parts are not simulated yet (%s)", entity);
-          append(new Prepared(prepare.transactionId(), entity, prepare.operations()));
+          append(new Prepared(new PreparedTransaction(prepare.transactionId(), entity,
+              prepare.operations(),
+              prepare.redoTurns().isEmpty() ? null : TurnCodec.encode(prepare.redoTurns()),
+              prepare.arrival())));
           awaitSync(() -> deliverToEntity(entity,
               new EntityTurnCore.Input.PrepareSucceeded<>(prepare.transactionId())));
         }
@@ -322,7 +394,8 @@ final class SimulatedNode {
             "retry coordinator " + key,
             () -> feedCoordinator(key, new CoordinatorCore.Input.RetryDue(newTransactionId())));
         case CoordinatorCore.Effect.PersistDecision decision -> {
-          append(new Decided(decision.transactionId()));
+          append(new Decided(
+              new DecidedTransaction(decision.transactionId(), decision.participants())));
           awaitSync(() -> feedCoordinator(key,
               new CoordinatorCore.Input.DecisionPersisted(null, false)));
         }
@@ -421,9 +494,9 @@ final class SimulatedNode {
   private static long transactionIdOf(JournalRecord record) {
     return switch (record) {
       case Committed committed -> committed.transactionId();
-      case Prepared prepared -> prepared.transactionId();
+      case Prepared prepared -> prepared.part().transactionId();
       case Abandoned abandoned -> abandoned.transactionId();
-      case Decided decided -> decided.transactionId();
+      case Decided decided -> decided.decision().transactionId();
       case Forgotten forgotten -> forgotten.transactionId();
     };
   }

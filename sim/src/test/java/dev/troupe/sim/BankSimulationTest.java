@@ -7,34 +7,47 @@ import org.junit.jupiter.api.Test;
 
 /**
  * Seeded bank simulations of one node with crashes, torn journals and a lossy client network: the
- * CI seed budget (500 seeds per admission policy), determinism, and proof that the checkers catch
+ * CI seed budget (100 seeds for each admission policy, planned and dynamic: 600), determinism, and proof that the checkers catch
  * deliberate breakage. A failing seed is printed; {@code ./troupe sim --seed S --admission P}
  * replays it with its trace.
  */
 class BankSimulationTest {
   private static final long MAX_STEPS = 2_000_000;
+  /** Admission policy and scheduling of every configuration CI runs. */
+  private static final String[][] CONFIGURATIONS = {
+      {"serial", "dynamic"}, {"serial", "planned"}, {"keys", "dynamic"}, {"keys", "planned"},
+      {"psac", "dynamic"}, {"psac", "planned"}};
+  /** 6 configurations x 100 seeds: 600 seeds in CI. */
+  private static final long SEEDS_PER_CONFIGURATION = 100;
 
   @Test
   void everySeedKeepsAcknowledgedTransfersAtomicityAndMoney() {
     long crashes = 0;
     long resolved = 0;
     long unknown = 0;
-    for (String admission : new String[] {"serial", "keys"}) {
-      BankSimulation.Options options = new BankSimulation.Options(admission, 4, 6, 100, 3_000,
-          0.3, 400, 0.02, 2_000);
-      for (long seed = 1; seed <= 500; seed++) {
+    long redone = 0;
+    for (String[] configuration : CONFIGURATIONS) {
+      String admission = configuration[0];
+      BankSimulation.Options options = new BankSimulation.Options(admission,
+          configuration[1].equals("planned"), 4, 6, 100, 3_000, 0.3, 400, 0.02, 2_000);
+      for (long seed = 1; seed <= SEEDS_PER_CONFIGURATION; seed++) {
         BankSimulation.Result result = BankSimulation.run(seed, options, MAX_STEPS);
-        assertTrue(result.passed(), admission + " " + result.summary() + ": " + result.failure()
-            + "\n" + result.trace());
+        assertTrue(result.passed(), String.join(" ", configuration) + " " + result.summary()
+            + ": " + result.failure() + "\n" + result.trace());
         crashes += result.crashes();
         resolved += result.resolvedInDoubt();
         unknown += result.unknown();
+        redone += result.redone();
       }
     }
     // The faults really happened: crashes, in-doubt parts and unknown outcomes.
     assertTrue(crashes > 1_000, "crashes " + crashes);
+    System.out.println(CONFIGURATIONS.length * SEEDS_PER_CONFIGURATION + " seeds: " + crashes
+        + " crashes, " + resolved + " in-doubt parts resolved (" + redone + " PSAC redone), "
+        + unknown + " unknown outcomes");
     assertTrue(resolved > 0, "in-doubt parts resolved " + resolved);
     assertTrue(unknown > 0, "unknown outcomes " + unknown);
+    assertTrue(redone > 0, "PSAC parts redone at recovery " + redone);
   }
 
   @Test

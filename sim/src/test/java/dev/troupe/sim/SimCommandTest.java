@@ -26,20 +26,21 @@ class SimCommandTest {
 
   @Test
   void aSweepReportsItsRunsAndStepsPerSecond() {
-    String output = run(0, "--seeds", "3", "--from", "10");
-    assertTrue(output.contains("6 runs, 0 failed"), output);
+    String output = run(0, "--seeds", "2", "--from", "10");
+    assertTrue(output.contains("12 runs, 0 failed"), output);
     assertTrue(output.contains("steps/s"), output);
   }
 
   @Test
   void oneSeedPrintsWhatItDid() {
-    String output = run(0, "--seed", "7", "--admission", "keys");
-    assertTrue(output.startsWith("keys seed 7: ok ("), output);
+    String output = run(0, "--seed", "7", "--admission", "keys", "--mode", "planned");
+    assertTrue(output.startsWith("keys planned seed 7: ok ("), output);
   }
 
   @Test
   void badOptionsAreRefused() {
-    assertNotEquals(0, new CommandLine(new SimCommand()).execute("--admission", "psac"));
+    assertNotEquals(0, new CommandLine(new SimCommand()).execute("--admission", "mvcc"));
+    assertNotEquals(0, new CommandLine(new SimCommand()).execute("--mode", "auto"));
     assertNotEquals(0, new CommandLine(new SimCommand()).execute("--accounts", "1"));
   }
 }
