@@ -13,6 +13,9 @@ import dev.troupe.model.spec.SpecParser;
 import dev.troupe.model.value.RegisterValue;
 import dev.troupe.txn.CoordinatorCore;
 import dev.troupe.txn.Turn;
+import dev.troupe.txn.check.History;
+import dev.troupe.txn.check.RecordedTransaction;
+import dev.troupe.txn.check.SerializabilityChecker;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -36,6 +39,9 @@ import java.util.Map;
  *       receipts exist and the credits recorded in it (so one with an unknown outcome took effect
  *       entirely or not at all);
  *   <li>money is conserved (opening money plus recorded credits) and no balance is negative;
+ *   <li>under {@code serial} and {@code keys} admission, the history of committed requests (the
+ *       versions each read and wrote) is conflict-serializable, and what the node reported
+ *       matches its journal;
  *   <li>liveness: every transfer issued in the fault-free part was answered.
  * </ul>
  *
@@ -92,7 +98,7 @@ public final class BankSimulation {
   /** A run's verdict and what it did. */
   public record Result(long seed, String failure, long steps, long simulatedMillis,
       int committed, int aborted, int unknown, long crashes, long resolvedInDoubt, long redone,
-      String trace) {
+      int dependencyEdges, String trace) {
     public boolean passed() {
       return failure == null;
     }
@@ -102,7 +108,8 @@ public final class BankSimulation {
       return "seed " + seed + ": " + (passed() ? "ok" : "FAILED") + " (" + steps + " steps, "
           + simulatedMillis + " simulated ms, " + committed + " committed, " + aborted
           + " aborted, " + unknown + " unknown, " + crashes + " crashes, " + resolvedInDoubt
-          + " in-doubt parts resolved, " + redone + " PSAC parts redone)";
+          + " in-doubt parts resolved, " + redone + " PSAC parts redone, " + dependencyEdges
+          + " dependency edges checked)";
     }
   }
 
@@ -138,6 +145,13 @@ public final class BankSimulation {
   private final CompiledType accountType;
   private final CompiledType receiptType = CompiledType.schemaless("Receipt");
   private final List<Transfer> transfers = new ArrayList<>();
+  /** Edges of the dependency graph the serializability check built (0 if it did not run). */
+  private int dependencyEdges;
+  /** What the node reported of each request that committed while it was up (omniscient). */
+  private final Map<String, Observed> observed = new LinkedHashMap<>();
+
+  /** Versions a committed request read and wrote, per entity, as its participants reported. */
+  private record Observed(Map<EntityId, Long> reads, Map<EntityId, Long> writes) {}
   private final long faultsEndMillis;
 
   private BankSimulation(long seed, Options options) {
@@ -189,7 +203,7 @@ public final class BankSimulation {
       // A core found itself in a state it must never reach: the node would halt. That is a bug.
       return new Result(seed, violation.getMessage(), scheduler.steps(), scheduler.nowMillis(),
           count(Outcome.COMMITTED), count(Outcome.ABORTED), count(Outcome.UNKNOWN),
-          node.crashes(), node.resolvedInDoubt(), node.redone(), scheduler.trace().toString());
+          node.crashes(), node.resolvedInDoubt(), node.redone(), 0, scheduler.trace().toString());
     }
     String failure = scheduler.pending() > 0
         ? "the run did not finish within " + maxSteps + " steps (" + scheduler.pending()
@@ -199,7 +213,7 @@ public final class BankSimulation {
     int aborted = count(Outcome.ABORTED);
     int unknown = count(Outcome.UNKNOWN);
     return new Result(seed, failure, steps, scheduler.nowMillis(), committed, aborted, unknown,
-        node.crashes(), node.resolvedInDoubt(), node.redone(),
+        node.crashes(), node.resolvedInDoubt(), node.redone(), dependencyEdges,
         failure == null ? "" : scheduler.trace().toString());
   }
 
@@ -235,11 +249,30 @@ public final class BankSimulation {
         ObjectNode params = Json.NODES.objectNode();
         params.put("amount", transfer.amount);
         params.put("id", transfer.id);
-        node.turn(account(transfer.to), new Turn.InvokeAction("credit", params),
-            result -> answer.accept(result instanceof dev.troupe.txn.TurnResult.Done));
+        node.turn(transfer.id, account(transfer.to), new Turn.InvokeAction("credit", params),
+            result -> {
+              if (result instanceof dev.troupe.txn.TurnResult.Done done) {
+                observed.put(transfer.id, new Observed(
+                    Map.of(account(transfer.to), done.readVersion()),
+                    done.wrote() ? Map.of(account(transfer.to), done.version()) : Map.of()));
+              }
+              answer.accept(result instanceof dev.troupe.txn.TurnResult.Done);
+            });
       } else {
-        node.transact(parts(transfer), options.planned(), outcome ->
-            answer.accept(outcome instanceof CoordinatorCore.Outcome.Committed));
+        node.transact(transfer.id, parts(transfer), options.planned(), outcome -> {
+          if (outcome instanceof CoordinatorCore.Outcome.Committed committed) {
+            Map<EntityId, Long> reads = new LinkedHashMap<>();
+            Map<EntityId, Long> writes = new LinkedHashMap<>();
+            committed.results().forEach((entity, result) -> {
+              reads.put(entity, result.readVersion());
+              if (result.wrote()) {
+                writes.put(entity, result.version());
+              }
+            });
+            observed.put(transfer.id, new Observed(reads, writes));
+          }
+          answer.accept(outcome instanceof CoordinatorCore.Outcome.Committed);
+        });
       }
     });
     scheduler.schedule(options.clientTimeoutMillis(), "client " + client + " timeout "
@@ -351,8 +384,50 @@ public final class BankSimulation {
       total += balance;
     }
     long opened = options.openingBalance() * options.accounts();
-    return total == opened + credited ? null : "money not conserved: " + total + " held, "
-        + opened + " opened and " + credited + " credited";
+    if (total != opened + credited) {
+      return "money not conserved: " + total + " held, " + opened + " opened and " + credited
+          + " credited";
+    }
+    return options.admission().equals("psac") ? null : checkSerializability();
+  }
+
+  /**
+   * The history of every request that committed, with the versions its participants reported
+   * (or, for one that committed only through recovery, the versions its surviving journal
+   * records carry and no reads), must be conflict-serializable. PSAC is not checked here: it is
+   * serializable by outcome, not by conflicts (see docs/ARCHITECTURE.md). Also checks that what
+   * the node reported matches its journal.
+   */
+  private String checkSerializability() {
+    Map<String, Map<EntityId, Long>> journal = node.committedWrites();
+    List<RecordedTransaction> history = new ArrayList<>();
+    for (Map.Entry<String, Map<EntityId, Long>> request : journal.entrySet()) {
+      Observed seen = observed.get(request.getKey());
+      if (seen != null && !seen.writes().equals(request.getValue())) {
+        return request.getKey() + " reported writing " + seen.writes() + " but its journal"
+            + " records say " + request.getValue();
+      }
+      history.add(RecordedTransaction.committed(request.getKey(),
+          seen == null ? Map.of() : names(seen.reads()), names(request.getValue())));
+    }
+    for (String request : observed.keySet()) {
+      if (!journal.containsKey(request) && !observed.get(request).writes().isEmpty()) {
+        return request + " was reported committed but none of its records survived";
+      }
+    }
+    return switch (SerializabilityChecker.check(new History(history))) {
+      case SerializabilityChecker.Serializable serializable -> {
+        dependencyEdges = serializable.edges();
+        yield null;
+      }
+      case SerializabilityChecker.Violation violation -> "not serializable: " + violation;
+    };
+  }
+
+  private static Map<String, Long> names(Map<EntityId, Long> versions) {
+    Map<String, Long> named = new LinkedHashMap<>();
+    versions.forEach((entity, version) -> named.put(entity.toString(), version));
+    return named;
   }
 
   private static long balance(EntityState state) {

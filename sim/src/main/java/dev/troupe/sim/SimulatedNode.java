@@ -132,6 +132,12 @@ final class SimulatedNode {
   private long crashes;
   private long resolvedInDoubt;
   private long redone;
+  /**
+   * The simulator's own bookkeeping, not the node's (it survives crashes): which client request
+   * each transaction id (every attempt) belongs to, so that histories can name what committed.
+   */
+  private final Map<Long, String> requestOfTransaction = new HashMap<>();
+  private final Map<Long, String> requestOfCoordinator = new HashMap<>();
 
   SimulatedNode(Scheduler scheduler, Settings settings, Function<EntityId, CompiledType> typeOf) {
     this.scheduler = scheduler;
@@ -160,7 +166,9 @@ final class SimulatedNode {
 
   /** Writes an entity's initial state as a durable record (set-up, before faults). */
   void preload(EntityId entity, List<Operation> operations) {
-    append(new Committed(newTransactionId(), entity, operations, nextCommitTimestamp(), false));
+    long id = newTransactionId();
+    requestOfTransaction.put(id, "preload-" + entity);
+    append(new Committed(id, entity, operations, nextCommitTimestamp(), false));
     log.sync();
     durable.put(entity, durable(entity).apply(operations, lastCommitTimestamp, 0));
   }
@@ -174,10 +182,11 @@ final class SimulatedNode {
    * Runs a multi-entity transaction; {@code answer} receives its outcome, unless the node crashes
    * first. Must be up.
    */
-  void transact(Map<EntityId, CoordinatorCore.Part> parts, boolean planned,
+  void transact(String request, Map<EntityId, CoordinatorCore.Part> parts, boolean planned,
       Consumer<CoordinatorCore.Outcome> answer) {
     Invariants.check(up, "transaction submitted to a node that is down");
     long key = nextCoordinator++;
+    requestOfCoordinator.put(key, request);
     // Planned transactions never die, so they are never retried (as in Troupe).
     CoordinatorCore.Limits limits = planned
         ? new CoordinatorCore.Limits(settings.coordinatorLimits().prepareTimeoutMillis(), 0,
@@ -207,9 +216,10 @@ final class SimulatedNode {
    * Runs a single-entity turn; {@code answer} receives its result, unless the node crashes first.
    * Must be up.
    */
-  void turn(EntityId entity, Turn turn, Consumer<TurnResult> answer) {
+  void turn(String request, EntityId entity, Turn turn, Consumer<TurnResult> answer) {
     Invariants.check(up, "turn submitted to a node that is down");
     long id = newTransactionId();
+    requestOfTransaction.put(id, request);
     send("client-connection", entity.toString(), "turn tx " + id,
         () -> deliverToEntity(entity, new EntityTurnCore.Input.TurnRequested<>(turn,
             typeOf.apply(entity), id, new Recipient.Client(answer))));
@@ -308,6 +318,24 @@ final class SimulatedNode {
     durable.put(part.entity(), durable(part.entity()).apply(operations, timestamp, 0));
   }
 
+  /**
+   * What the surviving journal says each client request wrote: request to entity to the version
+   * (commit timestamp) its committed record produced. Requests that never committed are absent.
+   */
+  Map<String, Map<EntityId, Long>> committedWrites() {
+    Map<String, Map<EntityId, Long>> writes = new LinkedHashMap<>();
+    for (JournalRecord record : written) {
+      if (record instanceof Committed committed) {
+        String request = requestOfTransaction.get(committed.transactionId());
+        Invariants.check(request != null, "a journal record of an unknown transaction %d",
+            committed.transactionId());
+        writes.computeIfAbsent(request, ignored -> new LinkedHashMap<>())
+            .put(committed.entity(), committed.commitTimestamp());
+      }
+    }
+    return writes;
+  }
+
   // ------------------------------------------------------------------ entities
 
   private void deliverToEntity(EntityId entity, EntityTurnCore.Input<Recipient> input) {
@@ -372,6 +400,13 @@ final class SimulatedNode {
     CoordinatorCore core = coordinators.get(key);
     if (core == null) {
       return; // finished: a late vote or acknowledgement
+    }
+    switch (input) {
+      case CoordinatorCore.Input.Started started ->
+          requestOfTransaction.put(started.transactionId(), requestOfCoordinator.get(key));
+      case CoordinatorCore.Input.RetryDue retry ->
+          requestOfTransaction.put(retry.transactionId(), requestOfCoordinator.get(key));
+      default -> {}
     }
     for (CoordinatorCore.Effect effect : core.handle(input)) {
       switch (effect) {

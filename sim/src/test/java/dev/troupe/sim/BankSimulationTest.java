@@ -26,6 +26,7 @@ class BankSimulationTest {
     long resolved = 0;
     long unknown = 0;
     long redone = 0;
+    long edges = 0;
     for (String[] configuration : CONFIGURATIONS) {
       String admission = configuration[0];
       BankSimulation.Options options = new BankSimulation.Options(admission,
@@ -38,16 +39,18 @@ class BankSimulationTest {
         resolved += result.resolvedInDoubt();
         unknown += result.unknown();
         redone += result.redone();
+        edges += result.dependencyEdges();
       }
     }
     // The faults really happened: crashes, in-doubt parts and unknown outcomes.
     assertTrue(crashes > 1_000, "crashes " + crashes);
     System.out.println(CONFIGURATIONS.length * SEEDS_PER_CONFIGURATION + " seeds: " + crashes
         + " crashes, " + resolved + " in-doubt parts resolved (" + redone + " PSAC redone), "
-        + unknown + " unknown outcomes");
+        + unknown + " unknown outcomes, " + edges + " dependency edges checked");
     assertTrue(resolved > 0, "in-doubt parts resolved " + resolved);
     assertTrue(unknown > 0, "unknown outcomes " + unknown);
     assertTrue(redone > 0, "PSAC parts redone at recovery " + redone);
+    assertTrue(edges > 100_000, "dependency edges checked " + edges);
   }
 
   @Test
