@@ -27,7 +27,8 @@ import java.util.Map;
  * accounts in multi-entity transactions (withdraw, deposit, and a receipt entity that records the
  * transfer) and credit accounts in single-entity turns (which record their id in the account's
  * {@code deposits} set), over a client network that loses messages, while the node crashes and
- * restarts with torn and corrupted journal tails. The last part of the run is fault-free.
+ * restarts with torn and corrupted journal tails and its clock jumps (mostly backwards). The last
+ * part of the run is fault-free.
  *
  * <p><b>Checked after the run</b> on the node's durable state:
  *
@@ -320,6 +321,13 @@ public final class BankSimulation {
         node.crash();
         long downtime = 5 + scheduler.random().nextInt(100);
         scheduler.schedule(downtime, "restart node", node::restart);
+      }
+      // The node's clock jumps too, often backwards (an NTP step), up to half a second.
+      if (scheduler.random().nextBoolean()) {
+        long jump = scheduler.random().nextLong(-500, 200);
+        scheduler.trace().record(scheduler.nowMillis(), scheduler.steps(),
+            "node clock jumps " + jump + " ms");
+        node.jumpClock(jump);
       }
       scheduleCrash();
     });

@@ -5,6 +5,7 @@ import dev.troupe.model.EntityState;
 import dev.troupe.model.Invariants;
 import dev.troupe.model.Operation;
 import dev.troupe.model.spec.CompiledType;
+import dev.troupe.model.time.HybridLogicalClock;
 import dev.troupe.txn.CoordinatorCore;
 import dev.troupe.storage.DecidedTransaction;
 import dev.troupe.storage.InDoubtResolution;
@@ -88,7 +89,12 @@ final class SimulatedNode {
     /** Report a commit durable as soon as it is written, before the sync. */
     ACKNOWLEDGE_BEFORE_SYNC,
     /** At restart, abandon every prepared part, even those whose transaction decided commit. */
-    SKIP_IN_DOUBT_COMMITS
+    SKIP_IN_DOUBT_COMMITS,
+    /**
+     * At restart, do not advance the clock past the journal: after a backward clock jump,
+     * timestamps would repeat or go back.
+     */
+    SKIP_CLOCK_RECOVERY
   }
 
   /**
@@ -126,8 +132,14 @@ final class SimulatedNode {
   private List<Runnable> awaitingSync = new ArrayList<>();
   private final List<Runnable> acknowledgedUnsynced = new ArrayList<>();
   private boolean syncScheduled;
-  private long lastCommitTimestamp;
-  private long lastTransactionId;
+  /**
+   * The node's clock: the production hybrid logical clock over this node's physical clock, which
+   * is simulated time plus an offset that clock jumps move (backwards too). Transaction ids and
+   * commit timestamps are its ticks, as in the real store. A new one per incarnation; recovery
+   * advances it past everything the journal holds.
+   */
+  private HybridLogicalClock clock;
+  private long clockOffsetMillis;
   private long nextCoordinator;
   private long crashes;
   private long resolvedInDoubt;
@@ -145,6 +157,7 @@ final class SimulatedNode {
     this.typeOf = typeOf;
     this.mailboxes = new SimulatedNetwork(scheduler,
         new SimulatedNetwork.Faults(0, settings.internalMaxDelayMillis(), 0, 0, false));
+    this.clock = newClock();
   }
 
   boolean isUp() {
@@ -168,9 +181,10 @@ final class SimulatedNode {
   void preload(EntityId entity, List<Operation> operations) {
     long id = newTransactionId();
     requestOfTransaction.put(id, "preload-" + entity);
-    append(new Committed(id, entity, operations, nextCommitTimestamp(), false));
+    long timestamp = nextCommitTimestamp();
+    append(new Committed(id, entity, operations, timestamp, false));
     log.sync();
-    durable.put(entity, durable(entity).apply(operations, lastCommitTimestamp, 0));
+    durable.put(entity, durable(entity).apply(operations, timestamp, 0));
   }
 
   /** The entity's latest durable state (absent if never written). */
@@ -246,6 +260,7 @@ final class SimulatedNode {
   /** Restarts: replays the journal, resolves in-doubt transactions, and serves again. */
   void restart() {
     Invariants.check(!up, "restart of a node that is up");
+    clock = newClock();
     int surviving = log.recover().size();
     written.subList(surviving, written.size()).clear();
     Map<Part, PreparedTransaction> prepared = new LinkedHashMap<>();
@@ -253,7 +268,7 @@ final class SimulatedNode {
     for (JournalRecord record : written) {
       switch (record) {
         case Committed committed -> {
-          lastCommitTimestamp = Math.max(lastCommitTimestamp, committed.commitTimestamp());
+          advanceClockPast(committed.commitTimestamp());
           durable.put(committed.entity(), durable(committed.entity())
               .apply(committed.operations(), committed.commitTimestamp(), 0));
           if (committed.resolvesPrepared()) {
@@ -268,7 +283,7 @@ final class SimulatedNode {
             decided.put(decision.decision().transactionId(), decision.decision());
         case Forgotten forgotten -> decided.remove(forgotten.transactionId());
       }
-      lastTransactionId = Math.max(lastTransactionId, transactionIdOf(record));
+      advanceClockPast(transactionIdOf(record));
     }
     InDoubtResolution resolution = InDoubtResolution.of(
         new ArrayList<>(prepared.values()), new ArrayList<>(decided.values()));
@@ -516,14 +531,28 @@ final class SimulatedNode {
   }
 
   private long nextCommitTimestamp() {
-    lastCommitTimestamp = Math.max(lastCommitTimestamp + 1, scheduler.nowMillis() << 16);
-    return lastCommitTimestamp;
+    return clock.tick();
+  }
+
+  /** Moves this node's physical clock by {@code deltaMillis} (negative: backwards). */
+  void jumpClock(long deltaMillis) {
+    clockOffsetMillis += deltaMillis;
   }
 
   /** Ids grow with simulated time and never repeat within a run (ages for wait-die). */
   long newTransactionId() {
-    lastTransactionId = Math.max(lastTransactionId + 1, scheduler.nowMillis() << 16);
-    return lastTransactionId;
+    return clock.tick();
+  }
+
+  private void advanceClockPast(long timestamp) {
+    if (settings.mutation() != Mutation.SKIP_CLOCK_RECOVERY) {
+      clock.advancePast(timestamp);
+    }
+  }
+
+  private HybridLogicalClock newClock() {
+    return new HybridLogicalClock(
+        () -> Math.max(0, scheduler.nowMillis() + clockOffsetMillis));
   }
 
   private static long transactionIdOf(JournalRecord record) {
