@@ -104,19 +104,13 @@ final class BankBenchmark extends Benchmark {
       description = "Override the accounts of sync (100000) and sync1000 (1000).")
   Integer accountsOverride;
 
-  @Option(names = "--report", paramLabel = "DIRECTORY",
-      description = "Also write report.json, charts (PNG) and index.html to DIRECTORY.")
-  java.nio.file.Path reportDirectory;
+  @Mixin HtmlReportOption htmlReport;
 
   @Mixin AlternationOptions alternation;
 
   @Override
   void afterPrint(BenchReport report) {
-    if (reportDirectory != null) {
-      HtmlReport.write(reportDirectory, report.toJson(), HtmlReport.Layout.BANK);
-      System.out.println("report written to " + reportDirectory.resolve("index.html")
-          .toAbsolutePath());
-    }
+    htmlReport.write(report, HtmlReport.Layout.BANK);
   }
 
   @Override

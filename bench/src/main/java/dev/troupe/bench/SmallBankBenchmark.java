@@ -3,7 +3,6 @@ package dev.troupe.bench;
 import dev.troupe.runtime.TransactionRequest;
 import dev.troupe.storage.postgres.PostgresInstance;
 import dev.troupe.storage.postgres.PostgresSmallBank;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -102,9 +101,7 @@ final class SmallBankBenchmark extends Benchmark {
       description = "PostgreSQL's shared_buffers in MB (default: ${DEFAULT-VALUE}).")
   int sharedBuffersMegabytes;
 
-  @Option(names = "--report", paramLabel = "DIRECTORY",
-      description = "Also write report.json, charts (PNG) and index.html to DIRECTORY.")
-  Path reportDirectory;
+  @Mixin HtmlReportOption htmlReport;
 
   @Mixin AlternationOptions alternation;
 
@@ -209,11 +206,7 @@ final class SmallBankBenchmark extends Benchmark {
 
   @Override
   void afterPrint(BenchReport report) {
-    if (reportDirectory != null) {
-      HtmlReport.write(reportDirectory, report.toJson(), HtmlReport.Layout.SMALLBANK);
-      System.out.println("report written to " + reportDirectory.resolve("index.html")
-          .toAbsolutePath());
-    }
+    htmlReport.write(report, HtmlReport.Layout.SMALLBANK);
   }
 
   private static void ratios(BenchReport report, SmallBankWorkload.Mix mix,

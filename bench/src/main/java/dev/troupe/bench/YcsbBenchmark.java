@@ -1,7 +1,6 @@
 package dev.troupe.bench;
 
 import dev.troupe.storage.postgres.PostgresInstance;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -12,6 +11,7 @@ import java.util.Set;
 import me.tongfei.progressbar.ProgressBar;
 import org.HdrHistogram.Histogram;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /**
@@ -92,9 +92,7 @@ final class YcsbBenchmark extends Benchmark {
           + " -XX:StartFlightRecording=filename=troupe.jfr to profile.")
   List<String> serverJvmOptions = new ArrayList<>();
 
-  @Option(names = "--report", paramLabel = "DIR",
-      description = "Also write report.json, index.html and PNG charts to DIR.")
-  Path reportDirectory;
+  @Mixin HtmlReportOption htmlReport;
 
   List<Target> targets() {
     return switch (target.toLowerCase(java.util.Locale.ROOT)) {
@@ -186,11 +184,7 @@ final class YcsbBenchmark extends Benchmark {
 
   @Override
   void afterPrint(BenchReport report) {
-    if (reportDirectory != null) {
-      HtmlReport.write(reportDirectory, report.toJson(), HtmlReport.Layout.YCSB);
-      System.out.println("report written to " + reportDirectory.resolve("index.html")
-          .toAbsolutePath());
-    }
+    htmlReport.write(report, HtmlReport.Layout.YCSB);
   }
 
   /** Adds one workload's figures, ratios and failures to the report. */
