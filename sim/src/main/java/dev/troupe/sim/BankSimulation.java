@@ -96,6 +96,14 @@ public final class BankSimulation {
     return new BankSimulation(seed, options, mutation).run(maxSteps);
   }
 
+  /** Runs one seed with a deliberately broken core (tests of the checkers). */
+  static Result runMutated(long seed, Options options, long maxSteps,
+      dev.troupe.txn.Mutations.Mutation mutation) {
+    try (var ignored = dev.troupe.txn.Mutations.activate(mutation)) {
+      return run(seed, options, maxSteps);
+    }
+  }
+
   /** A run's verdict and what it did. */
   public record Result(long seed, String failure, long steps, long simulatedMillis,
       int committed, int aborted, int unknown, long crashes, long resolvedInDoubt, long redone,

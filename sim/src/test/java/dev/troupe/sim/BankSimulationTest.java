@@ -3,6 +3,8 @@ package dev.troupe.sim;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.troupe.txn.Mutations;
+import java.util.Map;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -72,6 +74,29 @@ class BankSimulationTest {
       assertTrue(caughtBy != null, mutation + " went unnoticed in 60 seeds");
       System.out.println(mutation + " caught by seed " + caughtBy + ": " + failure);
     }
+  }
+
+  @Test
+  void eachDeliberateBreakageOfACoreIsCaughtWithinTheSeedBudget() {
+    Map<Mutations.Mutation, BankSimulation.Options> options = Map.of(
+        Mutations.Mutation.RELEASE_LOCKS_AT_VOTE, BankSimulation.Options.DEFAULTS);
+    for (Mutations.Mutation mutation : Mutations.Mutation.values()) {
+      Long caughtBy = null;
+      String failure = null;
+      for (long seed = 1; seed <= SEEDS_PER_CONFIGURATION && caughtBy == null; seed++) {
+        BankSimulation.Result result =
+            BankSimulation.runMutated(seed, options.get(mutation), MAX_STEPS, mutation);
+        if (!result.passed()) {
+          caughtBy = seed;
+          failure = result.failure();
+        }
+      }
+      assertTrue(caughtBy != null,
+          mutation + " went unnoticed in " + SEEDS_PER_CONFIGURATION + " seeds");
+      System.out.println(mutation + " caught by seed " + caughtBy + ": " + failure);
+    }
+    // And once switched off again, the same seeds pass.
+    assertTrue(BankSimulation.run(1, BankSimulation.Options.DEFAULTS, MAX_STEPS).passed());
   }
 
   @Test

@@ -463,6 +463,10 @@ public final class EntityTurnCore<R> {
     replies.add(new PendingReply<>(lastSubmittedSerial, participation.request.voteTo(),
         participation.stateAfter, true, null, false));
     releaseReplies(effects);
+    if (Mutations.isActive(Mutations.Mutation.RELEASE_LOCKS_AT_VOTE)
+        && participation.gateItem == null) {
+      grant(locks.release(transactionId), effects); // a deliberate bug (simulator tests only)
+    }
   }
 
   private void prepareFailed(Input.PrepareFailed<R> failed, List<Effect<R>> effects) {

@@ -92,6 +92,34 @@ class PsacGateTest {
         "a younger one dies");
   }
 
+  /** A blind assignment of the balance: assignments of different values do not commute. */
+  record Assignment(int id, long value) {}
+
+  @Test
+  void aWriterIsAdmittedBesideActionsInProgressOnlyIfItCommutesWithThem() {
+    PsacGate<Assignment> gate = new PsacGate<>(new PsacGate.Limits(8, 100),
+        (assignment, state) -> new PsacGate.Evaluation.Holds(state.apply(List.of(
+            new Operation.Assign("balance", com.fasterxml.jackson.databind.node.LongNode.valueOf(
+                assignment.value()))), state.version() + 1, 1)));
+    EntityState state = EntityState.ABSENT;
+    assertInstanceOf(PsacGate.Decision.Admitted.class,
+        gate.offer(new Assignment(1, 5), 1, false, false, state));
+    // Applied before or after the first, the result differs: it must wait, whatever the order
+    // other entities choose.
+    assertInstanceOf(PsacGate.Decision.Delayed.class,
+        gate.offer(new Assignment(2, 7), 2, false, false, state));
+    // The same value commutes.
+    assertInstanceOf(PsacGate.Decision.Admitted.class,
+        gate.offer(new Assignment(3, 5), 3, false, false, state));
+    // Increments commute with each other: the paper's case, admitted side by side.
+    PsacGate<Change> increments = gate(8, 100);
+    EntityState funded = withBalance(100);
+    assertInstanceOf(PsacGate.Decision.Admitted.class,
+        increments.offer(new Change(1, -10), 1, false, false, funded));
+    assertInstanceOf(PsacGate.Decision.Admitted.class,
+        increments.offer(new Change(2, 20), 2, false, false, funded));
+  }
+
   @Test
   void aDelayedActionIsOvertakenAtMostMaxOvertakesTimes() {
     PsacGate<Change> gate = gate(8, 2);
