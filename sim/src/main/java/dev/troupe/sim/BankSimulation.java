@@ -26,7 +26,8 @@ import java.util.Map;
  * A seeded simulation of bank transfers on one {@link SimulatedNode}: clients move money between
  * accounts in multi-entity transactions (withdraw, deposit, and a receipt entity that records the
  * transfer) and credit accounts in single-entity turns (which record their id in the account's
- * {@code deposits} set), over a client network that loses messages, while the node crashes and
+ * {@code deposits} set), and audit pairs of accounts in read-only transactions, over a client
+ * network that loses messages, while the node crashes and
  * restarts with torn and corrupted journal tails and its clock jumps (mostly backwards). The last
  * part of the run is fault-free.
  *
@@ -124,7 +125,10 @@ public final class BankSimulation {
 
   private enum Outcome { PENDING, COMMITTED, ABORTED, UNKNOWN }
 
-  /** A transfer, or a credit when {@code from} is -1 (a single-entity turn on {@code to}). */
+  /**
+   * A transfer; a credit when {@code from} is -1 (a single-entity turn on {@code to}); an audit
+   * when {@code amount} is 0 (a read-only transaction over {@code from} and {@code to}).
+   */
   private static final class Transfer {
     final String id;
     final int from;
@@ -143,6 +147,10 @@ public final class BankSimulation {
 
     boolean isCredit() {
       return from < 0;
+    }
+
+    boolean isAudit() {
+      return amount == 0;
     }
   }
 
@@ -233,10 +241,12 @@ public final class BankSimulation {
       return;
     }
     var random = scheduler.random();
-    boolean credit = random.nextInt(10) < 3;
+    int kind = random.nextInt(10);
+    boolean credit = kind < 3;
+    boolean audit = kind == 3;
     int from = random.nextInt(options.accounts());
     int to = (from + 1 + random.nextInt(options.accounts() - 1)) % options.accounts();
-    long amount = 1 + random.nextLong(Math.max(1, options.openingBalance() / 2));
+    long amount = audit ? 0 : 1 + random.nextLong(Math.max(1, options.openingBalance() / 2));
     Transfer transfer = new Transfer("c" + client + "-" + sequence, credit ? -1 : from, to,
         amount, scheduler.nowMillis());
     transfers.add(transfer);
@@ -268,7 +278,8 @@ public final class BankSimulation {
               answer.accept(result instanceof dev.troupe.txn.TurnResult.Done);
             });
       } else {
-        node.transact(transfer.id, parts(transfer), options.planned(), outcome -> {
+        node.transact(transfer.id, transfer.isAudit() ? audit(transfer) : parts(transfer),
+            options.planned(), outcome -> {
           if (outcome instanceof CoordinatorCore.Outcome.Committed committed) {
             Map<EntityId, Long> reads = new LinkedHashMap<>();
             Map<EntityId, Long> writes = new LinkedHashMap<>();
@@ -303,6 +314,14 @@ public final class BankSimulation {
     receipt.put("amount", LongNode.valueOf(transfer.amount));
     receipt.put("transfer", TextNode.valueOf(transfer.id));
     parts.put(receipt(transfer.id), part(new Turn.AssignKeys(receipt)));
+    return parts;
+  }
+
+  /** A read-only transaction: the whole state of two accounts, read together. */
+  private static Map<EntityId, CoordinatorCore.Part> audit(Transfer audit) {
+    Map<EntityId, CoordinatorCore.Part> parts = new LinkedHashMap<>();
+    parts.put(account(audit.from), new CoordinatorCore.Part(List.of(), true));
+    parts.put(account(audit.to), new CoordinatorCore.Part(List.of(), true));
     return parts;
   }
 
@@ -352,6 +371,12 @@ public final class BankSimulation {
     java.util.Arrays.fill(expected, options.openingBalance());
     long credited = 0;
     for (Transfer transfer : transfers) {
+      if (transfer.isAudit()) {
+        if (transfer.outcome == Outcome.PENDING) {
+          return "audit " + transfer.id + " never ended";
+        }
+        continue; // checked through the history (serializability)
+      }
       boolean receipted = transfer.isCredit()
           ? credits(node.durable(account(transfer.to))).contains(transfer.id)
           : node.durable(receipt(transfer.id)).exists();
@@ -426,10 +451,16 @@ public final class BankSimulation {
       history.add(RecordedTransaction.committed(request.getKey(),
           seen == null ? Map.of() : names(seen.reads()), names(request.getValue())));
     }
-    for (String request : observed.keySet()) {
-      if (!journal.containsKey(request) && !observed.get(request).writes().isEmpty()) {
-        return request + " was reported committed but none of its records survived";
+    for (Map.Entry<String, Observed> request : observed.entrySet()) {
+      if (journal.containsKey(request.getKey())) {
+        continue;
       }
+      if (!request.getValue().writes().isEmpty()) {
+        return request.getKey() + " was reported committed but none of its records survived";
+      }
+      // A read-only transaction (an audit): what it read joins the history.
+      history.add(RecordedTransaction.committed(request.getKey(),
+          names(request.getValue().reads()), Map.of()));
     }
     return switch (SerializabilityChecker.check(new History(history))) {
       case SerializabilityChecker.Serializable serializable -> {
