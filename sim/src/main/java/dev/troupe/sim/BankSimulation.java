@@ -244,6 +244,8 @@ public final class BankSimulation {
     int kind = random.nextInt(10);
     boolean credit = kind < 3;
     boolean audit = kind == 3;
+    // PSAC types take no part in interactive transactions.
+    boolean interactive = kind == 4 && !options.admission().equals("psac");
     int from = random.nextInt(options.accounts());
     int to = (from + 1 + random.nextInt(options.accounts() - 1)) % options.accounts();
     long amount = audit ? 0 : 1 + random.nextLong(Math.max(1, options.openingBalance() / 2));
@@ -253,6 +255,11 @@ public final class BankSimulation {
     String clientName = "client-" + client;
     Runnable next = () -> scheduler.schedule(random.nextInt(3),
         "client " + client + " thinks", () -> issue(client, sequence + 1));
+    if (interactive) {
+      interactiveTransfer(transfer, clientName, next);
+      scheduleTimeout(client, transfer, next);
+      return;
+    }
     clientNetwork.send(clientName, "node", "transfer " + transfer.id, ignored -> {
       if (!node.isUp()) {
         return; // refused connection: the client times out
@@ -280,21 +287,16 @@ public final class BankSimulation {
       } else {
         node.transact(transfer.id, transfer.isAudit() ? audit(transfer) : parts(transfer),
             options.planned(), outcome -> {
-          if (outcome instanceof CoordinatorCore.Outcome.Committed committed) {
-            Map<EntityId, Long> reads = new LinkedHashMap<>();
-            Map<EntityId, Long> writes = new LinkedHashMap<>();
-            committed.results().forEach((entity, result) -> {
-              reads.put(entity, result.readVersion());
-              if (result.wrote()) {
-                writes.put(entity, result.version());
-              }
-            });
-            observed.put(transfer.id, new Observed(reads, writes));
-          }
+          observe(transfer, outcome);
           answer.accept(outcome instanceof CoordinatorCore.Outcome.Committed);
         });
       }
     });
+    scheduleTimeout(client, transfer, next);
+  }
+
+  /** After the client's timeout, a transfer still without an answer has an unknown outcome. */
+  private void scheduleTimeout(int client, Transfer transfer, Runnable next) {
     scheduler.schedule(options.clientTimeoutMillis(), "client " + client + " timeout "
         + transfer.id, () -> {
           if (transfer.outcome == Outcome.PENDING) {
@@ -302,6 +304,94 @@ public final class BankSimulation {
             next.run();
           }
         });
+  }
+
+  /** Records the versions a committed transaction's participants reported. */
+  private void observe(Transfer transfer, CoordinatorCore.Outcome outcome) {
+    if (outcome instanceof CoordinatorCore.Outcome.Committed committed) {
+      Map<EntityId, Long> reads = new LinkedHashMap<>();
+      Map<EntityId, Long> writes = new LinkedHashMap<>();
+      committed.results().forEach((entity, result) -> {
+        reads.put(entity, result.readVersion());
+        if (result.wrote()) {
+          writes.put(entity, result.version());
+        }
+      });
+      observed.put(transfer.id, new Observed(reads, writes));
+    }
+  }
+
+  /**
+   * The same transfer as an interactive transaction, request by request over the lossy client
+   * network: begin, withdraw, deposit, receipt, commit. A refused step aborts it; a lost message
+   * leaves the client to its timeout (and the node to its idle timeout).
+   */
+  private void interactiveTransfer(Transfer transfer, String clientName, Runnable next) {
+    java.util.function.Consumer<Outcome> finish = outcome -> {
+      if (transfer.outcome == Outcome.PENDING) {
+        transfer.outcome = outcome;
+        next.run();
+      }
+    };
+    List<Map.Entry<EntityId, Turn>> steps = List.of(
+        Map.entry(account(transfer.from), action("withdraw", transfer.amount)),
+        Map.entry(account(transfer.to), action("deposit", transfer.amount)),
+        Map.entry(receipt(transfer.id), parts(transfer).get(receipt(transfer.id)).turns().get(0)));
+    clientNetwork.send(clientName, "node", "begin " + transfer.id, ignored -> {
+      if (!node.isUp()) {
+        return;
+      }
+      long id = node.beginInteractive(transfer.id);
+      clientNetwork.send("node", clientName, "begun " + transfer.id,
+          begun -> interactiveStep(transfer, clientName, id, steps, 0, finish));
+    });
+  }
+
+  private void interactiveStep(Transfer transfer, String clientName, long id,
+      List<Map.Entry<EntityId, Turn>> steps, int index,
+      java.util.function.Consumer<Outcome> finish) {
+    if (transfer.outcome != Outcome.PENDING) {
+      return; // timed out meanwhile
+    }
+    if (index == steps.size()) {
+      clientNetwork.send(clientName, "node", "commit " + transfer.id, ignored -> {
+        if (!node.isUp()) {
+          return;
+        }
+        node.commitInteractive(id, outcome -> clientNetwork.send("node", clientName,
+            "committed " + transfer.id, answered -> {
+              observe(transfer, outcome);
+              finish.accept(switch (outcome) {
+                case CoordinatorCore.Outcome.Committed ignoredToo -> Outcome.COMMITTED;
+                case CoordinatorCore.Outcome.Failed failed ->
+                    failed.error().code() == dev.troupe.model.ErrorCode.OUTCOME_UNKNOWN
+                        ? Outcome.UNKNOWN : Outcome.ABORTED;
+              });
+            }));
+      });
+      return;
+    }
+    Map.Entry<EntityId, Turn> step = steps.get(index);
+    clientNetwork.send(clientName, "node", "step " + index + " " + transfer.id, ignored -> {
+      if (!node.isUp()) {
+        return;
+      }
+      node.stepInteractive(id, step.getKey(), step.getValue(), result -> clientNetwork.send(
+          "node", clientName, "step answer " + transfer.id, answered -> {
+            if (result instanceof dev.troupe.txn.TurnResult.Done) {
+              interactiveStep(transfer, clientName, id, steps, index + 1, finish);
+              return;
+            }
+            // Refused (a precondition), killed by wait-die, or gone with a crash: nothing of it
+            // commits. Abort it, in case it is still open.
+            clientNetwork.send(clientName, "node", "abort " + transfer.id, abort -> {
+              if (node.isUp()) {
+                node.abortInteractive(id);
+              }
+            });
+            finish.accept(Outcome.ABORTED);
+          }));
+    });
   }
 
   private Map<EntityId, CoordinatorCore.Part> parts(Transfer transfer) {

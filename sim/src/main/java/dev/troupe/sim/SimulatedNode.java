@@ -56,6 +56,10 @@ final class SimulatedNode {
   sealed interface Recipient {
     record Client(Consumer<TurnResult> answer) implements Recipient {}
 
+    /** The answer to one step of an interactive transaction. */
+    record Step(long transactionId, EntityId entity, Turn turn, Consumer<TurnResult> answer)
+        implements Recipient {}
+
     /** A vote for attempt {@code transactionId} of a coordinator's transaction. */
     record Voter(long coordinator, EntityId participant, long transactionId)
         implements Recipient {}
@@ -129,6 +133,9 @@ final class SimulatedNode {
   /** Orders planned transactions; positions restart with each incarnation, as in Troupe. */
   private SequencerCore<Long> sequencer = new SequencerCore<>();
   private boolean drainScheduled;
+  /** Open interactive transactions (idle timeout 300 simulated ms); lost on a crash. */
+  private dev.troupe.txn.InteractiveCore interactive = newInteractiveCore();
+  private final Map<Long, String> requestOfInteractive = new HashMap<>();
   private List<Runnable> awaitingSync = new ArrayList<>();
   private final List<Runnable> acknowledgedUnsynced = new ArrayList<>();
   private boolean syncScheduled;
@@ -239,6 +246,91 @@ final class SimulatedNode {
             typeOf.apply(entity), id, new Recipient.Client(answer))));
   }
 
+  // ------------------------------------------------------------------ interactive transactions
+
+  /** Begins an interactive transaction for {@code request}; returns its id. Must be up. */
+  long beginInteractive(String request) {
+    Invariants.check(up, "interactive transaction begun on a node that is down");
+    long id = newTransactionId();
+    requestOfTransaction.put(id, request);
+    requestOfInteractive.put(id, request);
+    interactive.begin(id, scheduler.nowMillis());
+    scheduleIdleCheck(id);
+    return id;
+  }
+
+  /**
+   * One step of an interactive transaction; {@code answer} receives the entity's answer (or the
+   * refusal of the lifecycle core), unless the node crashes first.
+   */
+  void stepInteractive(long id, EntityId entity, Turn turn, Consumer<TurnResult> answer) {
+    CompiledType type = typeOf.apply(entity);
+    try {
+      interactive.stepStarted(id, entity, type, scheduler.nowMillis());
+    } catch (dev.troupe.model.TroupeException refused) {
+      answer.accept(new TurnResult.Failed(refused));
+      return;
+    }
+    Recipient replyTo = new Recipient.Step(id, entity, turn, answer);
+    send("interactive", entity.toString(), "step tx " + id,
+        () -> deliverToEntity(entity,
+            new EntityTurnCore.Input.StepRequested<>(id, id, turn, type, replyTo)));
+  }
+
+  private void stepAnswered(Recipient.Step step, TurnResult result) {
+    interactive.stepFinished(step.transactionId(), step.entity(), step.turn(),
+        result instanceof TurnResult.Done, scheduler.nowMillis());
+    scheduleIdleCheck(step.transactionId());
+    if (result instanceof TurnResult.Failed failed
+        && failed.error().code() == dev.troupe.model.ErrorCode.ABORTED) {
+      abortInteractive(step.transactionId()); // wait-die killed it
+    }
+    step.answer().accept(result);
+  }
+
+  /** Commits an interactive transaction; {@code answer} receives the outcome. */
+  void commitInteractive(long id, Consumer<CoordinatorCore.Outcome> answer) {
+    dev.troupe.txn.InteractiveCore.Commit commit;
+    try {
+      commit = interactive.commit(id);
+    } catch (dev.troupe.model.TroupeException refused) {
+      answer.accept(new CoordinatorCore.Outcome.Failed(refused));
+      return;
+    }
+    if (commit.parts().isEmpty()) {
+      answer.accept(new CoordinatorCore.Outcome.Committed(id, Map.of()));
+      return;
+    }
+    long key = nextCoordinator++;
+    requestOfCoordinator.put(key, requestOfInteractive.get(id));
+    // Its locks are held under its id already: no retries (as in Troupe).
+    coordinators.put(key, new CoordinatorCore(commit.parts(), new CoordinatorCore.Limits(
+        settings.coordinatorLimits().prepareTimeoutMillis(), 0,
+        settings.coordinatorLimits().retryBackoffMillis())));
+    coordinatorAnswers.put(key, answer);
+    feedCoordinator(key, new CoordinatorCore.Input.Started(id));
+  }
+
+  /** Aborts an interactive transaction: its parts are dropped and its locks released. */
+  void abortInteractive(long id) {
+    interactive.abort(id).ifPresent(entities -> release(id, entities));
+  }
+
+  private void release(long id, List<EntityId> entities) {
+    for (EntityId entity : entities) {
+      send("interactive", entity.toString(), "abort tx " + id,
+          () -> deliverToEntity(entity,
+              new EntityTurnCore.Input.DecisionReceived<>(id, false, null)));
+    }
+  }
+
+  private void scheduleIdleCheck(long id) {
+    interactive.idleDeadlineMillis(id).ifPresent(deadline -> later(
+        deadline - scheduler.nowMillis(), "idle check tx " + id,
+        () -> interactive.expireIfIdle(id, scheduler.nowMillis())
+            .ifPresent(entities -> release(id, entities))));
+  }
+
   /** Crashes the node: everything in memory and in flight is lost, so is the unsynced journal. */
   void crash() {
     Invariants.check(up, "crash of a node that is down");
@@ -250,6 +342,7 @@ final class SimulatedNode {
     coordinatorAnswers.clear();
     sequencer = new SequencerCore<>();
     drainScheduled = false;
+    interactive = newInteractiveCore();
     durable.clear();
     awaitingSync = new ArrayList<>();
     acknowledgedUnsynced.clear();
@@ -397,6 +490,8 @@ final class SimulatedNode {
   private void reply(EntityId entity, EntityTurnCore.Effect.Reply<Recipient> reply) {
     switch (reply.replyTo()) {
       case Recipient.Client client -> client.answer().accept(reply.result());
+      case Recipient.Step step -> send(entity.toString(), "interactive", "step answer " + entity,
+          () -> stepAnswered(step, reply.result()));
       case Recipient.Voter voter -> send(entity.toString(), "coordinator-" + voter.coordinator(),
           "vote " + entity, () -> feedCoordinator(voter.coordinator(),
               new CoordinatorCore.Input.VoteReceived(voter.participant(),
@@ -542,6 +637,11 @@ final class SimulatedNode {
   /** Ids grow with simulated time and never repeat within a run (ages for wait-die). */
   long newTransactionId() {
     return clock.tick();
+  }
+
+  private static dev.troupe.txn.InteractiveCore newInteractiveCore() {
+    return new dev.troupe.txn.InteractiveCore(
+        new dev.troupe.txn.InteractiveCore.Limits(10_000, 64, 300));
   }
 
   private void advanceClockPast(long timestamp) {
