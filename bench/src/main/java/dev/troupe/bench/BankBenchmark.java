@@ -2,6 +2,7 @@ package dev.troupe.bench;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.troupe.model.EntityId;
+import dev.troupe.model.ErrorCode;
 import dev.troupe.model.Json;
 import dev.troupe.model.TroupeException;
 import dev.troupe.model.spec.SpecParser;
@@ -147,7 +148,7 @@ final class BankBenchmark extends Benchmark {
       List<Bank> banks = new ArrayList<>();
       try {
         for (String name : policies) {
-          banks.add(Bank.open(scenario + "/" + name, scenario,
+          banks.add(Bank.open(settings.warmup().toNanos(), scenario + "/" + name, scenario,
               name.equals("psac") ? maxInFlight : 1, maxOvertakes, accounts, threads,
               transactionMode));
         }
@@ -184,6 +185,10 @@ final class BankBenchmark extends Benchmark {
     private final LongAdder lockConflicts = new LongAdder();
     private final LongAdder otherAborts = new LongAdder();
     private final TransactionRequest.Mode mode;
+    /** Unmeasured seconds at the start of each round, as nanoseconds. */
+    private long warmupNanos;
+    /** Sessions opened so far; the first (an unmeasured round) counts nothing. */
+    private int rounds;
     private long measuredCommitted;
     private long measuredAnswered;
 
@@ -197,7 +202,7 @@ final class BankBenchmark extends Benchmark {
       this.troupe = troupe;
     }
 
-    static Bank open(String name, String scenario, int maxInFlight, int maxOvertakes,
+    static Bank open(long warmupNanos, String name, String scenario, int maxInFlight, int maxOvertakes,
         int accounts, int threads, TransactionRequest.Mode mode) throws Exception {
       TemporaryDirectory directory = TemporaryDirectory.create("bank-" + name.replace('/', '-'));
       Troupe troupe = null;
@@ -209,6 +214,7 @@ final class BankBenchmark extends Benchmark {
         troupe.defineType(SpecParser.parse("Transfer",
             TRANSFER_SPEC.getBytes(StandardCharsets.UTF_8), true)).join();
         Bank bank = new Bank(name, scenario, accounts, directory, troupe, mode);
+        bank.warmupNanos = warmupNanos;
         bank.openAccounts(threads);
         return bank;
       } catch (Exception | Error e) {
@@ -251,9 +257,13 @@ final class BankBenchmark extends Benchmark {
     public AlternatingComparison.Session open(int workers) {
       long committedBefore = committed.sum();
       long answeredBefore = answered();
+      // Only what the measured rounds do after their warm-up counts, as for the throughput.
+      boolean measured = rounds++ > 0;
+      long measuredFrom = System.nanoTime() + warmupNanos;
       return new AlternatingComparison.Session() {
         @Override
         public void perform(int worker, long sequence) {
+          boolean counts = measured && System.nanoTime() >= measuredFrom;
           CompletableFuture<?> operation;
           if (scenario.equals("nosync")) {
             operation = troupe.invoke(
@@ -274,10 +284,16 @@ final class BankBenchmark extends Benchmark {
           }
           try {
             operation.join();
-            committed.increment();
+            if (counts) {
+              committed.increment();
+            }
           } catch (CompletionException e) {
             if (!(e.getCause() instanceof TroupeException error)) {
               throw e;
+            }
+            if (!counts && (error.code() == ErrorCode.PRECONDITION_FAILED
+                || error.code() == ErrorCode.ABORTED)) {
+              return;
             }
             switch (error.code()) {
               case PRECONDITION_FAILED -> preconditionFailures.increment();
@@ -324,6 +340,7 @@ final class BankBenchmark extends Benchmark {
       report.result(name, "precondition_failures", preconditionFailures.sum());
       report.result(name, "lock_conflict_aborts", lockConflicts.sum());
       report.result(name, "other_aborts", otherAborts.sum());
+      // Engine totals since it opened: every round, warm-up included.
       report.result(name, "wait_die_retries", metrics.lockConflictRetries());
       report.result(name, "psac_delays", metrics.psacDelays());
       long answered = answered();

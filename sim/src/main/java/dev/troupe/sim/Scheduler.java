@@ -32,7 +32,6 @@ public final class Scheduler {
     }
   }
 
-  private final long seed;
   private final SplittableRandom random;
   private final PriorityQueue<Event> events = new PriorityQueue<>();
   private final Trace trace;
@@ -45,13 +44,8 @@ public final class Scheduler {
    * @param traceCapacity how many of the last steps the trace keeps
    */
   public Scheduler(long seed, int traceCapacity) {
-    this.seed = seed;
     this.random = new SplittableRandom(seed);
     this.trace = new Trace(traceCapacity);
-  }
-
-  public long seed() {
-    return seed;
   }
 
   /** The current simulated time in milliseconds (starts at 0). */

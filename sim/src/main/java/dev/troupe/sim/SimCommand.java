@@ -84,10 +84,13 @@ public final class SimCommand implements Callable<Integer> {
       case "planned" -> List.of(true);
       default -> throw new IllegalArgumentException("--mode must be planned, dynamic or both");
     };
-    List<String[]> configurations = new ArrayList<>();
+    BankSimulation.Options defaults = BankSimulation.Options.DEFAULTS;
+    List<BankSimulation.Options> configurations = new ArrayList<>();
     for (String policy : admissions) {
       for (boolean planned : modes) {
-        configurations.add(new String[] {policy, planned ? "planned" : "dynamic"});
+        configurations.add(new BankSimulation.Options(policy, planned, accounts, clients,
+            defaults.openingBalance(), durationMillis, defaults.faultFreeShare(), crashMeanMillis,
+            clientLoss, defaults.clientTimeoutMillis()));
       }
     }
     if (seeds < 1 || steps < 1 || accounts < 2 || clients < 1 || durationMillis < 1) {
@@ -105,20 +108,18 @@ public final class SimCommand implements Callable<Integer> {
             new me.tongfei.progressbar.ConsoleProgressBarConsumer(System.err))
         .build()) {
       for (long each = first; each < first + count; each++) {
-        for (String[] configuration : configurations) {
-          BankSimulation.Options options = new BankSimulation.Options(configuration[0],
-              configuration[1].equals("planned"), accounts, clients, 100, durationMillis, 0.3,
-              crashMeanMillis, clientLoss, 2_000);
+        for (BankSimulation.Options options : configurations) {
           BankSimulation.Result result = BankSimulation.run(each, options, steps);
           totalSteps += result.steps();
-          String name = configuration[0] + " " + configuration[1];
+          String mode = options.planned() ? "planned" : "dynamic";
+          String name = options.admission() + " " + mode;
           if (seed != null) {
             System.out.println(name + " " + result.summary());
           }
           if (!result.passed()) {
             failures.add(result);
             System.out.println("FAILED: --seed " + result.seed() + " --admission "
-                + configuration[0] + " --mode " + configuration[1] + ": " + result.failure());
+                + options.admission() + " --mode " + mode + ": " + result.failure());
             System.out.println(result.trace());
           }
           progress.step();

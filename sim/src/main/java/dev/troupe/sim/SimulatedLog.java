@@ -27,7 +27,6 @@ public final class SimulatedLog {
 
   private final ByteArrayOutputStream bytes = new ByteArrayOutputStream();
   private int syncedLength;
-  private long records;
 
   /** Appends one record (visible at once, durable after the next {@link #sync}). */
   public void append(byte[] payload) {
@@ -37,7 +36,6 @@ public final class SimulatedLog {
     header.putInt(payload.length).putInt((int) crc.getValue());
     bytes.writeBytes(header.array());
     bytes.writeBytes(payload);
-    records++;
   }
 
   /** Makes everything appended so far durable. */
@@ -98,12 +96,6 @@ public final class SimulatedLog {
     bytes.reset();
     bytes.write(all, 0, at);
     syncedLength = at;
-    records = read.size();
     return read;
-  }
-
-  /** Records appended since the file was created or last recovered (including unsynced ones). */
-  public long records() {
-    return records;
   }
 }

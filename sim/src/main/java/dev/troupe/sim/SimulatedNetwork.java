@@ -49,7 +49,6 @@ public final class SimulatedNetwork {
   /** Processes cut off from every process outside the set, while a partition lasts. */
   private Set<String> partitioned = Set.of();
   private long partitionEndsMillis;
-  private long sent;
   private long delivered;
   private long dropped;
   private long duplicated;
@@ -71,7 +70,6 @@ public final class SimulatedNetwork {
    * arrives.
    */
   public <M> void send(String from, String to, M message, Consumer<M> deliver) {
-    sent++;
     var random = scheduler.random();
     if (faults.dropProbability() > 0 && random.nextDouble() < faults.dropProbability()) {
       dropped++;
@@ -125,10 +123,6 @@ public final class SimulatedNetwork {
       return false;
     }
     return partitioned.contains(from) != partitioned.contains(to);
-  }
-
-  public long sent() {
-    return sent;
   }
 
   public long delivered() {

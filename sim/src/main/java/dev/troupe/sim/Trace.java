@@ -38,11 +38,6 @@ public final class Trace {
     return List.copyOf(lines);
   }
 
-  /** How many lines were ever recorded (kept or dropped). */
-  public long recorded() {
-    return recorded;
-  }
-
   /** The kept lines as text, with a note of how many earlier ones were dropped. */
   @Override
   public String toString() {

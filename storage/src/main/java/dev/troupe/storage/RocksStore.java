@@ -185,17 +185,11 @@ public final class RocksStore implements Store {
       long weight = this.weight;
       java.util.Set<String> touched = new java.util.HashSet<>();
       for (Operation operation : operations) {
-        switch (operation) {
-          case Operation.DeleteEntity ignored -> {
-            return new CachedState(next, (int) Math.min(Integer.MAX_VALUE,
-                weight - Codec.estimateWeight(state) + Codec.estimateWeight(next)));
-          }
-          case Operation.Assign assign -> touched.add(assign.key());
-          case Operation.DeleteKey delete -> touched.add(delete.key());
-          case Operation.Increment increment -> touched.add(increment.key());
-          case Operation.AddElement add -> touched.add(add.key());
-          case Operation.RemoveElement remove -> touched.add(remove.key());
+        if (operation instanceof Operation.DeleteEntity) {
+          return new CachedState(next, (int) Math.min(Integer.MAX_VALUE,
+              weight - Codec.estimateWeight(state) + Codec.estimateWeight(next)));
         }
+        touched.add(operation.key());
       }
       for (String key : touched) {
         weight += Codec.estimateEntryWeight(key, next.get(key))

@@ -354,8 +354,11 @@ public final class EntityTurnCore<R> {
   }
 
   private boolean canRun(Waiting<R> turn) {
+    // The lock set is only worked out when a transaction holds locks here (rarely): a turn's
+    // access under key-level admission binds its arguments.
     return inFlight.size() < limits.maxInFlightCommitsPerEntity()
-        && !locks.conflictsWithHolders(AccessSets.forTurn(turn.type(), turn.turn()));
+        && (locks.holderCount() == 0
+            || !locks.conflictsWithHolders(AccessSets.forTurn(turn.type(), turn.turn())));
   }
 
   /** Runs queued turns in arrival order while the head may run. */

@@ -128,11 +128,19 @@ public final class CompiledType {
       String action,
       Map<String, Expression> arguments) {}
 
+  /**
+   * @param plainKeysRead declared plain keys named in a precondition or effect
+   * @param variablesRead member bindings' variables named in a precondition or effect
+   * @param readsWholeState whether an expression names {@code state}
+   */
   private record CompiledAction(
       ActionSpec spec,
       List<Expression> preconditions,
       List<Effect> effects,
-      List<CompiledSync> sync) {}
+      List<CompiledSync> sync,
+      Set<String> plainKeysRead,
+      Set<String> variablesRead,
+      boolean readsWholeState) {}
 
   private CompiledType(
       TypeSpec spec, Map<String, Object> defaults, Map<String, CompiledAction> actions) {
@@ -470,31 +478,44 @@ public final class CompiledType {
         compiled.spec().members().isEmpty()
             ? Map.of()
             : bindMembers(compiled.spec(), bindArguments(compiled.spec(), params));
-    java.util.Set<String> reads = new java.util.TreeSet<>();
+    java.util.Set<String> reads = new java.util.TreeSet<>(compiled.plainKeysRead());
+    for (String variable : compiled.variablesRead()) {
+      reads.add(members.get(variable).key());
+    }
     java.util.Set<String> writes = new java.util.TreeSet<>();
-    boolean wholeState = false;
-    List<String> texts = new ArrayList<>();
-    compiled.preconditions().forEach(expression -> texts.add(expression.text()));
     for (Effect effect : compiled.effects()) {
       BoundMember member = members.get(effect.variable());
       writes.add(member == null ? effect.variable() : member.key());
-      texts.add(effect.expression().text());
     }
+    return new ActionAccess(reads, writes, compiled.readsWholeState());
+  }
+
+  /**
+   * The names an action's expressions mention, found once at compilation (the {@link #access}
+   * of every turn under key-level admission needs them).
+   */
+  private static CompiledAction withNamesRead(TypeSpec type, CompiledAction action) {
+    java.util.Set<String> plainKeys = new java.util.TreeSet<>();
+    java.util.Set<String> variables = new java.util.TreeSet<>();
+    boolean wholeState = false;
+    List<String> texts = new ArrayList<>();
+    action.preconditions().forEach(expression -> texts.add(expression.text()));
+    action.effects().forEach(effect -> texts.add(effect.expression().text()));
     for (String text : texts) {
       java.util.regex.Matcher identifiers = IDENTIFIER.matcher(text);
       while (identifiers.find()) {
         String identifier = identifiers.group();
-        BoundMember member = members.get(identifier);
         if (identifier.equals(Names.STATE_VARIABLE)) {
           wholeState = true;
-        } else if (member != null) {
-          reads.add(member.key());
-        } else if (spec.keys().containsKey(identifier) && !spec.keys().get(identifier).family()) {
-          reads.add(identifier);
+        } else if (action.spec().members().containsKey(identifier)) {
+          variables.add(identifier);
+        } else if (type.keys().containsKey(identifier) && !type.keys().get(identifier).family()) {
+          plainKeys.add(identifier);
         }
       }
     }
-    return new ActionAccess(reads, writes, wholeState);
+    return new CompiledAction(action.spec(), action.preconditions(), action.effects(),
+        action.sync(), Set.copyOf(plainKeys), Set.copyOf(variables), wholeState);
   }
 
   /** Whether the action has effects (so it writes), whatever its arguments. */
@@ -913,8 +934,8 @@ public final class CompiledType {
                 Collections.unmodifiableMap(arguments)));
       }
     }
-    return new CompiledAction(
-        action, List.copyOf(preconditions), List.copyOf(effects), List.copyOf(sync));
+    return withNamesRead(type, new CompiledAction(action, List.copyOf(preconditions),
+        List.copyOf(effects), List.copyOf(sync), Set.of(), Set.of(), false));
   }
 
   private static Cel environment(
