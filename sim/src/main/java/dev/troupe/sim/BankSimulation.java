@@ -91,18 +91,10 @@ public final class BankSimulation {
         new Options("serial", false, 4, 6, 100, 3_000, 0.3, 400, 0.02, 2_000);
   }
 
-  /** Runs one seed with a deliberately broken node shell (tests of the checkers). */
+  /** Runs one seed with a deliberately broken node or core (tests of the checkers). */
   static Result runMutated(long seed, Options options, long maxSteps,
       SimulatedNode.Mutation mutation) {
     return new BankSimulation(seed, options, mutation).run(maxSteps);
-  }
-
-  /** Runs one seed with a deliberately broken core (tests of the checkers). */
-  static Result runMutated(long seed, Options options, long maxSteps,
-      dev.troupe.txn.Mutations.Mutation mutation) {
-    try (var ignored = dev.troupe.txn.Mutations.activate(mutation)) {
-      return run(seed, options, maxSteps);
-    }
   }
 
   /** A run's verdict and what it did. */

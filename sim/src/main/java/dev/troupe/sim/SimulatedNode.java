@@ -11,6 +11,7 @@ import dev.troupe.storage.DecidedTransaction;
 import dev.troupe.storage.InDoubtResolution;
 import dev.troupe.storage.PreparedTransaction;
 import dev.troupe.txn.EntityTurnCore;
+import dev.troupe.txn.Mutations;
 import dev.troupe.txn.SequencerCore;
 import dev.troupe.txn.Turn;
 import dev.troupe.txn.TurnCodec;
@@ -22,6 +23,7 @@ import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.function.Consumer;
 import java.util.function.Function;
 
@@ -98,7 +100,9 @@ final class SimulatedNode {
      * At restart, do not advance the clock past the journal: after a backward clock jump,
      * timestamps would repeat or go back.
      */
-    SKIP_CLOCK_RECOVERY
+    SKIP_CLOCK_RECOVERY,
+    /** Inside the production core: {@link Mutations.Mutation#RELEASE_LOCKS_AT_VOTE}. */
+    RELEASE_LOCKS_AT_VOTE
   }
 
   /**
@@ -448,7 +452,10 @@ final class SimulatedNode {
 
   private void deliverToEntity(EntityId entity, EntityTurnCore.Input<Recipient> input) {
     EntityTurnCore<Recipient> core = entities.computeIfAbsent(entity,
-        ignored -> new EntityTurnCore<>(entity, durable(entity), TurnLimits.DEFAULTS, 0));
+        ignored -> new EntityTurnCore<>(entity, durable(entity), TurnLimits.DEFAULTS, 0,
+            settings.mutation() == Mutation.RELEASE_LOCKS_AT_VOTE
+                ? Set.of(Mutations.Mutation.RELEASE_LOCKS_AT_VOTE)
+                : Set.of()));
     runEntityEffects(entity, core.handle(input));
   }
 

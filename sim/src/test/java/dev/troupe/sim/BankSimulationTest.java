@@ -84,8 +84,9 @@ class BankSimulationTest {
       Long caughtBy = null;
       String failure = null;
       for (long seed = 1; seed <= SEEDS_PER_CONFIGURATION && caughtBy == null; seed++) {
-        BankSimulation.Result result =
-            BankSimulation.runMutated(seed, options.get(mutation), MAX_STEPS, mutation);
+        // A core mutation reaches the core through the node, which constructs it.
+        BankSimulation.Result result = BankSimulation.runMutated(seed, options.get(mutation),
+            MAX_STEPS, SimulatedNode.Mutation.valueOf(mutation.name()));
         if (!result.passed()) {
           caughtBy = seed;
           failure = result.failure();
@@ -95,7 +96,7 @@ class BankSimulationTest {
           mutation + " went unnoticed in " + SEEDS_PER_CONFIGURATION + " seeds");
       System.out.println(mutation + " caught by seed " + caughtBy + ": " + failure);
     }
-    // And once switched off again, the same seeds pass.
+    // Without it, the same seeds pass.
     assertTrue(BankSimulation.run(1, BankSimulation.Options.DEFAULTS, MAX_STEPS).passed());
   }
 

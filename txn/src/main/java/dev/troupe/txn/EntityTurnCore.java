@@ -263,7 +263,20 @@ public final class EntityTurnCore<R> {
   private boolean activeSinceIdleCheck = true;
 
   /** @param durable the entity's latest durable state, read from the store at start */
+  /** Deliberate breakages (empty outside the simulator's tests). */
+  private final java.util.Set<Mutations.Mutation> mutations;
+
   public EntityTurnCore(EntityId entity, EntityState durable, TurnLimits limits, int originDc) {
+    this(entity, durable, limits, originDc, java.util.Set.of());
+  }
+
+  /**
+   * A core with deliberate breakages: only the simulator's tests pass any (see {@link
+   * Mutations}).
+   */
+  public EntityTurnCore(EntityId entity, EntityState durable, TurnLimits limits, int originDc,
+      java.util.Set<Mutations.Mutation> mutations) {
+    this.mutations = java.util.Set.copyOf(mutations);
     this.entity = entity;
     this.limits = limits;
     this.originDc = originDc;
@@ -466,7 +479,7 @@ public final class EntityTurnCore<R> {
     replies.add(new PendingReply<>(lastSubmittedSerial, participation.request.voteTo(),
         participation.stateAfter, true, null, false));
     releaseReplies(effects);
-    if (Mutations.isActive(Mutations.Mutation.RELEASE_LOCKS_AT_VOTE)
+    if (mutations.contains(Mutations.Mutation.RELEASE_LOCKS_AT_VOTE)
         && participation.gateItem == null) {
       grant(locks.release(transactionId), effects); // a deliberate bug (simulator tests only)
     }

@@ -1,18 +1,14 @@
 package dev.troupe.txn;
 
-import java.util.EnumSet;
-import java.util.Set;
-
 /**
- * Deliberate breakages of the cores, which only the deterministic simulator's tests switch on, to
- * show that its checkers catch a core that is wrong (issue 5). Production never activates one:
- * each fault point is a read of an empty set, and the cores behave exactly as without it.
- *
- * <p><b>Concurrency.</b> A single volatile reference: tests activate a mutation around a
- * single-threaded simulation run and deactivate it after ({@link #activate} returns the handle
- * that does).
+ * Deliberate breakages of the cores, which only the deterministic simulator's tests pass to a core
+ * (through its constructor), to show that the simulator's checkers catch a core that is wrong
+ * (issue 5). Production constructs every core without one, so it behaves exactly as if this did
+ * not exist.
  */
 public final class Mutations {
+  private Mutations() {}
+
   /** One breakage. */
   public enum Mutation {
     /**
@@ -20,36 +16,5 @@ public final class Mutations {
      * another transaction can then read and overwrite what the first one is about to commit.
      */
     RELEASE_LOCKS_AT_VOTE
-  }
-
-  private static volatile Set<Mutation> active = Set.of();
-
-  private Mutations() {}
-
-  /** Whether {@code mutation} is switched on (never, outside the simulator's tests). */
-  static boolean isActive(Mutation mutation) {
-    Set<Mutation> current = active;
-    return !current.isEmpty() && current.contains(mutation);
-  }
-
-  /** Switches {@code mutation} on until the returned handle is closed. */
-  public static Activation activate(Mutation mutation) {
-    EnumSet<Mutation> next = active.isEmpty() ? EnumSet.noneOf(Mutation.class)
-        : EnumSet.copyOf(active);
-    next.add(mutation);
-    active = Set.copyOf(next);
-    return () -> {
-      EnumSet<Mutation> remaining = EnumSet.noneOf(Mutation.class);
-      remaining.addAll(active);
-      remaining.remove(mutation);
-      active = Set.copyOf(remaining);
-    };
-  }
-
-  /** Switches a mutation off again. */
-  @FunctionalInterface
-  public interface Activation extends AutoCloseable {
-    @Override
-    void close();
   }
 }
