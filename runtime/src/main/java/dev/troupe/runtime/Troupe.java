@@ -29,7 +29,6 @@ import dev.troupe.txn.CoordinatorCore;
 import dev.troupe.txn.InteractiveCore;
 import dev.troupe.txn.TurnCodec;
 import dev.troupe.txn.TurnEvaluator;
-import dev.troupe.model.Invariants;
 import java.util.LinkedHashMap;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
@@ -170,15 +169,10 @@ public final class Troupe implements AutoCloseable {
    * prepared. PSAC parts are re-evaluated, in arrival order, on the state they meet.
    */
   private void resolveInDoubtTransactions() {
-    InDoubtResolution resolution = store.resolveInDoubtTransactions((part, current) -> {
-      TurnEvaluator.Sequence evaluated = TurnEvaluator.evaluateSequence(part.entity(),
-          typeOf(part.entity()), current, TurnCodec.decode(part.redo()), part.transactionId(),
-          settings.storage().dataCentreId(), settings.turnLimits());
-      Invariants.check(evaluated.error() == null,
-          "the decided part of transaction %d on %s fails on recovery: %s", part.transactionId(),
-          part.entity(), evaluated.error() == null ? "" : evaluated.error().getMessage());
-      return evaluated.operations();
-    });
+    InDoubtResolution resolution = store.resolveInDoubtTransactions((part, current) ->
+        TurnEvaluator.redo(part.entity(), typeOf(part.entity()), current,
+            TurnCodec.decode(part.redo()), part.transactionId(),
+            settings.storage().dataCentreId(), settings.turnLimits()));
     transactionMetrics.recordRecovery(resolution.toCommit().size(), resolution.toAbort().size());
     if (!resolution.isEmpty()) {
       log.info("resolved in-doubt transactions: committed {} prepared parts, aborted {},"

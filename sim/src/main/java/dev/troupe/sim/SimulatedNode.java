@@ -384,33 +384,25 @@ final class SimulatedNode {
     }
     InDoubtResolution resolution = InDoubtResolution.of(
         new ArrayList<>(prepared.values()), new ArrayList<>(decided.values()));
-    List<PreparedTransaction> redone = new ArrayList<>();
+    // In the resolution's order, one at a time, as the real store applies it.
     for (PreparedTransaction part : resolution.toCommit()) {
       resolvedInDoubt++;
       if (settings.mutation() == Mutation.SKIP_IN_DOUBT_COMMITS) {
         append(new Abandoned(part.transactionId(), part.entity()));
-      } else if (part.needsRedo()) {
-        redone.add(part);
-      } else {
-        commitRecovered(part, part.operations());
+        continue;
       }
-    }
-    // As the real store: one at a time, per entity in arrival order, each on the state the
-    // previous one left.
-    redone.sort(java.util.Comparator.comparing((PreparedTransaction part) -> part.entity().toString())
-        .thenComparingLong(PreparedTransaction::arrival));
-    for (PreparedTransaction part : redone) {
-      this.redone++;
-      TurnEvaluator.Sequence evaluated = TurnEvaluator.evaluateSequence(part.entity(),
-          typeOf.apply(part.entity()), durable(part.entity()), TurnCodec.decode(part.redo()),
-          part.transactionId(), 0, TurnLimits.DEFAULTS);
-      Invariants.check(evaluated.error() == null,
-          "the decided part of transaction %d on %s fails on recovery: %s", part.transactionId(),
-          part.entity(), evaluated.error() == null ? "" : evaluated.error().getMessage());
-      if (evaluated.operations().isEmpty()) {
+      List<Operation> operations = part.operations();
+      if (part.needsRedo()) {
+        redone++;
+        operations = TurnEvaluator.redo(part.entity(), typeOf.apply(part.entity()),
+            durable(part.entity()), TurnCodec.decode(part.redo()), part.transactionId(), 0,
+            TurnLimits.DEFAULTS);
+      }
+      if (part.needsRedo() && operations.isEmpty()) {
+        // As the real store: a redo that changes nothing only removes its prepared record.
         append(new Abandoned(part.transactionId(), part.entity()));
       } else {
-        commitRecovered(part, evaluated.operations());
+        commitRecovered(part, operations);
       }
     }
     for (PreparedTransaction part : resolution.toAbort()) {

@@ -20,6 +20,10 @@ import java.util.Map;
  *       prepared part left means every participant applied it before the crash).
  * </ul>
  *
+ * <p>{@code toCommit} is in the order to apply: parts with their operations first, then parts
+ * that need a redo (PSAC), per entity in arrival order, to be applied one at a time so that each
+ * meets the state the previous one left.
+ *
  * <p>With several nodes (issue 7) an undecided participant must ask its coordinator instead; this
  * rule is the single-node case of that exchange.
  */
@@ -50,6 +54,10 @@ public record InDoubtResolution(
         abort.add(part);
       }
     }
+    // Stable: parts with operations keep their order, before every redo.
+    commit.sort(java.util.Comparator.comparing(PreparedTransaction::needsRedo)
+        .thenComparing(part -> part.needsRedo() ? part.entity().toString() : "")
+        .thenComparingLong(part -> part.needsRedo() ? part.arrival() : 0));
     return new InDoubtResolution(commit, abort, decided);
   }
 

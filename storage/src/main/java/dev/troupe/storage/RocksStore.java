@@ -582,9 +582,8 @@ public final class RocksStore implements Store {
       }
     }
     CompletableFuture.allOf(writes.toArray(CompletableFuture[]::new)).join();
-    // One at a time, in arrival order per entity: each meets the state the previous one left.
-    redone.sort(java.util.Comparator.comparing((PreparedTransaction part) -> part.entity().toString())
-        .thenComparingLong(PreparedTransaction::arrival));
+    // One at a time, in the resolution's order (per entity in arrival order): each meets the
+    // state the previous one left.
     for (PreparedTransaction part : redone) {
       List<Operation> operations = redo.operations(part, read(part.entity()));
       if (operations.isEmpty()) {

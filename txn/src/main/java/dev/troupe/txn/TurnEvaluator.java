@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import dev.troupe.model.EntityId;
 import dev.troupe.model.EntityState;
 import dev.troupe.model.ErrorCode;
+import dev.troupe.model.Invariants;
 import dev.troupe.model.Operation;
 import dev.troupe.model.TroupeException;
 import dev.troupe.model.spec.ActionOutcome;
@@ -51,6 +52,20 @@ public final class TurnEvaluator {
    * ones leave. When there are several, the set additions get distinct tag indexes (each turn alone
    * would number from 0). Pure, like {@link #evaluate}.
    */
+  /**
+   * The operations of a decided PSAC part, re-evaluated at recovery on the state it meets. Its
+   * transaction committed, so failing now would break atomicity: that is a bug (an invariant).
+   */
+  public static List<Operation> redo(EntityId entity, CompiledType type, EntityState state,
+      List<Turn> turns, long transactionId, int originDc, TurnLimits limits) {
+    Sequence evaluated =
+        evaluateSequence(entity, type, state, turns, transactionId, originDc, limits);
+    Invariants.check(evaluated.error() == null,
+        "the decided part of transaction %d on %s fails on recovery: %s", transactionId, entity,
+        evaluated.error() == null ? "" : evaluated.error().getMessage());
+    return evaluated.operations();
+  }
+
   public static Sequence evaluateSequence(EntityId entity, CompiledType type, EntityState state,
       List<Turn> turns, long transactionId, int originDc, TurnLimits limits) {
     EntityState scratch = state;
