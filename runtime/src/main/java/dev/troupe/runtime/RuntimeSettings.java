@@ -89,7 +89,8 @@ public record RuntimeSettings(
             positive(entity, "max-keys"),
             positive(entity, "max-set-elements"),
             positive(entity, "max-in-flight-commits"),
-            positive(entity, "max-queued-turns"));
+            positive(entity, "max-queued-turns"),
+            positive(entity, "max-open-transactions"));
     return new RuntimeSettings(
         storageSettings,
         limits,

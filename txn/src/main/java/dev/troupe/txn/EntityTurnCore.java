@@ -399,7 +399,7 @@ public final class EntityTurnCore<R> {
           "transaction %d already has a part on %s".formatted(transactionId, entity)))));
       return;
     }
-    if (participations.size() >= limits.maxQueuedTurnsPerEntity()) {
+    if (participations.size() >= limits.maxOpenTransactionsPerEntity()) {
       effects.add(new Effect.Reply<>(request.voteTo(), new TurnResult.Failed(new TroupeException(
           ErrorCode.OVERLOADED, "entity %s takes part in %d open transactions; retry later"
               .formatted(entity, participations.size())))));
@@ -518,7 +518,7 @@ public final class EntityTurnCore<R> {
     long transactionId = step.transactionId();
     Participation<R> participation = participations.get(transactionId);
     if (participation == null) {
-      if (participations.size() >= limits.maxQueuedTurnsPerEntity()) {
+      if (participations.size() >= limits.maxOpenTransactionsPerEntity()) {
         effects.add(new Effect.Reply<>(step.replyTo(), new TurnResult.Failed(new TroupeException(
             ErrorCode.OVERLOADED, "entity %s takes part in %d open transactions; retry later"
                 .formatted(entity, participations.size())))));

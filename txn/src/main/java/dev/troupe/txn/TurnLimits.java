@@ -7,13 +7,24 @@ package dev.troupe.txn;
  * @param maxSetElements most elements one set key may hold
  * @param maxInFlightCommitsPerEntity most commits of one entity submitted and not yet durable; later
  *     turns wait in the entity's queue (this is what pipelines a hot entity through group commit)
- * @param maxQueuedTurnsPerEntity most turns waiting behind the in-flight commits; past it turns are
- *     rejected with {@code overloaded}
+ * @param maxQueuedTurnsPerEntity most turns waiting behind the in-flight commits (and PSAC actions
+ *     delayed in its gate); past it turns are rejected with {@code overloaded}
+ * @param maxOpenTransactionsPerEntity most multi-entity transactions with a part open on one entity
+ *     (each holds locks and its evaluated state until its decision); past it new prepares and
+ *     steps are refused with {@code overloaded}
  */
 public record TurnLimits(
     int maxKeysPerEntity,
     int maxSetElements,
     int maxInFlightCommitsPerEntity,
-    int maxQueuedTurnsPerEntity) {
-  public static final TurnLimits DEFAULTS = new TurnLimits(1024, 10_000, 256, 10_000);
+    int maxQueuedTurnsPerEntity,
+    int maxOpenTransactionsPerEntity) {
+  public static final TurnLimits DEFAULTS = new TurnLimits(1024, 10_000, 256, 10_000, 10_000);
+
+  /** Limits with the default bound on open transactions (for tests of the turn limits). */
+  public TurnLimits(int maxKeysPerEntity, int maxSetElements, int maxInFlightCommitsPerEntity,
+      int maxQueuedTurnsPerEntity) {
+    this(maxKeysPerEntity, maxSetElements, maxInFlightCommitsPerEntity, maxQueuedTurnsPerEntity,
+        DEFAULTS.maxOpenTransactionsPerEntity());
+  }
 }
