@@ -70,6 +70,7 @@ public final class Troupe implements AutoCloseable {
   private final Map<String, Declared> declaredTypes = new ConcurrentHashMap<>();
   private final TurnMetrics metrics = new TurnMetrics();
   private final TransactionMetrics transactionMetrics = new TransactionMetrics();
+  private final CoordinatorCore.Limits coordinatorLimitsWithoutRetries;
   private final CoordinatorCore.Limits coordinatorLimits;
   private final Duration turnTimeout;
   private final AtomicBoolean failed = new AtomicBoolean();
@@ -85,6 +86,9 @@ public final class Troupe implements AutoCloseable {
         settings.transactions().prepareTimeoutMillis(),
         settings.transactions().maxLockConflictRetries(),
         settings.transactions().retryBackoffMillis());
+    // Planned and interactive transactions never die in a lock table, so are never retried.
+    this.coordinatorLimitsWithoutRetries = new CoordinatorCore.Limits(
+        coordinatorLimits.prepareTimeoutMillis(), 0, coordinatorLimits.retryBackoffMillis());
     this.interactive = new InteractiveCore(new InteractiveCore.Limits(
         settings.transactions().maxInteractiveTransactions(),
         settings.transactions().maxParticipants(),
@@ -422,7 +426,8 @@ public final class Troupe implements AutoCloseable {
       return awaitOutcome(transaction, TransactionRun::start);
     }
     // Planned: ordered by the sequencer, never dies, so never retried.
-    TransactionRun transaction = new TransactionRun(parts, types, noRetries(), true,
+    TransactionRun transaction = new TransactionRun(parts, types,
+        coordinatorLimitsWithoutRetries, true,
         entity -> registries.get(store.partitionOf(entity)), store, system.scheduler(),
         system.executionContext());
     return awaitOutcome(transaction, run -> {
@@ -437,11 +442,6 @@ public final class Troupe implements AutoCloseable {
           }));
       return outcome;
     });
-  }
-
-  private CoordinatorCore.Limits noRetries() {
-    return new CoordinatorCore.Limits(coordinatorLimits.prepareTimeoutMillis(), 0,
-        coordinatorLimits.retryBackoffMillis());
   }
 
   /**
@@ -593,7 +593,7 @@ public final class Troupe implements AutoCloseable {
       return CompletableFuture.completedFuture(new TransactionOutcome(transactionId, List.of()));
     }
     Map<EntityId, CompiledType> types = commit.types();
-    TransactionRun run = new TransactionRun(commit.parts(), types, noRetries(),
+    TransactionRun run = new TransactionRun(commit.parts(), types, coordinatorLimitsWithoutRetries,
         entity -> registries.get(store.partitionOf(entity)), store, system.scheduler(),
         system.executionContext());
     return awaitOutcome(run, started -> started.start(transactionId))

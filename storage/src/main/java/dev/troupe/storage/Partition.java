@@ -80,12 +80,7 @@ final class Partition implements Runnable {
       List<EntityEffect> effects,
       TransactionStateChange stateChange,
       CompletableFuture<Committed> future)
-      implements Task {
-    Commit(long transactionId, byte[] encodedRecord, List<EntityEffect> effects,
-        CompletableFuture<Committed> future) {
-      this(transactionId, encodedRecord, effects, null, future);
-    }
-  }
+      implements Task {}
 
   /** A put ({@code value != null}) or delete in the transactions column family. */
   record TransactionStateChange(byte[] key, byte[] value) {}

@@ -184,10 +184,6 @@ public final class InteractiveCore {
     return open.containsKey(transactionId);
   }
 
-  public int openCount() {
-    return open.size();
-  }
-
   private Session session(long transactionId) {
     Session session = open.get(transactionId);
     if (session == null) {

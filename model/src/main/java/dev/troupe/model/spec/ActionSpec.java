@@ -117,16 +117,6 @@ public record ActionSpec(
     validate(name, params, members, preconditions, effects, sync);
   }
 
-  /** An action without member bindings. */
-  public ActionSpec(
-      String name,
-      Map<String, ParamType> params,
-      List<String> preconditions,
-      Map<String, String> effects,
-      List<SyncSpec> sync) {
-    this(name, params, Map.of(), preconditions, effects, sync);
-  }
-
   /** An action without member bindings or sync calls. */
   public ActionSpec(
       String name,
