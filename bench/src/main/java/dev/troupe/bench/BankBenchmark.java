@@ -17,7 +17,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
-import java.util.concurrent.Semaphore;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.LongAdder;
 import picocli.CommandLine.Command;
@@ -227,18 +226,9 @@ final class BankBenchmark extends Benchmark {
     }
 
     private void openAccounts(int concurrency) throws InterruptedException {
-      Semaphore permits = new Semaphore(Math.max(1, concurrency));
-      List<CompletableFuture<?>> opened = new ArrayList<>();
       try (var progress = ProgressBars.start("open " + name, accounts, "accounts", 1)) {
-        for (int i = 0; i < accounts; i++) {
-          permits.acquire();
-          opened.add(troupe.invoke(new EntityId("Account", "a" + i), "open", initial())
-              .whenComplete((outcome, failure) -> {
-                permits.release();
-                progress.step();
-              }));
-        }
-        CompletableFuture.allOf(opened.toArray(CompletableFuture[]::new)).join();
+        BoundedSubmission.run(accounts, concurrency, progress,
+            i -> troupe.invoke(new EntityId("Account", "a" + i), "open", initial()));
       }
     }
 

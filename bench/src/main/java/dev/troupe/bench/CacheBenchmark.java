@@ -12,11 +12,7 @@ import dev.troupe.storage.StorageSettings;
 import dev.troupe.storage.Store;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.Map;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.Semaphore;
 import java.util.function.LongSupplier;
 import me.tongfei.progressbar.ProgressBar;
 import org.HdrHistogram.Histogram;
@@ -164,16 +160,8 @@ final class CacheBenchmark extends Benchmark {
 
   /** Increments the counter {@code operations} times, at most 256 turns in flight. */
   private void writeIncrements(Troupe troupe, ProgressBar progress) throws InterruptedException {
-    Semaphore inFlight = new Semaphore(MAX_OPERATIONS_IN_FLIGHT);
-    List<CompletableFuture<?>> pending = new ArrayList<>();
-    for (int operation = 0; operation < operations; operation++) {
-      inFlight.acquire();
-      pending.add(troupe.increment(ENTITY, KEY, 1).whenComplete((outcome, failure) -> {
-        inFlight.release();
-        progress.step();
-      }));
-    }
-    CompletableFuture.allOf(pending.toArray(CompletableFuture[]::new)).join();
+    BoundedSubmission.run(operations, MAX_OPERATIONS_IN_FLIGHT, progress,
+        operation -> troupe.increment(ENTITY, KEY, 1));
   }
 
   private void checkHoldsEveryIncrement(EntityState state) {

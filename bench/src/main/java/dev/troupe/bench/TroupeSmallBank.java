@@ -19,9 +19,7 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
-import java.util.concurrent.Semaphore;
 
 /**
  * SmallBank on an embedded Troupe engine: one {@code Branch} entity per branch, holding its
@@ -133,23 +131,15 @@ final class TroupeSmallBank implements AutoCloseable {
 
   private void load(SmallBankWorkload.Shape shape, long openingBalance, int concurrency)
       throws InterruptedException {
-    Semaphore permits = new Semaphore(Math.max(1, concurrency));
-    List<CompletableFuture<?>> loaded = new ArrayList<>();
+    Map<String, JsonNode> accounts = new LinkedHashMap<>();
+    for (int index = 0; index < shape.customersPerBranch(); index++) {
+      accounts.put(checking(index), LongNode.valueOf(openingBalance));
+      accounts.put(savings(index), LongNode.valueOf(openingBalance));
+    }
     try (var progress = ProgressBars.start("load troupe " + policy, shape.branches(),
         "branches", 1)) {
-      for (int branch = 0; branch < shape.branches(); branch++) {
-        Map<String, JsonNode> accounts = new LinkedHashMap<>();
-        for (int index = 0; index < shape.customersPerBranch(); index++) {
-          accounts.put(checking(index), LongNode.valueOf(openingBalance));
-          accounts.put(savings(index), LongNode.valueOf(openingBalance));
-        }
-        permits.acquire();
-        loaded.add(troupe.patch(branch(branch), accounts).whenComplete((outcome, failure) -> {
-          permits.release();
-          progress.step();
-        }));
-      }
-      CompletableFuture.allOf(loaded.toArray(CompletableFuture[]::new)).join();
+      BoundedSubmission.run(shape.branches(), concurrency, progress,
+          branch -> troupe.patch(branch(branch), accounts));
     }
   }
 
