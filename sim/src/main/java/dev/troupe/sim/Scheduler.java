@@ -19,8 +19,8 @@ import java.util.SplittableRandom;
  * <p>Not thread-safe, by design.
  */
 public final class Scheduler {
-  private record Event(long atMillis, long tieBreak, long sequence, String description,
-      Runnable action) implements Comparable<Event> {
+  private record Event(long atMillis, long tieBreak, long sequence,
+      java.util.function.Supplier<String> description, Runnable action) implements Comparable<Event> {
     @Override
     public int compareTo(Event other) {
       int byTime = Long.compare(atMillis, other.atMillis);
@@ -77,6 +77,15 @@ public final class Scheduler {
    * due now that won the draw). {@code description} is what the trace shows for the step.
    */
   public void schedule(long delayMillis, String description, Runnable action) {
+    schedule(delayMillis, () -> description, action);
+  }
+
+  /**
+   * As {@link #schedule(long, String, Runnable)}, with a description worked out when the step
+   * runs (an ordered mailbox knows only then which message the step delivers).
+   */
+  public void schedule(long delayMillis, java.util.function.Supplier<String> description,
+      Runnable action) {
     events.add(new Event(nowMillis + Math.max(0, delayMillis), random.nextLong(), scheduled++,
         description, action));
   }
@@ -89,7 +98,7 @@ public final class Scheduler {
     }
     nowMillis = next.atMillis();
     steps++;
-    trace.record(nowMillis, steps, next.description());
+    trace.record(nowMillis, steps, next.description().get());
     next.action().run();
     return true;
   }

@@ -18,8 +18,9 @@ import picocli.CommandLine.Option;
 @Command(
     name = "sim",
     mixinStandardHelpOptions = true,
-    description = "Deterministic simulation of the engine with injected faults (bank workload:"
-        + " transfers and credits, node crashes with torn journals, a lossy client network).",
+    description = "Deterministic simulation of the engine with injected faults (bank and"
+        + " list-append workloads, node crashes with torn journals, clock jumps, a lossy client"
+        + " network).",
     footer = {"", "Examples:", "  troupe sim --seed 42", "  troupe sim --seeds 500 --from 1",
         "  troupe sim --seeds 10000 --from 1 --admission psac --mode planned"})
 public final class SimCommand implements Callable<Integer> {
@@ -49,11 +50,19 @@ public final class SimCommand implements Callable<Integer> {
           + " (default: ${DEFAULT-VALUE}).")
   String mode;
 
+  @Option(names = "--workload", defaultValue = "all",
+      description = "bank, list-append or all (composed in one run) (default: ${DEFAULT-VALUE}).")
+  String workload;
+
+  @Option(names = "--lists", defaultValue = "3",
+      description = "Lists of the list-append workload (default: ${DEFAULT-VALUE}).")
+  int lists;
+
   @Option(names = "--accounts", defaultValue = "4",
       description = "Accounts (few means contention) (default: ${DEFAULT-VALUE}).")
   int accounts;
 
-  @Option(names = "--clients", defaultValue = "6",
+  @Option(names = "--clients", defaultValue = "8",
       description = "Concurrent clients (default: ${DEFAULT-VALUE}).")
   int clients;
 
@@ -84,32 +93,37 @@ public final class SimCommand implements Callable<Integer> {
       case "planned" -> List.of(true);
       default -> throw new IllegalArgumentException("--mode must be planned, dynamic or both");
     };
-    BankSimulation.Options defaults = BankSimulation.Options.DEFAULTS;
-    List<BankSimulation.Options> configurations = new ArrayList<>();
+    List<String> workloads = workload.equals("all") ? Simulation.WORKLOADS : List.of(workload);
+    if (!Simulation.WORKLOADS.containsAll(workloads)) {
+      throw new IllegalArgumentException("--workload must be bank, list-append or all");
+    }
+    if (seeds < 1 || steps < 1 || accounts < 2 || lists < 1 || clients < 1
+        || durationMillis < 1) {
+      throw new IllegalArgumentException("--seeds, --steps, --lists, --clients and"
+          + " --duration-millis must be positive, --accounts >= 2");
+    }
+    Simulation.Options defaults = Simulation.Options.DEFAULTS;
+    List<Simulation.Options> configurations = new ArrayList<>();
     for (String policy : admissions) {
       for (boolean planned : modes) {
-        configurations.add(new BankSimulation.Options(policy, planned, accounts, clients,
-            defaults.openingBalance(), durationMillis, defaults.faultFreeShare(), crashMeanMillis,
-            clientLoss, defaults.clientTimeoutMillis()));
+        configurations.add(new Simulation.Options(policy, planned, workloads, accounts, lists,
+            clients, defaults.openingBalance(), durationMillis, defaults.faultFreeShare(),
+            crashMeanMillis, clientLoss, defaults.clientTimeoutMillis()));
       }
-    }
-    if (seeds < 1 || steps < 1 || accounts < 2 || clients < 1 || durationMillis < 1) {
-      throw new IllegalArgumentException(
-          "--seeds, --steps, --clients and --duration-millis must be positive, --accounts >= 2");
     }
     long first = seed != null ? seed : from;
     int count = seed != null ? 1 : seeds;
     long started = System.nanoTime();
     long totalSteps = 0;
-    List<BankSimulation.Result> failures = new ArrayList<>();
+    List<Simulation.Result> failures = new ArrayList<>();
     try (ProgressBar progress = new ProgressBarBuilder().setTaskName("sim")
         .setInitialMax((long) count * configurations.size()).setUnit(" runs", 1)
         .setStyle(ProgressBarStyle.ASCII).setConsumer(
             new me.tongfei.progressbar.ConsoleProgressBarConsumer(System.err))
         .build()) {
       for (long each = first; each < first + count; each++) {
-        for (BankSimulation.Options options : configurations) {
-          BankSimulation.Result result = BankSimulation.run(each, options, steps);
+        for (Simulation.Options options : configurations) {
+          Simulation.Result result = Simulation.run(each, options, steps);
           totalSteps += result.steps();
           String mode = options.planned() ? "planned" : "dynamic";
           String name = options.admission() + " " + mode;
@@ -119,7 +133,8 @@ public final class SimCommand implements Callable<Integer> {
           if (!result.passed()) {
             failures.add(result);
             System.out.println("FAILED: --seed " + result.seed() + " --admission "
-                + options.admission() + " --mode " + mode + ": " + result.failure());
+                + options.admission() + " --mode " + mode + " --workload " + workload + ": "
+                + result.failure());
             System.out.println(result.trace());
           }
           progress.step();

@@ -11,9 +11,15 @@ import java.util.function.Consumer;
  *
  * <p><b>Invariants.</b> A message is delivered at most once per copy, never before it was sent,
  * and only if, at delivery time, no partition separates its sender and its receiver. Unless
- * {@link Faults#reorder}, the copies that arrive between two processes arrive in the order sent
- * (a connection's order). With {@link Faults#NONE}, every message is delivered exactly once, in
- * order.
+ * {@link Faults#reorder}, copies arrive in the order sent: per connection (sender and receiver:
+ * TCP between processes) or, with {@link Ordering#PER_RECEIVER}, per receiver whoever sent them
+ * (local mailboxes: Pekko enqueues a message when it is sent, so a message sent after another,
+ * by anyone, is received after it). With {@link Faults#NONE}, every message is delivered exactly
+ * once, in order.
+ *
+ * <p>Ordered delivery keeps each message's drawn delay but not its identity: the event due at a
+ * time delivers the oldest message waiting on its connection (or receiver), so no message
+ * overtakes an earlier one and none arrives before it was sent.
  *
  * <p>Not thread-safe: the simulation is single-threaded.
  */
@@ -44,7 +50,16 @@ public final class SimulatedNetwork {
     }
   }
 
+  /** Which messages keep their sending order when {@link Faults#reorder} is off. */
+  public enum Ordering {
+    /** Messages from one sender to one receiver (a connection). */
+    PER_CONNECTION,
+    /** All messages to one receiver, whoever sent them (local mailboxes). */
+    PER_RECEIVER
+  }
+
   private final Scheduler scheduler;
+  private final Ordering ordering;
   private Faults faults;
   /** Processes cut off from every process outside the set, while a partition lasts. */
   private Set<String> partitioned = Set.of();
@@ -52,12 +67,21 @@ public final class SimulatedNetwork {
   private long delivered;
   private long dropped;
   private long duplicated;
-  /** Per (sender, receiver), when the last message was scheduled to arrive: FIFO without faults. */
-  private final java.util.Map<String, Long> lastArrival = new java.util.HashMap<>();
+  /** Ordered delivery: per connection or receiver, the copies sent and not yet delivered. */
+  private final java.util.Map<String, java.util.ArrayDeque<Copy>> waiting =
+      new java.util.HashMap<>();
+
+  /** A copy waiting for ordered delivery: what the trace calls it, and its delivery. */
+  private record Copy(String description, Runnable arrival) {}
 
   public SimulatedNetwork(Scheduler scheduler, Faults faults) {
+    this(scheduler, faults, Ordering.PER_CONNECTION);
+  }
+
+  public SimulatedNetwork(Scheduler scheduler, Faults faults, Ordering ordering) {
     this.scheduler = scheduler;
     this.faults = faults;
+    this.ordering = ordering;
   }
 
   /** Changes the faults from now on (e.g. none for the final, fault-free stretch of a run). */
@@ -86,16 +110,7 @@ public final class SimulatedNetwork {
       long delay = faults.minDelayMillis()
           + (faults.maxDelayMillis() == faults.minDelayMillis() ? 0
               : random.nextLong(faults.maxDelayMillis() - faults.minDelayMillis() + 1));
-      if (!faults.reorder()) {
-        // Strictly after the previous copy on this connection: equal times would be ordered by
-        // the scheduler's draw, which could reorder them.
-        String pair = from + "\u0000" + to;
-        long arrival = Math.max(scheduler.nowMillis() + delay,
-            lastArrival.getOrDefault(pair, Long.MIN_VALUE / 2) + 1);
-        lastArrival.put(pair, arrival);
-        delay = arrival - scheduler.nowMillis();
-      }
-      scheduler.schedule(delay, "deliver " + from + " -> " + to + " " + message, () -> {
+      Runnable arrival = () -> {
         if (separated(from, to)) {
           dropped++;
           scheduler.trace().record(scheduler.nowMillis(), scheduler.steps(),
@@ -104,6 +119,23 @@ public final class SimulatedNetwork {
         }
         delivered++;
         deliver.accept(message);
+      };
+      if (faults.reorder()) {
+        scheduler.schedule(delay, "deliver " + from + " -> " + to + " " + message, arrival);
+        continue;
+      }
+      String key = ordering == Ordering.PER_RECEIVER ? to : from + "\u0000" + to;
+      java.util.ArrayDeque<Copy> queue =
+          waiting.computeIfAbsent(key, ignored -> new java.util.ArrayDeque<>());
+      queue.addLast(new Copy("deliver " + from + " -> " + to + " " + message, arrival));
+      // Each send adds one copy and one event, so the queue is never empty when an event fires;
+      // the event delivers (and the trace names) the oldest copy, not necessarily this one.
+      scheduler.schedule(delay, () -> queue.peekFirst().description(), () -> {
+        Copy oldest = queue.pollFirst();
+        if (queue.isEmpty()) {
+          waiting.remove(key);
+        }
+        oldest.arrival().run();
       });
     }
   }

@@ -31,7 +31,8 @@ import java.util.function.Function;
  * One Troupe node in the simulator: the production cores ({@link EntityTurnCore} per entity,
  * {@link CoordinatorCore} per transaction) with simulated shells in place of Pekko actors and
  * RocksDB. Messages between the cores of the node go through a {@link SimulatedNetwork} that
- * behaves like local mailboxes (never lost, FIFO per pair, interleaved across pairs); durable
+ * behaves like local mailboxes (never lost; each core receives messages in the order they were
+ * sent to it, whoever sent them, as Pekko's mailboxes do; interleaved across receivers); durable
  * state is a journal on a {@link SimulatedLog}, synced in group commits.
  *
  * <p><b>What a crash does.</b> {@link #crash} drops every core and every message, timer and sync
@@ -167,7 +168,8 @@ final class SimulatedNode {
     this.settings = settings;
     this.typeOf = typeOf;
     this.mailboxes = new SimulatedNetwork(scheduler,
-        new SimulatedNetwork.Faults(0, settings.internalMaxDelayMillis(), 0, 0, false));
+        new SimulatedNetwork.Faults(0, settings.internalMaxDelayMillis(), 0, 0, false),
+        SimulatedNetwork.Ordering.PER_RECEIVER);
     this.clock = newClock();
   }
 
@@ -229,9 +231,14 @@ final class SimulatedNode {
       drainScheduled = true;
       later(0, "sequencer drains a batch", () -> {
         drainScheduled = false;
+        // As PlannedSequencer: the starts of a batch, in position order, by one sender (the
+        // thread holding the sequencer's lock), so every participant receives the planned
+        // prepares in position order and planned transactions never wait for each other in a
+        // cycle. Sent as each coordinator's own, they would interleave and deadlock until the
+        // prepare timeout (the simulator's first model did that).
         for (SequencerCore.Positioned<Long> positioned : sequencer.drain()) {
           feedCoordinator(positioned.transaction(), new CoordinatorCore.Input.Started(
-              newTransactionId(), positioned.position()));
+              newTransactionId(), positioned.position()), "sequencer");
         }
       });
     }
@@ -506,6 +513,11 @@ final class SimulatedNode {
   // ------------------------------------------------------------------ coordinators
 
   private void feedCoordinator(long key, CoordinatorCore.Input input) {
+    feedCoordinator(key, input, "coordinator-" + key);
+  }
+
+  /** {@code prepareSender}: whose mailbox order the prepares this input causes follow. */
+  private void feedCoordinator(long key, CoordinatorCore.Input input, String prepareSender) {
     CoordinatorCore core = coordinators.get(key);
     if (core == null) {
       return; // finished: a late vote or acknowledgement
@@ -523,7 +535,7 @@ final class SimulatedNode {
           Recipient voteTo =
               new Recipient.Voter(key, prepare.participant(), prepare.transactionId());
           CompiledType type = typeOf.apply(prepare.participant());
-          send("coordinator-" + key, prepare.participant().toString(),
+          send(prepareSender, prepare.participant().toString(),
               "prepare tx " + prepare.transactionId(),
               () -> deliverToEntity(prepare.participant(),
                   new EntityTurnCore.Input.PrepareRequested<>(prepare.transactionId(),

@@ -13,7 +13,7 @@ import org.junit.jupiter.api.Test;
  * deliberate breakage. A failing seed is printed; {@code ./troupe sim --seed S --admission P}
  * replays it with its trace.
  */
-class BankSimulationTest {
+class SimulationTest {
   private static final long MAX_STEPS = 2_000_000;
   /** Admission policy and scheduling of every configuration CI runs. */
   private static final String[][] CONFIGURATIONS = {
@@ -29,12 +29,13 @@ class BankSimulationTest {
     long unknown = 0;
     long redone = 0;
     long edges = 0;
+    long heldToLiveness = 0;
     for (String[] configuration : CONFIGURATIONS) {
       String admission = configuration[0];
-      BankSimulation.Options options = new BankSimulation.Options(admission,
-          configuration[1].equals("planned"), 4, 6, 100, 3_000, 0.3, 400, 0.02, 2_000);
+      Simulation.Options options = Simulation.Options.DEFAULTS.withAdmission(admission,
+          configuration[1].equals("planned"));
       for (long seed = 1; seed <= SEEDS_PER_CONFIGURATION; seed++) {
-        BankSimulation.Result result = BankSimulation.run(seed, options, MAX_STEPS);
+        Simulation.Result result = Simulation.run(seed, options, MAX_STEPS);
         assertTrue(result.passed(), String.join(" ", configuration) + " " + result.summary()
             + ": " + result.failure() + "\n" + result.trace());
         crashes += result.crashes();
@@ -42,6 +43,7 @@ class BankSimulationTest {
         unknown += result.unknown();
         redone += result.redone();
         edges += result.dependencyEdges();
+        heldToLiveness += result.livenessChecked();
       }
     }
     // The faults really happened: crashes, in-doubt parts and unknown outcomes.
@@ -53,6 +55,8 @@ class BankSimulationTest {
     assertTrue(unknown > 0, "unknown outcomes " + unknown);
     assertTrue(redone > 0, "PSAC parts redone at recovery " + redone);
     assertTrue(edges > 100_000, "dependency edges checked " + edges);
+    // The fault-free tail is long enough that liveness is really checked.
+    assertTrue(heldToLiveness > 10_000, "requests held to liveness " + heldToLiveness);
   }
 
   @Test
@@ -64,8 +68,8 @@ class BankSimulationTest {
       Long caughtBy = null;
       String failure = null;
       for (long seed = 1; seed <= 60 && caughtBy == null; seed++) {
-        BankSimulation.Result result = BankSimulation.runMutated(seed,
-            BankSimulation.Options.DEFAULTS, MAX_STEPS, mutation);
+        Simulation.Result result = Simulation.runMutated(seed,
+            Simulation.Options.DEFAULTS, MAX_STEPS, mutation);
         if (!result.passed()) {
           caughtBy = seed;
           failure = result.failure();
@@ -78,14 +82,14 @@ class BankSimulationTest {
 
   @Test
   void eachDeliberateBreakageOfACoreIsCaughtWithinTheSeedBudget() {
-    Map<Mutations.Mutation, BankSimulation.Options> options = Map.of(
-        Mutations.Mutation.RELEASE_LOCKS_AT_VOTE, BankSimulation.Options.DEFAULTS);
+    Map<Mutations.Mutation, Simulation.Options> options = Map.of(
+        Mutations.Mutation.RELEASE_LOCKS_AT_VOTE, Simulation.Options.DEFAULTS);
     for (Mutations.Mutation mutation : Mutations.Mutation.values()) {
       Long caughtBy = null;
       String failure = null;
       for (long seed = 1; seed <= SEEDS_PER_CONFIGURATION && caughtBy == null; seed++) {
         // A core mutation reaches the core through the node, which constructs it.
-        BankSimulation.Result result = BankSimulation.runMutated(seed, options.get(mutation),
+        Simulation.Result result = Simulation.runMutated(seed, options.get(mutation),
             MAX_STEPS, SimulatedNode.Mutation.valueOf(mutation.name()));
         if (!result.passed()) {
           caughtBy = seed;
@@ -97,13 +101,13 @@ class BankSimulationTest {
       System.out.println(mutation + " caught by seed " + caughtBy + ": " + failure);
     }
     // Without it, the same seeds pass.
-    assertTrue(BankSimulation.run(1, BankSimulation.Options.DEFAULTS, MAX_STEPS).passed());
+    assertTrue(Simulation.run(1, Simulation.Options.DEFAULTS, MAX_STEPS).passed());
   }
 
   @Test
   void theSameSeedReplaysTheSameRun() {
-    BankSimulation.Result first = BankSimulation.run(42, BankSimulation.Options.DEFAULTS, MAX_STEPS);
-    BankSimulation.Result second = BankSimulation.run(42, BankSimulation.Options.DEFAULTS, MAX_STEPS);
+    Simulation.Result first = Simulation.run(42, Simulation.Options.DEFAULTS, MAX_STEPS);
+    Simulation.Result second = Simulation.run(42, Simulation.Options.DEFAULTS, MAX_STEPS);
     assertEquals(first.summary(), second.summary());
     assertTrue(first.committed() > 0, first.summary());
   }

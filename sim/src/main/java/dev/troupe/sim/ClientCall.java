@@ -1,0 +1,41 @@
+package dev.troupe.sim;
+
+/**
+ * One client request of a simulated workload, as the client knows it: pending until its answer
+ * arrives or the client's timeout fires, whichever comes first; the other is then ignored. Deciding
+ * it lets the client issue its next request.
+ */
+class ClientCall {
+  /** How a request ended, as far as its client knows. */
+  enum Outcome { PENDING, COMMITTED, ABORTED, UNKNOWN }
+
+  final String id;
+  final long issuedMillis;
+  private Outcome outcome = Outcome.PENDING;
+  private final Runnable next;
+
+  /** {@code next} runs once the request is decided: the client's next request. */
+  ClientCall(String id, long issuedMillis, Runnable next) {
+    this.id = id;
+    this.issuedMillis = issuedMillis;
+    this.next = next;
+  }
+
+  Outcome outcome() {
+    return outcome;
+  }
+
+  boolean isPending() {
+    return outcome == Outcome.PENDING;
+  }
+
+  /** Decides the request, unless it was decided already; returns whether this call decided it. */
+  boolean decide(Outcome decided) {
+    if (outcome != Outcome.PENDING) {
+      return false;
+    }
+    outcome = decided;
+    next.run();
+    return true;
+  }
+}

@@ -1,0 +1,246 @@
+package dev.troupe.sim;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.troupe.model.EntityId;
+import dev.troupe.model.EntityState;
+import dev.troupe.model.ErrorCode;
+import dev.troupe.model.Json;
+import dev.troupe.model.spec.CompiledType;
+import dev.troupe.model.spec.SpecParser;
+import dev.troupe.model.value.RegisterValue;
+import dev.troupe.txn.CoordinatorCore;
+import dev.troupe.txn.Turn;
+import dev.troupe.txn.TurnResult;
+import dev.troupe.txn.check.ListAppendChecker;
+import dev.troupe.txn.check.RecordedTransaction;
+import dev.troupe.txn.check.SerializabilityChecker;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * The list-append workload of a {@link Simulation} (the workload of Jepsen's Elle): each list is
+ * an entity whose {@code items} register holds a JSON array, and an {@code append} action adds one
+ * unique element to it. Clients run transactions over one to three lists, each list either read
+ * whole or appended to once or twice, as multi-entity transactions (planned or dynamic, as the run
+ * says), and single appends as single-entity turns.
+ *
+ * <p><b>Checked after the run</b> by {@link ListAppendChecker}, against the lists' durable
+ * contents: no append applied twice or lost once acknowledged, no aborted append visible, no
+ * transaction in part, every read a prefix of its list, no read of another transaction's
+ * intermediate state (G1b), and no cycle in the dependency graph whose version order is read off
+ * the lists themselves, not taken from versions the node reports.
+ */
+final class ListAppendWorkload implements Workload {
+  static final String LIST_SPEC = """
+      type: AppendList
+      %s
+      keys:
+        items: {kind: register, default: []}
+      actions:
+        append: {params: {element: string}, effect: {items: "items + [element]"}}
+      """;
+
+  /** One request: its operations and, once committed, what its reads returned. */
+  private static final class ListTransaction extends ClientCall {
+    final List<ListAppendChecker.Operation> planned;
+    final Map<String, List<String>> observed = new LinkedHashMap<>();
+
+    ListTransaction(String id, long issuedMillis, Runnable next,
+        List<ListAppendChecker.Operation> planned) {
+      super(id, issuedMillis, next);
+      this.planned = planned;
+    }
+  }
+
+  private final Simulation simulation;
+  private final Simulation.Options options;
+  private final Scheduler scheduler;
+  private final SimulatedNetwork clientNetwork;
+  private final CompiledType listType;
+  private final List<ListTransaction> transactions = new ArrayList<>();
+  private int dependencyEdges;
+
+  ListAppendWorkload(Simulation simulation) {
+    this.simulation = simulation;
+    this.options = simulation.options;
+    this.scheduler = simulation.scheduler;
+    this.clientNetwork = simulation.clientNetwork;
+    this.listType = CompiledType.compile(SpecParser.parse("AppendList",
+        LIST_SPEC.formatted(options.admissionSpec()).getBytes(StandardCharsets.UTF_8), true));
+  }
+
+  @Override
+  public Map<String, CompiledType> types() {
+    return Map.of("AppendList", listType);
+  }
+
+  @Override
+  public void preload() {
+    // Lists start empty (the register's default): nothing to write.
+  }
+
+  @Override
+  public Iterable<? extends ClientCall> calls() {
+    return transactions;
+  }
+
+  @Override
+  public int dependencyEdges() {
+    return dependencyEdges;
+  }
+
+  @Override
+  public ClientCall issue(String client, int sequence, Runnable next) {
+    var random = scheduler.random();
+    String id = "list-" + client + "-" + sequence;
+    List<Integer> chosen = new ArrayList<>();
+    for (int list = 0; list < options.lists(); list++) {
+      chosen.add(list);
+    }
+    // A seeded Fisher-Yates shuffle, then the first one to three lists.
+    for (int index = chosen.size() - 1; index > 0; index--) {
+      int other = random.nextInt(index + 1);
+      chosen.set(other, chosen.set(index, chosen.get(other)));
+    }
+    boolean single = random.nextInt(4) == 0;
+    int width = single ? 1 : 1 + random.nextInt(Math.min(3, options.lists()));
+    List<ListAppendChecker.Operation> operations = new ArrayList<>();
+    for (int index = 0; index < width; index++) {
+      String list = listName(chosen.get(index));
+      if (!single && random.nextBoolean()) {
+        operations.add(new ListAppendChecker.Operation.Read(list, List.of()));
+        continue;
+      }
+      int appends = single ? 1 : 1 + random.nextInt(2);
+      for (int element = 0; element < appends; element++) {
+        operations.add(new ListAppendChecker.Operation.Append(list,
+            client.substring("client-".length()) + "." + sequence + "." + index + "." + element));
+      }
+    }
+    ListTransaction transaction =
+        new ListTransaction(id, scheduler.nowMillis(), next, operations);
+    transactions.add(transaction);
+    clientNetwork.send(client, "node", "list transaction " + id, ignored -> {
+      SimulatedNode node = simulation.node;
+      if (!node.isUp()) {
+        return; // refused connection: the client times out
+      }
+      if (single) {
+        ListAppendChecker.Operation.Append append =
+            (ListAppendChecker.Operation.Append) operations.get(0);
+        node.turn(id, entity(append.list()), appendTurn(append.element()),
+            result -> answer(client, transaction, switch (result) {
+              case TurnResult.Done done -> ClientCall.Outcome.COMMITTED;
+              case TurnResult.Failed failed -> failedOutcome(failed.error().code());
+            }));
+        return;
+      }
+      node.transact(id, parts(operations), options.planned(), outcome -> {
+        if (outcome instanceof CoordinatorCore.Outcome.Committed committed) {
+          committed.results().forEach((entity, result) -> transaction.observed.put(
+              entity.id(), items(result.state())));
+        }
+        answer(client, transaction, switch (outcome) {
+          case CoordinatorCore.Outcome.Committed committed -> ClientCall.Outcome.COMMITTED;
+          case CoordinatorCore.Outcome.Failed failed -> failedOutcome(failed.error().code());
+        });
+      });
+    });
+    return transaction;
+  }
+
+  private void answer(String client, ListTransaction transaction, ClientCall.Outcome outcome) {
+    clientNetwork.send("node", client, "answer " + transaction.id,
+        answered -> transaction.decide(outcome));
+  }
+
+  private static ClientCall.Outcome failedOutcome(ErrorCode code) {
+    return code == ErrorCode.OUTCOME_UNKNOWN
+        ? ClientCall.Outcome.UNKNOWN : ClientCall.Outcome.ABORTED;
+  }
+
+  /** Per list: a read of the whole state, or its appends in order. */
+  private static Map<EntityId, CoordinatorCore.Part> parts(
+      List<ListAppendChecker.Operation> operations) {
+    Map<EntityId, List<Turn>> turns = new LinkedHashMap<>();
+    Map<EntityId, Boolean> reads = new LinkedHashMap<>();
+    for (ListAppendChecker.Operation operation : operations) {
+      EntityId entity = entity(operation.list());
+      turns.computeIfAbsent(entity, ignored -> new ArrayList<>());
+      switch (operation) {
+        case ListAppendChecker.Operation.Append append ->
+            turns.get(entity).add(appendTurn(append.element()));
+        case ListAppendChecker.Operation.Read read -> reads.put(entity, true);
+      }
+    }
+    Map<EntityId, CoordinatorCore.Part> parts = new LinkedHashMap<>();
+    turns.forEach((entity, list) -> parts.put(entity,
+        new CoordinatorCore.Part(list, reads.getOrDefault(entity, false))));
+    return parts;
+  }
+
+  private static Turn appendTurn(String element) {
+    ObjectNode params = Json.NODES.objectNode();
+    params.put("element", element);
+    return new Turn.InvokeAction("append", params);
+  }
+
+  @Override
+  public String check() {
+    List<ListAppendChecker.Transaction> history = new ArrayList<>();
+    for (ListTransaction transaction : transactions) {
+      RecordedTransaction.Outcome outcome = switch (transaction.outcome()) {
+        case COMMITTED -> RecordedTransaction.Outcome.COMMITTED;
+        case ABORTED -> RecordedTransaction.Outcome.ABORTED;
+        case UNKNOWN, PENDING -> RecordedTransaction.Outcome.UNKNOWN;
+      };
+      List<ListAppendChecker.Operation> operations = new ArrayList<>();
+      for (ListAppendChecker.Operation operation : transaction.planned) {
+        if (operation instanceof ListAppendChecker.Operation.Read read) {
+          // What a read returned is known only when the client heard that it committed.
+          if (outcome == RecordedTransaction.Outcome.COMMITTED) {
+            operations.add(new ListAppendChecker.Operation.Read(read.list(),
+                transaction.observed.get(read.list())));
+          }
+        } else {
+          operations.add(operation);
+        }
+      }
+      history.add(new ListAppendChecker.Transaction(transaction.id, outcome, operations));
+    }
+    Map<String, List<String>> lists = new LinkedHashMap<>();
+    for (int list = 0; list < options.lists(); list++) {
+      lists.put(listName(list), items(simulation.node.durable(entity(listName(list)))));
+    }
+    return switch (ListAppendChecker.check(history, lists)) {
+      case SerializabilityChecker.Serializable serializable -> {
+        dependencyEdges = serializable.edges();
+        yield null;
+      }
+      case SerializabilityChecker.Violation violation -> "list-append: " + violation.kind()
+          + ": " + violation.explanation();
+    };
+  }
+
+  private static List<String> items(EntityState state) {
+    List<String> items = new ArrayList<>();
+    if (state.get("items") instanceof RegisterValue register) {
+      for (JsonNode element : register.value()) {
+        items.add(element.asText());
+      }
+    }
+    return items;
+  }
+
+  private static String listName(int list) {
+    return "l" + list;
+  }
+
+  private static EntityId entity(String list) {
+    return new EntityId("AppendList", list);
+  }
+}

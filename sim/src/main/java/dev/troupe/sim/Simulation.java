@@ -1,0 +1,288 @@
+package dev.troupe.sim;
+
+import dev.troupe.model.EntityId;
+import dev.troupe.model.Invariants;
+import dev.troupe.model.spec.CompiledType;
+import dev.troupe.txn.CoordinatorCore;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * A seeded simulation run: one {@link SimulatedNode}, composable {@link Workload}s whose clients
+ * reach the node over a client network that loses messages, and faults: the node crashes and
+ * restarts (losing, tearing or corrupting what it had not synced) and its clock jumps, mostly
+ * backwards. The last part of the run is fault-free, so every request issued then must be
+ * answered (liveness). After the run each workload checks the node's durable state and its
+ * history.
+ *
+ * <p>Workloads: {@code bank} ({@link BankWorkload}: transfers, credits, audits, interactive
+ * transfers; durability, atomicity, money, conflict serializability from reported versions) and
+ * {@code list-append} ({@link ListAppendWorkload}: appends to and reads of lists; the version order
+ * read off the data, so duplicates, losses, G1a, G1b and dependency cycles are caught from what
+ * clients saw).
+ *
+ * <p>A failure names the seed and carries the last steps of the trace; the same seed and options
+ * reproduce it exactly. Single-threaded; all nondeterminism comes from the scheduler's seeded
+ * random generator.
+ */
+public final class Simulation {
+  /** The workloads a run can compose, by name. */
+  public static final List<String> WORKLOADS = List.of("bank", "list-append");
+
+  /**
+   * What a run does.
+   *
+   * @param admission the workloads' admission policy: {@code serial}, {@code keys} or {@code psac}
+   *     (with {@code maxInFlight} 4)
+   * @param planned whether multi-entity transactions are planned (ordered by the sequencer, never
+   *     dying) rather than dynamic (wait-die, retried)
+   * @param workloads the workloads that share the run (see {@link #WORKLOADS}); each request picks
+   *     one at random
+   * @param accounts bank accounts (few means contention)
+   * @param lists lists of the list-append workload
+   * @param clients concurrent clients, each with one request at a time
+   * @param openingBalance each account's opening balance
+   * @param durationMillis simulated time during which clients issue requests
+   * @param faultFreeShare the final share of the duration without faults
+   * @param meanMillisBetweenCrashes mean simulated time between crashes (0: no crashes)
+   * @param clientLossProbability chance a client request or answer is lost
+   * @param clientTimeoutMillis how long a client waits for an answer before it calls the
+   *     outcome unknown
+   */
+  public record Options(String admission, boolean planned, List<String> workloads, int accounts,
+      int lists, int clients, long openingBalance, long durationMillis, double faultFreeShare,
+      long meanMillisBetweenCrashes, double clientLossProbability, long clientTimeoutMillis) {
+    public static final Options DEFAULTS = new Options("serial", false, WORKLOADS, 4, 3, 8, 100,
+        3_000, 0.3, 400, 0.02, 2_000);
+
+    public Options {
+      workloads = List.copyOf(workloads);
+      if (!List.of("serial", "keys", "psac").contains(admission)) {
+        throw new IllegalArgumentException("admission must be serial, keys or psac");
+      }
+      if (workloads.isEmpty() || !WORKLOADS.containsAll(workloads)) {
+        throw new IllegalArgumentException("workloads must be some of " + WORKLOADS);
+      }
+      if (accounts < 2 || lists < 1 || clients < 1 || durationMillis < 1) {
+        throw new IllegalArgumentException(
+            "accounts >= 2, lists >= 1, clients >= 1 and durationMillis >= 1 are required");
+      }
+    }
+
+    public Options withAdmission(String value, boolean plannedValue) {
+      return new Options(value, plannedValue, workloads, accounts, lists, clients,
+          openingBalance, durationMillis, faultFreeShare, meanMillisBetweenCrashes,
+          clientLossProbability, clientTimeoutMillis);
+    }
+
+    public Options withWorkloads(List<String> value) {
+      return new Options(admission, planned, value, accounts, lists, clients, openingBalance,
+          durationMillis, faultFreeShare, meanMillisBetweenCrashes, clientLossProbability,
+          clientTimeoutMillis);
+    }
+
+    /** The admission lines of a type spec for {@link #admission}. */
+    String admissionSpec() {
+      return admission.equals("psac")
+          ? "admission: psac\npsac: {maxInFlight: 4, maxOvertakes: 16}"
+          : "admission: " + admission;
+    }
+  }
+
+  /** A run's verdict and what it did. */
+  public record Result(long seed, String failure, long steps, long simulatedMillis,
+      int committed, int aborted, int unknown, long crashes, long resolvedInDoubt, long redone,
+      int dependencyEdges, int livenessChecked, String trace) {
+    public boolean passed() {
+      return failure == null;
+    }
+
+    /** One line for a sweep's output. */
+    public String summary() {
+      return "seed " + seed + ": " + (passed() ? "ok" : "FAILED") + " (" + steps + " steps, "
+          + simulatedMillis + " simulated ms, " + committed + " committed, " + aborted
+          + " aborted, " + unknown + " unknown, " + crashes + " crashes, " + resolvedInDoubt
+          + " in-doubt parts resolved, " + redone + " PSAC parts redone, " + dependencyEdges
+          + " dependency edges checked, " + livenessChecked + " requests held to liveness)";
+    }
+  }
+
+  /** Longest a crashed node stays down (it restarts 5 to this many ms after the crash). */
+  private static final int MAX_DOWNTIME_MILLIS = 105;
+
+  final long seed;
+  final Options options;
+  final Scheduler scheduler;
+  final SimulatedNetwork clientNetwork;
+  final SimulatedNode node;
+  /** When faults stop: the fault-free tail starts here. */
+  final long faultsEndMillis;
+  private final List<Workload> workloads = new ArrayList<>();
+
+  private Simulation(long seed, Options options, SimulatedNode.Mutation mutation) {
+    this.seed = seed;
+    this.options = options;
+    this.scheduler = new Scheduler(seed, Integer.getInteger("troupe.sim.trace", 400));
+    this.clientNetwork = new SimulatedNetwork(scheduler,
+        new SimulatedNetwork.Faults(1, 5, options.clientLossProbability(), 0, true));
+    this.faultsEndMillis =
+        Math.round(options.durationMillis() * (1 - options.faultFreeShare()));
+    Map<String, CompiledType> types = new HashMap<>();
+    for (String name : options.workloads()) {
+      Workload workload = switch (name) {
+        case "bank" -> new BankWorkload(this);
+        case "list-append" -> new ListAppendWorkload(this);
+        default -> throw new IllegalArgumentException("unknown workload " + name);
+      };
+      workloads.add(workload);
+      workload.types().forEach((type, compiled) -> Invariants.check(
+          types.put(type, compiled) == null, "two workloads use the type %s", type));
+    }
+    this.node = new SimulatedNode(scheduler, new SimulatedNode.Settings(2, 1,
+        new CoordinatorCore.Limits(500, 20, 2), 0.5, 0.2, mutation),
+        (EntityId entity) -> {
+          CompiledType type = types.get(entity.type());
+          Invariants.check(type != null, "no workload has the type of %s", entity);
+          return type;
+        });
+  }
+
+  /** Runs one seed; at most {@code maxSteps} scheduler steps. */
+  public static Result run(long seed, Options options, long maxSteps) {
+    return new Simulation(seed, options, SimulatedNode.Mutation.NONE).run(maxSteps);
+  }
+
+  /** Runs one seed with a deliberately broken node or core (tests of the checkers). */
+  static Result runMutated(long seed, Options options, long maxSteps,
+      SimulatedNode.Mutation mutation) {
+    return new Simulation(seed, options, mutation).run(maxSteps);
+  }
+
+  private Result run(long maxSteps) {
+    workloads.forEach(Workload::preload);
+    for (int client = 0; client < options.clients(); client++) {
+      int id = client;
+      scheduler.schedule(scheduler.random().nextInt(5), "client " + id + " starts",
+          () -> issue(id, 0));
+    }
+    if (options.meanMillisBetweenCrashes() > 0) {
+      scheduleCrash();
+    }
+    scheduler.schedule(faultsEndMillis, "faults stop",
+        () -> clientNetwork.setFaults(SimulatedNetwork.Faults.NONE));
+    String failure;
+    try {
+      scheduler.run(maxSteps);
+      failure = scheduler.pending() > 0
+          ? "the run did not finish within " + maxSteps + " steps (" + scheduler.pending()
+              + " events pending at " + scheduler.nowMillis() + " ms)"
+          : check();
+    } catch (Invariants.InvariantViolation violation) {
+      // A core found itself in a state it must never reach: the node would halt. That is a bug.
+      failure = violation.getMessage();
+    }
+    int edges = 0;
+    for (Workload workload : workloads) {
+      edges += workload.dependencyEdges();
+    }
+    return new Result(seed, failure, scheduler.steps(), scheduler.nowMillis(),
+        count(ClientCall.Outcome.COMMITTED), count(ClientCall.Outcome.ABORTED),
+        count(ClientCall.Outcome.UNKNOWN), node.crashes(), node.resolvedInDoubt(),
+        node.redone(), edges, livenessChecked(),
+        failure == null ? "" : scheduler.trace().toString());
+  }
+
+  /** A client's next request, from a workload picked at random, with the client's timeout. */
+  private void issue(int client, int sequence) {
+    if (scheduler.nowMillis() >= options.durationMillis()) {
+      return;
+    }
+    Workload workload = workloads.get(scheduler.random().nextInt(workloads.size()));
+    Runnable next = () -> scheduler.schedule(scheduler.random().nextInt(3),
+        "client " + client + " thinks", () -> issue(client, sequence + 1));
+    ClientCall call = workload.issue("client-" + client, sequence, next);
+    scheduler.schedule(options.clientTimeoutMillis(),
+        "client " + client + " timeout " + call.id,
+        () -> call.decide(ClientCall.Outcome.UNKNOWN));
+  }
+
+  private void scheduleCrash() {
+    long after = 1 + Math.round(-Math.log(1 - scheduler.random().nextDouble())
+        * options.meanMillisBetweenCrashes());
+    scheduler.schedule(after, "crash node", () -> {
+      if (scheduler.nowMillis() >= faultsEndMillis) {
+        return;
+      }
+      if (node.isUp()) {
+        node.crash();
+        long downtime = 5 + scheduler.random().nextInt(MAX_DOWNTIME_MILLIS - 5 + 1);
+        scheduler.schedule(downtime, "restart node", node::restart);
+      }
+      // The node's clock jumps too, often backwards (an NTP step), up to half a second.
+      if (scheduler.random().nextBoolean()) {
+        long jump = scheduler.random().nextLong(-500, 200);
+        scheduler.trace().record(scheduler.nowMillis(), scheduler.steps(),
+            "node clock jumps " + jump + " ms");
+        node.jumpClock(jump);
+      }
+      scheduleCrash();
+    });
+  }
+
+  private String check() {
+    if (!node.isUp()) {
+      return "the node is down at the end of the run";
+    }
+    for (Workload workload : workloads) {
+      for (ClientCall call : workload.calls()) {
+        if (call.isPending()) {
+          return "request " + call.id + " never ended";
+        }
+        // Once faults stopped and the node is back, every request must be answered (nothing is
+        // lost any more, so a timeout means the engine stalled).
+        if (call.outcome() == ClientCall.Outcome.UNKNOWN && heldToLiveness(call)) {
+          return "request " + call.id + ", issued at " + call.issuedMillis
+              + " ms after the faults stopped, got no answer (liveness)";
+        }
+      }
+    }
+    for (Workload workload : workloads) {
+      String failure = workload.check();
+      if (failure != null) {
+        return failure;
+      }
+    }
+    return null;
+  }
+
+  /** Requests issued once faults stopped and the node was back: each must be answered. */
+  private boolean heldToLiveness(ClientCall call) {
+    return call.issuedMillis > faultsEndMillis + MAX_DOWNTIME_MILLIS;
+  }
+
+  private int livenessChecked() {
+    int count = 0;
+    for (Workload workload : workloads) {
+      for (ClientCall call : workload.calls()) {
+        if (heldToLiveness(call)) {
+          count++;
+        }
+      }
+    }
+    return count;
+  }
+
+  private int count(ClientCall.Outcome outcome) {
+    int count = 0;
+    for (Workload workload : workloads) {
+      for (ClientCall call : workload.calls()) {
+        if (call.outcome() == outcome) {
+          count++;
+        }
+      }
+    }
+    return count;
+  }
+}
