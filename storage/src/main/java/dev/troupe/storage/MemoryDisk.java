@@ -387,7 +387,10 @@ public final class MemoryDisk implements KeyValueDisk {
     @Override
     public void seekToFirst() {
       requireOpen();
-      entry = belowUpper(lowerBound == null ? map.firstEntry() : map.ceilingEntry(lowerBound));
+      // TreePMap's firstEntry throws on an empty map, where TreeMap's returns null.
+      Map.Entry<byte[], byte[]> first = lowerBound != null ? map.ceilingEntry(lowerBound)
+          : map.isEmpty() ? null : map.firstEntry();
+      entry = belowUpper(first);
     }
 
     @Override

@@ -73,6 +73,14 @@ class MemoryDiskTest {
   @Test
   void cursorsSeekForwardAndBackWithinTheirBounds() throws Exception {
     MemoryDisk disk = new MemoryDisk();
+    try (KeyValueDisk.Cursor cursor = disk.cursor(Column.CHECKPOINTS)) {
+      cursor.seekToFirst();
+      assertFalse(cursor.isValid(), "an empty column");
+      cursor.seek(bytes(1));
+      assertFalse(cursor.isValid());
+      cursor.seekForPrev(bytes(1));
+      assertFalse(cursor.isValid());
+    }
     for (int i = 0; i < 10; i++) {
       put(disk, Column.CHECKPOINTS, bytes(2 * i), bytes(i), false);
     }
