@@ -40,7 +40,10 @@ import java.util.function.LongSupplier;
  * {@link TransactionRecord}), {@code index} (entity, commit timestamp, partition, sequence → empty),
  * {@code checkpoints} (entity, version → {@link EntityState}) and {@code meta} (per partition: last
  * completed checkpoint round, history horizon, completed rounds above it; the partition count). Key
- * layouts in {@link Keys}, value formats in {@link Codec}.
+ * layouts in {@link Keys}, value formats in {@link Codec}. The engine reaches the database only
+ * through {@link KeyValueDisk} (RocksDB's batches, snapshots, bounded iterators and write-ahead-log
+ * contract): {@link RocksDisk} in production, {@link MemoryDisk} (simulated power loss) in the
+ * simulator and tests.
  *
  * <p><b>Commits.</b> An entity belongs to one partition (MurmurHash3 of its bytes). Each partition
  * has one writer thread ({@link Partition}) doing group commit: it drains up to
@@ -121,6 +124,9 @@ import java.util.function.LongSupplier;
  *
  * <p><b>Threads.</b> Thread-safe. Futures complete on the partition's writer thread: continuations
  * must not block on the store ({@link #checkpointNow} and {@link #close} refuse to run there).
+ * Under {@link Execution#STEPPED} there are no writer threads: each writer pass runs on the thread
+ * that calls {@link #runPendingWork} (or a blocking call that needs it), which is then the writer
+ * for the refusals above; the store is driven by one thread at a time.
  */
 public final class RocksStore implements Store {
 
