@@ -5,14 +5,7 @@ import dev.troupe.model.EntityState;
 import dev.troupe.model.Invariants;
 import dev.troupe.model.Operation;
 import java.util.ArrayList;
-import java.util.Collections;
 import java.util.List;
-import org.rocksdb.ColumnFamilyHandle;
-import org.rocksdb.ReadOptions;
-import org.rocksdb.RocksDB;
-import org.rocksdb.RocksDBException;
-import org.rocksdb.RocksIterator;
-import org.rocksdb.Slice;
 
 /**
  * Builds an entity's state at a timestamp from the database: the newest checkpoint of the entity at
@@ -22,42 +15,37 @@ import org.rocksdb.Slice;
  *
  * <p>Exactness relies on the caller: every record of the entity with a commit timestamp in
  * (checkpoint, timestamp] must still be in the journal (guaranteed above the history horizon, see
- * {@link RocksStore}), and the read options should carry a RocksDB snapshot when writes or truncation
- * may run concurrently, so the checkpoint, index and journal are read at one consistent point.
+ * {@link RocksStore}), and the read should be at a {@link KeyValueDisk.Snapshot} when writes or
+ * truncation may run concurrently, so the checkpoint, index and journal are read at one consistent
+ * point.
  *
- * <p>Thread-safe (stateless over the thread-safe RocksDB handle).
+ * <p>Thread-safe (stateless over the thread-safe disk).
  */
 final class Materializer {
   private static final int MULTI_GET_CHUNK = 256;
 
-  private final RocksDB database;
-  private final ColumnFamilyHandle journal;
-  private final ColumnFamilyHandle index;
-  private final ColumnFamilyHandle checkpoints;
+  private final KeyValueDisk disk;
 
-  Materializer(
-      RocksDB database,
-      ColumnFamilyHandle journal,
-      ColumnFamilyHandle index,
-      ColumnFamilyHandle checkpoints) {
-    this.database = database;
-    this.journal = journal;
-    this.index = index;
-    this.checkpoints = checkpoints;
+  Materializer(KeyValueDisk disk) {
+    this.disk = disk;
   }
 
-  /** The state of {@code entity} with every record up to {@code timestamp} (inclusive) applied. */
-  EntityState materialize(EntityId entity, long timestamp, ReadOptions readOptions)
-      throws RocksDBException {
+  /**
+   * The state of {@code entity} with every record up to {@code timestamp} (inclusive) applied, read
+   * at {@code snapshot} (null: the latest state).
+   */
+  EntityState materialize(EntityId entity, long timestamp, KeyValueDisk.Snapshot snapshot)
+      throws DiskException {
     byte[] prefix = Keys.entityPrefix(entity);
+    byte[] upperBound = Keys.entityUpperBound(prefix);
     EntityState state = EntityState.ABSENT;
     long base = 0;
     // Both iterators are bounded to the entity's own keys. Without bounds, a seek that finds no
     // live key of this entity goes on skipping the deletion tombstones that truncation left in the
     // following entities' ranges, which after a large truncation costs seconds per read until
     // compaction drops them.
-    try (EntityBounds bounds = new EntityBounds(prefix, readOptions);
-        RocksIterator iterator = database.newIterator(checkpoints, bounds.options)) {
+    try (KeyValueDisk.Cursor iterator =
+        disk.cursor(KeyValueDisk.Column.CHECKPOINTS, snapshot, prefix, upperBound)) {
       iterator.seekForPrev(Keys.checkpoint(prefix, timestamp));
       if (iterator.isValid() && Keys.hasPrefix(iterator.key(), prefix, 8)) {
         base = Keys.checkpointTimestamp(iterator.key());
@@ -72,8 +60,8 @@ final class Materializer {
     }
     List<byte[]> journalKeys = new ArrayList<>();
     List<Long> timestamps = new ArrayList<>();
-    try (EntityBounds bounds = new EntityBounds(prefix, readOptions);
-        RocksIterator iterator = database.newIterator(index, bounds.options)) {
+    try (KeyValueDisk.Cursor iterator =
+        disk.cursor(KeyValueDisk.Column.INDEX, snapshot, prefix, upperBound)) {
       // Seeking past the checkpoint also skips the tombstones of the entity's truncated entries.
       for (iterator.seek(Keys.index(prefix, base + 1, 0, 0));
           iterator.isValid();
@@ -93,9 +81,7 @@ final class Materializer {
     for (int start = 0; start < journalKeys.size(); start += MULTI_GET_CHUNK) {
       List<byte[]> chunk =
           journalKeys.subList(start, Math.min(journalKeys.size(), start + MULTI_GET_CHUNK));
-      List<byte[]> values =
-          database.multiGetAsList(
-              readOptions, Collections.nCopies(chunk.size(), journal), new ArrayList<>(chunk));
+      List<byte[]> values = disk.multiGet(KeyValueDisk.Column.JOURNAL, chunk, snapshot);
       for (int i = 0; i < chunk.size(); i++) {
         byte[] value = values.get(i);
         long expected = timestamps.get(start + i);
@@ -137,27 +123,5 @@ final class Materializer {
       }
     }
     return operations;
-  }
-
-  /** Read options (the caller's, snapshot included) limited to one entity's key range. */
-  private static final class EntityBounds implements AutoCloseable {
-    private final Slice lower;
-    private final Slice upper;
-    final ReadOptions options;
-
-    EntityBounds(byte[] prefix, ReadOptions readOptions) {
-      this.lower = new Slice(prefix);
-      this.upper = new Slice(Keys.entityUpperBound(prefix));
-      this.options = new ReadOptions(readOptions)
-          .setIterateLowerBound(lower)
-          .setIterateUpperBound(upper);
-    }
-
-    @Override
-    public void close() {
-      options.close();
-      upper.close();
-      lower.close();
-    }
   }
 }

@@ -17,18 +17,18 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
-import org.rocksdb.RocksDBException;
-import org.rocksdb.RocksIterator;
-import org.rocksdb.WriteBatch;
 
 /**
- * One journal partition and its single writer thread: group commit, object checkpoints, checkpoint
- * rounds and truncation (antidote-cache.txt §2.5, §2.7; one "vnode" of §2.6.2).
+ * One journal partition and its single writer: group commit, object checkpoints, checkpoint rounds
+ * and truncation (antidote-cache.txt §2.5, §2.7; one "vnode" of §2.6.2).
  *
  * <p>Concurrency: every mutation of this partition's journal, index entries and checkpoints happens
- * on the writer thread, so the writer never races with itself; maintenance (rounds, truncation) runs
+ * on the writer, so the writer never races with itself; maintenance (rounds, truncation) runs
  * between group commits in bounded slices so commits keep flowing. Other threads only enqueue tasks
- * and read the {@code volatile} fields below.
+ * and read the {@code volatile} fields below. The writer is one pass of the loop ({@link #runOnce}),
+ * run either by the partition's own thread ({@link RocksStore.Execution#THREADS}) or, one pass at a
+ * time, by whoever drives a {@link RocksStore.Execution#STEPPED} store ({@link #step}); either way
+ * one thread at a time, so "the writer" below means whichever runs the pass.
  *
  * <p>Invariants (writer thread):
  *
@@ -55,7 +55,7 @@ import org.rocksdb.WriteBatch;
  * next round is due (not while the node is starting); no round starts before the scan completes. So the time to serve after a crash does not grow with the
  * journal, and the scan is bounded by the round triggers.
  */
-final class Partition implements Runnable {
+final class Partition {
   private static final int ROUND_SLICE_ENTITIES = 256;
   /** Journal records one slice of the post-recovery scan reads (about 1 ms of work per 1,000). */
   private static final int RECOVERY_SCAN_SLICE_RECORDS = 2048;
@@ -124,7 +124,10 @@ final class Partition implements Runnable {
   final AtomicInteger queuedCommits = new AtomicInteger();
 
   private final RocksStore store;
+  /** The writer thread under {@link RocksStore.Execution#THREADS}; null when stepped. */
   private final Thread thread;
+  /** The thread running a {@link #step} right now (stepped execution only), or null. */
+  private volatile Thread steppingThread;
 
   // Published by the writer, read by any thread.
   /**
@@ -162,12 +165,23 @@ final class Partition implements Runnable {
       };
   private Round round;
   private Truncation truncation;
+  /** Set once the writer took {@link Stop}: no pass runs after it. */
+  private boolean stopped;
+  // One pass's tasks, reused by every pass.
+  private final List<Task> drained = new ArrayList<>();
+  private final List<Commit> commits = new ArrayList<>();
+  private final List<Task> controls = new ArrayList<>();
 
-  Partition(RocksStore store, int number) {
+  /** @param ownThread whether the partition runs its own writer thread (else it is stepped) */
+  Partition(RocksStore store, int number, boolean ownThread) {
     this.store = store;
     this.number = number;
-    this.thread = new Thread(this, "troupe-storage-writer-" + number);
-    thread.setDaemon(true);
+    if (ownThread) {
+      this.thread = new Thread(this::runOnOwnThread, "troupe-storage-writer-" + number);
+      thread.setDaemon(true);
+    } else {
+      this.thread = null;
+    }
   }
 
   void start() {
@@ -178,19 +192,26 @@ final class Partition implements Runnable {
     thread.join();
   }
 
+  /** Whether the calling thread is this partition's writer (its thread, or running a step). */
   boolean isWriterThread() {
-    return Thread.currentThread() == thread;
+    Thread current = Thread.currentThread();
+    return current == thread || current == steppingThread;
+  }
+
+  /** Whether the writer took {@link Stop}; read by the thread that steps the partition. */
+  boolean isStopped() {
+    return stopped;
   }
 
   // ------------------------------------------------------------------------------------ recovery
 
   /** Restores the partition's positions from the database; runs before the writer starts. */
-  void recover() throws RocksDBException {
+  void recover() throws DiskException {
     JournalPosition lastRound = store.readPosition(Keys.metaLastRound(number));
     JournalPosition horizon = store.readPosition(Keys.metaHorizon(number));
     byte[] roundListPrefix = Keys.metaRoundListPrefix(number);
     List<byte[]> stale = new ArrayList<>();
-    try (RocksIterator iterator = store.database.newIterator(store.meta)) {
+    try (KeyValueDisk.Cursor iterator = store.disk.cursor(KeyValueDisk.Column.META)) {
       for (iterator.seek(roundListPrefix); iterator.isValid(); iterator.next()) {
         byte[] key = iterator.key();
         if (key.length != 11 || !Keys.hasPrefix(key, roundListPrefix, 8)) {
@@ -206,17 +227,17 @@ final class Partition implements Runnable {
     }
     if (!stale.isEmpty()) {
       // Left by a truncation interrupted before its last slice: the horizon supersedes them.
-      try (WriteBatch batch = new WriteBatch()) {
+      try (KeyValueDisk.Batch batch = store.disk.newBatch()) {
         for (byte[] key : stale) {
-          batch.delete(store.meta, key);
+          batch.delete(KeyValueDisk.Column.META, key);
         }
-        store.database.write(store.maintenanceWriteOptions, batch);
+        store.disk.write(batch, false);
       }
     }
     long lastSequence = -1;
     long lastJournalTimestamp = 0;
     long firstSequence = -1;
-    try (RocksIterator iterator = store.database.newIterator(store.journal)) {
+    try (KeyValueDisk.Cursor iterator = store.disk.cursor(KeyValueDisk.Column.JOURNAL)) {
       iterator.seekForPrev(Keys.journal(number, Long.MAX_VALUE));
       if (iterator.isValid() && Keys.journalPartition(iterator.key()) == number) {
         lastSequence = Keys.journalSequence(iterator.key());
@@ -264,7 +285,7 @@ final class Partition implements Runnable {
   private void recoveryScanSlice() {
     long end = Math.min(recoveryScanEnd, recoveryScanSequence + RECOVERY_SCAN_SLICE_RECORDS);
     long expected = recoveryScanSequence;
-    try (RocksIterator iterator = store.database.newIterator(store.journal)) {
+    try (KeyValueDisk.Cursor iterator = store.disk.cursor(KeyValueDisk.Column.JOURNAL)) {
       for (iterator.seek(Keys.journal(number, expected));
           expected < end
               && iterator.isValid()
@@ -293,51 +314,72 @@ final class Partition implements Runnable {
 
   // ---------------------------------------------------------------------------------- writer loop
 
-  @Override
-  public void run() {
-    List<Task> drained = new ArrayList<>();
-    List<Commit> commits = new ArrayList<>();
-    List<Task> controls = new ArrayList<>();
+  /** The writer thread's loop: passes until Stop, waiting for work while there is none. */
+  private void runOnOwnThread() {
     long idleWaitMillis = Math.max(5, Math.min(100, store.settings.checkpointIntervalMillis()));
-    boolean stopping = false;
-    while (!stopping) {
-      drained.clear();
-      commits.clear();
-      controls.clear();
+    while (!stopped) {
+      Task first;
       try {
         boolean busy = round != null || truncation != null
             || (recoveryScanSequence >= 0 && roundDue());
-        Task first = queue.poll(busy ? 0 : idleWaitMillis, TimeUnit.MILLISECONDS);
-        if (first != null) {
-          drained.add(first);
-          queue.drainTo(drained, store.settings.groupCommitMaxRecords() - 1);
-        }
+        first = queue.poll(busy ? 0 : idleWaitMillis, TimeUnit.MILLISECONDS);
       } catch (InterruptedException e) {
         // Nobody interrupts the writer; if someone does, keep serving until told to stop.
         continue;
       }
-      for (Task task : drained) {
-        if (task instanceof Commit commit) {
-          commits.add(commit);
-        } else {
-          controls.add(task);
-        }
-      }
-      if (!commits.isEmpty()) {
-        queuedCommits.addAndGet(-commits.size());
-        commitGroup(commits);
-      }
-      for (Task control : controls) {
-        switch (control) {
-          case CheckpointRequest request -> runForcedCheckpoint(request.done());
-          case Stop ignored -> stopping = true;
-          case Commit ignored -> throw new IllegalStateException("commits are handled above");
-        }
-      }
-      if (!stopping) {
-        maintenance();
+      runOnce(first);
+    }
+  }
+
+  /**
+   * One pass of the writer loop on the calling thread, without waiting for work (stepped
+   * execution); returns whether it did anything. Does nothing once the partition stopped.
+   */
+  boolean step() {
+    if (stopped) {
+      return false;
+    }
+    steppingThread = Thread.currentThread();
+    try {
+      return runOnce(queue.poll());
+    } finally {
+      steppingThread = null;
+    }
+  }
+
+  /**
+   * One pass of the writer loop: {@code first} (null if there was no task) and up to {@code
+   * groupCommitMaxRecords - 1} more queued tasks; their commits as one group, then the control
+   * tasks, then (unless stopped) one maintenance slice. Returns whether it did anything.
+   */
+  private boolean runOnce(Task first) {
+    drained.clear();
+    commits.clear();
+    controls.clear();
+    if (first != null) {
+      drained.add(first);
+      queue.drainTo(drained, store.settings.groupCommitMaxRecords() - 1);
+    }
+    for (Task task : drained) {
+      if (task instanceof Commit commit) {
+        commits.add(commit);
+      } else {
+        controls.add(task);
       }
     }
+    if (!commits.isEmpty()) {
+      queuedCommits.addAndGet(-commits.size());
+      commitGroup(commits);
+    }
+    for (Task control : controls) {
+      switch (control) {
+        case CheckpointRequest request -> runForcedCheckpoint(request.done());
+        case Stop ignored -> stopped = true;
+        case Commit ignored -> throw new IllegalStateException("commits are handled above");
+      }
+    }
+    boolean maintained = !stopped && maintenance();
+    return first != null || maintained;
   }
 
   // -------------------------------------------------------------------------------- group commit
@@ -356,7 +398,7 @@ final class Partition implements Runnable {
     boolean written = false;
     // Set before any timestamp is assigned: the ticks below are all greater than this.
     visibilityFloor = store.clock.current() + 1;
-    try (WriteBatch batch = new WriteBatch()) {
+    try (KeyValueDisk.Batch batch = store.disk.newBatch()) {
       long previous = lastTimestamp;
       List<EntityId> due = new ArrayList<>();
       int records = 0;
@@ -364,9 +406,9 @@ final class Partition implements Runnable {
         Commit commit = commits.get(i);
         TransactionStateChange change = commit.stateChange();
         if (change != null && change.value() != null) {
-          batch.put(store.transactions, change.key(), change.value());
+          batch.put(KeyValueDisk.Column.TRANSACTIONS, change.key(), change.value());
         } else if (change != null) {
-          batch.delete(store.transactions, change.key());
+          batch.delete(KeyValueDisk.Column.TRANSACTIONS, change.key());
         }
         if (commit.encodedRecord() == null) {
           continue;
@@ -382,11 +424,12 @@ final class Partition implements Runnable {
         timestamps[i] = timestamp;
         long sequence = nextSequence + records++;
         batch.put(
-            store.journal,
+            KeyValueDisk.Column.JOURNAL,
             Keys.journal(number, sequence),
             Codec.withCommitTimestamp(commit.encodedRecord(), timestamp));
         for (EntityEffect effect : commit.effects()) {
-          batch.put(store.index, Keys.index(effect.prefix(), timestamp, number, sequence), Keys.EMPTY);
+          batch.put(KeyValueDisk.Column.INDEX,
+              Keys.index(effect.prefix(), timestamp, number, sequence), Keys.EMPTY);
           int operations =
               operationsSinceCheckpoint.merge(
                   effect.entity(), Math.max(1, effect.operations().size()), Integer::sum);
@@ -407,13 +450,14 @@ final class Partition implements Runnable {
             }
           }
         }
-        batch.put(store.checkpoints, Keys.checkpoint(prefix, state.version()), Codec.encodeState(state));
+        batch.put(KeyValueDisk.Column.CHECKPOINTS, Keys.checkpoint(prefix, state.version()),
+            Codec.encodeState(state));
         operationsSinceCheckpoint.remove(entity);
         store.objectCheckpoints.increment();
       }
       try {
-        store.database.write(store.commitWriteOptions, batch);
-      } catch (RocksDBException e) {
+        store.disk.write(batch, store.syncCommits);
+      } catch (DiskException e) {
         store.fail(e);
         for (Commit commit : commits) {
           commit
@@ -459,24 +503,27 @@ final class Partition implements Runnable {
   }
 
   /** The latest committed state (all written batches), from the cache or the database. */
-  private EntityState currentState(EntityId entity) throws RocksDBException {
+  private EntityState currentState(EntityId entity) throws DiskException {
     // A cached entry is complete for every written batch: the writer applies each batch to it, and
     // a concurrent load finishes before the writer's compute on the same key (see RocksStore).
     EntityState cached = store.cachedQuietly(entity);
     if (cached != null) {
       return cached;
     }
-    return store.materializer.materialize(entity, Long.MAX_VALUE, store.plainReadOptions);
+    return store.materializer.materialize(entity, Long.MAX_VALUE, null);
   }
 
   // --------------------------------------------------------------------------------- maintenance
 
-  /** One bounded step of checkpoint or truncation work; never throws. */
-  private void maintenance() {
+  /**
+   * One bounded step of checkpoint or truncation work; never throws. Returns whether there was
+   * work to do (a slice ran, a truncation started, or the attempt failed the store).
+   */
+  private boolean maintenance() {
     if (store.failure() != null) {
       round = null;
       truncation = null;
-      return;
+      return false;
     }
     try {
       if (round != null) {
@@ -494,11 +541,14 @@ final class Partition implements Runnable {
         }
       } else {
         startTruncationIfAllowed();
+        return truncation != null;
       }
+      return true;
     } catch (Throwable t) {
       store.fail(t);
       round = null;
       truncation = null;
+      return true;
     }
   }
 
@@ -553,15 +603,15 @@ final class Partition implements Runnable {
     lastRoundStartMillis = store.nowMillis();
   }
 
-  private void roundSlice() throws RocksDBException {
+  private void roundSlice() throws DiskException {
     Round current = round;
     int end = Math.min(current.entities.size(), current.position + ROUND_SLICE_ENTITIES);
-    try (WriteBatch batch = new WriteBatch()) {
+    try (KeyValueDisk.Batch batch = store.disk.newBatch()) {
       for (int i = current.position; i < end; i++) {
         EntityId entity = current.entities.get(i);
         EntityState state = stateAt(entity, current.frontier);
         batch.put(
-            store.checkpoints,
+            KeyValueDisk.Column.CHECKPOINTS,
             Keys.checkpoint(Keys.entityPrefix(entity), state.version()),
             Codec.encodeState(state));
       }
@@ -569,12 +619,12 @@ final class Partition implements Runnable {
       JournalPosition position = new JournalPosition(current.startSequence, current.frontier);
       if (complete) {
         byte[] encoded = Codec.encodePosition(position);
-        batch.put(store.meta, Keys.metaLastRound(number), encoded);
-        batch.put(store.meta, Keys.metaRound(number, current.startSequence), encoded);
+        batch.put(KeyValueDisk.Column.META, Keys.metaLastRound(number), encoded);
+        batch.put(KeyValueDisk.Column.META, Keys.metaRound(number, current.startSequence), encoded);
       }
       // Not synced: checkpoints can be rebuilt from the journal, and RocksDB recovers a prefix of
       // the write-ahead log, so "round completed" is never durable without its checkpoints.
-      store.database.write(store.maintenanceWriteOptions, batch);
+      store.disk.write(batch, false);
       store.objectCheckpoints.add(end - current.position);
       current.position = end;
       if (complete) {
@@ -588,20 +638,20 @@ final class Partition implements Runnable {
   }
 
   /** The state at {@code frontier}, a timestamp at or below the last written commit. */
-  private EntityState stateAt(EntityId entity, long frontier) throws RocksDBException {
+  private EntityState stateAt(EntityId entity, long frontier) throws DiskException {
     EntityState cached = store.cachedQuietly(entity);
     if (cached != null && cached.version() <= frontier) {
       // Complete up to the last written batch and unchanged since its version, so also at frontier.
       return cached;
     }
-    return store.materializer.materialize(entity, frontier, store.plainReadOptions);
+    return store.materializer.materialize(entity, frontier, null);
   }
 
   /**
    * Picks the newest completed round whose frontier is at or below the retention horizon, publishes
    * it as the history horizon and starts deleting below it.
    */
-  private void startTruncationIfAllowed() throws RocksDBException {
+  private void startTruncationIfAllowed() throws DiskException {
     if (completedRounds.isEmpty()) {
       return;
     }
@@ -610,19 +660,19 @@ final class Partition implements Runnable {
       return;
     }
     // Durable before any deletion (write-ahead log prefix order), so recovery knows the horizon.
-    try (WriteBatch batch = new WriteBatch()) {
-      batch.put(store.meta, Keys.metaHorizon(number), Codec.encodePosition(target));
-      store.database.write(store.maintenanceWriteOptions, batch);
+    try (KeyValueDisk.Batch batch = store.disk.newBatch()) {
+      batch.put(KeyValueDisk.Column.META, Keys.metaHorizon(number), Codec.encodePosition(target));
+      store.disk.write(batch, false);
     }
     truncation = new Truncation(target.sequence(), target.timestamp(), firstRetainedSequence);
   }
 
-  private void truncationSlice() throws RocksDBException {
+  private void truncationSlice() throws DiskException {
     Truncation current = truncation;
     long end = Math.min(current.endSequence, current.cursor + TRUNCATION_SLICE_RECORDS);
     Map<EntityId, byte[]> entities = new LinkedHashMap<>();
-    try (WriteBatch batch = new WriteBatch();
-        RocksIterator iterator = store.database.newIterator(store.journal)) {
+    try (KeyValueDisk.Batch batch = store.disk.newBatch();
+        KeyValueDisk.Cursor iterator = store.disk.cursor(KeyValueDisk.Column.JOURNAL)) {
       long expected = current.cursor;
       for (iterator.seek(Keys.journal(number, current.cursor));
           iterator.isValid() && Keys.journalPartition(iterator.key()) == number;
@@ -645,7 +695,8 @@ final class Partition implements Runnable {
         for (EntityWrite write : record.writes()) {
           if (inRecord.add(write.entity())) {
             byte[] prefix = entities.computeIfAbsent(write.entity(), Keys::entityPrefix);
-            batch.delete(store.index, Keys.index(prefix, record.commitTimestamp(), number, sequence));
+            batch.delete(KeyValueDisk.Column.INDEX,
+                Keys.index(prefix, record.commitTimestamp(), number, sequence));
           }
         }
         expected++;
@@ -656,15 +707,15 @@ final class Partition implements Runnable {
       for (Map.Entry<EntityId, byte[]> entity : entities.entrySet()) {
         deleteSupersededCheckpoints(entity.getKey(), entity.getValue(), current.frontier, batch);
       }
-      batch.deleteRange(
-          store.journal, Keys.journal(number, current.cursor), Keys.journal(number, end));
+      batch.deleteRange(KeyValueDisk.Column.JOURNAL,
+          Keys.journal(number, current.cursor), Keys.journal(number, end));
       boolean complete = end == current.endSequence;
       if (complete) {
         for (Long sequence : completedRounds.headMap(current.endSequence, true).keySet()) {
-          batch.delete(store.meta, Keys.metaRound(number, sequence));
+          batch.delete(KeyValueDisk.Column.META, Keys.metaRound(number, sequence));
         }
       }
-      store.database.write(store.maintenanceWriteOptions, batch);
+      store.disk.write(batch, false);
       store.truncatedRecords.add(end - current.cursor);
       current.cursor = end;
       firstRetainedSequence = end;
@@ -680,8 +731,9 @@ final class Partition implements Runnable {
    * reads at or above the horizon (= frontier) never start from them.
    */
   private void deleteSupersededCheckpoints(
-      EntityId entity, byte[] prefix, long frontier, WriteBatch batch) throws RocksDBException {
-    try (RocksIterator iterator = store.database.newIterator(store.checkpoints)) {
+      EntityId entity, byte[] prefix, long frontier, KeyValueDisk.Batch batch)
+      throws DiskException {
+    try (KeyValueDisk.Cursor iterator = store.disk.cursor(KeyValueDisk.Column.CHECKPOINTS)) {
       iterator.seekForPrev(Keys.checkpoint(prefix, frontier));
       Invariants.check(
           iterator.isValid() && Keys.hasPrefix(iterator.key(), prefix, 8),
@@ -695,7 +747,7 @@ final class Partition implements Runnable {
         if (Keys.checkpointTimestamp(iterator.key()) >= keep) {
           break;
         }
-        batch.delete(store.checkpoints, iterator.key());
+        batch.delete(KeyValueDisk.Column.CHECKPOINTS, iterator.key());
       }
     }
   }

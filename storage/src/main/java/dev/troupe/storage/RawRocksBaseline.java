@@ -15,9 +15,9 @@ import org.rocksdb.WriteOptions;
  * RocksDB's own write-group leader merges them into one log write and one fsync: the group commit
  * a durable store gets for free, and the ceiling the engine's group commit is measured against.
  *
- * <p>Database options are those {@link RocksStore} opens its database with (write buffer, total
- * write-ahead-log bound, background jobs), so the two differ only by what the engine does, not by
- * how RocksDB is tuned.
+ * <p>Database options are those {@link RocksDisk} opens the store's database with (write buffer,
+ * total write-ahead-log bound, background jobs), so the two differ only by what the engine does,
+ * not by how RocksDB is tuned.
  *
  * <p>It lives in this module because only {@code storage} may import RocksDB
  * (docs/ARCHITECTURE.md); the {@code bench} module drives it. Thread-safe.
@@ -42,9 +42,9 @@ public final class RawRocksBaseline implements AutoCloseable {
   public static RawRocksBaseline open(Path directory) {
     Options options = new Options()
         .setCreateIfMissing(true)
-        .setMaxTotalWalSize(RocksStore.MAX_TOTAL_WAL_BYTES)
-        .setMaxBackgroundJobs(RocksStore.MAX_BACKGROUND_JOBS)
-        .setWriteBufferSize(RocksStore.WRITE_BUFFER_BYTES);
+        .setMaxTotalWalSize(RocksDisk.MAX_TOTAL_WAL_BYTES)
+        .setMaxBackgroundJobs(RocksDisk.MAX_BACKGROUND_JOBS)
+        .setWriteBufferSize(RocksDisk.WRITE_BUFFER_BYTES);
     WriteOptions syncedWrite = new WriteOptions().setSync(true).setDisableWAL(false);
     try {
       Files.createDirectories(directory);

@@ -12,8 +12,6 @@ import dev.troupe.model.TroupeException;
 import dev.troupe.model.time.HybridLogicalClock;
 import java.io.IOException;
 import java.io.UncheckedIOException;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -32,16 +30,6 @@ import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
 import java.util.function.LongSupplier;
-import org.rocksdb.BlockBasedTableConfig;
-import org.rocksdb.BloomFilter;
-import org.rocksdb.ColumnFamilyDescriptor;
-import org.rocksdb.ColumnFamilyHandle;
-import org.rocksdb.ColumnFamilyOptions;
-import org.rocksdb.DBOptions;
-import org.rocksdb.ReadOptions;
-import org.rocksdb.RocksDB;
-import org.rocksdb.RocksDBException;
-import org.rocksdb.WriteOptions;
 
 /**
  * The embedded storage engine: a partitioned operation journal in RocksDB with a per-object index,
@@ -52,7 +40,10 @@ import org.rocksdb.WriteOptions;
  * {@link TransactionRecord}), {@code index} (entity, commit timestamp, partition, sequence → empty),
  * {@code checkpoints} (entity, version → {@link EntityState}) and {@code meta} (per partition: last
  * completed checkpoint round, history horizon, completed rounds above it; the partition count). Key
- * layouts in {@link Keys}, value formats in {@link Codec}.
+ * layouts in {@link Keys}, value formats in {@link Codec}. The engine reaches the database only
+ * through {@link KeyValueDisk} (RocksDB's batches, snapshots, bounded iterators and write-ahead-log
+ * contract): {@link RocksDisk} in production, {@link MemoryDisk} (simulated power loss) in the
+ * simulator and tests.
  *
  * <p><b>Commits.</b> An entity belongs to one partition (MurmurHash3 of its bytes). Each partition
  * has one writer thread ({@link Partition}) doing group commit: it drains up to
@@ -133,26 +124,37 @@ import org.rocksdb.WriteOptions;
  *
  * <p><b>Threads.</b> Thread-safe. Futures complete on the partition's writer thread: continuations
  * must not block on the store ({@link #checkpointNow} and {@link #close} refuse to run there).
+ * Under {@link Execution#STEPPED} there are no writer threads: each writer pass runs on the thread
+ * that calls {@link #runPendingWork} (or a blocking call that needs it), which is then the writer
+ * for the refusals above; the store is driven by one thread at a time.
  */
 public final class RocksStore implements Store {
-  // Package-private: RawRocksBaseline tunes its database exactly the same way.
-  static final long WRITE_BUFFER_BYTES = 16L << 20;
-  // Bounds what a restart replays (about 0.4 s per 32 MB here) at the cost of earlier flushes.
-  static final long MAX_TOTAL_WAL_BYTES = 32L << 20;
-  static final int MAX_BACKGROUND_JOBS = 2;
+
+  /** Who runs the partitions' writers. */
+  public enum Execution {
+    /**
+     * Production: one writer thread per partition, and under {@link Durability#ASYNC} a thread
+     * that syncs the write-ahead log every {@code asyncFlushIntervalMillis}.
+     */
+    THREADS,
+    /**
+     * Deterministic (the simulator, tests): no thread is started and nothing happens until the
+     * caller drives it with {@link #runPendingWork} and, under {@link Durability#ASYNC}, {@link
+     * #flushWriteAheadLog}. Blocking calls ({@link #checkpointNow}, {@link
+     * #resolveInDoubtTransactions}, {@link #close}) run the pending work on the calling thread
+     * until what they wait for is done. Time comes only from the injected physical clock and the
+     * engine draws no random numbers, with one exception outside its control: the object cache
+     * (Caffeine) occasionally admits an entry at random, which changes which states stay cached
+     * (so whether a read materializes), never what a read returns. One thread at a time.
+     */
+    STEPPED
+  }
 
   final StorageSettings settings;
   final HybridLogicalClock clock;
-  final RocksDB database;
-  final ColumnFamilyHandle journal;
-  final ColumnFamilyHandle index;
-  final ColumnFamilyHandle checkpoints;
-  final ColumnFamilyHandle meta;
-  /** Two-phase commit state: prepared parts and commit decisions (see {@link Keys}). */
-  final ColumnFamilyHandle transactions;
-  final WriteOptions commitWriteOptions;
-  final WriteOptions maintenanceWriteOptions;
-  final ReadOptions plainReadOptions;
+  final KeyValueDisk disk;
+  /** Whether commit batches are synced ({@link Durability#SYNC}); maintenance never is. */
+  final boolean syncCommits;
   final Materializer materializer;
 
   final LongAdder commits = new LongAdder();
@@ -163,8 +165,7 @@ public final class RocksStore implements Store {
   volatile long lastCheckpointMillis;
 
   private final LongSupplier physicalMillis;
-  private final List<AutoCloseable> resources;
-  private final List<ColumnFamilyHandle> handles;
+  private final Execution execution;
   /**
    * Latest committed states with their estimated weights. The weight travels with the state so
    * that applying a commit re-weighs only the keys it touched (an entity with many keys would
@@ -212,97 +213,72 @@ public final class RocksStore implements Store {
   private RocksStore(
       StorageSettings settings,
       LongSupplier physicalMillis,
-      RocksDB database,
-      List<ColumnFamilyHandle> handles,
-      List<AutoCloseable> resources) {
+      KeyValueDisk disk,
+      Execution execution) {
     this.settings = settings;
     this.physicalMillis = physicalMillis;
+    this.execution = execution;
     this.clock = new HybridLogicalClock(physicalMillis);
-    this.database = database;
-    this.handles = handles;
-    this.resources = resources;
-    this.journal = handles.get(1);
-    this.index = handles.get(2);
-    this.checkpoints = handles.get(3);
-    this.meta = handles.get(4);
-    this.transactions = handles.get(5);
-    this.commitWriteOptions =
-        new WriteOptions().setSync(settings.durability() == Durability.SYNC);
-    this.maintenanceWriteOptions = new WriteOptions().setSync(false);
-    this.plainReadOptions = new ReadOptions();
-    resources.add(commitWriteOptions);
-    resources.add(maintenanceWriteOptions);
-    resources.add(plainReadOptions);
-    this.materializer = new Materializer(database, journal, index, checkpoints);
-    this.cache =
+    this.disk = disk;
+    this.syncCommits = settings.durability() == Durability.SYNC;
+    this.materializer = new Materializer(disk);
+    Caffeine<EntityId, CachedState> builder =
         Caffeine.newBuilder()
             .maximumWeight(settings.cacheMaxWeightBytes())
             .weigher((EntityId entity, CachedState cached) -> cached.weight())
-            .recordStats()
-            .build();
+            .recordStats();
+    if (execution == Execution.STEPPED) {
+      // Eviction and other maintenance on the calling thread, not on the common pool. Only when
+      // stepped: in production it would put that work on the writers and readers.
+      builder = builder.executor(Runnable::run);
+    }
+    this.cache = builder.build();
     this.partitions = new Partition[settings.partitions()];
     for (int i = 0; i < partitions.length; i++) {
-      partitions[i] = new Partition(this, i);
+      partitions[i] = new Partition(this, i, execution == Execution.THREADS);
     }
   }
 
   /**
-   * Opens (creating if needed) the store in {@code settings.directory()} and recovers it.
+   * Opens (creating if needed) the store in {@code settings.directory()} on RocksDB, recovers it
+   * and starts its writer threads.
    *
    * @param physicalMillis the physical clock: commit timestamps, round intervals and history
    *     retention are all derived from it (tests inject a fake one)
    */
   public static RocksStore open(StorageSettings settings, LongSupplier physicalMillis) {
     validate(settings);
+    Objects.requireNonNull(settings.directory(), "settings.directory");
     Objects.requireNonNull(physicalMillis, "physicalMillis");
-    long started = System.nanoTime();
-    RocksDB.loadLibrary();
-    List<AutoCloseable> resources = new ArrayList<>();
-    List<ColumnFamilyHandle> handles = new ArrayList<>();
-    RocksDB database;
+    return open(settings, physicalMillis, RocksDisk.open(settings.directory()), Execution.THREADS);
+  }
+
+  /**
+   * Opens the store on {@code disk} and recovers it. The store owns the disk from here on: it
+   * closes it when it is closed or when recovery fails.
+   *
+   * @param physicalMillis the physical clock: commit timestamps, round intervals and history
+   *     retention are all derived from it
+   * @param execution who runs the writers; {@link Execution#STEPPED} starts no thread
+   */
+  public static RocksStore open(
+      StorageSettings settings, LongSupplier physicalMillis, KeyValueDisk disk,
+      Execution execution) {
+    Objects.requireNonNull(disk, "disk");
     try {
-      Files.createDirectories(settings.directory());
-      DBOptions databaseOptions =
-          new DBOptions()
-              .setCreateIfMissing(true)
-              .setCreateMissingColumnFamilies(true)
-              .setMaxTotalWalSize(MAX_TOTAL_WAL_BYTES)
-              // Replayed log stays in memtables instead of being flushed inside open: faster restart.
-              .setAvoidFlushDuringRecovery(true)
-              .setMaxBackgroundJobs(MAX_BACKGROUND_JOBS);
-      resources.add(databaseOptions);
-      ColumnFamilyOptions plainOptions = new ColumnFamilyOptions().setWriteBufferSize(WRITE_BUFFER_BYTES);
-      resources.add(plainOptions);
-      // Bloom filter on the journal: materialization reads it by point lookups (multiGet).
-      BloomFilter bloomFilter = new BloomFilter(10);
-      resources.add(bloomFilter);
-      BlockBasedTableConfig journalTable = new BlockBasedTableConfig().setFilterPolicy(bloomFilter);
-      ColumnFamilyOptions journalOptions =
-          new ColumnFamilyOptions()
-              .setWriteBufferSize(WRITE_BUFFER_BYTES)
-              .setTableFormatConfig(journalTable);
-      resources.add(journalOptions);
-      List<ColumnFamilyDescriptor> descriptors =
-          List.of(
-              new ColumnFamilyDescriptor(RocksDB.DEFAULT_COLUMN_FAMILY, plainOptions),
-              new ColumnFamilyDescriptor("journal".getBytes(StandardCharsets.UTF_8), journalOptions),
-              new ColumnFamilyDescriptor("index".getBytes(StandardCharsets.UTF_8), plainOptions),
-              new ColumnFamilyDescriptor("checkpoints".getBytes(StandardCharsets.UTF_8), plainOptions),
-              new ColumnFamilyDescriptor("meta".getBytes(StandardCharsets.UTF_8), plainOptions),
-              new ColumnFamilyDescriptor(
-                  "transactions".getBytes(StandardCharsets.UTF_8), plainOptions));
-      database =
-          RocksDB.open(
-              databaseOptions, settings.directory().toString(), descriptors, handles);
-    } catch (RocksDBException | IOException e) {
-      closeAll(handles, null, resources);
-      throw new UncheckedIOException(
-          new IOException("cannot open the store in " + settings.directory() + ": " + e.getMessage(), e));
+      validate(settings);
+      Objects.requireNonNull(physicalMillis, "physicalMillis");
+      Objects.requireNonNull(execution, "execution");
+    } catch (RuntimeException e) {
+      disk.close();
+      throw e;
     }
-    RocksStore store = new RocksStore(settings, physicalMillis, database, handles, resources);
+    // Statistics only (recoveryMillis): never read by the engine's logic.
+    long started = System.nanoTime();
+    RocksStore store = new RocksStore(settings, physicalMillis, disk, execution);
     try {
       store.recover();
-    } catch (RocksDBException e) {
+    } catch (DiskException e) {
       store.closeResources();
       throw new UncheckedIOException(
           new IOException("cannot recover the store in " + settings.directory(), e));
@@ -317,7 +293,6 @@ public final class RocksStore implements Store {
 
   private static void validate(StorageSettings settings) {
     Objects.requireNonNull(settings, "settings");
-    Objects.requireNonNull(settings.directory(), "settings.directory");
     Objects.requireNonNull(settings.durability(), "settings.durability");
     require(settings.partitions() >= 1 && settings.partitions() <= 0xFFFF, "partitions in 1..65535");
     require(settings.groupCommitMaxRecords() >= 1, "groupCommitMaxRecords >= 1");
@@ -336,14 +311,14 @@ public final class RocksStore implements Store {
     }
   }
 
-  private void recover() throws RocksDBException {
-    byte[] stored = database.get(meta, Keys.META_PARTITIONS);
+  private void recover() throws DiskException {
+    byte[] stored = disk.get(KeyValueDisk.Column.META, Keys.META_PARTITIONS);
     if (stored == null) {
-      database.put(
-          meta,
-          commitWriteOptions,
-          Keys.META_PARTITIONS,
-          Codec.encodePosition(new JournalPosition(settings.partitions(), 0)));
+      try (KeyValueDisk.Batch batch = disk.newBatch()) {
+        batch.put(KeyValueDisk.Column.META, Keys.META_PARTITIONS,
+            Codec.encodePosition(new JournalPosition(settings.partitions(), 0)));
+        disk.write(batch, syncCommits);
+      }
     } else {
       long created = Codec.decodePosition(stored).sequence();
       if (created != settings.partitions()) {
@@ -359,6 +334,9 @@ public final class RocksStore implements Store {
   }
 
   private void start() {
+    if (execution == Execution.STEPPED) {
+      return;
+    }
     for (Partition partition : partitions) {
       partition.start();
     }
@@ -378,15 +356,66 @@ public final class RocksStore implements Store {
     }
   }
 
-  private void flushWriteAheadLog() {
-    if (failure.get() != null) {
-      return;
-    }
+  /**
+   * Syncs the write-ahead log: every commit acknowledged so far becomes durable. Runs every {@code
+   * asyncFlushIntervalMillis} on its own thread under {@link Execution#THREADS} and {@link
+   * Durability#ASYNC}; a {@link Execution#STEPPED} store's driver calls it on its own schedule
+   * (under {@link Durability#SYNC} every commit is durable already and it changes nothing). A no-op
+   * once the store failed or closed.
+   */
+  public void flushWriteAheadLog() {
+    closeLock.readLock().lock();
     try {
-      database.flushWal(true);
-    } catch (RocksDBException e) {
+      if (closed || failure.get() != null) {
+        return;
+      }
+      disk.flushWriteAheadLog(true);
+    } catch (DiskException e) {
       // Acknowledged ASYNC commits may not be durable: stop acknowledging more.
       fail(e);
+    } finally {
+      closeLock.readLock().unlock();
+    }
+  }
+
+  /**
+   * Runs, on the calling thread, one pass of every partition's writer loop: its queued tasks (at
+   * most {@code groupCommitMaxRecords}) as one group commit, completing their futures in order (so
+   * their continuations run here), then one slice of maintenance (a checkpoint round, the scan
+   * after recovery, truncation). Returns whether any partition did anything: a driver calls it
+   * until it returns false to let the store settle. {@link Execution#STEPPED} only; not from a
+   * continuation of a future this store completes (it would run inside a pass).
+   */
+  public boolean runPendingWork() {
+    if (execution != Execution.STEPPED) {
+      throw new IllegalStateException(
+          "runPendingWork drives a stepped store; this one runs its own writer threads");
+    }
+    refuseOnWriterThread("runPendingWork");
+    boolean worked = false;
+    for (Partition partition : partitions) {
+      worked |= partition.step();
+    }
+    return worked;
+  }
+
+  /** Waits for a future a writer completes (see {@link #runUntilDone}). */
+  private <T> T await(CompletableFuture<T> future) {
+    runUntilDone(future);
+    return future.join();
+  }
+
+  /**
+   * Stepped, runs the pending work on this thread until {@code future} is done: its task is taken
+   * by the next pass of its partition, so that takes a bounded number of passes. With writer
+   * threads, does nothing (the caller then blocks on the future).
+   */
+  private void runUntilDone(CompletableFuture<?> future) {
+    if (execution != Execution.STEPPED) {
+      return;
+    }
+    while (!future.isDone()) {
+      Invariants.check(runPendingWork(), "a stepped store has no work left, yet a future waits");
     }
   }
 
@@ -560,7 +589,7 @@ public final class RocksStore implements Store {
   public InDoubtResolution resolveInDoubtTransactions(Redo redo) {
     List<PreparedTransaction> prepared = new ArrayList<>();
     List<DecidedTransaction> decided = new ArrayList<>();
-    try (org.rocksdb.RocksIterator iterator = database.newIterator(transactions)) {
+    try (KeyValueDisk.Cursor iterator = disk.cursor(KeyValueDisk.Column.TRANSACTIONS)) {
       for (iterator.seekToFirst(); iterator.isValid(); iterator.next()) {
         byte[] key = iterator.key();
         switch (key[0]) {
@@ -581,17 +610,17 @@ public final class RocksStore implements Store {
         writes.add(commitPrepared(commit.transactionId(), commit.entity(), commit.operations()));
       }
     }
-    CompletableFuture.allOf(writes.toArray(CompletableFuture[]::new)).join();
+    await(CompletableFuture.allOf(writes.toArray(CompletableFuture[]::new)));
     // One at a time, in the resolution's order (per entity in arrival order): each meets the
     // state the previous one left.
     for (PreparedTransaction part : redone) {
       List<Operation> operations = redo.operations(part, read(part.entity()));
       if (operations.isEmpty()) {
         byte[] key = preparedKey(part.transactionId(), part.entity());
-        writeTransactionState(partitionOf(part.entity()), part.transactionId(),
-            new Partition.TransactionStateChange(key, null), true).join();
+        await(writeTransactionState(partitionOf(part.entity()), part.transactionId(),
+            new Partition.TransactionStateChange(key, null), true));
       } else {
-        commitPrepared(part.transactionId(), part.entity(), operations).join();
+        await(commitPrepared(part.transactionId(), part.entity(), operations));
       }
     }
     for (PreparedTransaction abort : resolution.toAbort()) {
@@ -599,12 +628,12 @@ public final class RocksStore implements Store {
       writes.add(writeTransactionState(partitionOf(abort.entity()), abort.transactionId(),
           new Partition.TransactionStateChange(key, null), true));
     }
-    CompletableFuture.allOf(writes.toArray(CompletableFuture[]::new)).join();
+    await(CompletableFuture.allOf(writes.toArray(CompletableFuture[]::new)));
     for (DecidedTransaction done : resolution.decisionsToForget()) {
       writes.add(writeTransactionState(decisionPartition(done), done.transactionId(),
           new Partition.TransactionStateChange(Keys.decided(done.transactionId()), null), true));
     }
-    CompletableFuture.allOf(writes.toArray(CompletableFuture[]::new)).join();
+    await(CompletableFuture.allOf(writes.toArray(CompletableFuture[]::new)));
     return resolution;
   }
 
@@ -625,13 +654,10 @@ public final class RocksStore implements Store {
   }
 
   private EntityState loadLatest(EntityId entity) {
-    org.rocksdb.Snapshot snapshot = database.getSnapshot();
-    try (ReadOptions options = new ReadOptions().setSnapshot(snapshot)) {
-      return materializer.materialize(entity, Long.MAX_VALUE, options);
-    } catch (RocksDBException e) {
+    try (KeyValueDisk.Snapshot snapshot = disk.snapshot()) {
+      return materializer.materialize(entity, Long.MAX_VALUE, snapshot);
+    } catch (DiskException e) {
       throw new UncheckedIOException(new IOException("cannot read " + entity, e));
-    } finally {
-      database.releaseSnapshot(snapshot);
     }
   }
 
@@ -655,16 +681,13 @@ public final class RocksStore implements Store {
         // none of this entity's lies after the cached version: the cached state is the state there.
         return cached;
       }
-      org.rocksdb.Snapshot snapshot = database.getSnapshot();
-      try (ReadOptions options = new ReadOptions().setSnapshot(snapshot)) {
+      try (KeyValueDisk.Snapshot snapshot = disk.snapshot()) {
         // Checked again after taking the snapshot: a truncation publishes its horizon before it
         // deletes, so passing this check means the snapshot predates any deletion it would need.
         checkHorizon(partition, entity, timestamp);
-        return materializer.materialize(entity, timestamp, options);
-      } catch (RocksDBException e) {
+        return materializer.materialize(entity, timestamp, snapshot);
+      } catch (DiskException e) {
         throw new UncheckedIOException(new IOException("cannot read " + entity, e));
-      } finally {
-        database.releaseSnapshot(snapshot);
       }
     } finally {
       closeLock.readLock().unlock();
@@ -682,6 +705,13 @@ public final class RocksStore implements Store {
   }
 
   private void awaitVisible(Partition partition, long timestamp) {
+    if (execution == Execution.STEPPED) {
+      // A stepped writer lowers the floor only within a pass and restores it before completing
+      // any future, and no one else runs meanwhile: waiting here could never end.
+      Invariants.check(partition.visibilityFloor > timestamp,
+          "partition %d: read at %d inside a group commit", partition.number, timestamp);
+      return;
+    }
     while (partition.visibilityFloor <= timestamp) {
       // The writer holds timestamps at or below ours that are not applied yet: at most one group
       // commit (one synced write) to wait for.
@@ -814,6 +844,7 @@ public final class RocksStore implements Store {
       closeLock.readLock().unlock();
     }
     for (CompletableFuture<Void> done : rounds) {
+      runUntilDone(done);
       try {
         done.get();
       } catch (ExecutionException e) {
@@ -847,6 +878,13 @@ public final class RocksStore implements Store {
     }
     boolean interrupted = false;
     for (Partition partition : partitions) {
+      if (execution == Execution.STEPPED) {
+        // Bounded: every pass takes tasks off the queue, Stop is among them.
+        while (!partition.isStopped()) {
+          partition.step();
+        }
+        continue;
+      }
       while (true) {
         try {
           partition.join();
@@ -866,8 +904,8 @@ public final class RocksStore implements Store {
     }
     if (failure.get() == null) {
       try {
-        database.flushWal(true);
-      } catch (RocksDBException e) {
+        disk.flushWriteAheadLog(true);
+      } catch (DiskException e) {
         fail(e);
       }
     }
@@ -879,25 +917,7 @@ public final class RocksStore implements Store {
 
   private void closeResources() {
     cache.invalidateAll();
-    closeAll(handles, database, resources);
-  }
-
-  /** Column family handles, then the database, then the options they were built with. */
-  private static void closeAll(
-      List<ColumnFamilyHandle> handles, RocksDB database, List<AutoCloseable> resources) {
-    for (ColumnFamilyHandle handle : handles) {
-      handle.close();
-    }
-    if (database != null) {
-      database.close();
-    }
-    for (int i = resources.size() - 1; i >= 0; i--) {
-      try {
-        resources.get(i).close();
-      } catch (Exception ignored) {
-        // Native options hold no state worth reporting at shutdown.
-      }
-    }
+    disk.close();
   }
 
   // --------------------------------------------------------------------------- writer support
@@ -944,8 +964,8 @@ public final class RocksStore implements Store {
             });
   }
 
-  JournalPosition readPosition(byte[] key) throws RocksDBException {
-    byte[] value = database.get(meta, key);
+  JournalPosition readPosition(byte[] key) throws DiskException {
+    byte[] value = disk.get(KeyValueDisk.Column.META, key);
     return value == null ? JournalPosition.START : Codec.decodePosition(value);
   }
 

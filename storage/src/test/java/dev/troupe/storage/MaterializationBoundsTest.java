@@ -11,6 +11,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.rocksdb.PerfContext;
 import org.rocksdb.PerfLevel;
+import org.rocksdb.RocksDB;
 
 /**
  * Materializing one entity reads only that entity's keys, even when truncation has just deleted
@@ -46,12 +47,13 @@ class MaterializationBoundsTest {
           "truncation deleted every journal record and index entry");
       assertTrue(!store.isCached(probe), "the read below materializes from the database");
 
-      store.database.setPerfLevel(PerfLevel.ENABLE_COUNT);
-      PerfContext perf = store.database.getPerfContext();
+      RocksDB database = ((RocksDisk) store.disk).database();
+      database.setPerfLevel(PerfLevel.ENABLE_COUNT);
+      PerfContext perf = database.getPerfContext();
       perf.reset();
       long value = Fixtures.counter(store.read(probe), "n");
       long skippedTombstones = perf.getInternalDeleteSkippedCount();
-      store.database.setPerfLevel(PerfLevel.DISABLE);
+      database.setPerfLevel(PerfLevel.DISABLE);
 
       assertEquals(7, value);
       assertTrue(skippedTombstones <= 2, "a read of one entity skipped " + skippedTombstones

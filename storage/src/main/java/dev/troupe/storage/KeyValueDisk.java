@@ -1,0 +1,132 @@
+package dev.troupe.storage;
+
+import java.util.List;
+
+/**
+ * The ordered, durable key-value disk under {@link RocksStore}: exactly what the engine uses of
+ * RocksDB, so that production runs on RocksDB ({@link RocksDisk}) and the deterministic simulator
+ * and tests on an in-memory disk with simulated power loss ({@link MemoryDisk}).
+ *
+ * <p><b>Contract</b> (RocksDB's, which the engine's recovery argument relies on):
+ *
+ * <ul>
+ *   <li>Keys are ordered by unsigned lexicographic byte order (RocksDB's default comparator), per
+ *       {@link Column}.
+ *   <li>A {@link Batch} is applied atomically: after a crash it is either wholly present or wholly
+ *       absent, never half applied.
+ *   <li>Batches survive a crash as a prefix of the order they were written in: {@code write(batch,
+ *       true)} or {@code flushWriteAheadLog(true)} makes that batch and every earlier one durable;
+ *       an unsynced batch survives a power loss only if every batch before it does.
+ *   <li>A {@link Snapshot} and a {@link Cursor} read one consistent point: a cursor opened without
+ *       a snapshot reads the state as of its creation, unaffected by later writes.
+ * </ul>
+ *
+ * <p>Environmental failures of writes and point reads are {@link DiskException}s; cursor movements
+ * do not throw (as RocksDB's iterators). Implementations are thread-safe; a batch, a snapshot and a
+ * cursor belong to one thread at a time.
+ */
+public interface KeyValueDisk extends AutoCloseable {
+
+  /** The column families of the store (see {@link Keys} for their key layouts). */
+  enum Column {
+    /** (partition, sequence) → {@link TransactionRecord}. */
+    JOURNAL,
+    /** (entity, commit timestamp, partition, sequence) → empty. */
+    INDEX,
+    /** (entity, version) → {@link dev.troupe.model.EntityState}. */
+    CHECKPOINTS,
+    /** Per partition: completed rounds, history horizon; the partition count. */
+    META,
+    /** Two-phase commit state: prepared parts and commit decisions. */
+    TRANSACTIONS
+  }
+
+  /** A new, empty write batch; close it once written or abandoned. */
+  Batch newBatch();
+
+  /**
+   * Applies {@code batch} atomically. With {@code sync}, returns only once it and every batch
+   * written before it are durable (an fsync of the write-ahead log).
+   */
+  void write(Batch batch, boolean sync) throws DiskException;
+
+  /** The latest value of {@code key}, or null. */
+  byte[] get(Column column, byte[] key) throws DiskException;
+
+  /**
+   * The values of {@code keys} in their order (null where absent), as of {@code snapshot}, or the
+   * latest values when it is null.
+   */
+  List<byte[]> multiGet(Column column, List<byte[]> keys, Snapshot snapshot) throws DiskException;
+
+  /** Pins the current state for reads until the snapshot is closed. */
+  Snapshot snapshot();
+
+  /**
+   * A cursor over the keys of {@code column} in {@code [lowerBound, upperBound)} (a null bound is
+   * unbounded), as of {@code snapshot} or, when it is null, as of now. Bounds are not only a filter:
+   * a bounded cursor never visits, not even to skip them, keys or deletions outside its range, which
+   * is what keeps one entity's materialization independent of its neighbours' tombstones. The cursor
+   * is not positioned until one of its seeks.
+   */
+  Cursor cursor(Column column, Snapshot snapshot, byte[] lowerBound, byte[] upperBound);
+
+  /** An unbounded cursor over the latest state of {@code column}. */
+  default Cursor cursor(Column column) {
+    return cursor(column, null, null, null);
+  }
+
+  /**
+   * Writes buffered write-ahead-log records out; with {@code sync}, makes every batch written so far
+   * durable.
+   */
+  void flushWriteAheadLog(boolean sync) throws DiskException;
+
+  /** Releases the disk; nothing may be called on it (or its batches, snapshots, cursors) after. */
+  @Override
+  void close();
+
+  /** Puts and deletions applied together by {@link #write}. Owned by one thread. */
+  interface Batch extends AutoCloseable {
+    void put(Column column, byte[] key, byte[] value) throws DiskException;
+
+    void delete(Column column, byte[] key) throws DiskException;
+
+    /** Deletes every key in {@code [fromInclusive, toExclusive)}. */
+    void deleteRange(Column column, byte[] fromInclusive, byte[] toExclusive) throws DiskException;
+
+    @Override
+    void close();
+  }
+
+  /** A consistent point to read at; close it to release what it pins. */
+  interface Snapshot extends AutoCloseable {
+    @Override
+    void close();
+  }
+
+  /**
+   * A position over one column's keys in order (RocksDB's iterator). {@link #key} and {@link
+   * #value} return fresh arrays and may be called only while {@link #isValid}.
+   */
+  interface Cursor extends AutoCloseable {
+    void seekToFirst();
+
+    /** Positions at the first key at or after {@code target}. */
+    void seek(byte[] target);
+
+    /** Positions at the last key at or before {@code target}. */
+    void seekForPrev(byte[] target);
+
+    void next();
+
+    boolean isValid();
+
+    byte[] key();
+
+    byte[] value();
+
+    @Override
+    void close();
+  }
+}
