@@ -50,6 +50,12 @@ public final class SimCommand implements Callable<Integer> {
           + " (default: ${DEFAULT-VALUE}).")
   String mode;
 
+  @Option(names = "--storage", defaultValue = "store",
+      description = "store (the production storage engine over a simulated disk) or journal"
+          + " (the simulator's minimal journal: torn and corrupted records)"
+          + " (default: ${DEFAULT-VALUE}).")
+  String storage;
+
   @Option(names = "--workload", defaultValue = "all",
       description = "bank, list-append or all (composed in one run) (default: ${DEFAULT-VALUE}).")
   String workload;
@@ -106,7 +112,8 @@ public final class SimCommand implements Callable<Integer> {
     List<Simulation.Options> configurations = new ArrayList<>();
     for (String policy : admissions) {
       for (boolean planned : modes) {
-        configurations.add(new Simulation.Options(policy, planned, workloads, accounts, lists,
+        configurations.add(new Simulation.Options(policy, storage, planned, workloads, accounts,
+            lists,
             clients, defaults.openingBalance(), durationMillis, defaults.faultFreeShare(),
             crashMeanMillis, clientLoss, defaults.clientTimeoutMillis()));
       }
@@ -133,7 +140,8 @@ public final class SimCommand implements Callable<Integer> {
           if (!result.passed()) {
             failures.add(result);
             System.out.println("FAILED: --seed " + result.seed() + " --admission "
-                + options.admission() + " --mode " + mode + " --workload " + workload + ": "
+                + options.admission() + " --mode " + mode + " --workload " + workload
+                + " --storage " + storage + ": "
                 + result.failure());
             System.out.println(result.trace());
           }

@@ -29,28 +29,20 @@ import java.util.function.Function;
 
 /**
  * One Troupe node in the simulator: the production cores ({@link EntityTurnCore} per entity,
- * {@link CoordinatorCore} per transaction) with simulated shells in place of Pekko actors and
- * RocksDB. Messages between the cores of the node go through a {@link SimulatedNetwork} that
- * behaves like local mailboxes (never lost; each core receives messages in the order they were
- * sent to it, whoever sent them, as Pekko's mailboxes do; interleaved across receivers); durable
- * state is a journal on a {@link SimulatedLog}, synced in group commits.
+ * {@link CoordinatorCore} per transaction, {@link SequencerCore}, {@code InteractiveCore}) with
+ * simulated shells in place of Pekko actors. Messages between the cores of the node go through a
+ * {@link SimulatedNetwork} that behaves like local mailboxes (never lost; each core receives
+ * messages in the order they were sent to it, whoever sent them, as Pekko's mailboxes do;
+ * interleaved across receivers). Durable state lives in a {@link NodeStorage}: by default the
+ * production storage engine over a simulated disk ({@link StoreStorage}), or the simulator's
+ * minimal journal ({@link SimulatedJournal}).
  *
- * <p><b>What a crash does.</b> {@link #crash} drops every core and every message, timer and sync
- * in flight (they belong to the dead incarnation and are ignored when they fire), and loses the
- * journal's unsynced tail (or tears it). {@link #restart} replays the surviving journal and
- * resolves in-doubt transactions as the real store does ({@code InDoubtResolution}): a prepared
- * part whose transaction has a decision commits, every other one is abandoned (presumed abort).
- *
- * <p><b>Journal records</b> (in the order written): {@code Committed(tx, entity, operations,
- * timestamp, resolvesPrepared)}, {@code Prepared(tx, entity, operations)}, {@code
- * Abandoned(tx, entity)}, {@code Decided(tx)}, {@code Forgotten(tx)}. Records are kept as objects;
- * the log holds their sequence numbers, so torn and corrupted tails cut the record list exactly
- * where the real log's checksums would.
- *
- * <p><b>Same logic as production where it counts.</b> Recovery decides with the store's pure
- * {@link InDoubtResolution} and re-evaluates PSAC parts as {@code Troupe} does ({@link
- * TurnEvaluator#evaluateSequence} on their {@link TurnCodec}-encoded turns, per entity in arrival
- * order); planned transactions are ordered by {@link SequencerCore}.
+ * <p><b>What a crash does.</b> {@link #crash} drops every core and every message, timer and
+ * storage completion in flight (they belong to the dead incarnation and are ignored when they
+ * fire), and the storage loses what it had not synced (or keeps a prefix of it). {@link #restart}
+ * recovers the storage, which resolves in-doubt transactions as production does ({@code
+ * InDoubtResolution}: a prepared part whose transaction has a decision commits, PSAC parts
+ * re-evaluated in arrival order; every other one is abandoned, presumed abort).
  *
  * <p>Not thread-safe: the simulation is single-threaded.
  */
@@ -70,22 +62,6 @@ final class SimulatedNode {
     record Acknowledger(long coordinator, EntityId participant, long transactionId)
         implements Recipient {}
   }
-
-  private sealed interface JournalRecord {}
-
-  private record Committed(long transactionId, EntityId entity, List<Operation> operations,
-      long commitTimestamp, boolean resolvesPrepared) implements JournalRecord {}
-
-  /** A prepared part, as the real store keeps it (operations, or PSAC redo turns and rank). */
-  private record Prepared(PreparedTransaction part) implements JournalRecord {}
-
-  private record Abandoned(long transactionId, EntityId entity) implements JournalRecord {}
-
-  private record Decided(DecidedTransaction decision) implements JournalRecord {}
-
-  private record Forgotten(long transactionId) implements JournalRecord {}
-
-  private record Part(long transactionId, EntityId entity) {}
 
   /**
    * Deliberate breakage of the simulated shell, for tests that prove the checkers catch it. Only
@@ -117,21 +93,27 @@ final class SimulatedNode {
    */
   record Settings(long syncMillis, long internalMaxDelayMillis,
       CoordinatorCore.Limits coordinatorLimits, double tornProbability,
-      double corruptProbability, Mutation mutation) {}
+      double corruptProbability, Mutation mutation, StorageKind storage) {}
+
+  /** Which {@link NodeStorage} the node keeps its durable state in. */
+  enum StorageKind {
+    /** The production engine, {@code RocksStore}, over a simulated disk ({@link StoreStorage}). */
+    STORE,
+    /** The simulator's own minimal journal ({@link SimulatedJournal}). */
+    JOURNAL
+  }
 
   private final Scheduler scheduler;
   private final Settings settings;
   private final Function<EntityId, CompiledType> typeOf;
   private final SimulatedNetwork mailboxes;
 
-  // ---- the disk: survives crashes
-  private final SimulatedLog log = new SimulatedLog();
-  private final List<JournalRecord> written = new ArrayList<>();
+  /** The node's durable state: survives crashes. */
+  private final NodeStorage storage;
 
   // ---- the incarnation: lost on a crash
   private boolean up = true;
   private int incarnation;
-  private final Map<EntityId, EntityState> durable = new HashMap<>();
   private final Map<EntityId, EntityTurnCore<Recipient>> entities = new HashMap<>();
   private final Map<Long, CoordinatorCore> coordinators = new HashMap<>();
   private final Map<Long, Consumer<CoordinatorCore.Outcome>> coordinatorAnswers = new HashMap<>();
@@ -141,21 +123,8 @@ final class SimulatedNode {
   /** Open interactive transactions (idle timeout 300 simulated ms); lost on a crash. */
   private dev.troupe.txn.InteractiveCore interactive = newInteractiveCore();
   private final Map<Long, String> requestOfInteractive = new HashMap<>();
-  private List<Runnable> awaitingSync = new ArrayList<>();
-  private final List<Runnable> acknowledgedUnsynced = new ArrayList<>();
-  private boolean syncScheduled;
-  /**
-   * The node's clock: the production hybrid logical clock over this node's physical clock, which
-   * is simulated time plus an offset that clock jumps move (backwards too). Transaction ids and
-   * commit timestamps are its ticks, as in the real store. A new one per incarnation; recovery
-   * advances it past everything the journal holds.
-   */
-  private HybridLogicalClock clock;
-  private long clockOffsetMillis;
   private long nextCoordinator;
   private long crashes;
-  private long resolvedInDoubt;
-  private long redone;
   /**
    * The simulator's own bookkeeping, not the node's (it survives crashes): which client request
    * each transaction id (every attempt) belongs to, so that histories can name what committed.
@@ -170,7 +139,13 @@ final class SimulatedNode {
     this.mailboxes = new SimulatedNetwork(scheduler,
         new SimulatedNetwork.Faults(0, settings.internalMaxDelayMillis(), 0, 0, false),
         SimulatedNetwork.Ordering.PER_RECEIVER);
-    this.clock = newClock();
+    NodeStorage.Timers timers = this::later;
+    this.storage = switch (settings.storage()) {
+      case STORE -> new StoreStorage(scheduler, timers, typeOf, settings.syncMillis(),
+          settings.tornProbability(), settings.mutation());
+      case JOURNAL -> new SimulatedJournal(scheduler, timers, typeOf, settings.syncMillis(),
+          settings.tornProbability(), settings.corruptProbability(), settings.mutation());
+    };
   }
 
   boolean isUp() {
@@ -182,27 +157,29 @@ final class SimulatedNode {
   }
 
   long resolvedInDoubt() {
-    return resolvedInDoubt;
+    return storage.resolvedInDoubt();
   }
 
   /** Decided PSAC parts re-evaluated at recovery. */
   long redone() {
-    return redone;
+    return storage.redone();
+  }
+
+  /** What the storage engine's maintenance did. */
+  NodeStorage.Counters storageCounters() {
+    return storage.counters();
   }
 
   /** Writes an entity's initial state as a durable record (set-up, before faults). */
   void preload(EntityId entity, List<Operation> operations) {
     long id = newTransactionId();
     requestOfTransaction.put(id, "preload-" + entity);
-    long timestamp = nextCommitTimestamp();
-    append(new Committed(id, entity, operations, timestamp, false));
-    log.sync();
-    durable.put(entity, durable(entity).apply(operations, timestamp, 0));
+    storage.preload(id, entity, operations);
   }
 
   /** The entity's latest durable state (absent if never written). */
   EntityState durable(EntityId entity) {
-    return durable.getOrDefault(entity, EntityState.ABSENT);
+    return storage.durable(entity);
   }
 
   /**
@@ -354,79 +331,14 @@ final class SimulatedNode {
     sequencer = new SequencerCore<>();
     drainScheduled = false;
     interactive = newInteractiveCore();
-    durable.clear();
-    awaitingSync = new ArrayList<>();
-    acknowledgedUnsynced.clear();
-    syncScheduled = false;
-    log.crash(scheduler.random(), settings.tornProbability(), settings.corruptProbability());
+    storage.crash();
   }
 
-  /** Restarts: replays the journal, resolves in-doubt transactions, and serves again. */
+  /** Restarts: recovers the storage, resolves in-doubt transactions, and serves again. */
   void restart() {
     Invariants.check(!up, "restart of a node that is up");
-    clock = newClock();
-    int surviving = log.recover().size();
-    written.subList(surviving, written.size()).clear();
-    Map<Part, PreparedTransaction> prepared = new LinkedHashMap<>();
-    Map<Long, DecidedTransaction> decided = new LinkedHashMap<>();
-    for (JournalRecord record : written) {
-      switch (record) {
-        case Committed committed -> {
-          advanceClockPast(committed.commitTimestamp());
-          durable.put(committed.entity(), durable(committed.entity())
-              .apply(committed.operations(), committed.commitTimestamp(), 0));
-          if (committed.resolvesPrepared()) {
-            prepared.remove(new Part(committed.transactionId(), committed.entity()));
-          }
-        }
-        case Prepared part -> prepared.put(
-            new Part(part.part().transactionId(), part.part().entity()), part.part());
-        case Abandoned abandoned ->
-            prepared.remove(new Part(abandoned.transactionId(), abandoned.entity()));
-        case Decided decision ->
-            decided.put(decision.decision().transactionId(), decision.decision());
-        case Forgotten forgotten -> decided.remove(forgotten.transactionId());
-      }
-      advanceClockPast(transactionIdOf(record));
-    }
-    InDoubtResolution resolution = InDoubtResolution.of(
-        new ArrayList<>(prepared.values()), new ArrayList<>(decided.values()));
-    // In the resolution's order, one at a time, as the real store applies it.
-    for (PreparedTransaction part : resolution.toCommit()) {
-      resolvedInDoubt++;
-      if (settings.mutation() == Mutation.SKIP_IN_DOUBT_COMMITS) {
-        append(new Abandoned(part.transactionId(), part.entity()));
-        continue;
-      }
-      List<Operation> operations = part.operations();
-      if (part.needsRedo()) {
-        redone++;
-        operations = TurnEvaluator.redo(part.entity(), typeOf.apply(part.entity()),
-            durable(part.entity()), TurnCodec.decode(part.redo()), part.transactionId(), 0,
-            TurnLimits.DEFAULTS);
-      }
-      if (part.needsRedo() && operations.isEmpty()) {
-        // As the real store: a redo that changes nothing only removes its prepared record.
-        append(new Abandoned(part.transactionId(), part.entity()));
-      } else {
-        commitRecovered(part, operations);
-      }
-    }
-    for (PreparedTransaction part : resolution.toAbort()) {
-      resolvedInDoubt++;
-      append(new Abandoned(part.transactionId(), part.entity()));
-    }
-    for (DecidedTransaction decision : resolution.decisionsToForget()) {
-      append(new Forgotten(decision.transactionId()));
-    }
-    log.sync();
-    up = true;
-  }
-
-  private void commitRecovered(PreparedTransaction part, List<Operation> operations) {
-    long timestamp = nextCommitTimestamp();
-    append(new Committed(part.transactionId(), part.entity(), operations, timestamp, true));
-    durable.put(part.entity(), durable(part.entity()).apply(operations, timestamp, 0));
+    up = true; // before recovery: the storage's timers belong to this incarnation
+    storage.restart();
   }
 
   /**
@@ -435,15 +347,12 @@ final class SimulatedNode {
    */
   Map<String, Map<EntityId, Long>> committedWrites() {
     Map<String, Map<EntityId, Long>> writes = new LinkedHashMap<>();
-    for (JournalRecord record : written) {
-      if (record instanceof Committed committed) {
-        String request = requestOfTransaction.get(committed.transactionId());
-        Invariants.check(request != null, "a journal record of an unknown transaction %d",
-            committed.transactionId());
-        writes.computeIfAbsent(request, ignored -> new LinkedHashMap<>())
-            .put(committed.entity(), committed.commitTimestamp());
-      }
-    }
+    storage.committedWrites().forEach((transactionId, versions) -> {
+      String request = requestOfTransaction.get(transactionId);
+      Invariants.check(request != null, "a journal record of an unknown transaction %d",
+          transactionId);
+      writes.computeIfAbsent(request, ignored -> new LinkedHashMap<>()).putAll(versions);
+    });
     return writes;
   }
 
@@ -461,31 +370,22 @@ final class SimulatedNode {
   private void runEntityEffects(EntityId entity, List<EntityTurnCore.Effect<Recipient>> effects) {
     for (EntityTurnCore.Effect<Recipient> effect : effects) {
       switch (effect) {
-        case EntityTurnCore.Effect.SubmitCommit<Recipient> commit -> {
-          long timestamp = nextCommitTimestamp();
-          append(new Committed(commit.transactionId(), entity, commit.operations(), timestamp,
-              commit.resolvesPrepared()));
-          Runnable durableNow = () -> {
-            durable.put(entity, durable(entity).apply(commit.operations(), timestamp, 0));
-            deliverToEntity(entity,
-                new EntityTurnCore.Input.CommitSucceeded<>(commit.serial(), timestamp));
-          };
-          if (settings.mutation() == Mutation.ACKNOWLEDGE_BEFORE_SYNC) {
-            acknowledgeUnsynced(durableNow);
-          } else {
-            awaitSync(durableNow);
-          }
-        }
-        case EntityTurnCore.Effect.SubmitPrepare<Recipient> prepare -> {
-          append(new Prepared(new PreparedTransaction(prepare.transactionId(), entity,
-              prepare.operations(),
-              prepare.redoTurns().isEmpty() ? null : TurnCodec.encode(prepare.redoTurns()),
-              prepare.arrival())));
-          awaitSync(() -> deliverToEntity(entity,
-              new EntityTurnCore.Input.PrepareSucceeded<>(prepare.transactionId())));
-        }
+        // Completions reach the entity as messages, in the order the storage completed them
+        // (the production shells' pipeToSelf).
+        case EntityTurnCore.Effect.SubmitCommit<Recipient> commit -> storage.commit(
+            commit.transactionId(), entity, commit.operations(), commit.resolvesPrepared(),
+            commit.exemptFromQueueLimit(), timestamp -> send("storage", entity.toString(),
+                "commit durable tx " + commit.transactionId(), () -> deliverToEntity(entity,
+                    new EntityTurnCore.Input.CommitSucceeded<>(commit.serial(), timestamp))));
+        case EntityTurnCore.Effect.SubmitPrepare<Recipient> prepare -> storage.prepare(
+            new PreparedTransaction(prepare.transactionId(), entity, prepare.operations(),
+                prepare.redoTurns().isEmpty() ? null : TurnCodec.encode(prepare.redoTurns()),
+                prepare.arrival()),
+            () -> send("storage", entity.toString(),
+                "prepare durable tx " + prepare.transactionId(), () -> deliverToEntity(entity,
+                    new EntityTurnCore.Input.PrepareSucceeded<>(prepare.transactionId()))));
         case EntityTurnCore.Effect.AbandonPrepared<Recipient> abandon ->
-            append(new Abandoned(abandon.transactionId(), entity));
+            storage.abandonPrepared(abandon.transactionId(), entity);
         case EntityTurnCore.Effect.Reply<Recipient> reply -> reply(entity, reply);
         case EntityTurnCore.Effect.Stop<Recipient> ignored -> entities.remove(entity);
         case EntityTurnCore.Effect.OfferPassivation<Recipient> ignored -> {}
@@ -549,12 +449,11 @@ final class SimulatedNode {
         case CoordinatorCore.Effect.ScheduleRetry retry -> later(retry.delayMillis(),
             "retry coordinator " + key,
             () -> feedCoordinator(key, new CoordinatorCore.Input.RetryDue(newTransactionId())));
-        case CoordinatorCore.Effect.PersistDecision decision -> {
-          append(new Decided(
-              new DecidedTransaction(decision.transactionId(), decision.participants())));
-          awaitSync(() -> feedCoordinator(key,
-              new CoordinatorCore.Input.DecisionPersisted(null, false)));
-        }
+        case CoordinatorCore.Effect.PersistDecision decision -> storage.persistDecision(
+            new DecidedTransaction(decision.transactionId(), decision.participants()),
+            () -> send("storage", "coordinator-" + key,
+                "decision durable tx " + decision.transactionId(), () -> feedCoordinator(key,
+                    new CoordinatorCore.Input.DecisionPersisted(null, false))));
         case CoordinatorCore.Effect.SendDecision decision -> {
           Recipient acknowledgeTo = decision.commit()
               ? new Recipient.Acknowledger(key, decision.participant(), decision.transactionId())
@@ -565,8 +464,8 @@ final class SimulatedNode {
                   new EntityTurnCore.Input.DecisionReceived<>(decision.transactionId(),
                       decision.commit(), acknowledgeTo)));
         }
-        case CoordinatorCore.Effect.ForgetDecision forget ->
-            append(new Forgotten(forget.transactionId()));
+        case CoordinatorCore.Effect.ForgetDecision forget -> storage.forgetDecision(
+            new DecidedTransaction(forget.transactionId(), forget.participants()));
         case CoordinatorCore.Effect.Reply reply -> {
           Consumer<CoordinatorCore.Outcome> answer = coordinatorAnswers.get(key);
           if (answer != null) {
@@ -603,76 +502,18 @@ final class SimulatedNode {
     });
   }
 
-  private void append(JournalRecord record) {
-    written.add(record);
-    log.append(Long.toString(written.size()).getBytes(java.nio.charset.StandardCharsets.UTF_8));
-  }
-
-  /** Runs {@code then} once everything appended so far is synced (a group commit). */
-  private void awaitSync(Runnable then) {
-    awaitingSync.add(then);
-    if (syncScheduled) {
-      return;
-    }
-    syncScheduled = true;
-    later(settings.syncMillis(), "fsync", () -> {
-      syncScheduled = false;
-      log.sync();
-      List<Runnable> done = awaitingSync;
-      awaitingSync = new ArrayList<>();
-      done.forEach(Runnable::run);
-    });
-  }
-
-  /** The {@link Mutation#ACKNOWLEDGE_BEFORE_SYNC} path: in order, at once, without a sync. */
-  private void acknowledgeUnsynced(Runnable then) {
-    acknowledgedUnsynced.add(then);
-    if (acknowledgedUnsynced.size() == 1) {
-      later(0, "commits acknowledged before sync", () -> {
-        List<Runnable> done = new ArrayList<>(acknowledgedUnsynced);
-        acknowledgedUnsynced.clear();
-        done.forEach(Runnable::run);
-      });
-    }
-  }
-
-  private long nextCommitTimestamp() {
-    return clock.tick();
-  }
-
   /** Moves this node's physical clock by {@code deltaMillis} (negative: backwards). */
   void jumpClock(long deltaMillis) {
-    clockOffsetMillis += deltaMillis;
+    storage.jumpClock(deltaMillis);
   }
 
   /** Ids grow with simulated time and never repeat within a run (ages for wait-die). */
   long newTransactionId() {
-    return clock.tick();
+    return storage.newTransactionId();
   }
 
   private static dev.troupe.txn.InteractiveCore newInteractiveCore() {
     return new dev.troupe.txn.InteractiveCore(
         new dev.troupe.txn.InteractiveCore.Limits(10_000, 64, 300));
-  }
-
-  private void advanceClockPast(long timestamp) {
-    if (settings.mutation() != Mutation.SKIP_CLOCK_RECOVERY) {
-      clock.advancePast(timestamp);
-    }
-  }
-
-  private HybridLogicalClock newClock() {
-    return new HybridLogicalClock(
-        () -> Math.max(0, scheduler.nowMillis() + clockOffsetMillis));
-  }
-
-  private static long transactionIdOf(JournalRecord record) {
-    return switch (record) {
-      case Committed committed -> committed.transactionId();
-      case Prepared prepared -> prepared.part().transactionId();
-      case Abandoned abandoned -> abandoned.transactionId();
-      case Decided decided -> decided.decision().transactionId();
-      case Forgotten forgotten -> forgotten.transactionId();
-    };
   }
 }

@@ -36,6 +36,8 @@ public final class Simulation {
    *
    * @param admission the workloads' admission policy: {@code serial}, {@code keys} or {@code psac}
    *     (with {@code maxInFlight} 4)
+   * @param storage {@code store}: the production storage engine over a simulated disk; {@code
+   *     journal}: the simulator's minimal journal (torn and corrupted records, shell mutations)
    * @param planned whether multi-entity transactions are planned (ordered by the sequencer, never
    *     dying) rather than dynamic (wait-die, retried)
    * @param workloads the workloads that share the run (see {@link #WORKLOADS}); each request picks
@@ -51,16 +53,20 @@ public final class Simulation {
    * @param clientTimeoutMillis how long a client waits for an answer before it calls the
    *     outcome unknown
    */
-  public record Options(String admission, boolean planned, List<String> workloads, int accounts,
+  public record Options(String admission, String storage, boolean planned, List<String> workloads,
+      int accounts,
       int lists, int clients, long openingBalance, long durationMillis, double faultFreeShare,
       long meanMillisBetweenCrashes, double clientLossProbability, long clientTimeoutMillis) {
-    public static final Options DEFAULTS = new Options("serial", false, WORKLOADS, 4, 3, 8, 100,
-        3_000, 0.3, 400, 0.02, 2_000);
+    public static final Options DEFAULTS = new Options("serial", "store", false, WORKLOADS, 4, 3,
+        8, 100, 3_000, 0.3, 400, 0.02, 2_000);
 
     public Options {
       workloads = List.copyOf(workloads);
       if (!List.of("serial", "keys", "psac").contains(admission)) {
         throw new IllegalArgumentException("admission must be serial, keys or psac");
+      }
+      if (!List.of("store", "journal").contains(storage)) {
+        throw new IllegalArgumentException("storage must be store or journal");
       }
       if (workloads.isEmpty() || !WORKLOADS.containsAll(workloads)) {
         throw new IllegalArgumentException("workloads must be some of " + WORKLOADS);
@@ -72,15 +78,15 @@ public final class Simulation {
     }
 
     public Options withAdmission(String value, boolean plannedValue) {
-      return new Options(value, plannedValue, workloads, accounts, lists, clients,
+      return new Options(value, storage, plannedValue, workloads, accounts, lists, clients,
           openingBalance, durationMillis, faultFreeShare, meanMillisBetweenCrashes,
           clientLossProbability, clientTimeoutMillis);
     }
 
-    public Options withWorkloads(List<String> value) {
-      return new Options(admission, planned, value, accounts, lists, clients, openingBalance,
-          durationMillis, faultFreeShare, meanMillisBetweenCrashes, clientLossProbability,
-          clientTimeoutMillis);
+    public Options withStorage(String value) {
+      return new Options(admission, value, planned, workloads, accounts, lists, clients,
+          openingBalance, durationMillis, faultFreeShare, meanMillisBetweenCrashes,
+          clientLossProbability, clientTimeoutMillis);
     }
 
     /** The admission lines of a type spec for {@link #admission}. */
@@ -94,7 +100,7 @@ public final class Simulation {
   /** A run's verdict and what it did. */
   public record Result(long seed, String failure, long steps, long simulatedMillis,
       int committed, int aborted, int unknown, long crashes, long resolvedInDoubt, long redone,
-      int dependencyEdges, int livenessChecked, String trace) {
+      int dependencyEdges, int livenessChecked, NodeStorage.Counters storage, String trace) {
     public boolean passed() {
       return failure == null;
     }
@@ -105,7 +111,8 @@ public final class Simulation {
           + simulatedMillis + " simulated ms, " + committed + " committed, " + aborted
           + " aborted, " + unknown + " unknown, " + crashes + " crashes, " + resolvedInDoubt
           + " in-doubt parts resolved, " + redone + " PSAC parts redone, " + dependencyEdges
-          + " dependency edges checked, " + livenessChecked + " requests held to liveness)";
+          + " dependency edges checked, " + livenessChecked + " requests held to liveness; "
+          + storage + ")";
     }
   }
 
@@ -141,7 +148,9 @@ public final class Simulation {
           types.put(type, compiled) == null, "two workloads use the type %s", type));
     }
     this.node = new SimulatedNode(scheduler, new SimulatedNode.Settings(2, 1,
-        new CoordinatorCore.Limits(500, 20, 2), 0.5, 0.2, mutation),
+        new CoordinatorCore.Limits(500, 20, 2), 0.5, 0.2, mutation,
+        options.storage().equals("store")
+            ? SimulatedNode.StorageKind.STORE : SimulatedNode.StorageKind.JOURNAL),
         (EntityId entity) -> {
           CompiledType type = types.get(entity.type());
           Invariants.check(type != null, "no workload has the type of %s", entity);
@@ -190,7 +199,7 @@ public final class Simulation {
     return new Result(seed, failure, scheduler.steps(), scheduler.nowMillis(),
         count(ClientCall.Outcome.COMMITTED), count(ClientCall.Outcome.ABORTED),
         count(ClientCall.Outcome.UNKNOWN), node.crashes(), node.resolvedInDoubt(),
-        node.redone(), edges, livenessChecked(),
+        node.redone(), edges, livenessChecked(), node.storageCounters(),
         failure == null ? "" : scheduler.trace().toString());
   }
 

@@ -1,0 +1,304 @@
+package dev.troupe.sim;
+
+import dev.troupe.model.EntityId;
+import dev.troupe.model.EntityState;
+import dev.troupe.model.Operation;
+import dev.troupe.model.spec.CompiledType;
+import dev.troupe.model.time.HybridLogicalClock;
+import dev.troupe.storage.DecidedTransaction;
+import dev.troupe.storage.InDoubtResolution;
+import dev.troupe.storage.PreparedTransaction;
+import dev.troupe.txn.TurnCodec;
+import dev.troupe.txn.TurnEvaluator;
+import dev.troupe.txn.TurnLimits;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.function.Function;
+import java.util.function.LongConsumer;
+
+/**
+ * A minimal journal for a {@link SimulatedNode}: record objects on a {@link SimulatedLog}, synced in
+ * group commits, replayed at restart by the simulator's own code. It gives what the real engine
+ * cannot: torn and corrupted tails cut by checksums, and the shell mutations that need a hand in
+ * recovery ({@code SKIP_IN_DOUBT_COMMITS}, {@code SKIP_CLOCK_RECOVERY}, {@code
+ * ACKNOWLEDGE_BEFORE_SYNC}). Recovery decides with the store's pure {@link InDoubtResolution} and
+ * redoes PSAC parts with {@link TurnEvaluator#redo}, as the real store and {@code Troupe} do.
+ *
+ * <p><b>Records</b> (in the order written): {@code Committed(tx, entity, operations, timestamp,
+ * resolvesPrepared)}, {@code Prepared(part)}, {@code Abandoned(tx, entity)}, {@code
+ * Decided(decision)}, {@code Forgotten(tx)}. The log holds their sequence numbers, so torn and
+ * corrupted tails cut the record list exactly where the real log's checksums would.
+ */
+final class SimulatedJournal implements NodeStorage {
+  private sealed interface JournalRecord {}
+
+  private record Committed(long transactionId, EntityId entity, List<Operation> operations,
+      long commitTimestamp, boolean resolvesPrepared) implements JournalRecord {}
+
+  private record Prepared(PreparedTransaction part) implements JournalRecord {}
+
+  private record Abandoned(long transactionId, EntityId entity) implements JournalRecord {}
+
+  private record Decided(DecidedTransaction decision) implements JournalRecord {}
+
+  private record Forgotten(long transactionId) implements JournalRecord {}
+
+  private record Part(long transactionId, EntityId entity) {}
+
+  private final Scheduler scheduler;
+  private final Timers timers;
+  private final Function<EntityId, CompiledType> typeOf;
+  private final long syncMillis;
+  private final double tornProbability;
+  private final double corruptProbability;
+  private final SimulatedNode.Mutation mutation;
+
+  // ---- the disk: survives crashes
+  private final SimulatedLog log = new SimulatedLog();
+  private final List<JournalRecord> written = new ArrayList<>();
+
+  // ---- the incarnation: lost on a crash
+  private final Map<EntityId, EntityState> durable = new HashMap<>();
+  private List<Runnable> awaitingSync = new ArrayList<>();
+  private final List<Runnable> acknowledgedUnsynced = new ArrayList<>();
+  private boolean syncScheduled;
+  /**
+   * The production hybrid logical clock over this node's physical clock (simulated time plus an
+   * offset that clock jumps move). A new one per incarnation; recovery advances it past
+   * everything the journal holds.
+   */
+  private HybridLogicalClock clock;
+  private long clockOffsetMillis;
+  private long resolvedInDoubt;
+  private long redone;
+
+  SimulatedJournal(Scheduler scheduler, Timers timers, Function<EntityId, CompiledType> typeOf,
+      long syncMillis, double tornProbability, double corruptProbability,
+      SimulatedNode.Mutation mutation) {
+    this.scheduler = scheduler;
+    this.timers = timers;
+    this.typeOf = typeOf;
+    this.syncMillis = syncMillis;
+    this.tornProbability = tornProbability;
+    this.corruptProbability = corruptProbability;
+    this.mutation = mutation;
+    this.clock = newClock();
+  }
+
+  @Override
+  public long newTransactionId() {
+    return clock.tick();
+  }
+
+  @Override
+  public void preload(long transactionId, EntityId entity, List<Operation> operations) {
+    long timestamp = clock.tick();
+    append(new Committed(transactionId, entity, operations, timestamp, false));
+    log.sync();
+    durable.put(entity, durable(entity).apply(operations, timestamp, 0));
+  }
+
+  @Override
+  public void commit(long transactionId, EntityId entity, List<Operation> operations,
+      boolean resolvesPrepared, boolean exemptFromQueueLimit, LongConsumer durableAt) {
+    long timestamp = clock.tick();
+    append(new Committed(transactionId, entity, operations, timestamp, resolvesPrepared));
+    Runnable durableNow = () -> {
+      durable.put(entity, durable(entity).apply(operations, timestamp, 0));
+      durableAt.accept(timestamp);
+    };
+    if (mutation == SimulatedNode.Mutation.ACKNOWLEDGE_BEFORE_SYNC) {
+      acknowledgeUnsynced(durableNow);
+    } else {
+      awaitSync(durableNow);
+    }
+  }
+
+  @Override
+  public void prepare(PreparedTransaction part, Runnable durableNow) {
+    append(new Prepared(part));
+    awaitSync(durableNow);
+  }
+
+  @Override
+  public void abandonPrepared(long transactionId, EntityId entity) {
+    append(new Abandoned(transactionId, entity));
+  }
+
+  @Override
+  public void persistDecision(DecidedTransaction decision, Runnable durableNow) {
+    append(new Decided(decision));
+    awaitSync(durableNow);
+  }
+
+  @Override
+  public void forgetDecision(DecidedTransaction decision) {
+    append(new Forgotten(decision.transactionId()));
+  }
+
+  @Override
+  public EntityState durable(EntityId entity) {
+    return durable.getOrDefault(entity, EntityState.ABSENT);
+  }
+
+  @Override
+  public void crash() {
+    durable.clear();
+    awaitingSync = new ArrayList<>();
+    acknowledgedUnsynced.clear();
+    syncScheduled = false;
+    log.crash(scheduler.random(), tornProbability, corruptProbability);
+  }
+
+  @Override
+  public void restart() {
+    clock = newClock();
+    int surviving = log.recover().size();
+    written.subList(surviving, written.size()).clear();
+    Map<Part, PreparedTransaction> prepared = new LinkedHashMap<>();
+    Map<Long, DecidedTransaction> decided = new LinkedHashMap<>();
+    for (JournalRecord record : written) {
+      switch (record) {
+        case Committed committed -> {
+          advanceClockPast(committed.commitTimestamp());
+          durable.put(committed.entity(), durable(committed.entity())
+              .apply(committed.operations(), committed.commitTimestamp(), 0));
+          if (committed.resolvesPrepared()) {
+            prepared.remove(new Part(committed.transactionId(), committed.entity()));
+          }
+        }
+        case Prepared part -> prepared.put(
+            new Part(part.part().transactionId(), part.part().entity()), part.part());
+        case Abandoned abandoned ->
+            prepared.remove(new Part(abandoned.transactionId(), abandoned.entity()));
+        case Decided decision ->
+            decided.put(decision.decision().transactionId(), decision.decision());
+        case Forgotten forgotten -> decided.remove(forgotten.transactionId());
+      }
+      advanceClockPast(transactionIdOf(record));
+    }
+    InDoubtResolution resolution = InDoubtResolution.of(
+        new ArrayList<>(prepared.values()), new ArrayList<>(decided.values()));
+    // In the resolution's order, one at a time, as the real store applies it.
+    for (PreparedTransaction part : resolution.toCommit()) {
+      resolvedInDoubt++;
+      if (mutation == SimulatedNode.Mutation.SKIP_IN_DOUBT_COMMITS) {
+        append(new Abandoned(part.transactionId(), part.entity()));
+        continue;
+      }
+      List<Operation> operations = part.operations();
+      if (part.needsRedo()) {
+        redone++;
+        operations = TurnEvaluator.redo(part.entity(), typeOf.apply(part.entity()),
+            durable(part.entity()), TurnCodec.decode(part.redo()), part.transactionId(), 0,
+            TurnLimits.DEFAULTS);
+      }
+      if (part.needsRedo() && operations.isEmpty()) {
+        // As the real store: a redo that changes nothing only removes its prepared record.
+        append(new Abandoned(part.transactionId(), part.entity()));
+      } else {
+        long timestamp = clock.tick();
+        append(new Committed(part.transactionId(), part.entity(), operations, timestamp, true));
+        durable.put(part.entity(), durable(part.entity()).apply(operations, timestamp, 0));
+      }
+    }
+    for (PreparedTransaction part : resolution.toAbort()) {
+      resolvedInDoubt++;
+      append(new Abandoned(part.transactionId(), part.entity()));
+    }
+    for (DecidedTransaction decision : resolution.decisionsToForget()) {
+      append(new Forgotten(decision.transactionId()));
+    }
+    log.sync();
+  }
+
+  @Override
+  public void jumpClock(long deltaMillis) {
+    clockOffsetMillis += deltaMillis;
+  }
+
+  @Override
+  public Map<Long, Map<EntityId, Long>> committedWrites() {
+    Map<Long, Map<EntityId, Long>> writes = new LinkedHashMap<>();
+    for (JournalRecord record : written) {
+      if (record instanceof Committed committed) {
+        writes.computeIfAbsent(committed.transactionId(), ignored -> new LinkedHashMap<>())
+            .put(committed.entity(), committed.commitTimestamp());
+      }
+    }
+    return writes;
+  }
+
+  @Override
+  public long resolvedInDoubt() {
+    return resolvedInDoubt;
+  }
+
+  @Override
+  public long redone() {
+    return redone;
+  }
+
+  @Override
+  public Counters counters() {
+    return new Counters(0, 0, 0); // no checkpoints: recovery replays the whole journal
+  }
+
+  private void append(JournalRecord record) {
+    written.add(record);
+    log.append(Long.toString(written.size()).getBytes(StandardCharsets.UTF_8));
+  }
+
+  /** Runs {@code then} once everything appended so far is synced (a group commit). */
+  private void awaitSync(Runnable then) {
+    awaitingSync.add(then);
+    if (syncScheduled) {
+      return;
+    }
+    syncScheduled = true;
+    timers.later(syncMillis, "fsync", () -> {
+      syncScheduled = false;
+      log.sync();
+      List<Runnable> done = awaitingSync;
+      awaitingSync = new ArrayList<>();
+      done.forEach(Runnable::run);
+    });
+  }
+
+  /** The {@code ACKNOWLEDGE_BEFORE_SYNC} path: in order, at once, without a sync. */
+  private void acknowledgeUnsynced(Runnable then) {
+    acknowledgedUnsynced.add(then);
+    if (acknowledgedUnsynced.size() == 1) {
+      timers.later(0, "commits acknowledged before sync", () -> {
+        List<Runnable> done = new ArrayList<>(acknowledgedUnsynced);
+        acknowledgedUnsynced.clear();
+        done.forEach(Runnable::run);
+      });
+    }
+  }
+
+  private void advanceClockPast(long timestamp) {
+    if (mutation != SimulatedNode.Mutation.SKIP_CLOCK_RECOVERY) {
+      clock.advancePast(timestamp);
+    }
+  }
+
+  private HybridLogicalClock newClock() {
+    return new HybridLogicalClock(
+        () -> Math.max(0, scheduler.nowMillis() + clockOffsetMillis));
+  }
+
+  private static long transactionIdOf(JournalRecord record) {
+    return switch (record) {
+      case Committed committed -> committed.transactionId();
+      case Prepared prepared -> prepared.part().transactionId();
+      case Abandoned abandoned -> abandoned.transactionId();
+      case Decided decided -> decided.decision().transactionId();
+      case Forgotten forgotten -> forgotten.transactionId();
+    };
+  }
+}
