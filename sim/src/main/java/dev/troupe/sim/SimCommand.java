@@ -56,6 +56,11 @@ public final class SimCommand implements Callable<Integer> {
           + " (default: ${DEFAULT-VALUE}).")
   String storage;
 
+  @Option(names = "--trace-lines", defaultValue = "400",
+      description = "How many of the last steps a failure's trace shows"
+          + " (default: ${DEFAULT-VALUE}).")
+  int traceLines;
+
   @Option(names = "--workload", defaultValue = "all",
       description = "bank, list-append or all (composed in one run) (default: ${DEFAULT-VALUE}).")
   String workload;
@@ -115,7 +120,7 @@ public final class SimCommand implements Callable<Integer> {
         configurations.add(new Simulation.Options(policy, storage, planned, workloads, accounts,
             lists,
             clients, defaults.openingBalance(), durationMillis, defaults.faultFreeShare(),
-            crashMeanMillis, clientLoss, defaults.clientTimeoutMillis()));
+            crashMeanMillis, clientLoss, defaults.clientTimeoutMillis(), traceLines));
       }
     }
     long first = seed != null ? seed : from;

@@ -69,13 +69,19 @@ final class SimulatedNode {
    */
   enum Mutation {
     NONE,
-    /** Report a commit durable as soon as it is written, before the sync. */
+    /**
+     * Report a commit durable before it is synced (the store under {@code async} durability; the
+     * journal acknowledges as soon as it appends).
+     */
     ACKNOWLEDGE_BEFORE_SYNC,
-    /** At restart, abandon every prepared part, even those whose transaction decided commit. */
+    /**
+     * At restart, do not commit the prepared parts whose transaction decided commit (the store
+     * leaves every part in doubt; the journal abandons them).
+     */
     SKIP_IN_DOUBT_COMMITS,
     /**
      * At restart, do not advance the clock past the journal: after a backward clock jump,
-     * timestamps would repeat or go back.
+     * timestamps would repeat or go back. Journal storage only (the store recovers its own clock).
      */
     SKIP_CLOCK_RECOVERY,
     /** Inside the production core: {@link Mutations.Mutation#RELEASE_LOCKS_AT_VOTE}. */
@@ -88,8 +94,10 @@ final class SimulatedNode {
    * @param syncMillis how long a group commit's sync takes
    * @param internalMaxDelayMillis the longest a message between cores of the node takes
    * @param coordinatorLimits prepare timeout and wait-die retries
-   * @param tornProbability chance that a crash leaves a torn prefix of the unsynced tail
+   * @param tornProbability chance that a crash keeps a prefix of what was not synced (a torn
+   *     tail for the journal; whole unsynced batches for the store's disk)
    * @param corruptProbability chance that a crash corrupts a byte of what survives unsynced
+   *     (journal only: RocksDB's own checksums are not simulated)
    */
   record Settings(long syncMillis, long internalMaxDelayMillis,
       CoordinatorCore.Limits coordinatorLimits, double tornProbability,

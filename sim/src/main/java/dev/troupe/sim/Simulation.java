@@ -52,13 +52,15 @@ public final class Simulation {
    * @param clientLossProbability chance a client request or answer is lost
    * @param clientTimeoutMillis how long a client waits for an answer before it calls the
    *     outcome unknown
+   * @param traceLines how many of the last steps a failure's trace shows
    */
   public record Options(String admission, String storage, boolean planned, List<String> workloads,
       int accounts,
       int lists, int clients, long openingBalance, long durationMillis, double faultFreeShare,
-      long meanMillisBetweenCrashes, double clientLossProbability, long clientTimeoutMillis) {
+      long meanMillisBetweenCrashes, double clientLossProbability, long clientTimeoutMillis,
+      int traceLines) {
     public static final Options DEFAULTS = new Options("serial", "store", false, WORKLOADS, 4, 3,
-        8, 100, 3_000, 0.3, 400, 0.02, 2_000);
+        8, 100, 3_000, 0.3, 400, 0.02, 2_000, 400);
 
     public Options {
       workloads = List.copyOf(workloads);
@@ -71,22 +73,22 @@ public final class Simulation {
       if (workloads.isEmpty() || !WORKLOADS.containsAll(workloads)) {
         throw new IllegalArgumentException("workloads must be some of " + WORKLOADS);
       }
-      if (accounts < 2 || lists < 1 || clients < 1 || durationMillis < 1) {
-        throw new IllegalArgumentException(
-            "accounts >= 2, lists >= 1, clients >= 1 and durationMillis >= 1 are required");
+      if (accounts < 2 || lists < 1 || clients < 1 || durationMillis < 1 || traceLines < 1) {
+        throw new IllegalArgumentException("accounts >= 2, lists >= 1, clients >= 1,"
+            + " durationMillis >= 1 and traceLines >= 1 are required");
       }
     }
 
     public Options withAdmission(String value, boolean plannedValue) {
       return new Options(value, storage, plannedValue, workloads, accounts, lists, clients,
           openingBalance, durationMillis, faultFreeShare, meanMillisBetweenCrashes,
-          clientLossProbability, clientTimeoutMillis);
+          clientLossProbability, clientTimeoutMillis, traceLines);
     }
 
     public Options withStorage(String value) {
       return new Options(admission, value, planned, workloads, accounts, lists, clients,
           openingBalance, durationMillis, faultFreeShare, meanMillisBetweenCrashes,
-          clientLossProbability, clientTimeoutMillis);
+          clientLossProbability, clientTimeoutMillis, traceLines);
     }
 
     /** The admission lines of a type spec for {@link #admission}. */
@@ -131,7 +133,7 @@ public final class Simulation {
   private Simulation(long seed, Options options, SimulatedNode.Mutation mutation) {
     this.seed = seed;
     this.options = options;
-    this.scheduler = new Scheduler(seed, Integer.getInteger("troupe.sim.trace", 400));
+    this.scheduler = new Scheduler(seed, options.traceLines());
     this.clientNetwork = new SimulatedNetwork(scheduler,
         new SimulatedNetwork.Faults(1, 5, options.clientLossProbability(), 0, true));
     this.faultsEndMillis =
