@@ -62,11 +62,13 @@ public final class SimCommand implements Callable<Integer> {
   int traceLines;
 
   @Option(names = "--workload", defaultValue = "all",
-      description = "bank, list-append or all (composed in one run) (default: ${DEFAULT-VALUE}).")
+      description = "bank, list-append, counters or all (composed in one run)"
+          + " (default: ${DEFAULT-VALUE}).")
   String workload;
 
   @Option(names = "--lists", defaultValue = "3",
-      description = "Lists of the list-append workload (default: ${DEFAULT-VALUE}).")
+      description = "Lists of the list-append workload, tallies of the counters workload"
+          + " (default: ${DEFAULT-VALUE}).")
   int lists;
 
   @Option(names = "--accounts", defaultValue = "4",
@@ -106,7 +108,7 @@ public final class SimCommand implements Callable<Integer> {
     };
     List<String> workloads = workload.equals("all") ? Simulation.WORKLOADS : List.of(workload);
     if (!Simulation.WORKLOADS.containsAll(workloads)) {
-      throw new IllegalArgumentException("--workload must be bank, list-append or all");
+      throw new IllegalArgumentException("--workload must be bank, list-append, counters or all");
     }
     if (seeds < 1 || steps < 1 || accounts < 2 || lists < 1 || clients < 1
         || durationMillis < 1) {

@@ -21,7 +21,8 @@ import java.util.Map;
  * transfers; durability, atomicity, money, conflict serializability from reported versions) and
  * {@code list-append} ({@link ListAppendWorkload}: appends to and reads of lists; the version order
  * read off the data, so duplicates, losses, G1a, G1b and dependency cycles are caught from what
- * clients saw).
+ * clients saw) and {@code counters} ({@link CounterSetWorkload}: counter and set kinds changed
+ * together, single and two-entity, checked for all-or-nothing and durability).
  *
  * <p>A failure names the seed and carries the last steps of the trace; the same seed and options
  * reproduce it exactly. Single-threaded; all nondeterminism comes from the scheduler's seeded
@@ -29,7 +30,7 @@ import java.util.Map;
  */
 public final class Simulation {
   /** The workloads a run can compose, by name. */
-  public static final List<String> WORKLOADS = List.of("bank", "list-append");
+  public static final List<String> WORKLOADS = List.of("bank", "list-append", "counters");
 
   /**
    * What a run does.
@@ -43,7 +44,7 @@ public final class Simulation {
    * @param workloads the workloads that share the run (see {@link #WORKLOADS}); each request picks
    *     one at random
    * @param accounts bank accounts (few means contention)
-   * @param lists lists of the list-append workload
+   * @param lists lists of the list-append workload, and tallies of the counters workload
    * @param clients concurrent clients, each with one request at a time
    * @param openingBalance each account's opening balance
    * @param durationMillis simulated time during which clients issue requests
@@ -143,6 +144,7 @@ public final class Simulation {
       Workload workload = switch (name) {
         case "bank" -> new BankWorkload(this);
         case "list-append" -> new ListAppendWorkload(this);
+        case "counters" -> new CounterSetWorkload(this);
         default -> throw new IllegalArgumentException("unknown workload " + name);
       };
       workloads.add(workload);
