@@ -90,7 +90,8 @@ public record RuntimeSettings(
             positive(entity, "max-set-elements"),
             positive(entity, "max-in-flight-commits"),
             positive(entity, "max-queued-turns"),
-            positive(entity, "max-open-transactions"));
+            positive(entity, "max-open-transactions"),
+            positive(entity, "remembered-aborts"));
     return new RuntimeSettings(
         storageSettings,
         limits,

@@ -56,6 +56,11 @@ public final class SimCommand implements Callable<Integer> {
           + " (default: ${DEFAULT-VALUE}).")
   String storage;
 
+  @Option(names = "--mailboxes", defaultValue = "per-receiver",
+      description = "Order of messages between the node's cores: per-receiver (Pekko's local"
+          + " mailboxes) or per-connection (as between nodes) (default: ${DEFAULT-VALUE}).")
+  String mailboxes;
+
   @Option(names = "--trace-lines", defaultValue = "400",
       description = "How many of the last steps a failure's trace shows"
           + " (default: ${DEFAULT-VALUE}).")
@@ -119,8 +124,8 @@ public final class SimCommand implements Callable<Integer> {
     List<Simulation.Options> configurations = new ArrayList<>();
     for (String policy : admissions) {
       for (boolean planned : modes) {
-        configurations.add(new Simulation.Options(policy, storage, planned, workloads, accounts,
-            lists,
+        configurations.add(new Simulation.Options(policy, storage, mailboxes, planned, workloads,
+            accounts, lists,
             clients, defaults.openingBalance(), durationMillis, defaults.faultFreeShare(),
             crashMeanMillis, clientLoss, defaults.clientTimeoutMillis(), traceLines));
       }
@@ -148,7 +153,7 @@ public final class SimCommand implements Callable<Integer> {
             failures.add(result);
             System.out.println("FAILED: --seed " + result.seed() + " --admission "
                 + options.admission() + " --mode " + mode + " --workload " + workload
-                + " --storage " + storage + ": "
+                + " --storage " + storage + " --mailboxes " + mailboxes + ": "
                 + result.failure());
             System.out.println(result.trace());
           }

@@ -85,7 +85,9 @@ final class SimulatedNode {
      */
     SKIP_CLOCK_RECOVERY,
     /** Inside the production core: {@link Mutations.Mutation#RELEASE_LOCKS_AT_VOTE}. */
-    RELEASE_LOCKS_AT_VOTE
+    RELEASE_LOCKS_AT_VOTE,
+    /** Inside the production core: {@link Mutations.Mutation#PREPARE_AFTER_ABORT}. */
+    PREPARE_AFTER_ABORT
   }
 
   /**
@@ -98,10 +100,13 @@ final class SimulatedNode {
    *     tail for the journal; whole unsynced batches for the store's disk)
    * @param corruptProbability chance that a crash corrupts a byte of what survives unsynced
    *     (journal only: RocksDB's own checksums are not simulated)
+   * @param mailboxOrdering per receiver as Pekko's local mailboxes, or per connection only (a
+   *     stress: what the cores will meet between nodes)
    */
   record Settings(long syncMillis, long internalMaxDelayMillis,
       CoordinatorCore.Limits coordinatorLimits, double tornProbability,
-      double corruptProbability, Mutation mutation, StorageKind storage) {}
+      double corruptProbability, Mutation mutation, StorageKind storage,
+      SimulatedNetwork.Ordering mailboxOrdering) {}
 
   /** Which {@link NodeStorage} the node keeps its durable state in. */
   enum StorageKind {
@@ -146,7 +151,7 @@ final class SimulatedNode {
     this.typeOf = typeOf;
     this.mailboxes = new SimulatedNetwork(scheduler,
         new SimulatedNetwork.Faults(0, settings.internalMaxDelayMillis(), 0, 0, false),
-        SimulatedNetwork.Ordering.PER_RECEIVER);
+        settings.mailboxOrdering());
     NodeStorage.Timers timers = this::later;
     this.storage = switch (settings.storage()) {
       case STORE -> new StoreStorage(scheduler, timers, typeOf, settings.syncMillis(),
@@ -369,10 +374,18 @@ final class SimulatedNode {
   private void deliverToEntity(EntityId entity, EntityTurnCore.Input<Recipient> input) {
     EntityTurnCore<Recipient> core = entities.computeIfAbsent(entity,
         ignored -> new EntityTurnCore<>(entity, durable(entity), TurnLimits.DEFAULTS, 0,
-            settings.mutation() == Mutation.RELEASE_LOCKS_AT_VOTE
-                ? Set.of(Mutations.Mutation.RELEASE_LOCKS_AT_VOTE)
-                : Set.of()));
+            coreMutations()));
     runEntityEffects(entity, core.handle(input));
+  }
+
+  /** The breakage the node passes to its entity cores: none, unless it is a core mutation. */
+  private Set<Mutations.Mutation> coreMutations() {
+    for (Mutations.Mutation core : Mutations.Mutation.values()) {
+      if (core.name().equals(settings.mutation().name())) {
+        return Set.of(core);
+      }
+    }
+    return Set.of();
   }
 
   private void runEntityEffects(EntityId entity, List<EntityTurnCore.Effect<Recipient>> effects) {

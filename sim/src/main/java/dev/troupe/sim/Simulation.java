@@ -39,6 +39,9 @@ public final class Simulation {
    *     (with {@code maxInFlight} 4)
    * @param storage {@code store}: the production storage engine over a simulated disk; {@code
    *     journal}: the simulator's minimal journal (torn and corrupted records, shell mutations)
+   * @param mailboxes order of messages between the node's cores: {@code per-receiver} (Pekko's
+   *     local mailboxes) or {@code per-connection} (only per sender and receiver, as between nodes:
+   *     a stress the cores must survive before they are spread over several nodes)
    * @param planned whether multi-entity transactions are planned (ordered by the sequencer, never
    *     dying) rather than dynamic (wait-die, retried)
    * @param workloads the workloads that share the run (see {@link #WORKLOADS}); each request picks
@@ -55,18 +58,21 @@ public final class Simulation {
    *     outcome unknown
    * @param traceLines how many of the last steps a failure's trace shows
    */
-  public record Options(String admission, String storage, boolean planned, List<String> workloads,
-      int accounts,
+  public record Options(String admission, String storage, String mailboxes, boolean planned,
+      List<String> workloads, int accounts,
       int lists, int clients, long openingBalance, long durationMillis, double faultFreeShare,
       long meanMillisBetweenCrashes, double clientLossProbability, long clientTimeoutMillis,
       int traceLines) {
-    public static final Options DEFAULTS = new Options("serial", "store", false, WORKLOADS, 4, 3,
-        8, 100, 3_000, 0.3, 400, 0.02, 2_000, 400);
+    public static final Options DEFAULTS = new Options("serial", "store", "per-receiver", false,
+        WORKLOADS, 4, 3, 8, 100, 3_000, 0.3, 400, 0.02, 2_000, 400);
 
     public Options {
       workloads = List.copyOf(workloads);
       if (!List.of("serial", "keys", "psac").contains(admission)) {
         throw new IllegalArgumentException("admission must be serial, keys or psac");
+      }
+      if (!List.of("per-receiver", "per-connection").contains(mailboxes)) {
+        throw new IllegalArgumentException("mailboxes must be per-receiver or per-connection");
       }
       if (!List.of("store", "journal").contains(storage)) {
         throw new IllegalArgumentException("storage must be store or journal");
@@ -81,13 +87,19 @@ public final class Simulation {
     }
 
     public Options withAdmission(String value, boolean plannedValue) {
-      return new Options(value, storage, plannedValue, workloads, accounts, lists, clients,
+      return new Options(value, storage, mailboxes, plannedValue, workloads, accounts, lists, clients,
+          openingBalance, durationMillis, faultFreeShare, meanMillisBetweenCrashes,
+          clientLossProbability, clientTimeoutMillis, traceLines);
+    }
+
+    public Options withMailboxes(String value) {
+      return new Options(admission, storage, value, planned, workloads, accounts, lists, clients,
           openingBalance, durationMillis, faultFreeShare, meanMillisBetweenCrashes,
           clientLossProbability, clientTimeoutMillis, traceLines);
     }
 
     public Options withStorage(String value) {
-      return new Options(admission, value, planned, workloads, accounts, lists, clients,
+      return new Options(admission, value, mailboxes, planned, workloads, accounts, lists, clients,
           openingBalance, durationMillis, faultFreeShare, meanMillisBetweenCrashes,
           clientLossProbability, clientTimeoutMillis, traceLines);
     }
@@ -154,7 +166,9 @@ public final class Simulation {
     this.node = new SimulatedNode(scheduler, new SimulatedNode.Settings(2, 1,
         new CoordinatorCore.Limits(500, 20, 2), 0.5, 0.2, mutation,
         options.storage().equals("store")
-            ? SimulatedNode.StorageKind.STORE : SimulatedNode.StorageKind.JOURNAL),
+            ? SimulatedNode.StorageKind.STORE : SimulatedNode.StorageKind.JOURNAL,
+        options.mailboxes().equals("per-receiver")
+            ? SimulatedNetwork.Ordering.PER_RECEIVER : SimulatedNetwork.Ordering.PER_CONNECTION),
         (EntityId entity) -> {
           CompiledType type = types.get(entity.type());
           Invariants.check(type != null, "no workload has the type of %s", entity);

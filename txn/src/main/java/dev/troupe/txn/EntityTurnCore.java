@@ -250,6 +250,13 @@ public final class EntityTurnCore<R> {
   private final ArrayDeque<Waiting<R>> waiting = new ArrayDeque<>();
   private final LockTable<Long> locks = new LockTable<>();
   private final java.util.Map<Long, Participation<R>> participations = new java.util.HashMap<>();
+  /**
+   * Transactions whose abort arrived while they had no part here, newest last, at most {@code
+   * limits.rememberedAborts()}: a prepare of one of them arrived late (its abort overtook it) and
+   * is refused. Within one node mailboxes keep causal order, so only messages between nodes or a
+   * reordering shell make this happen; the simulator's per-connection mailboxes do.
+   */
+  private final java.util.LinkedHashSet<Long> rememberedAborts = new java.util.LinkedHashSet<>();
   private long lockWaits;
   private PsacGate<GateItem<R>> gate;
   private PsacSettings gateSettings;
@@ -397,6 +404,14 @@ public final class EntityTurnCore<R> {
     if (open != null) {
       effects.add(new Effect.Reply<>(request.voteTo(), new TurnResult.Failed(TroupeException.invalid(
           "transaction %d already has a part on %s".formatted(transactionId, entity)))));
+      return;
+    }
+    if (rememberedAborts.contains(transactionId)
+        && !mutations.contains(Mutations.Mutation.PREPARE_AFTER_ABORT)) {
+      effects.add(new Effect.Reply<>(request.voteTo(), new TurnResult.Failed(new TroupeException(
+          ErrorCode.ABORTED, TransactionAbort.DECIDED,
+          "transaction %d was aborted before its prepare reached %s".formatted(transactionId,
+              entity)))));
       return;
     }
     if (participations.size() >= limits.maxOpenTransactionsPerEntity()) {
@@ -573,9 +588,11 @@ public final class EntityTurnCore<R> {
     long transactionId = decision.transactionId();
     Participation<R> participation = participations.get(transactionId);
     if (participation == null) {
-      // Already voted no (and forgot it), or a repeated decision: nothing is held.
+      // Already voted no (and forgot it), a repeated decision, or an abort that overtook its
+      // prepare: nothing is held, and a prepare arriving later must not hold anything either.
       Invariants.check(!decision.commit(),
           "%s: commit of transaction %d, which has no prepared part here", entity, transactionId);
+      rememberAbort(transactionId);
       acknowledgeAbort(decision, effects);
       return;
     }
@@ -809,6 +826,14 @@ public final class EntityTurnCore<R> {
     // trees of the actions admitted after it.
     effects.add(new Effect.SubmitCommit<>(serial, transactionId, evaluated.operations(), prepared,
         true));
+  }
+
+  private void rememberAbort(long transactionId) {
+    rememberedAborts.remove(transactionId);
+    rememberedAborts.add(transactionId);
+    if (rememberedAborts.size() > limits.rememberedAborts()) {
+      rememberedAborts.remove(rememberedAborts.iterator().next());
+    }
   }
 
   private void acknowledgeAbort(Input.DecisionReceived<R> decision, List<Effect<R>> effects) {

@@ -15,6 +15,11 @@ public final class Mutations {
      * A participant releases its locks as soon as it votes yes, not when its commit is submitted:
      * another transaction can then read and overwrite what the first one is about to commit.
      */
-    RELEASE_LOCKS_AT_VOTE
+    RELEASE_LOCKS_AT_VOTE,
+    /**
+     * A participant prepares a transaction whose abort it has already received (the abort
+     * overtook the prepare): the part then holds the entity for a transaction that is over.
+     */
+    PREPARE_AFTER_ABORT
   }
 }

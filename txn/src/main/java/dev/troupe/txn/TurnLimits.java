@@ -12,19 +12,24 @@ package dev.troupe.txn;
  * @param maxOpenTransactionsPerEntity most multi-entity transactions with a part open on one entity
  *     (each holds locks and its evaluated state until its decision); past it new prepares and
  *     steps are refused with {@code overloaded}
+ * @param rememberedAborts most aborts of transactions with no part on the entity that it remembers,
+ *     newest first, so that a prepare arriving after its own abort (reordered on the way) is
+ *     refused instead of holding the entity for a transaction that is over
  */
 public record TurnLimits(
     int maxKeysPerEntity,
     int maxSetElements,
     int maxInFlightCommitsPerEntity,
     int maxQueuedTurnsPerEntity,
-    int maxOpenTransactionsPerEntity) {
-  public static final TurnLimits DEFAULTS = new TurnLimits(1024, 10_000, 256, 10_000, 10_000);
+    int maxOpenTransactionsPerEntity,
+    int rememberedAborts) {
+  public static final TurnLimits DEFAULTS =
+      new TurnLimits(1024, 10_000, 256, 10_000, 10_000, 1024);
 
-  /** Limits with the default bound on open transactions (for tests of the turn limits). */
+  /** Limits with the default transaction bounds (for tests of the turn limits). */
   public TurnLimits(int maxKeysPerEntity, int maxSetElements, int maxInFlightCommitsPerEntity,
       int maxQueuedTurnsPerEntity) {
     this(maxKeysPerEntity, maxSetElements, maxInFlightCommitsPerEntity, maxQueuedTurnsPerEntity,
-        DEFAULTS.maxOpenTransactionsPerEntity());
+        DEFAULTS.maxOpenTransactionsPerEntity(), DEFAULTS.rememberedAborts());
   }
 }

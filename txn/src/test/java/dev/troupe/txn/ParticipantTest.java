@@ -121,6 +121,31 @@ class ParticipantTest {
   }
 
   @Test
+  void aPrepareOvertakenByItsAbortIsRefusedAndHoldsNothing() {
+    for (String admission : List.of("serial", "keys", "psac")) {
+      EntityTurnCore<String> fresh = new EntityTurnCore<>(ENTITY, EntityState.ABSENT,
+          new TurnLimits(100, 100, 4, 10, 100, 2), 1);
+      CompiledType hot = type(admission);
+      // The abort arrives first (nothing is held), then the prepare it overtook.
+      assertTrue(fresh.handle(new Input.DecisionReceived<>(10, false, null)).isEmpty());
+      List<Effect<String>> late = fresh.handle(new Input.PrepareRequested<>(10, 10,
+          List.of(new Turn.IncrementKey("a", 1)), false, hot, "vote-10"));
+      TurnResult.Failed no = assertInstanceOf(TurnResult.Failed.class,
+          only(late, Effect.Reply.class).result());
+      assertEquals(ErrorCode.ABORTED, no.error().code(), admission);
+      assertTrue(late.stream().noneMatch(Effect.SubmitPrepare.class::isInstance), admission);
+      assertEquals(0, fresh.openTransactions(), admission);
+      // Bounded: after two newer aborts the oldest is forgotten (and a prepare is taken again).
+      fresh.handle(new Input.DecisionReceived<>(11, false, null));
+      fresh.handle(new Input.DecisionReceived<>(12, false, null));
+      List<Effect<String>> forgotten = fresh.handle(new Input.PrepareRequested<>(10, 10,
+          List.of(new Turn.IncrementKey("a", 1)), false, hot, "vote-10"));
+      assertTrue(forgotten.stream().anyMatch(Effect.SubmitPrepare.class::isInstance),
+          admission + ": " + forgotten);
+    }
+  }
+
+  @Test
   void severalTurnsOfOneTransactionSeeEachOther() {
     CompiledType serial = type("serial");
     core.handle(new Input.TurnRequested<>(new Turn.IncrementKey("a", 5), serial, 1, "seed"));
