@@ -238,8 +238,7 @@ final class BankWorkload implements Workload {
               finish.accept(switch (outcome) {
                 case CoordinatorCore.Outcome.Committed ignoredToo -> ClientCall.Outcome.COMMITTED;
                 case CoordinatorCore.Outcome.Failed failed ->
-                    failed.error().code() == dev.troupe.model.ErrorCode.OUTCOME_UNKNOWN
-                        ? ClientCall.Outcome.UNKNOWN : ClientCall.Outcome.ABORTED;
+                    ClientCall.Outcome.ofFailure(failed.error().code());
               });
             }));
       });

@@ -7,7 +7,14 @@ package dev.troupe.sim;
  */
 class ClientCall {
   /** How a request ended, as far as its client knows. */
-  enum Outcome { PENDING, COMMITTED, ABORTED, UNKNOWN }
+  enum Outcome {
+    PENDING, COMMITTED, ABORTED, UNKNOWN;
+
+    /** A refusal is an abort, unless the node itself could not tell ({@code outcome_unknown}). */
+    static Outcome ofFailure(dev.troupe.model.ErrorCode code) {
+      return code == dev.troupe.model.ErrorCode.OUTCOME_UNKNOWN ? UNKNOWN : ABORTED;
+    }
+  }
 
   final String id;
   final long issuedMillis;

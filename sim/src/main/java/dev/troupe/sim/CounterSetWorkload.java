@@ -4,7 +4,6 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.troupe.model.EntityId;
 import dev.troupe.model.EntityState;
-import dev.troupe.model.ErrorCode;
 import dev.troupe.model.Json;
 import dev.troupe.model.spec.CompiledType;
 import dev.troupe.model.spec.SpecParser;
@@ -145,7 +144,7 @@ final class CounterSetWorkload implements Workload {
         node.turn(id, tally(issued.tally), turn, result -> answer(client, issued,
             switch (result) {
               case TurnResult.Done done -> ClientCall.Outcome.COMMITTED;
-              case TurnResult.Failed failed -> failedOutcome(failed.error().code());
+              case TurnResult.Failed failed -> ClientCall.Outcome.ofFailure(failed.error().code());
             }));
         return;
       }
@@ -155,7 +154,7 @@ final class CounterSetWorkload implements Workload {
       node.transact(id, parts, options.planned(), outcome -> answer(client, issued,
           switch (outcome) {
             case CoordinatorCore.Outcome.Committed committed -> ClientCall.Outcome.COMMITTED;
-            case CoordinatorCore.Outcome.Failed failed -> failedOutcome(failed.error().code());
+            case CoordinatorCore.Outcome.Failed failed -> ClientCall.Outcome.ofFailure(failed.error().code());
           }));
     });
     return change;
@@ -168,11 +167,6 @@ final class CounterSetWorkload implements Workload {
         revocable.add(change);
       }
     });
-  }
-
-  private static ClientCall.Outcome failedOutcome(ErrorCode code) {
-    return code == ErrorCode.OUTCOME_UNKNOWN
-        ? ClientCall.Outcome.UNKNOWN : ClientCall.Outcome.ABORTED;
   }
 
   private static Turn action(String action, Change change) {

@@ -4,7 +4,6 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.troupe.model.EntityId;
 import dev.troupe.model.EntityState;
-import dev.troupe.model.ErrorCode;
 import dev.troupe.model.Json;
 import dev.troupe.model.spec.CompiledType;
 import dev.troupe.model.spec.SpecParser;
@@ -135,7 +134,7 @@ final class ListAppendWorkload implements Workload {
         node.turn(id, entity(append.list()), appendTurn(append.element()),
             result -> answer(client, transaction, switch (result) {
               case TurnResult.Done done -> ClientCall.Outcome.COMMITTED;
-              case TurnResult.Failed failed -> failedOutcome(failed.error().code());
+              case TurnResult.Failed failed -> ClientCall.Outcome.ofFailure(failed.error().code());
             }));
         return;
       }
@@ -146,7 +145,7 @@ final class ListAppendWorkload implements Workload {
         }
         answer(client, transaction, switch (outcome) {
           case CoordinatorCore.Outcome.Committed committed -> ClientCall.Outcome.COMMITTED;
-          case CoordinatorCore.Outcome.Failed failed -> failedOutcome(failed.error().code());
+          case CoordinatorCore.Outcome.Failed failed -> ClientCall.Outcome.ofFailure(failed.error().code());
         });
       });
     });
@@ -156,11 +155,6 @@ final class ListAppendWorkload implements Workload {
   private void answer(String client, ListTransaction transaction, ClientCall.Outcome outcome) {
     clientNetwork.send("node", client, "answer " + transaction.id,
         answered -> transaction.decide(outcome));
-  }
-
-  private static ClientCall.Outcome failedOutcome(ErrorCode code) {
-    return code == ErrorCode.OUTCOME_UNKNOWN
-        ? ClientCall.Outcome.UNKNOWN : ClientCall.Outcome.ABORTED;
   }
 
   /** Per list: a read of the whole state, or its appends in order. */

@@ -33,23 +33,16 @@ class SimulationTest {
     long heldToLiveness = 0;
     long rounds = 0;
     long truncated = 0;
-    for (String[] configuration : CONFIGURATIONS) {
-      String admission = configuration[0];
-      Simulation.Options options = Simulation.Options.DEFAULTS.withAdmission(admission,
-          configuration[1].equals("planned"));
-      for (long seed = 1; seed <= SEEDS_PER_CONFIGURATION; seed++) {
-        Simulation.Result result = Simulation.run(seed, options, MAX_STEPS);
-        assertTrue(result.passed(), String.join(" ", configuration) + " " + result.summary()
-            + ": " + result.failure() + "\n" + result.trace());
-        crashes += result.crashes();
-        resolved += result.resolvedInDoubt();
-        unknown += result.unknown();
-        redone += result.redone();
-        edges += result.dependencyEdges();
-        heldToLiveness += result.livenessChecked();
-        rounds += result.storage().checkpointRounds();
-        truncated += result.storage().truncatedRecords();
-      }
+    for (Simulation.Result result :
+        passEverySeed(Simulation.Options.DEFAULTS, SEEDS_PER_CONFIGURATION)) {
+      crashes += result.crashes();
+      resolved += result.resolvedInDoubt();
+      unknown += result.unknown();
+      redone += result.redone();
+      edges += result.dependencyEdges();
+      heldToLiveness += result.livenessChecked();
+      rounds += result.storage().checkpointRounds();
+      truncated += result.storage().truncatedRecords();
     }
     // The faults really happened: crashes, in-doubt parts and unknown outcomes.
     assertTrue(crashes > 1_000, "crashes " + crashes);
@@ -69,18 +62,33 @@ class SimulationTest {
     assertTrue(heldToLiveness > 10_000, "requests held to liveness " + heldToLiveness);
   }
 
+  /**
+   * Runs seeds 1 to {@code seeds} of every configuration (admission and mode) over {@code base}
+   * and asserts each passes, printing the failing one's summary and trace.
+   */
+  private static java.util.List<Simulation.Result> passEverySeed(Simulation.Options base,
+      long seeds) {
+    java.util.List<Simulation.Result> results = new java.util.ArrayList<>();
+    for (String[] configuration : CONFIGURATIONS) {
+      Simulation.Options options =
+          base.withAdmission(configuration[0], configuration[1].equals("planned"));
+      for (long seed = 1; seed <= seeds; seed++) {
+        Simulation.Result result = Simulation.run(seed, options, MAX_STEPS);
+        assertTrue(result.passed(), String.join(" ", configuration) + " " + options.storage()
+            + " " + options.mailboxes() + " " + result.summary() + ": " + result.failure() + "\n"
+            + result.trace());
+        results.add(result);
+      }
+    }
+    return results;
+  }
+
   @Test
   void theSimulatorsOwnJournalTearsAndCorruptsRecordsAndLosesNothingAcknowledged() {
     long crashes = 0;
-    for (String[] configuration : CONFIGURATIONS) {
-      Simulation.Options options = Simulation.Options.DEFAULTS.withStorage("journal")
-          .withAdmission(configuration[0], configuration[1].equals("planned"));
-      for (long seed = 1; seed <= 20; seed++) {
-        Simulation.Result result = Simulation.run(seed, options, MAX_STEPS);
-        assertTrue(result.passed(), String.join(" ", configuration) + " journal "
-            + result.summary() + ": " + result.failure() + "\n" + result.trace());
-        crashes += result.crashes();
-      }
+    for (Simulation.Result result :
+        passEverySeed(Simulation.Options.DEFAULTS.withStorage("journal"), 20)) {
+      crashes += result.crashes();
     }
     assertTrue(crashes > 200, "crashes " + crashes);
   }
@@ -103,15 +111,12 @@ class SimulationTest {
   @Test
   void theCoresSurviveMailboxesThatKeepOrderOnlyPerConnection() {
     // What the cores will meet between nodes: an abort can overtake its own prepare.
-    for (String[] configuration : CONFIGURATIONS) {
-      Simulation.Options options = Simulation.Options.DEFAULTS.withMailboxes("per-connection")
-          .withAdmission(configuration[0], configuration[1].equals("planned"));
-      for (long seed = 1; seed <= 20; seed++) {
-        Simulation.Result result = Simulation.run(seed, options, MAX_STEPS);
-        assertTrue(result.passed(), String.join(" ", configuration) + " per-connection "
-            + result.summary() + ": " + result.failure() + "\n" + result.trace());
-      }
+    long crashes = 0;
+    for (Simulation.Result result :
+        passEverySeed(Simulation.Options.DEFAULTS.withMailboxes("per-connection"), 20)) {
+      crashes += result.crashes();
     }
+    assertTrue(crashes > 200, "crashes " + crashes);
   }
 
   @Test
