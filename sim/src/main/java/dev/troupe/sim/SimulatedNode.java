@@ -183,7 +183,7 @@ final class SimulatedNode {
   /** Writes an entity's initial state as a durable record (set-up, before faults). */
   void preload(EntityId entity, List<Operation> operations) {
     long id = newTransactionId();
-    requestOfTransaction.put(id, "preload-" + entity);
+    recordTransaction(id, "preload-" + entity);
     storage.preload(id, entity, operations);
   }
 
@@ -238,7 +238,7 @@ final class SimulatedNode {
   void turn(String request, EntityId entity, Turn turn, Consumer<TurnResult> answer) {
     Invariants.check(up, "turn submitted to a node that is down");
     long id = newTransactionId();
-    requestOfTransaction.put(id, request);
+    recordTransaction(id, request);
     send("client-connection", entity.toString(), "turn tx " + id,
         () -> deliverToEntity(entity, new EntityTurnCore.Input.TurnRequested<>(turn,
             typeOf.apply(entity), id, new Recipient.Client(answer))));
@@ -250,7 +250,7 @@ final class SimulatedNode {
   long beginInteractive(String request) {
     Invariants.check(up, "interactive transaction begun on a node that is down");
     long id = newTransactionId();
-    requestOfTransaction.put(id, request);
+    recordTransaction(id, request);
     requestOfInteractive.put(id, request);
     interactive.begin(id, scheduler.nowMillis());
     scheduleIdleCheck(id);
@@ -375,6 +375,17 @@ final class SimulatedNode {
     runEntityEffects(entity, core.handle(input));
   }
 
+  /**
+   * Notes which request a transaction id belongs to. An id is a clock tick and must never be
+   * issued twice, even across crashes and clock jumps (an interactive transaction's commit reuses
+   * its own id, for the same request).
+   */
+  private void recordTransaction(long transactionId, String request) {
+    String previous = requestOfTransaction.put(transactionId, request);
+    Invariants.check(previous == null || previous.equals(request),
+        "transaction id %d issued twice: to %s and to %s", transactionId, previous, request);
+  }
+
   /** The breakage the node passes to its entity cores: none, unless it is a core mutation. */
   private Set<Mutations.Mutation> coreMutations() {
     for (Mutations.Mutation core : Mutations.Mutation.values()) {
@@ -442,9 +453,9 @@ final class SimulatedNode {
     }
     switch (input) {
       case CoordinatorCore.Input.Started started ->
-          requestOfTransaction.put(started.transactionId(), requestOfCoordinator.get(key));
+          recordTransaction(started.transactionId(), requestOfCoordinator.get(key));
       case CoordinatorCore.Input.RetryDue retry ->
-          requestOfTransaction.put(retry.transactionId(), requestOfCoordinator.get(key));
+          recordTransaction(retry.transactionId(), requestOfCoordinator.get(key));
       default -> {}
     }
     for (CoordinatorCore.Effect effect : core.handle(input)) {

@@ -196,6 +196,7 @@ public final class Simulation {
     }
     if (options.meanMillisBetweenCrashes() > 0) {
       scheduleCrash();
+      schedulePartition();
     }
     scheduler.schedule(faultsEndMillis, "faults stop",
         () -> clientNetwork.setFaults(SimulatedNetwork.Faults.NONE));
@@ -255,6 +256,27 @@ public final class Simulation {
         node.jumpClock(jump);
       }
       scheduleCrash();
+    });
+  }
+
+  /**
+   * Transient partitions between the node and its clients (a network blip: every message across
+   * is lost while it lasts), as often as crashes, 10 to 200 ms long.
+   */
+  private void schedulePartition() {
+    long after = 1 + Math.round(-Math.log(1 - scheduler.random().nextDouble())
+        * options.meanMillisBetweenCrashes());
+    scheduler.schedule(after, "partition", () -> {
+      if (scheduler.nowMillis() >= faultsEndMillis) {
+        return;
+      }
+      // Over by the time faults stop, so the fault-free tail is free of it.
+      long duration = Math.min(10 + scheduler.random().nextInt(191),
+          faultsEndMillis - scheduler.nowMillis());
+      scheduler.trace().record(scheduler.nowMillis(), scheduler.steps(),
+          "clients cut off from the node for " + duration + " ms");
+      clientNetwork.partition(java.util.Set.of("node"), duration);
+      schedulePartition();
     });
   }
 

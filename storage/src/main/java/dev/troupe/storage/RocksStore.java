@@ -116,8 +116,9 @@ import java.util.function.LongSupplier;
  *
  * <p><b>Recovery</b> (at open, measured in {@code statistics().recoveryMillis}): per partition, the
  * last sequence and timestamp from the journal tail (or the round and horizon marks when the journal
- * is empty), the clock advanced past the greatest commit timestamp (so commit timestamps and
- * transaction ids, both clock ticks, never repeat any recorded one), the completed rounds and the
+ * is empty), the clock advanced past the greatest commit timestamp and past the transaction id of
+ * every prepared part and decision (so commit timestamps and transaction ids, both clock ticks,
+ * never repeat any recorded one), the completed rounds and the
  * horizon from meta, an interrupted truncation resumed, and the dirty set rebuilt by scanning the
  * journal from the last completed round's start, which the round triggers keep short. RocksDB's
  * own write-ahead-log replay is bounded by {@code setMaxTotalWalSize}.
@@ -331,6 +332,35 @@ public final class RocksStore implements Store {
     for (Partition partition : partitions) {
       partition.recover();
     }
+    // Two-phase commit state carries transaction ids the journal may not: a transaction ticked
+    // its id after the last commit, prepared, and the node crashed. Past them too, or a new
+    // transaction could get the id of one still in doubt (found by the simulator: after a
+    // backward clock jump, an in-doubt part was committed under a timestamp below its own id and
+    // a later transaction reused that id).
+    TransactionState state = readTransactionState();
+    state.prepared().forEach(part -> clock.advancePast(part.transactionId()));
+    state.decided().forEach(decision -> clock.advancePast(decision.transactionId()));
+  }
+
+  /** The prepared parts and decisions a crash left (the transactions column family, whole). */
+  private record TransactionState(
+      List<PreparedTransaction> prepared, List<DecidedTransaction> decided) {}
+
+  private TransactionState readTransactionState() {
+    List<PreparedTransaction> prepared = new ArrayList<>();
+    List<DecidedTransaction> decided = new ArrayList<>();
+    try (KeyValueDisk.Cursor iterator = disk.cursor(KeyValueDisk.Column.TRANSACTIONS)) {
+      for (iterator.seekToFirst(); iterator.isValid(); iterator.next()) {
+        byte[] key = iterator.key();
+        switch (key[0]) {
+          case Keys.PREPARED_TAG -> prepared.add(Codec.decodePrepared(iterator.value()));
+          case Keys.DECIDED_TAG -> decided.add(Codec.decodeDecided(iterator.value()));
+          default -> throw new CorruptDataException(
+              "unknown key tag " + key[0] + " in the transactions column family");
+        }
+      }
+    }
+    return new TransactionState(prepared, decided);
   }
 
   private void start() {
@@ -587,20 +617,8 @@ public final class RocksStore implements Store {
 
   @Override
   public InDoubtResolution resolveInDoubtTransactions(Redo redo) {
-    List<PreparedTransaction> prepared = new ArrayList<>();
-    List<DecidedTransaction> decided = new ArrayList<>();
-    try (KeyValueDisk.Cursor iterator = disk.cursor(KeyValueDisk.Column.TRANSACTIONS)) {
-      for (iterator.seekToFirst(); iterator.isValid(); iterator.next()) {
-        byte[] key = iterator.key();
-        switch (key[0]) {
-          case Keys.PREPARED_TAG -> prepared.add(Codec.decodePrepared(iterator.value()));
-          case Keys.DECIDED_TAG -> decided.add(Codec.decodeDecided(iterator.value()));
-          default -> throw new CorruptDataException(
-              "unknown key tag " + key[0] + " in the transactions column family");
-        }
-      }
-    }
-    InDoubtResolution resolution = InDoubtResolution.of(prepared, decided);
+    TransactionState state = readTransactionState();
+    InDoubtResolution resolution = InDoubtResolution.of(state.prepared(), state.decided());
     List<CompletableFuture<?>> writes = new ArrayList<>();
     List<PreparedTransaction> redone = new ArrayList<>();
     for (PreparedTransaction commit : resolution.toCommit()) {

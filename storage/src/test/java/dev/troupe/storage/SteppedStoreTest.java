@@ -326,6 +326,35 @@ class SteppedStoreTest {
   }
 
   @Test
+  void transactionIdsInDoubtAreNeverIssuedAgainAfterTheClockWentBack() {
+    FakeClock clock = new FakeClock(Fixtures.START_MILLIS);
+    MemoryDisk disk = new MemoryDisk();
+    RocksStore store = open(settings(Durability.SYNC), clock, disk);
+    EntityId entity = entities.get(0);
+    CompletableFuture<Committed> first =
+        store.commit(store.newTransactionId(), List.of(Fixtures.write(entity,
+            new Operation.Increment("n", 1))));
+    settle(store);
+    first.join();
+    // A transaction starts after the last commit (its id is the newest tick), prepares and
+    // decides; then the node crashes and comes back with its clock a second behind.
+    clock.advance(500);
+    long inDoubt = store.newTransactionId();
+    store.prepare(new PreparedTransaction(inDoubt, entity, List.of(new Operation.Increment("n", 2))));
+    store.persistDecision(new DecidedTransaction(inDoubt, List.of(entity)));
+    settle(store);
+    disk = disk.crash(new SplittableRandom(3), 0);
+    clock.advance(-1_000);
+    RocksStore recovered = open(settings(Durability.SYNC), clock, disk);
+    assertTrue(recovered.newTransactionId() > inDoubt, "an id still in doubt was issued again");
+    assertEquals(1, recovered.resolveInDoubtTransactions(NO_REDO).toCommit().size());
+    assertEquals(3, Fixtures.counter(recovered.read(entity), "n"));
+    assertTrue(recovered.read(entity).version() > inDoubt,
+        "an in-doubt part committed below its own transaction id");
+    recovered.close();
+  }
+
+  @Test
   void aContinuationCannotDriveOrWaitForTheStoreThatRunsIt() {
     RocksStore store =
         open(settings(Durability.SYNC), new FakeClock(Fixtures.START_MILLIS), new MemoryDisk());
