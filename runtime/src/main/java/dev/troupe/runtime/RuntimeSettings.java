@@ -83,7 +83,8 @@ public record RuntimeSettings(
             positiveLong(storage, "checkpoint-interval-millis"),
             positiveLong(storage, "checkpoint-journal-records"),
             storage.getLong("history-retention-millis"),
-            troupe.getInt("data-centre-id"));
+            troupe.getInt("data-centre-id"),
+            positiveLong(storage, "clock-ceiling-millis"));
     TurnLimits limits =
         new TurnLimits(
             positive(entity, "max-keys"),

@@ -47,6 +47,12 @@ final class SimulatedJournal implements NodeStorage {
 
   private record Forgotten(long transactionId) implements JournalRecord {}
 
+  /** The clock ceiling was raised: every timestamp issued before is below it (as the store's). */
+  private record ClockCeilingRaised(long ceiling) implements JournalRecord {}
+
+  /** How far ahead of the clock the ceiling is set, as the store's default. */
+  private static final long CLOCK_CEILING_MILLIS = 1_000;
+
   private record Part(long transactionId, EntityId entity) {}
 
   private final Scheduler scheduler;
@@ -72,6 +78,7 @@ final class SimulatedJournal implements NodeStorage {
    * everything the journal holds.
    */
   private HybridLogicalClock clock;
+  private long clockCeiling;
   private long clockOffsetMillis;
   private long resolvedInDoubt;
   private long redone;
@@ -91,12 +98,24 @@ final class SimulatedJournal implements NodeStorage {
 
   @Override
   public long newTransactionId() {
-    return clock.tick();
+    return tick();
+  }
+
+  /** A tick below the durable clock ceiling, raised (one synced record) when reached. */
+  private long tick() {
+    long timestamp = clock.tick();
+    if (timestamp >= clockCeiling) {
+      clockCeiling = HybridLogicalClock.fromMillis(
+          HybridLogicalClock.toMillis(timestamp) + CLOCK_CEILING_MILLIS);
+      append(new ClockCeilingRaised(clockCeiling));
+      log.sync();
+    }
+    return timestamp;
   }
 
   @Override
   public void preload(long transactionId, EntityId entity, List<Operation> operations) {
-    long timestamp = clock.tick();
+    long timestamp = tick();
     append(new Committed(transactionId, entity, operations, timestamp, false));
     log.sync();
     durable.put(entity, durable(entity).apply(operations, timestamp, 0));
@@ -105,7 +124,7 @@ final class SimulatedJournal implements NodeStorage {
   @Override
   public void commit(long transactionId, EntityId entity, List<Operation> operations,
       boolean resolvesPrepared, boolean exemptFromQueueLimit, LongConsumer durableAt) {
-    long timestamp = clock.tick();
+    long timestamp = tick();
     append(new Committed(transactionId, entity, operations, timestamp, resolvesPrepared));
     Runnable durableNow = () -> {
       durable.put(entity, durable(entity).apply(operations, timestamp, 0));
@@ -157,6 +176,7 @@ final class SimulatedJournal implements NodeStorage {
   @Override
   public void restart() {
     clock = newClock();
+    clockCeiling = 0;
     int surviving = log.recover().size();
     written.subList(surviving, written.size()).clear();
     Map<Part, PreparedTransaction> prepared = new LinkedHashMap<>();
@@ -178,8 +198,9 @@ final class SimulatedJournal implements NodeStorage {
         case Decided decision ->
             decided.put(decision.decision().transactionId(), decision.decision());
         case Forgotten forgotten -> decided.remove(forgotten.transactionId());
+        case ClockCeilingRaised raised -> {}
       }
-      advanceClockPast(transactionIdOf(record));
+      advanceClockPast(lastIssuedBy(record));
     }
     InDoubtResolution resolution = InDoubtResolution.of(
         new ArrayList<>(prepared.values()), new ArrayList<>(decided.values()));
@@ -201,7 +222,7 @@ final class SimulatedJournal implements NodeStorage {
         // As the real store: a redo that changes nothing only removes its prepared record.
         append(new Abandoned(part.transactionId(), part.entity()));
       } else {
-        long timestamp = clock.tick();
+        long timestamp = tick();
         append(new Committed(part.transactionId(), part.entity(), operations, timestamp, true));
         durable.put(part.entity(), durable(part.entity()).apply(operations, timestamp, 0));
       }
@@ -292,13 +313,15 @@ final class SimulatedJournal implements NodeStorage {
         () -> Math.max(0, scheduler.nowMillis() + clockOffsetMillis));
   }
 
-  private static long transactionIdOf(JournalRecord record) {
+  /** A bound on the timestamps a record shows were issued: recovery advances the clock past it. */
+  private static long lastIssuedBy(JournalRecord record) {
     return switch (record) {
       case Committed committed -> committed.transactionId();
       case Prepared prepared -> prepared.part().transactionId();
       case Abandoned abandoned -> abandoned.transactionId();
       case Decided decided -> decided.decision().transactionId();
       case Forgotten forgotten -> forgotten.transactionId();
+      case ClockCeilingRaised raised -> raised.ceiling() - 1; // everything issued was below
     };
   }
 }

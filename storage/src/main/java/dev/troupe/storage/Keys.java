@@ -30,6 +30,12 @@ final class Keys {
   /** meta: the partition count the database was created with (it fixes entity placement). */
   static final byte[] META_PARTITIONS = {'P'};
 
+  /**
+   * meta: the clock ceiling, a timestamp above every timestamp the store has issued (a position
+   * whose timestamp is the ceiling), so that a restart never issues one again.
+   */
+  static final byte[] META_CLOCK_CEILING = {'C'};
+
   private static final byte META_LAST_ROUND = 'R';
   private static final byte META_HORIZON = 'H';
   private static final byte META_ROUND_LIST = 'L';

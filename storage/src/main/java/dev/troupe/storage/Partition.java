@@ -413,7 +413,7 @@ final class Partition {
         if (commit.encodedRecord() == null) {
           continue;
         }
-        long timestamp = store.clock.tick();
+        long timestamp = store.tick();
         Invariants.check(
             timestamp > previous,
             "partition %d: commit timestamp %d after %d",

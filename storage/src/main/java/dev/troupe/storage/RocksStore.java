@@ -153,6 +153,9 @@ public final class RocksStore implements Store {
 
   final StorageSettings settings;
   final HybridLogicalClock clock;
+  /** Every timestamp issued is below it, and it is durable (meta) before one reaches it. */
+  private volatile long clockCeiling;
+  private final Object ceilingLock = new Object();
   final KeyValueDisk disk;
   /** Whether commit batches are synced ({@link Durability#SYNC}); maintenance never is. */
   final boolean syncCommits;
@@ -340,6 +343,45 @@ public final class RocksStore implements Store {
     TransactionState state = readTransactionState();
     state.prepared().forEach(part -> clock.advancePast(part.transactionId()));
     state.decided().forEach(decision -> clock.advancePast(decision.transactionId()));
+    // And past everything the last incarnation may have issued without recording it (ids of
+    // transactions that left no trace, timestamps handed to clients).
+    byte[] ceiling = disk.get(KeyValueDisk.Column.META, Keys.META_CLOCK_CEILING);
+    if (ceiling != null) {
+      clock.advancePast(Codec.decodePosition(ceiling).timestamp() - 1);
+    }
+  }
+
+  /**
+   * A timestamp from the node's clock, below the durable clock ceiling: reaching the ceiling first
+   * raises it by {@code clockCeilingMillis} with one synced write (once per that many
+   * milliseconds of clock), so a restart, which starts the clock at the ceiling, never issues a
+   * timestamp twice. Any thread.
+   */
+  long tick() {
+    long timestamp = clock.tick();
+    if (timestamp >= clockCeiling) {
+      raiseClockCeiling(timestamp);
+    }
+    return timestamp;
+  }
+
+  private void raiseClockCeiling(long timestamp) {
+    synchronized (ceilingLock) {
+      if (timestamp < clockCeiling) {
+        return;
+      }
+      long raised = HybridLogicalClock.fromMillis(
+          HybridLogicalClock.toMillis(timestamp) + settings.clockCeilingMillis());
+      try (KeyValueDisk.Batch batch = disk.newBatch()) {
+        batch.put(KeyValueDisk.Column.META, Keys.META_CLOCK_CEILING,
+            Codec.encodePosition(new JournalPosition(0, raised)));
+        disk.write(batch, true);
+      } catch (DiskException e) {
+        fail(e);
+        throw unavailable(e);
+      }
+      clockCeiling = raised;
+    }
   }
 
   /** The prepared parts and decisions a crash left (the transactions column family, whole). */
@@ -453,7 +495,7 @@ public final class RocksStore implements Store {
 
   @Override
   public long newTransactionId() {
-    return clock.tick();
+    return tick();
   }
 
   @Override

@@ -24,6 +24,10 @@ import java.nio.file.Path;
  * @param historyRetentionMillis how long old versions stay readable with {@code readAt} even when no
  *     snapshot pins them
  * @param dataCentreId id of this data centre, recorded as origin of every local commit
+ * @param clockCeilingMillis how far ahead of the clock the durable clock ceiling is set: every
+ *     timestamp the store issues (commit timestamps, transaction ids) stays below the ceiling, and
+ *     reaching it costs one synced write that raises it; after a restart the clock starts at the
+ *     ceiling, so it runs at most this far ahead of physical time
  */
 public record StorageSettings(
     Path directory,
@@ -37,7 +41,21 @@ public record StorageSettings(
     long checkpointIntervalMillis,
     long checkpointJournalRecords,
     long historyRetentionMillis,
-    int dataCentreId) {
+    int dataCentreId,
+    long clockCeilingMillis) {
+  /** The default clock ceiling distance, as in reference.conf. */
+  public static final long DEFAULT_CLOCK_CEILING_MILLIS = 1_000;
+
+  /** All but the clock ceiling, which takes its default. */
+  public StorageSettings(Path directory, int partitions, Durability durability,
+      int groupCommitMaxRecords, int groupCommitQueueLimit, long asyncFlushIntervalMillis,
+      long cacheMaxWeightBytes, int checkpointEveryOperations, long checkpointIntervalMillis,
+      long checkpointJournalRecords, long historyRetentionMillis, int dataCentreId) {
+    this(directory, partitions, durability, groupCommitMaxRecords, groupCommitQueueLimit,
+        asyncFlushIntervalMillis, cacheMaxWeightBytes, checkpointEveryOperations,
+        checkpointIntervalMillis, checkpointJournalRecords, historyRetentionMillis, dataCentreId,
+        DEFAULT_CLOCK_CEILING_MILLIS);
+  }
 
   /** Defaults as in reference.conf; tests and benchmarks adjust with the withers. */
   public static StorageSettings defaults(Path directory) {
@@ -50,25 +68,26 @@ public record StorageSettings(
     return new StorageSettings(directory, partitions, value, groupCommitMaxRecords,
         groupCommitQueueLimit, asyncFlushIntervalMillis, cacheMaxWeightBytes,
         checkpointEveryOperations, checkpointIntervalMillis, checkpointJournalRecords,
-        historyRetentionMillis, dataCentreId);
+        historyRetentionMillis, dataCentreId, clockCeilingMillis);
   }
 
   public StorageSettings withCheckpoints(int everyOperations, long intervalMillis, long journalRecords) {
     return new StorageSettings(directory, partitions, durability, groupCommitMaxRecords,
         groupCommitQueueLimit, asyncFlushIntervalMillis, cacheMaxWeightBytes, everyOperations,
-        intervalMillis, journalRecords, historyRetentionMillis, dataCentreId);
+        intervalMillis, journalRecords, historyRetentionMillis, dataCentreId, clockCeilingMillis);
   }
 
   public StorageSettings withHistoryRetentionMillis(long value) {
     return new StorageSettings(directory, partitions, durability, groupCommitMaxRecords,
         groupCommitQueueLimit, asyncFlushIntervalMillis, cacheMaxWeightBytes,
         checkpointEveryOperations, checkpointIntervalMillis, checkpointJournalRecords, value,
-        dataCentreId);
+        dataCentreId, clockCeilingMillis);
   }
 
   public StorageSettings withCacheMaxWeightBytes(long value) {
     return new StorageSettings(directory, partitions, durability, groupCommitMaxRecords,
         groupCommitQueueLimit, asyncFlushIntervalMillis, value, checkpointEveryOperations,
-        checkpointIntervalMillis, checkpointJournalRecords, historyRetentionMillis, dataCentreId);
+        checkpointIntervalMillis, checkpointJournalRecords, historyRetentionMillis, dataCentreId,
+        clockCeilingMillis);
   }
 }
