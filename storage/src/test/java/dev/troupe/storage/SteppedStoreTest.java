@@ -14,6 +14,7 @@ import dev.troupe.model.EntityState;
 import dev.troupe.model.ErrorCode;
 import dev.troupe.model.Operation;
 import dev.troupe.model.TroupeException;
+import dev.troupe.model.time.HybridLogicalClock;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Comparator;
@@ -351,6 +352,28 @@ class SteppedStoreTest {
     assertEquals(3, Fixtures.counter(recovered.read(entity), "n"));
     assertTrue(recovered.read(entity).version() > inDoubt,
         "an in-doubt part committed below its own transaction id");
+    recovered.close();
+  }
+
+  @Test
+  void noTimestampIsIssuedTwiceAcrossRestartsEvenWhenTheClockGoesBack() {
+    FakeClock clock = new FakeClock(Fixtures.START_MILLIS);
+    MemoryDisk disk = new MemoryDisk();
+    RocksStore store = open(settings(Durability.SYNC), clock, disk);
+    // Ids that leave nothing in the journal: transactions started and lost in the crash.
+    long issued = 0;
+    for (int i = 0; i < 1_000; i++) {
+      clock.advance(3);
+      issued = Math.max(issued, store.newTransactionId());
+    }
+    disk = disk.crash(new SplittableRandom(5), 0);
+    clock.advance(-5_000);
+    RocksStore recovered = open(settings(Durability.SYNC), clock, disk);
+    long next = recovered.newTransactionId();
+    assertTrue(next > issued, next + " after " + issued + " was issued before the crash");
+    // Ahead of the clock by at most the ceiling distance (plus the time the clock went back).
+    assertTrue(HybridLogicalClock.toMillis(next) <= clock.getAsLong() + 5_000
+        + StorageSettings.DEFAULT_CLOCK_CEILING_MILLIS, "too far ahead: " + next);
     recovered.close();
   }
 
