@@ -11,14 +11,14 @@ import java.util.Map;
 
 /**
  * A seeded simulation run: one {@link SimulatedNode}, composable {@link Workload}s whose clients
- * reach the node over a client network that loses messages, and faults: the node crashes and
- * restarts (losing, tearing or corrupting what it had not synced) and its clock jumps, mostly
- * backwards. The last part of the run is fault-free, so every request issued then must be
+ * reach the node over a client network that loses and reorders messages and is cut off from the
+ * node by transient partitions, and faults: the node crashes and restarts (losing, tearing or
+ * corrupting what it had not synced) and its clock jumps, mostly backwards. The last part of the run is fault-free, so every request issued then must be
  * answered (liveness). After the run each workload checks the node's durable state and its
  * history.
  *
  * <p>Workloads: {@code bank} ({@link BankWorkload}: transfers, credits, audits, interactive
- * transfers; durability, atomicity, money, conflict serializability from reported versions) and
+ * transfers; durability, atomicity, money, conflict serializability from reported versions),
  * {@code list-append} ({@link ListAppendWorkload}: appends to and reads of lists; the version order
  * read off the data, so duplicates, losses, G1a, G1b and dependency cycles are caught from what
  * clients saw) and {@code counters} ({@link CounterSetWorkload}: counter and set kinds changed
