@@ -269,10 +269,10 @@ public final class EntityTurnCore<R> {
   /** Whether any input other than an idle check arrived since the last idle check. */
   private boolean activeSinceIdleCheck = true;
 
-  /** @param durable the entity's latest durable state, read from the store at start */
   /** Deliberate breakages (empty outside the simulator's tests). */
   private final java.util.Set<Mutations.Mutation> mutations;
 
+  /** @param durable the entity's latest durable state, read from the store at start */
   public EntityTurnCore(EntityId entity, EntityState durable, TurnLimits limits, int originDc) {
     this(entity, durable, limits, originDc, java.util.Set.of());
   }

@@ -48,11 +48,6 @@ public final class TurnEvaluator {
   public record Sequence(List<Operation> operations, EntityState after, TroupeException error) {}
 
   /**
-   * Evaluates a transaction's turns on one entity in order, each against the state the previous
-   * ones leave. When there are several, the set additions get distinct tag indexes (each turn alone
-   * would number from 0). Pure, like {@link #evaluate}.
-   */
-  /**
    * The operations of a decided PSAC part, re-evaluated at recovery on the state it meets. Its
    * transaction committed, so failing now would break atomicity: that is a bug (an invariant).
    */
@@ -66,6 +61,11 @@ public final class TurnEvaluator {
     return evaluated.operations();
   }
 
+  /**
+   * Evaluates a transaction's turns on one entity in order, each against the state the previous
+   * ones leave. When there are several, the set additions get distinct tag indexes (each turn alone
+   * would number from 0). Pure, like {@link #evaluate}.
+   */
   public static Sequence evaluateSequence(EntityId entity, CompiledType type, EntityState state,
       List<Turn> turns, long transactionId, int originDc, TurnLimits limits) {
     EntityState scratch = state;
