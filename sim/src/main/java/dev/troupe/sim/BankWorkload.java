@@ -91,7 +91,6 @@ final class BankWorkload implements Workload {
   private final Simulation simulation;
   private final Simulation.Options options;
   private final Scheduler scheduler;
-  private final SimulatedNetwork clientNetwork;
   private final CompiledType accountType;
   private final CompiledType receiptType = CompiledType.schemaless("Receipt");
   private final List<Transfer> transfers = new ArrayList<>();
@@ -104,7 +103,6 @@ final class BankWorkload implements Workload {
     this.simulation = simulation;
     this.options = simulation.options;
     this.scheduler = simulation.scheduler;
-    this.clientNetwork = simulation.clientNetwork;
     this.accountType = CompiledType.compile(SpecParser.parse("Account",
         ACCOUNT_SPEC.formatted(options.admissionSpec()).getBytes(StandardCharsets.UTF_8), true));
   }
@@ -154,18 +152,15 @@ final class BankWorkload implements Workload {
       interactiveTransfer(transfer, clientName);
       return transfer;
     }
-    clientNetwork.send(clientName, "node", "transfer " + transfer.id, ignored -> {
-      if (!node().isUp()) {
-        return; // refused connection: the client times out
-      }
-      java.util.function.Consumer<Boolean> answer = committed -> clientNetwork.send("node",
-          clientName, "answer " + transfer.id, answered -> transfer.decide(committed
+    simulation.toNode(clientName, "transfer " + transfer.id, node -> {
+      java.util.function.Consumer<Boolean> answer = committed -> simulation.toClient(clientName,
+          "answer " + transfer.id, () -> transfer.decide(committed
               ? ClientCall.Outcome.COMMITTED : ClientCall.Outcome.ABORTED));
       if (transfer.isCredit()) {
         ObjectNode params = Json.NODES.objectNode();
         params.put("amount", transfer.amount);
         params.put("id", transfer.id);
-        node().turn(transfer.id, account(transfer.to), new Turn.InvokeAction("credit", params),
+        node.turn(transfer.id, account(transfer.to), new Turn.InvokeAction("credit", params),
             result -> {
               if (result instanceof dev.troupe.txn.TurnResult.Done done) {
                 observed.put(transfer.id, new Observed(
@@ -175,7 +170,7 @@ final class BankWorkload implements Workload {
               answer.accept(result instanceof dev.troupe.txn.TurnResult.Done);
             });
       } else {
-        node().transact(transfer.id, transfer.isAudit() ? audit(transfer) : parts(transfer),
+        node.transact(transfer.id, transfer.isAudit() ? audit(transfer) : parts(transfer),
             options.planned(), outcome -> {
           observe(transfer, outcome);
           answer.accept(outcome instanceof CoordinatorCore.Outcome.Committed);
@@ -211,13 +206,10 @@ final class BankWorkload implements Workload {
         Map.entry(account(transfer.from), action("withdraw", transfer.amount)),
         Map.entry(account(transfer.to), action("deposit", transfer.amount)),
         Map.entry(receipt(transfer.id), parts(transfer).get(receipt(transfer.id)).turns().get(0)));
-    clientNetwork.send(clientName, "node", "begin " + transfer.id, ignored -> {
-      if (!node().isUp()) {
-        return;
-      }
-      long id = node().beginInteractive(transfer.id);
-      clientNetwork.send("node", clientName, "begun " + transfer.id,
-          begun -> interactiveStep(transfer, clientName, id, steps, 0, finish));
+    simulation.toNode(clientName, "begin " + transfer.id, node -> {
+      long id = node.beginInteractive(transfer.id);
+      simulation.toClient(clientName, "begun " + transfer.id,
+          () -> interactiveStep(transfer, clientName, id, steps, 0, finish));
     });
   }
 
@@ -228,43 +220,32 @@ final class BankWorkload implements Workload {
       return; // timed out meanwhile
     }
     if (index == steps.size()) {
-      clientNetwork.send(clientName, "node", "commit " + transfer.id, ignored -> {
-        if (!node().isUp()) {
-          return;
-        }
-        node().commitInteractive(id, outcome -> clientNetwork.send("node", clientName,
-            "committed " + transfer.id, answered -> {
+      simulation.toNode(clientName, "commit " + transfer.id, node ->
+        node.commitInteractive(id, outcome -> simulation.toClient(clientName,
+            "committed " + transfer.id, () -> {
               observe(transfer, outcome);
               finish.accept(switch (outcome) {
                 case CoordinatorCore.Outcome.Committed ignoredToo -> ClientCall.Outcome.COMMITTED;
                 case CoordinatorCore.Outcome.Failed failed ->
                     ClientCall.Outcome.ofFailure(failed.error().code());
               });
-            }));
-      });
+            })));
       return;
     }
     Map.Entry<EntityId, Turn> step = steps.get(index);
-    clientNetwork.send(clientName, "node", "step " + index + " " + transfer.id, ignored -> {
-      if (!node().isUp()) {
-        return;
-      }
-      node().stepInteractive(id, step.getKey(), step.getValue(), result -> clientNetwork.send(
-          "node", clientName, "step answer " + transfer.id, answered -> {
-            if (result instanceof dev.troupe.txn.TurnResult.Done) {
-              interactiveStep(transfer, clientName, id, steps, index + 1, finish);
-              return;
-            }
-            // Refused (a precondition), killed by wait-die, or gone with a crash: nothing of it
-            // commits. Abort it, in case it is still open.
-            clientNetwork.send(clientName, "node", "abort " + transfer.id, abort -> {
-              if (node().isUp()) {
-                node().abortInteractive(id);
+    simulation.toNode(clientName, "step " + index + " " + transfer.id, node ->
+        node.stepInteractive(id, step.getKey(), step.getValue(), result -> simulation.toClient(
+            clientName, "step answer " + transfer.id, () -> {
+              if (result instanceof dev.troupe.txn.TurnResult.Done) {
+                interactiveStep(transfer, clientName, id, steps, index + 1, finish);
+                return;
               }
-            });
-            finish.accept(ClientCall.Outcome.ABORTED);
-          }));
-    });
+              // Refused (a precondition), killed by wait-die, or gone with a crash: nothing of
+              // it commits. Abort it, in case it is still open.
+              simulation.toNode(clientName, "abort " + transfer.id,
+                  atNode -> atNode.abortInteractive(id));
+              finish.accept(ClientCall.Outcome.ABORTED);
+            })));
   }
 
   private Map<EntityId, CoordinatorCore.Part> parts(Transfer transfer) {

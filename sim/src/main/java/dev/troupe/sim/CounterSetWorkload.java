@@ -80,7 +80,6 @@ final class CounterSetWorkload implements Workload {
   private final Simulation simulation;
   private final Simulation.Options options;
   private final Scheduler scheduler;
-  private final SimulatedNetwork clientNetwork;
   private final CompiledType tallyType;
   private final List<Change> changes = new ArrayList<>();
   /** Acknowledged single adds not yet chosen for a revoke. */
@@ -90,7 +89,6 @@ final class CounterSetWorkload implements Workload {
     this.simulation = simulation;
     this.options = simulation.options;
     this.scheduler = simulation.scheduler;
-    this.clientNetwork = simulation.clientNetwork;
     this.tallyType = CompiledType.compile(SpecParser.parse("Tally",
         TALLY_SPEC.formatted(options.admissionSpec()).getBytes(StandardCharsets.UTF_8), true));
   }
@@ -134,11 +132,7 @@ final class CounterSetWorkload implements Workload {
     }
     changes.add(change);
     Change issued = change;
-    clientNetwork.send(client, "node", "tally change " + id, ignored -> {
-      SimulatedNode node = simulation.node;
-      if (!node.isUp()) {
-        return; // refused connection: the client times out
-      }
+    simulation.toNode(client, "tally change " + id, node -> {
       Turn turn = action(issued.kind == Kind.REVOKE ? "revoke" : "add", issued);
       if (issued.kind != Kind.PAIR_ADD) {
         node.turn(id, tally(issued.tally), turn, result -> answer(client, issued,
@@ -161,7 +155,7 @@ final class CounterSetWorkload implements Workload {
   }
 
   private void answer(String client, Change change, ClientCall.Outcome outcome) {
-    clientNetwork.send("node", client, "answer " + change.id, answered -> {
+    simulation.toClient(client, "answer " + change.id, () -> {
       if (change.decide(outcome) && outcome == ClientCall.Outcome.COMMITTED
           && change.kind == Kind.ADD) {
         revocable.add(change);

@@ -58,7 +58,6 @@ final class ListAppendWorkload implements Workload {
   private final Simulation simulation;
   private final Simulation.Options options;
   private final Scheduler scheduler;
-  private final SimulatedNetwork clientNetwork;
   private final CompiledType listType;
   private final List<ListTransaction> transactions = new ArrayList<>();
   private int dependencyEdges;
@@ -67,7 +66,6 @@ final class ListAppendWorkload implements Workload {
     this.simulation = simulation;
     this.options = simulation.options;
     this.scheduler = simulation.scheduler;
-    this.clientNetwork = simulation.clientNetwork;
     this.listType = CompiledType.compile(SpecParser.parse("AppendList",
         LIST_SPEC.formatted(options.admissionSpec()).getBytes(StandardCharsets.UTF_8), true));
   }
@@ -123,11 +121,7 @@ final class ListAppendWorkload implements Workload {
     ListTransaction transaction =
         new ListTransaction(id, scheduler.nowMillis(), next, operations);
     transactions.add(transaction);
-    clientNetwork.send(client, "node", "list transaction " + id, ignored -> {
-      SimulatedNode node = simulation.node;
-      if (!node.isUp()) {
-        return; // refused connection: the client times out
-      }
+    simulation.toNode(client, "list transaction " + id, node -> {
       if (single) {
         ListAppendChecker.Operation.Append append =
             (ListAppendChecker.Operation.Append) operations.get(0);
@@ -153,8 +147,7 @@ final class ListAppendWorkload implements Workload {
   }
 
   private void answer(String client, ListTransaction transaction, ClientCall.Outcome outcome) {
-    clientNetwork.send("node", client, "answer " + transaction.id,
-        answered -> transaction.decide(outcome));
+    simulation.toClient(client, "answer " + transaction.id, () -> transaction.decide(outcome));
   }
 
   /** Per list: a read of the whole state, or its appends in order. */

@@ -222,6 +222,23 @@ public final class Simulation {
         failure == null ? "" : scheduler.trace().toString());
   }
 
+  /**
+   * A client's request to the node: {@code atNode} runs when it arrives, if the node is up (a node
+   * that is down refuses the connection, and the client waits for its timeout).
+   */
+  void toNode(String client, String what, java.util.function.Consumer<SimulatedNode> atNode) {
+    clientNetwork.send(client, "node", what, ignored -> {
+      if (node.isUp()) {
+        atNode.accept(node);
+      }
+    });
+  }
+
+  /** The node's message to a client: {@code atClient} runs when it arrives. */
+  void toClient(String client, String what, Runnable atClient) {
+    clientNetwork.send("node", client, what, ignored -> atClient.run());
+  }
+
   /** A client's next request, from a workload picked at random, with the client's timeout. */
   private void issue(int client, int sequence) {
     if (scheduler.nowMillis() >= options.durationMillis()) {
