@@ -92,8 +92,10 @@ final class AlternatingComparison {
               contender.name() + (round == 0 ? " warm-up round" : " round " + round));
           ClosedLoopLoad.Window window;
           try (Session session = contender.open(settings.workers())) {
+            // The first round only warms up: none of its operations is counted.
+            ClosedLoopLoad.Operation load = round > 0 ? session : session::perform;
             window = ClosedLoopLoad.run(benchmark + "-" + contender.name(), settings.workers(),
-                settings.warmup(), settings.measurement(), session, progress);
+                settings.warmup(), settings.measurement(), load, progress);
           }
           if (round > 0) {
             Outcome outcome = outcomes.get(contender.name());

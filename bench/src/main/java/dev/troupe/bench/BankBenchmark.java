@@ -147,7 +147,7 @@ final class BankBenchmark extends Benchmark {
       List<Bank> banks = new ArrayList<>();
       try {
         for (String name : policies) {
-          banks.add(Bank.open(settings.warmup().toNanos(), scenario + "/" + name, scenario,
+          banks.add(Bank.open(scenario + "/" + name, scenario,
               name.equals("psac") ? maxInFlight : 1, maxOvertakes, accounts, threads,
               transactionMode));
         }
@@ -184,12 +184,6 @@ final class BankBenchmark extends Benchmark {
     private final LongAdder lockConflicts = new LongAdder();
     private final LongAdder otherAborts = new LongAdder();
     private final TransactionRequest.Mode mode;
-    /** Unmeasured seconds at the start of each round, as nanoseconds. */
-    private long warmupNanos;
-    /** Sessions opened so far; the first (an unmeasured round) counts nothing. */
-    private int rounds;
-    private long measuredCommitted;
-    private long measuredAnswered;
 
     private Bank(String name, String scenario, int accounts, TemporaryDirectory directory,
         Troupe troupe, TransactionRequest.Mode mode) {
@@ -201,7 +195,7 @@ final class BankBenchmark extends Benchmark {
       this.troupe = troupe;
     }
 
-    static Bank open(long warmupNanos, String name, String scenario, int maxInFlight, int maxOvertakes,
+    static Bank open(String name, String scenario, int maxInFlight, int maxOvertakes,
         int accounts, int threads, TransactionRequest.Mode mode) throws Exception {
       TemporaryDirectory directory = TemporaryDirectory.create("bank-" + name.replace('/', '-'));
       Troupe troupe = null;
@@ -213,7 +207,6 @@ final class BankBenchmark extends Benchmark {
         troupe.defineType(SpecParser.parse("Transfer",
             TRANSFER_SPEC.getBytes(StandardCharsets.UTF_8), true)).join();
         Bank bank = new Bank(name, scenario, accounts, directory, troupe, mode);
-        bank.warmupNanos = warmupNanos;
         bank.openAccounts(threads);
         return bank;
       } catch (Exception | Error e) {
@@ -245,15 +238,11 @@ final class BankBenchmark extends Benchmark {
 
     @Override
     public AlternatingComparison.Session open(int workers) {
-      long committedBefore = committed.sum();
-      long answeredBefore = answered();
-      // Only what the measured rounds do after their warm-up counts, as for the throughput.
-      boolean measured = rounds++ > 0;
-      long measuredFrom = System.nanoTime() + warmupNanos;
+      // Each worker's last answer, counted if the harness says it was measured.
+      LongAdder[] lastAnswer = new LongAdder[workers];
       return new AlternatingComparison.Session() {
         @Override
         public void perform(int worker, long sequence) {
-          boolean counts = measured && System.nanoTime() >= measuredFrom;
           CompletableFuture<?> operation;
           if (scenario.equals("nosync")) {
             operation = troupe.invoke(
@@ -274,38 +263,30 @@ final class BankBenchmark extends Benchmark {
           }
           try {
             operation.join();
-            if (counts) {
-              committed.increment();
-            }
+            lastAnswer[worker] = committed;
           } catch (CompletionException e) {
             if (!(e.getCause() instanceof TroupeException error)) {
               throw e;
             }
-            if (!counts && (error.code() == ErrorCode.PRECONDITION_FAILED
-                || error.code() == ErrorCode.ABORTED)) {
-              return;
-            }
-            switch (error.code()) {
-              case PRECONDITION_FAILED -> preconditionFailures.increment();
-              case ABORTED -> {
-                if ("precondition_failed".equals(error.reason())) {
-                  preconditionFailures.increment();
-                } else if ("lock_conflict".equals(error.reason())) {
-                  lockConflicts.increment();
-                } else {
-                  otherAborts.increment();
-                }
-              }
+            lastAnswer[worker] = switch (error.code()) {
+              case PRECONDITION_FAILED -> preconditionFailures;
+              case ABORTED -> switch (error.reason() == null ? "" : error.reason()) {
+                case "precondition_failed" -> preconditionFailures;
+                case "lock_conflict" -> lockConflicts;
+                default -> otherAborts;
+              };
               default -> throw e; // unavailable, outcome_unknown...: the run is broken
-            }
+            };
           }
         }
 
         @Override
-        public void close() {
-          measuredCommitted += committed.sum() - committedBefore;
-          measuredAnswered += answered() - answeredBefore;
+        public void counted(int worker) {
+          lastAnswer[worker].increment();
         }
+
+        @Override
+        public void close() {}
       };
     }
 
@@ -316,7 +297,8 @@ final class BankBenchmark extends Benchmark {
 
     /** The median answered throughput scaled by the share of answers that committed. */
     double committedPerSecond(AlternatingComparison.Outcome outcome) {
-      double committedShare = measuredAnswered == 0 ? 0 : (double) measuredCommitted / measuredAnswered;
+      long answered = answered();
+      double committedShare = answered == 0 ? 0 : (double) committed.sum() / answered;
       return outcome.medianThroughput() * committedShare;
     }
 

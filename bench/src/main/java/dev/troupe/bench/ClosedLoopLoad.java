@@ -30,6 +30,13 @@ final class ClosedLoopLoad {
   @FunctionalInterface
   interface Operation {
     void perform(int worker, long sequence) throws Exception;
+
+    /**
+     * The operation {@code worker} has just performed lies in the measurement window (its latency
+     * was recorded): count whatever else the operation tracks, so that every figure describes the
+     * same operations as the throughput.
+     */
+    default void counted(int worker) {}
   }
 
   /**
@@ -81,6 +88,7 @@ final class ClosedLoopLoad {
           long operationEnd = System.nanoTime();
           if (operationStart >= windowStart && operationEnd <= windowEnd) {
             latency.recordValue(operationEnd - operationStart);
+            operation.counted(workerIndex);
           }
         }
       }));

@@ -40,7 +40,7 @@ import picocli.CommandLine.Option;
     name = "smallbank",
     mixinStandardHelpOptions = true,
     description = "SmallBank: Troupe key-level vs actor-level admission, planned vs dynamic,"
-        + " and PostgreSQL SERIALIZABLE. Goals at actor skew 1%: keys / serial >= 2.5;"
+        + " and PostgreSQL SERIALIZABLE. Goals: keys / serial >= 2.5 at actor skew 1%;"
         + " Troupe / PostgreSQL >= 2.")
 final class SmallBankBenchmark extends Benchmark {
   static final Goal KEYS_OVER_SERIAL_GOAL = Goal.atLeast(2.5);
@@ -127,8 +127,8 @@ final class SmallBankBenchmark extends Benchmark {
     SmallBankWorkload.Shape shape = new SmallBankWorkload.Shape(branches, customersPerBranch,
         actorSkewPercent / 100, keySkewPercent / 100, transactionSize);
     AlternatingComparison.Settings settings = alternation.settings(threads);
-    int maxConflictRetries = com.typesafe.config.ConfigFactory.load()
-        .getInt("troupe.transactions.max-lock-conflict-retries");
+    int maxConflictRetries =
+        dev.troupe.runtime.RuntimeSettings.load().transactions().maxLockConflictRetries();
     BenchReport report = new BenchReport("smallbank", "SmallBank: Troupe keys vs serial"
         + " admission, planned vs dynamic, and PostgreSQL SERIALIZABLE");
     settings.describe(report);
@@ -173,7 +173,7 @@ final class SmallBankBenchmark extends Benchmark {
             case "postgres" -> {
               PostgresSmallBank bank = postgres;
               yield new Contender(mix.wireName() + "/" + target, shape, mix, seed,
-                  new PostgresTarget(bank), ledgers.get("postgres"), settings,
+                  new PostgresTarget(bank), ledgers.get("postgres"),
                   bank::serializationRetries);
             }
             default -> {
@@ -182,7 +182,7 @@ final class SmallBankBenchmark extends Benchmark {
                   ? TransactionRequest.Mode.PLANNED : TransactionRequest.Mode.DYNAMIC;
               TroupeSmallBank engine = engines.get(policy);
               yield new Contender(mix.wireName() + "/" + target, shape, mix, seed,
-                  engine.view(mode), ledgers.get("troupe " + policy), settings,
+                  engine.view(mode), ledgers.get("troupe " + policy),
                   () -> engine.troupe().transactionMetrics().lockConflictRetries());
             }
           });
@@ -332,7 +332,6 @@ final class SmallBankBenchmark extends Benchmark {
     private final long seed;
     private final SmallBankTarget target;
     private final Ledger ledger;
-    private final AlternatingComparison.Settings settings;
     private final java.util.function.LongSupplier conflictRetries;
     private final LongAdder measuredConflictRetries = new LongAdder();
     private final LongAdder committed = new LongAdder();
@@ -342,7 +341,7 @@ final class SmallBankBenchmark extends Benchmark {
     private int rounds;
 
     Contender(String name, SmallBankWorkload.Shape shape, SmallBankWorkload.Mix mix, long seed,
-        SmallBankTarget target, Ledger ledger, AlternatingComparison.Settings settings,
+        SmallBankTarget target, Ledger ledger,
         java.util.function.LongSupplier conflictRetries) {
       this.conflictRetries = conflictRetries;
       this.name = name;
@@ -351,7 +350,6 @@ final class SmallBankBenchmark extends Benchmark {
       this.seed = seed;
       this.target = target;
       this.ledger = ledger;
-      this.settings = settings;
     }
 
     @Override
@@ -366,14 +364,16 @@ final class SmallBankBenchmark extends Benchmark {
     @Override
     public AlternatingComparison.Session open(int workers) {
       int round = rounds++;
-      boolean measured = round > 0; // the first round of each contender only warms up
       SmallBankWorkload[] generators = new SmallBankWorkload[workers];
       for (int worker = 0; worker < workers; worker++) {
         // The same sequence per client and round for every contender.
         generators[worker] = new SmallBankWorkload(shape, mix,
             seed(seed, round, worker));
       }
-      long measuredFrom = System.nanoTime() + settings.warmup().toNanos();
+      // Each worker's last transaction, counted if the harness says it was measured.
+      SmallBankWorkload.Transaction[] lastTransaction = new SmallBankWorkload.Transaction[workers];
+      SmallBankTarget.Outcome[] lastOutcome = new SmallBankTarget.Outcome[workers];
+      long[] lastLatencyNanos = new long[workers];
       // One contender runs at a time, so its engine's retries during its session are its own.
       long retriesBefore = conflictRetries.getAsLong();
       return new AlternatingComparison.Session() {
@@ -382,25 +382,29 @@ final class SmallBankBenchmark extends Benchmark {
           SmallBankWorkload.Transaction transaction = generators[worker].next();
           long start = System.nanoTime();
           SmallBankTarget.Outcome outcome = target.execute(transaction);
-          long end = System.nanoTime();
+          lastLatencyNanos[worker] = System.nanoTime() - start;
+          lastTransaction[worker] = transaction;
+          lastOutcome[worker] = outcome;
           switch (outcome) {
             case COMMITTED -> ledger.committed(transaction);
             case REJECTED, ABORTED -> {}
           }
-          if (measured && start >= measuredFrom) {
-            switch (outcome) {
-              case COMMITTED -> committed.increment();
-              case REJECTED -> rejected.increment();
-              case ABORTED -> aborted.increment();
-            }
-            latencyByTransaction.computeIfAbsent(transaction.name(),
-                ignored -> new ConcurrentHistogram(3)).recordValue(end - start);
+        }
+
+        @Override
+        public void counted(int worker) {
+          switch (lastOutcome[worker]) {
+            case COMMITTED -> committed.increment();
+            case REJECTED -> rejected.increment();
+            case ABORTED -> aborted.increment();
           }
+          latencyByTransaction.computeIfAbsent(lastTransaction[worker].name(),
+              ignored -> new ConcurrentHistogram(3)).recordValue(lastLatencyNanos[worker]);
         }
 
         @Override
         public void close() {
-          if (measured) {
+          if (round > 0) { // the first round only warms up
             measuredConflictRetries.add(conflictRetries.getAsLong() - retriesBefore);
           }
         }

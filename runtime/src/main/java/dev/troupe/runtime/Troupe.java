@@ -86,7 +86,8 @@ public final class Troupe implements AutoCloseable {
         settings.transactions().prepareTimeoutMillis(),
         settings.transactions().maxLockConflictRetries(),
         settings.transactions().retryBackoffMillis());
-    // Planned and interactive transactions never die in a lock table, so are never retried.
+    // Never retried: planned transactions never die in a lock table, and an interactive one's
+    // commit already holds its locks (a conflict during its steps ends it instead).
     this.coordinatorLimitsWithoutRetries = new CoordinatorCore.Limits(
         coordinatorLimits.prepareTimeoutMillis(), 0, coordinatorLimits.retryBackoffMillis());
     this.interactive = new InteractiveCore(new InteractiveCore.Limits(
@@ -532,9 +533,7 @@ public final class Troupe implements AutoCloseable {
     try {
       checkOpen();
       synchronized (interactive) {
-        if (!interactive.isOpen(transactionId)) {
-          throw notOpen(transactionId);
-        }
+        interactive.requireOpen(transactionId);
       }
       type = typeOf(entity);
       if (turn instanceof Turn.InvokeAction invoke && hasSync(type, invoke.action())) {
@@ -616,11 +615,6 @@ public final class Troupe implements AutoCloseable {
     }
   }
 
-  private static TroupeException notOpen(long transactionId) {
-    return new TroupeException(ErrorCode.NOT_FOUND, "no open transaction %d (it committed,"
-        .formatted(transactionId) + " aborted or timed out)");
-  }
-
   /** An ended-by-abort transaction: count it and release its parts in the entities it touched. */
   private void releaseInteractive(long transactionId, List<EntityId> touched) {
     cancelIdleCheck(transactionId);
@@ -637,24 +631,26 @@ public final class Troupe implements AutoCloseable {
    * later check.
    */
   private void scheduleIdleCheck(long transactionId) {
-    java.util.Optional<Long> deadline;
+    org.apache.pekko.actor.Cancellable previous;
+    // Under the lock: an abort or commit ends the transaction under it and cancels its timer
+    // afterwards, so a timer is never registered for a transaction already over.
     synchronized (interactive) {
-      deadline = interactive.idleDeadlineMillis(transactionId);
+      java.util.Optional<Long> deadline = interactive.idleDeadlineMillis(transactionId);
+      if (deadline.isEmpty()) {
+        return;
+      }
+      org.apache.pekko.actor.Cancellable timer = system.scheduler().scheduleOnce(
+          Duration.ofMillis(Math.max(0, deadline.get() - nowMillis())),
+          () -> {
+            java.util.Optional<List<EntityId>> expired;
+            synchronized (interactive) {
+              expired = interactive.expireIfIdle(transactionId, nowMillis());
+            }
+            expired.ifPresent(entities -> releaseInteractive(transactionId, entities));
+          },
+          system.executionContext());
+      previous = idleTimers.put(transactionId, timer);
     }
-    if (deadline.isEmpty()) {
-      return;
-    }
-    org.apache.pekko.actor.Cancellable timer = system.scheduler().scheduleOnce(
-        Duration.ofMillis(Math.max(0, deadline.get() - nowMillis())),
-        () -> {
-          java.util.Optional<List<EntityId>> expired;
-          synchronized (interactive) {
-            expired = interactive.expireIfIdle(transactionId, nowMillis());
-          }
-          expired.ifPresent(entities -> releaseInteractive(transactionId, entities));
-        },
-        system.executionContext());
-    org.apache.pekko.actor.Cancellable previous = idleTimers.put(transactionId, timer);
     if (previous != null) {
       previous.cancel();
     }

@@ -180,6 +180,15 @@ public final class InteractiveCore {
         : Optional.of(session.lastActivityMillis + limits.idleTimeoutMillis());
   }
 
+  /**
+   * Checks that the transaction is open.
+   *
+   * @throws TroupeException {@code not_found} if it is not
+   */
+  public void requireOpen(long transactionId) {
+    session(transactionId);
+  }
+
   public boolean isOpen(long transactionId) {
     return open.containsKey(transactionId);
   }

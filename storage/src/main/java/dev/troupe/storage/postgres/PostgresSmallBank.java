@@ -402,14 +402,11 @@ public final class PostgresSmallBank implements AutoCloseable {
     pool.close();
   }
 
-  /**
-   * The customers' accounts, read with one statement; every customer must exist. The map iterates
-   * in (branch, customer) order.
-   */
+  /** The customers' accounts, read with one statement; every customer must exist. */
   private static Map<Customer, Account> read(Connection connection, List<Customer> customers)
       throws SQLException {
     String keys = String.join(", ", Collections.nCopies(customers.size(), "(?, ?)"));
-    Map<Customer, Account> accounts = new TreeMap<>(KEY_ORDER);
+    Map<Customer, Account> accounts = new java.util.HashMap<>();
     try (PreparedStatement statement = connection.prepareStatement(
         "SELECT branch, customer, checking, savings FROM smallbank_accounts"
             + " WHERE (branch, customer) IN (" + keys + ")")) {
