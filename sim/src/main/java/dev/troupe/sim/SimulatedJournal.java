@@ -105,8 +105,9 @@ final class SimulatedJournal implements NodeStorage {
   private long tick() {
     long timestamp = clock.tick();
     if (timestamp >= clockCeiling) {
-      clockCeiling = HybridLogicalClock.fromMillis(
-          HybridLogicalClock.toMillis(timestamp) + CLOCK_CEILING_MILLIS);
+      // From physical time, as the store does: not ever further ahead with each restart.
+      clockCeiling = Math.max(timestamp + 1, HybridLogicalClock.fromMillis(
+          Math.max(0, scheduler.nowMillis() + clockOffsetMillis) + CLOCK_CEILING_MILLIS));
       append(new ClockCeilingRaised(clockCeiling));
       log.sync();
     }

@@ -35,7 +35,7 @@ public interface KeyValueDisk extends AutoCloseable {
     INDEX,
     /** (entity, version) → {@link dev.troupe.model.EntityState}. */
     CHECKPOINTS,
-    /** Per partition: completed rounds, history horizon; the partition count. */
+    /** Per partition: completed rounds, history horizon; the partition count; the clock ceiling. */
     META,
     /** Two-phase commit state: prepared parts and commit decisions. */
     TRANSACTIONS

@@ -31,8 +31,9 @@ import org.pcollections.TreePMap;
  * incarnation's, sharing the same platter; so does {@link #close} end it (a closed handle can still
  * be crashed or restarted). A store left over from before a crash therefore cannot touch the new
  * incarnation: every call on an ended handle fails, with {@link DiskException} where the method
- * declares it and with {@link IllegalStateException} otherwise (snapshots, cursors). Snapshots and
- * cursors opened before the end keep reading their immutable version.
+ * declares it and with {@link IllegalStateException} otherwise (snapshots, cursors), except reads
+ * at a snapshot taken before the end: snapshots and cursors opened before it keep reading their
+ * immutable version.
  *
  * <p><b>Observation</b> (for simulators and tests, not part of the disk contract): {@link
  * #durableJournalValuesEverWritten} lists every journal put that became durable, in log order,

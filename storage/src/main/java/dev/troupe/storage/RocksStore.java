@@ -39,7 +39,8 @@ import java.util.function.LongSupplier;
  * <p><b>Layout.</b> One RocksDB database, column families {@code journal} (partition, sequence →
  * {@link TransactionRecord}), {@code index} (entity, commit timestamp, partition, sequence → empty),
  * {@code checkpoints} (entity, version → {@link EntityState}) and {@code meta} (per partition: last
- * completed checkpoint round, history horizon, completed rounds above it; the partition count). Key
+ * completed checkpoint round, history horizon, completed rounds above it; the partition count; the
+ * clock ceiling). Key
  * layouts in {@link Keys}, value formats in {@link Codec}. The engine reaches the database only
  * through {@link KeyValueDisk} (RocksDB's batches, snapshots, bounded iterators and write-ahead-log
  * contract): {@link RocksDisk} in production, {@link MemoryDisk} (simulated power loss) in the
@@ -116,9 +117,9 @@ import java.util.function.LongSupplier;
  *
  * <p><b>Recovery</b> (at open, measured in {@code statistics().recoveryMillis}): per partition, the
  * last sequence and timestamp from the journal tail (or the round and horizon marks when the journal
- * is empty), the clock advanced past the greatest commit timestamp and past the transaction id of
- * every prepared part and decision (so commit timestamps and transaction ids, both clock ticks,
- * never repeat any recorded one), the completed rounds and the
+ * is empty), the clock advanced past the greatest commit timestamp, the transaction id of every
+ * prepared part and decision, and the clock ceiling (so commit timestamps and transaction ids, both
+ * clock ticks, never repeat one issued before; see {@link #tick}), the completed rounds and the
  * horizon from meta, an interrupted truncation resumed, and the dirty set rebuilt by scanning the
  * journal from the last completed round's start, which the round triggers keep short. RocksDB's
  * own write-ahead-log replay is bounded by {@code setMaxTotalWalSize}.
@@ -156,6 +157,8 @@ public final class RocksStore implements Store {
   /** Every timestamp issued is below it, and it is durable (meta) before one reaches it. */
   private volatile long clockCeiling;
   private final Object ceilingLock = new Object();
+  /** What recovery read of two-phase-commit state, until in-doubt resolution consumes it. */
+  private volatile TransactionState recoveredTransactionState;
   final KeyValueDisk disk;
   /** Whether commit batches are synced ({@link Durability#SYNC}); maintenance never is. */
   final boolean syncCommits;
@@ -307,6 +310,7 @@ public final class RocksStore implements Store {
     require(settings.checkpointIntervalMillis() >= 1, "checkpointIntervalMillis >= 1");
     require(settings.checkpointJournalRecords() >= 1, "checkpointJournalRecords >= 1");
     require(settings.historyRetentionMillis() >= 0, "historyRetentionMillis >= 0");
+    require(settings.clockCeilingMillis() >= 1, "clockCeilingMillis >= 1");
   }
 
   private static void require(boolean condition, String what) {
@@ -343,6 +347,8 @@ public final class RocksStore implements Store {
     TransactionState state = readTransactionState();
     state.prepared().forEach(part -> clock.advancePast(part.transactionId()));
     state.decided().forEach(decision -> clock.advancePast(decision.transactionId()));
+    // Kept for resolveInDoubtTransactions, which runs next, so the column is read once.
+    recoveredTransactionState = state;
     // And past everything the last incarnation may have issued without recording it (ids of
     // transactions that left no trace, timestamps handed to clients).
     byte[] ceiling = disk.get(KeyValueDisk.Column.META, Keys.META_CLOCK_CEILING);
@@ -353,9 +359,9 @@ public final class RocksStore implements Store {
 
   /**
    * A timestamp from the node's clock, below the durable clock ceiling: reaching the ceiling first
-   * raises it by {@code clockCeilingMillis} with one synced write (once per that many
-   * milliseconds of clock), so a restart, which starts the clock at the ceiling, never issues a
-   * timestamp twice. Any thread.
+   * raises it to {@code clockCeilingMillis} past physical time with one synced write (about once
+   * per that many milliseconds), so a restart, which starts the clock at the ceiling, never issues
+   * a timestamp twice. Any thread.
    */
   long tick() {
     long timestamp = clock.tick();
@@ -365,22 +371,42 @@ public final class RocksStore implements Store {
     return timestamp;
   }
 
+  /**
+   * Writes a new ceiling above {@code timestamp}. The writers may write until close has drained
+   * them; any other thread holds the close lock, as every API call does, so that it never writes
+   * to a closed disk. Once the store is closed or failed nothing more becomes durable under a new
+   * id, so the ceiling stays (the journal's and the prepared records' own timestamps still bound
+   * the next clock).
+   */
   private void raiseClockCeiling(long timestamp) {
-    synchronized (ceilingLock) {
-      if (timestamp < clockCeiling) {
-        return;
+    boolean writer = onWriterThread();
+    if (!writer) {
+      closeLock.readLock().lock();
+    }
+    try {
+      synchronized (ceilingLock) {
+        if (timestamp < clockCeiling || failure.get() != null || (!writer && closed)) {
+          return;
+        }
+        // From physical time, not from the timestamp: after a restart the clock starts at the old
+        // ceiling, and raising from there would push it further ahead with every restart.
+        long raised = Math.max(timestamp + 1,
+            HybridLogicalClock.fromMillis(nowMillis() + settings.clockCeilingMillis()));
+        try (KeyValueDisk.Batch batch = disk.newBatch()) {
+          batch.put(KeyValueDisk.Column.META, Keys.META_CLOCK_CEILING,
+              Codec.encodePosition(new JournalPosition(0, raised)));
+          disk.write(batch, true);
+        } catch (DiskException e) {
+          // Nothing is acknowledged after this: a timestamp above the ceiling stays harmless.
+          fail(e);
+          throw unavailable(e);
+        }
+        clockCeiling = raised;
       }
-      long raised = HybridLogicalClock.fromMillis(
-          HybridLogicalClock.toMillis(timestamp) + settings.clockCeilingMillis());
-      try (KeyValueDisk.Batch batch = disk.newBatch()) {
-        batch.put(KeyValueDisk.Column.META, Keys.META_CLOCK_CEILING,
-            Codec.encodePosition(new JournalPosition(0, raised)));
-        disk.write(batch, true);
-      } catch (DiskException e) {
-        fail(e);
-        throw unavailable(e);
+    } finally {
+      if (!writer) {
+        closeLock.readLock().unlock();
       }
-      clockCeiling = raised;
     }
   }
 
@@ -659,7 +685,9 @@ public final class RocksStore implements Store {
 
   @Override
   public InDoubtResolution resolveInDoubtTransactions(Redo redo) {
-    TransactionState state = readTransactionState();
+    TransactionState state = recoveredTransactionState != null
+        ? recoveredTransactionState : readTransactionState();
+    recoveredTransactionState = null;
     InDoubtResolution resolution = InDoubtResolution.of(state.prepared(), state.decided());
     List<CompletableFuture<?>> writes = new ArrayList<>();
     List<PreparedTransaction> redone = new ArrayList<>();
@@ -774,7 +802,7 @@ public final class RocksStore implements Store {
     }
     while (partition.visibilityFloor <= timestamp) {
       // The writer holds timestamps at or below ours that are not applied yet: at most one group
-      // commit (one synced write) to wait for.
+      // commit to wait for (one synced write, two when it raises the clock ceiling).
       LockSupport.parkNanos(20_000);
     }
   }
@@ -1038,12 +1066,20 @@ public final class RocksStore implements Store {
   }
 
   private void refuseOnWriterThread(String operation) {
+    if (onWriterThread()) {
+      throw new IllegalStateException(
+          operation + " called from a storage writer thread (a commit continuation): it would"
+              + " wait for itself");
+    }
+  }
+
+  /** Whether the calling thread runs a partition's writer (its thread, or a stepped pass). */
+  private boolean onWriterThread() {
     for (Partition partition : partitions) {
       if (partition.isWriterThread()) {
-        throw new IllegalStateException(
-            operation + " called from a storage writer thread (a commit continuation): it would"
-                + " wait for itself");
+        return true;
       }
     }
+    return false;
   }
 }

@@ -378,6 +378,21 @@ class SteppedStoreTest {
   }
 
   @Test
+  void quickRestartsDoNotPushTheClockFurtherAhead() {
+    FakeClock clock = new FakeClock(Fixtures.START_MILLIS);
+    MemoryDisk disk = new MemoryDisk();
+    for (int restart = 0; restart < 5; restart++) {
+      RocksStore store = open(settings(Durability.SYNC), clock, disk);
+      long issued = store.newTransactionId();
+      assertTrue(HybridLogicalClock.toMillis(issued)
+              <= clock.getAsLong() + StorageSettings.DEFAULT_CLOCK_CEILING_MILLIS,
+          "restart " + restart + ": " + HybridLogicalClock.toMillis(issued) + " ms, clock at "
+              + clock.getAsLong());
+      disk = disk.crash(new SplittableRandom(restart), 0);
+    }
+  }
+
+  @Test
   void aContinuationCannotDriveOrWaitForTheStoreThatRunsIt() {
     RocksStore store =
         open(settings(Durability.SYNC), new FakeClock(Fixtures.START_MILLIS), new MemoryDisk());
