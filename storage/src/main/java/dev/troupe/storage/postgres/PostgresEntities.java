@@ -196,21 +196,15 @@ public final class PostgresEntities implements AutoCloseable {
   }
 
   private <T> T execute(String sql, StatementBody<T> body) {
-    for (int attempt = 0; ; attempt++) {
-      try (Connection connection = pool.getConnection();
-          PreparedStatement statement = connection.prepareStatement(sql)) {
-        return body.run(statement);
-      } catch (SQLException e) {
-        if (!PostgresSupport.retryable(e)) {
-          throw PostgresSupport.unavailable("PostgreSQL failed the statement", e);
-        }
-        if (attempt >= maxRetries) {
-          throw new TroupeException(ErrorCode.UNAVAILABLE, "PostgreSQL could not serialize the"
-              + " transaction after " + maxRetries + " retries; nothing was changed; retry");
-        }
-        retries.increment();
-        PostgresSupport.backOff(attempt);
-      }
-    }
+    return PostgresSupport.retrying(maxRetries, retries, "PostgreSQL failed the statement",
+        (attempts, last) -> new TroupeException(ErrorCode.UNAVAILABLE, "PostgreSQL could not"
+            + " serialize the transaction after " + maxRetries + " retries; nothing was changed;"
+            + " retry"),
+        () -> {
+          try (Connection connection = pool.getConnection();
+              PreparedStatement statement = connection.prepareStatement(sql)) {
+            return body.run(statement);
+          }
+        });
   }
 }

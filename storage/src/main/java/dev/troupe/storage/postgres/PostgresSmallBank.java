@@ -465,34 +465,28 @@ public final class PostgresSmallBank implements AutoCloseable {
    * after a serialization failure or deadlock. An exception from {@code body} rolls back.
    */
   private <T> T execute(String operation, boolean readOnly, TransactionBody<T> body) {
-    for (int attempt = 1; ; attempt++) {
-      try (Connection connection = pool.getConnection()) {
-        if (readOnly) {
-          // The driver then begins a READ ONLY transaction; the pool resets the flag on return.
-          connection.setReadOnly(true);
-        }
-        T result;
-        try {
-          result = body.run(connection);
-        } catch (SQLException | RuntimeException e) {
-          rollBack(connection, e);
-          throw e;
-        }
-        commit(connection, operation);
-        return result;
-      } catch (SQLException e) {
-        if (!PostgresSupport.retryable(e)) {
-          throw PostgresSupport.unavailable("PostgreSQL failed " + operation, e);
-        }
-        if (attempt > maxRetries) {
-          throw new RetriesExhaustedException("PostgreSQL could not serialize " + operation
-              + " in " + attempt + (attempt == 1 ? " attempt" : " attempts")
-              + " (last SQLSTATE " + e.getSQLState() + "); nothing was changed");
-        }
-        retries.increment();
-        PostgresSupport.backOff(attempt - 1);
-      }
-    }
+    return PostgresSupport.retrying(maxRetries, retries, "PostgreSQL failed " + operation,
+        (attempts, last) -> new RetriesExhaustedException("PostgreSQL could not serialize "
+            + operation + " in " + attempts + (attempts == 1 ? " attempt" : " attempts")
+            + " (last SQLSTATE " + last.getSQLState() + "); nothing was changed"),
+        () -> {
+          try (Connection connection = pool.getConnection()) {
+            if (readOnly) {
+              // The driver then begins a READ ONLY transaction; the pool resets the flag on
+              // return.
+              connection.setReadOnly(true);
+            }
+            T result;
+            try {
+              result = body.run(connection);
+            } catch (SQLException | RuntimeException e) {
+              rollBack(connection, e);
+              throw e;
+            }
+            commit(connection, operation);
+            return result;
+          }
+        });
   }
 
   /**

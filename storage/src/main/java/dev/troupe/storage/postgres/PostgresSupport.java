@@ -37,6 +37,39 @@ final class PostgresSupport {
   }
 
   /** A serialization failure or a deadlock: the transaction changed nothing and may run again. */
+  /** One attempt of a transaction or statement. */
+  interface Attempt<T> {
+    T run() throws SQLException;
+  }
+
+  /** What to throw once the retries are used up, given the attempts made and the last failure. */
+  interface Exhausted {
+    RuntimeException after(int attempts, SQLException last);
+  }
+
+  /**
+   * Runs {@code attempt}, re-running it after a serialization failure or deadlock with {@link
+   * #backOff}, at most {@code maxRetries} times (each counted in {@code retries}); any other
+   * failure is {@link #unavailable} with {@code what}.
+   */
+  static <T> T retrying(int maxRetries, java.util.concurrent.atomic.LongAdder retries,
+      String what, Exhausted exhausted, Attempt<T> attempt) {
+    for (int retry = 0; ; retry++) {
+      try {
+        return attempt.run();
+      } catch (SQLException e) {
+        if (!retryable(e)) {
+          throw unavailable(what, e);
+        }
+        if (retry >= maxRetries) {
+          throw exhausted.after(retry + 1, e);
+        }
+        retries.increment();
+        backOff(retry);
+      }
+    }
+  }
+
   static boolean retryable(SQLException e) {
     return SERIALIZATION_FAILURE.equals(e.getSQLState())
         || DEADLOCK_DETECTED.equals(e.getSQLState());
