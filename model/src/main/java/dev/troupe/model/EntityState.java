@@ -4,6 +4,9 @@ import dev.troupe.model.Operation.AddElement;
 import dev.troupe.model.Operation.Assign;
 import dev.troupe.model.Operation.DeleteEntity;
 import dev.troupe.model.Operation.DeleteKey;
+import dev.troupe.model.Operation.ForgetDependency;
+import dev.troupe.model.Operation.RecordDependency;
+import dev.troupe.model.value.DependencyTable;
 import dev.troupe.model.Operation.Increment;
 import dev.troupe.model.Operation.RemoveElement;
 import dev.troupe.model.value.CounterValue;
@@ -77,12 +80,26 @@ public record EntityState(Map<String, Value> values, long version, boolean exist
             next = next.plus(remove.key(), set.remove(remove.element(), remove.observedTags()));
           }
         }
+        case RecordDependency record -> {
+          Value current = next.get(record.key());
+          DependencyTable table = current instanceof DependencyTable t ? t : DependencyTable.EMPTY;
+          next = next.plus(record.key(), table.with(record.dependency(), record.contribution()));
+        }
+        case ForgetDependency forget -> {
+          if (next.get(forget.key()) instanceof DependencyTable table) {
+            DependencyTable remaining = table.without(forget.dependencyId());
+            next = remaining.isEmpty()
+                ? next.minus(forget.key())
+                : next.plus(forget.key(), remaining);
+          }
+        }
         case DeleteEntity ignored -> {
           next = HashTreePMap.empty();
           nowExists = false;
         }
       }
-      if (!(operation instanceof DeleteEntity) && !(operation instanceof DeleteKey)) {
+      if (!(operation instanceof DeleteEntity) && !(operation instanceof DeleteKey)
+          && !(operation instanceof ForgetDependency)) {
         nowExists = true;
       }
     }

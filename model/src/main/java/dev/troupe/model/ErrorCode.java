@@ -16,6 +16,11 @@ public enum ErrorCode {
    * ({@code TransactionAbort}): a failed precondition, a lock conflict, a timeout.
    */
   ABORTED("aborted", 409),
+  /**
+   * The request contradicts what is stored: a dependency that is already registered, or one that
+   * would close a cycle of update dependencies.
+   */
+  CONFLICT("conflict", 409),
   TOO_LARGE("too_large", 413),
   OVERLOADED("overloaded", 429),
   UNAVAILABLE("unavailable", 503),

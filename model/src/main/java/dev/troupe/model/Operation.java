@@ -30,6 +30,16 @@ public sealed interface Operation {
   /** OR-set remove of the additions (tags) the turn observed. */
   record RemoveElement(String key, JsonNode element, Set<Tag> observedTags) implements Operation {}
 
+  /**
+   * Records (or replaces) one dependency in a hidden dependency key ({@code $out:k} or {@code
+   * $in:k}), with the leader's last forwarded value on the follower's side (else null).
+   */
+  record RecordDependency(String key, dev.troupe.model.dependency.Dependency dependency,
+      JsonNode contribution) implements Operation {}
+
+  /** Forgets one dependency of a hidden dependency key; the key goes with its last record. */
+  record ForgetDependency(String key, String dependencyId) implements Operation {}
+
   /** Deletes the entity: all keys go, the entity no longer exists until written again. */
   record DeleteEntity() implements Operation {
     @Override

@@ -24,4 +24,18 @@ public final class TransactionAbort {
 
   /** The coordinator decided abort; the participant's acknowledgement of that decision. */
   public static final String DECIDED = "decided";
+
+  /**
+   * Internal, never shown to clients: a single-entity turn touches a key that leads or follows a
+   * declared dependency, so it changed nothing and the runtime runs it again as a transaction
+   * (which the dependencies' other entities join).
+   */
+  public static final String NEEDS_TRANSACTION = "needs_transaction";
+
+  /**
+   * Internal, never shown to clients: a planned transaction turned out to forward operations to
+   * keep declared dependencies; it changed nothing and the runtime runs it again as a dynamic one
+   * (planned ordering would need every participant up front).
+   */
+  public static final String DEPENDENCIES_INVOLVED = "dependencies_involved";
 }

@@ -35,8 +35,11 @@ public record RuntimeSettings(
       int maxOperations,
       int maxSyncDepth,
       long interactiveIdleTimeoutMillis,
-      int maxInteractiveTransactions) {
-    static TransactionSettings fromConfig(Config transactions) {
+      int maxInteractiveTransactions,
+      int maxForwardRounds) {
+    /** @param troupe the {@code troupe} section (forward rounds are a dependency setting) */
+    static TransactionSettings fromConfig(Config troupe) {
+      Config transactions = troupe.getConfig("transactions");
       int retries = transactions.getInt("max-lock-conflict-retries");
       if (retries < 0) {
         throw new IllegalArgumentException("max-lock-conflict-retries must be >= 0, was " + retries);
@@ -49,7 +52,8 @@ public record RuntimeSettings(
           positive(transactions, "max-operations"),
           positive(transactions, "max-sync-depth"),
           positiveLong(transactions, "interactive-idle-timeout-millis"),
-          positive(transactions, "max-interactive-transactions"));
+          positive(transactions, "max-interactive-transactions"),
+          positive(troupe.getConfig("dependencies"), "max-forward-rounds"));
     }
   }
 
@@ -92,7 +96,9 @@ public record RuntimeSettings(
             positive(entity, "max-in-flight-commits"),
             positive(entity, "max-queued-turns"),
             positive(entity, "max-open-transactions"),
-            positive(entity, "remembered-aborts"));
+            positive(entity, "remembered-aborts"),
+            positive(troupe.getConfig("dependencies"), "max-per-key"),
+            positive(troupe.getConfig("dependencies"), "max-chain-length"));
     return new RuntimeSettings(
         storageSettings,
         limits,
@@ -102,7 +108,7 @@ public record RuntimeSettings(
         positive(entity, "materialization-threads"),
         positive(entity, "materialization-queue-limit"),
         positiveLong(entity, "rendered-state-cache-bytes"),
-        TransactionSettings.fromConfig(troupe.getConfig("transactions")),
+        TransactionSettings.fromConfig(troupe),
         config);
   }
 

@@ -14,6 +14,10 @@ import dev.troupe.model.Operation.RemoveElement;
 import dev.troupe.model.value.CounterValue;
 import dev.troupe.model.value.RegisterValue;
 import dev.troupe.model.value.SetValue;
+import dev.troupe.model.value.DependencyTable;
+import dev.troupe.model.dependency.Dependency;
+import dev.troupe.model.Operation.RecordDependency;
+import dev.troupe.model.Operation.ForgetDependency;
 import dev.troupe.model.value.Tag;
 import dev.troupe.model.value.Value;
 import java.io.IOException;
@@ -58,10 +62,13 @@ public final class Codec {
   private static final byte ADD_ELEMENT = 4;
   private static final byte REMOVE_ELEMENT = 5;
   private static final byte DELETE_ENTITY = 6;
+  private static final byte RECORD_DEPENDENCY = 7;
+  private static final byte FORGET_DEPENDENCY = 8;
 
   private static final byte REGISTER = 1;
   private static final byte COUNTER = 2;
   private static final byte SET = 3;
+  private static final byte DEPENDENCIES = 4;
 
   private static final int CHECKSUM_BYTES = 4;
 
@@ -143,7 +150,45 @@ public final class Codec {
         }
       }
       case DeleteEntity ignored -> out.type(DELETE_ENTITY);
+      case RecordDependency record -> {
+        out.type(RECORD_DEPENDENCY);
+        out.string(record.key());
+        writeDependency(out, record.dependency(), record.contribution());
+      }
+      case ForgetDependency forget -> {
+        out.type(FORGET_DEPENDENCY);
+        out.string(forget.key());
+        out.string(forget.dependencyId());
+      }
     }
+  }
+
+  /**
+   * A dependency record: its format revision, its JSON form ({@link Dependency#toJson}) and the
+   * follower's recorded contribution (a presence byte, then the JSON value).
+   */
+  private static void writeDependency(Writer out, Dependency dependency, JsonNode contribution) {
+    out.varInt(Dependency.FORMAT_REVISION);
+    out.json(dependency.toJson());
+    if (contribution == null) {
+      out.type((byte) 0);
+    } else {
+      out.type((byte) 1);
+      out.json(contribution);
+    }
+  }
+
+  private static DependencyTable.Entry readDependency(Reader in) {
+    int revision = in.varInt();
+    if (revision != Dependency.FORMAT_REVISION) {
+      throw in.corrupt("unknown dependency record revision " + revision, null);
+    }
+    Dependency dependency = Dependency.fromJson(in.json());
+    byte present = in.type();
+    if (present != 0 && present != 1) {
+      throw in.corrupt("bad contribution flag " + present, null);
+    }
+    return new DependencyTable.Entry(dependency, present == 1 ? in.json() : null);
   }
 
   private static Operation readOperation(Reader in) {
@@ -164,6 +209,12 @@ public final class Codec {
         yield new RemoveElement(key, element, tags);
       }
       case DELETE_ENTITY -> new DeleteEntity();
+      case RECORD_DEPENDENCY -> {
+        String key = in.string();
+        DependencyTable.Entry entry = readDependency(in);
+        yield new RecordDependency(key, entry.dependency(), entry.contribution());
+      }
+      case FORGET_DEPENDENCY -> new ForgetDependency(in.string(), in.string());
       default -> throw in.corrupt("unknown operation type " + type, null);
     };
   }
@@ -235,6 +286,13 @@ public final class Codec {
             }
           }
         }
+        case DependencyTable table -> {
+          out.type(DEPENDENCIES);
+          out.varInt(table.size());
+          for (DependencyTable.Entry record : table.all()) {
+            writeDependency(out, record.dependency(), record.contribution());
+          }
+        }
       }
     }
     return out.finish();
@@ -270,6 +328,15 @@ public final class Codec {
                   elements.put(identity, new SetValue.Element(parseJson(in, identity), tags));
                 }
                 yield new SetValue(elements);
+              }
+              case DEPENDENCIES -> {
+                int entryCount = in.count();
+                DependencyTable table = DependencyTable.EMPTY;
+                for (int e = 0; e < entryCount; e++) {
+                  DependencyTable.Entry entry = readDependency(in);
+                  table = table.with(entry.dependency(), entry.contribution());
+                }
+                yield table;
               }
               default -> throw in.corrupt("unknown value kind " + kind, null);
             };
@@ -408,6 +475,13 @@ public final class Codec {
       case SetValue set -> {
         for (Map.Entry<String, SetValue.Element> element : set.elements().entrySet()) {
           weight += 64 + 4L * element.getKey().length() + 48L * element.getValue().tags().size();
+        }
+      }
+      case DependencyTable table -> {
+        for (DependencyTable.Entry entry : table.all()) {
+          // The record's parsed form is a few small objects; its JSON text is a fair proxy.
+          weight += 160 + estimateJson(entry.dependency().toJson(), 0)
+              + estimateJson(entry.contribution(), 0);
         }
       }
     }

@@ -31,6 +31,35 @@ public final class AccessSets {
   }
 
   /**
+   * The locks of a transaction's part: its operations' and those the forwards to it need (the
+   * key each forward writes, or reads for a registration's walk). A dependency's hidden records
+   * are locked as the key they describe, so a forward and a write of its key conflict.
+   */
+  public static LockSet forPart(CompiledType type, List<Turn> turns, boolean readsState,
+      List<Forward> forwards) {
+    LockSet base = forTransaction(type, turns, readsState);
+    if (forwards.isEmpty()) {
+      return base;
+    }
+    if (type.spec().admission() != AdmissionPolicy.KEYS) {
+      boolean writes = base.entityMode() == Mode.WRITE;
+      for (Forward forward : forwards) {
+        writes |= !forward.readsOnly();
+      }
+      return LockSet.wholeEntity(writes ? Mode.WRITE : Mode.READ);
+    }
+    Map<String, Mode> keys = new HashMap<>(base.keys());
+    for (Forward forward : forwards) {
+      if (forward.readsOnly()) {
+        keys.putIfAbsent(forward.keyAtTarget(), Mode.READ);
+      } else {
+        keys.put(forward.keyAtTarget(), Mode.WRITE);
+      }
+    }
+    return new LockSet(base.entityMode(), keys);
+  }
+
+  /**
    * The locks of a transaction's operations on one entity.
    *
    * @param readsState whether the transaction also reads the entity's whole state
@@ -55,6 +84,9 @@ public final class AccessSets {
         case Turn.AddElement add -> keys.put(add.key(), Mode.WRITE);
         case Turn.RemoveElement remove -> keys.put(remove.key(), Mode.WRITE);
         case Turn.DeleteEntity ignored -> entityMode = Mode.WRITE;
+        case Turn.RegisterDependency register ->
+            keys.put(register.dependency().leader().key(), Mode.WRITE);
+        case Turn.DeregisterDependency deregister -> keys.put(deregister.leaderKey(), Mode.WRITE);
         case Turn.InvokeAction invoke -> {
           if (type.isSchemaless() || !type.spec().actions().containsKey(invoke.action())) {
             // Evaluation rejects it; lock the whole entity meanwhile rather than guess.

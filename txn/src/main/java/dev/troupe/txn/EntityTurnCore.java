@@ -93,12 +93,34 @@ public final class EntityTurnCore<R> {
      *     PSAC gate) whatever the ages and never dies
      */
     record PrepareRequested<R>(long transactionId, long startTimestamp, List<Turn> turns,
-        boolean readsState, CompiledType type, R voteTo, boolean planned) implements Input<R> {
+        boolean readsState, CompiledType type, R voteTo, boolean planned,
+        List<Forward> forwards) implements Input<R> {
       public PrepareRequested(long transactionId, long startTimestamp, List<Turn> turns,
           boolean readsState, CompiledType type, R voteTo) {
         this(transactionId, startTimestamp, turns, readsState, type, voteTo, false);
       }
+
+      public PrepareRequested(long transactionId, long startTimestamp, List<Turn> turns,
+          boolean readsState, CompiledType type, R voteTo, boolean planned) {
+        this(transactionId, startTimestamp, turns, readsState, type, voteTo, planned, List.of());
+      }
+
+      PrepareRequested<R> votingTo(R newVoteTo) {
+        return new PrepareRequested<>(transactionId, startTimestamp, turns, readsState, type,
+            newVoteTo, planned, forwards);
+      }
     }
+
+    /**
+     * The operations other participants forward to this entity's part changed (declared
+     * dependencies): take the locks they need, evaluate the part again with them (from the same
+     * state: its locks keep it), persist the new prepared record and vote again to {@code
+     * voteTo}. Sent only to a part that voted yes and has not been decided.
+     *
+     * @param forwards every forward to this part so far (replacing the earlier ones)
+     */
+    record ForwardsReceived<R>(long transactionId, List<Forward> forwards, R voteTo)
+        implements Input<R> {}
 
     /**
      * One step of an interactive transaction on this entity: take the locks {@code turn} needs (a
@@ -179,7 +201,14 @@ public final class EntityTurnCore<R> {
    *     (so what it read is the version before that commit)
    */
   private record PendingReply<R>(long dependsOnSerial, R replyTo, EntityState state, boolean wrote,
-      TroupeException error, boolean committedBySerial) {}
+      TroupeException error, boolean committedBySerial,
+      DependencyEvaluator.Forwarding forwarding) {
+    PendingReply(long dependsOnSerial, R replyTo, EntityState state, boolean wrote,
+        TroupeException error, boolean committedBySerial) {
+      this(dependsOnSerial, replyTo, state, wrote, error, committedBySerial,
+          DependencyEvaluator.Forwarding.NONE);
+    }
+  }
 
   private record Waiting<R>(Turn turn, CompiledType type, long transactionId, R replyTo) {}
 
@@ -206,6 +235,12 @@ public final class EntityTurnCore<R> {
     EntityState stateAfter;
     /** An abort arrived while the prepared record was being written. */
     boolean abortedWhilePreparing;
+    /** The operations forwarded to this part to keep declared dependencies. */
+    List<Forward> forwards = List.of();
+    /** What the last evaluation forwards to other participants. */
+    DependencyEvaluator.Forwarding forwarding = DependencyEvaluator.Forwarding.NONE;
+    /** A prepared record of this part was submitted (an amendment replaces it). */
+    boolean recordSubmitted;
     /** Under PSAC: this part in the gate (null under locking). */
     GateItem<R> gateItem;
     /** Under PSAC: who waits for the commit to be applied, once decided. */
@@ -213,6 +248,7 @@ public final class EntityTurnCore<R> {
 
     Participation(Input.PrepareRequested<R> request) {
       this.request = request;
+      this.forwards = request.forwards();
     }
   }
 
@@ -338,6 +374,7 @@ public final class EntityTurnCore<R> {
         }
       }
       case Input.PrepareRequested<R> prepare -> prepare(prepare, effects);
+      case Input.ForwardsReceived<R> forwarded -> forwardsReceived(forwarded, effects);
       case Input.StepRequested<R> step -> step(step, effects);
       case Input.PrepareSucceeded<R> prepared -> prepared(prepared.transactionId(), effects);
       case Input.PrepareFailed<R> failed -> prepareFailed(failed, effects);
@@ -397,8 +434,17 @@ public final class EntityTurnCore<R> {
     if (open != null && open.phase == Phase.OPEN) {
       // An interactive transaction commits: its locks are held; prepare the steps it took here.
       open.request = new Input.PrepareRequested<>(transactionId, request.startTimestamp(),
-          List.copyOf(open.steps), open.request.readsState(), request.type(), request.voteTo());
-      evaluate(open, effects);
+          List.copyOf(open.steps), open.request.readsState(), request.type(), request.voteTo(),
+          false, request.forwards());
+      open.forwards = request.forwards();
+      LockTable.LockSet forwarded = AccessSets.forPart(request.type(), List.of(), false,
+          request.forwards());
+      if (forwarded.isEmpty()) {
+        evaluate(open, effects);
+        return;
+      }
+      open.phase = Phase.WAITING_FOR_LOCKS;
+      requestLocks(open, forwarded, true, effects);
       return;
     }
     if (open != null) {
@@ -422,6 +468,13 @@ public final class EntityTurnCore<R> {
     }
     Participation<R> participation = new Participation<>(request);
     if (isPsac(request.type())) {
+      if (!request.forwards().isEmpty() || DependencyEvaluator.hasDependencies(tentative)) {
+        effects.add(new Effect.Reply<>(request.voteTo(), new TurnResult.Failed(
+            TroupeException.invalid(("%s has dependencies, which psac admission does not"
+                + " maintain: declare type %s with serial or keys admission").formatted(entity,
+                request.type().name())))));
+        return;
+      }
       participations.put(transactionId, participation);
       participation.gateItem = new GatedPart<>(participation);
       handleGateDecision(gate(request.type()).offer(participation.gateItem,
@@ -429,23 +482,50 @@ public final class EntityTurnCore<R> {
           effects);
       return;
     }
-    LockTable.LockSet access =
-        AccessSets.forTransaction(request.type(), request.turns(), request.readsState());
-    switch (locks.request(transactionId, request.startTimestamp(), access, transactionId,
-        !request.planned())) {
-      case LockTable.Outcome.Granted ignored -> {
-        participations.put(transactionId, participation);
-        evaluate(participation, effects);
-      }
+    LockTable.LockSet access = AccessSets.forPart(request.type(), request.turns(),
+        request.readsState(), request.forwards());
+    participations.put(transactionId, participation);
+    requestLocks(participation, access, !request.planned(), effects);
+  }
+
+  /**
+   * Asks for a part's locks (more of them, for an amended part): evaluates it once granted; a
+   * wait-die death votes no (and forgets the part, releasing what it held).
+   */
+  private void requestLocks(Participation<R> participation, LockTable.LockSet access,
+      boolean mayDie, List<Effect<R>> effects) {
+    long transactionId = participation.request.transactionId();
+    switch (locks.request(transactionId, participation.request.startTimestamp(), access,
+        transactionId, mayDie)) {
+      case LockTable.Outcome.Granted ignored -> evaluate(participation, effects);
       case LockTable.Outcome.Waiting ignored -> {
         lockWaits++;
-        participations.put(transactionId, participation);
+        participation.phase = Phase.WAITING_FOR_LOCKS;
       }
-      case LockTable.Outcome.Died died -> effects.add(new Effect.Reply<>(request.voteTo(),
-          new TurnResult.Failed(new TroupeException(ErrorCode.ABORTED, TransactionAbort.LOCK_CONFLICT,
-              "%s is locked by an older transaction (%d)".formatted(entity,
-                  died.conflictingTransaction())))));
+      case LockTable.Outcome.Died died -> voteNo(participation, new TroupeException(
+          ErrorCode.ABORTED, TransactionAbort.LOCK_CONFLICT,
+          "%s is locked by an older transaction (%d)".formatted(entity,
+              died.conflictingTransaction())), effects);
     }
+  }
+
+  private void forwardsReceived(Input.ForwardsReceived<R> forwarded, List<Effect<R>> effects) {
+    Participation<R> participation = participations.get(forwarded.transactionId());
+    if (participation == null || participation.phase != Phase.PREPARED) {
+      effects.add(new Effect.Reply<>(forwarded.voteTo(), new TurnResult.Failed(new TroupeException(
+          ErrorCode.ABORTED, TransactionAbort.DECIDED, "transaction %d has no prepared part on %s"
+              .formatted(forwarded.transactionId(), entity)))));
+      return;
+    }
+    participation.request = participation.request.votingTo(forwarded.voteTo());
+    if (participation.gateItem != null) {
+      voteNo(participation, TroupeException.invalid(("%s admits by psac, which does not"
+          + " maintain dependencies").formatted(entity)), effects);
+      return;
+    }
+    participation.forwards = forwarded.forwards();
+    requestLocks(participation, AccessSets.forPart(participation.request.type(), List.of(),
+        false, forwarded.forwards()), true, effects);
   }
 
   /** Evaluates turns in order on {@code state}, each seeing the ones before. */
@@ -458,23 +538,28 @@ public final class EntityTurnCore<R> {
   /** Locks held: evaluate the transaction's turns in order on the tentative state. */
   private void evaluate(Participation<R> participation, List<Effect<R>> effects) {
     Input.PrepareRequested<R> request = participation.request;
-    TurnEvaluator.Sequence evaluated = evaluateTurns(request.type(), request.turns(),
-        request.transactionId(), tentative);
+    DependencyEvaluator.Evaluation evaluated = DependencyEvaluator.evaluate(entity,
+        request.type(), tentative, request.turns(), participation.forwards,
+        request.transactionId(), originDc, limits);
     if (evaluated.error() != null) {
       voteNo(participation, evaluated.error(), effects);
       return;
     }
     participation.operations = evaluated.operations();
     participation.stateAfter = evaluated.after();
-    if (evaluated.operations().isEmpty()) {
+    participation.forwarding = DependencyEvaluator.forwarding(evaluated);
+    if (evaluated.operations().isEmpty() && !participation.recordSubmitted) {
       // Nothing to redo after a crash: no prepared record. The vote still waits until everything
       // it observed is durable.
       participation.phase = Phase.PREPARED;
       replies.add(new PendingReply<>(lastSubmittedSerial, request.voteTo(), evaluated.after(),
-          false, null, false));
+          false, null, false, participation.forwarding));
       releaseReplies(effects);
     } else {
+      // An amended part replaces its earlier prepared record (with no operations, if the
+      // forwards took them all back).
       participation.phase = Phase.PREPARING;
+      participation.recordSubmitted = true;
       effects.add(new Effect.SubmitPrepare<>(request.transactionId(), participation.operations,
           List.of(), 0));
     }
@@ -492,7 +577,8 @@ public final class EntityTurnCore<R> {
     }
     participation.phase = Phase.PREPARED;
     replies.add(new PendingReply<>(lastSubmittedSerial, participation.request.voteTo(),
-        participation.stateAfter, true, null, false));
+        participation.stateAfter, !participation.operations.isEmpty(), null, false,
+        participation.forwarding));
     releaseReplies(effects);
     if (mutations.contains(Mutations.Mutation.RELEASE_LOCKS_AT_VOTE)
         && participation.gateItem == null) {
@@ -519,6 +605,9 @@ public final class EntityTurnCore<R> {
     replies.add(new PendingReply<>(lastSubmittedSerial, participation.request.voteTo(), tentative,
         false, reason, false));
     releaseReplies(effects);
+    if (participation.recordSubmitted) {
+      effects.add(new Effect.AbandonPrepared<>(transactionId)); // an amended part's earlier one
+    }
     finish(transactionId, effects);
   }
 
@@ -625,12 +714,17 @@ public final class EntityTurnCore<R> {
           } else {
             participations.remove(transactionId);
             grant(locks.cancel(transactionId), effects);
+            // An amended part waits for more locks while holding its first ones and its record.
+            grant(locks.release(transactionId), effects);
+            if (participation.recordSubmitted) {
+              effects.add(new Effect.AbandonPrepared<>(transactionId));
+            }
           }
         }
         case PREPARING -> participation.abortedWhilePreparing = true;
         case PREPARED -> {
           boolean hasPreparedRecord = participation.gateItem != null
-              ? !participation.request.turns().isEmpty() : !participation.operations.isEmpty();
+              ? !participation.request.turns().isEmpty() : participation.recordSubmitted;
           if (hasPreparedRecord) {
             effects.add(new Effect.AbandonPrepared<>(transactionId));
           }
@@ -644,6 +738,11 @@ public final class EntityTurnCore<R> {
         "%s: commit of transaction %d before it voted (%s)", entity, transactionId,
         participation.phase);
     if (participation.operations.isEmpty()) {
+      if (participation.recordSubmitted) {
+        // An amendment took every operation back: its empty record needs no commit (a crash
+        // before this removal commits nothing at recovery either).
+        effects.add(new Effect.AbandonPrepared<>(transactionId));
+      }
       replies.add(new PendingReply<>(lastSubmittedSerial, decision.acknowledgeTo(), tentative,
           false, null, false));
     } else {
@@ -693,6 +792,14 @@ public final class EntityTurnCore<R> {
   }
 
   private void offerTurn(Waiting<R> turn, List<Effect<R>> effects) {
+    if (turn.turn() instanceof Turn.RegisterDependency
+        || turn.turn() instanceof Turn.DeregisterDependency
+        || DependencyEvaluator.hasDependencies(tentative)) {
+      // Only reachable when a type became psac after its entities took part in dependencies;
+      // the transaction it becomes refuses with a clear message.
+      effects.add(new Effect.Reply<>(turn.replyTo(), needsTransaction()));
+      return;
+    }
     PsacGate<GateItem<R>> psac = gate(turn.type());
     if (psac.delayedCount() >= limits.maxQueuedTurnsPerEntity()) {
       effects.add(new Effect.Reply<>(turn.replyTo(), new TurnResult.Failed(new TroupeException(
@@ -884,6 +991,11 @@ public final class EntityTurnCore<R> {
       case TurnEvaluator.Decision.Write write when write.operations().isEmpty() ->
           replies.add(new PendingReply<>(lastSubmittedSerial, turn.replyTo(), tentative, false,
               null, false));
+      case TurnEvaluator.Decision.Write write
+          when DependencyEvaluator.needsTransaction(tentative, turn.turn(), write.operations()) ->
+          // Its dependencies' other entities must join: changes nothing here, and the shell runs
+          // it again as a transaction. Answered at once, like an overload refusal.
+          effects.add(new Effect.Reply<>(turn.replyTo(), needsTransaction()));
       case TurnEvaluator.Decision.Write write -> {
         EntityState before = tentative;
         tentative = tentative.apply(write.operations(), tentative.version() + 1, originDc);
@@ -897,6 +1009,11 @@ public final class EntityTurnCore<R> {
     releaseReplies(effects);
   }
 
+  private TurnResult needsTransaction() {
+    return new TurnResult.Failed(new TroupeException(ErrorCode.ABORTED,
+        TransactionAbort.NEEDS_TRANSACTION, entity + " has dependencies: run as a transaction"));
+  }
+
   private void releaseReplies(List<Effect<R>> effects) {
     while (!replies.isEmpty() && replies.peekFirst().dependsOnSerial() <= lastDurableSerial) {
       PendingReply<R> reply = replies.pollFirst();
@@ -904,7 +1021,7 @@ public final class EntityTurnCore<R> {
       TurnResult result = reply.error() != null
           ? new TurnResult.Failed(reply.error())
           : new TurnResult.Done(lastDurableVersion, reply.state(), reply.wrote(),
-              ownCommit ? versionBeforeLastDurable : lastDurableVersion);
+              ownCommit ? versionBeforeLastDurable : lastDurableVersion, reply.forwarding());
       effects.add(new Effect.Reply<>(reply.replyTo(), result));
     }
   }

@@ -26,4 +26,14 @@ public sealed interface Turn {
   record DeleteEntity() implements Turn {}
 
   record InvokeAction(String action, JsonNode params) implements Turn {}
+
+  /**
+   * Registers a dependency; runs on its leader (which records it and forwards it to the
+   * follower, {@link Forward.Registered}). Never a single-entity turn: it always runs in a
+   * transaction, which the follower joins.
+   */
+  record RegisterDependency(dev.troupe.model.dependency.Dependency dependency) implements Turn {}
+
+  /** Deregisters a dependency by its id; runs on its leader, like {@link RegisterDependency}. */
+  record DeregisterDependency(String dependencyId, String leaderKey) implements Turn {}
 }

@@ -52,6 +52,12 @@ public final class TurnCodec {
           node.put("t", "action").put("action", invoke.action());
           node.set("params", invoke.params());
         }
+        case Turn.RegisterDependency register -> {
+          node.put("t", "register");
+          node.set("dependency", register.dependency().toJson());
+        }
+        case Turn.DeregisterDependency deregister -> node.put("t", "deregister")
+            .put("id", deregister.dependencyId()).put("key", deregister.leaderKey());
       }
     }
     byte[] json = Json.writeBytes(array);
@@ -84,6 +90,9 @@ public final class TurnCodec {
         case "remove" -> new Turn.RemoveElement(key, node.get("element"));
         case "delete" -> new Turn.DeleteEntity();
         case "action" -> new Turn.InvokeAction(node.get("action").asText(), node.get("params"));
+        case "register" -> new Turn.RegisterDependency(
+            dev.troupe.model.dependency.Dependency.fromJson(node.get("dependency")));
+        case "deregister" -> new Turn.DeregisterDependency(node.get("id").asText(), key);
         default -> throw new IllegalArgumentException("unknown turn kind " + node.path("t"));
       });
     }

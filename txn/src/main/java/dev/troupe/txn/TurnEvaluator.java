@@ -1,5 +1,10 @@
 package dev.troupe.txn;
 
+import dev.troupe.model.Invariants;
+import dev.troupe.model.dependency.Dependency;
+import dev.troupe.model.dependency.DependencyKeys;
+import dev.troupe.model.value.DependencyTable;
+
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.troupe.model.EntityId;
 import dev.troupe.model.EntityState;
@@ -105,7 +110,8 @@ public final class TurnEvaluator {
       int originDc,
       TurnLimits limits) {
     try {
-      List<Operation> operations = operations(entity, type, state, turn, transactionId, originDc);
+      List<Operation> operations =
+          operations(entity, type, state, turn, transactionId, originDc, limits);
       checkLimits(state, operations, limits);
       return new Decision.Write(operations);
     } catch (TroupeException rejection) {
@@ -119,7 +125,8 @@ public final class TurnEvaluator {
       EntityState state,
       Turn turn,
       long transactionId,
-      int originDc) {
+      int originDc,
+      TurnLimits limits) {
     return switch (turn) {
       case Turn.AssignKeys assign -> {
         if (assign.assignments().isEmpty()) {
@@ -175,6 +182,17 @@ public final class TurnEvaluator {
         }
         yield List.of(new Operation.DeleteEntity());
       }
+      case Turn.RegisterDependency register -> registerDependency(entity, type, state,
+          register.dependency(), limits);
+      case Turn.DeregisterDependency deregister -> {
+        String hidden = DependencyKeys.outgoing(deregister.leaderKey());
+        if (!(state.get(hidden) instanceof DependencyTable table)
+            || table.get(deregister.dependencyId()) == null) {
+          throw new TroupeException(ErrorCode.NOT_FOUND,
+              "no dependency " + deregister.dependencyId() + " is registered");
+        }
+        yield List.of(new Operation.ForgetDependency(hidden, deregister.dependencyId()));
+      }
       case Turn.InvokeAction invoke -> {
         if (type.isSchemaless()) {
           throw new TroupeException(
@@ -191,14 +209,61 @@ public final class TurnEvaluator {
     };
   }
 
+  /**
+   * A registration on its leader (smsa.txt §2.3.5): the leader key must hold a value, the two ends
+   * must be different entities, and the key may lead at most {@code maxDependenciesPerKey}.
+   */
+  private static List<Operation> registerDependency(EntityId entity, CompiledType type,
+      EntityState state, Dependency dependency, TurnLimits limits) {
+    Invariants.check(dependency.leader().entity().equals(entity),
+        "registration of %s sent to %s", dependency.id(), entity);
+    if (dependency.follower().entity().equals(entity)) {
+      throw TroupeException.invalid("a dependency joins keys of two different entities; both"
+          + " ends are on " + entity);
+    }
+    String key = dependency.leader().key();
+    if (type.kindOf(key) == null) {
+      throw TroupeException.invalid(
+          "leader %s: type %s has no key '%s'".formatted(dependency.leader(), type.name(), key));
+    }
+    if (!state.exists() || state.get(key) == null && type.renderValue(key, state) == null) {
+      throw new TroupeException(ErrorCode.NOT_FOUND,
+          "leader %s does not exist: a dependency's leader key must hold a value"
+              .formatted(dependency.leader()));
+    }
+    String hidden = DependencyKeys.outgoing(key);
+    DependencyTable table =
+        state.get(hidden) instanceof DependencyTable existing ? existing : DependencyTable.EMPTY;
+    if (table.get(dependency.id()) != null) {
+      throw new TroupeException(ErrorCode.CONFLICT,
+          "dependency " + dependency.id() + " is already registered");
+    }
+    if (table.size() >= limits.maxDependenciesPerKey()) {
+      throw new TroupeException(ErrorCode.TOO_LARGE, ("%s already leads %d dependencies, the"
+          + " most troupe.dependencies.max-per-key allows").formatted(dependency.leader(),
+          table.size()));
+    }
+    return List.of(new Operation.RecordDependency(hidden, dependency, null));
+  }
+
   private static void requireDeclared(CompiledType type, String key) {
+    requireVisible(key);
     if (type.kindOf(key) == null) {
       throw TroupeException.invalid(
           "type '%s' has no key '%s'".formatted(type.name(), key));
     }
   }
 
+  /** Keys starting with '$' hold Troupe's own records: no client operation reaches them. */
+  private static void requireVisible(String key) {
+    if (DependencyKeys.isHidden(key)) {
+      throw TroupeException.invalid(
+          "key '%s': keys starting with '$' are reserved for Troupe's own records".formatted(key));
+    }
+  }
+
   private static void requireKind(CompiledType type, String key, KeyKind expected, String verb) {
+    requireVisible(key);
     KeyKind kind = type.kindOf(key);
     if (kind == null) {
       throw TroupeException.invalid("type '%s' has no key '%s'".formatted(type.name(), key));
@@ -239,6 +304,8 @@ public final class TurnEvaluator {
           present.clear();
         }
         case Operation.RemoveElement ignored -> {}
+        case Operation.RecordDependency record -> present.put(record.key(), true);
+        case Operation.ForgetDependency ignored -> {}
       }
     }
     long keys = cleared ? 0 : state.values().size();

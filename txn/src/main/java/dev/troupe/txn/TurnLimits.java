@@ -15,6 +15,11 @@ package dev.troupe.txn;
  * @param rememberedAborts most aborts of transactions with no part on the entity that it remembers,
  *     newest first, so that a prepare arriving after its own abort (reordered on the way) is
  *     refused instead of holding the entity for a transaction that is over
+ * @param maxDependenciesPerKey most dependencies one key may lead, and most it may follow
+ *     ({@code troupe.dependencies.max-per-key}): a registration past it is {@code too_large}
+ * @param maxDependencyChain most dependencies of one kind in a row ({@code
+ *     troupe.dependencies.max-chain-length}): a registration that would make a longer chain is
+ *     {@code too_large}, and so is a cascade that runs longer (after the limit was lowered)
  */
 public record TurnLimits(
     int maxKeysPerEntity,
@@ -22,9 +27,19 @@ public record TurnLimits(
     int maxInFlightCommitsPerEntity,
     int maxQueuedTurnsPerEntity,
     int maxOpenTransactionsPerEntity,
-    int rememberedAborts) {
+    int rememberedAborts,
+    int maxDependenciesPerKey,
+    int maxDependencyChain) {
   public static final TurnLimits DEFAULTS =
-      new TurnLimits(1024, 10_000, 256, 10_000, 10_000, 1024);
+      new TurnLimits(1024, 10_000, 256, 10_000, 10_000, 1024, 10_000, 8);
+
+  /** Limits with the default dependency bounds. */
+  public TurnLimits(int maxKeysPerEntity, int maxSetElements, int maxInFlightCommitsPerEntity,
+      int maxQueuedTurnsPerEntity, int maxOpenTransactionsPerEntity, int rememberedAborts) {
+    this(maxKeysPerEntity, maxSetElements, maxInFlightCommitsPerEntity, maxQueuedTurnsPerEntity,
+        maxOpenTransactionsPerEntity, rememberedAborts, DEFAULTS.maxDependenciesPerKey(),
+        DEFAULTS.maxDependencyChain());
+  }
 
   /** Limits with the default transaction bounds (for tests of the turn limits). */
   public TurnLimits(int maxKeysPerEntity, int maxSetElements, int maxInFlightCommitsPerEntity,

@@ -13,11 +13,17 @@ public sealed interface TurnResult {
    *     provisional: render it, do not persist it)
    * @param readVersion the version of the state the turn read: for a write, the entity's version
    *     just before its commit (commits of one entity are serial); otherwise {@code version}
+   * @param forwarding in a transaction part's yes vote, what it forwards to other participants
+   *     to keep declared dependencies; otherwise none
    */
-  record Done(long version, EntityState state, boolean wrote, long readVersion)
-      implements TurnResult {
+  record Done(long version, EntityState state, boolean wrote, long readVersion,
+      DependencyEvaluator.Forwarding forwarding) implements TurnResult {
     public Done(long version, EntityState state, boolean wrote) {
       this(version, state, wrote, version);
+    }
+
+    public Done(long version, EntityState state, boolean wrote, long readVersion) {
+      this(version, state, wrote, readVersion, DependencyEvaluator.Forwarding.NONE);
     }
   }
 

@@ -20,7 +20,9 @@ import dev.cel.runtime.CelRuntime;
 import dev.troupe.model.EntityId;
 import dev.troupe.model.EntityState;
 import dev.troupe.model.ErrorCode;
+import dev.troupe.model.Invariants;
 import dev.troupe.model.Json;
+import dev.troupe.model.dependency.DependencyKeys;
 import dev.troupe.model.Operation;
 import dev.troupe.model.TroupeException;
 import dev.troupe.model.value.CounterValue;
@@ -84,7 +86,7 @@ public final class CompiledType {
    */
   public static final int MAX_COMPREHENSION_ITERATIONS = 100_000;
 
-  private static final CelOptions CEL_OPTIONS =
+  static final CelOptions CEL_OPTIONS =
       CelOptions.current()
           // Registers hold any JSON number, so `balance > amount` must work whether the stored
           // balance is an int or a double.
@@ -234,8 +236,11 @@ public final class CompiledType {
     Objects.requireNonNull(state, "state");
     ObjectNode rendered = Json.NODES.objectNode();
     if (spec.schemaless()) {
-      new TreeMap<>(state.values())
-          .forEach((key, value) -> rendered.set(key, value.toJson().deepCopy()));
+      new TreeMap<>(state.values()).forEach((key, value) -> {
+        if (!DependencyKeys.isHidden(key)) {
+          rendered.set(key, value.toJson().deepCopy());
+        }
+      });
       return rendered;
     }
     Map<String, ObjectNode> families = new LinkedHashMap<>();
@@ -272,6 +277,9 @@ public final class CompiledType {
    */
   public JsonNode renderValue(String key, EntityState state) {
     Objects.requireNonNull(state, "state");
+    if (DependencyKeys.isHidden(key)) {
+      return null;
+    }
     Value stored = state.get(key);
     if (spec.schemaless()) {
       return stored == null ? null : stored.toJson().deepCopy();
@@ -288,6 +296,11 @@ public final class CompiledType {
     return memberValue(keySpec, declared, stored);
   }
 
+  /** A declared key is never of kind dependencies: the spec parser refuses that kind. */
+  private static Invariants.InvariantViolation undeclarable(String key) {
+    return new Invariants.InvariantViolation("key '" + key + "' is declared of kind dependencies");
+  }
+
   /** What clients see of a stored value (or its absence) of a key declared by {@code keySpec}. */
   private JsonNode memberValue(KeySpec keySpec, String declared, Value stored) {
     return switch (keySpec.kind()) {
@@ -297,6 +310,7 @@ public final class CompiledType {
               : keySpec.defaultValue();
       case COUNTER -> LongNode.valueOf(renderedCounter(declared, stored));
       case SET -> stored instanceof SetValue set ? set.toJson().deepCopy() : keySpec.defaultValue();
+      case DEPENDENCIES -> throw undeclarable(declared);
     };
   }
 
@@ -719,6 +733,7 @@ public final class CompiledType {
           stored instanceof SetValue set
               ? CelValues.fromJson(set.toJson())
               : defaults.get(declared);
+      case DEPENDENCIES -> throw undeclarable(declared);
     };
   }
 
@@ -840,7 +855,7 @@ public final class CompiledType {
    * CEL's evaluation error as one readable clause: the message, the error code (some messages are
    * just the missing key) and the 1-based position in the expression.
    */
-  private static String evaluationMessage(CelEvaluationException e) {
+  static String evaluationMessage(CelEvaluationException e) {
     String message = String.valueOf(e.getMessage());
     String code = e.getErrorCode() == null ? "" : e.getErrorCode().name().toLowerCase(Locale.ROOT);
     Matcher matcher = EVALUATION_ERROR.matcher(message);
@@ -908,6 +923,7 @@ public final class CompiledType {
                             text,
                             Set.of(CelKind.LIST),
                             "an effect on a set must be a list");
+                    case DEPENDENCIES -> throw undeclarable(key);
                   };
               effects.add(new Effect(key, kind, expression));
             });
@@ -994,7 +1010,7 @@ public final class CompiledType {
   }
 
   /** CEL's issues, one line each, with 1-based positions (CEL reports 0-based columns). */
-  private static String compileMessage(CelValidationException e) {
+  static String compileMessage(CelValidationException e) {
     if (e.getErrors().isEmpty()) {
       return String.valueOf(e.getMessage());
     }

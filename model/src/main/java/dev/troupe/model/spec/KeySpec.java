@@ -106,6 +106,8 @@ public record KeySpec(KeyKind kind, JsonNode defaultValue, boolean family) {
         elements.values().forEach(array::add);
         yield array;
       }
+      case DEPENDENCIES -> throw TroupeException.invalid(
+          "keys of kind dependencies are Troupe's own and cannot be declared");
     };
   }
 

@@ -421,7 +421,7 @@ public final class SpecParser {
   }
 
   private static String wireNames(KeyKind[] kinds) {
-    return Arrays.stream(kinds).map(KeyKind::wireName).collect(Collectors.joining(", "));
+    return Arrays.stream(kinds).filter(KeyKind::declarable).map(KeyKind::wireName).collect(Collectors.joining(", "));
   }
 
   private static <T> T withPrefix(String prefix, Supplier<T> body) {

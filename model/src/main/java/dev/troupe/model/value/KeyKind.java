@@ -9,7 +9,17 @@ public enum KeyKind {
   /** PN-counter of 64-bit integers. */
   COUNTER,
   /** Add-wins observed-remove set of JSON values. */
-  SET;
+  SET,
+  /**
+   * Troupe's own records of a key's dependencies ({@link DependencyTable}, in hidden keys). Never
+   * declared in a type spec.
+   */
+  DEPENDENCIES;
+
+  /** Whether a type spec may declare a key of this kind. */
+  public boolean declarable() {
+    return this != DEPENDENCIES;
+  }
 
   public String wireName() {
     return name().toLowerCase(Locale.ROOT);
@@ -17,7 +27,7 @@ public enum KeyKind {
 
   public static KeyKind fromWireName(String name) {
     for (KeyKind kind : values()) {
-      if (kind.wireName().equals(name)) {
+      if (kind.declarable() && kind.wireName().equals(name)) {
         return kind;
       }
     }

@@ -7,7 +7,7 @@ import com.fasterxml.jackson.databind.JsonNode;
  * value. Concurrent operations commute (tested as properties), which is what replication between
  * data centres relies on, given causal delivery of operations.
  */
-public sealed interface Value permits RegisterValue, CounterValue, SetValue {
+public sealed interface Value permits RegisterValue, CounterValue, SetValue, DependencyTable {
   KeyKind kind();
 
   /** What clients see. */
