@@ -57,7 +57,20 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
 
   /** Prepare this entity's part of a transaction and vote (see {@link EntityTurnCore}). */
   record Prepare(long transactionId, long startTimestamp, List<Turn> turns, boolean readsState,
-      CompiledType type, boolean planned, Recipient voteTo) implements Routed {
+      CompiledType type, boolean planned, List<dev.troupe.txn.Forward> forwards,
+      Recipient voteTo) implements Routed {
+    @Override
+    public void refuse(TroupeException reason) {
+      voteTo.deliver(new TurnResult.Failed(reason));
+    }
+  }
+
+  /**
+   * The operations forwarded to this entity's prepared part changed: evaluate it again and vote
+   * again (see {@link EntityTurnCore.Input.ForwardsReceived}).
+   */
+  record Forwards(long transactionId, List<dev.troupe.txn.Forward> forwards, Recipient voteTo)
+      implements Routed {
     @Override
     public void refuse(TroupeException reason) {
       voteTo.deliver(new TurnResult.Failed(reason));
@@ -162,7 +175,11 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
         case Prepare prepare ->
             runEffects(core.handle(new Input.PrepareRequested<>(
                 prepare.transactionId(), prepare.startTimestamp(), prepare.turns(),
-                prepare.readsState(), prepare.type(), prepare.voteTo(), prepare.planned())));
+                prepare.readsState(), prepare.type(), prepare.voteTo(), prepare.planned(),
+                prepare.forwards())));
+        case Forwards forwards ->
+            runEffects(core.handle(new Input.ForwardsReceived<>(forwards.transactionId(),
+                forwards.forwards(), forwards.voteTo())));
         case Step step ->
             runEffects(core.handle(new Input.StepRequested<>(step.transactionId(),
                 step.startTimestamp(), step.turn(), step.type(),

@@ -33,7 +33,9 @@ import scala.concurrent.ExecutionContext;
  */
 final class TransactionRun {
   private final CoordinatorCore core;
+  /** Participants' types: the plan's, then those of the followers dependencies bring in. */
   private final Map<EntityId, CompiledType> types;
+  private final Function<EntityId, CompiledType> typeOf;
   private final Function<EntityId, ActorRef<EntityRegistry.Command>> registryOf;
   private final Store store;
   private final Scheduler scheduler;
@@ -43,19 +45,20 @@ final class TransactionRun {
   private boolean draining;
 
   TransactionRun(Map<EntityId, CoordinatorCore.Part> parts, Map<EntityId, CompiledType> types,
-      CoordinatorCore.Limits limits,
+      Function<EntityId, CompiledType> typeOf, CoordinatorCore.Limits limits,
       Function<EntityId, ActorRef<EntityRegistry.Command>> registryOf, Store store,
       Scheduler scheduler, ExecutionContext executor) {
-    this(parts, types, limits, false, registryOf, store, scheduler, executor);
+    this(parts, types, typeOf, limits, false, registryOf, store, scheduler, executor);
   }
 
   /** @param planned a planned transaction (see {@link CoordinatorCore}) */
   TransactionRun(Map<EntityId, CoordinatorCore.Part> parts, Map<EntityId, CompiledType> types,
-      CoordinatorCore.Limits limits, boolean planned,
+      Function<EntityId, CompiledType> typeOf, CoordinatorCore.Limits limits, boolean planned,
       Function<EntityId, ActorRef<EntityRegistry.Command>> registryOf, Store store,
       Scheduler scheduler, ExecutionContext executor) {
     this.core = new CoordinatorCore(parts, limits, planned);
     this.types = types;
+    this.typeOf = typeOf;
     this.registryOf = registryOf;
     this.store = store;
     this.scheduler = scheduler;
@@ -113,11 +116,19 @@ final class TransactionRun {
     switch (effect) {
       case Effect.SendPrepare prepare -> {
         EntityId participant = prepare.participant();
+        // A follower a dependency brought in has no type in the plan yet.
+        CompiledType type = types.computeIfAbsent(participant, typeOf);
         registryOf.apply(participant).tell(new EntityRegistry.Route(participant,
             new EntityActor.Prepare(prepare.transactionId(), prepare.startTimestamp(),
-                prepare.part().turns(), prepare.part().readsState(), types.get(participant),
-                prepare.planned(), new Recipient.Voter(this, participant,
-                    prepare.transactionId()))));
+                prepare.part().turns(), prepare.part().readsState(), type,
+                prepare.planned(), prepare.part().forwards(), new Recipient.Voter(this,
+                    participant, prepare.transactionId()))));
+      }
+      case Effect.SendForwards forwards -> {
+        EntityId participant = forwards.participant();
+        registryOf.apply(participant).tell(new EntityRegistry.Route(participant,
+            new EntityActor.Forwards(forwards.transactionId(), forwards.forwards(),
+                new Recipient.Voter(this, participant, forwards.transactionId()))));
       }
       case Effect.SchedulePrepareTimeout timeout -> {
         long transactionId = timeout.transactionId();

@@ -9,6 +9,9 @@ import dev.troupe.model.spec.CompiledType;
 import dev.troupe.model.spec.SpecParser;
 import dev.troupe.model.spec.TypeSpec;
 import dev.troupe.model.value.Value;
+import dev.troupe.model.value.DependencyTable;
+import dev.troupe.model.dependency.Dependency;
+import dev.troupe.model.dependency.DependencyKeys;
 import dev.troupe.storage.RocksStore;
 import dev.troupe.storage.StorageStatistics;
 import dev.troupe.storage.Store;
@@ -82,14 +85,20 @@ public final class Troupe implements AutoCloseable {
     this.settings = settings;
     this.turnTimeout = Duration.ofMillis(settings.turnTimeoutMillis());
     this.store = RocksStore.open(settings.storage(), System::currentTimeMillis);
+    RuntimeSettings.TransactionSettings transactions = settings.transactions();
     this.coordinatorLimits = new CoordinatorCore.Limits(
-        settings.transactions().prepareTimeoutMillis(),
-        settings.transactions().maxLockConflictRetries(),
-        settings.transactions().retryBackoffMillis());
+        transactions.prepareTimeoutMillis(),
+        transactions.maxLockConflictRetries(),
+        transactions.retryBackoffMillis(),
+        transactions.maxParticipants(),
+        transactions.maxForwardRounds(),
+        settings.turnLimits().maxDependencyChain());
     // Never retried: planned transactions never die in a lock table, and an interactive one's
     // commit already holds its locks (a conflict during its steps ends it instead).
     this.coordinatorLimitsWithoutRetries = new CoordinatorCore.Limits(
-        coordinatorLimits.prepareTimeoutMillis(), 0, coordinatorLimits.retryBackoffMillis());
+        coordinatorLimits.prepareTimeoutMillis(), 0, coordinatorLimits.retryBackoffMillis(),
+        coordinatorLimits.maxParticipants(), coordinatorLimits.maxForwardRounds(),
+        coordinatorLimits.maxDependencyChain());
     this.interactive = new InteractiveCore(new InteractiveCore.Limits(
         settings.transactions().maxInteractiveTransactions(),
         settings.transactions().maxParticipants(),
@@ -364,23 +373,49 @@ public final class Troupe implements AutoCloseable {
       return CompletableFuture.failedFuture(e);
     }
     if (turn instanceof Turn.InvokeAction invoke && hasSync(type, invoke.action())) {
-      TransactionRequest request = new TransactionRequest(
-          List.of(new TransactionRequest.Operation(entity, turn)), List.of());
-      return transactCommitted(request).handle((committed, failure) -> {
-        if (failure != null) {
-          Throwable cause = failure instanceof CompletionException && failure.getCause() != null
-              ? failure.getCause() : failure;
-          if (cause instanceof TroupeException error && error.code() == ErrorCode.ABORTED
-              && TransactionAbort.PRECONDITION_FAILED.equals(error.reason())) {
-            throw new TroupeException(ErrorCode.PRECONDITION_FAILED, error.getMessage());
-          }
-          throw cause instanceof RuntimeException runtime ? runtime : new CompletionException(cause);
-        }
-        CoordinatorCore.ParticipantResult result = committed.results().get(entity);
-        return new TurnOutcome(result.version(), result.wrote(), result.state(), type);
-      });
+      return runAsTransaction(entity, type, turn, TransactionRequest.Mode.AUTO);
     }
-    return run(entity, type, turn);
+    if (turn instanceof Turn.RegisterDependency || turn instanceof Turn.DeregisterDependency) {
+      return runAsTransaction(entity, type, turn, TransactionRequest.Mode.DYNAMIC);
+    }
+    return run(entity, type, turn).handle((outcome, failure) -> {
+      Throwable cause = unwrap(failure);
+      if (cause instanceof TroupeException error && error.code() == ErrorCode.ABORTED
+          && TransactionAbort.NEEDS_TRANSACTION.equals(error.reason())) {
+        // Its dependencies' entities must join, and they are known only as it runs.
+        return runAsTransaction(entity, type, turn, TransactionRequest.Mode.DYNAMIC);
+      }
+      return failure == null ? CompletableFuture.completedFuture(outcome)
+          : CompletableFuture.<TurnOutcome>failedFuture(cause);
+    }).thenCompose(outcome -> outcome);
+  }
+
+  private static Throwable unwrap(Throwable failure) {
+    return failure instanceof CompletionException && failure.getCause() != null
+        ? failure.getCause() : failure;
+  }
+
+  /**
+   * Runs one turn as a (dynamic) transaction of its own: for an action with sync calls, and for a
+   * turn that touches declared dependencies (whose other entities join it). Answers like a turn:
+   * the entity's outcome, and a failed precondition as {@code precondition_failed}.
+   */
+  private CompletableFuture<TurnOutcome> runAsTransaction(EntityId entity, CompiledType type,
+      Turn turn, TransactionRequest.Mode mode) {
+    TransactionRequest request = new TransactionRequest(
+        List.of(new TransactionRequest.Operation(entity, turn)), List.of(), mode);
+    return transactCommitted(request).handle((committed, failure) -> {
+      if (failure != null) {
+        Throwable cause = unwrap(failure);
+        if (cause instanceof TroupeException error && error.code() == ErrorCode.ABORTED
+            && TransactionAbort.PRECONDITION_FAILED.equals(error.reason())) {
+          throw new TroupeException(ErrorCode.PRECONDITION_FAILED, error.getMessage());
+        }
+        throw cause instanceof RuntimeException runtime ? runtime : new CompletionException(cause);
+      }
+      CoordinatorCore.ParticipantResult result = committed.results().get(entity);
+      return new TurnOutcome(result.version(), result.wrote(), result.state(), type);
+    });
   }
 
   private static boolean hasSync(CompiledType type, String action) {
@@ -421,13 +456,31 @@ public final class Troupe implements AutoCloseable {
       return CompletableFuture.failedFuture(e);
     }
     if (request.mode() == TransactionRequest.Mode.DYNAMIC) {
-      TransactionRun transaction = new TransactionRun(parts, types, coordinatorLimits,
-          entity -> registries.get(store.partitionOf(entity)), store, system.scheduler(),
-          system.executionContext());
+      TransactionRun transaction = new TransactionRun(parts, types, this::typeOf,
+          coordinatorLimits, entity -> registries.get(store.partitionOf(entity)), store,
+          system.scheduler(), system.executionContext());
       return awaitOutcome(transaction, TransactionRun::start);
     }
-    // Planned: ordered by the sequencer, never dies, so never retried.
-    TransactionRun transaction = new TransactionRun(parts, types,
+    // Planned: ordered by the sequencer, never dies, so never retried. One that turns out to
+    // forward operations to keep dependencies (its followers were not ordered) runs again as a
+    // dynamic transaction.
+    return planned(parts, types).handle((committed, failure) -> {
+      Throwable cause = unwrap(failure);
+      if (cause instanceof TroupeException error && error.code() == ErrorCode.ABORTED
+          && TransactionAbort.DEPENDENCIES_INVOLVED.equals(error.reason())) {
+        TransactionRun transaction = new TransactionRun(parts, types, this::typeOf,
+            coordinatorLimits, entity -> registries.get(store.partitionOf(entity)), store,
+            system.scheduler(), system.executionContext());
+        return awaitOutcome(transaction, TransactionRun::start);
+      }
+      return failure == null ? CompletableFuture.completedFuture(committed)
+          : CompletableFuture.<CoordinatorCore.Outcome.Committed>failedFuture(cause);
+    }).thenCompose(outcome -> outcome);
+  }
+
+  private CompletableFuture<CoordinatorCore.Outcome.Committed> planned(
+      Map<EntityId, CoordinatorCore.Part> parts, Map<EntityId, CompiledType> types) {
+    TransactionRun transaction = new TransactionRun(parts, types, this::typeOf,
         coordinatorLimitsWithoutRetries, true,
         entity -> registries.get(store.partitionOf(entity)), store, system.scheduler(),
         system.executionContext());
@@ -485,6 +538,116 @@ public final class Troupe implements AutoCloseable {
         new TransactionOutcome.EntityOutcome(entity, result.readVersion(), result.version(),
             result.wrote(), () -> types.get(entity).render(result.state()))));
     return new TransactionOutcome(committed.transactionId(), entities);
+  }
+
+  // ------------------------------------------------------------ dependencies
+
+  /**
+   * Registers a dependency (smsa.txt §2.3.5) in a transaction of its own: the leader records it
+   * (its key must hold a value), the follower records it and takes the leader's value through the
+   * dependency's function, and a walk along the dependencies of its kind refuses an update cycle
+   * ({@code conflict}) or a chain longer than {@code troupe.dependencies.max-chain-length} ({@code
+   * too_large}). Because it is a transaction, a concurrent change of the leader is ordered before
+   * (and its value taken) or after (and forwarded): the follower never misses it (smsa.txt §3.1).
+   * Fails with {@code conflict} if the dependency exists; changes nothing when it fails.
+   */
+  public CompletableFuture<TransactionOutcome> registerDependency(Dependency dependency) {
+    try {
+      checkOpen();
+      requireDependencyTypes(dependency);
+    } catch (TroupeException e) {
+      return CompletableFuture.failedFuture(e);
+    }
+    return transact(new TransactionRequest(List.of(new TransactionRequest.Operation(
+        dependency.leader().entity(), new Turn.RegisterDependency(dependency))), List.of(),
+        TransactionRequest.Mode.DYNAMIC));
+  }
+
+  /**
+   * Deregisters a dependency by id, in a transaction with its leader and follower (the follower's
+   * value stays; an aggregate drops the leader's contribution). {@code not_found} if it is not
+   * registered; {@code invalid_request} for text that is not a dependency id.
+   */
+  public CompletableFuture<TransactionOutcome> deregisterDependency(String id) {
+    Dependency.Ends ends;
+    try {
+      checkOpen();
+      ends = Dependency.parseId(id);
+      typeOf(ends.leader().entity());
+    } catch (TroupeException e) {
+      return CompletableFuture.failedFuture(e);
+    }
+    return transact(new TransactionRequest(List.of(new TransactionRequest.Operation(
+        ends.leader().entity(), new Turn.DeregisterDependency(id, ends.leader().key()))),
+        List.of(), TransactionRequest.Mode.DYNAMIC));
+  }
+
+  /** A registered dependency by id, as its leader records it; {@code not_found} if none. */
+  public CompletableFuture<Dependency> dependency(String id) {
+    Dependency.Ends ends;
+    try {
+      ends = Dependency.parseId(id);
+    } catch (TroupeException e) {
+      return CompletableFuture.failedFuture(e);
+    }
+    return readLatest(ends.leader().entity(), (type, state) -> {
+      if (state.get(DependencyKeys.outgoing(ends.leader().key())) instanceof DependencyTable table
+          && table.get(id) != null) {
+        return table.get(id).dependency();
+      }
+      throw new TroupeException(ErrorCode.NOT_FOUND, "no dependency " + id + " is registered");
+    }).exceptionallyCompose(failure -> {
+      Throwable cause = unwrap(failure);
+      if (cause instanceof TroupeException error && error.code() == ErrorCode.NOT_FOUND) {
+        return CompletableFuture.failedFuture(new TroupeException(ErrorCode.NOT_FOUND,
+            "no dependency " + id + " is registered"));
+      }
+      return CompletableFuture.failedFuture(cause);
+    });
+  }
+
+  /**
+   * An entity's dependencies in both directions, each list in id order: those its keys lead and
+   * those its keys follow (with each leader's last forwarded value, for aggregates).
+   */
+  public CompletableFuture<EntityDependencies> dependencies(EntityId entity) {
+    return readLatest(entity, (type, state) -> {
+      java.util.TreeMap<String, Dependency> leads = new java.util.TreeMap<>();
+      java.util.TreeMap<String, DependencyTable.Entry> follows = new java.util.TreeMap<>();
+      state.values().forEach((key, value) -> {
+        if (value instanceof DependencyTable table) {
+          for (DependencyTable.Entry entry : table.all()) {
+            if (DependencyKeys.isOutgoing(key)) {
+              leads.put(entry.dependency().id(), entry.dependency());
+            } else {
+              follows.put(entry.dependency().id(), entry);
+            }
+          }
+        }
+      });
+      return new EntityDependencies(entity, List.copyOf(leads.values()),
+          List.copyOf(follows.values()), state.version());
+    });
+  }
+
+  /** An entity's dependencies, as of {@code version}. */
+  public record EntityDependencies(EntityId entity, List<Dependency> leads,
+      List<DependencyTable.Entry> follows, long version) {}
+
+  private void requireDependencyTypes(Dependency dependency) {
+    for (dev.troupe.model.dependency.KeyReference end :
+        List.of(dependency.leader(), dependency.follower())) {
+      CompiledType type = typeOf(end.entity());
+      if (type.spec().admission() == dev.troupe.model.spec.AdmissionPolicy.PSAC) {
+        throw TroupeException.invalid(("%s: type %s admits by psac, which does not maintain"
+            + " dependencies; declare it with serial or keys admission").formatted(end,
+            type.name()));
+      }
+    }
+    if (dependency.leader().entity().equals(dependency.follower().entity())) {
+      throw TroupeException.invalid("a dependency joins keys of two different entities; both"
+          + " ends are on " + dependency.leader().entity());
+    }
   }
 
   // ------------------------------------------------------------ interactive transactions
@@ -592,9 +755,9 @@ public final class Troupe implements AutoCloseable {
       return CompletableFuture.completedFuture(new TransactionOutcome(transactionId, List.of()));
     }
     Map<EntityId, CompiledType> types = commit.types();
-    TransactionRun run = new TransactionRun(commit.parts(), types, coordinatorLimitsWithoutRetries,
-        entity -> registries.get(store.partitionOf(entity)), store, system.scheduler(),
-        system.executionContext());
+    TransactionRun run = new TransactionRun(commit.parts(), types, this::typeOf,
+        coordinatorLimitsWithoutRetries, entity -> registries.get(store.partitionOf(entity)),
+        store, system.scheduler(), system.executionContext());
     return awaitOutcome(run, started -> started.start(transactionId))
         .thenApply(committed -> render(committed, types));
   }

@@ -6,6 +6,10 @@ import dev.troupe.model.Invariants;
 import dev.troupe.model.TransactionAbort;
 import dev.troupe.model.TroupeException;
 import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashSet;
+import java.util.Set;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -26,6 +30,17 @@ import java.util.Map;
  * so a read after the answer sees the transaction everywhere; then the decision record is
  * forgotten. A transaction that wrote nothing skips the decision record.
  *
+ * <p><b>Dependencies.</b> A yes vote carries what the participant forwards to other entities to
+ * keep declared dependencies ({@link Forward}, computed by {@link DependencyEvaluator}). Phase one
+ * ends only when the forwards settle: a follower not yet in the transaction joins with a prepare
+ * of the forwards ({@link Effect.SendPrepare}); a participant whose forwards changed after it
+ * voted evaluates its part again ({@link Effect.SendForwards}) and votes again, and only its
+ * latest vote counts. Each participant is asked at most {@code maxForwardRounds} times, and the
+ * transaction reaches at most {@code maxParticipants} entities. Every chain through a dependency
+ * registered in the transaction is checked against {@code maxDependencyChain} before the
+ * decision. A planned transaction that turns out to forward anything aborts ({@code
+ * dependencies_involved}) so the runtime can run it as a dynamic one.
+ *
  * <p><b>Retries.</b> Wait-die kills the younger of two conflicting transactions. A transaction
  * killed that way is aborted everywhere and retried under a new transaction id (a new attempt) but
  * with its first attempt's start timestamp as its age, so it grows older than every newcomer and
@@ -37,9 +52,25 @@ import java.util.Map;
  */
 public final class CoordinatorCore {
 
-  /** The settings the coordinator obeys (troupe.transactions in reference.conf). */
+  /**
+   * The settings the coordinator obeys (troupe.transactions and troupe.dependencies in
+   * reference.conf).
+   *
+   * @param maxParticipants most entities the transaction may reach, the followers its
+   *     dependencies add included
+   * @param maxForwardRounds most times one participant is asked to evaluate its part again
+   *     because the operations forwarded to it changed
+   * @param maxDependencyChain most dependencies of one kind in a row, checked for every chain
+   *     through a dependency the transaction registers
+   */
   public record Limits(long prepareTimeoutMillis, int maxLockConflictRetries,
-      long retryBackoffMillis) {}
+      long retryBackoffMillis, int maxParticipants, int maxForwardRounds,
+      int maxDependencyChain) {
+    /** Limits with the default dependency bounds (reference.conf's). */
+    public Limits(long prepareTimeoutMillis, int maxLockConflictRetries, long retryBackoffMillis) {
+      this(prepareTimeoutMillis, maxLockConflictRetries, retryBackoffMillis, 64, 32, 8);
+    }
+  }
 
   /**
    * One participant's part.
@@ -47,9 +78,14 @@ public final class CoordinatorCore {
    * @param turns its operations, in request order
    * @param readsState whether the transaction reads its whole state
    */
-  public record Part(List<Turn> turns, boolean readsState) {
+  public record Part(List<Turn> turns, boolean readsState, List<Forward> forwards) {
     public Part {
       turns = List.copyOf(turns);
+      forwards = List.copyOf(forwards);
+    }
+
+    public Part(List<Turn> turns, boolean readsState) {
+      this(turns, readsState, List.of());
     }
   }
 
@@ -112,6 +148,13 @@ public final class CoordinatorCore {
       }
     }
 
+    /**
+     * The operations forwarded to a participant that already voted yes changed: it evaluates its
+     * part again with these (all of them) and votes again (as VoteReceived).
+     */
+    record SendForwards(EntityId participant, long transactionId, List<Forward> forwards)
+        implements Effect {}
+
     /** Feed PrepareTimedOut for this attempt after the delay. */
     record SchedulePrepareTimeout(long transactionId, long delayMillis) implements Effect {}
 
@@ -143,7 +186,10 @@ public final class CoordinatorCore {
     FINISHED
   }
 
-  private final Map<EntityId, Part> parts;
+  /** The client's parts, in first-mention order (each attempt starts from them). */
+  private final Map<EntityId, Part> requestedParts;
+  /** This attempt's parts: the client's, then the followers its dependencies reached. */
+  private final Map<EntityId, Part> parts = new LinkedHashMap<>();
   private final Limits limits;
   private final boolean planned;
   private Phase phase = Phase.NOT_STARTED;
@@ -151,6 +197,14 @@ public final class CoordinatorCore {
   private long transactionId;
   private int lockConflicts;
   private final Map<EntityId, TurnResult.Done> votes = new LinkedHashMap<>();
+  /** Per participant, how many of its votes are still to come (0 or 1). */
+  private final Map<EntityId, Integer> votesToCome = new HashMap<>();
+  /** Per participant, what its latest evaluation forwards to others. */
+  private final Map<EntityId, List<Forward>> forwardedBy = new HashMap<>();
+  /** Per participant, the forwards it was last sent (its part is evaluated with these). */
+  private final Map<EntityId, List<Forward>> forwardedTo = new HashMap<>();
+  /** Per participant, how many times it was asked to evaluate its part. */
+  private final Map<EntityId, Integer> rounds = new HashMap<>();
   private final Map<EntityId, TurnResult> acknowledgements = new LinkedHashMap<>();
   private boolean decisionPersisted;
 
@@ -166,7 +220,7 @@ public final class CoordinatorCore {
    */
   public CoordinatorCore(Map<EntityId, Part> parts, Limits limits, boolean planned) {
     Invariants.check(!parts.isEmpty(), "a transaction needs at least one participant");
-    this.parts = new LinkedHashMap<>(parts);
+    this.requestedParts = new LinkedHashMap<>(parts);
     this.limits = limits;
     this.planned = planned;
   }
@@ -201,13 +255,24 @@ public final class CoordinatorCore {
         if (phase != Phase.COLLECTING_VOTES || received.transactionId() != transactionId) {
           break; // a vote of an earlier attempt, or after the decision
         }
-        Invariants.check(parts.containsKey(received.participant()) && !votes.containsKey(
-            received.participant()), "unexpected vote from %s", received.participant());
+        EntityId participant = received.participant();
+        Invariants.check(parts.containsKey(participant)
+            && votesToCome.getOrDefault(participant, 0) == 1, "unexpected vote from %s",
+            participant);
+        votesToCome.put(participant, 0);
         switch (received.vote()) {
           case TurnResult.Failed no -> abort(no.error(), effects);
           case TurnResult.Done yes -> {
-            votes.put(received.participant(), yes);
-            if (votes.size() == parts.size()) {
+            votes.put(participant, yes);
+            List<Forward> forwards = yes.forwarding().forwards();
+            if (planned && !forwards.isEmpty()) {
+              // Planned order needs every participant up front; run it again as dynamic.
+              abort(new TroupeException(ErrorCode.ABORTED, TransactionAbort.DEPENDENCIES_INVOLVED,
+                  "a planned transaction forwards operations to keep dependencies"), effects);
+              break;
+            }
+            forwardedBy.put(participant, forwards);
+            if (sendForwards(effects) && votes.size() == parts.size()) {
               decideCommit(effects);
             }
           }
@@ -254,10 +319,99 @@ public final class CoordinatorCore {
   private void startAttempt(long id, List<Effect> effects) {
     transactionId = id;
     votes.clear();
+    votesToCome.clear();
+    forwardedBy.clear();
+    forwardedTo.clear();
+    rounds.clear();
+    parts.clear();
+    parts.putAll(requestedParts);
     phase = Phase.COLLECTING_VOTES;
-    parts.forEach((participant, part) ->
-        effects.add(new Effect.SendPrepare(participant, id, startTimestamp, part, planned)));
+    parts.forEach((participant, part) -> {
+      votesToCome.put(participant, 1);
+      rounds.put(participant, 1);
+      effects.add(new Effect.SendPrepare(participant, id, startTimestamp, part, planned));
+    });
     effects.add(new Effect.SchedulePrepareTimeout(id, limits.prepareTimeoutMillis()));
+  }
+
+  /**
+   * Sends every participant whose forwards changed its new forwards: a follower not yet in the
+   * transaction joins with a prepare, one that voted is asked to evaluate again (and its vote no
+   * longer counts), one whose vote is still to come gets them after it. Returns whether the
+   * forwards are settled (nothing sent, nothing deferred); aborts (and returns false) past a
+   * limit.
+   */
+  private boolean sendForwards(List<Effect> effects) {
+    Map<EntityId, List<Forward>> wanted = new LinkedHashMap<>();
+    for (EntityId source : parts.keySet()) {
+      for (Forward forward : forwardedBy.getOrDefault(source, List.of())) {
+        wanted.computeIfAbsent(forward.target(), ignored -> new ArrayList<>()).add(forward);
+      }
+    }
+    Set<EntityId> targets = new LinkedHashSet<>(wanted.keySet());
+    targets.addAll(forwardedTo.keySet());
+    boolean settled = true;
+    for (EntityId target : targets) {
+      List<Forward> forwards = wanted.getOrDefault(target, List.of());
+      if (forwards.equals(forwardedTo.getOrDefault(target, List.of()))) {
+        continue;
+      }
+      settled = false;
+      if (!parts.containsKey(target)) {
+        if (parts.size() >= limits.maxParticipants()) {
+          abort(new TroupeException(ErrorCode.TOO_LARGE, ("the transaction's dependencies reach"
+              + " more than %d entities (troupe.transactions.max-participants)")
+              .formatted(limits.maxParticipants())), effects);
+          return false;
+        }
+        Part part = new Part(List.of(), false, forwards);
+        parts.put(target, part);
+        forwardedTo.put(target, forwards);
+        votesToCome.put(target, 1);
+        rounds.put(target, 1);
+        effects.add(new Effect.SendPrepare(target, transactionId, startTimestamp, part, planned));
+      } else if (votesToCome.getOrDefault(target, 0) == 0) {
+        int round = rounds.merge(target, 1, Integer::sum);
+        if (round > limits.maxForwardRounds()) {
+          abort(new TroupeException(ErrorCode.TOO_LARGE, ("the operations forwarded to %s did not"
+              + " settle within %d rounds (troupe.dependencies.max-forward-rounds)")
+              .formatted(target, limits.maxForwardRounds())), effects);
+          return false;
+        }
+        forwardedTo.put(target, forwards);
+        votes.remove(target);
+        votesToCome.put(target, 1);
+        effects.add(new Effect.SendForwards(target, transactionId, forwards));
+      }
+    }
+    return settled;
+  }
+
+  /**
+   * Every chain through a dependency this transaction registers (the deepest walk up from its
+   * leader, the dependency, the deepest walk down from its follower) within the limit; else the
+   * rejection.
+   */
+  private TroupeException chainTooLong() {
+    Map<String, Integer> upstream = new HashMap<>();
+    Map<String, Integer> downstream = new HashMap<>();
+    for (TurnResult.Done vote : votes.values()) {
+      vote.forwarding().deepestUpstream().forEach((id, depth) ->
+          upstream.merge(id, depth, Math::max));
+      vote.forwarding().deepestDownstream().forEach((id, depth) ->
+          downstream.merge(id, depth, Math::max));
+    }
+    Set<String> registered = new HashSet<>(upstream.keySet());
+    registered.addAll(downstream.keySet());
+    for (String id : registered) {
+      int length = upstream.getOrDefault(id, 0) + 1 + downstream.getOrDefault(id, 0);
+      if (length > limits.maxDependencyChain()) {
+        return new TroupeException(ErrorCode.TOO_LARGE, ("registering dependency %s would make a"
+            + " chain of %d dependencies, more than troupe.dependencies.max-chain-length (%d)")
+            .formatted(id, length, limits.maxDependencyChain()));
+      }
+    }
+    return null;
   }
 
   private void abort(TroupeException reason, List<Effect> effects) {
@@ -296,6 +450,11 @@ public final class CoordinatorCore {
   }
 
   private void decideCommit(List<Effect> effects) {
+    TroupeException chain = chainTooLong();
+    if (chain != null) {
+      abort(chain, effects);
+      return;
+    }
     boolean wrote = votes.values().stream().anyMatch(TurnResult.Done::wrote);
     if (!wrote) {
       sendCommit(effects); // nothing to redo after a crash, so no decision record
