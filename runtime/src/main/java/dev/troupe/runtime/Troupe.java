@@ -455,7 +455,11 @@ public final class Troupe implements AutoCloseable {
     } catch (TroupeException e) {
       return CompletableFuture.failedFuture(e);
     }
-    if (request.mode() == TransactionRequest.Mode.DYNAMIC) {
+    boolean registers = request.operations().stream().anyMatch(operation ->
+        operation.turn() instanceof Turn.RegisterDependency
+            || operation.turn() instanceof Turn.DeregisterDependency);
+    if (request.mode() == TransactionRequest.Mode.DYNAMIC || registers) {
+      // A (de)registration always forwards to its follower, which a plan cannot order.
       TransactionRun transaction = new TransactionRun(parts, types, this::typeOf,
           coordinatorLimits, entity -> registries.get(store.partitionOf(entity)), store,
           system.scheduler(), system.executionContext());
