@@ -36,7 +36,8 @@ public record RuntimeSettings(
       int maxSyncDepth,
       long interactiveIdleTimeoutMillis,
       int maxInteractiveTransactions,
-      int maxForwardRounds) {
+      int maxForwardRounds,
+      int maxParticipantsWithFollowers) {
     /** @param troupe the {@code troupe} section (forward rounds are a dependency setting) */
     static TransactionSettings fromConfig(Config troupe) {
       Config transactions = troupe.getConfig("transactions");
@@ -53,7 +54,8 @@ public record RuntimeSettings(
           positive(transactions, "max-sync-depth"),
           positiveLong(transactions, "interactive-idle-timeout-millis"),
           positive(transactions, "max-interactive-transactions"),
-          positive(troupe.getConfig("dependencies"), "max-forward-rounds"));
+          positive(troupe.getConfig("dependencies"), "max-forward-rounds"),
+          positive(troupe.getConfig("dependencies"), "max-participants"));
     }
   }
 

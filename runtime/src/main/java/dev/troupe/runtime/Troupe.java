@@ -90,7 +90,7 @@ public final class Troupe implements AutoCloseable {
         transactions.prepareTimeoutMillis(),
         transactions.maxLockConflictRetries(),
         transactions.retryBackoffMillis(),
-        transactions.maxParticipants(),
+        Math.max(transactions.maxParticipants(), transactions.maxParticipantsWithFollowers()),
         transactions.maxForwardRounds(),
         settings.turnLimits().maxDependencyChain());
     // Never retried: planned transactions never die in a lock table, and an interactive one's

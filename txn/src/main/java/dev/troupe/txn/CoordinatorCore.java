@@ -57,7 +57,7 @@ public final class CoordinatorCore {
    * reference.conf).
    *
    * @param maxParticipants most entities the transaction may reach, the followers its
-   *     dependencies add included
+   *     dependencies bring in included (the client's own parts were checked when planned)
    * @param maxForwardRounds most times one participant is asked to evaluate its part again
    *     because the operations forwarded to it changed
    * @param maxDependencyChain most dependencies of one kind in a row, checked for every chain
@@ -360,7 +360,7 @@ public final class CoordinatorCore {
       if (!parts.containsKey(target)) {
         if (parts.size() >= limits.maxParticipants()) {
           abort(new TroupeException(ErrorCode.TOO_LARGE, ("the transaction's dependencies reach"
-              + " more than %d entities (troupe.transactions.max-participants)")
+              + " more than %d entities (troupe.dependencies.max-participants)")
               .formatted(limits.maxParticipants())), effects);
           return false;
         }
