@@ -258,4 +258,51 @@ class DependencyTest {
           .asLong(), "the dependency survived the restart");
     }
   }
+
+  @Test
+  void dependenciesDeclaredInTypeSpecsRegisterWhenTheFollowerKeyIsWritten() {
+    try (Troupe troupe = Troupe.open(settings())) {
+      troupe.defineType(SpecParser.parse(null, """
+          type: Cart
+          admission: keys
+          keys:
+            item: {kind: register, family: true}
+            quantity: {kind: register, family: true}
+          dependencies:
+            - {follower: "item[p]", kind: update, leader: {entity: "Product/{p}", key: price},
+               function: replicate}
+          """.getBytes(StandardCharsets.UTF_8), true)).join();
+      troupe.defineType(SpecParser.parse(null, """
+          type: Stock
+          keys:
+            available: {kind: register, default: 0}
+          dependencies:
+            - {follower: available, kind: delete, leader: {entity: "Product/{id}", key: price}}
+          """.getBytes(StandardCharsets.UTF_8), true)).join();
+      troupe.assign(EntityId.parse("Product/p1"), "price", LongNode.valueOf(30)).join();
+      EntityId cart = EntityId.parse("Cart/c1");
+      troupe.patch(cart, Map.of("item[p1]", LongNode.valueOf(0),
+          "quantity[p1]", LongNode.valueOf(2))).join();
+      assertEquals(30, troupe.get(cart).join().state().get("item").get("p1").asLong(),
+          "the declared dependency registered and replicated the price");
+      troupe.assign(EntityId.parse("Product/p1"), "price", LongNode.valueOf(31)).join();
+      assertEquals(31, troupe.get(cart).join().state().get("item").get("p1").asLong());
+      troupe.assign(cart, "quantity[p1]", LongNode.valueOf(3)).join(); // no registration again
+      assertEquals(1, troupe.dependencies(cart).join().follows().size());
+
+      // A declared delete dependency is a foreign key: no stock for a product that does not exist.
+      TroupeException orphan = failure(
+          troupe.assign(EntityId.parse("Stock/p9"), "available", LongNode.valueOf(5)));
+      assertEquals(ErrorCode.NOT_FOUND, orphan.code(), orphan.getMessage());
+      assertEquals(ErrorCode.NOT_FOUND,
+          failure(troupe.get(EntityId.parse("Stock/p9"))).code(), "the refused write left nothing");
+      troupe.assign(EntityId.parse("Stock/p1"), "available", LongNode.valueOf(5)).join();
+      troupe.delete(EntityId.parse("Product/p1")).join();
+      assertEquals(0, troupe.get(EntityId.parse("Stock/p1")).join().state().get("available")
+          .asLong(), "the product's deletion deleted its stock (the key is back to its default)");
+      assertTrue(troupe.dependencies(EntityId.parse("Stock/p1")).join().follows().isEmpty());
+      assertTrue(troupe.dependencies(cart).join().follows().isEmpty(),
+          "and deregistered the cart's update dependency");
+    }
+  }
 }

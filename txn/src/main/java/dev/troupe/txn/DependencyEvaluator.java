@@ -91,12 +91,12 @@ public final class DependencyEvaluator {
    * dependency registration or removal, or it changes or deletes a key that leads or follows a
    * dependency. Costs a lookup per operation (a scan of the keys only for an entity deletion).
    */
-  public static boolean needsTransaction(EntityState before, Turn turn,
-      List<Operation> operations) {
+  public static boolean needsTransaction(EntityId entity, CompiledType type, EntityState before,
+      Turn turn, List<Operation> operations) {
     if (turn instanceof Turn.RegisterDependency || turn instanceof Turn.DeregisterDependency) {
       return true;
     }
-    return touchesDependencies(before, operations);
+    return touchesDependencies(entity, type, before, operations);
   }
 
   /** Whether the entity keeps any dependency record (a scan of its keys). */
@@ -109,7 +109,9 @@ public final class DependencyEvaluator {
     return false;
   }
 
-  private static boolean touchesDependencies(EntityState before, List<Operation> operations) {
+  private static boolean touchesDependencies(EntityId entity, CompiledType type,
+      EntityState before, List<Operation> operations) {
+    boolean declares = !type.spec().dependencies().isEmpty();
     for (Operation operation : operations) {
       if (operation instanceof Operation.DeleteEntity) {
         if (hasDependencies(before)) {
@@ -124,6 +126,15 @@ public final class DependencyEvaluator {
       if (operation instanceof Operation.DeleteKey && before.get(DependencyKeys.incoming(key))
           != null) {
         return true;
+      }
+      if (declares && !(operation instanceof Operation.DeleteKey)) {
+        DependencyTable follows = before.get(DependencyKeys.incoming(key))
+            instanceof DependencyTable table ? table : DependencyTable.EMPTY;
+        for (Dependency declared : type.declaredDependencies(entity, key)) {
+          if (follows.get(declared.id()) == null) {
+            return true;
+          }
+        }
       }
     }
     return false;
@@ -143,7 +154,7 @@ public final class DependencyEvaluator {
           || turn instanceof Turn.DeregisterDependency;
     }
     if (incoming.isEmpty() && !dependencyTurns
-        && !touchesDependencies(before, user.operations())) {
+        && !touchesDependencies(entity, type, before, user.operations())) {
       return new Evaluation(user.operations(), user.after(), List.of(), Map.of(), Map.of(), null);
     }
     try {
@@ -177,7 +188,6 @@ public final class DependencyEvaluator {
     private final Map<String, Integer> deepestDownstream = new HashMap<>();
     /** Outgoing dependencies forgotten because their follower was deleted (not deregistered). */
     private final Set<String> forgottenForDeletedFollowers = new HashSet<>();
-    private int hop = 1;
 
     Part(EntityId entity, CompiledType type, EntityState before, TurnEvaluator.Sequence user,
         long transactionId, int originDc, TurnLimits limits) {
@@ -194,19 +204,9 @@ public final class DependencyEvaluator {
       for (Forward forward : incoming) {
         Invariants.check(forward.target().equals(entity), "%s received a forward for %s",
             entity, forward.target());
-        hop = Math.max(hop, forward.hop() + 1);
-      }
-      for (Forward forward : incoming) {
         apply(forward);
       }
       forwardChanges();
-      // A chain of n dependencies forwards n times, plus once back to the other leaders of a
-      // deleted follower; more means the graph outgrew the limit (which may have been lowered).
-      if (!forwards.isEmpty() && hop > limits.maxDependencyChain() + 1) {
-        throw new TroupeException(ErrorCode.TOO_LARGE, ("a dependency cascade reached %s after"
-            + " %d steps, more than troupe.dependencies.max-chain-length (%d) allows")
-            .formatted(entity, hop - 1, limits.maxDependencyChain()));
-      }
       checkKeyCount();
       return new Evaluation(List.copyOf(operations), state, List.copyOf(forwards),
           Map.copyOf(deepestUpstream), Map.copyOf(deepestDownstream), null);
@@ -247,6 +247,22 @@ public final class DependencyEvaluator {
           }
         }
         case Forward.Probe probe -> probe(probe);
+        case Forward.RegistrationRequested requested -> {
+          Dependency dependency = requested.dependency();
+          String hidden = DependencyKeys.outgoing(dependency.leader().key());
+          if (table(state, hidden).get(dependency.id()) == null) {
+            List<Operation> recorded;
+            try {
+              recorded = TurnEvaluator.registerDependency(entity, type, state, dependency,
+                  limits);
+            } catch (TroupeException refused) {
+              throw new TroupeException(refused.code(), "%s requires %s (type %s declares that"
+                  + " it follows it): %s".formatted(dependency.follower(), dependency.leader(),
+                  dependency.follower().entity().type(), refused.getMessage()));
+            }
+            recorded.forEach(this::emit);
+          }
+        }
       }
     }
 
@@ -410,7 +426,7 @@ public final class DependencyEvaluator {
             registered.leader(), registered.follower(), limits.maxDependencyChain(),
             registered.kind().wireName()));
       }
-      forwards.add(new Forward.Probe(registered, at, direction, depth, hop));
+      forwards.add(new Forward.Probe(registered, at, direction, depth));
     }
 
     // ------------------------------------------------------------- forwards caused here
@@ -452,7 +468,7 @@ public final class DependencyEvaluator {
                 .formatted(dependency.leader(), dependency.follower()));
           }
           forwards.add(new Forward.Registered(dependency,
-              dependency.kind() == DependencyKind.UPDATE ? newValue : null, hop));
+              dependency.kind() == DependencyKind.UPDATE ? newValue : null));
           for (DependencyTable.Entry upstream : table(state, incomingKey).all()) {
             if (upstream.dependency().kind() == dependency.kind()) {
               walk(dependency, upstream.dependency().leader(), Forward.Direction.UPSTREAM, 1);
@@ -464,37 +480,45 @@ public final class DependencyEvaluator {
         // Clearing the entity wiped its records (and re-creating keys in the same part does not
         // bring them back): tell every follower and every leader it had.
         for (DependencyTable.Entry entry : leadsBefore.all()) {
-          forwards.add(new Forward.LeaderDeleted(entry.dependency(), hop));
+          forwards.add(new Forward.LeaderDeleted(entry.dependency()));
         }
         for (DependencyTable.Entry entry : table(before, incomingKey).all()) {
-          forwards.add(new Forward.FollowerDeleted(entry.dependency(), hop));
+          forwards.add(new Forward.FollowerDeleted(entry.dependency()));
         }
         return;
       }
       if (keyDeleted) {
         for (DependencyTable.Entry entry : leadsNow.all()) {
-          forwards.add(new Forward.LeaderDeleted(entry.dependency(), hop));
+          forwards.add(new Forward.LeaderDeleted(entry.dependency()));
           emit(new Operation.ForgetDependency(outgoingKey, entry.dependency().id()));
         }
         for (DependencyTable.Entry entry : table(state, incomingKey).all()) {
-          forwards.add(new Forward.FollowerDeleted(entry.dependency(), hop));
+          forwards.add(new Forward.FollowerDeleted(entry.dependency()));
           emit(new Operation.ForgetDependency(incomingKey, entry.dependency().id()));
         }
         return;
+      }
+      if (state.get(key) != null) {
+        // Dependencies the type declares for this key, which it does not follow yet.
+        for (Dependency declared : type.declaredDependencies(entity, key)) {
+          if (table(before, incomingKey).get(declared.id()) == null) {
+            forwards.add(new Forward.RegistrationRequested(declared));
+          }
+        }
       }
       if (!Objects.equals(oldValue, newValue)) {
         for (DependencyTable.Entry entry : leadsNow.all()) {
           Dependency dependency = entry.dependency();
           if (dependency.kind() == DependencyKind.UPDATE
               && leadsBefore.get(dependency.id()) != null) {
-            forwards.add(new Forward.LeaderChanged(dependency, oldValue, newValue, hop));
+            forwards.add(new Forward.LeaderChanged(dependency, oldValue, newValue));
           }
         }
       }
       for (DependencyTable.Entry entry : leadsBefore.all()) {
         String id = entry.dependency().id();
         if (leadsNow.get(id) == null && !forgottenForDeletedFollowers.contains(id)) {
-          forwards.add(new Forward.Deregistered(entry.dependency(), hop));
+          forwards.add(new Forward.Deregistered(entry.dependency()));
         }
       }
     }

@@ -992,7 +992,8 @@ public final class EntityTurnCore<R> {
           replies.add(new PendingReply<>(lastSubmittedSerial, turn.replyTo(), tentative, false,
               null, false));
       case TurnEvaluator.Decision.Write write
-          when DependencyEvaluator.needsTransaction(tentative, turn.turn(), write.operations()) ->
+          when DependencyEvaluator.needsTransaction(entity, turn.type(), tentative, turn.turn(),
+              write.operations()) ->
           // Its dependencies' other entities must join: changes nothing here, and the shell runs
           // it again as a transaction. Answered at once, like an overload refusal.
           effects.add(new Effect.Reply<>(turn.replyTo(), needsTransaction()));

@@ -12,17 +12,15 @@ import dev.troupe.model.dependency.KeyReference;
  * part's yes vote, and applied by the target inside the same transaction, before it votes: so a
  * dependency holds in every committed state, never only eventually.
  *
- * <p>{@code hop} counts the forwards that led to this one (1 for one caused by the client's own
- * operations); a cascade deeper than the chain limit is refused.
+ * <p>Forwards are values: a participant evaluated again from the same inputs forwards equal ones,
+ * which is how the coordinator sees that a cascade has settled.
  */
 public sealed interface Forward {
   /** The entity that applies this forward. */
   EntityId target();
 
-  int hop();
-
   /** The leader key of an update dependency changed from {@code oldValue} to {@code newValue}. */
-  record LeaderChanged(Dependency dependency, JsonNode oldValue, JsonNode newValue, int hop)
+  record LeaderChanged(Dependency dependency, JsonNode oldValue, JsonNode newValue)
       implements Forward {
     @Override
     public EntityId target() {
@@ -34,7 +32,7 @@ public sealed interface Forward {
    * The leader key was deleted: a delete dependency deletes the follower; an update dependency is
    * deregistered (an aggregate drops the leader's contribution).
    */
-  record LeaderDeleted(Dependency dependency, int hop) implements Forward {
+  record LeaderDeleted(Dependency dependency) implements Forward {
     @Override
     public EntityId target() {
       return dependency.follower().entity();
@@ -42,7 +40,7 @@ public sealed interface Forward {
   }
 
   /** The follower key was deleted: the leader forgets the dependency (smsa.txt §2.3.2). */
-  record FollowerDeleted(Dependency dependency, int hop) implements Forward {
+  record FollowerDeleted(Dependency dependency) implements Forward {
     @Override
     public EntityId target() {
       return dependency.leader().entity();
@@ -53,15 +51,27 @@ public sealed interface Forward {
    * The leader recorded a new dependency: the follower records it and takes the leader's value
    * (smsa.txt §2.3.5). {@code leaderValue} is null for a delete dependency.
    */
-  record Registered(Dependency dependency, JsonNode leaderValue, int hop) implements Forward {
+  record Registered(Dependency dependency, JsonNode leaderValue) implements Forward {
     @Override
     public EntityId target() {
       return dependency.follower().entity();
     }
   }
 
+  /**
+   * A follower key took a value and its type declares that it follows this dependency (a {@code
+   * DependencySpec}), which it does not yet: the leader registers it as for {@link
+   * Turn.RegisterDependency} (so its key must exist) and answers with {@link Registered}.
+   */
+  record RegistrationRequested(Dependency dependency) implements Forward {
+    @Override
+    public EntityId target() {
+      return dependency.leader().entity();
+    }
+  }
+
   /** The leader forgot a dependency at the client's request: the follower forgets it too. */
-  record Deregistered(Dependency dependency, int hop) implements Forward {
+  record Deregistered(Dependency dependency) implements Forward {
     @Override
     public EntityId target() {
       return dependency.follower().entity();
@@ -76,7 +86,7 @@ public sealed interface Forward {
    * read-locks) every key it visits, so a concurrent registration that would close a cycle
    * conflicts with it.
    */
-  record Probe(Dependency registered, KeyReference at, Direction direction, int depth, int hop)
+  record Probe(Dependency registered, KeyReference at, Direction direction, int depth)
       implements Forward {
     @Override
     public EntityId target() {
@@ -96,6 +106,7 @@ public sealed interface Forward {
       case LeaderDeleted deleted -> deleted.dependency().follower().key();
       case FollowerDeleted deleted -> deleted.dependency().leader().key();
       case Registered registered -> registered.dependency().follower().key();
+      case RegistrationRequested requested -> requested.dependency().leader().key();
       case Deregistered deregistered -> deregistered.dependency().follower().key();
       case Probe probe -> probe.at().key();
     };

@@ -213,7 +213,7 @@ public final class TurnEvaluator {
    * A registration on its leader (smsa.txt §2.3.5): the leader key must hold a value, the two ends
    * must be different entities, and the key may lead at most {@code maxDependenciesPerKey}.
    */
-  private static List<Operation> registerDependency(EntityId entity, CompiledType type,
+  static List<Operation> registerDependency(EntityId entity, CompiledType type,
       EntityState state, Dependency dependency, TurnLimits limits) {
     Invariants.check(dependency.leader().entity().equals(entity),
         "registration of %s sent to %s", dependency.id(), entity);

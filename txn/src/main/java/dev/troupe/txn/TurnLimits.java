@@ -19,7 +19,7 @@ package dev.troupe.txn;
  *     ({@code troupe.dependencies.max-per-key}): a registration past it is {@code too_large}
  * @param maxDependencyChain most dependencies of one kind in a row ({@code
  *     troupe.dependencies.max-chain-length}): a registration that would make a longer chain is
- *     {@code too_large}, and so is a cascade that runs longer (after the limit was lowered)
+ *     {@code too_large}
  */
 public record TurnLimits(
     int maxKeysPerEntity,

@@ -27,7 +27,7 @@ class CoordinatorForwardingTest {
       "{\"kind\":\"update\",\"leader\":{\"entity\":\"Product/p\",\"key\":\"price\"},"
           + "\"follower\":{\"entity\":\"Cart/c\",\"key\":\"item\"},\"function\":\"replicate\"}"));
   private static final Forward CHANGE =
-      new Forward.LeaderChanged(ITEM, LongNode.valueOf(1), LongNode.valueOf(2), 1);
+      new Forward.LeaderChanged(ITEM, LongNode.valueOf(1), LongNode.valueOf(2));
 
   private static CoordinatorCore coordinator(boolean planned, int maxForwardRounds,
       EntityId... participants) {
@@ -100,10 +100,10 @@ class CoordinatorForwardingTest {
     core.handle(new Input.VoteReceived(CART, 10, yes(List.of())));
     core.handle(new Input.VoteReceived(PRODUCT, 10, yes(List.of(CHANGE))));
     // The cart answers with a forward back that keeps changing what the product must do.
-    Forward back = new Forward.FollowerDeleted(ITEM, 2);
+    Forward back = new Forward.FollowerDeleted(ITEM);
     core.handle(new Input.VoteReceived(CART, 10, yes(List.of(back))));
     Forward changedAgain =
-        new Forward.LeaderChanged(ITEM, LongNode.valueOf(1), LongNode.valueOf(3), 3);
+        new Forward.LeaderChanged(ITEM, LongNode.valueOf(1), LongNode.valueOf(3));
     List<Effect> effects = core.handle(new Input.VoteReceived(PRODUCT, 10,
         yes(List.of(changedAgain))));
     assertEquals(ErrorCode.TOO_LARGE, failure(effects).code());

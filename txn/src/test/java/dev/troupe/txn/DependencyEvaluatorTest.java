@@ -34,6 +34,7 @@ import org.junit.jupiter.api.Test;
 class DependencyEvaluatorTest {
   private static final TurnLimits LIMITS = new TurnLimits(1000, 1000, 4, 10, 10, 10, 100, 3);
   private static final CompiledType SCHEMALESS = CompiledType.schemaless("Thing");
+  private static final EntityId PRODUCT = EntityId.parse("Product/p");
 
   private static Dependency dependency(String kind, String function, String leader,
       String follower) {
@@ -108,7 +109,6 @@ class DependencyEvaluatorTest {
       Forward.LeaderChanged changed = assertInstanceOf(Forward.LeaderChanged.class, forward);
       assertEquals(10, changed.oldValue().asLong());
       assertEquals(12, changed.newValue().asLong());
-      assertEquals(1, changed.hop());
     }
     // Writing the same value again forwards nothing.
     assertTrue(evaluate("Product/p", product,
@@ -123,8 +123,8 @@ class DependencyEvaluatorTest {
     EntityState seller = state().value("revenue", 30).follows(first, 10).follows(second, 20)
         .build();
     DependencyEvaluator.Evaluation evaluated = evaluate("Seller/s", seller, List.of(), List.of(
-        new Forward.LeaderChanged(first, LongNode.valueOf(10), LongNode.valueOf(15), 1),
-        new Forward.LeaderDeleted(second, 1)));
+        new Forward.LeaderChanged(first, LongNode.valueOf(10), LongNode.valueOf(15)),
+        new Forward.LeaderDeleted(second)));
     assertNull(evaluated.error());
     assertEquals(15, value(evaluated.after(), "revenue"));
     assertEquals(15, table(evaluated.after(), DependencyKeys.incoming("revenue"))
@@ -138,7 +138,7 @@ class DependencyEvaluatorTest {
     Dependency high = update("min", "Order/o2.total", "Seller/s.smallest");
     EntityState seller = state().value("smallest", 5).follows(low, 5).follows(high, 9).build();
     DependencyEvaluator.Evaluation evaluated = evaluate("Seller/s", seller, List.of(), List.of(
-        new Forward.LeaderChanged(low, LongNode.valueOf(5), LongNode.valueOf(12), 1)));
+        new Forward.LeaderChanged(low, LongNode.valueOf(5), LongNode.valueOf(12))));
     assertEquals(9, value(evaluated.after(), "smallest"));
   }
 
@@ -152,13 +152,13 @@ class DependencyEvaluatorTest {
     EntityState stock = state().value("available", 4).follows(fromProduct, 0)
         .follows(fromWarehouse, 1).leads(toReservation).build();
     DependencyEvaluator.Evaluation evaluated = evaluate("Stock/p", stock, List.of(),
-        List.of(new Forward.LeaderDeleted(fromProduct, 1)));
+        List.of(new Forward.LeaderDeleted(fromProduct)));
     assertNull(evaluated.error());
     assertNull(evaluated.after().get("available"));
     assertNull(evaluated.after().get(DependencyKeys.incoming("available")));
     assertNull(evaluated.after().get(DependencyKeys.outgoing("available")));
-    assertEquals(List.of(new Forward.LeaderDeleted(toReservation, 2),
-        new Forward.FollowerDeleted(fromWarehouse, 2)), evaluated.forwards(),
+    assertEquals(List.of(new Forward.LeaderDeleted(toReservation),
+        new Forward.FollowerDeleted(fromWarehouse)), evaluated.forwards(),
         "the cascade goes on, the other leader forgets, the deleting leader is not told");
   }
 
@@ -168,7 +168,7 @@ class DependencyEvaluatorTest {
     EntityState cart = state().value("item", 10).follows(item, 10).build();
     DependencyEvaluator.Evaluation evaluated =
         evaluate("Cart/c", cart, List.of(new Turn.DeleteKey("item")), List.of());
-    assertEquals(List.of(new Forward.FollowerDeleted(item, 1)), evaluated.forwards());
+    assertEquals(List.of(new Forward.FollowerDeleted(item)), evaluated.forwards());
     assertFalse(DependencyEvaluator.hasDependencies(evaluated.after()));
     // ... and the leader, receiving it, forgets the dependency without forwarding anything back.
     EntityState product = state().value("price", 10).leads(item).build();
@@ -184,7 +184,7 @@ class DependencyEvaluatorTest {
     EntityState cart = state().value("item", 10).follows(item, 10).build();
     DependencyEvaluator.Evaluation evaluated = evaluate("Cart/c", cart,
         List.of(new Turn.DeleteKey("item")),
-        List.of(new Forward.LeaderChanged(item, LongNode.valueOf(10), LongNode.valueOf(11), 1)));
+        List.of(new Forward.LeaderChanged(item, LongNode.valueOf(10), LongNode.valueOf(11))));
     assertNull(evaluated.after().get("item"), "the deletion wins");
   }
 
@@ -195,7 +195,7 @@ class DependencyEvaluatorTest {
     DependencyEvaluator.Evaluation leader = evaluate("Product/p", product,
         List.of(new Turn.RegisterDependency(item)), List.of());
     assertNull(leader.error());
-    assertEquals(List.of(new Forward.Registered(item, LongNode.valueOf(7), 1)), leader.forwards());
+    assertEquals(List.of(new Forward.Registered(item, LongNode.valueOf(7))), leader.forwards());
     assertNotNull(table(leader.after(), DependencyKeys.outgoing("price")).get(item.id()));
 
     EntityState cart = state().value("other", 1).build();
@@ -223,7 +223,7 @@ class DependencyEvaluatorTest {
     EntityState b = state().value("v", 1).leads(existing).build();
     DependencyEvaluator.Evaluation atB = evaluate("B/b", b, List.of(), List.of(
         new Forward.Probe(closing, new KeyReference(EntityId.parse("B/b"), "v"),
-            Forward.Direction.DOWNSTREAM, 1, 2)));
+            Forward.Direction.DOWNSTREAM, 1)));
     assertNull(atB.error());
     Forward.Probe next = assertInstanceOf(Forward.Probe.class, atB.forwards().get(0));
     assertEquals(new KeyReference(EntityId.parse("C/c"), "v"), next.at());
@@ -235,7 +235,7 @@ class DependencyEvaluatorTest {
     Dependency closingDelete = dependency("delete", null, "C/c.v", "A/a.v");
     DependencyEvaluator.Evaluation deleteWalk = evaluate("C/c", state().value("v", 1).build(),
         List.of(), List.of(new Forward.Probe(closingDelete,
-            new KeyReference(EntityId.parse("C/c"), "v"), Forward.Direction.DOWNSTREAM, 2, 3)));
+            new KeyReference(EntityId.parse("C/c"), "v"), Forward.Direction.DOWNSTREAM, 2)));
     assertNull(deleteWalk.error());
     assertTrue(deleteWalk.forwards().isEmpty());
 
@@ -244,7 +244,7 @@ class DependencyEvaluatorTest {
     DependencyEvaluator.Evaluation tooDeep = evaluate("D/d",
         state().value("v", 1).leads(further).build(), List.of(), List.of(new Forward.Probe(
             closing, new KeyReference(EntityId.parse("D/d"), "v"), Forward.Direction.DOWNSTREAM,
-            2, 3)));
+            2)));
     assertEquals(ErrorCode.TOO_LARGE, tooDeep.error().code(), tooDeep.error().getMessage());
   }
 
@@ -254,12 +254,12 @@ class DependencyEvaluatorTest {
         "Seller/s.score");
     EntityState seller = state().value("score", 100).follows(doubled, 3).build();
     DependencyEvaluator.Evaluation evaluated = evaluate("Seller/s", seller, List.of(), List.of(
-        new Forward.LeaderChanged(doubled, LongNode.valueOf(3), LongNode.valueOf(5), 1)));
+        new Forward.LeaderChanged(doubled, LongNode.valueOf(3), LongNode.valueOf(5))));
     assertNull(evaluated.error());
     assertEquals(104, value(evaluated.after(), "score"));
     JsonNode text = Json.parse("\"x\"");
     DependencyEvaluator.Evaluation failing = evaluate("Seller/s", seller, List.of(), List.of(
-        new Forward.LeaderChanged(doubled, LongNode.valueOf(3), text, 1)));
+        new Forward.LeaderChanged(doubled, LongNode.valueOf(3), text)));
     assertEquals(ErrorCode.INVALID_REQUEST, failing.error().code(), "a failed function aborts");
   }
 
@@ -273,10 +273,10 @@ class DependencyEvaluatorTest {
     List<Operation> priceWrite = List.of(new Operation.Assign("price", LongNode.valueOf(2)));
     List<Operation> nameWrite = List.of(new Operation.Assign("name", LongNode.valueOf(3)));
     Turn turn = new Turn.AssignKeys(Map.of("x", LongNode.valueOf(0)));
-    assertTrue(DependencyEvaluator.needsTransaction(leading, turn, priceWrite));
-    assertFalse(DependencyEvaluator.needsTransaction(leading, turn, nameWrite),
+    assertTrue(DependencyEvaluator.needsTransaction(PRODUCT, SCHEMALESS, leading, turn, priceWrite));
+    assertFalse(DependencyEvaluator.needsTransaction(PRODUCT, SCHEMALESS, leading, turn, nameWrite),
         "keys without dependencies stay single-entity turns");
-    assertTrue(DependencyEvaluator.needsTransaction(leading, turn,
+    assertTrue(DependencyEvaluator.needsTransaction(PRODUCT, SCHEMALESS, leading, turn,
         List.of(new Operation.DeleteEntity())));
   }
 

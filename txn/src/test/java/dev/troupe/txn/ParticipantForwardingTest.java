@@ -51,7 +51,7 @@ class ParticipantForwardingTest {
   void aPreparedPartEvaluatesAgainWithForwardsAndReplacesItsPreparedRecord() {
     prepare(5, new Turn.AssignKeys(Map.of("note", Json.parse("\"hi\""))));
     only(core.handle(new Input.PrepareSucceeded<>(5)), Effect.Reply.class);
-    Forward registered = new Forward.Registered(ITEM, LongNode.valueOf(7), 1);
+    Forward registered = new Forward.Registered(ITEM, LongNode.valueOf(7));
     Effect.SubmitPrepare<String> amended = only(core.handle(
         new Input.ForwardsReceived<>(5, List.of(registered), "again")), Effect.SubmitPrepare.class);
     assertTrue(amended.operations().contains(new Operation.Assign("item", LongNode.valueOf(7))),
@@ -73,7 +73,7 @@ class ParticipantForwardingTest {
     core.handle(new Input.PrepareSucceeded<>(3));
     prepare(5, new Turn.AssignKeys(Map.of("note", Json.parse("\"hi\""))));
     core.handle(new Input.PrepareSucceeded<>(5));
-    Forward registered = new Forward.Registered(ITEM, LongNode.valueOf(7), 1);
+    Forward registered = new Forward.Registered(ITEM, LongNode.valueOf(7));
     List<Effect<String>> waiting =
         core.handle(new Input.ForwardsReceived<>(5, List.of(registered), "again"));
     // Younger than the holder: wait-die kills it at once; its earlier record is dropped.
@@ -90,7 +90,7 @@ class ParticipantForwardingTest {
     core.handle(new Input.PrepareSucceeded<>(7));
     prepare(5, new Turn.AssignKeys(Map.of("note", Json.parse("\"hi\""))));
     core.handle(new Input.PrepareSucceeded<>(5));
-    Forward registered = new Forward.Registered(ITEM, LongNode.valueOf(7), 1);
+    Forward registered = new Forward.Registered(ITEM, LongNode.valueOf(7));
     assertTrue(core.handle(new Input.ForwardsReceived<>(5, List.of(registered), "again"))
         .stream().noneMatch(Effect.SubmitPrepare.class::isInstance), "waits for the item lock");
     List<Effect<String>> committed = core.handle(new Input.DecisionReceived<>(7, true, "ack7"));

@@ -194,6 +194,25 @@ public final class CompiledType {
   }
 
   /**
+   * The dependencies this type declares for {@code key} of {@code entity} (see {@link
+   * DependencySpec}); usually none, at the cost of one emptiness check.
+   */
+  public List<dev.troupe.model.dependency.Dependency> declaredDependencies(EntityId entity,
+      String key) {
+    if (spec.dependencies().isEmpty()) {
+      return List.of();
+    }
+    List<dev.troupe.model.dependency.Dependency> declared = new ArrayList<>();
+    for (DependencySpec dependency : spec.dependencies()) {
+      dev.troupe.model.dependency.Dependency instance = dependency.instantiate(entity, key);
+      if (instance != null) {
+        declared.add(instance);
+      }
+    }
+    return declared;
+  }
+
+  /**
    * The kind of a key: the declared kind, {@link KeyKind#REGISTER} for any key of a schemaless
    * type, {@code null} for a key a declared type does not have.
    */

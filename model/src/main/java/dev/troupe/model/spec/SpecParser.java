@@ -1,5 +1,8 @@
 package dev.troupe.model.spec;
 
+import dev.troupe.model.dependency.DependencyFunction;
+import dev.troupe.model.dependency.DependencyKind;
+
 import com.fasterxml.jackson.core.JsonLocation;
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonProcessingException;
@@ -64,7 +67,9 @@ public final class SpecParser {
           .build();
 
   private static final List<String> TYPE_FIELDS =
-      List.of("type", "admission", "psac", "schemaless", "keys", "actions");
+      List.of("type", "admission", "psac", "schemaless", "keys", "actions", "dependencies");
+  private static final List<String> DEPENDENCY_FIELDS =
+      List.of("follower", "kind", "leader", "function");
   private static final List<String> KEY_FIELDS = List.of("kind", "default", "family");
   private static final List<String> ACTION_FIELDS =
       List.of("params", "members", "pre", "effect", "sync");
@@ -176,8 +181,56 @@ public final class SpecParser {
     if (psacNode != null && admission != AdmissionPolicy.PSAC) {
       throw TroupeException.invalid("psac: bounds only apply with \"admission\": \"psac\"");
     }
+    List<DependencySpec> dependencies = new ArrayList<>();
+    JsonNode dependenciesNode = tree.get("dependencies");
+    if (dependenciesNode != null) {
+      if (!dependenciesNode.isArray()) {
+        throw TroupeException.invalid("dependencies: must be a list, got "
+            + describe(dependenciesNode));
+      }
+      for (int i = 0; i < dependenciesNode.size(); i++) {
+        dependencies.add(dependencySpec("dependencies[" + i + "]", dependenciesNode.get(i)));
+      }
+    }
     return new TypeSpec(name, keys, actions, admission, schemaless,
-        PsacSettings.fromJson(psacNode));
+        PsacSettings.fromJson(psacNode), dependencies);
+  }
+
+  private static DependencySpec dependencySpec(String path, JsonNode node) {
+    requireObject(node, path);
+    checkFields(node, path + ".", DEPENDENCY_FIELDS);
+    JsonNode followerNode = node.get("follower");
+    if (followerNode == null) {
+      throw TroupeException.invalid(path + ".follower: missing");
+    }
+    String follower = text(followerNode, path + ".follower");
+    JsonNode kindNode = node.get("kind");
+    if (kindNode == null) {
+      throw TroupeException.invalid(path + ".kind: missing; expected update or delete");
+    }
+    DependencyKind kind = DependencyKind.fromWireName(text(kindNode, path + ".kind"));
+    if (kind == null) {
+      throw TroupeException.invalid(path + ".kind: expected update or delete");
+    }
+    JsonNode leader = node.get("leader");
+    requireObject(leader, path + ".leader");
+    checkFields(leader, path + ".leader.", List.of("entity", "key"));
+    if (leader.get("entity") == null || leader.get("key") == null) {
+      throw TroupeException.invalid(path + ".leader: needs entity and key");
+    }
+    String entity = text(leader.get("entity"), path + ".leader.entity");
+    String key = text(leader.get("key"), path + ".leader.key");
+    DependencyFunction function = null;
+    JsonNode functionNode = node.get("function");
+    if (functionNode != null) {
+      String functionName = text(functionNode, path + ".function");
+      try {
+        function = DependencyFunction.parse(functionName);
+      } catch (TroupeException e) {
+        throw TroupeException.invalid(path + ".function: " + e.getMessage());
+      }
+    }
+    return new DependencySpec(follower, kind, entity, key, function);
   }
 
   private static String typeName(String typeNameFromPath, JsonNode typeNode) {

@@ -1,5 +1,10 @@
 package dev.troupe.model.spec;
 
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import dev.troupe.model.dependency.DependencyKind;
+import dev.troupe.model.value.KeyKind;
+import java.util.List;
+
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.troupe.model.EntityId;
@@ -28,6 +33,7 @@ import java.util.Objects;
  * @param schemaless whether entities of this type take any key, as registers
  * @param psac the PSAC gate's bounds (null means {@link PsacSettings#DEFAULTS}); only meaningful
  *     with {@link AdmissionPolicy#PSAC}
+ * @param dependencies dependencies every entity of the type follows (null means none)
  * @throws TroupeException with {@code INVALID_REQUEST} naming the offending path
  */
 public record TypeSpec(
@@ -36,11 +42,17 @@ public record TypeSpec(
     Map<String, ActionSpec> actions,
     AdmissionPolicy admission,
     boolean schemaless,
-    PsacSettings psac) {
+    PsacSettings psac,
+    List<DependencySpec> dependencies) {
 
   public TypeSpec(String name, Map<String, KeySpec> keys, Map<String, ActionSpec> actions,
       AdmissionPolicy admission, boolean schemaless) {
-    this(name, keys, actions, admission, schemaless, null);
+    this(name, keys, actions, admission, schemaless, null, null);
+  }
+
+  public TypeSpec(String name, Map<String, KeySpec> keys, Map<String, ActionSpec> actions,
+      AdmissionPolicy admission, boolean schemaless, PsacSettings psac) {
+    this(name, keys, actions, admission, schemaless, psac, null);
   }
 
   public TypeSpec {
@@ -50,7 +62,9 @@ public record TypeSpec(
         Collections.unmodifiableMap(new LinkedHashMap<>(actions == null ? Map.of() : actions));
     admission = admission == null ? AdmissionPolicy.SERIAL : admission;
     psac = psac == null ? PsacSettings.DEFAULTS : psac;
+    dependencies = dependencies == null ? List.of() : List.copyOf(dependencies);
     validate(name, keys, actions, schemaless);
+    validateDependencies(keys, admission, dependencies);
   }
 
   /** A schemaless type: any key, register values, no actions, serial admission. */
@@ -79,7 +93,64 @@ public record TypeSpec(
     keys.forEach((key, spec) -> keysNode.set(key, spec.toJson()));
     ObjectNode actionsNode = node.putObject("actions");
     actions.forEach((action, spec) -> actionsNode.set(action, spec.toJson()));
+    if (!dependencies.isEmpty()) {
+      ArrayNode dependenciesNode = node.putArray("dependencies");
+      dependencies.forEach(dependency -> dependenciesNode.add(dependency.toJson()));
+    }
     return node;
+  }
+
+  /**
+   * Declared dependencies follow declared keys (a register for an update dependency), a family
+   * follower names its member variable, and the leader template uses only {@code {id}} and that
+   * variable; psac types take no dependencies.
+   */
+  private static void validateDependencies(Map<String, KeySpec> keys, AdmissionPolicy admission,
+      List<DependencySpec> dependencies) {
+    for (int i = 0; i < dependencies.size(); i++) {
+      DependencySpec dependency = dependencies.get(i);
+      String path = "dependencies[" + i + "]";
+      if (admission == AdmissionPolicy.PSAC) {
+        throw TroupeException.invalid(path + ": psac admission does not maintain dependencies");
+      }
+      String family = dependency.family();
+      KeySpec key = keys.get(family == null ? dependency.follower() : family);
+      if (key == null || key.family() != (family != null)) {
+        throw TroupeException.invalid(path + ".follower: '" + dependency.follower()
+            + "' is neither a declared key nor family[variable] of a declared key family");
+      }
+      String variable = dependency.memberVariable();
+      if (variable != null && Names.problemWithVariableName(variable) != null) {
+        throw TroupeException.invalid(path + ".follower: member variable: "
+            + Names.problemWithVariableName(variable));
+      }
+      if (dependency.kind() == DependencyKind.UPDATE && key.kind() != KeyKind.REGISTER) {
+        throw TroupeException.invalid(path + ".follower: an update dependency's follower must be"
+            + " a register, '" + dependency.follower() + "' is a " + key.kind().wireName());
+      }
+      if ((dependency.kind() == DependencyKind.UPDATE) != (dependency.function() != null)) {
+        throw TroupeException.invalid(path + ".function: " + (dependency.function() == null
+            ? "an update dependency needs one" : "a delete dependency takes none"));
+      }
+      List<SyncSpec.TemplatePart> template;
+      try {
+        template = dependency.leaderTemplate();
+      } catch (TroupeException e) {
+        throw TroupeException.invalid(path + ".leader.entity: " + e.getMessage());
+      }
+      for (SyncSpec.TemplatePart part : template) {
+        if (part instanceof SyncSpec.TemplatePart.Placeholder placeholder
+            && !placeholder.parameter().equals(DependencySpec.ID_VARIABLE)
+            && !placeholder.parameter().equals(variable)) {
+          throw TroupeException.invalid(path + ".leader.entity: {" + placeholder.parameter()
+              + "} is neither {id} nor the follower's member variable");
+        }
+      }
+      if (dependency.leaderKey().isEmpty() || dev.troupe.model.dependency.DependencyKeys.isHidden(
+          dependency.leaderKey())) {
+        throw TroupeException.invalid(path + ".leader.key: must name a key, not a reserved one");
+      }
+    }
   }
 
   private static void validate(
