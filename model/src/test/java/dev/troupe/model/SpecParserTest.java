@@ -261,8 +261,39 @@ class SpecParserTest {
   }
 
   /** Each row: what is wrong, the spec, and the text the message must contain (its path). */
+  private static final String CART_KEYS =
+      "`keys`: {`item`: {`kind`: `register`, `family`: true}, `n`: {`kind`: `counter`}}";
+
   static Stream<Arguments> badSpecs() {
     return Stream.of(
+        Arguments.of("dependencies not a list", "{" + CART_KEYS + ", `dependencies`: {}}",
+            "dependencies: must be a list"),
+        Arguments.of("dependency on an undeclared key", "{" + CART_KEYS + ", `dependencies`: [{"
+            + "`follower`: `nope`, `kind`: `delete`, `leader`: {`entity`: `P/{id}`, `key`: `k`}}]}",
+            "dependencies[0].follower"),
+        Arguments.of("family follower without variable", "{" + CART_KEYS + ", `dependencies`: [{"
+            + "`follower`: `item`, `kind`: `delete`, `leader`: {`entity`: `P/{id}`, `key`: `k`}}]}",
+            "dependencies[0].follower"),
+        Arguments.of("update dependency on a counter", "{" + CART_KEYS + ", `dependencies`: [{"
+            + "`follower`: `n`, `kind`: `update`, `function`: `sum`, `leader`: {`entity`:"
+            + " `P/{id}`, `key`: `k`}}]}", "must be a register"),
+        Arguments.of("unknown template variable", "{" + CART_KEYS + ", `dependencies`: [{"
+            + "`follower`: `item[p]`, `kind`: `update`, `function`: `replicate`, `leader`:"
+            + " {`entity`: `P/{q}`, `key`: `k`}}]}", "{q} is neither"),
+        Arguments.of("update without function", "{" + CART_KEYS + ", `dependencies`: [{"
+            + "`follower`: `item[p]`, `kind`: `update`, `leader`: {`entity`: `P/{p}`, `key`:"
+            + " `k`}}]}", "dependencies[0].function"),
+        Arguments.of("unknown dependency function", "{" + CART_KEYS + ", `dependencies`: [{"
+            + "`follower`: `item[p]`, `kind`: `update`, `function`: `avg`, `leader`: {`entity`:"
+            + " `P/{p}`, `key`: `k`}}]}", "dependencies[0].function: unknown dependency function"),
+        Arguments.of("bad cel function", "{" + CART_KEYS + ", `dependencies`: [{"
+            + "`follower`: `item[p]`, `kind`: `update`, `function`: `cel:new_value +`, `leader`:"
+            + " {`entity`: `P/{p}`, `key`: `k`}}]}", "dependencies[0].function: cel:"),
+        Arguments.of("dependencies on a psac type", "{`admission`: `psac`, " + CART_KEYS
+            + ", `dependencies`: [{`follower`: `item[p]`, `kind`: `delete`, `leader`: {`entity`:"
+            + " `P/{p}`, `key`: `k`}}]}", "psac admission does not maintain dependencies"),
+        Arguments.of("key of kind dependencies", "{`keys`: {`a`: {`kind`: `dependencies`}}}",
+            "keys.a.kind: unknown kind 'dependencies'"),
         Arguments.of(
             "unknown top-level field", "{`keys`: {}, `colour`: 1}", "colour: unknown field"),
         Arguments.of("keys is not an object", "{`keys`: []}", "keys: must be an object"),
@@ -431,6 +462,24 @@ class SpecParserTest {
         error.getMessage().contains(expectedInMessage),
         () -> problem + ": expected message containing <" + expectedInMessage + "> but was <"
             + error.getMessage() + ">");
+  }
+
+  @Test
+  void parsesDeclaredDependenciesAndInstantiatesThemPerEntity() {
+    TypeSpec spec = SpecParser.parse("Cart", bytes(quoted("{" + CART_KEYS + ", `dependencies`:"
+        + " [{`follower`: `item[p]`, `kind`: `update`, `function`: `replicate`, `leader`:"
+        + " {`entity`: `Product/{p}`, `key`: `price`}}]}")), false);
+    assertEquals(spec, SpecParser.fromJson("Cart", spec.toJson()), "round trip");
+    dev.troupe.model.spec.CompiledType type = dev.troupe.model.spec.CompiledType.compile(spec);
+    dev.troupe.model.EntityId cart = dev.troupe.model.EntityId.parse("Cart/c1");
+    var declared = type.declaredDependencies(cart, "item[p7]");
+    assertEquals(1, declared.size());
+    assertEquals("Product/p7.price", declared.get(0).leader().toString());
+    assertEquals("Cart/c1.item[p7]", declared.get(0).follower().toString());
+    assertTrue(type.declaredDependencies(cart, "n").isEmpty());
+    TroupeException slash = assertThrows(TroupeException.class,
+        () -> type.declaredDependencies(cart, "item[a/b]"));
+    assertEquals(ErrorCode.INVALID_REQUEST, slash.code(), "a member that makes no entity id");
   }
 
   @Test

@@ -25,6 +25,11 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import net.jqwik.api.Arbitraries;
+import dev.troupe.model.Operation;
+import dev.troupe.model.dependency.Dependency;
+import dev.troupe.model.dependency.DependencyKind;
+import dev.troupe.model.dependency.KeyReference;
+import dev.troupe.model.value.DependencyTable;
 import net.jqwik.api.Arbitrary;
 import net.jqwik.api.Combinators;
 import net.jqwik.api.Example;
@@ -192,7 +197,25 @@ class CodecProperties {
         Combinators.combine(keys(), json(), tags()).as(AddElement::new),
         Combinators.combine(keys(), json(), tags().set().ofMaxSize(3))
             .as((k, e, t) -> (Operation) new RemoveElement(k, e, t)),
-        Arbitraries.just(new DeleteEntity()));
+        Arbitraries.just(new DeleteEntity()),
+        Combinators.combine(keys(), dependencies(), json().injectNull(0.3))
+            .as((k, d, c) -> (Operation) new Operation.RecordDependency(k, d, c)),
+        Combinators.combine(keys(), dependencies())
+            .as((k, d) -> (Operation) new Operation.ForgetDependency(k, d.id())));
+  }
+
+  /** Declared dependencies of either kind, with every function. */
+  static Arbitrary<Dependency> dependencies() {
+    Arbitrary<KeyReference> end = Combinators.combine(entities(),
+        keys().filter(key -> !key.isEmpty())).as(KeyReference::new);
+    Arbitrary<String> function = Arbitraries.of("replicate", "sum", "count", "min", "max",
+        "cel:new_value", "cel:current == null ? new_value : current + 1");
+    return Combinators.combine(end, end, Arbitraries.of(true, false), function)
+        .filter((leader, follower, update, f) -> !leader.equals(follower))
+        .as((leader, follower, update, f) -> update
+            ? new Dependency(DependencyKind.UPDATE, leader, follower,
+                dev.troupe.model.dependency.DependencyFunction.parse(f))
+            : new Dependency(DependencyKind.DELETE, leader, follower, null));
   }
 
   static Arbitrary<Value> value() {
@@ -217,7 +240,15 @@ class CodecProperties {
               }
               return (Value) result;
             });
-    return Arbitraries.oneOf(register, counter, set);
+    Arbitrary<Value> dependencies = Combinators.combine(dependencies(), json().injectNull(0.5))
+        .as(DependencyTable.Entry::new).list().ofMinSize(1).ofMaxSize(3).map(entries -> {
+          DependencyTable table = DependencyTable.EMPTY;
+          for (DependencyTable.Entry entry : entries) {
+            table = table.with(entry.dependency(), entry.contribution());
+          }
+          return (Value) table;
+        });
+    return Arbitraries.oneOf(register, counter, set, dependencies);
   }
 
   record SetEntry(JsonNode element, Set<Tag> tags) {}

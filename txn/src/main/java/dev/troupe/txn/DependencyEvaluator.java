@@ -130,8 +130,14 @@ public final class DependencyEvaluator {
       if (declares && !(operation instanceof Operation.DeleteKey)) {
         DependencyTable follows = before.get(DependencyKeys.incoming(key))
             instanceof DependencyTable table ? table : DependencyTable.EMPTY;
-        for (Dependency declared : type.declaredDependencies(entity, key)) {
-          if (follows.get(declared.id()) == null) {
+        List<Dependency> declared;
+        try {
+          declared = type.declaredDependencies(entity, key);
+        } catch (TroupeException unusable) {
+          return true; // the full evaluation rejects it with this message
+        }
+        for (Dependency dependency : declared) {
+          if (follows.get(dependency.id()) == null) {
             return true;
           }
         }
