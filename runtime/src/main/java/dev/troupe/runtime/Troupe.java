@@ -29,6 +29,7 @@ import dev.troupe.model.spec.ActionSpec;
 import dev.troupe.model.spec.SyncInvocation;
 import dev.troupe.storage.InDoubtResolution;
 import dev.troupe.txn.CoordinatorCore;
+import dev.troupe.txn.DependencyEvaluator;
 import dev.troupe.txn.InteractiveCore;
 import dev.troupe.txn.TurnCodec;
 import dev.troupe.txn.TurnEvaluator;
@@ -455,11 +456,8 @@ public final class Troupe implements AutoCloseable {
     } catch (TroupeException e) {
       return CompletableFuture.failedFuture(e);
     }
-    boolean registers = request.operations().stream().anyMatch(operation ->
-        operation.turn() instanceof Turn.RegisterDependency
-            || operation.turn() instanceof Turn.DeregisterDependency);
-    if (request.mode() == TransactionRequest.Mode.DYNAMIC || registers) {
-      // A (de)registration always forwards to its follower, which a plan cannot order.
+    if (request.mode() == TransactionRequest.Mode.DYNAMIC || mayForward(parts, types)) {
+      // Forwards reach followers that a plan cannot order up front: run it dynamic.
       TransactionRun transaction = new TransactionRun(parts, types, this::typeOf,
           coordinatorLimits, entity -> registries.get(store.partitionOf(entity)), store,
           system.scheduler(), system.executionContext());
@@ -480,6 +478,25 @@ public final class Troupe implements AutoCloseable {
       return failure == null ? CompletableFuture.completedFuture(committed)
           : CompletableFuture.<CoordinatorCore.Outcome.Committed>failedFuture(cause);
     }).thenCompose(outcome -> outcome);
+  }
+
+  /**
+   * A planned transaction's reconnaissance: whether any part may forward operations to keep
+   * dependencies, judged on its entity's cached state (an entity not in the cache is assumed to
+   * have none; if it has, the planned attempt aborts and the transaction runs dynamic).
+   */
+  private boolean mayForward(Map<EntityId, CoordinatorCore.Part> parts,
+      Map<EntityId, CompiledType> types) {
+    for (Map.Entry<EntityId, CoordinatorCore.Part> part : parts.entrySet()) {
+      EntityId entity = part.getKey();
+      CompiledType type = types.get(entity);
+      EntityState state = store.isCached(entity) ? store.read(entity) : EntityState.ABSENT;
+      if (DependencyEvaluator.mayForward(entity, type, state, part.getValue().turns(),
+          part.getValue().readsState())) {
+        return true;
+      }
+    }
+    return false;
   }
 
   private CompletableFuture<CoordinatorCore.Outcome.Committed> planned(

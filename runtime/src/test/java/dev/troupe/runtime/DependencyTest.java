@@ -253,9 +253,26 @@ class DependencyTest {
       assertEquals(ErrorCode.INVALID_REQUEST, counter.code(), counter.getMessage());
     }
     try (Troupe troupe = Troupe.open(settings())) {
-      troupe.assign(EntityId.parse("Product/p1"), "price", LongNode.valueOf(5)).join();
+      // Nothing is cached after the restart, so a planned transaction cannot see that the
+      // product leads a dependency: its planned attempt forwards, aborts, and runs again dynamic.
+      troupe.transact(new TransactionRequest(List.of(new TransactionRequest.Operation(
+          EntityId.parse("Product/p1"), new dev.troupe.txn.Turn.AssignKeys(
+              Map.of("price", LongNode.valueOf(5))))), List.of(),
+          TransactionRequest.Mode.PLANNED)).join();
       assertEquals(5, troupe.get(EntityId.parse("Cart/c1")).join().state().get("item").get("p1")
           .asLong(), "the dependency survived the restart");
+      assertEquals(1L, troupe.transactionMetrics().failedByReason()
+          .get(dev.troupe.model.TransactionAbort.DEPENDENCIES_INVOLVED),
+          "the planned attempt was given up: " + troupe.transactionMetrics().failedByReason());
+      // Now cached: the reconnaissance sends it dynamic at once.
+      troupe.transact(new TransactionRequest(List.of(new TransactionRequest.Operation(
+          EntityId.parse("Product/p1"), new dev.troupe.txn.Turn.AssignKeys(
+              Map.of("price", LongNode.valueOf(6))))), List.of(),
+          TransactionRequest.Mode.PLANNED)).join();
+      assertEquals(6, troupe.get(EntityId.parse("Cart/c1")).join().state().get("item").get("p1")
+          .asLong());
+      assertEquals(1L, troupe.transactionMetrics().failedByReason()
+          .get(dev.troupe.model.TransactionAbort.DEPENDENCIES_INVOLVED), "no second give-up");
     }
   }
 

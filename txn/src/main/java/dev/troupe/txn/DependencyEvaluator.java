@@ -99,6 +99,45 @@ public final class DependencyEvaluator {
     return touchesDependencies(entity, type, before, operations);
   }
 
+  /**
+   * Whether a part with these turns may forward anything, judged on a recent state of its entity
+   * before it runs (a planned transaction's reconnaissance: one that may is run as a dynamic one,
+   * since its followers cannot be ordered up front). A guess on a stale state is safe either way:
+   * a part that forwards after all aborts its planned attempt and runs again as dynamic.
+   */
+  public static boolean mayForward(EntityId entity, CompiledType type, EntityState state,
+      List<Turn> turns, boolean readsState) {
+    boolean declares = !type.spec().dependencies().isEmpty();
+    LockTable.LockSet access = AccessSets.forTransaction(type, turns, readsState);
+    for (Turn turn : turns) {
+      if (turn instanceof Turn.RegisterDependency || turn instanceof Turn.DeregisterDependency) {
+        return true;
+      }
+    }
+    if (access.entityMode() == LockTable.Mode.WRITE) {
+      return declares || hasDependencies(state);
+    }
+    for (Map.Entry<String, LockTable.Mode> key : access.keys().entrySet()) {
+      if (key.getValue() != LockTable.Mode.WRITE) {
+        continue;
+      }
+      if (state.get(DependencyKeys.outgoing(key.getKey())) != null
+          || state.get(DependencyKeys.incoming(key.getKey())) != null) {
+        return true;
+      }
+      if (declares) {
+        try {
+          if (!type.declaredDependencies(entity, key.getKey()).isEmpty()) {
+            return true;
+          }
+        } catch (TroupeException unusable) {
+          return true;
+        }
+      }
+    }
+    return false;
+  }
+
   /** Whether the entity keeps any dependency record (a scan of its keys). */
   public static boolean hasDependencies(EntityState state) {
     for (String key : state.values().keySet()) {
