@@ -289,9 +289,6 @@ class SpecParserTest {
         Arguments.of("bad cel function", "{" + CART_KEYS + ", `dependencies`: [{"
             + "`follower`: `item[p]`, `kind`: `update`, `function`: `cel:new_value +`, `leader`:"
             + " {`entity`: `P/{p}`, `key`: `k`}}]}", "dependencies[0].function: cel:"),
-        Arguments.of("dependencies on a psac type", "{`admission`: `psac`, " + CART_KEYS
-            + ", `dependencies`: [{`follower`: `item[p]`, `kind`: `delete`, `leader`: {`entity`:"
-            + " `P/{p}`, `key`: `k`}}]}", "psac admission does not maintain dependencies"),
         Arguments.of("key of kind dependencies", "{`keys`: {`a`: {`kind`: `dependencies`}}}",
             "keys.a.kind: unknown kind 'dependencies'"),
         Arguments.of(

@@ -656,15 +656,8 @@ public final class Troupe implements AutoCloseable {
       List<DependencyTable.Entry> follows, long version) {}
 
   private void requireDependencyTypes(Dependency dependency) {
-    for (dev.troupe.model.dependency.KeyReference end :
-        List.of(dependency.leader(), dependency.follower())) {
-      CompiledType type = typeOf(end.entity());
-      if (type.spec().admission() == dev.troupe.model.spec.AdmissionPolicy.PSAC) {
-        throw TroupeException.invalid(("%s: type %s admits by psac, which does not maintain"
-            + " dependencies; declare it with serial or keys admission").formatted(end,
-            type.name()));
-      }
-    }
+    typeOf(dependency.leader().entity()); // reserved types are refused
+    typeOf(dependency.follower().entity());
     if (dependency.leader().entity().equals(dependency.follower().entity())) {
       throw TroupeException.invalid("a dependency joins keys of two different entities; both"
           + " ends are on " + dependency.leader().entity());

@@ -322,4 +322,60 @@ class DependencyTest {
           "and deregistered the cart's update dependency");
     }
   }
+
+  @Test
+  void psacEntitiesTakePartInDependenciesAdmittedAlone() {
+    try (Troupe troupe = Troupe.open(settings())) {
+      troupe.defineType(SpecParser.parse(null, """
+          type: Account
+          admission: psac
+          psac: {maxInFlight: 4, maxOvertakes: 8}
+          keys:
+            balance: {kind: register, default: 0}
+          actions:
+            deposit:  {params: {amount: int}, pre: ["amount > 0"],
+                       effect: {balance: "balance + amount"}}
+            withdraw: {params: {amount: int}, pre: ["amount > 0", "balance >= amount"],
+                       effect: {balance: "balance - amount"}}
+          """.getBytes(StandardCharsets.UTF_8), true)).join();
+      EntityId rich = EntityId.parse("Account/rich");
+      EntityId plain = EntityId.parse("Account/plain");
+      troupe.invoke(rich, "deposit", Json.parse("{\"amount\": 1000}")).join();
+      troupe.invoke(plain, "deposit", Json.parse("{\"amount\": 1000}")).join();
+      troupe.registerDependency(replicate("Account/rich", "balance", "Dashboard/d", "rich"))
+          .join();
+      troupe.registerDependency(ofKind("update", "sum", "Account/rich", "balance", "Dashboard/d",
+          "total")).join();
+      troupe.registerDependency(ofKind("update", "sum", "Account/plain", "balance",
+          "Dashboard/d", "total")).join();
+      List<CompletableFuture<?>> work = new ArrayList<>();
+      for (int i = 0; i < 60; i++) {
+        work.add(troupe.invoke(rich, i % 3 == 0 ? "withdraw" : "deposit",
+            Json.parse("{\"amount\": " + (1 + i % 7) + "}")));
+        work.add(troupe.transact(new TransactionRequest(List.of(
+            new TransactionRequest.Operation(plain, new dev.troupe.txn.Turn.InvokeAction(
+                "withdraw", Json.parse("{\"amount\": 1}"))),
+            new TransactionRequest.Operation(rich, new dev.troupe.txn.Turn.InvokeAction(
+                "deposit", Json.parse("{\"amount\": 1}")))), List.of())));
+      }
+      for (CompletableFuture<?> future : work) {
+        future.join();
+      }
+      long richBalance = key(troupe, "Account/rich", "balance").asLong();
+      long plainBalance = key(troupe, "Account/plain", "balance").asLong();
+      assertEquals(richBalance, key(troupe, "Dashboard/d", "rich").asLong());
+      assertEquals(richBalance + plainBalance, key(troupe, "Dashboard/d", "total").asLong());
+      assertEquals(2000 + sumOfDeposits(), richBalance + plainBalance,
+          "money moved only by the deposits and withdrawals; transfers conserve it");
+    }
+  }
+
+  /** Net deposits of the psac test's single turns: deposits of 1 + i % 7, withdrawals every third. */
+  private static long sumOfDeposits() {
+    long net = 0;
+    for (int i = 0; i < 60; i++) {
+      net += (i % 3 == 0 ? -1 : 1) * (1 + i % 7);
+    }
+    return net;
+  }
 }

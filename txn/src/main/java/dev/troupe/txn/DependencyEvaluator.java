@@ -15,7 +15,6 @@ import dev.troupe.model.dependency.DependencyFunction;
 import dev.troupe.model.dependency.DependencyKeys;
 import dev.troupe.model.dependency.DependencyKind;
 import dev.troupe.model.dependency.KeyReference;
-import dev.troupe.model.spec.AdmissionPolicy;
 import dev.troupe.model.spec.CompiledType;
 import dev.troupe.model.spec.DependencyExpression;
 import dev.troupe.model.value.DependencyTable;
@@ -203,11 +202,6 @@ public final class DependencyEvaluator {
       return new Evaluation(user.operations(), user.after(), List.of(), Map.of(), Map.of(), null);
     }
     try {
-      if (type.spec().admission() == AdmissionPolicy.PSAC) {
-        throw TroupeException.invalid(("%s has dependencies, which psac admission does not"
-            + " maintain: declare type %s with serial or keys admission").formatted(entity,
-            type.name()));
-      }
       return new Part(entity, type, before, user, transactionId, originDc, limits)
           .evaluate(incoming);
     } catch (TroupeException rejection) {

@@ -245,6 +245,11 @@ public final class EntityTurnCore<R> {
     GateItem<R> gateItem;
     /** Under PSAC: who waits for the commit to be applied, once decided. */
     R acknowledgeTo;
+    /**
+     * Under PSAC: the part keeps declared dependencies, so the gate admits it alone and its
+     * operations (forwards included) are computed at admission, like a locking part's.
+     */
+    boolean exclusive;
 
     Participation(Input.PrepareRequested<R> request) {
       this.request = request;
@@ -468,18 +473,15 @@ public final class EntityTurnCore<R> {
     }
     Participation<R> participation = new Participation<>(request);
     if (isPsac(request.type())) {
-      if (!request.forwards().isEmpty() || DependencyEvaluator.hasDependencies(tentative)) {
-        effects.add(new Effect.Reply<>(request.voteTo(), new TurnResult.Failed(
-            TroupeException.invalid(("%s has dependencies, which psac admission does not"
-                + " maintain: declare type %s with serial or keys admission").formatted(entity,
-                request.type().name())))));
-        return;
-      }
       participations.put(transactionId, participation);
       participation.gateItem = new GatedPart<>(participation);
+      participation.exclusive = !request.forwards().isEmpty()
+          || DependencyEvaluator.hasDependencies(tentative)
+          || DependencyEvaluator.mayForward(entity, request.type(), tentative, request.turns(),
+              request.readsState());
       handleGateDecision(gate(request.type()).offer(participation.gateItem,
-          request.startTimestamp(), true, request.readsState(), request.planned(), tentative),
-          effects);
+          request.startTimestamp(), true, request.readsState(), request.planned(),
+          participation.exclusive, tentative), effects);
       return;
     }
     LockTable.LockSet access = AccessSets.forPart(request.type(), request.turns(),
@@ -518,12 +520,17 @@ public final class EntityTurnCore<R> {
       return;
     }
     participation.request = participation.request.votingTo(forwarded.voteTo());
+    participation.forwards = forwarded.forwards();
     if (participation.gateItem != null) {
-      voteNo(participation, TroupeException.invalid(("%s admits by psac, which does not"
-          + " maintain dependencies").formatted(entity)), effects);
+      if (participation.exclusive) {
+        evaluate(participation, effects); // alone in its gate: nothing else to wait for
+      } else {
+        voteNo(participation, TroupeException.invalid(("%s admits by psac and was admitted"
+            + " beside other actions, so it cannot take operations forwarded to keep"
+            + " dependencies; retry the transaction").formatted(entity)), effects);
+      }
       return;
     }
-    participation.forwards = forwarded.forwards();
     requestLocks(participation, AccessSets.forPart(participation.request.type(), List.of(),
         false, forwarded.forwards()), true, effects);
   }
@@ -723,7 +730,7 @@ public final class EntityTurnCore<R> {
         }
         case PREPARING -> participation.abortedWhilePreparing = true;
         case PREPARED -> {
-          boolean hasPreparedRecord = participation.gateItem != null
+          boolean hasPreparedRecord = participation.gateItem != null && !participation.exclusive
               ? !participation.request.turns().isEmpty() : participation.recordSubmitted;
           if (hasPreparedRecord) {
             effects.add(new Effect.AbandonPrepared<>(transactionId));
@@ -792,11 +799,9 @@ public final class EntityTurnCore<R> {
   }
 
   private void offerTurn(Waiting<R> turn, List<Effect<R>> effects) {
-    if (turn.turn() instanceof Turn.RegisterDependency
-        || turn.turn() instanceof Turn.DeregisterDependency
-        || DependencyEvaluator.hasDependencies(tentative)) {
-      // Only reachable when a type became psac after its entities took part in dependencies;
-      // the transaction it becomes refuses with a clear message.
+    if (DependencyEvaluator.mayForward(entity, turn.type(), tentative, List.of(turn.turn()),
+        false)) {
+      // It may forward to other entities: it runs as a transaction, admitted alone.
       effects.add(new Effect.Reply<>(turn.replyTo(), needsTransaction()));
       return;
     }
@@ -823,7 +828,9 @@ public final class EntityTurnCore<R> {
           case GatedPart<R> part -> {
             Participation<R> participation = part.participation;
             List<Turn> turns = participation.request.turns();
-            if (turns.isEmpty()) {
+            if (participation.exclusive) {
+              evaluate(participation, effects);
+            } else if (turns.isEmpty()) {
               participation.phase = Phase.PREPARED;
               replies.add(new PendingReply<>(lastSubmittedSerial, participation.request.voteTo(),
                   tentative, false, null, false));
@@ -886,9 +893,15 @@ public final class EntityTurnCore<R> {
             case GatedPart<R> part -> {
               Participation<R> participation = part.participation;
               participations.remove(participation.request.transactionId());
-              applyGated(participation.request.type(), participation.request.turns(),
-                  participation.request.transactionId(), participation.acknowledgeTo,
-                  !participation.request.turns().isEmpty(), effects);
+              if (participation.exclusive) {
+                applyOperations(participation.operations,
+                    participation.request.transactionId(), participation.acknowledgeTo,
+                    participation.recordSubmitted, effects);
+              } else {
+                applyGated(participation.request.type(), participation.request.turns(),
+                    participation.request.transactionId(), participation.acknowledgeTo,
+                    !participation.request.turns().isEmpty(), effects);
+              }
             }
           }
         }
@@ -917,7 +930,16 @@ public final class EntityTurnCore<R> {
     Invariants.check(evaluated.error() == null,
         "%s: PSAC admitted %s, but it fails on the state it meets: %s", entity, turns,
         evaluated.error() == null ? "" : evaluated.error().getMessage());
-    if (evaluated.operations().isEmpty()) {
+    applyOperations(evaluated.operations(), transactionId, replyTo, prepared, effects);
+  }
+
+  /**
+   * Applies a committed action's operations to the tentative state and submits them (an
+   * exclusive part's were computed at admission; nothing was applied since).
+   */
+  private void applyOperations(List<Operation> operations, long transactionId, R replyTo,
+      boolean prepared, List<Effect<R>> effects) {
+    if (operations.isEmpty()) {
       if (prepared) {
         effects.add(new Effect.AbandonPrepared<>(transactionId));
       }
@@ -925,14 +947,13 @@ public final class EntityTurnCore<R> {
       return;
     }
     EntityState before = tentative;
-    tentative = tentative.apply(evaluated.operations(), tentative.version() + 1, originDc);
+    tentative = tentative.apply(operations, tentative.version() + 1, originDc);
     long serial = ++lastSubmittedSerial;
     inFlight.add(new InFlight(serial, before, prepared));
     replies.add(new PendingReply<>(serial, replyTo, tentative, true, null, true));
     // Never refused for load: rolling back an applied PSAC action would invalidate the outcome
     // trees of the actions admitted after it.
-    effects.add(new Effect.SubmitCommit<>(serial, transactionId, evaluated.operations(), prepared,
-        true));
+    effects.add(new Effect.SubmitCommit<>(serial, transactionId, operations, prepared, true));
   }
 
   private void rememberAbort(long transactionId) {

@@ -46,6 +46,12 @@ import java.util.function.BiFunction;
  * dies and its coordinator retries it with the same age. Single-entity turns never die: they hold
  * nothing elsewhere, so no cycle runs through them.
  *
+ * <p><b>Exclusive actions.</b> An action that keeps declared dependencies must know at prepare
+ * the operations it forwards, which depend on the state its effects meet; so it is admitted only
+ * when nothing is in progress, and nothing is admitted beside it until it is applied or aborted
+ * (for it, the gate is plain 2PC). Its operations computed at admission are then exactly those
+ * applied.
+ *
  * <p>Pure and single-threaded (owned by the entity core); the evaluator must be deterministic.
  *
  * @param <T> an action: a transaction's part or a single turn
@@ -91,15 +97,18 @@ public final class PsacGate<T> {
     final boolean mayDie;
     final boolean readsState;
     final boolean planned;
+    final boolean exclusive;
     boolean committed;
     int overtakes;
 
-    Entry(T item, long age, boolean mayDie, boolean readsState, boolean planned) {
+    Entry(T item, long age, boolean mayDie, boolean readsState, boolean planned,
+        boolean exclusive) {
       this.item = item;
       this.age = age;
       this.mayDie = mayDie;
       this.readsState = readsState;
       this.planned = planned;
+      this.exclusive = exclusive;
     }
   }
 
@@ -136,7 +145,15 @@ public final class PsacGate<T> {
    */
   public Decision<T> offer(T item, long age, boolean mayDie, boolean readsState,
       boolean planned, EntityState current) {
-    Entry<T> entry = new Entry<>(item, age, mayDie && !planned, readsState, planned);
+    return offer(item, age, mayDie, readsState, planned, false, current);
+  }
+
+  /**
+   * As above; an {@code exclusive} action is admitted only alone (see the class comment).
+   */
+  public Decision<T> offer(T item, long age, boolean mayDie, boolean readsState,
+      boolean planned, boolean exclusive, EntityState current) {
+    Entry<T> entry = new Entry<>(item, age, mayDie && !planned, readsState, planned, exclusive);
     boolean fairnessHolds = true;
     for (Entry<T> waiting : delayed) {
       fairnessHolds &= waiting.overtakes < limits.maxOvertakes();
@@ -229,6 +246,14 @@ public final class PsacGate<T> {
   private Decision<T> decide(Entry<T> entry, EntityState current) {
     if (inProgress.size() >= limits.maxInFlight()) {
       return delayOrDie(entry);
+    }
+    if (entry.exclusive && !inProgress.isEmpty()) {
+      return delayOrDie(entry);
+    }
+    for (Entry<T> other : inProgress) {
+      if (other.exclusive) {
+        return delayOrDie(entry); // its operations were computed on the state without this one
+      }
     }
     if (entry.planned) {
       for (Entry<T> waiting : delayed) {

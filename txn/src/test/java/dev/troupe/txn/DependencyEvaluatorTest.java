@@ -280,16 +280,4 @@ class DependencyEvaluatorTest {
         List.of(new Operation.DeleteEntity())));
   }
 
-  @Test
-  void psacTypesRefuseDependencies() {
-    CompiledType psac = CompiledType.compile(SpecParser.parse("Account",
-        "{\"admission\": \"psac\", \"keys\": {\"v\": {\"kind\": \"register\"}}}"
-            .getBytes(StandardCharsets.UTF_8), false));
-    Dependency item = update("replicate", "Account/a.v", "Cart/c.item");
-    DependencyEvaluator.Evaluation evaluated = DependencyEvaluator.evaluate(
-        EntityId.parse("Account/a"), psac, state().value("v", 1).build(),
-        List.of(new Turn.RegisterDependency(item)), List.of(), 1, 0, LIMITS);
-    assertEquals(ErrorCode.INVALID_REQUEST, evaluated.error().code());
-    assertTrue(evaluated.error().getMessage().contains("psac"), evaluated.error().getMessage());
-  }
 }

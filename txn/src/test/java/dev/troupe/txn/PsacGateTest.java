@@ -92,6 +92,32 @@ class PsacGateTest {
         "a younger one dies");
   }
 
+  @Test
+  void anExclusiveActionIsAdmittedOnlyAloneAndHoldsNewcomersBackUntilApplied() {
+    PsacGate<Change> gate = gate(4, 100);
+    EntityState state = withBalance(100);
+    Change first = new Change(1, -1);
+    assertInstanceOf(PsacGate.Decision.Admitted.class,
+        gate.offer(first, 1, false, false, false, false, state));
+    Change exclusive = new Change(2, -1);
+    assertInstanceOf(PsacGate.Decision.Delayed.class,
+        gate.offer(exclusive, 2, false, false, false, true, state),
+        "not beside an action in progress, though it commutes with it");
+    gate.commit(first);
+    assertEquals(first, gate.pollApplicable());
+    EntityState applied = withBalance(99);
+    List<PsacGate.Decision<Change>> retried = gate.retryDelayed(applied);
+    assertInstanceOf(PsacGate.Decision.Admitted.class, retried.get(0), "alone now");
+    Change newcomer = new Change(3, 5);
+    assertInstanceOf(PsacGate.Decision.Delayed.class,
+        gate.offer(newcomer, 3, false, false, false, false, applied),
+        "nothing is admitted beside an exclusive action");
+    gate.commit(exclusive);
+    assertEquals(exclusive, gate.pollApplicable());
+    assertInstanceOf(PsacGate.Decision.Admitted.class,
+        gate.retryDelayed(withBalance(98)).get(0), "admitted once the exclusive one is applied");
+  }
+
   /** A blind assignment of the balance: assignments of different values do not commute. */
   record Assignment(int id, long value) {}
 

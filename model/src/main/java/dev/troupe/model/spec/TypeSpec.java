@@ -103,16 +103,13 @@ public record TypeSpec(
   /**
    * Declared dependencies follow declared keys (a register for an update dependency), a family
    * follower names its member variable, and the leader template uses only {@code {id}} and that
-   * variable; psac types take no dependencies.
+   * variable.
    */
   private static void validateDependencies(Map<String, KeySpec> keys, AdmissionPolicy admission,
       List<DependencySpec> dependencies) {
     for (int i = 0; i < dependencies.size(); i++) {
       DependencySpec dependency = dependencies.get(i);
       String path = "dependencies[" + i + "]";
-      if (admission == AdmissionPolicy.PSAC) {
-        throw TroupeException.invalid(path + ": psac admission does not maintain dependencies");
-      }
       String family = dependency.family();
       KeySpec key = keys.get(family == null ? dependency.follower() : family);
       if (key == null || key.family() != (family != null)) {
