@@ -469,7 +469,17 @@ final class SimulatedNode {
               () -> deliverToEntity(prepare.participant(),
                   new EntityTurnCore.Input.PrepareRequested<>(prepare.transactionId(),
                       prepare.startTimestamp(), prepare.part().turns(),
-                      prepare.part().readsState(), type, voteTo, prepare.planned())));
+                      prepare.part().readsState(), type, voteTo, prepare.planned(),
+                      prepare.part().forwards())));
+        }
+        case CoordinatorCore.Effect.SendForwards forwards -> {
+          Recipient voteTo =
+              new Recipient.Voter(key, forwards.participant(), forwards.transactionId());
+          send("coordinator-" + key, forwards.participant().toString(),
+              "forwards tx " + forwards.transactionId(),
+              () -> deliverToEntity(forwards.participant(),
+                  new EntityTurnCore.Input.ForwardsReceived<>(forwards.transactionId(),
+                      forwards.forwards(), voteTo)));
         }
         case CoordinatorCore.Effect.SchedulePrepareTimeout timeout -> later(
             timeout.delayMillis(), "prepare timeout tx " + timeout.transactionId(),

@@ -342,8 +342,10 @@ public final class DependencyEvaluator {
       }
       JsonNode leaderValue = registered.leaderValue();
       JsonNode current = value(state, key);
+      // Only an aggregate needs each leader's contribution (forwards keep it current).
       emit(new Operation.RecordDependency(hidden, dependency,
-          dependency.kind() == DependencyKind.UPDATE ? leaderValue : null));
+          dependency.kind() == DependencyKind.UPDATE && dependency.function().isAggregate()
+              ? leaderValue : null));
       if (dependency.kind() == DependencyKind.UPDATE) {
         DependencyFunction function = dependency.function();
         JsonNode next = switch (function) {
@@ -436,9 +438,7 @@ public final class DependencyEvaluator {
           ? registered.leader() : registered.follower();
       if (reached.equals(start)) {
         if (registered.kind() == DependencyKind.UPDATE) {
-          throw new TroupeException(ErrorCode.CONFLICT, ("dependency %s -> %s would close a cycle"
-              + " of update dependencies: an update would be forwarded around it forever")
-              .formatted(registered.leader(), registered.follower()));
+          throw cycle(registered);
         }
         return; // a cycle of delete dependencies ends by itself: a deleted key is not deleted again
       }
@@ -456,9 +456,20 @@ public final class DependencyEvaluator {
       }
     }
 
+    private static TroupeException cycle(Dependency registered) {
+      return new TroupeException(ErrorCode.CONFLICT, ("dependency %s -> %s would close a cycle of"
+          + " update dependencies: an update would be forwarded around it forever").formatted(
+          registered.leader(), registered.follower()));
+    }
+
     /** Continues a registration's walk to {@code at}, {@code depth} dependencies away. */
     private void walk(Dependency registered, KeyReference at, Forward.Direction direction,
         int depth) {
+      KeyReference start = direction == Forward.Direction.DOWNSTREAM
+          ? registered.leader() : registered.follower();
+      if (at.equals(start) && registered.kind() == DependencyKind.UPDATE) {
+        throw cycle(registered); // a cycle is the clearer answer even where it is also too long
+      }
       if (depth + 1 > limits.maxDependencyChain()) {
         throw new TroupeException(ErrorCode.TOO_LARGE, ("dependency %s -> %s would make a chain"
             + " of more than %d %s dependencies (troupe.dependencies.max-chain-length)").formatted(

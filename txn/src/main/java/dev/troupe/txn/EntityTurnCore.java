@@ -442,14 +442,13 @@ public final class EntityTurnCore<R> {
           List.copyOf(open.steps), open.request.readsState(), request.type(), request.voteTo(),
           false, request.forwards());
       open.forwards = request.forwards();
-      LockTable.LockSet forwarded = AccessSets.forPart(request.type(), List.of(), false,
-          request.forwards());
-      if (forwarded.isEmpty()) {
-        evaluate(open, effects);
+      if (request.forwards().isEmpty()) {
+        evaluate(open, effects); // its steps took every lock it needs
         return;
       }
       open.phase = Phase.WAITING_FOR_LOCKS;
-      requestLocks(open, forwarded, true, effects);
+      requestLocks(open, AccessSets.forPart(request.type(), List.of(), false,
+          request.forwards()), true, effects);
       return;
     }
     if (open != null) {
@@ -583,9 +582,10 @@ public final class EntityTurnCore<R> {
       return;
     }
     participation.phase = Phase.PREPARED;
+    // "wrote": a prepared record exists (a PSAC part's holds turns, not operations), so the
+    // coordinator must make its decision durable before anyone commits.
     replies.add(new PendingReply<>(lastSubmittedSerial, participation.request.voteTo(),
-        participation.stateAfter, !participation.operations.isEmpty(), null, false,
-        participation.forwarding));
+        participation.stateAfter, true, null, false, participation.forwarding));
     releaseReplies(effects);
     if (mutations.contains(Mutations.Mutation.RELEASE_LOCKS_AT_VOTE)
         && participation.gateItem == null) {

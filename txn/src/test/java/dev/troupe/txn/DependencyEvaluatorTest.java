@@ -224,12 +224,22 @@ class DependencyEvaluatorTest {
     DependencyEvaluator.Evaluation atB = evaluate("B/b", b, List.of(), List.of(
         new Forward.Probe(closing, new KeyReference(EntityId.parse("B/b"), "v"),
             Forward.Direction.DOWNSTREAM, 1)));
-    assertNull(atB.error());
-    Forward.Probe next = assertInstanceOf(Forward.Probe.class, atB.forwards().get(0));
-    assertEquals(new KeyReference(EntityId.parse("C/c"), "v"), next.at());
+    assertEquals(ErrorCode.CONFLICT, atB.error().code(),
+        "the walk would step onto the new dependency's leader: " + atB.error().getMessage());
+    // A probe that reaches the leader (sent before that check existed, or on another path) too.
     DependencyEvaluator.Evaluation atC = evaluate("C/c", state().value("v", 1).build(), List.of(),
-        List.of(next));
+        List.of(new Forward.Probe(closing, new KeyReference(EntityId.parse("C/c"), "v"),
+            Forward.Direction.DOWNSTREAM, 2)));
     assertEquals(ErrorCode.CONFLICT, atC.error().code(), atC.error().getMessage());
+    // A walk that steps elsewhere goes on.
+    Dependency elsewhere = update("replicate", "B/b.v", "D/d.v");
+    DependencyEvaluator.Evaluation onwards = evaluate("B/b",
+        state().value("v", 1).leads(elsewhere).build(), List.of(), List.of(new Forward.Probe(
+            closing, new KeyReference(EntityId.parse("B/b"), "v"), Forward.Direction.DOWNSTREAM,
+            1)));
+    Forward.Probe next = assertInstanceOf(Forward.Probe.class, onwards.forwards().get(0));
+    assertEquals(new KeyReference(EntityId.parse("D/d"), "v"), next.at());
+    assertEquals(2, next.depth());
 
     // A delete dependency may close a cycle: the walk just stops there.
     Dependency closingDelete = dependency("delete", null, "C/c.v", "A/a.v");
