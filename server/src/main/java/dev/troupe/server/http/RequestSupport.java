@@ -6,6 +6,7 @@ import dev.troupe.model.EntityId;
 import dev.troupe.model.ErrorCode;
 import dev.troupe.model.Json;
 import dev.troupe.model.TroupeException;
+import dev.troupe.model.dependency.DependencyKeys;
 import java.nio.charset.StandardCharsets;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
@@ -124,10 +125,17 @@ final class RequestSupport {
     return type;
   }
 
+  /**
+   * A client's key: 1 to {@code max-key-length} characters, no control characters, and not
+   * starting with '$' (Troupe keeps its own records, e.g. dependency records, in such keys).
+   */
   String checkKey(String key) {
     if (key.isEmpty() || key.length() > settings.maxKeyLength()) {
       throw TroupeException.invalid(
           "key must have 1 to " + settings.maxKeyLength() + " characters");
+    }
+    if (DependencyKeys.isHidden(key)) {
+      throw TroupeException.invalid("keys starting with '$' are reserved for Troupe's own records");
     }
     for (int i = 0; i < key.length(); i++) {
       if (Character.isISOControl(key.charAt(i))) {

@@ -158,6 +158,11 @@ abstract class EntityContract {
     assertError(400, "invalid_request", send("PUT",
         "/v1/entities/Contract/" + "i".repeat(300) + "/keys/a", "1"));
     assertError(400, "invalid_request", send("PUT", "/v1/entities/$system/x/keys/a", "1"));
+    // Keys starting with '$' are reserved for the server's own records, on every route.
+    assertError(400, "invalid_request", send("PUT", entity("bad") + "/keys/%24a", "2"));
+    assertError(400, "invalid_request", send("GET", entity("bad") + "/keys/%24a", null));
+    assertError(400, "invalid_request", send("DELETE", entity("bad") + "/keys/%24a", null));
+    assertError(400, "invalid_request", send("PATCH", entity("bad"), "{\"a\":2,\"$b\":3}"));
     assertError(404, "not_found", send("GET", "/v1/nothing-here", null));
 
     Answer read = send("GET", entity("bad"), null);
