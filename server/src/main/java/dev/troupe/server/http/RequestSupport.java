@@ -6,8 +6,11 @@ import dev.troupe.model.EntityId;
 import dev.troupe.model.ErrorCode;
 import dev.troupe.model.Json;
 import dev.troupe.model.TroupeException;
+import dev.troupe.model.dependency.Dependency;
 import dev.troupe.model.dependency.DependencyKeys;
+import dev.troupe.model.dependency.KeyReference;
 import java.nio.charset.StandardCharsets;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
@@ -29,6 +32,10 @@ import org.slf4j.LoggerFactory;
  */
 final class RequestSupport {
   private static final Logger log = LoggerFactory.getLogger(RequestSupport.class);
+  /** The fields of a dependency a client declares, and of each of its ends. */
+  private static final List<String> DEPENDENCY_FIELDS =
+      List.of("follower", "function", "kind", "leader");
+  private static final List<String> END_FIELDS = List.of("entity", "key");
 
   private final HttpSettings settings;
   private final Materializer materializer;
@@ -143,6 +150,76 @@ final class RequestSupport {
       }
     }
     return key;
+  }
+
+  /**
+   * A dependency as a client declares it ({@link Dependency#fromJson}), its ends held to the same
+   * limits as every entity reference and key; every problem is {@code invalid_request}.
+   */
+  Dependency dependency(JsonNode json) {
+    if (json != null && json.isObject()) {
+      onlyFields(json, DEPENDENCY_FIELDS, "a dependency");
+      // The keys first, so a reserved key is refused with the same words as everywhere else.
+      for (String end : List.of("leader", "follower")) {
+        JsonNode node = json.path(end);
+        if (node.isObject()) {
+          onlyFields(node, END_FIELDS, end);
+        }
+        if (node.path("key").isTextual()) {
+          checkKey(node.path("key").textValue(), end + ".key: ");
+        }
+      }
+    }
+    Dependency dependency = Dependency.fromJson(json);
+    checkEnds(dependency.leader(), dependency.follower());
+    return dependency;
+  }
+
+  private static void onlyFields(JsonNode node, List<String> allowed, String where) {
+    java.util.Iterator<String> names = node.fieldNames();
+    while (names.hasNext()) {
+      String name = names.next();
+      if (!allowed.contains(name)) {
+        throw TroupeException.invalid(where + " has an unknown field '" + name + "' (allowed: "
+            + String.join(", ", allowed) + ")");
+      }
+    }
+  }
+
+  /**
+   * The ends a dependency id names ({@link Dependency#parseId}), held to the limits of {@link
+   * #dependency}; text that is not an id is {@code invalid_request}.
+   */
+  Dependency.Ends dependencyId(String id) {
+    Dependency.Ends ends = Dependency.parseId(id);
+    try {
+      checkEnds(ends.leader(), ends.follower());
+    } catch (TroupeException e) {
+      throw TroupeException.invalid("'" + id + "' is not a dependency id (" + e.getMessage() + ")");
+    }
+    return ends;
+  }
+
+  private void checkEnds(KeyReference leader, KeyReference follower) {
+    checkEnd(leader, "leader");
+    checkEnd(follower, "follower");
+  }
+
+  private void checkEnd(KeyReference end, String where) {
+    try {
+      entity(end.entity().type(), end.entity().id());
+    } catch (TroupeException e) {
+      throw TroupeException.invalid(where + ".entity: " + e.getMessage());
+    }
+    checkKey(end.key(), where + ".key: ");
+  }
+
+  private void checkKey(String key, String where) {
+    try {
+      checkKey(key);
+    } catch (TroupeException e) {
+      throw TroupeException.invalid(where + e.getMessage());
+    }
   }
 
   void requireMethod(HttpRequest request, HttpMethod expected) {

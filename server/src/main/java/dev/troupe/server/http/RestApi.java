@@ -7,6 +7,8 @@ import dev.troupe.model.EntityId;
 import dev.troupe.model.ErrorCode;
 import dev.troupe.model.Json;
 import dev.troupe.model.TroupeException;
+import dev.troupe.model.dependency.Dependency;
+import dev.troupe.model.value.DependencyTable;
 import dev.troupe.model.spec.SpecParser;
 import dev.troupe.model.spec.TypeSpec;
 import dev.troupe.runtime.Troupe;
@@ -27,6 +29,7 @@ import org.apache.pekko.http.javadsl.model.HttpMethod;
 import org.apache.pekko.http.javadsl.model.HttpMethods;
 import org.apache.pekko.http.javadsl.model.HttpRequest;
 import org.apache.pekko.http.javadsl.model.HttpResponse;
+import org.apache.pekko.http.javadsl.model.headers.Location;
 import org.apache.pekko.stream.Materializer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -162,6 +165,24 @@ public final class RestApi
                   TransactionRequests.renderSnapshot(outcome)));
         });
       }
+      case "dependencies" -> {
+        if (size == 2) {
+          support.requireMethod(request, HttpMethods.POST);
+          return support.body(request).thenCompose(bytes -> {
+            Dependency dependency = support.dependency(Json.parse(bytes));
+            return troupe.registerDependency(dependency).thenApply(outcome -> {
+              ObjectNode body = dependency.toJson();
+              body.put("transaction", outcome.transactionId());
+              return RequestSupport.json(201, body)
+                  .addHeader(Location.create(dependencyPath(dependency.id())));
+            });
+          });
+        }
+        if (size == 3) {
+          return dependencyRoute(request, path.get(2));
+        }
+        return support.notFound(request);
+      }
       case "entities" -> {
         if (size < 4) {
           return support.notFound(request);
@@ -169,6 +190,12 @@ public final class RestApi
         EntityId entity = support.entity(path.get(2), path.get(3));
         if (size == 4) {
           return entityRoute(request, entity);
+        }
+        if (size == 5 && path.get(4).equals("dependencies")) {
+          support.requireMethod(request, HttpMethods.GET);
+          request.discardEntityBytes(materializer);
+          return troupe.dependencies(entity)
+              .thenApply(dependencies -> RequestSupport.json(200, dependenciesBody(dependencies)));
         }
         if (size >= 6 && path.get(4).equals("keys")) {
           String key = support.checkKey(path.get(5));
@@ -276,6 +303,56 @@ public final class RestApi
       return troupe.deleteKey(entity, key).thenApply(outcome -> RequestSupport.version(outcome.version()));
     }
     throw support.methodNotAllowed(request, "GET, PUT or DELETE");
+  }
+
+  /** {@code GET | DELETE /v1/dependencies/{id}}. */
+  private CompletionStage<HttpResponse> dependencyRoute(HttpRequest request, String id) {
+    HttpMethod method = request.method();
+    if (!method.equals(HttpMethods.GET) && !method.equals(HttpMethods.DELETE)) {
+      throw support.methodNotAllowed(request, "GET or DELETE");
+    }
+    request.discardEntityBytes(materializer);
+    support.dependencyId(id);
+    if (method.equals(HttpMethods.GET)) {
+      return troupe.dependency(id)
+          .thenApply(dependency -> RequestSupport.json(200, dependency.toJson()));
+    }
+    return troupe.deregisterDependency(id).thenApply(outcome -> {
+      ObjectNode body = Json.NODES.objectNode();
+      body.put("id", id);
+      body.put("transaction", outcome.transactionId());
+      return RequestSupport.json(200, body);
+    });
+  }
+
+  private static String dependencyPath(String id) {
+    return "/v1/dependencies/" + id;
+  }
+
+  /**
+   * {@code {"entity","version","leads":[dependency...],"follows":[dependency and "contribution"...]}}:
+   * a followed aggregate ({@code sum}, {@code count}, {@code min}, {@code max}) shows the leader's
+   * last forwarded value, the part of the follower's value that leader accounts for, when it is not
+   * null. Other functions keep no contribution up to date, so none is shown.
+   */
+  private static ObjectNode dependenciesBody(Troupe.EntityDependencies dependencies) {
+    ObjectNode body = Json.NODES.objectNode();
+    body.put("entity", dependencies.entity().toString());
+    body.put("version", dependencies.version());
+    ArrayNode leads = body.putArray("leads");
+    for (Dependency dependency : dependencies.leads()) {
+      leads.add(dependency.toJson());
+    }
+    ArrayNode follows = body.putArray("follows");
+    for (DependencyTable.Entry entry : dependencies.follows()) {
+      ObjectNode node = entry.dependency().toJson();
+      if (entry.dependency().function() != null && entry.dependency().function().isAggregate()
+          && entry.contribution() != null && !entry.contribution().isNull()) {
+        node.set("contribution", entry.contribution());
+      }
+      follows.add(node);
+    }
+    return body;
   }
 
   /** {@code POST /v1/transactions/{txId}/read|write|action|commit|abort}. */

@@ -6,6 +6,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.troupe.model.EntityId;
 import dev.troupe.model.Json;
 import dev.troupe.model.TroupeException;
+import dev.troupe.model.dependency.Dependency;
 import dev.troupe.runtime.TransactionOutcome;
 import dev.troupe.runtime.TransactionRequest;
 import dev.troupe.txn.Turn;
@@ -24,10 +25,20 @@ import java.util.Set;
  * "Type/id"}]}}. An op names its {@code entity} and either an {@code action} with {@code args}, or
  * an {@code op}: {@code assign} (key, value), {@code increment} (key, by), {@code add} and {@code
  * remove} (key, element), {@code deleteKey} (key) or {@code delete} (the whole entity).
+ *
+ * <p>Two ops declare dependencies inside a transaction, so a dependency can be registered (or
+ * deregistered) together with the writes it belongs with, all or nothing: {@code
+ * registerDependency} with a {@code dependency} (the body of {@code POST /v1/dependencies}) and
+ * {@code deregisterDependency} with the dependency's {@code id}. Both run on the dependency's
+ * leader entity; their {@code entity} may be left out, and if given must be that leader.
  */
 final class TransactionRequests {
   private static final Set<String> REQUEST_FIELDS = Set.of("mode", "ops", "reads");
   private static final Set<String> READ_FIELDS = Set.of("entity");
+  private static final Set<String> DEPENDENCY_OPS =
+      Set.of("registerDependency", "deregisterDependency");
+  private static final String OP_NAMES =
+      "assign, increment, add, remove, deleteKey, delete, registerDependency, deregisterDependency";
 
   private final RequestSupport support;
 
@@ -102,8 +113,8 @@ final class TransactionRequests {
       }
       case "write" -> {
         if (!node.has("op")) {
-          throw TroupeException.invalid("a write needs 'op' (assign, increment, add, remove,"
-              + " deleteKey, delete); use .../action for actions");
+          throw TroupeException.invalid("a write needs 'op' (" + OP_NAMES
+              + "); use .../action for actions");
         }
         yield operation(node, "write");
       }
@@ -119,6 +130,10 @@ final class TransactionRequests {
   private TransactionRequest.Operation operation(JsonNode node, String where) {
     if (!node.isObject()) {
       throw TroupeException.invalid(where + " must be an object");
+    }
+    if (!node.has("action") && node.get("op") != null
+        && DEPENDENCY_OPS.contains(node.get("op").asText())) {
+      return dependencyOperation(node, node.get("op").asText(), where);
     }
     EntityId entity = entity(node, where);
     if (node.has("action")) {
@@ -164,10 +179,50 @@ final class TransactionRequests {
         onlyFields(node, Set.of("entity", "op"), where);
         yield new Turn.DeleteEntity();
       }
-      default -> throw TroupeException.invalid(where + ".op must be one of assign, increment, add,"
-          + " remove, deleteKey, delete (or give an 'action'), was '" + op + "'");
+      default -> throw TroupeException.invalid(where + ".op must be one of " + OP_NAMES
+          + " (or give an 'action'), was '" + op + "'");
     };
     return new TransactionRequest.Operation(entity, turn);
+  }
+
+  /**
+   * {@code registerDependency} ({@code dependency}) or {@code deregisterDependency} ({@code id}),
+   * on the dependency's leader entity; an {@code entity} that names another entity is refused.
+   */
+  private TransactionRequest.Operation dependencyOperation(JsonNode node, String op,
+      String where) {
+    EntityId leader;
+    Turn turn;
+    if (op.equals("registerDependency")) {
+      onlyFields(node, Set.of("entity", "op", "dependency"), where);
+      Dependency dependency;
+      try {
+        dependency = support.dependency(required(node, "dependency", where));
+      } catch (TroupeException e) {
+        throw TroupeException.invalid(where + ".dependency: " + e.getMessage());
+      }
+      leader = dependency.leader().entity();
+      turn = new Turn.RegisterDependency(dependency);
+    } else {
+      onlyFields(node, Set.of("entity", "op", "id"), where);
+      String id = text(node, "id", where);
+      Dependency.Ends ends;
+      try {
+        ends = support.dependencyId(id);
+      } catch (TroupeException e) {
+        throw TroupeException.invalid(where + ".id: " + e.getMessage());
+      }
+      leader = ends.leader().entity();
+      turn = new Turn.DeregisterDependency(id, ends.leader().key());
+    }
+    if (node.has("entity")) {
+      EntityId entity = entity(node, where);
+      if (!entity.equals(leader)) {
+        throw TroupeException.invalid(where + ".entity must be the dependency's leader " + leader
+            + " (a dependency is registered and deregistered on its leader), was " + entity);
+      }
+    }
+    return new TransactionRequest.Operation(leader, turn);
   }
 
   private EntityId entity(JsonNode node, String where) {
