@@ -44,12 +44,6 @@ class DependencyRestTest {
         total:  {kind: register, default: 0}
         orders: {kind: counter}
       """;
-  static final String PSAC_YAML = """
-      type: Gauge
-      admission: psac
-      keys:
-        level: {kind: register, default: 0}
-      """;
   static final int MAX_CHAIN = 3;
   static final int MAX_PER_KEY = 4;
 
@@ -58,7 +52,7 @@ class DependencyRestTest {
 
   /** The entities the bad requests aim at, and what they were before any of them. */
   static final List<String> FIXTURES = List.of("Product/p1", "Cart/c1", "Seller/s1", "A/a", "B/b",
-      "C/c", "D/d", "E/e", "G/g", "H/h", "Fan/f", "Gauge/g1", "Z/z");
+      "C/c", "D/d", "E/e", "G/g", "H/h", "Fan/f", "Z/z");
   static final Map<String, String> before = new LinkedHashMap<>();
 
   @BeforeAll
@@ -66,7 +60,7 @@ class DependencyRestTest {
     server = ServerProcess.start(data.resolve("node"),
         "troupe.dependencies.max-chain-length=" + MAX_CHAIN,
         "troupe.dependencies.max-per-key=" + MAX_PER_KEY);
-    for (String yaml : List.of(SELLER_YAML, PSAC_YAML)) {
+    for (String yaml : List.of(SELLER_YAML)) {
       String type = yaml.lines().findFirst().orElseThrow().substring("type: ".length());
       Answer defined = server.send("PUT", "/v1/types/" + type, yaml, "application/yaml");
       assertEquals(200, defined.status(), defined.text());
@@ -75,7 +69,6 @@ class DependencyRestTest {
     put("Product/p1", "price", "10");
     put("Cart/c1", "owner", "\"ada\"");
     put("Seller/s1", "total", "0");
-    put("Gauge/g1", "level", "1");
     put("Z/z", "v", "1");
     for (String entity : List.of("A/a", "B/b", "C/c", "D/d", "E/e", "G/g", "H/h", "Fan/f")) {
       put(entity, "v", "1");
@@ -191,14 +184,14 @@ class DependencyRestTest {
     String id = idOf("update", "Product/r1", "price", "Cart/r1", "item:r1:price");
     assertEquals("/v1/dependencies/" + id, created.headers().firstValue("Location").orElse(null));
     JsonNode answer = Json.parse(created.body());
-    assertTrue(answer.get("transaction").canConvertToLong() && answer.get("transaction").asLong() > 0,
+    assertTrue(answer.get("txId").canConvertToLong() && answer.get("txId").asLong() > 0,
         created.body());
     ObjectNode expected = (ObjectNode) Json.parse(body);
     expected.put("id", id);
     ObjectNode withoutTransaction = ((ObjectNode) answer).deepCopy();
-    withoutTransaction.remove("transaction");
+    withoutTransaction.remove("txId");
     assertEquals(expected, withoutTransaction);
-    assertEquals(List.of("id", "kind", "leader", "follower", "function", "transaction"),
+    assertEquals(List.of("id", "kind", "leader", "follower", "function", "txId"),
         fieldNames(answer), "the dependency's fields in their documented order");
 
     Answer byId = server.get("/v1/dependencies/" + id);
@@ -235,9 +228,9 @@ class DependencyRestTest {
 
     Answer deregistered = server.send("DELETE", "/v1/dependencies/" + id, null);
     assertEquals(200, deregistered.status(), deregistered.text());
-    assertEquals(List.of("id", "transaction"), fieldNames(deregistered.body()));
+    assertEquals(List.of("id", "txId"), fieldNames(deregistered.body()));
     assertEquals(id, deregistered.body().get("id").asText());
-    assertTrue(deregistered.body().get("transaction").asLong() > 0);
+    assertTrue(deregistered.body().get("txId").asLong() > 0);
     assertEquals(404, server.get("/v1/dependencies/" + id).status());
     put("Product/r1", "price", "14");
     assertEquals(13, value("Cart/r1", "item:r1:price").asLong(), "the follower keeps its value");
@@ -419,10 +412,6 @@ class DependencyRestTest {
             replicate("Product/p1", "price", "Seller/s1", "discount"), 400, "invalid_request"),
         row("follower a declared counter", "POST", "/v1/dependencies",
             replicate("Product/p1", "price", "Seller/s1", "orders"), 400, "invalid_request"),
-        row("leader of a psac type", "POST", "/v1/dependencies",
-            replicate("Gauge/g1", "level", "Z/z", "copy"), 400, "invalid_request"),
-        row("follower of a psac type", "POST", "/v1/dependencies",
-            replicate("Product/p1", "price", "Gauge/g1", "level"), 400, "invalid_request"),
         row("duplicate", "POST", "/v1/dependencies",
             replicate("Product/p1", "price", "Cart/c1", "item:p1:price"), 409, "conflict"),
         row("update cycle", "POST", "/v1/dependencies", replicate("H/h", "v", "G/g", "v"), 409,
@@ -475,9 +464,6 @@ class DependencyRestTest {
                 + fresh + "}"), 400, "invalid_request"),
         row("transaction op with a bad dependency", "POST", "/v1/transactions",
             transaction(registerOp(fresh.replace("replicate", "cel:1 +"))), 400,
-            "invalid_request"),
-        row("transaction op registering a psac leader", "POST", "/v1/transactions",
-            transaction(registerOp(replicate("Gauge/g1", "level", "Z/z", "copy"))), 400,
             "invalid_request"),
         row("transaction op registering a duplicate", "POST", "/v1/transactions",
             transaction(assignOp("Z/z", "v", "2"),

@@ -172,7 +172,7 @@ public final class RestApi
             Dependency dependency = support.dependency(Json.parse(bytes));
             return troupe.registerDependency(dependency).thenApply(outcome -> {
               ObjectNode body = dependency.toJson();
-              body.put("transaction", outcome.transactionId());
+              body.put("txId", outcome.transactionId());
               return RequestSupport.json(201, body)
                   .addHeader(Location.create(dependencyPath(dependency.id())));
             });
@@ -320,7 +320,7 @@ public final class RestApi
     return troupe.deregisterDependency(id).thenApply(outcome -> {
       ObjectNode body = Json.NODES.objectNode();
       body.put("id", id);
-      body.put("transaction", outcome.transactionId());
+      body.put("txId", outcome.transactionId());
       return RequestSupport.json(200, body);
     });
   }
