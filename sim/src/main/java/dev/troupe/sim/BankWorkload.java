@@ -96,8 +96,8 @@ final class BankWorkload implements Workload {
   private final List<Transfer> transfers = new ArrayList<>();
   /** What the node reported of each request that committed while it was up (omniscient). */
   private final Map<String, Observed> observed = new LinkedHashMap<>();
-  /** Edges of the dependency graph the serializability check built (0 if it did not run). */
-  private int dependencyEdges;
+  /** Edges of the serialization graph the serializability check built (0 if it did not run). */
+  private int serializationEdges;
 
   BankWorkload(Simulation simulation) {
     this.simulation = simulation;
@@ -126,8 +126,8 @@ final class BankWorkload implements Workload {
   }
 
   @Override
-  public int dependencyEdges() {
-    return dependencyEdges;
+  public int serializationEdges() {
+    return serializationEdges;
   }
 
   private SimulatedNode node() {
@@ -377,7 +377,7 @@ final class BankWorkload implements Workload {
     }
     return switch (SerializabilityChecker.check(new History(history))) {
       case SerializabilityChecker.Serializable serializable -> {
-        dependencyEdges = serializable.edges();
+        serializationEdges = serializable.edges();
         yield null;
       }
       case SerializabilityChecker.Violation violation -> "not serializable: " + violation;

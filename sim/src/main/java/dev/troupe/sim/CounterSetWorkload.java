@@ -109,7 +109,7 @@ final class CounterSetWorkload implements Workload {
   }
 
   @Override
-  public int dependencyEdges() {
+  public int serializationEdges() {
     return 0;
   }
 

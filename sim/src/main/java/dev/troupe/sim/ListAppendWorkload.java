@@ -30,7 +30,7 @@ import java.util.Map;
  * <p><b>Checked after the run</b> by {@link ListAppendChecker}, against the lists' durable
  * contents: no append applied twice or lost once acknowledged, no aborted append visible, no
  * transaction in part, every read a prefix of its list, no read of another transaction's
- * intermediate state (G1b), and no cycle in the dependency graph whose version order is read off
+ * intermediate state (G1b), and no cycle in the serialization graph whose version order is read off
  * the lists themselves, not taken from versions the node reports.
  */
 final class ListAppendWorkload implements Workload {
@@ -60,7 +60,7 @@ final class ListAppendWorkload implements Workload {
   private final Scheduler scheduler;
   private final CompiledType listType;
   private final List<ListTransaction> transactions = new ArrayList<>();
-  private int dependencyEdges;
+  private int serializationEdges;
 
   ListAppendWorkload(Simulation simulation) {
     this.simulation = simulation;
@@ -86,8 +86,8 @@ final class ListAppendWorkload implements Workload {
   }
 
   @Override
-  public int dependencyEdges() {
-    return dependencyEdges;
+  public int serializationEdges() {
+    return serializationEdges;
   }
 
   @Override
@@ -205,7 +205,7 @@ final class ListAppendWorkload implements Workload {
     }
     return switch (ListAppendChecker.check(history, lists)) {
       case SerializabilityChecker.Serializable serializable -> {
-        dependencyEdges = serializable.edges();
+        serializationEdges = serializable.edges();
         yield null;
       }
       case SerializabilityChecker.Violation violation -> "list-append: " + violation.kind()

@@ -84,7 +84,9 @@ final class SimulatedNode {
     /** Inside the production core: {@link Mutations.Mutation#RELEASE_LOCKS_AT_VOTE}. */
     RELEASE_LOCKS_AT_VOTE,
     /** Inside the production core: {@link Mutations.Mutation#PREPARE_AFTER_ABORT}. */
-    PREPARE_AFTER_ABORT
+    PREPARE_AFTER_ABORT,
+    /** Inside the production core: {@link Mutations.Mutation#DROP_FORWARDS}. */
+    DROP_FORWARDS
   }
 
   /**

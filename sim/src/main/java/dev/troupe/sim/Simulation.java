@@ -21,7 +21,8 @@ import java.util.Map;
  * transfers; durability, atomicity, money, conflict serializability from reported versions),
  * {@code list-append} ({@link ListAppendWorkload}: appends to and reads of lists; the version order
  * read off the data, so duplicates, losses, G1a, G1b and dependency cycles are caught from what
- * clients saw) and {@code counters} ({@link CounterSetWorkload}: counter and set kinds changed
+ * clients saw), {@code dependencies} ({@link DependencyWorkload}: declared dependencies kept
+ * through crashes) and {@code counters} ({@link CounterSetWorkload}: counter and set kinds changed
  * together, single and two-entity, checked for all-or-nothing and durability).
  *
  * <p>A failure names the seed and carries the last steps of the trace; the same seed and options
@@ -30,7 +31,8 @@ import java.util.Map;
  */
 public final class Simulation {
   /** The workloads a run can compose, by name. */
-  public static final List<String> WORKLOADS = List.of("bank", "list-append", "counters");
+  public static final List<String> WORKLOADS =
+      List.of("bank", "list-append", "counters", "dependencies");
 
   /**
    * What a run does.
@@ -47,7 +49,8 @@ public final class Simulation {
    * @param workloads the workloads that share the run (see {@link #WORKLOADS}); each request picks
    *     one at random
    * @param accounts bank accounts (few means contention)
-   * @param lists lists of the list-append workload, and tallies of the counters workload
+   * @param lists lists of the list-append workload, tallies of the counters workload, and
+   *     products and carts of the dependencies workload (at least 2)
    * @param clients concurrent clients, each with one request at a time
    * @param openingBalance each account's opening balance
    * @param durationMillis simulated time during which clients issue requests
@@ -115,7 +118,7 @@ public final class Simulation {
   /** A run's verdict and what it did. */
   public record Result(long seed, String failure, long steps, long simulatedMillis,
       int committed, int aborted, int unknown, long crashes, long resolvedInDoubt, long redone,
-      int dependencyEdges, int livenessChecked, NodeStorage.Counters storage, String trace) {
+      int serializationEdges, int livenessChecked, NodeStorage.Counters storage, String trace) {
     public boolean passed() {
       return failure == null;
     }
@@ -125,8 +128,8 @@ public final class Simulation {
       return "seed " + seed + ": " + (passed() ? "ok" : "FAILED") + " (" + steps + " steps, "
           + simulatedMillis + " simulated ms, " + committed + " committed, " + aborted
           + " aborted, " + unknown + " unknown, " + crashes + " crashes, " + resolvedInDoubt
-          + " in-doubt parts resolved, " + redone + " PSAC parts redone, " + dependencyEdges
-          + " dependency edges checked, " + livenessChecked + " requests held to liveness; "
+          + " in-doubt parts resolved, " + redone + " PSAC parts redone, " + serializationEdges
+          + " serialization-graph edges checked, " + livenessChecked + " requests held to liveness; "
           + storage + ")";
     }
   }
@@ -157,6 +160,7 @@ public final class Simulation {
         case "bank" -> new BankWorkload(this);
         case "list-append" -> new ListAppendWorkload(this);
         case "counters" -> new CounterSetWorkload(this);
+        case "dependencies" -> new DependencyWorkload(this);
         default -> throw new IllegalArgumentException("unknown workload " + name);
       };
       workloads.add(workload);
@@ -213,7 +217,7 @@ public final class Simulation {
     }
     int edges = 0;
     for (Workload workload : workloads) {
-      edges += workload.dependencyEdges();
+      edges += workload.serializationEdges();
     }
     return new Result(seed, failure, scheduler.steps(), scheduler.nowMillis(),
         count(ClientCall.Outcome.COMMITTED), count(ClientCall.Outcome.ABORTED),

@@ -28,6 +28,6 @@ interface Workload {
   /** Requests issued so far. */
   Iterable<? extends ClientCall> calls();
 
-  /** Dependency-graph edges its serializability checks examined (0 if none ran). */
-  int dependencyEdges();
+  /** Serialization-graph edges its serializability checks examined (0 if none ran). */
+  int serializationEdges();
 }

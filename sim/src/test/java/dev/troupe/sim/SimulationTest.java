@@ -7,8 +7,8 @@ import java.util.Map;
 import org.junit.jupiter.api.Test;
 
 /**
- * Seeded simulations of one node (bank, list-append and counters workloads; the production
- * storage engine over a simulated disk, and the simulator's own journal) with crashes, lost
+ * Seeded simulations of one node (bank, list-append, counters and dependencies workloads; the
+ * production storage engine over a simulated disk, and the simulator's own journal) with crashes, lost
  * unsynced writes, clock jumps and a lossy client network: the CI seed budget (100 seeds for each
  * admission policy, planned and dynamic: 600), determinism, and proof that the checkers catch
  * deliberate breakage of the shell and of a core within that budget. A failing seed is printed;
@@ -39,7 +39,7 @@ class SimulationTest {
       resolved += result.resolvedInDoubt();
       unknown += result.unknown();
       redone += result.redone();
-      edges += result.dependencyEdges();
+      edges += result.serializationEdges();
       heldToLiveness += result.livenessChecked();
       rounds += result.storage().checkpointRounds();
       truncated += result.storage().truncatedRecords();
@@ -48,13 +48,13 @@ class SimulationTest {
     assertTrue(crashes > 1_000, "crashes " + crashes);
     System.out.println(CONFIGURATIONS.length * SEEDS_PER_CONFIGURATION + " seeds: " + crashes
         + " crashes, " + resolved + " in-doubt parts resolved (" + redone + " PSAC redone), "
-        + unknown + " unknown outcomes, " + edges + " dependency edges checked, "
+        + unknown + " unknown outcomes, " + edges + " serialization-graph edges checked, "
         + heldToLiveness + " requests held to liveness, " + rounds + " checkpoint rounds, "
         + truncated + " journal records truncated");
     assertTrue(resolved > 0, "in-doubt parts resolved " + resolved);
     assertTrue(unknown > 0, "unknown outcomes " + unknown);
     assertTrue(redone > 0, "PSAC parts redone at recovery " + redone);
-    assertTrue(edges > 100_000, "dependency edges checked " + edges);
+    assertTrue(edges > 100_000, "serialization-graph edges checked " + edges);
     // The real storage engine checkpointed and truncated under the crashes.
     assertTrue(rounds > 10_000 && truncated > 100_000, rounds + " rounds, " + truncated
         + " records truncated");
@@ -106,7 +106,8 @@ class SimulationTest {
       Simulation.Options.DEFAULTS.withStorage("journal"),
       SimulatedNode.Mutation.RELEASE_LOCKS_AT_VOTE, Simulation.Options.DEFAULTS,
       SimulatedNode.Mutation.PREPARE_AFTER_ABORT,
-      Simulation.Options.DEFAULTS.withMailboxes("per-connection"));
+      Simulation.Options.DEFAULTS.withMailboxes("per-connection"),
+      SimulatedNode.Mutation.DROP_FORWARDS, Simulation.Options.DEFAULTS);
 
   @Test
   void theCoresSurviveMailboxesThatKeepOrderOnlyPerConnection() {

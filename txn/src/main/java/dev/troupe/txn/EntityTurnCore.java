@@ -474,13 +474,9 @@ public final class EntityTurnCore<R> {
     if (isPsac(request.type())) {
       participations.put(transactionId, participation);
       participation.gateItem = new GatedPart<>(participation);
-      participation.exclusive = !request.forwards().isEmpty()
-          || DependencyEvaluator.hasDependencies(tentative)
-          || DependencyEvaluator.mayForward(entity, request.type(), tentative, request.turns(),
-              request.readsState());
       handleGateDecision(gate(request.type()).offer(participation.gateItem,
-          request.startTimestamp(), true, request.readsState(), request.planned(),
-          participation.exclusive, tentative), effects);
+          request.startTimestamp(), true, request.readsState(), request.planned(), tentative),
+          effects);
       return;
     }
     LockTable.LockSet access = AccessSets.forPart(request.type(), request.turns(),
@@ -553,7 +549,9 @@ public final class EntityTurnCore<R> {
     }
     participation.operations = evaluated.operations();
     participation.stateAfter = evaluated.after();
-    participation.forwarding = DependencyEvaluator.forwarding(evaluated);
+    participation.forwarding = mutations.contains(Mutations.Mutation.DROP_FORWARDS)
+        ? DependencyEvaluator.Forwarding.NONE // a deliberate bug (simulator tests only)
+        : DependencyEvaluator.forwarding(evaluated);
     if (evaluated.operations().isEmpty() && !participation.recordSubmitted) {
       // Nothing to redo after a crash: no prepared record. The vote still waits until everything
       // it observed is durable.
@@ -778,6 +776,11 @@ public final class EntityTurnCore<R> {
       gate = new PsacGate<>(
           new PsacGate.Limits(settings.maxInFlight(), settings.maxOvertakes()),
           (item, state) -> {
+            if (item instanceof GatedTurn<R> turn && DependencyEvaluator.mayForward(entity,
+                turn.turn.type(), state, List.of(turn.turn.turn()), false)) {
+              // A dependency was recorded while it waited: it must run as a transaction.
+              return new PsacGate.Evaluation.Fails(needsTransactionError());
+            }
             TurnEvaluator.Sequence evaluated = switch (item) {
               case GatedTurn<R> turn -> evaluateTurns(turn.turn.type(), List.of(turn.turn.turn()),
                   turn.turn.transactionId(), state);
@@ -788,7 +791,14 @@ public final class EntityTurnCore<R> {
             return evaluated.error() != null
                 ? new PsacGate.Evaluation.Fails(evaluated.error())
                 : new PsacGate.Evaluation.Holds(evaluated.after());
-          });
+          },
+          // A part that keeps dependencies is admitted alone, judged when it is admitted.
+          (item, state) -> item instanceof GatedPart<R> part
+              && (!part.participation.forwards.isEmpty()
+                  || DependencyEvaluator.hasDependencies(state)
+                  || DependencyEvaluator.mayForward(entity, part.participation.request.type(),
+                      state, part.participation.request.turns(),
+                      part.participation.request.readsState())));
     }
     return gate;
   }
@@ -828,6 +838,7 @@ public final class EntityTurnCore<R> {
           case GatedPart<R> part -> {
             Participation<R> participation = part.participation;
             List<Turn> turns = participation.request.turns();
+            participation.exclusive = gate.isExclusive(part);
             if (participation.exclusive) {
               evaluate(participation, effects);
             } else if (turns.isEmpty()) {
@@ -1032,8 +1043,12 @@ public final class EntityTurnCore<R> {
   }
 
   private TurnResult needsTransaction() {
-    return new TurnResult.Failed(new TroupeException(ErrorCode.ABORTED,
-        TransactionAbort.NEEDS_TRANSACTION, entity + " has dependencies: run as a transaction"));
+    return new TurnResult.Failed(needsTransactionError());
+  }
+
+  private TroupeException needsTransactionError() {
+    return new TroupeException(ErrorCode.ABORTED, TransactionAbort.NEEDS_TRANSACTION,
+        entity + " has dependencies: run as a transaction");
   }
 
   private void releaseReplies(List<Effect<R>> effects) {

@@ -20,6 +20,11 @@ public final class Mutations {
      * A participant prepares a transaction whose abort it has already received (the abort
      * overtook the prepare): the part then holds the entity for a transaction that is over.
      */
-    PREPARE_AFTER_ABORT
+    PREPARE_AFTER_ABORT,
+    /**
+     * A participant votes yes without the operations it must forward to keep declared
+     * dependencies: its followers never hear of the change.
+     */
+    DROP_FORWARDS
   }
 }

@@ -50,7 +50,8 @@ import java.util.function.BiFunction;
  * the operations it forwards, which depend on the state its effects meet; so it is admitted only
  * when nothing is in progress, and nothing is admitted beside it until it is applied or aborted
  * (for it, the gate is plain 2PC). Its operations computed at admission are then exactly those
- * applied.
+ * applied. Whether an action is exclusive is decided on the state it is admitted against, not the
+ * one it arrived on: a dependency recorded meanwhile makes a delayed action exclusive.
  *
  * <p>Pure and single-threaded (owned by the entity core); the evaluator must be deterministic.
  *
@@ -97,30 +98,40 @@ public final class PsacGate<T> {
     final boolean mayDie;
     final boolean readsState;
     final boolean planned;
-    final boolean exclusive;
+    /** Decided when it is admitted. */
+    boolean exclusive;
     boolean committed;
     int overtakes;
 
-    Entry(T item, long age, boolean mayDie, boolean readsState, boolean planned,
-        boolean exclusive) {
+    Entry(T item, long age, boolean mayDie, boolean readsState, boolean planned) {
       this.item = item;
       this.age = age;
       this.mayDie = mayDie;
       this.readsState = readsState;
       this.planned = planned;
-      this.exclusive = exclusive;
     }
   }
 
   private final Limits limits;
   private final BiFunction<T, EntityState, Evaluation> evaluator;
+  private final java.util.function.BiPredicate<T, EntityState> exclusive;
   private final List<Entry<T>> inProgress = new ArrayList<>();
   private final List<Entry<T>> delayed = new ArrayList<>();
 
   /** @param evaluator evaluates an action on a state (deterministic, no side effects) */
   public PsacGate(Limits limits, BiFunction<T, EntityState, Evaluation> evaluator) {
+    this(limits, evaluator, (item, state) -> false);
+  }
+
+  /**
+   * @param exclusive whether an action must be admitted alone, judged on the state it would be
+   *     admitted against (deterministic, no side effects)
+   */
+  public PsacGate(Limits limits, BiFunction<T, EntityState, Evaluation> evaluator,
+      java.util.function.BiPredicate<T, EntityState> exclusive) {
     this.limits = limits;
     this.evaluator = evaluator;
+    this.exclusive = exclusive;
   }
 
   /**
@@ -145,15 +156,7 @@ public final class PsacGate<T> {
    */
   public Decision<T> offer(T item, long age, boolean mayDie, boolean readsState,
       boolean planned, EntityState current) {
-    return offer(item, age, mayDie, readsState, planned, false, current);
-  }
-
-  /**
-   * As above; an {@code exclusive} action is admitted only alone (see the class comment).
-   */
-  public Decision<T> offer(T item, long age, boolean mayDie, boolean readsState,
-      boolean planned, boolean exclusive, EntityState current) {
-    Entry<T> entry = new Entry<>(item, age, mayDie && !planned, readsState, planned, exclusive);
+    Entry<T> entry = new Entry<>(item, age, mayDie && !planned, readsState, planned);
     boolean fairnessHolds = true;
     for (Entry<T> waiting : delayed) {
       fairnessHolds &= waiting.overtakes < limits.maxOvertakes();
@@ -238,6 +241,12 @@ public final class PsacGate<T> {
     return delayed.stream().map(entry -> entry.item).toList();
   }
 
+  /** Whether an action in progress was admitted alone (see the class comment). */
+  public boolean isExclusive(T item) {
+    Entry<T> entry = find(inProgress, item);
+    return entry != null && entry.exclusive;
+  }
+
   /** Actions in progress, in arrival order. */
   public List<T> inProgressItems() {
     return inProgress.stream().map(entry -> entry.item).toList();
@@ -247,13 +256,14 @@ public final class PsacGate<T> {
     if (inProgress.size() >= limits.maxInFlight()) {
       return delayOrDie(entry);
     }
-    if (entry.exclusive && !inProgress.isEmpty()) {
-      return delayOrDie(entry);
-    }
     for (Entry<T> other : inProgress) {
       if (other.exclusive) {
         return delayOrDie(entry); // its operations were computed on the state without this one
       }
+    }
+    entry.exclusive = exclusive.test(entry.item, current);
+    if (entry.exclusive && !inProgress.isEmpty()) {
+      return delayOrDie(entry);
     }
     if (entry.planned) {
       for (Entry<T> waiting : delayed) {

@@ -94,28 +94,38 @@ class PsacGateTest {
 
   @Test
   void anExclusiveActionIsAdmittedOnlyAloneAndHoldsNewcomersBackUntilApplied() {
-    PsacGate<Change> gate = gate(4, 100);
+    // Change 2 is exclusive, and so is any action once the balance is below 99.
+    PsacGate<Change> gate = new PsacGate<>(new PsacGate.Limits(4, 100), PsacGateTest::evaluate,
+        (change, state) -> change.id() == 2 || balance(state) < 99);
     EntityState state = withBalance(100);
     Change first = new Change(1, -1);
     assertInstanceOf(PsacGate.Decision.Admitted.class,
-        gate.offer(first, 1, false, false, false, false, state));
+        gate.offer(first, 1, false, false, false, state));
     Change exclusive = new Change(2, -1);
     assertInstanceOf(PsacGate.Decision.Delayed.class,
-        gate.offer(exclusive, 2, false, false, false, true, state),
+        gate.offer(exclusive, 2, false, false, false, state),
         "not beside an action in progress, though it commutes with it");
     gate.commit(first);
     assertEquals(first, gate.pollApplicable());
     EntityState applied = withBalance(99);
     List<PsacGate.Decision<Change>> retried = gate.retryDelayed(applied);
     assertInstanceOf(PsacGate.Decision.Admitted.class, retried.get(0), "alone now");
+    assertTrue(gate.isExclusive(exclusive));
     Change newcomer = new Change(3, 5);
     assertInstanceOf(PsacGate.Decision.Delayed.class,
-        gate.offer(newcomer, 3, false, false, false, false, applied),
+        gate.offer(newcomer, 3, false, false, false, applied),
         "nothing is admitted beside an exclusive action");
+    Change another = new Change(4, 1);
+    assertInstanceOf(PsacGate.Decision.Delayed.class,
+        gate.offer(another, 4, false, false, false, applied));
     gate.commit(exclusive);
     assertEquals(exclusive, gate.pollApplicable());
-    assertInstanceOf(PsacGate.Decision.Admitted.class,
-        gate.retryDelayed(withBalance(98)).get(0), "admitted once the exclusive one is applied");
+    List<PsacGate.Decision<Change>> after = gate.retryDelayed(withBalance(98));
+    assertInstanceOf(PsacGate.Decision.Admitted.class, after.get(0),
+        "admitted once the exclusive one is applied");
+    assertTrue(gate.isExclusive(newcomer),
+        "judged exclusive on the state it was admitted against, not the one it arrived on");
+    assertEquals(1, after.size(), "so the next one waits behind it");
   }
 
   /** A blind assignment of the balance: assignments of different values do not commute. */
