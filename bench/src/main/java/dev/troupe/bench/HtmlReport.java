@@ -51,6 +51,10 @@ final class HtmlReport {
         + " planned vs dynamic, and PostgreSQL", "completed_per_second",
         "completed transactions per second", List.of("Amalgamate", "Balance", "DepositChecking",
             "MultiTransfer", "SendPayment", "TransactSavings", "WriteCheck"));
+    static final Layout MARKETPLACE = new Layout("Online Marketplace: consistency declared as"
+        + " dependencies vs hand-coded", "completed_per_second",
+        "completed transactions per second", List.of("AddItemToCart", "DeleteItemInCart",
+            "UpdatePrice", "Checkout", "SellerDashboard", "DeleteProduct"));
   }
 
   private static final int WIDTH = 900;
