@@ -25,8 +25,8 @@ import java.util.concurrent.CompletionException;
  * <ul>
  *   <li>each product keeps an index of the carts holding it, a key family {@code cart[c<i>]},
  *       and an {@code indexVersion} that every cart joining the index raises;
- *   <li>AddItemToCart reads the price, then in one transaction puts the cart in the index (only
- *       if the price is still the one read: compare-and-set) and copies the price into the cart;
+ *   <li>AddItemToCart reads the price, then in one transaction puts the cart in the index, only
+ *       if the price is still the one read (compare-and-set), and copies the price into the cart;
  *   <li>DeleteItemInCart removes the item and takes the cart out of the product's index;
  *   <li>UpdatePrice reads the product's index and version, then in one transaction writes the
  *       price and every indexed cart's item, only if no cart joined since (the version is
@@ -35,12 +35,17 @@ import java.util.concurrent.CompletionException;
  *       cart out of the products' indexes and adds each order to its seller's dashboard
  *       ({@code recordOrder});
  *   <li>DeleteProduct reads the index and version, then in one transaction deletes the product,
- *       its stock and the item in every indexed cart, only if no cart joined since.
+ *       its stock and the item (price and quantity) in every indexed cart, only if no cart joined
+ *       since and every cart still holds the item, and lists the next generation.
  * </ul>
  *
- * <p>A cart leaving an index does not raise the version: an UpdatePrice that still names it
- * fails on the cart (its item is gone) and a DeleteProduct deletes nothing there. These
- * transactions have no dependencies, so they run planned (the engine's default).
+ * <p>A cart leaving an index does not raise the version: an UpdatePrice or DeleteProduct that
+ * still names it fails on the cart (its item is gone) and reads again. Every deletion is guarded
+ * by a precondition on its own entity ({@code requireItem}, {@code requireIndexed}, {@code
+ * requireStocked}, {@code retire}): a transaction's parts run side by side, so a precondition on
+ * one entity cannot keep another's deletion of an absent key from failing the transaction with
+ * {@code not_found} first. These transactions have no dependencies, so they run planned (the
+ * engine's default).
  */
 final class HandCodedMarketplace extends TroupeMarketplace {
   private static final String SPECS = """

@@ -52,7 +52,7 @@ final class MarketplaceBenchmark extends Benchmark {
       description = "Customers, each with a cart (default: ${DEFAULT-VALUE}).")
   int customers;
 
-  @Option(names = "--actor-skew", defaultValue = "2", paramLabel = "PERCENT",
+  @Option(names = "--actor-skew", defaultValue = "100", paramLabel = "PERCENT",
       description = "Share of hot customers and of hot sellers in percent; 3/4 of picks fall on"
           + " them; 100 is uniform (default: ${DEFAULT-VALUE}).")
   double actorSkewPercent;

@@ -20,9 +20,10 @@ import java.util.concurrent.atomic.LongAdder;
  * run on it meanwhile). Each check counts violations; any violation fails the benchmark.
  *
  * <ol>
- *   <li><b>Prices</b>: every order line's price equals its product's price as of the order's
- *       commit ({@code Troupe.readAt(product, orderVersion)}): the price a checkout charged was the
- *       product's price when it committed; and every cart item equals its product's current price.
+ *   <li><b>Prices</b>: every order line's price equals its product's price as its checkout saw it
+ *       ({@code Troupe.readAt(product, version)} at the version of the product's commit in the
+ *       checkout, see {@link #checkLines}), every order's total adds up its lines, and every cart
+ *       item equals its product's current price.
  *   <li><b>Stock</b>: every listed product's stock is a number not below zero, and no checkout
  *       saw a negative stock after its commit.
  *   <li><b>Foreign keys</b>: no product, stock or cart item (price or quantity) of a deleted

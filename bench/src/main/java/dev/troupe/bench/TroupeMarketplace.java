@@ -67,6 +67,11 @@ import java.util.regex.Pattern;
  * application's verdict (rejected); the engine giving up on a lock conflict or the retries running
  * out is an abort.
  *
+ * <p>Runtime settings (the same for both, {@link #settings}): history kept for a day, so that the
+ * checks can read every product as of every order; and the limits on participants, operations,
+ * keys per entity and dependencies per key raised so that no transaction of the workload hits
+ * them.
+ *
  * <p>Thread-safe.
  */
 abstract class TroupeMarketplace implements AutoCloseable {
@@ -247,7 +252,8 @@ abstract class TroupeMarketplace implements AutoCloseable {
             "troupe.transactions.max-participants", participants,
             "troupe.transactions.max-operations", Math.max(256, 2 * participants + 64),
             "troupe.entity.max-keys", Math.max(1024, shape.customers() + 64),
-            "troupe.dependencies.max-per-key", MAX_DEPENDENCIES_PER_KEY))
+            "troupe.dependencies.max-per-key", MAX_DEPENDENCIES_PER_KEY,
+            "troupe.dependencies.max-participants", Math.max(4096, participants)))
         .withFallback(ConfigFactory.load()));
   }
 

@@ -88,6 +88,10 @@ class MarketplaceBenchmarkTest {
       assertTrue(market.readCart(2).isEmpty() && market.readCart(0).isEmpty(),
           "checked out, and the deleted product left the carts");
       assertEquals(3, market.orders.size(), "one order per seller of each checkout");
+      for (TroupeMarketplace.OrderRecord order : market.orders) {
+        assertTrue(order.productVersions().size() >= 1,
+            "the products take part in the checkout: " + order);
+      }
       MarketplaceChecks.Violations clean = MarketplaceChecks.check(market);
       assertEquals(0, clean.total(), clean.toString());
 
