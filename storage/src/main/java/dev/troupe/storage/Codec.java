@@ -477,13 +477,9 @@ public final class Codec {
           weight += 64 + 4L * element.getKey().length() + 48L * element.getValue().tags().size();
         }
       }
-      case DependencyTable table -> {
-        for (DependencyTable.Entry entry : table.all()) {
-          // The record's parsed form is a few small objects; its JSON text is a fair proxy.
-          weight += 160 + estimateJson(entry.dependency().toJson(), 0)
-              + estimateJson(entry.contribution(), 0);
-        }
-      }
+      // A fixed estimate per record (two key references, a function, an id, a map node): a
+      // follower of thousands of leaders is re-weighed on every change, so this must not walk it.
+      case DependencyTable table -> weight += 480L * table.size();
     }
     return weight;
   }

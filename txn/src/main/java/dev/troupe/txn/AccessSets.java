@@ -37,19 +37,29 @@ public final class AccessSets {
    */
   public static LockSet forPart(CompiledType type, List<Turn> turns, boolean readsState,
       List<Forward> forwards) {
-    LockSet base = forTransaction(type, turns, readsState);
-    if (forwards.isEmpty()) {
+    // A part with no operations of its own (a follower a dependency brought in) locks only what
+    // its forwards need.
+    LockSet base = turns.isEmpty() && !readsState
+        ? new LockSet(null, Map.of()) : forTransaction(type, turns, readsState);
+    boolean locking = false;
+    for (Forward forward : forwards) {
+      locking |= !forward.needsNoLock();
+    }
+    if (!locking) {
       return base;
     }
     if (type.spec().admission() != AdmissionPolicy.KEYS) {
       boolean writes = base.entityMode() == Mode.WRITE;
       for (Forward forward : forwards) {
-        writes |= !forward.readsOnly();
+        writes |= !forward.readsOnly() && !forward.needsNoLock();
       }
       return LockSet.wholeEntity(writes ? Mode.WRITE : Mode.READ);
     }
     Map<String, Mode> keys = new HashMap<>(base.keys());
     for (Forward forward : forwards) {
+      if (forward.needsNoLock()) {
+        continue;
+      }
       if (forward.readsOnly()) {
         keys.putIfAbsent(forward.keyAtTarget(), Mode.READ);
       } else {

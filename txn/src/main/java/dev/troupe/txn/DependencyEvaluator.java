@@ -329,15 +329,20 @@ public final class DependencyEvaluator {
             incoming.size()));
       }
       if (dependency.kind() == DependencyKind.UPDATE) {
+        // All update dependencies of an aggregate follower share its function, so the first one
+        // met stands for all (a follower of many leaders is not walked on every registration).
         for (DependencyTable.Entry other : incoming.all()) {
           Dependency existing = other.dependency();
-          if (existing.kind() == DependencyKind.UPDATE
-              && (existing.function().isAggregate() || dependency.function().isAggregate())
+          if (existing.kind() != DependencyKind.UPDATE) {
+            continue;
+          }
+          if ((existing.function().isAggregate() || dependency.function().isAggregate())
               && !existing.function().equals(dependency.function())) {
             throw TroupeException.invalid(("%s already follows %s with function %s; an aggregate"
                 + " follower takes one function from all its leaders").formatted(
                 dependency.follower(), existing.leader(), existing.function().wireName()));
           }
+          break;
         }
       }
       JsonNode leaderValue = registered.leaderValue();

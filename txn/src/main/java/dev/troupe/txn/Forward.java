@@ -116,4 +116,15 @@ public sealed interface Forward {
   default boolean readsOnly() {
     return this instanceof Probe;
   }
+
+  /**
+   * Whether it needs no lock at its target: a leader forgetting a dependency whose follower was
+   * deleted. The transaction that deleted the follower holds the follower key's lock, and every
+   * transaction that forwards along the dependency must lock that key too, so they are ordered
+   * there; and forgetting one dependency commutes with everything else done to the leader. So a
+   * checkout that empties a cart does not queue behind the price changes of its products.
+   */
+  default boolean needsNoLock() {
+    return this instanceof FollowerDeleted;
+  }
 }

@@ -22,9 +22,11 @@ import java.util.Base64;
  *
  * @param function how an update dependency computes the follower; {@code null} for a delete
  *     dependency
+ * @param id derived from the other components when constructed (whatever is passed), and kept:
+ *     ids are looked up on every forward, and deriving one costs a JSON rendering
  */
 public record Dependency(DependencyKind kind, KeyReference leader, KeyReference follower,
-    DependencyFunction function) {
+    DependencyFunction function, String id) {
 
   /** The persisted and wire format's revision, written into every stored record. */
   public static final int FORMAT_REVISION = 1;
@@ -47,11 +49,12 @@ public record Dependency(DependencyKind kind, KeyReference leader, KeyReference 
       throw TroupeException.invalid("a delete dependency takes no function: the leader's"
           + " deletion deletes the follower");
     }
+    id = idOf(kind, leader, follower);
   }
 
-  /** The dependency's id (see the class comment). */
-  public String id() {
-    return idOf(kind, leader, follower);
+  public Dependency(DependencyKind kind, KeyReference leader, KeyReference follower,
+      DependencyFunction function) {
+    this(kind, leader, follower, function, null);
   }
 
   public static String idOf(DependencyKind kind, KeyReference leader, KeyReference follower) {
