@@ -58,7 +58,8 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
   /** Prepare this entity's part of a transaction and vote (see {@link EntityTurnCore}). */
   record Prepare(long transactionId, long startTimestamp, List<Turn> turns, boolean readsState,
       CompiledType type, boolean planned, List<dev.troupe.txn.Forward> forwards,
-      Recipient voteTo) implements Routed {
+      java.util.Map<String, dev.troupe.txn.LockTable.Mode> reserved, Recipient voteTo)
+      implements Routed {
     @Override
     public void refuse(TroupeException reason) {
       voteTo.deliver(new TurnResult.Failed(reason));
@@ -176,7 +177,7 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
             runEffects(core.handle(new Input.PrepareRequested<>(
                 prepare.transactionId(), prepare.startTimestamp(), prepare.turns(),
                 prepare.readsState(), prepare.type(), prepare.voteTo(), prepare.planned(),
-                prepare.forwards())));
+                prepare.forwards(), prepare.reserved())));
         case Forwards forwards ->
             runEffects(core.handle(new Input.ForwardsReceived<>(forwards.transactionId(),
                 forwards.forwards(), forwards.voteTo())));

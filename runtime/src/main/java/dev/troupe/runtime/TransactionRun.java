@@ -121,8 +121,8 @@ final class TransactionRun {
         registryOf.apply(participant).tell(new EntityRegistry.Route(participant,
             new EntityActor.Prepare(prepare.transactionId(), prepare.startTimestamp(),
                 prepare.part().turns(), prepare.part().readsState(), type,
-                prepare.planned(), prepare.part().forwards(), new Recipient.Voter(this,
-                    participant, prepare.transactionId()))));
+                prepare.planned(), prepare.part().forwards(), prepare.part().reserved(),
+                new Recipient.Voter(this, participant, prepare.transactionId()))));
       }
       case Effect.SendForwards forwards -> {
         EntityId participant = forwards.participant();

@@ -29,7 +29,7 @@ import dev.troupe.model.spec.ActionSpec;
 import dev.troupe.model.spec.SyncInvocation;
 import dev.troupe.storage.InDoubtResolution;
 import dev.troupe.txn.CoordinatorCore;
-import dev.troupe.txn.DependencyEvaluator;
+import dev.troupe.txn.DependencyPlanner;
 import dev.troupe.txn.InteractiveCore;
 import dev.troupe.txn.TurnCodec;
 import dev.troupe.txn.TurnEvaluator;
@@ -456,17 +456,21 @@ public final class Troupe implements AutoCloseable {
     } catch (TroupeException e) {
       return CompletableFuture.failedFuture(e);
     }
-    if (request.mode() == TransactionRequest.Mode.DYNAMIC || mayForward(parts, types)) {
-      // Forwards reach followers that a plan cannot order up front: run it dynamic.
+    Optional<Map<EntityId, CoordinatorCore.Part>> planned =
+        request.mode() == TransactionRequest.Mode.DYNAMIC ? Optional.empty()
+            : DependencyPlanner.plan(parts, types, this::cachedState,
+                settings.turnLimits().maxDependencyChain());
+    if (planned.isEmpty()) {
+      // Dynamic, or its forwards would reach followers a plan cannot predict.
       TransactionRun transaction = new TransactionRun(parts, types, this::typeOf,
           coordinatorLimits, entity -> registries.get(store.partitionOf(entity)), store,
           system.scheduler(), system.executionContext());
       return awaitOutcome(transaction, TransactionRun::start);
     }
-    // Planned: ordered by the sequencer, never dies, so never retried. One that turns out to
-    // forward operations to keep dependencies (its followers were not ordered) runs again as a
-    // dynamic transaction.
-    return planned(parts, types).handle((committed, failure) -> {
+    // Planned: ordered by the sequencer with the followers its dependencies will reach (their
+    // keys reserved), never dies, so never retried. One that turns out to forward beyond what was
+    // planned runs again as a dynamic transaction.
+    return planned(planned.get(), types).handle((committed, failure) -> {
       Throwable cause = unwrap(failure);
       if (cause instanceof TroupeException error && error.code() == ErrorCode.ABORTED
           && TransactionAbort.DEPENDENCIES_INVOLVED.equals(error.reason())) {
@@ -480,23 +484,9 @@ public final class Troupe implements AutoCloseable {
     }).thenCompose(outcome -> outcome);
   }
 
-  /**
-   * A planned transaction's reconnaissance: whether any part may forward operations to keep
-   * dependencies, judged on its entity's cached state (an entity not in the cache is assumed to
-   * have none; if it has, the planned attempt aborts and the transaction runs dynamic).
-   */
-  private boolean mayForward(Map<EntityId, CoordinatorCore.Part> parts,
-      Map<EntityId, CompiledType> types) {
-    for (Map.Entry<EntityId, CoordinatorCore.Part> part : parts.entrySet()) {
-      EntityId entity = part.getKey();
-      CompiledType type = types.get(entity);
-      EntityState state = store.isCached(entity) ? store.read(entity) : EntityState.ABSENT;
-      if (DependencyEvaluator.mayForward(entity, type, state, part.getValue().turns(),
-          part.getValue().readsState())) {
-        return true;
-      }
-    }
-    return false;
+  /** An entity's latest durable state if cached (a planned transaction's reconnaissance). */
+  private Optional<EntityState> cachedState(EntityId entity) {
+    return store.isCached(entity) ? Optional.of(store.read(entity)) : Optional.empty();
   }
 
   private CompletableFuture<CoordinatorCore.Outcome.Committed> planned(

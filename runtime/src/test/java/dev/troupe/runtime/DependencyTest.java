@@ -264,7 +264,7 @@ class DependencyTest {
       assertEquals(1L, troupe.transactionMetrics().failedByReason()
           .get(dev.troupe.model.TransactionAbort.DEPENDENCIES_INVOLVED),
           "the planned attempt was given up: " + troupe.transactionMetrics().failedByReason());
-      // Now cached: the reconnaissance sends it dynamic at once.
+      // Now cached: the reconnaissance predicts the cart and the transaction runs planned.
       troupe.transact(new TransactionRequest(List.of(new TransactionRequest.Operation(
           EntityId.parse("Product/p1"), new dev.troupe.txn.Turn.AssignKeys(
               Map.of("price", LongNode.valueOf(6))))), List.of(),

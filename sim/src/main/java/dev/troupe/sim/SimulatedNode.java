@@ -472,7 +472,7 @@ final class SimulatedNode {
                   new EntityTurnCore.Input.PrepareRequested<>(prepare.transactionId(),
                       prepare.startTimestamp(), prepare.part().turns(),
                       prepare.part().readsState(), type, voteTo, prepare.planned(),
-                      prepare.part().forwards())));
+                      prepare.part().forwards(), prepare.part().reserved())));
         }
         case CoordinatorCore.Effect.SendForwards forwards -> {
           Recipient voteTo =

@@ -69,6 +69,17 @@ public final class AccessSets {
     return new LockSet(base.entityMode(), keys);
   }
 
+  /** The locks a part reserves for forwards it may receive, by the type's admission policy. */
+  public static LockSet reservation(CompiledType type, Map<String, Mode> keys) {
+    if (keys.isEmpty()) {
+      return new LockSet(null, Map.of());
+    }
+    if (type.spec().admission() != AdmissionPolicy.KEYS) {
+      return LockSet.wholeEntity(keys.containsValue(Mode.WRITE) ? Mode.WRITE : Mode.READ);
+    }
+    return new LockSet(null, keys);
+  }
+
   /**
    * The locks of a transaction's operations on one entity.
    *

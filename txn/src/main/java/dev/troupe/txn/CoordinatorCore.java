@@ -38,7 +38,8 @@ import java.util.Map;
  * latest vote counts. Each participant is asked at most {@code maxForwardRounds} times, and the
  * transaction reaches at most {@code maxParticipants} entities. Every chain through a dependency
  * registered in the transaction is checked against {@code maxDependencyChain} before the
- * decision. A planned transaction that turns out to forward anything aborts ({@code
+ * decision. A planned transaction's followers were predicted and ordered with it ({@link
+ * DependencyPlanner}); one that forwards to an entity it was not planned with aborts ({@code
  * dependencies_involved}) so the runtime can run it as a dynamic one.
  *
  * <p><b>Retries.</b> Wait-die kills the younger of two conflicting transactions. A transaction
@@ -77,15 +78,35 @@ public final class CoordinatorCore {
    *
    * @param turns its operations, in request order
    * @param readsState whether the transaction reads its whole state
+   * @param forwards what other participants forwarded to it (a follower brought in)
+   * @param reserved keys it locks for forwards it may receive (a planned transaction's
+   *     reconnaissance, {@link DependencyPlanner}): a planned part cannot take locks later
    */
-  public record Part(List<Turn> turns, boolean readsState, List<Forward> forwards) {
+  public record Part(List<Turn> turns, boolean readsState, List<Forward> forwards,
+      Map<String, LockTable.Mode> reserved) {
     public Part {
       turns = List.copyOf(turns);
       forwards = List.copyOf(forwards);
+      reserved = Map.copyOf(reserved);
     }
 
     public Part(List<Turn> turns, boolean readsState) {
-      this(turns, readsState, List.of());
+      this(turns, readsState, List.of(), Map.of());
+    }
+
+    public Part(List<Turn> turns, boolean readsState, List<Forward> forwards) {
+      this(turns, readsState, forwards, Map.of());
+    }
+
+    /** This part also holding the locks of {@code keys} (a planned part's predicted forwards). */
+    public Part reserving(Map<String, LockTable.Mode> keys) {
+      if (keys.isEmpty()) {
+        return this;
+      }
+      Map<String, LockTable.Mode> merged = new LinkedHashMap<>(reserved);
+      keys.forEach((key, mode) -> merged.merge(key, mode, (a, b) ->
+          a == LockTable.Mode.WRITE || b == LockTable.Mode.WRITE ? LockTable.Mode.WRITE : a));
+      return new Part(turns, readsState, forwards, merged);
     }
   }
 
@@ -265,10 +286,10 @@ public final class CoordinatorCore {
           case TurnResult.Done yes -> {
             votes.put(participant, yes);
             List<Forward> forwards = yes.forwarding().forwards();
-            if (planned && !forwards.isEmpty()) {
+            if (planned && reachesBeyondParticipants(forwards)) {
               // Planned order needs every participant up front; run it again as dynamic.
               abort(new TroupeException(ErrorCode.ABORTED, TransactionAbort.DEPENDENCIES_INVOLVED,
-                  "a planned transaction forwards operations to keep dependencies"), effects);
+                  "a planned transaction forwards to an entity it was not planned with"), effects);
               break;
             }
             forwardedBy.put(participant, forwards);
@@ -385,6 +406,15 @@ public final class CoordinatorCore {
       }
     }
     return settled;
+  }
+
+  private boolean reachesBeyondParticipants(List<Forward> forwards) {
+    for (Forward forward : forwards) {
+      if (!parts.containsKey(forward.target())) {
+        return true;
+      }
+    }
+    return false;
   }
 
   /**

@@ -94,7 +94,8 @@ public final class EntityTurnCore<R> {
      */
     record PrepareRequested<R>(long transactionId, long startTimestamp, List<Turn> turns,
         boolean readsState, CompiledType type, R voteTo, boolean planned,
-        List<Forward> forwards) implements Input<R> {
+        List<Forward> forwards, java.util.Map<String, LockTable.Mode> reserved)
+        implements Input<R> {
       public PrepareRequested(long transactionId, long startTimestamp, List<Turn> turns,
           boolean readsState, CompiledType type, R voteTo) {
         this(transactionId, startTimestamp, turns, readsState, type, voteTo, false);
@@ -102,12 +103,13 @@ public final class EntityTurnCore<R> {
 
       public PrepareRequested(long transactionId, long startTimestamp, List<Turn> turns,
           boolean readsState, CompiledType type, R voteTo, boolean planned) {
-        this(transactionId, startTimestamp, turns, readsState, type, voteTo, planned, List.of());
+        this(transactionId, startTimestamp, turns, readsState, type, voteTo, planned, List.of(),
+            java.util.Map.of());
       }
 
       PrepareRequested<R> votingTo(R newVoteTo) {
         return new PrepareRequested<>(transactionId, startTimestamp, turns, readsState, type,
-            newVoteTo, planned, forwards);
+            newVoteTo, planned, forwards, reserved);
       }
     }
 
@@ -440,7 +442,7 @@ public final class EntityTurnCore<R> {
       // An interactive transaction commits: its locks are held; prepare the steps it took here.
       open.request = new Input.PrepareRequested<>(transactionId, request.startTimestamp(),
           List.copyOf(open.steps), open.request.readsState(), request.type(), request.voteTo(),
-          false, request.forwards());
+          false, request.forwards(), java.util.Map.of());
       open.forwards = request.forwards();
       if (request.forwards().isEmpty()) {
         evaluate(open, effects); // its steps took every lock it needs
@@ -480,7 +482,8 @@ public final class EntityTurnCore<R> {
       return;
     }
     LockTable.LockSet access = AccessSets.forPart(request.type(), request.turns(),
-        request.readsState(), request.forwards());
+        request.readsState(), request.forwards())
+        .merge(AccessSets.reservation(request.type(), request.reserved()));
     participations.put(transactionId, participation);
     requestLocks(participation, access, !request.planned(), effects);
   }
@@ -526,8 +529,20 @@ public final class EntityTurnCore<R> {
       }
       return;
     }
-    requestLocks(participation, AccessSets.forPart(participation.request.type(), List.of(),
-        false, forwarded.forwards()), true, effects);
+    LockTable.LockSet access = AccessSets.forPart(participation.request.type(), List.of(), false,
+        forwarded.forwards());
+    if (participation.request.planned()) {
+      // Planned parts never wait outside their order: the keys must have been reserved.
+      if (locks.holds(forwarded.transactionId(), access)) {
+        evaluate(participation, effects);
+      } else {
+        voteNo(participation, new TroupeException(ErrorCode.ABORTED,
+            TransactionAbort.DEPENDENCIES_INVOLVED, ("%s was asked to apply forwards on keys its"
+                + " planned part did not reserve").formatted(entity)), effects);
+      }
+      return;
+    }
+    requestLocks(participation, access, true, effects);
   }
 
   /** Evaluates turns in order on {@code state}, each seeing the ones before. */
@@ -795,6 +810,7 @@ public final class EntityTurnCore<R> {
           // A part that keeps dependencies is admitted alone, judged when it is admitted.
           (item, state) -> item instanceof GatedPart<R> part
               && (!part.participation.forwards.isEmpty()
+                  || !part.participation.request.reserved().isEmpty()
                   || DependencyEvaluator.hasDependencies(state)
                   || DependencyEvaluator.mayForward(entity, part.participation.request.type(),
                       state, part.participation.request.turns(),

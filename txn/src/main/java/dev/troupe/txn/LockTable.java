@@ -91,6 +91,22 @@ public final class LockTable<P> {
       return false;
     }
 
+    /** Whether holding this set already grants everything {@code wanted} asks for. */
+    public boolean covers(LockSet wanted) {
+      if (wanted.entityMode != null && (entityMode == null
+          || entityMode.strongest(wanted.entityMode) != entityMode)) {
+        return false;
+      }
+      for (Map.Entry<String, Mode> key : wanted.keys.entrySet()) {
+        Mode held = entityMode != null && entityMode.strongest(key.getValue()) == entityMode
+            ? entityMode : keys.get(key.getKey());
+        if (held == null || held.strongest(key.getValue()) != held) {
+          return false;
+        }
+      }
+      return true;
+    }
+
     /** The union of both lock sets, each key at its strongest mode. */
     public LockSet merge(LockSet other) {
       Mode entity = entityMode == null ? other.entityMode
@@ -150,6 +166,12 @@ public final class LockTable<P> {
    *
    * @param startTimestamp the transaction's age (kept across retries of the same transaction)
    */
+  /** Whether {@code transactionId} holds locks covering {@code wanted} (none held: empty only). */
+  public boolean holds(long transactionId, LockSet wanted) {
+    Held held = holders.get(transactionId);
+    return wanted.isEmpty() || held != null && held.locks().covers(wanted);
+  }
+
   public Outcome request(long transactionId, long startTimestamp, LockSet locks, P payload) {
     return request(transactionId, startTimestamp, locks, payload, true);
   }
