@@ -120,7 +120,7 @@ final class DeclaredMarketplace extends TroupeMarketplace {
             operation(product(product), new Turn.RegisterDependency(deleteDependency(
                 product(product), "price", cart, quantityKey(product)))));
         try {
-          if (transact(operations, TransactionRequest.Mode.DYNAMIC) != null) {
+          if (transact(operations, TransactionRequest.Mode.AUTO) != null) {
             return Outcome.COMMITTED;
           }
         } catch (CompletionException e) {
@@ -157,7 +157,7 @@ final class DeclaredMarketplace extends TroupeMarketplace {
         operation(cart, new Turn.InvokeAction("requireItem", productParams(product))),
         operation(cart, new Turn.DeleteKey(itemKey(product))),
         operation(cart, new Turn.DeleteKey(quantityKey(product)))),
-        TransactionRequest.Mode.DYNAMIC) != null;
+        TransactionRequest.Mode.AUTO) != null;
     return deleted ? Outcome.COMMITTED : Outcome.REJECTED; // someone else took it out first
   }
 
@@ -169,7 +169,7 @@ final class DeclaredMarketplace extends TroupeMarketplace {
     // One write; the engine forwards it to every cart item replicating the price.
     boolean updated = transact(List.of(
         operation(product(product), new Turn.InvokeAction("setPrice", params))),
-        TransactionRequest.Mode.DYNAMIC) != null;
+        TransactionRequest.Mode.AUTO) != null;
     return updated ? Outcome.COMMITTED : Outcome.REJECTED; // the product was just deleted
   }
 
@@ -186,7 +186,7 @@ final class DeclaredMarketplace extends TroupeMarketplace {
     operations.addAll(listProduct(next, delete.product().seller(), delete.price(),
         delete.stock()));
     try {
-      if (transact(operations, TransactionRequest.Mode.DYNAMIC) == null) {
+      if (transact(operations, TransactionRequest.Mode.AUTO) == null) {
         return Outcome.REJECTED; // a concurrent DeleteProduct replaced it first
       }
     } catch (CompletionException e) {
@@ -220,7 +220,7 @@ final class DeclaredMarketplace extends TroupeMarketplace {
 
   @Override
   TransactionRequest.Mode checkoutMode() {
-    return TransactionRequest.Mode.DYNAMIC;
+    return TransactionRequest.Mode.AUTO;
   }
 
   private static Dependency deleteDependency(EntityId leader, String leaderKey, EntityId follower,

@@ -37,7 +37,8 @@ public record RuntimeSettings(
       long interactiveIdleTimeoutMillis,
       int maxInteractiveTransactions,
       int maxForwardRounds,
-      int maxParticipantsWithFollowers) {
+      int maxParticipantsWithFollowers,
+      int maxReplans) {
     /** @param troupe the {@code troupe} section (forward rounds are a dependency setting) */
     static TransactionSettings fromConfig(Config troupe) {
       Config transactions = troupe.getConfig("transactions");
@@ -55,7 +56,8 @@ public record RuntimeSettings(
           positiveLong(transactions, "interactive-idle-timeout-millis"),
           positive(transactions, "max-interactive-transactions"),
           positive(troupe.getConfig("dependencies"), "max-forward-rounds"),
-          positive(troupe.getConfig("dependencies"), "max-participants"));
+          positive(troupe.getConfig("dependencies"), "max-participants"),
+          nonNegative(troupe.getConfig("dependencies"), "max-replans"));
     }
   }
 
@@ -112,6 +114,14 @@ public record RuntimeSettings(
         positiveLong(entity, "rendered-state-cache-bytes"),
         TransactionSettings.fromConfig(troupe),
         config);
+  }
+
+  private static int nonNegative(Config config, String path) {
+    int value = config.getInt(path);
+    if (value < 0) {
+      throw new IllegalArgumentException(path + " must be >= 0, was " + value);
+    }
+    return value;
   }
 
   private static int positive(Config config, String path) {

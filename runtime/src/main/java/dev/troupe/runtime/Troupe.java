@@ -377,14 +377,14 @@ public final class Troupe implements AutoCloseable {
       return runAsTransaction(entity, type, turn, TransactionRequest.Mode.AUTO);
     }
     if (turn instanceof Turn.RegisterDependency || turn instanceof Turn.DeregisterDependency) {
-      return runAsTransaction(entity, type, turn, TransactionRequest.Mode.DYNAMIC);
+      return runAsTransaction(entity, type, turn, TransactionRequest.Mode.AUTO);
     }
     return run(entity, type, turn).handle((outcome, failure) -> {
       Throwable cause = unwrap(failure);
       if (cause instanceof TroupeException error && error.code() == ErrorCode.ABORTED
           && TransactionAbort.NEEDS_TRANSACTION.equals(error.reason())) {
-        // Its dependencies' entities must join, and they are known only as it runs.
-        return runAsTransaction(entity, type, turn, TransactionRequest.Mode.DYNAMIC);
+        // Its dependencies' entities must join: planned with them when they can be predicted.
+        return runAsTransaction(entity, type, turn, TransactionRequest.Mode.AUTO);
       }
       return failure == null ? CompletableFuture.completedFuture(outcome)
           : CompletableFuture.<TurnOutcome>failedFuture(cause);
@@ -456,28 +456,40 @@ public final class Troupe implements AutoCloseable {
     } catch (TroupeException e) {
       return CompletableFuture.failedFuture(e);
     }
-    Optional<Map<EntityId, CoordinatorCore.Part>> planned =
-        request.mode() == TransactionRequest.Mode.DYNAMIC ? Optional.empty()
-            : DependencyPlanner.plan(parts, types, this::cachedState,
-                settings.turnLimits().maxDependencyChain());
-    if (planned.isEmpty()) {
-      // Dynamic, or its forwards would reach followers a plan cannot predict.
-      TransactionRun transaction = new TransactionRun(parts, types, this::typeOf,
-          coordinatorLimits, entity -> registries.get(store.partitionOf(entity)), store,
-          system.scheduler(), system.executionContext());
-      return awaitOutcome(transaction, TransactionRun::start);
+    if (request.mode() == TransactionRequest.Mode.DYNAMIC) {
+      return dynamic(parts, types);
     }
-    // Planned: ordered by the sequencer with the followers its dependencies will reach (their
-    // keys reserved), never dies, so never retried. One that turns out to forward beyond what was
-    // planned runs again as a dynamic transaction.
+    return plannedOrDynamic(parts, types, settings.transactions().maxReplans());
+  }
+
+  private CompletableFuture<CoordinatorCore.Outcome.Committed> dynamic(
+      Map<EntityId, CoordinatorCore.Part> parts, Map<EntityId, CompiledType> types) {
+    TransactionRun transaction = new TransactionRun(parts, types, this::typeOf,
+        coordinatorLimits, entity -> registries.get(store.partitionOf(entity)), store,
+        system.scheduler(), system.executionContext());
+    return awaitOutcome(transaction, TransactionRun::start);
+  }
+
+  /**
+   * Planned: ordered by the sequencer with the followers its dependencies will reach (their keys
+   * reserved, {@link DependencyPlanner}), never dies, so never retried for conflicts. One whose
+   * forwards reach beyond its plan (a dependency registered since the reconnaissance) is planned
+   * again from fresher states, up to {@code replans} times, then run dynamic; so is one the
+   * reconnaissance cannot plan.
+   */
+  private CompletableFuture<CoordinatorCore.Outcome.Committed> plannedOrDynamic(
+      Map<EntityId, CoordinatorCore.Part> parts, Map<EntityId, CompiledType> types,
+      int replans) {
+    Optional<Map<EntityId, CoordinatorCore.Part>> planned = DependencyPlanner.plan(parts, types,
+        this::cachedState, settings.turnLimits().maxDependencyChain());
+    if (planned.isEmpty()) {
+      return dynamic(parts, types);
+    }
     return planned(planned.get(), types).handle((committed, failure) -> {
       Throwable cause = unwrap(failure);
       if (cause instanceof TroupeException error && error.code() == ErrorCode.ABORTED
           && TransactionAbort.DEPENDENCIES_INVOLVED.equals(error.reason())) {
-        TransactionRun transaction = new TransactionRun(parts, types, this::typeOf,
-            coordinatorLimits, entity -> registries.get(store.partitionOf(entity)), store,
-            system.scheduler(), system.executionContext());
-        return awaitOutcome(transaction, TransactionRun::start);
+        return replans > 0 ? plannedOrDynamic(parts, types, replans - 1) : dynamic(parts, types);
       }
       return failure == null ? CompletableFuture.completedFuture(committed)
           : CompletableFuture.<CoordinatorCore.Outcome.Committed>failedFuture(cause);

@@ -29,9 +29,9 @@ import java.util.function.Function;
  * <p>Predicted: the followers of every key a part writes (their follower key, written), along
  * update chains and delete cascades; the leaders of every key a part deletes (no lock: a leader
  * forgets a deleted follower's dependency without one); for a registration (explicit, or one a
- * type declares for a key written), its follower or leader. Unpredictable, so the transaction
- * runs dynamic: an entity reached whose state is not at hand (not cached), a registration whose
- * walk would visit other entities, a chain longer than the limit.
+ * type declares for a key written), its follower or leader. An entity whose state is not at hand
+ * (not cached) is assumed to keep no dependency. Unpredictable, so the transaction runs dynamic:
+ * a registration whose walk would visit other entities, a chain longer than the limit.
  *
  * <p>Pure: states come from the caller.
  */
@@ -55,13 +55,8 @@ public final class DependencyPlanner {
     ArrayDeque<Reach> changed = new ArrayDeque<>();
     for (Map.Entry<EntityId, CoordinatorCore.Part> part : parts.entrySet()) {
       EntityId entity = part.getKey();
-      Optional<EntityState> state = cached.apply(entity);
-      if (state.isEmpty()) {
-        // Not at hand: assume it has no dependencies (most entities); if it has, the planned
-        // attempt gives up and runs dynamic.
-        continue;
-      }
-      if (!direct(entity, types.get(entity), state.get(), part.getValue(), reserved, changed)) {
+      if (!direct(entity, types.get(entity), stateOf(entity, cached), part.getValue(), reserved,
+          changed)) {
         return Optional.empty();
       }
     }
@@ -74,12 +69,8 @@ public final class DependencyPlanner {
       if (level > maxChain + 1) {
         return Optional.empty();
       }
-      Optional<EntityState> state = cached.apply(reach.entity());
-      if (state.isEmpty()) {
-        return Optional.empty(); // it may lead dependencies of its own
-      }
       List<Reach> next = new java.util.ArrayList<>();
-      reach(state.get(), reach.key(), true, reach.deleted(), reserved, next);
+      reach(stateOf(reach.entity(), cached), reach.key(), true, reach.deleted(), reserved, next);
       for (Reach further : next) {
         if (depth.putIfAbsent(further, level + 1) == null) {
           changed.add(further);
@@ -217,6 +208,15 @@ public final class DependencyPlanner {
     reserved.computeIfAbsent(entity, ignored -> new LinkedHashMap<>())
         .merge(key, mode, (a, b) -> a == LockTable.Mode.WRITE || b == LockTable.Mode.WRITE
             ? LockTable.Mode.WRITE : LockTable.Mode.READ);
+  }
+
+  /**
+   * An entity's recent state; one not at hand is assumed to keep no dependency (most do not, and
+   * a new entity cannot): if it does, the planned attempt gives up and runs dynamic.
+   */
+  private static EntityState stateOf(EntityId entity,
+      Function<EntityId, Optional<EntityState>> cached) {
+    return cached.apply(entity).orElse(EntityState.ABSENT);
   }
 
   private static DependencyTable table(EntityState state, String key) {
