@@ -262,6 +262,9 @@ final class MarketplaceBenchmark extends Benchmark {
       report.result(name, "rejected", rejected.sum());
       report.result(name, "aborted", aborted.sum());
       report.result(name, "conflict_retries", measuredConflictRetries.sum());
+      // Whole run, warm-up included: how planning with dependencies went.
+      report.result(name, "replanned", market.replanned());
+      report.result(name, "planned_ran_dynamic", market.plannedRanDynamic());
       report.result(name, "application_retries", measuredApplicationRetries.sum());
       report.result(name, "abort_rate", answered == 0 ? 0 : (double) aborted.sum() / answered);
       report.result(name, "rejection_rate",

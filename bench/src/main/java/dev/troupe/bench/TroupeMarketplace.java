@@ -621,6 +621,16 @@ abstract class TroupeMarketplace implements AutoCloseable {
     return new TransactionRequest.Operation(entity, turn);
   }
 
+  /** Planned attempts planned again because their forwards reached beyond their plan. */
+  long replanned() {
+    return troupe.transactionMetrics().replanned();
+  }
+
+  /** Planned transactions that ran dynamic because of their dependencies. */
+  long plannedRanDynamic() {
+    return troupe.transactionMetrics().plannedRanDynamic();
+  }
+
   /** Engine wait-die retries so far (all of this engine's transactions). */
   long conflictRetries() {
     return troupe.transactionMetrics().lockConflictRetries();

@@ -20,6 +20,8 @@ public final class TransactionMetrics {
   private final LongAdder psacDelays = new LongAdder();
   private final LongAdder lockConflictRetries = new LongAdder();
   private final LongAdder open = new LongAdder();
+  private final LongAdder replanned = new LongAdder();
+  private final LongAdder ranDynamic = new LongAdder();
   private volatile long recoveredCommitted;
   private volatile long recoveredAborted;
   private final Recorder latencyMicros = new Recorder(3);
@@ -60,6 +62,25 @@ public final class TransactionMetrics {
     if (count > 0) {
       psacDelays.add(count);
     }
+  }
+
+  /**
+   * A planned attempt whose forwards reached beyond its plan was planned again ({@code
+   * replanned}), or a planned transaction ran dynamic because its dependencies could not be
+   * planned or kept reaching beyond its plan.
+   */
+  void recordDependencyPlanning(boolean replannedAttempt) {
+    (replannedAttempt ? replanned : ranDynamic).increment();
+  }
+
+  /** Planned attempts planned again because their forwards reached beyond their plan. */
+  public long replanned() {
+    return replanned.sum();
+  }
+
+  /** Planned transactions that ran dynamic because of their dependencies. */
+  public long plannedRanDynamic() {
+    return ranDynamic.sum();
   }
 
   /** Transaction parts a PSAC gate delayed (dependent on an action in progress). */

@@ -456,11 +456,32 @@ public final class Troupe implements AutoCloseable {
     } catch (TroupeException e) {
       return CompletableFuture.failedFuture(e);
     }
-    if (request.mode() == TransactionRequest.Mode.DYNAMIC) {
-      return dynamic(parts, types);
+    List<Dependency> registering = new ArrayList<>();
+    for (CoordinatorCore.Part part : parts.values()) {
+      for (Turn turn : part.turns()) {
+        if (turn instanceof Turn.RegisterDependency register) {
+          registering.add(register.dependency());
+        }
+      }
     }
-    return plannedOrDynamic(parts, types, settings.transactions().maxReplans());
+    registering.forEach(pendingRegistrations::add);
+    CompletableFuture<CoordinatorCore.Outcome.Committed> outcome =
+        request.mode() == TransactionRequest.Mode.DYNAMIC ? dynamic(parts, types)
+            : plannedOrDynamic(parts, types, settings.transactions().maxReplans());
+    if (registering.isEmpty()) {
+      return outcome;
+    }
+    return outcome.whenComplete((committed, failure) ->
+        registering.forEach(pendingRegistrations::remove));
   }
+
+  /**
+   * Dependencies being registered by transactions in progress: a planned transaction that writes
+   * their leader key plans their follower too. Its reconnaissance reads committed states only,
+   * and a registration ordered before it but not yet committed would otherwise reach beyond its
+   * plan (a price change queued behind additions to carts, on a hot product).
+   */
+  private final PendingRegistrations pendingRegistrations = new PendingRegistrations();
 
   private CompletableFuture<CoordinatorCore.Outcome.Committed> dynamic(
       Map<EntityId, CoordinatorCore.Part> parts, Map<EntityId, CompiledType> types) {
@@ -481,14 +502,16 @@ public final class Troupe implements AutoCloseable {
       Map<EntityId, CoordinatorCore.Part> parts, Map<EntityId, CompiledType> types,
       int replans) {
     Optional<Map<EntityId, CoordinatorCore.Part>> planned = DependencyPlanner.plan(parts, types,
-        this::cachedState, settings.turnLimits().maxDependencyChain());
+        this::cachedState, pendingRegistrations::of, settings.turnLimits().maxDependencyChain());
     if (planned.isEmpty()) {
+      transactionMetrics.recordDependencyPlanning(false);
       return dynamic(parts, types);
     }
     return planned(planned.get(), types).handle((committed, failure) -> {
       Throwable cause = unwrap(failure);
       if (cause instanceof TroupeException error && error.code() == ErrorCode.ABORTED
           && TransactionAbort.DEPENDENCIES_INVOLVED.equals(error.reason())) {
+        transactionMetrics.recordDependencyPlanning(replans > 0);
         return replans > 0 ? plannedOrDynamic(parts, types, replans - 1) : dynamic(parts, types);
       }
       return failure == null ? CompletableFuture.completedFuture(committed)

@@ -6,6 +6,7 @@ import dev.troupe.model.TroupeException;
 import dev.troupe.model.dependency.Dependency;
 import dev.troupe.model.dependency.DependencyKeys;
 import dev.troupe.model.dependency.DependencyKind;
+import dev.troupe.model.dependency.KeyReference;
 import dev.troupe.model.spec.CompiledType;
 import dev.troupe.model.value.DependencyTable;
 import java.util.ArrayDeque;
@@ -47,16 +48,19 @@ public final class DependencyPlanner {
    *
    * @param types every part's type
    * @param cached an entity's recent state, empty when it is not at hand
+   * @param pending the dependencies on a leader key that transactions in progress register (they
+   *     may commit before this transaction reaches the leader, and are planned for)
    */
   public static Optional<Map<EntityId, CoordinatorCore.Part>> plan(
       Map<EntityId, CoordinatorCore.Part> parts, Map<EntityId, CompiledType> types,
-      Function<EntityId, Optional<EntityState>> cached, int maxChain) {
+      Function<EntityId, Optional<EntityState>> cached,
+      Function<KeyReference, List<Dependency>> pending, int maxChain) {
     Map<EntityId, Map<String, LockTable.Mode>> reserved = new LinkedHashMap<>();
     ArrayDeque<Reach> changed = new ArrayDeque<>();
     for (Map.Entry<EntityId, CoordinatorCore.Part> part : parts.entrySet()) {
       EntityId entity = part.getKey();
-      if (!direct(entity, types.get(entity), stateOf(entity, cached), part.getValue(), reserved,
-          changed)) {
+      if (!direct(entity, types.get(entity), stateOf(entity, cached), part.getValue(), pending,
+          reserved, changed)) {
         return Optional.empty();
       }
     }
@@ -70,7 +74,8 @@ public final class DependencyPlanner {
         return Optional.empty();
       }
       List<Reach> next = new java.util.ArrayList<>();
-      reach(stateOf(reach.entity(), cached), reach.key(), true, reach.deleted(), reserved, next);
+      reach(reach.entity(), stateOf(reach.entity(), cached), reach.key(), true, reach.deleted(),
+          pending, reserved, next);
       for (Reach further : next) {
         if (depth.putIfAbsent(further, level + 1) == null) {
           changed.add(further);
@@ -90,10 +95,14 @@ public final class DependencyPlanner {
    * the followers of its update dependencies (their keys change), when deleted those of its delete
    * dependencies (their keys go too) and its own leaders (they forget it).
    */
-  private static void reach(EntityState state, String key, boolean written, boolean deleted,
+  private static void reach(EntityId entity, EntityState state, String key, boolean written,
+      boolean deleted, Function<KeyReference, List<Dependency>> pending,
       Map<EntityId, Map<String, LockTable.Mode>> reserved, List<Reach> reached) {
-    for (DependencyTable.Entry entry : table(state, DependencyKeys.outgoing(key)).all()) {
-      Dependency dependency = entry.dependency();
+    List<Dependency> leads = new java.util.ArrayList<>();
+    table(state, DependencyKeys.outgoing(key)).all().forEach(entry ->
+        leads.add(entry.dependency()));
+    leads.addAll(pending.apply(new KeyReference(entity, key)));
+    for (Dependency dependency : leads) {
       if (dependency.kind() == DependencyKind.UPDATE ? written || deleted : deleted) {
         reached.add(follower(dependency, dependency.kind() == DependencyKind.DELETE, reserved));
       }
@@ -110,8 +119,8 @@ public final class DependencyPlanner {
    * followers whose keys change to {@code changed}.
    */
   private static boolean direct(EntityId entity, CompiledType type, EntityState state,
-      CoordinatorCore.Part part, Map<EntityId, Map<String, LockTable.Mode>> reserved,
-      ArrayDeque<Reach> changed) {
+      CoordinatorCore.Part part, Function<KeyReference, List<Dependency>> pending,
+      Map<EntityId, Map<String, LockTable.Mode>> reserved, ArrayDeque<Reach> changed) {
     LockTable.LockSet access = AccessSets.forTransaction(type, part.turns(), part.readsState());
     boolean wholeEntity = access.entityMode() == LockTable.Mode.WRITE;
     boolean clears = false;
@@ -144,11 +153,17 @@ public final class DependencyPlanner {
         keys.add(DependencyKeys.describedKey(stored));
       }
     }
+    // Keys some transaction in progress registers a dependency on count too.
+    for (String written : access.keys().keySet()) {
+      if (!pending.apply(new KeyReference(entity, written)).isEmpty()) {
+        keys.add(written);
+      }
+    }
     List<Reach> reached = new java.util.ArrayList<>();
     for (String key : keys) {
       boolean deleted = clears || deletedKeys.contains(key);
       boolean written = wholeEntity || access.keys().get(key) == LockTable.Mode.WRITE;
-      reach(state, key, written, deleted, reserved, reached);
+      reach(entity, state, key, written, deleted, pending, reserved, reached);
     }
     changed.addAll(reached);
     // Dependencies the type declares for the keys the part writes: the leader registers them.

@@ -92,6 +92,12 @@ final class PrometheusMetrics {
         transactions.lockConflictRetries());
     gauge(out, "troupe_transactions_open", "Transactions started and not yet answered.",
         transactions.open());
+    counter(out, "troupe_transactions_replanned_total",
+        "Planned attempts planned again because their forwards reached beyond their plan.",
+        transactions.replanned());
+    counter(out, "troupe_transactions_planned_ran_dynamic_total",
+        "Planned transactions run dynamic because of their dependencies.",
+        transactions.plannedRanDynamic());
     gauge(out, "troupe_transactions_recovered_committed",
         "Prepared transaction parts the last start committed (their decision was durable).",
         transactions.recoveredCommitted());
