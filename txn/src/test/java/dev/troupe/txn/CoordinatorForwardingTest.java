@@ -131,4 +131,13 @@ class CoordinatorForwardingTest {
     assertEquals(ErrorCode.ABORTED, failure.code());
     assertEquals(TransactionAbort.DEPENDENCIES_INVOLVED, failure.reason());
   }
+
+  @Test
+  void aPlannedTransactionForwardsToTheFollowersItWasPlannedWith() {
+    CoordinatorCore core = coordinator(true, 4, PRODUCT, CART);
+    core.handle(new Input.Started(10, 1));
+    core.handle(new Input.VoteReceived(CART, 10, yes(List.of())));
+    assertEquals(List.of(new Effect.SendForwards(CART, 10, List.of(CHANGE))),
+        core.handle(new Input.VoteReceived(PRODUCT, 10, yes(List.of(CHANGE)))));
+  }
 }

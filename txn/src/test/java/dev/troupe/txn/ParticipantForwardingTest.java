@@ -115,4 +115,23 @@ class ParticipantForwardingTest {
         new Turn.AssignKeys(Map.of("name", LongNode.valueOf(2))), schemaless, 10, "client"));
     only(other, Effect.SubmitCommit.class);
   }
+
+  @Test
+  void aPlannedPartAppliesForwardsOnlyOnTheKeysItReserved() {
+    Forward registered = new Forward.Registered(ITEM, LongNode.valueOf(7));
+    // Reserved: prepared in its order holding the item key, it applies the forward at once.
+    core.handle(new Input.PrepareRequested<>(5, 1, List.of(), false, KEYS, "vote", true,
+        List.of(), Map.of("item", LockTable.Mode.WRITE)));
+    only(core.handle(new Input.ForwardsReceived<>(5, List.of(registered), "again")),
+        Effect.SubmitPrepare.class);
+    // Not reserved: it gives the planned attempt up rather than wait outside its order.
+    EntityTurnCore<String> other =
+        new EntityTurnCore<>(CART, EntityState.ABSENT, TurnLimits.DEFAULTS, 1);
+    other.handle(new Input.PrepareRequested<>(6, 2, List.of(), false, KEYS, "vote", true,
+        List.of(), Map.of("note", LockTable.Mode.WRITE)));
+    Effect.Reply<String> refused = only(other.handle(
+        new Input.ForwardsReceived<>(6, List.of(registered), "again")), Effect.Reply.class);
+    assertEquals(TransactionAbort.DEPENDENCIES_INVOLVED,
+        assertInstanceOf(TurnResult.Failed.class, refused.result()).error().reason());
+  }
 }
