@@ -1036,6 +1036,12 @@ public final class RocksStore implements Store {
     return entry == null ? null : entry.state();
   }
 
+  /** The estimated in-memory size of a cached entity's state, 0 if it is not cached. */
+  int cachedWeightQuietly(EntityId entity) {
+    CachedState entry = cache.policy().getIfPresentQuietly(entity);
+    return entry == null ? 0 : entry.weight();
+  }
+
   /** Brings a cached state up to a just-written record; no-op for uncached entities. */
   void applyToCache(EntityId entity, List<Operation> operations, long commitTimestamp, int originDc) {
     cache
