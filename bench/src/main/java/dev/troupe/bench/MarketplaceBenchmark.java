@@ -4,11 +4,7 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.TreeMap;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.LongAdder;
-import org.HdrHistogram.ConcurrentHistogram;
-import org.HdrHistogram.Histogram;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
@@ -176,13 +172,9 @@ final class MarketplaceBenchmark extends Benchmark {
     private final MarketplaceWorkload.Shape shape;
     private final long stock;
     private final long seed;
-    private final LongAdder committed = new LongAdder();
-    private final LongAdder rejected = new LongAdder();
-    private final LongAdder aborted = new LongAdder();
+    private final TransactionTally tally = new TransactionTally();
     private final LongAdder measuredConflictRetries = new LongAdder();
     private final LongAdder measuredApplicationRetries = new LongAdder();
-    private final Map<String, Histogram> latencyByTransaction = new ConcurrentHashMap<>();
-    private final Map<String, LongAdder> countByTransaction = new ConcurrentHashMap<>();
     private int rounds;
 
     Contender(String name, TroupeMarketplace market, MarketplaceWorkload.Shape shape, long stock,
@@ -228,16 +220,11 @@ final class MarketplaceBenchmark extends Benchmark {
 
         @Override
         public void counted(int worker) {
-          switch (lastOutcome[worker]) {
-            case COMMITTED -> committed.increment();
-            case REJECTED -> rejected.increment();
-            case ABORTED -> aborted.increment();
-          }
-          String transaction = lastTransaction[worker].name();
-          latencyByTransaction.computeIfAbsent(transaction,
-              ignored -> new ConcurrentHistogram(3)).recordValue(lastLatencyNanos[worker]);
-          countByTransaction.computeIfAbsent(transaction, ignored -> new LongAdder())
-              .increment();
+          tally.record(switch (lastOutcome[worker]) {
+            case COMMITTED -> TransactionTally.Result.COMMITTED;
+            case REJECTED -> TransactionTally.Result.REJECTED;
+            case ABORTED -> TransactionTally.Result.ABORTED;
+          }, lastTransaction[worker].name(), lastLatencyNanos[worker]);
         }
 
         @Override
@@ -253,30 +240,13 @@ final class MarketplaceBenchmark extends Benchmark {
 
     /** Adds this contender's figures; returns its completed transactions per second. */
     double report(BenchReport report, AlternatingComparison.Outcome outcome) {
-      long answered = committed.sum() + rejected.sum() + aborted.sum();
-      double completedShare = answered == 0 ? 0
-          : (double) (committed.sum() + rejected.sum()) / answered;
-      double completedPerSecond = outcome.medianThroughput() * completedShare;
-      report.result(name, "completed_per_second", completedPerSecond);
-      report.result(name, "committed", committed.sum());
-      report.result(name, "rejected", rejected.sum());
-      report.result(name, "aborted", aborted.sum());
-      report.result(name, "conflict_retries", measuredConflictRetries.sum());
+      Map<String, Double> extra = new LinkedHashMap<>();
+      extra.put("conflict_retries", (double) measuredConflictRetries.sum());
       // Whole run, warm-up included: how planning with dependencies went.
-      report.result(name, "replanned", market.replanned());
-      report.result(name, "planned_ran_dynamic", market.plannedRanDynamic());
-      report.result(name, "application_retries", measuredApplicationRetries.sum());
-      report.result(name, "abort_rate", answered == 0 ? 0 : (double) aborted.sum() / answered);
-      report.result(name, "rejection_rate",
-          answered == 0 ? 0 : (double) rejected.sum() / answered);
-      new TreeMap<>(latencyByTransaction).forEach((transaction, latency) -> {
-        report.result(name, transaction + "_count", countByTransaction.get(transaction).sum());
-        for (int percentile : new int[] {50, 95, 99}) {
-          report.result(name, transaction + "_p" + percentile + "_milliseconds",
-              latency.getValueAtPercentile(percentile) / 1e6);
-        }
-      });
-      return completedPerSecond;
+      extra.put("replanned", (double) market.replanned());
+      extra.put("planned_ran_dynamic", (double) market.plannedRanDynamic());
+      extra.put("application_retries", (double) measuredApplicationRetries.sum());
+      return tally.report(report, name, outcome, extra);
     }
   }
 }

@@ -7,10 +7,7 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.LongAdder;
-import org.HdrHistogram.ConcurrentHistogram;
-import org.HdrHistogram.Histogram;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
@@ -334,10 +331,7 @@ final class SmallBankBenchmark extends Benchmark {
     private final Ledger ledger;
     private final java.util.function.LongSupplier conflictRetries;
     private final LongAdder measuredConflictRetries = new LongAdder();
-    private final LongAdder committed = new LongAdder();
-    private final LongAdder rejected = new LongAdder();
-    private final LongAdder aborted = new LongAdder();
-    private final Map<String, Histogram> latencyByTransaction = new ConcurrentHashMap<>();
+    private final TransactionTally tally = new TransactionTally();
     private int rounds;
 
     Contender(String name, SmallBankWorkload.Shape shape, SmallBankWorkload.Mix mix, long seed,
@@ -393,13 +387,11 @@ final class SmallBankBenchmark extends Benchmark {
 
         @Override
         public void counted(int worker) {
-          switch (lastOutcome[worker]) {
-            case COMMITTED -> committed.increment();
-            case REJECTED -> rejected.increment();
-            case ABORTED -> aborted.increment();
-          }
-          latencyByTransaction.computeIfAbsent(lastTransaction[worker].name(),
-              ignored -> new ConcurrentHistogram(3)).recordValue(lastLatencyNanos[worker]);
+          tally.record(switch (lastOutcome[worker]) {
+            case COMMITTED -> TransactionTally.Result.COMMITTED;
+            case REJECTED -> TransactionTally.Result.REJECTED;
+            case ABORTED -> TransactionTally.Result.ABORTED;
+          }, lastTransaction[worker].name(), lastLatencyNanos[worker]);
         }
 
         @Override
@@ -418,25 +410,8 @@ final class SmallBankBenchmark extends Benchmark {
 
     /** Adds this contender's figures; returns its completed transactions per second. */
     double report(BenchReport report, AlternatingComparison.Outcome outcome) {
-      long answered = committed.sum() + rejected.sum() + aborted.sum();
-      double completedShare = answered == 0 ? 0
-          : (double) (committed.sum() + rejected.sum()) / answered;
-      double completedPerSecond = outcome.medianThroughput() * completedShare;
-      report.result(name, "completed_per_second", completedPerSecond);
-      report.result(name, "committed", committed.sum());
-      report.result(name, "rejected", rejected.sum());
-      report.result(name, "aborted", aborted.sum());
-      report.result(name, "conflict_retries", measuredConflictRetries.sum());
-      report.result(name, "abort_rate", answered == 0 ? 0 : (double) aborted.sum() / answered);
-      report.result(name, "rejection_rate",
-          answered == 0 ? 0 : (double) rejected.sum() / answered);
-      new java.util.TreeMap<>(latencyByTransaction).forEach((transaction, latency) -> {
-        for (int percentile : new int[] {50, 95, 99}) {
-          report.result(name, transaction + "_p" + percentile + "_milliseconds",
-              latency.getValueAtPercentile(percentile) / 1e6);
-        }
-      });
-      return completedPerSecond;
+      return tally.report(report, name, outcome,
+          Map.of("conflict_retries", (double) measuredConflictRetries.sum()));
     }
   }
 }
