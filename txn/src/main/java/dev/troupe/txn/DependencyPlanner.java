@@ -10,11 +10,15 @@ import dev.troupe.model.dependency.KeyReference;
 import dev.troupe.model.spec.CompiledType;
 import dev.troupe.model.value.DependencyTable;
 import java.util.ArrayDeque;
+import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
+import java.util.TreeSet;
 import java.util.function.Function;
 
 /**
@@ -73,7 +77,7 @@ public final class DependencyPlanner {
       if (level > maxChain + 1) {
         return Optional.empty();
       }
-      List<Reach> next = new java.util.ArrayList<>();
+      List<Reach> next = new ArrayList<>();
       reach(reach.entity(), stateOf(reach.entity(), cached), reach.key(), true, reach.deleted(),
           pending, reserved, next);
       for (Reach further : next) {
@@ -98,7 +102,7 @@ public final class DependencyPlanner {
   private static void reach(EntityId entity, EntityState state, String key, boolean written,
       boolean deleted, Function<KeyReference, List<Dependency>> pending,
       Map<EntityId, Map<String, LockTable.Mode>> reserved, List<Reach> reached) {
-    List<Dependency> leads = new java.util.ArrayList<>();
+    List<Dependency> leads = new ArrayList<>();
     table(state, DependencyKeys.outgoing(key)).all().forEach(entry ->
         leads.add(entry.dependency()));
     leads.addAll(pending.apply(new KeyReference(entity, key)));
@@ -124,7 +128,7 @@ public final class DependencyPlanner {
     LockTable.LockSet access = AccessSets.forTransaction(type, part.turns(), part.readsState());
     boolean wholeEntity = access.entityMode() == LockTable.Mode.WRITE;
     boolean clears = false;
-    java.util.Set<String> deletedKeys = new java.util.HashSet<>();
+    Set<String> deletedKeys = new HashSet<>();
     for (Turn turn : part.turns()) {
       switch (turn) {
         case Turn.DeleteEntity ignored -> clears = true;
@@ -147,7 +151,7 @@ public final class DependencyPlanner {
         default -> {}
       }
     }
-    java.util.Set<String> keys = new java.util.TreeSet<>();
+    Set<String> keys = new TreeSet<>();
     for (String stored : state.values().keySet()) {
       if (DependencyKeys.isHidden(stored)) {
         keys.add(DependencyKeys.describedKey(stored));
@@ -159,7 +163,7 @@ public final class DependencyPlanner {
         keys.add(written);
       }
     }
-    List<Reach> reached = new java.util.ArrayList<>();
+    List<Reach> reached = new ArrayList<>();
     for (String key : keys) {
       boolean deleted = clears || deletedKeys.contains(key);
       boolean written = wholeEntity || access.keys().get(key) == LockTable.Mode.WRITE;
