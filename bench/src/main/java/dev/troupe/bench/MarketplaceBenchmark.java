@@ -220,11 +220,8 @@ final class MarketplaceBenchmark extends Benchmark {
 
         @Override
         public void counted(int worker) {
-          tally.record(switch (lastOutcome[worker]) {
-            case COMMITTED -> TransactionTally.Result.COMMITTED;
-            case REJECTED -> TransactionTally.Result.REJECTED;
-            case ABORTED -> TransactionTally.Result.ABORTED;
-          }, lastTransaction[worker].name(), lastLatencyNanos[worker]);
+          tally.record(TransactionTally.Result.of(lastOutcome[worker]),
+              lastTransaction[worker].name(), lastLatencyNanos[worker]);
         }
 
         @Override

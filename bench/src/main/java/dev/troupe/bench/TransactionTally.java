@@ -21,7 +21,12 @@ final class TransactionTally {
     /** Its own logic refused it: it changed nothing, by design. */
     REJECTED,
     /** The system gave up on it: it changed nothing. */
-    ABORTED
+    ABORTED;
+
+    /** A benchmark's own outcome enum, whose constants bear these names. */
+    static Result of(Enum<?> outcome) {
+      return valueOf(outcome.name());
+    }
   }
 
   private final LongAdder committed = new LongAdder();
