@@ -33,9 +33,9 @@ public final class TransactionAbort {
   public static final String NEEDS_TRANSACTION = "needs_transaction";
 
   /**
-   * Internal, never shown to clients: a planned transaction turned out to forward operations to
-   * keep declared dependencies; it changed nothing and the runtime runs it again as a dynamic one
-   * (planned ordering would need every participant up front).
+   * Internal, never shown to clients: a planned transaction's forwards reached beyond what its
+   * reconnaissance planned (planned ordering needs every participant up front); it changed
+   * nothing, and the runtime plans it again from fresher states or runs it as a dynamic one.
    */
   public static final String DEPENDENCIES_INVOLVED = "dependencies_involved";
 }

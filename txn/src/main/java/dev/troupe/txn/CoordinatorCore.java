@@ -40,7 +40,7 @@ import java.util.Map;
  * registered in the transaction is checked against {@code maxDependencyChain} before the
  * decision. A planned transaction's followers were predicted and ordered with it ({@link
  * DependencyPlanner}); one that forwards to an entity it was not planned with aborts ({@code
- * dependencies_involved}) so the runtime can run it as a dynamic one.
+ * dependencies_involved}) so the runtime can plan it again or run it as a dynamic one.
  *
  * <p><b>Retries.</b> Wait-die kills the younger of two conflicting transactions. A transaction
  * killed that way is aborted everywhere and retried under a new transaction id (a new attempt) but
@@ -287,7 +287,7 @@ public final class CoordinatorCore {
             votes.put(participant, yes);
             List<Forward> forwards = yes.forwarding().forwards();
             if (planned && reachesBeyondParticipants(forwards)) {
-              // Planned order needs every participant up front; run it again as dynamic.
+              // Planned order needs every participant up front: plan it again, or run it dynamic.
               abort(new TroupeException(ErrorCode.ABORTED, TransactionAbort.DEPENDENCIES_INVOLVED,
                   "a planned transaction forwards to an entity it was not planned with"), effects);
               break;

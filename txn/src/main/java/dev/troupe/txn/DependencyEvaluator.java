@@ -99,10 +99,8 @@ public final class DependencyEvaluator {
   }
 
   /**
-   * Whether a part with these turns may forward anything, judged on a recent state of its entity
-   * before it runs (a planned transaction's reconnaissance: one that may is run as a dynamic one,
-   * since its followers cannot be ordered up front). A guess on a stale state is safe either way:
-   * a part that forwards after all aborts its planned attempt and runs again as dynamic.
+   * Whether a part or turn with these turns may forward anything, judged on its entity's state:
+   * under PSAC such a part is admitted alone, and such a turn runs as a transaction.
    */
   public static boolean mayForward(EntityId entity, CompiledType type, EntityState state,
       List<Turn> turns, boolean readsState) {
