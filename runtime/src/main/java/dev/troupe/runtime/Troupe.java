@@ -397,8 +397,9 @@ public final class Troupe implements AutoCloseable {
   }
 
   /**
-   * Runs one turn as a (dynamic) transaction of its own: for an action with sync calls, and for a
-   * turn that touches declared dependencies (whose other entities join it). Answers like a turn:
+   * Runs one turn as a transaction of its own: for an action with sync calls, for a
+   * (de)registration, and for a turn that touches declared dependencies (whose other entities
+   * join it). Answers like a turn:
    * the entity's outcome, and a failed precondition as {@code precondition_failed}.
    */
   private CompletableFuture<TurnOutcome> runAsTransaction(EntityId entity, CompiledType type,
