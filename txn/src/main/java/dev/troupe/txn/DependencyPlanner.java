@@ -151,18 +151,22 @@ public final class DependencyPlanner {
         default -> {}
       }
     }
+    // The keys it may change: those it locks for writing (their records, and registrations in
+    // progress on them, are looked up directly), or every key with records when it writes the
+    // whole entity. Not a scan of every entity in every planned transaction.
     Set<String> keys = new TreeSet<>();
-    for (String stored : state.values().keySet()) {
-      if (DependencyKeys.isHidden(stored)) {
-        keys.add(DependencyKeys.describedKey(stored));
+    if (wholeEntity || clears) {
+      for (String stored : state.values().keySet()) {
+        if (DependencyKeys.isHidden(stored)) {
+          keys.add(DependencyKeys.describedKey(stored));
+        }
       }
     }
-    // Keys some transaction in progress registers a dependency on count too.
-    for (String written : access.keys().keySet()) {
-      if (!pending.apply(new KeyReference(entity, written)).isEmpty()) {
-        keys.add(written);
+    access.keys().forEach((key, mode) -> {
+      if (mode == LockTable.Mode.WRITE) {
+        keys.add(key);
       }
-    }
+    });
     List<Reach> reached = new ArrayList<>();
     for (String key : keys) {
       boolean deleted = clears || deletedKeys.contains(key);
