@@ -791,11 +791,6 @@ public final class EntityTurnCore<R> {
       gate = new PsacGate<>(
           new PsacGate.Limits(settings.maxInFlight(), settings.maxOvertakes()),
           (item, state) -> {
-            if (item instanceof GatedTurn<R> turn && DependencyEvaluator.mayForward(entity,
-                turn.turn.type(), state, List.of(turn.turn.turn()), false)) {
-              // A dependency was recorded while it waited: it must run as a transaction.
-              return new PsacGate.Evaluation.Fails(needsTransactionError());
-            }
             TurnEvaluator.Sequence evaluated = switch (item) {
               case GatedTurn<R> turn -> evaluateTurns(turn.turn.type(), List.of(turn.turn.turn()),
                   turn.turn.transactionId(), state);
@@ -848,6 +843,15 @@ public final class EntityTurnCore<R> {
       case PsacGate.Decision.Admitted<GateItem<R>> admitted -> {
         switch (admitted.item()) {
           case GatedTurn<R> turn -> {
+            if (DependencyEvaluator.mayForward(entity, turn.turn.type(), tentative,
+                List.of(turn.turn.turn()), false)) {
+              // A dependency was recorded while it waited: it must run as a transaction. Checked
+              // once at admission, not on every leaf of every outcome tree it is evaluated on.
+              gate.abort(turn);
+              effects.add(new Effect.Reply<>(turn.turn.replyTo(), needsTransaction()));
+              applyGate(effects);
+              return;
+            }
             gate.commit(turn); // a single turn commits as soon as it is admitted
             applyGate(effects);
           }
@@ -1059,12 +1063,8 @@ public final class EntityTurnCore<R> {
   }
 
   private TurnResult needsTransaction() {
-    return new TurnResult.Failed(needsTransactionError());
-  }
-
-  private TroupeException needsTransactionError() {
-    return new TroupeException(ErrorCode.ABORTED, TransactionAbort.NEEDS_TRANSACTION,
-        entity + " has dependencies: run as a transaction");
+    return new TurnResult.Failed(new TroupeException(ErrorCode.ABORTED,
+        TransactionAbort.NEEDS_TRANSACTION, entity + " has dependencies: run as a transaction"));
   }
 
   private void releaseReplies(List<Effect<R>> effects) {
