@@ -29,8 +29,6 @@ public final class MarketplaceWorkload {
   static final int CHECKOUT = 384;
   static final int DASHBOARD = 30;
   static final int DELETE_PRODUCT = 10;
-  /** Probability that a pick falls on the hot set (SmSa: 75%). */
-  static final double HOT_PICK_PROBABILITY = 0.75;
   /** Units of a product one AddItemToCart puts in the cart: 1 to this. */
   static final int MAX_QUANTITY = 3;
   /** Items a Checkout buys: 1 to this (SmSa: 1 to 5). */
@@ -174,15 +172,9 @@ public final class MarketplaceWorkload {
     return MIN_PRICE + random.nextInt(MAX_PRICE - MIN_PRICE + 1);
   }
 
-  /** An index in [0, size): from the hot set [0, hot) with probability 3/4, else the rest. */
+  /** An index in [0, size), skewed as SmSa picks ({@link HotSetPick}). */
   int pick(int size, double skew) {
-    int hot = Math.max(1, (int) Math.round(size * skew));
-    if (hot >= size) {
-      return random.nextInt(size);
-    }
-    return random.nextDouble() < HOT_PICK_PROBABILITY
-        ? random.nextInt(hot)
-        : hot + random.nextInt(size - hot);
+    return HotSetPick.pick(random, size, skew);
   }
 
   /** A price for the catalog at setup, the same for every contender with the same seed. */

@@ -27,8 +27,6 @@ import java.util.SplittableRandom;
 public final class SmallBankWorkload {
   /** Branches a MultiTransfer touches, as in SmSa (one source, three destinations). */
   public static final int MULTITRANSFER_BRANCHES = 4;
-  /** Probability that a pick falls on the hot set (SmSa: 75%). */
-  static final double HOT_PICK_PROBABILITY = 0.75;
   /** Largest amount a transaction moves (amounts are uniform in 1..this). */
   static final int MAX_AMOUNT = 100;
 
@@ -208,14 +206,8 @@ public final class SmallBankWorkload {
     return 1 + random.nextInt(MAX_AMOUNT);
   }
 
-  /** An index in [0, size): from the hot set [0, hot) with probability 3/4, else the rest. */
+  /** An index in [0, size), skewed as SmSa picks ({@link HotSetPick}). */
   int pick(int size, double skew) {
-    int hot = Math.max(1, (int) Math.round(size * skew));
-    if (hot >= size) {
-      return random.nextInt(size);
-    }
-    return random.nextDouble() < HOT_PICK_PROBABILITY
-        ? random.nextInt(hot)
-        : hot + random.nextInt(size - hot);
+    return HotSetPick.pick(random, size, skew);
   }
 }
