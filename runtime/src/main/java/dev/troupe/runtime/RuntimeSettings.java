@@ -92,7 +92,8 @@ public record RuntimeSettings(
             positiveLong(storage, "checkpoint-journal-records"),
             storage.getLong("history-retention-millis"),
             troupe.getInt("data-centre-id"),
-            positiveLong(storage, "clock-ceiling-millis"));
+            positiveLong(storage, "clock-ceiling-millis"),
+            positive(storage, "checkpoint-bytes-per-operation"));
     TurnLimits limits =
         new TurnLimits(
             positive(entity, "max-keys"),

@@ -156,16 +156,6 @@ final class Partition {
   /** Completed rounds above the horizon: start sequence → frontier. */
   private final TreeMap<Long, Long> completedRounds = new TreeMap<>();
   /** Operations applied per entity since its last object checkpoint (bounded, best effort). */
-  /**
-   * A large object (a follower of thousands of dependencies) waits for more operations between
-   * checkpoints: at least its estimated size divided by this many bytes. A checkpoint writes the
-   * whole state, so its cost stays amortized over the operations it saves from materialization
-   * (whose journal suffix then holds about as many bytes as the state); without it a large hot
-   * object would be rewritten in full every {@code checkpoint-every-operations} operations. A
-   * ratio, not a limit: about one journal operation's size.
-   */
-  static final int CHECKPOINT_BYTES_PER_OPERATION = 256;
-
   private final LinkedHashMap<EntityId, Integer> operationsSinceCheckpoint =
       new LinkedHashMap<>(1024, 0.75f, true) {
         @Override
@@ -443,9 +433,11 @@ final class Partition {
           int operations =
               operationsSinceCheckpoint.merge(
                   effect.entity(), Math.max(1, effect.operations().size()), Integer::sum);
+          // A large object (a follower of thousands of dependencies) waits for more operations:
+          // a checkpoint rewrites it whole (troupe.storage.checkpoint-bytes-per-operation).
           if (operations >= store.settings.checkpointEveryOperations()
               && operations >= store.cachedWeightQuietly(effect.entity())
-                  / CHECKPOINT_BYTES_PER_OPERATION
+                  / store.settings.checkpointBytesPerOperation()
               && !due.contains(effect.entity())) {
             due.add(effect.entity());
           }

@@ -307,6 +307,7 @@ public final class RocksStore implements Store {
     require(settings.asyncFlushIntervalMillis() >= 1, "asyncFlushIntervalMillis >= 1");
     require(settings.cacheMaxWeightBytes() >= 0, "cacheMaxWeightBytes >= 0");
     require(settings.checkpointEveryOperations() >= 1, "checkpointEveryOperations >= 1");
+    require(settings.checkpointBytesPerOperation() >= 1, "checkpointBytesPerOperation >= 1");
     require(settings.checkpointIntervalMillis() >= 1, "checkpointIntervalMillis >= 1");
     require(settings.checkpointJournalRecords() >= 1, "checkpointJournalRecords >= 1");
     require(settings.historyRetentionMillis() >= 0, "historyRetentionMillis >= 0");

@@ -28,6 +28,9 @@ import java.nio.file.Path;
  *     timestamp the store issues (commit timestamps, transaction ids) stays below the ceiling, and
  *     reaching it costs one synced write that raises it; after a restart the clock starts at the
  *     ceiling, so it runs at most this far ahead of physical time
+ * @param checkpointBytesPerOperation a large object waits for more operations between its own
+ *     checkpoints: at least its estimated size divided by this many bytes, so rewriting it stays
+ *     amortized over the operations its checkpoint saves
  */
 public record StorageSettings(
     Path directory,
@@ -42,9 +45,25 @@ public record StorageSettings(
     long checkpointJournalRecords,
     long historyRetentionMillis,
     int dataCentreId,
-    long clockCeilingMillis) {
+    long clockCeilingMillis,
+    int checkpointBytesPerOperation) {
   /** The default clock ceiling distance, as in reference.conf. */
   public static final long DEFAULT_CLOCK_CEILING_MILLIS = 1_000;
+
+  /** The default bytes of object per operation between checkpoints, as in reference.conf. */
+  public static final int DEFAULT_CHECKPOINT_BYTES_PER_OPERATION = 256;
+
+  /** All but the checkpoint bytes per operation, which take their default. */
+  public StorageSettings(Path directory, int partitions, Durability durability,
+      int groupCommitMaxRecords, int groupCommitQueueLimit, long asyncFlushIntervalMillis,
+      long cacheMaxWeightBytes, int checkpointEveryOperations, long checkpointIntervalMillis,
+      long checkpointJournalRecords, long historyRetentionMillis, int dataCentreId,
+      long clockCeilingMillis) {
+    this(directory, partitions, durability, groupCommitMaxRecords, groupCommitQueueLimit,
+        asyncFlushIntervalMillis, cacheMaxWeightBytes, checkpointEveryOperations,
+        checkpointIntervalMillis, checkpointJournalRecords, historyRetentionMillis, dataCentreId,
+        clockCeilingMillis, DEFAULT_CHECKPOINT_BYTES_PER_OPERATION);
+  }
 
   /** All but the clock ceiling, which takes its default. */
   public StorageSettings(Path directory, int partitions, Durability durability,
@@ -68,26 +87,27 @@ public record StorageSettings(
     return new StorageSettings(directory, partitions, value, groupCommitMaxRecords,
         groupCommitQueueLimit, asyncFlushIntervalMillis, cacheMaxWeightBytes,
         checkpointEveryOperations, checkpointIntervalMillis, checkpointJournalRecords,
-        historyRetentionMillis, dataCentreId, clockCeilingMillis);
+        historyRetentionMillis, dataCentreId, clockCeilingMillis, checkpointBytesPerOperation);
   }
 
   public StorageSettings withCheckpoints(int everyOperations, long intervalMillis, long journalRecords) {
     return new StorageSettings(directory, partitions, durability, groupCommitMaxRecords,
         groupCommitQueueLimit, asyncFlushIntervalMillis, cacheMaxWeightBytes, everyOperations,
-        intervalMillis, journalRecords, historyRetentionMillis, dataCentreId, clockCeilingMillis);
+        intervalMillis, journalRecords, historyRetentionMillis, dataCentreId, clockCeilingMillis,
+        checkpointBytesPerOperation);
   }
 
   public StorageSettings withHistoryRetentionMillis(long value) {
     return new StorageSettings(directory, partitions, durability, groupCommitMaxRecords,
         groupCommitQueueLimit, asyncFlushIntervalMillis, cacheMaxWeightBytes,
         checkpointEveryOperations, checkpointIntervalMillis, checkpointJournalRecords, value,
-        dataCentreId, clockCeilingMillis);
+        dataCentreId, clockCeilingMillis, checkpointBytesPerOperation);
   }
 
   public StorageSettings withCacheMaxWeightBytes(long value) {
     return new StorageSettings(directory, partitions, durability, groupCommitMaxRecords,
         groupCommitQueueLimit, asyncFlushIntervalMillis, value, checkpointEveryOperations,
         checkpointIntervalMillis, checkpointJournalRecords, historyRetentionMillis, dataCentreId,
-        clockCeilingMillis);
+        clockCeilingMillis, checkpointBytesPerOperation);
   }
 }
