@@ -682,12 +682,9 @@ public final class Troupe implements AutoCloseable {
       List<DependencyTable.Entry> follows, long version) {}
 
   private void requireDependencyTypes(Dependency dependency) {
-    typeOf(dependency.leader().entity()); // reserved types are refused
+    // Reserved types are refused here; the rest is checked where the parts evaluate.
+    typeOf(dependency.leader().entity());
     typeOf(dependency.follower().entity());
-    if (dependency.leader().entity().equals(dependency.follower().entity())) {
-      throw TroupeException.invalid("a dependency joins keys of two different entities; both"
-          + " ends are on " + dependency.leader().entity());
-    }
   }
 
   // ------------------------------------------------------------ interactive transactions

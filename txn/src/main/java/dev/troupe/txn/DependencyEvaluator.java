@@ -56,33 +56,28 @@ public final class DependencyEvaluator {
   /**
    * One part's evaluation.
    *
+   * @param forwarding what the part forwards, and how deep its registration walks went
+   * @param error the first rejection, or {@code null}; then nothing else is meaningful
+   */
+  public record Evaluation(List<Operation> operations, EntityState after, Forwarding forwarding,
+      TroupeException error) {
+    /** What the part forwards to other entities, in a deterministic order. */
+    public List<Forward> forwards() {
+      return forwarding.forwards();
+    }
+  }
+
+  /**
+   * What the coordinator learns from a yes vote about the dependencies it maintains.
+   *
    * @param forwards what the part forwards to other entities, in a deterministic order
    * @param deepestUpstream per registered dependency id, the deepest upstream walk step reached
    *     here (the coordinator checks each chain through a new dependency against the limit)
    * @param deepestDownstream the same for downstream walks
-   * @param error the first rejection, or {@code null}; then nothing else is meaningful
    */
-  public record Evaluation(List<Operation> operations, EntityState after, List<Forward> forwards,
-      Map<String, Integer> deepestUpstream, Map<String, Integer> deepestDownstream,
-      TroupeException error) {}
-
-  /** What the coordinator learns from a yes vote about the dependencies it maintains. */
   public record Forwarding(List<Forward> forwards, Map<String, Integer> deepestUpstream,
       Map<String, Integer> deepestDownstream) {
     public static final Forwarding NONE = new Forwarding(List.of(), Map.of(), Map.of());
-
-    public boolean isEmpty() {
-      return forwards.isEmpty() && deepestUpstream.isEmpty() && deepestDownstream.isEmpty();
-    }
-  }
-
-  public static Forwarding forwarding(Evaluation evaluation) {
-    if (evaluation.forwards().isEmpty() && evaluation.deepestUpstream().isEmpty()
-        && evaluation.deepestDownstream().isEmpty()) {
-      return Forwarding.NONE;
-    }
-    return new Forwarding(evaluation.forwards(), evaluation.deepestUpstream(),
-        evaluation.deepestDownstream());
   }
 
   /**
@@ -197,7 +192,7 @@ public final class DependencyEvaluator {
     }
     if (incoming.isEmpty() && !dependencyTurns
         && !touchesDependencies(entity, type, before, user.operations())) {
-      return new Evaluation(user.operations(), user.after(), List.of(), Map.of(), Map.of(), null);
+      return new Evaluation(user.operations(), user.after(), Forwarding.NONE, null);
     }
     try {
       return new Part(entity, type, before, user, transactionId, originDc, limits)
@@ -208,7 +203,7 @@ public final class DependencyEvaluator {
   }
 
   private static Evaluation failed(EntityState before, TroupeException error) {
-    return new Evaluation(List.of(), before, List.of(), Map.of(), Map.of(), error);
+    return new Evaluation(List.of(), before, Forwarding.NONE, error);
   }
 
   /** One evaluation's working state. */
@@ -245,8 +240,10 @@ public final class DependencyEvaluator {
       }
       forwardChanges();
       checkKeyCount();
-      return new Evaluation(List.copyOf(operations), state, List.copyOf(forwards),
-          Map.copyOf(deepestUpstream), Map.copyOf(deepestDownstream), null);
+      Forwarding forwarding = forwards.isEmpty() && deepestUpstream.isEmpty()
+          && deepestDownstream.isEmpty() ? Forwarding.NONE : new Forwarding(List.copyOf(forwards),
+              Map.copyOf(deepestUpstream), Map.copyOf(deepestDownstream));
+      return new Evaluation(List.copyOf(operations), state, forwarding, null);
     }
 
     private void emit(Operation operation) {

@@ -566,7 +566,7 @@ public final class EntityTurnCore<R> {
     participation.stateAfter = evaluated.after();
     participation.forwarding = mutations.contains(Mutations.Mutation.DROP_FORWARDS)
         ? DependencyEvaluator.Forwarding.NONE // a deliberate bug (simulator tests only)
-        : DependencyEvaluator.forwarding(evaluated);
+        : evaluated.forwarding();
     if (evaluated.operations().isEmpty() && !participation.recordSubmitted) {
       // Nothing to redo after a crash: no prepared record. The vote still waits until everything
       // it observed is durable.

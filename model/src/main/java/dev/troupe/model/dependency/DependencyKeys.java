@@ -45,8 +45,4 @@ public final class DependencyKeys {
   public static boolean isOutgoing(String key) {
     return key.startsWith(OUTGOING);
   }
-
-  public static boolean isIncoming(String key) {
-    return key.startsWith(INCOMING);
-  }
 }
