@@ -24,6 +24,12 @@ public enum ErrorCode {
   TOO_LARGE("too_large", 413),
   OVERLOADED("overloaded", 429),
   UNAVAILABLE("unavailable", 503),
+  /**
+   * Stored data the request needs failed its integrity check (a checksum): the server will not
+   * answer from it, not even "not found", and will not write on top of it. Retrying does not help;
+   * an operator must check and repair the store (docs/OPERATIONS.md).
+   */
+  CORRUPT_DATA("corrupt_data", 500),
   /** The server cannot tell whether a write took effect; reported, never guessed. */
   OUTCOME_UNKNOWN("outcome_unknown", 500);
 

@@ -1,6 +1,7 @@
 package dev.troupe.runtime;
 
 import dev.troupe.model.EntityId;
+import dev.troupe.model.EntityState;
 import dev.troupe.model.ErrorCode;
 import dev.troupe.model.Invariants;
 import dev.troupe.model.TroupeException;
@@ -130,15 +131,48 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
     return Behaviors.setup(
         context -> Behaviors.withTimers(timers -> {
           timers.startTimerWithFixedDelay(new IdleCheck(), idlePeriod);
+          EntityState durable;
+          try {
+            durable = store.read(entity);
+          } catch (TroupeException unreadable) {
+            // Damaged (corrupt_data) or unreadable: the entity must not start from "absent", or its
+            // first write would re-create it over its acknowledged keys.
+            return refusing(unreadable, registry, entity);
+          }
           return new EntityActor(
-              context, entity, store, settings, registry, fatalErrorHandler, metrics,
+              context, entity, durable, store, settings, registry, fatalErrorHandler, metrics,
               transactionMetrics);
         }));
+  }
+
+  /**
+   * An incarnation whose durable state could not be read: it answers every request with the
+   * reason and asks to be passivated at its first idle check, so the next request reads the store
+   * again (after a repair it succeeds). It never voted, so no commit can reach it.
+   */
+  private static Behavior<Command> refusing(
+      TroupeException reason, ActorRef<EntityRegistry.Command> registry, EntityId entity) {
+    return Behaviors.receive(Command.class)
+        .onMessage(Command.class, command -> switch (command) {
+          case Routed routed -> {
+            routed.refuse(reason);
+            yield Behaviors.same();
+          }
+          case Passivate ignored -> Behaviors.stopped();
+          case IdleCheck ignored -> {
+            registry.tell(new EntityRegistry.PassivationWanted(entity));
+            yield Behaviors.same();
+          }
+          case CommitCompleted ignored -> Behaviors.same();
+          case PrepareCompleted ignored -> Behaviors.same();
+        })
+        .build();
   }
 
   private EntityActor(
       ActorContext<Command> context,
       EntityId entity,
+      EntityState durable,
       Store store,
       RuntimeSettings settings,
       ActorRef<EntityRegistry.Command> registry,
@@ -155,7 +189,7 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
     this.core =
         new EntityTurnCore<>(
             entity,
-            store.read(entity),
+            durable,
             settings.turnLimits(),
             settings.storage().dataCentreId());
   }

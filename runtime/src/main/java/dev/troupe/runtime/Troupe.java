@@ -78,6 +78,12 @@ public final class Troupe implements AutoCloseable {
   private final CoordinatorCore.Limits coordinatorLimits;
   private final Duration turnTimeout;
   private final AtomicBoolean failed = new AtomicBoolean();
+  /** Told once when the store fails (the server may stop the process); set by the embedder. */
+  private volatile java.util.function.Consumer<Throwable> storageFailureListener;
+  /** Physical time of the last corruption logged, to log a burst of damaged reads once a second. */
+  private final java.util.concurrent.atomic.AtomicLong lastCorruptionLoggedMillis =
+      new java.util.concurrent.atomic.AtomicLong();
+  private final LoudStorageEvents storageEvents = new LoudStorageEvents();
   private final AtomicBoolean closed = new AtomicBoolean();
   private final java.util.concurrent.ExecutorService materializationExecutor;
   private final RenderedStates renderedStates;
@@ -86,6 +92,7 @@ public final class Troupe implements AutoCloseable {
     this.settings = settings;
     this.turnTimeout = Duration.ofMillis(settings.turnTimeoutMillis());
     this.store = RocksStore.open(settings.storage(), System::currentTimeMillis);
+    store.setEvents(storageEvents);
     RuntimeSettings.TransactionSettings transactions = settings.transactions();
     this.coordinatorLimits = new CoordinatorCore.Limits(
         transactions.prepareTimeoutMillis(),
@@ -954,6 +961,82 @@ public final class Troupe implements AutoCloseable {
 
   public StorageStatistics storageStatistics() {
     return store.statistics();
+  }
+
+  /**
+   * Whether this node should receive traffic (readiness), with the reasons it should not: the
+   * store failed (it refuses every write until the node restarts), stored data failed its
+   * integrity check (an operator must check and repair it, docs/OPERATIONS.md), the engine stopped
+   * after an internal error, or it is closed. A node that is not ready may still answer what it
+   * safely can (reads of intact entities).
+   */
+  public NodeHealth health() {
+    List<NodeHealth.Problem> problems = new ArrayList<>();
+    if (closed.get()) {
+      problems.add(new NodeHealth.Problem("closed", "the engine is closed"));
+    }
+    if (failed.get()) {
+      problems.add(new NodeHealth.Problem("internal_error",
+          "the engine stopped after an internal error; see the log"));
+    }
+    dev.troupe.storage.StoreHealth storage = store.health();
+    if (!storage.accepting()) {
+      problems.add(new NodeHealth.Problem("storage_failed",
+          "storage failed and refuses every write until the node restarts: " + storage.failure()));
+    }
+    if (!storage.intact()) {
+      problems.add(new NodeHealth.Problem("corrupt_data",
+          storage.corruptionsDetected() + " read(s) met data that failed its integrity check; last: "
+              + storage.lastCorruption() + ". Run troupe check (docs/OPERATIONS.md)"));
+    }
+    return new NodeHealth(List.copyOf(problems), storage.corruptionsDetected());
+  }
+
+  /**
+   * Registers what to do once the store fails (the server stops the process when configured to,
+   * so that a supervisor restarts it); called at most once, on the thread that met the failure,
+   * after it was logged. Called at once if the store failed already.
+   */
+  public void onStorageFailure(java.util.function.Consumer<Throwable> listener) {
+    this.storageFailureListener = java.util.Objects.requireNonNull(listener, "listener");
+    Throwable failure = storageEvents.failure;
+    if (failure != null) {
+      storageEvents.tellListener(failure);
+    }
+  }
+
+  /** Logs what storage reports at ERROR, so a supervisor or an operator hears of it. */
+  private final class LoudStorageEvents implements dev.troupe.storage.StorageEvents {
+    private final AtomicBoolean listenerTold = new AtomicBoolean();
+    private volatile Throwable failure;
+
+    @Override
+    public void storeFailed(Throwable cause) {
+      if (failure == null) {
+        failure = cause;
+        log.error("storage failed: every write is refused until the node restarts"
+            + " (acknowledged writes are safe; outcomes in flight are unknown)", cause);
+        tellListener(cause);
+      }
+    }
+
+    void tellListener(Throwable cause) {
+      java.util.function.Consumer<Throwable> listener = storageFailureListener;
+      if (listener != null && listenerTold.compareAndSet(false, true)) {
+        listener.accept(cause);
+      }
+    }
+
+    @Override
+    public void corruptionDetected(String where, dev.troupe.storage.CorruptDataException damage) {
+      long now = System.currentTimeMillis();
+      long last = lastCorruptionLoggedMillis.get();
+      if (now - last >= 1000 && lastCorruptionLoggedMillis.compareAndSet(last, now)) {
+        log.error("corrupt data in {}: refused to serve it or write over it ({} damaged reads so"
+            + " far; later ones within a second are counted, not logged); run troupe check,"
+            + " see docs/OPERATIONS.md", where, store.health().corruptionsDetected(), damage);
+      }
+    }
   }
 
   public TurnMetrics turnMetrics() {

@@ -21,9 +21,16 @@ import java.util.List;
  *       a snapshot reads the state as of its creation, unaffected by later writes.
  * </ul>
  *
+ * <p><b>Integrity.</b> Every read verifies what it reads. Data that fails its checksum throws {@link
+ * CorruptDataException} (unchecked: damage is not an environmental condition to retry) from a point
+ * read, from opening the disk, or from {@link Cursor#isValid} when a cursor stopped at damage rather
+ * than at the end of its range. A read never answers "absent" or "end of data" for damaged data:
+ * that would serve an older state, or not-found, as the truth.
+ *
  * <p>Environmental failures of writes and point reads are {@link DiskException}s; cursor movements
- * do not throw (as RocksDB's iterators). Implementations are thread-safe; a batch, a snapshot and a
- * cursor belong to one thread at a time.
+ * do not throw (as RocksDB's iterators), and a cursor that stopped on an I/O error throws {@link
+ * java.io.UncheckedIOException} from {@link Cursor#isValid}. Implementations are thread-safe; a
+ * batch, a snapshot and a cursor belong to one thread at a time.
  */
 public interface KeyValueDisk extends AutoCloseable {
 
@@ -120,6 +127,11 @@ public interface KeyValueDisk extends AutoCloseable {
 
     void next();
 
+    /**
+     * Whether the cursor is at a key. False at the end of its range; throws {@link
+     * CorruptDataException} if it stopped at damaged data instead, and {@link
+     * java.io.UncheckedIOException} if it stopped on an I/O error.
+     */
     boolean isValid();
 
     byte[] key();

@@ -7,6 +7,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.random.RandomGenerator;
 import org.pcollections.TreePMap;
+import org.pcollections.TreePSet;
 
 /**
  * An in-memory {@link KeyValueDisk} that loses power on request: the deterministic simulator and
@@ -35,6 +36,13 @@ import org.pcollections.TreePMap;
  * at a snapshot taken before the end: snapshots and cursors opened before it keep reading their
  * immutable version.
  *
+ * <p><b>Damage</b> ({@link #damage}): bytes of a stored key that no longer match their checksum, as
+ * after a flipped bit in an SST block. A point read of a damaged key throws {@link
+ * CorruptDataException}; a cursor that reaches one stops there and its {@link Cursor#isValid}
+ * throws, as RocksDB's iterators report a failed block checksum through their status. Damage is on
+ * the platter: it survives crashes and restarts, at every snapshot, until the key is written or
+ * deleted again.
+ *
  * <p><b>Observation</b> (for simulators and tests, not part of the disk contract): {@link
  * #durableJournalValuesEverWritten} lists every journal put that became durable, in log order,
  * including those truncation deleted later, so a checker can tell which transactions committed even
@@ -58,6 +66,24 @@ public final class MemoryDisk implements KeyValueDisk {
     final List<byte[]> durableJournalValues = new ArrayList<>();
     /** The incarnation every call must come through; the others have ended. */
     MemoryDisk live;
+    /**
+     * Damaged keys per column (see {@link #damage}); replaced, never mutated, so cursors read it
+     * without the lock.
+     */
+    volatile List<TreePSet<byte[]>> damaged = noDamage();
+
+    private static List<TreePSet<byte[]>> noDamage() {
+      List<TreePSet<byte[]>> columns = new ArrayList<>(COLUMN_COUNT);
+      for (int i = 0; i < COLUMN_COUNT; i++) {
+        columns.add(TreePSet.empty(UNSIGNED_ORDER));
+      }
+      return List.copyOf(columns);
+    }
+
+    boolean isDamaged(Column column, byte[] key) {
+      TreePSet<byte[]> keys = damaged.get(column.ordinal());
+      return !keys.isEmpty() && keys.contains(key);
+    }
 
     /** Makes every written batch durable. */
     void sync() {
@@ -142,6 +168,38 @@ public final class MemoryDisk implements KeyValueDisk {
     }
   }
 
+  /**
+   * Damages the stored bytes of {@code key} in {@code column} (see the class comment); returns
+   * false, changing nothing, if the column holds no such key now. Fault injection for the
+   * simulator and tests; works on any incarnation of the platter.
+   */
+  public boolean damage(Column column, byte[] key) {
+    synchronized (platter) {
+      if (platter.current.column(column).get(key) == null) {
+        return false;
+      }
+      List<TreePSet<byte[]>> damaged = new ArrayList<>(platter.damaged);
+      damaged.set(column.ordinal(), damaged.get(column.ordinal()).plus(key.clone()));
+      platter.damaged = List.copyOf(damaged);
+      return true;
+    }
+  }
+
+  /**
+   * The keys of {@code column} in {@code [fromInclusive, toExclusive)} stored now, in order: what a
+   * fault injector may {@link #damage}. Fresh copies.
+   */
+  public List<byte[]> storedKeys(Column column, byte[] fromInclusive, byte[] toExclusive) {
+    synchronized (platter) {
+      List<byte[]> keys = new ArrayList<>();
+      for (byte[] key : platter.current.column(column)
+          .subMap(fromInclusive, true, toExclusive, false).keySet()) {
+        keys.add(key.clone());
+      }
+      return keys;
+    }
+  }
+
   /** Batches written since the last sync: what a {@link #crash} may lose. */
   public int unsyncedBatches() {
     synchronized (platter) {
@@ -220,10 +278,43 @@ public final class MemoryDisk implements KeyValueDisk {
         columns.set(column, map);
       }
       platter.current = new Contents(List.copyOf(columns));
+      repairRewritten(mutations);
       platter.unsynced.add(new UnsyncedBatch(platter.current, List.copyOf(journalValues)));
       if (sync) {
         platter.sync();
       }
+    }
+  }
+
+  /** Keys written or deleted again hold fresh bytes: their damage is gone. Under the lock. */
+  private void repairRewritten(List<Mutation> mutations) {
+    List<TreePSet<byte[]>> damaged = platter.damaged;
+    boolean any = false;
+    for (TreePSet<byte[]> keys : damaged) {
+      any |= !keys.isEmpty();
+    }
+    if (!any) {
+      return;
+    }
+    List<TreePSet<byte[]>> repaired = new ArrayList<>(damaged);
+    for (Mutation mutation : mutations) {
+      int column = mutation.column().ordinal();
+      TreePSet<byte[]> keys = repaired.get(column);
+      if (keys.isEmpty()) {
+        continue;
+      }
+      repaired.set(column, mutation.toExclusive() != null
+          ? keys.minusAll(new ArrayList<>(
+              keys.subSet(mutation.key(), true, mutation.toExclusive(), false)))
+          : keys.minus(mutation.key()));
+    }
+    platter.damaged = List.copyOf(repaired);
+  }
+
+  private void checkIntact(Column column, byte[] key) {
+    if (platter.isDamaged(column, key)) {
+      throw new CorruptDataException(
+          "the " + column + " column family failed its checksum (a damaged key)");
     }
   }
 
@@ -236,7 +327,11 @@ public final class MemoryDisk implements KeyValueDisk {
       }
       contents = platter.current;
     }
-    return copy(contents.column(column).get(key));
+    byte[] value = contents.column(column).get(key);
+    if (value != null) {
+      checkIntact(column, key);
+    }
+    return copy(value);
   }
 
   @Override
@@ -256,7 +351,11 @@ public final class MemoryDisk implements KeyValueDisk {
     TreePMap<byte[], byte[]> map = contents.column(column);
     List<byte[]> values = new ArrayList<>(keys.size());
     for (byte[] key : keys) {
-      values.add(copy(map.get(key)));
+      byte[] value = map.get(key);
+      if (value != null) {
+        checkIntact(column, key);
+      }
+      values.add(copy(value));
     }
     return values;
   }
@@ -270,7 +369,8 @@ public final class MemoryDisk implements KeyValueDisk {
   public Cursor cursor(Column column, Snapshot snapshot, byte[] lowerBound, byte[] upperBound) {
     // Without a snapshot, the version current now: like RocksDB's implicit iterator snapshot.
     Contents contents = snapshot == null ? currentForReading() : contentsOf(snapshot);
-    return new MemoryCursor(contents.column(column), copy(lowerBound), copy(upperBound));
+    return new MemoryCursor(platter, column, contents.column(column), copy(lowerBound),
+        copy(upperBound));
   }
 
   @Override
@@ -373,13 +473,20 @@ public final class MemoryDisk implements KeyValueDisk {
    * relative to it, so the cursor holds no iterator state and respects its bounds by construction.
    */
   private static final class MemoryCursor implements Cursor {
+    private final Platter platter;
+    private final Column column;
     private final TreePMap<byte[], byte[]> map;
     private final byte[] lowerBound;
     private final byte[] upperBound;
     private Map.Entry<byte[], byte[]> entry;
+    /** The cursor stopped at a damaged key: not valid, and {@link #isValid} says why. */
+    private boolean stoppedAtDamage;
     private boolean cursorClosed;
 
-    MemoryCursor(TreePMap<byte[], byte[]> map, byte[] lowerBound, byte[] upperBound) {
+    MemoryCursor(Platter platter, Column column, TreePMap<byte[], byte[]> map, byte[] lowerBound,
+        byte[] upperBound) {
+      this.platter = platter;
+      this.column = column;
       this.map = map;
       this.lowerBound = lowerBound;
       this.upperBound = upperBound;
@@ -391,7 +498,7 @@ public final class MemoryDisk implements KeyValueDisk {
       // TreePMap's firstEntry throws on an empty map, where TreeMap's returns null.
       Map.Entry<byte[], byte[]> first = lowerBound != null ? map.ceilingEntry(lowerBound)
           : map.isEmpty() ? null : map.firstEntry();
-      entry = belowUpper(first);
+      position(belowUpper(first));
     }
 
     @Override
@@ -400,7 +507,7 @@ public final class MemoryDisk implements KeyValueDisk {
       // Like RocksDB, a target below the lower bound seeks to the bound.
       byte[] from = lowerBound != null && Arrays.compareUnsigned(target, lowerBound) < 0
           ? lowerBound : target;
-      entry = belowUpper(map.ceilingEntry(from));
+      position(belowUpper(map.ceilingEntry(from)));
     }
 
     @Override
@@ -411,19 +518,29 @@ public final class MemoryDisk implements KeyValueDisk {
           upperBound != null && Arrays.compareUnsigned(target, upperBound) >= 0
               ? map.lowerEntry(upperBound)
               : map.floorEntry(target);
-      entry = found != null && lowerBound != null
-          && Arrays.compareUnsigned(found.getKey(), lowerBound) < 0 ? null : found;
+      position(found != null && lowerBound != null
+          && Arrays.compareUnsigned(found.getKey(), lowerBound) < 0 ? null : found);
     }
 
     @Override
     public void next() {
       requireValid();
-      entry = belowUpper(map.higherEntry(entry.getKey()));
+      position(belowUpper(map.higherEntry(entry.getKey())));
+    }
+
+    /** Moves to {@code found}, or stops (invalid) if its bytes are damaged, as RocksDB does. */
+    private void position(Map.Entry<byte[], byte[]> found) {
+      stoppedAtDamage = found != null && platter.isDamaged(column, found.getKey());
+      entry = stoppedAtDamage ? null : found;
     }
 
     @Override
     public boolean isValid() {
       requireOpen();
+      if (stoppedAtDamage) {
+        throw new CorruptDataException(
+            "the " + column + " column family failed its checksum while being read");
+      }
       return entry != null;
     }
 

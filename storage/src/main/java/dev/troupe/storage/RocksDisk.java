@@ -19,6 +19,8 @@ import org.rocksdb.RocksDB;
 import org.rocksdb.RocksDBException;
 import org.rocksdb.RocksIterator;
 import org.rocksdb.Slice;
+import org.rocksdb.Status;
+import org.rocksdb.WALRecoveryMode;
 import org.rocksdb.WriteBatch;
 import org.rocksdb.WriteOptions;
 
@@ -36,7 +38,18 @@ import org.rocksdb.WriteOptions;
  *
  * <p>Recovery is RocksDB's: opening replays the write-ahead log, whose records are checksummed per
  * batch, so a crash leaves a prefix of the written batches, each whole. The replay is bounded by
- * {@link #MAX_TOTAL_WAL_BYTES}.
+ * {@link #MAX_TOTAL_WAL_BYTES}. The log is replayed in {@code kTolerateCorruptedTailRecords} mode:
+ * an incomplete record at the very end (a write torn by power loss, which was never synced and so
+ * never acknowledged) is dropped, but a record that fails its checksum anywhere before the end
+ * refuses the open with {@link CorruptDataException}. RocksDB's default, point-in-time recovery,
+ * would instead stop replaying at the damage and open an older database without a word, losing
+ * every acknowledged write after it.
+ *
+ * <p>Integrity on reads: every read verifies block checksums ({@code verify_checksums}, set
+ * explicitly), and a read or a cursor that meets a RocksDB {@code Corruption} status throws {@link
+ * CorruptDataException} rather than answering "absent" or "end of data", so damage is never served
+ * as an older state or as not-found. Other read errors are {@link DiskException}s (point reads) or
+ * {@link java.io.UncheckedIOException}s (cursors).
  */
 public final class RocksDisk implements KeyValueDisk {
   // Package-private: RawRocksBaseline tunes its database exactly the same way.
@@ -66,7 +79,7 @@ public final class RocksDisk implements KeyValueDisk {
     }
     this.syncedWriteOptions = new WriteOptions().setSync(true);
     this.unsyncedWriteOptions = new WriteOptions().setSync(false);
-    this.latestReadOptions = new ReadOptions();
+    this.latestReadOptions = new ReadOptions().setVerifyChecksums(true);
     resources.add(syncedWriteOptions);
     resources.add(unsyncedWriteOptions);
     resources.add(latestReadOptions);
@@ -86,6 +99,9 @@ public final class RocksDisk implements KeyValueDisk {
               .setMaxTotalWalSize(MAX_TOTAL_WAL_BYTES)
               // Replayed log stays in memtables instead of being flushed inside open: faster restart.
               .setAvoidFlushDuringRecovery(true)
+              // Refuse to open on damage before the log's tail (see the class comment).
+              .setWalRecoveryMode(WALRecoveryMode.TolerateCorruptedTailRecords)
+              .setParanoidChecks(true)
               .setMaxBackgroundJobs(MAX_BACKGROUND_JOBS);
       resources.add(databaseOptions);
       ColumnFamilyOptions plainOptions = new ColumnFamilyOptions().setWriteBufferSize(WRITE_BUFFER_BYTES);
@@ -109,7 +125,17 @@ public final class RocksDisk implements KeyValueDisk {
       RocksDB database =
           RocksDB.open(databaseOptions, directory.toString(), descriptors, handles);
       return new RocksDisk(database, handles, resources);
-    } catch (RocksDBException | IOException e) {
+    } catch (RocksDBException e) {
+      closeAll(handles, null, resources);
+      if (isCorruption(e)) {
+        throw new CorruptDataException("the store in " + directory + " is damaged and was not"
+            + " opened (" + e.getMessage() + "); nothing was changed. Run `troupe check --data "
+            + directory + "` to see the damage and docs/OPERATIONS.md (\"Corruption\") for what"
+            + " to do", e);
+      }
+      throw new UncheckedIOException(
+          new IOException("cannot open the store in " + directory + ": " + e.getMessage(), e));
+    } catch (IOException e) {
       closeAll(handles, null, resources);
       throw new UncheckedIOException(
           new IOException("cannot open the store in " + directory + ": " + e.getMessage(), e));
@@ -125,6 +151,11 @@ public final class RocksDisk implements KeyValueDisk {
       case META -> "meta";
       case TRANSACTIONS -> "transactions";
     };
+  }
+
+  /** The handles of the engine's column families, for tests and tools that flush or verify. */
+  List<ColumnFamilyHandle> columnHandles() {
+    return List.of(columns);
   }
 
   /** The database itself, for tests that read RocksDB's own counters. */
@@ -149,9 +180,9 @@ public final class RocksDisk implements KeyValueDisk {
   @Override
   public byte[] get(Column column, byte[] key) throws DiskException {
     try {
-      return database.get(columns[column.ordinal()], key);
+      return database.get(columns[column.ordinal()], latestReadOptions, key);
     } catch (RocksDBException e) {
-      throw new DiskException("read failed: " + e.getMessage(), e);
+      throw readFailure(column, e);
     }
   }
 
@@ -160,11 +191,35 @@ public final class RocksDisk implements KeyValueDisk {
       throws DiskException {
     ReadOptions options = snapshot == null ? latestReadOptions : ((RocksSnapshot) snapshot).options;
     try {
-      return database.multiGetAsList(
+      List<byte[]> values = database.multiGetAsList(
           options, Collections.nCopies(keys.size(), columns[column.ordinal()]), keys);
+      for (int i = 0; i < values.size(); i++) {
+        if (values.get(i) == null) {
+          // RocksJava's multiGetAsList (9.10) answers null for a key whose read failed, as for an
+          // absent one; a point read tells the two apart (it throws on a failed checksum). The
+          // engine multi-gets only keys it expects to exist, so this costs nothing normally.
+          values.set(i, database.get(columns[column.ordinal()], options, keys.get(i)));
+        }
+      }
+      return values;
     } catch (RocksDBException e) {
-      throw new DiskException("read failed: " + e.getMessage(), e);
+      throw readFailure(column, e);
     }
+  }
+
+  /** Corruption is thrown (unchecked, never retried); any other read error is a DiskException. */
+  private static DiskException readFailure(Column column, RocksDBException e) {
+    if (isCorruption(e)) {
+      throw new CorruptDataException(
+          "the " + columnFamilyName(column) + " column family failed its checksum: " + e.getMessage(),
+          e);
+    }
+    return new DiskException("read failed: " + e.getMessage(), e);
+  }
+
+  static boolean isCorruption(RocksDBException e) {
+    Status status = e.getStatus();
+    return status != null && status.getCode() == Status.Code.Corruption;
   }
 
   @Override
@@ -179,11 +234,11 @@ public final class RocksDisk implements KeyValueDisk {
       RocksIterator iterator = snapshot == null
           ? database.newIterator(handle)
           : database.newIterator(handle, ((RocksSnapshot) snapshot).options);
-      return new RocksCursor(iterator, null, null, null);
+      return new RocksCursor(column, iterator, null, null, null);
     }
     // Bounds live in read options of their own, which must outlive the iterator.
     ReadOptions options = snapshot == null
-        ? new ReadOptions()
+        ? new ReadOptions().setVerifyChecksums(true)
         : new ReadOptions(((RocksSnapshot) snapshot).options);
     Slice lower = lowerBound == null ? null : new Slice(lowerBound);
     Slice upper = upperBound == null ? null : new Slice(upperBound);
@@ -193,7 +248,7 @@ public final class RocksDisk implements KeyValueDisk {
     if (upper != null) {
       options.setIterateUpperBound(upper);
     }
-    return new RocksCursor(database.newIterator(handle, options), options, lower, upper);
+    return new RocksCursor(column, database.newIterator(handle, options), options, lower, upper);
   }
 
   @Override
@@ -275,7 +330,7 @@ public final class RocksDisk implements KeyValueDisk {
 
     RocksSnapshot(org.rocksdb.Snapshot snapshot) {
       this.snapshot = snapshot;
-      this.options = new ReadOptions().setSnapshot(snapshot);
+      this.options = new ReadOptions().setSnapshot(snapshot).setVerifyChecksums(true);
     }
 
     @Override
@@ -285,14 +340,22 @@ public final class RocksDisk implements KeyValueDisk {
     }
   }
 
-  /** An iterator with the read options and bound slices it was created with, if its own. */
+  /**
+   * An iterator with the read options and bound slices it was created with, if its own. An iterator
+   * that stops being valid has either reached the end of its range or met an error; {@link
+   * #isValid} tells the two apart by RocksDB's status, so a checksum failure is never mistaken for
+   * the end of the data (which would answer "absent" for a damaged entity).
+   */
   private static final class RocksCursor implements Cursor {
+    private final Column column;
     private final RocksIterator iterator;
     private final ReadOptions options;
     private final Slice lower;
     private final Slice upper;
 
-    RocksCursor(RocksIterator iterator, ReadOptions options, Slice lower, Slice upper) {
+    RocksCursor(
+        Column column, RocksIterator iterator, ReadOptions options, Slice lower, Slice upper) {
+      this.column = column;
       this.iterator = iterator;
       this.options = options;
       this.lower = lower;
@@ -321,7 +384,21 @@ public final class RocksDisk implements KeyValueDisk {
 
     @Override
     public boolean isValid() {
-      return iterator.isValid();
+      if (iterator.isValid()) {
+        return true;
+      }
+      try {
+        iterator.status();
+      } catch (RocksDBException e) {
+        if (isCorruption(e)) {
+          throw new CorruptDataException("the " + columnFamilyName(column)
+              + " column family failed its checksum while being read: " + e.getMessage(), e);
+        }
+        throw new UncheckedIOException(new IOException(
+            "reading the " + columnFamilyName(column) + " column family failed: " + e.getMessage(),
+            e));
+      }
+      return false;
     }
 
     @Override

@@ -213,6 +213,9 @@ public final class RocksStore implements Store {
   /** Read side: every API call using the database; write side: close. */
   private final ReentrantReadWriteLock closeLock = new ReentrantReadWriteLock();
   private final AtomicReference<Throwable> failure = new AtomicReference<>();
+  private final LongAdder corruptionsDetected = new LongAdder();
+  private volatile String lastCorruption;
+  private volatile StorageEvents events = StorageEvents.NONE;
   private boolean closed;
   private ScheduledExecutorService walFlusher;
   private long recoveryMillis;
@@ -732,9 +735,45 @@ public final class RocksStore implements Store {
     enter();
     try {
       return cache.get(entity, key -> CachedState.of(key, loadLatest(key))).state();
+    } catch (CorruptDataException damage) {
+      throw corrupt(entity, damage);
     } finally {
       closeLock.readLock().unlock();
     }
+  }
+
+  /**
+   * Records damage a read of {@code entity} met and turns it into the client's answer: {@code
+   * corrupt_data}, never "absent" (which would let a write re-create the entity over its
+   * acknowledged keys) and never an older state. Nothing is cached, so every later read checks
+   * again.
+   */
+  private TroupeException corrupt(EntityId entity, CorruptDataException damage) {
+    String where = "entity " + entity + " (partition " + partitionOf(entity) + ")";
+    corruptionsDetected.increment();
+    lastCorruption = where + ": " + damage.getMessage();
+    events.corruptionDetected(where, damage);
+    return new TroupeException(ErrorCode.CORRUPT_DATA,
+        "the stored data of " + entity + " failed its integrity check (" + damage.getMessage()
+            + "); it is not served and not written over. An operator must check and repair the"
+            + " store (troupe check, docs/OPERATIONS.md)");
+  }
+
+  /** Where the runtime hears of failures and damage as they happen (see {@link StorageEvents}). */
+  @Override
+  public void setEvents(StorageEvents events) {
+    this.events = Objects.requireNonNull(events, "events");
+    Throwable failed = failure.get();
+    if (failed != null) {
+      events.storeFailed(failed);
+    }
+  }
+
+  @Override
+  public StoreHealth health() {
+    Throwable failed = failure.get();
+    return new StoreHealth(failed == null ? null : String.valueOf(failed.getMessage()),
+        corruptionsDetected.sum(), lastCorruption);
   }
 
   @Override
@@ -777,6 +816,8 @@ public final class RocksStore implements Store {
         return materializer.materialize(entity, timestamp, snapshot);
       } catch (DiskException e) {
         throw new UncheckedIOException(new IOException("cannot read " + entity, e));
+      } catch (CorruptDataException damage) {
+        throw corrupt(entity, damage);
       }
     } finally {
       closeLock.readLock().unlock();
@@ -1024,6 +1065,11 @@ public final class RocksStore implements Store {
     if (failure.compareAndSet(null, cause)) {
       // Cached states may lack records whose outcome is unknown: reads go to the database instead.
       cache.invalidateAll();
+      if (cause instanceof CorruptDataException damage) {
+        corruptionsDetected.increment();
+        lastCorruption = "storage maintenance: " + damage.getMessage();
+      }
+      events.storeFailed(cause);
     }
   }
 

@@ -117,6 +117,15 @@ public interface Store extends AutoCloseable {
 
   StorageStatistics statistics();
 
+  /** Whether the store accepts commits and whether it has met damaged data (readiness). */
+  StoreHealth health();
+
+  /**
+   * Where to report failures and damage as they happen; a store that already failed reports it at
+   * once. Replaces the previous listener.
+   */
+  void setEvents(StorageEvents events);
+
   /** Runs a checkpoint round and truncation on every partition now, and waits for them. */
   void checkpointNow();
 

@@ -458,8 +458,8 @@ public final class CoordinatorCore {
       }
     }
     TroupeException reported = switch (reason.code()) {
-      case ABORTED, INVALID_REQUEST, NOT_FOUND, UNKNOWN_TYPE, UNKNOWN_ACTION, TOO_LARGE, CONFLICT ->
-          reason;
+      case ABORTED, INVALID_REQUEST, NOT_FOUND, UNKNOWN_TYPE, UNKNOWN_ACTION, TOO_LARGE, CONFLICT,
+          CORRUPT_DATA -> reason;
       case PRECONDITION_FAILED -> new TroupeException(ErrorCode.ABORTED,
           TransactionAbort.PRECONDITION_FAILED, reason.getMessage());
       default -> new TroupeException(ErrorCode.ABORTED, TransactionAbort.PARTICIPANT_UNAVAILABLE,

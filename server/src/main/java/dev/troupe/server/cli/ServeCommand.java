@@ -7,6 +7,7 @@ import dev.troupe.runtime.RuntimeSettings;
 import dev.troupe.runtime.Troupe;
 import dev.troupe.server.http.HttpSettings;
 import dev.troupe.server.http.TroupeServer;
+import dev.troupe.storage.CorruptDataException;
 import java.io.File;
 import java.nio.file.Path;
 import java.util.Map;
@@ -49,11 +50,33 @@ public final class ServeCommand implements Callable<Integer> {
     Config config = configuration();
     RuntimeSettings settings = RuntimeSettings.fromConfig(config);
     HttpSettings http = HttpSettings.fromConfig(config);
-    Troupe troupe = Troupe.open(settings, (where, error) -> {
-      // A violated invariant: stop at once rather than acknowledge anything more.
-      System.err.println("troupe: fatal error in " + where + ": " + error);
-      Runtime.getRuntime().halt(70);
-    });
+    boolean exitOnStorageFailure = exitOnStorageFailure(config);
+    Troupe troupe;
+    try {
+      troupe = Troupe.open(settings, (where, error) -> {
+        // A violated invariant: stop at once rather than acknowledge anything more.
+        System.err.println("troupe: fatal error in " + where + ": " + error);
+        Runtime.getRuntime().halt(70);
+      });
+    } catch (CorruptDataException damage) {
+      // Refuse to serve rather than serve an older state as the truth.
+      log.error("refusing to start: stored data is damaged", damage);
+      System.err.println("troupe: refusing to start: " + damage.getMessage());
+      return EXIT_CORRUPT_DATA;
+    }
+    if (exitOnStorageFailure) {
+      troupe.onStorageFailure(cause -> {
+        // On a thread of its own: System.exit waits for the shutdown hook, which closes the store
+        // and so waits for the very writer thread that reports the failure.
+        Thread exit = new Thread(() -> {
+          System.err.println("troupe: storage failed (" + cause + "); exiting with status "
+              + EXIT_STORAGE_FAILED + " so that a supervisor restarts the node"
+              + " (troupe.server.on-storage-failure = exit)");
+          System.exit(EXIT_STORAGE_FAILED);
+        }, "troupe-exit-on-storage-failure");
+        exit.start();
+      });
+    }
     TroupeServer server;
     try {
       server = TroupeServer.start(troupe, http);
@@ -75,6 +98,22 @@ public final class ServeCommand implements Callable<Integer> {
     System.out.flush();
     stopped.await();
     return 0;
+  }
+
+  /** Exit status when the store is damaged at start (sysexits' EX_DATAERR). */
+  static final int EXIT_CORRUPT_DATA = 65;
+  /** Exit status after a storage failure under on-storage-failure = exit (EX_IOERR). */
+  static final int EXIT_STORAGE_FAILED = 74;
+
+  /** {@code troupe.server.on-storage-failure}: {@code exit} or {@code stay-up}. */
+  static boolean exitOnStorageFailure(Config config) {
+    String policy = config.getString("troupe.server.on-storage-failure");
+    return switch (policy) {
+      case "exit" -> true;
+      case "stay-up" -> false;
+      default -> throw new IllegalArgumentException(
+          "troupe.server.on-storage-failure must be exit or stay-up, was '" + policy + "'");
+    };
   }
 
   Config configuration() {

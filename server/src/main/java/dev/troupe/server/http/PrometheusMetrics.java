@@ -48,6 +48,15 @@ final class PrometheusMetrics {
           .append(failed.getValue()).append('\n');
     }
     latencyHistogram(out, turns.latencyHistogramMicros());
+    dev.troupe.runtime.NodeHealth health = troupe.health();
+    gauge(out, "troupe_ready", "1 when the node is ready for traffic (GET /v1/health/ready), else 0.",
+        health.ready() ? 1 : 0);
+    gauge(out, "troupe_storage_failed",
+        "1 once storage failed and refuses every write (until a restart), else 0.",
+        health.problems().stream().anyMatch(p -> p.code().equals("storage_failed")) ? 1 : 0);
+    counter(out, "troupe_storage_corruptions_detected_total",
+        "Reads that met stored data failing its integrity check (answered corrupt_data).",
+        health.corruptionsDetected());
     counter(out, "troupe_cache_hits_total", "Object cache hits.", storage.cacheHits());
     counter(out, "troupe_cache_misses_total", "Object cache misses (materializations).",
         storage.cacheMisses());

@@ -44,7 +44,7 @@ import org.slf4j.LoggerFactory;
 public final class RestApi
     implements org.apache.pekko.japi.function.Function<HttpRequest, CompletionStage<HttpResponse>> {
   private static final Logger log = LoggerFactory.getLogger(RestApi.class);
-  private static final byte[] HEALTH_OK = "{\"status\":\"ok\"}".getBytes(StandardCharsets.UTF_8);
+  private static final byte[] LIVE = "{\"status\":\"ok\"}".getBytes(StandardCharsets.UTF_8);
 
   private final Troupe troupe;
   private final HttpSettings settings;
@@ -97,11 +97,18 @@ public final class RestApi
     String resource = path.get(1);
     switch (resource) {
       case "health" -> {
-        if (size != 2) {
+        // /v1/health is readiness, kept for the probes that already use it.
+        if (size > 3 || (size == 3 && !path.get(2).equals("live") && !path.get(2).equals("ready"))) {
           return support.notFound(request);
         }
         support.requireMethod(request, HttpMethods.GET);
-        return RequestSupport.completed(RequestSupport.json(200, HEALTH_OK));
+        request.discardEntityBytes(materializer);
+        if (size == 3 && path.get(2).equals("live")) {
+          // Liveness: the process answers HTTP. Restarting it cures nothing a failed store or
+          // damaged data needs, so those are readiness problems only.
+          return RequestSupport.completed(RequestSupport.json(200, LIVE));
+        }
+        return RequestSupport.completed(readiness());
       }
       case "types" -> {
         if (size == 2) {
@@ -412,6 +419,23 @@ public final class RestApi
   }
 
   // ---------------------------------------------------------------- responses
+
+  /**
+   * {@code 200 {"status":"ok"}}, or {@code 503 {"status":"not_ready","problems":[{"code",
+   * "message"}]}} with the reasons (see {@link Troupe#health}).
+   */
+  private HttpResponse readiness() {
+    dev.troupe.runtime.NodeHealth health = troupe.health();
+    ObjectNode body = Json.NODES.objectNode();
+    body.put("status", health.ready() ? "ok" : "not_ready");
+    if (!health.ready()) {
+      ArrayNode problems = body.putArray("problems");
+      for (dev.troupe.runtime.NodeHealth.Problem problem : health.problems()) {
+        problems.addObject().put("code", problem.code()).put("message", problem.message());
+      }
+    }
+    return RequestSupport.json(health.ready() ? 200 : 503, body);
+  }
 
   private HttpResponse versionAndState(TurnOutcome outcome) {
     ObjectNode body = Json.NODES.objectNode();
