@@ -58,14 +58,90 @@ public final class ServerProcess implements AutoCloseable {
    */
   public static ServerProcess launch(List<String> arguments)
       throws IOException, InterruptedException {
+    return launchCommand(javaCommand(arguments));
+  }
+
+  /**
+   * Starts a server like {@link #start} whose files may not grow past {@code maxFileKilobytes}
+   * ({@code ulimit -f}): a write past it fails with EFBIG ("File too large"), which the JVM and
+   * RocksDB meet exactly as they meet a full disk, an I/O error on write, without root or a small
+   * file system.
+   */
+  public static ServerProcess startWithFileSizeLimit(Path dataDirectory, long maxFileKilobytes,
+      String... settingOverrides) throws IOException, InterruptedException {
+    List<String> arguments = new ArrayList<>(List.of("serve", "--data", dataDirectory.toString(),
+        "--port", "0"));
+    for (String override : settingOverrides) {
+      arguments.add("--set");
+      arguments.add(override);
+    }
+    Files.createDirectories(dataDirectory);
+    // RocksDB would extract its 30 MB native library to a temporary file at start, past the
+    // limit: load it from a copy made here instead.
+    List<String> command = new ArrayList<>(List.of("bash", "-c",
+        "ulimit -f " + maxFileKilobytes + " && exec \"$@\"", "bash"));
+    command.addAll(javaCommand(List.of("-Djava.library.path=" + rocksLibraryDirectory()),
+        arguments));
+    return launchCommand(command);
+  }
+
+  private static Path rocksLibraryDirectory;
+
+  /** A directory holding RocksDB's native library for this platform, extracted once. */
+  private static synchronized Path rocksLibraryDirectory() throws IOException {
+    if (rocksLibraryDirectory == null) {
+      String name = org.rocksdb.util.Environment.getJniLibraryFileName("rocksdb");
+      Path directory = Files.createTempDirectory("troupe-rocksdb-native");
+      try (java.io.InputStream library =
+          ServerProcess.class.getClassLoader().getResourceAsStream(name)) {
+        if (library == null) {
+          throw new IllegalStateException(name + " is not on the class path");
+        }
+        Files.copy(library, directory.resolve(name));
+      }
+      rocksLibraryDirectory = directory;
+    }
+    return rocksLibraryDirectory;
+  }
+
+  /** The JVM command line that runs {@code troupe ARGUMENTS} from the test class path. */
+  private static List<String> javaCommand(List<String> arguments) {
+    return javaCommand(List.of(), arguments);
+  }
+
+  private static List<String> javaCommand(List<String> jvmOptions, List<String> arguments) {
     List<String> command = new ArrayList<>();
     command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+    command.addAll(jvmOptions);
     command.addAll(List.of("-XX:+IgnoreUnrecognizedVMOptions",
         "--sun-misc-unsafe-memory-access=allow", "--enable-native-access=ALL-UNNAMED",
         "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"));
     command.addAll(List.of("-cp", System.getProperty("java.class.path"),
         "dev.troupe.server.cli.TroupeCli"));
     command.addAll(arguments);
+    return command;
+  }
+
+  /** A command that ran to its end: its exit status and everything it printed. */
+  public record Finished(int exitStatus, String output) {}
+
+  /** Runs {@code troupe ARGUMENTS} (a command that exits by itself) and waits up to two minutes. */
+  public static Finished run(List<String> arguments) throws IOException, InterruptedException {
+    Path output = Files.createTempFile("troupe-command", ".log");
+    Process process = new ProcessBuilder(javaCommand(arguments)).redirectErrorStream(true)
+        .redirectOutput(output.toFile()).start();
+    if (!process.waitFor(120, TimeUnit.SECONDS)) {
+      process.destroyForcibly().waitFor();
+      throw new IllegalStateException("troupe " + arguments + " did not finish within 120 s:\n"
+          + Files.readString(output));
+    }
+    String text = Files.readString(output);
+    Files.deleteIfExists(output);
+    return new Finished(process.exitValue(), text);
+  }
+
+  private static ServerProcess launchCommand(List<String> command)
+      throws IOException, InterruptedException {
     Path log = Files.createTempFile("troupe-server", ".log");
     Process process = new ProcessBuilder(command).redirectErrorStream(true).start();
     CompletableFuture<Integer> port = new CompletableFuture<>();
@@ -105,6 +181,11 @@ public final class ServerProcess implements AutoCloseable {
 
   public String log() throws IOException {
     return Files.readString(log);
+  }
+
+  /** Waits for the process to exit by itself; its exit status, or -1 if it still runs. */
+  public int awaitExit(long timeoutSeconds) throws InterruptedException {
+    return process.waitFor(timeoutSeconds, TimeUnit.SECONDS) ? process.exitValue() : -1;
   }
 
   /** SIGKILL: no shutdown hook, no flush; what was acknowledged must survive anyway. */

@@ -153,6 +153,32 @@ public final class RocksDisk implements KeyValueDisk {
     };
   }
 
+  /**
+   * Writes every column family's memtable out to SST files and waits: for tools that must leave
+   * the data in table files (a repair that should not depend on the write-ahead log, tests that
+   * damage a table file).
+   */
+  public void flushMemtables() throws DiskException {
+    try (org.rocksdb.FlushOptions wait = new org.rocksdb.FlushOptions().setWaitForFlush(true)) {
+      database.flush(wait, columnHandles());
+    } catch (RocksDBException e) {
+      throw new DiskException("flush failed: " + e.getMessage(), e);
+    }
+  }
+
+  /** One live SST file of the database. */
+  public record TableFile(String columnFamily, Path path, long sizeBytes) {}
+
+  /** The live SST files, with the column family each belongs to (what {@code troupe check} names). */
+  public List<TableFile> tableFiles() {
+    List<TableFile> files = new ArrayList<>();
+    for (org.rocksdb.LiveFileMetaData file : database.getLiveFilesMetaData()) {
+      files.add(new TableFile(new String(file.columnFamilyName(), StandardCharsets.UTF_8),
+          Path.of(file.path(), file.fileName()), file.size()));
+    }
+    return files;
+  }
+
   /** The handles of the engine's column families, for tests and tools that flush or verify. */
   List<ColumnFamilyHandle> columnHandles() {
     return List.of(columns);
