@@ -5,14 +5,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.troupe.server.ServerProcess.Answer;
 import dev.troupe.server.ServerProcess.Finished;
-import dev.troupe.storage.RocksDisk;
 import java.io.IOException;
-import java.io.RandomAccessFile;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -48,15 +44,7 @@ class StorageFaultTest {
       fill(server);
     }
     // Leave the data in table files (not only in the write-ahead log), then damage the journal's.
-    Path journalTable;
-    try (RocksDisk disk = RocksDisk.open(directory)) {
-      disk.flushMemtables();
-      journalTable = disk.tableFiles().stream()
-          .filter(file -> file.columnFamily().equals("journal"))
-          .max((a, b) -> Long.compare(a.sizeBytes(), b.sizeBytes()))
-          .orElseThrow().path();
-    }
-    flip(journalTable, Files.size(journalTable) / 3, 64);
+    Damage.tableFile(directory, "journal");
 
     try (ServerProcess server = ServerProcess.start(directory, NO_ROUNDS)) {
       assertEquals(200, server.get("/v1/health/ready").status(), "nothing read yet");
@@ -89,8 +77,7 @@ class StorageFaultTest {
       assertTrue(metrics.contains("troupe_ready 0"), metrics);
       assertTrue(metricValue(metrics, "troupe_storage_corruptions_detected_total")
           >= damaged.size(), metrics);
-      String log = server.log();
-      assertTrue(log.contains("ERROR") && log.contains("corrupt data in entity Acct/a"), log);
+      awaitLog(server, "corrupt data in entity Acct/a");
     }
   }
 
@@ -103,13 +90,7 @@ class StorageFaultTest {
     } finally {
       server.kill(); // the acknowledged writes now live in the write-ahead log only
     }
-    Path log;
-    try (Stream<Path> files = Files.list(directory)) {
-      log = files.filter(path -> path.toString().endsWith(".log"))
-          .max((a, b) -> Long.compare(a.toFile().length(), b.toFile().length())).orElseThrow();
-    }
-    assertTrue(Files.size(log) > 100_000, "the writes are in the log: " + Files.size(log));
-    flip(log, Files.size(log) / 2, 16);
+    Damage.writeAheadLog(directory);
     Finished start = ServerProcess.run(List.of("serve", "--data", directory.toString(),
         "--port", "0"));
     assertEquals(65, start.exitStatus(), start.output());
@@ -143,8 +124,7 @@ class StorageFaultTest {
           ready.text());
       assertEquals(200, server.get("/v1/health/live").status());
       assertTrue(server.get("/metrics").text().contains("troupe_storage_failed 1"));
-      String log = server.log();
-      assertTrue(log.contains("ERROR") && log.contains("storage failed"), log);
+      awaitLog(server, "storage failed");
     }
     assertTrue(acknowledged.size() > 10, "acknowledged before the disk filled: " + acknowledged);
     try (ServerProcess server = ServerProcess.start(directory, NO_ROUNDS)) {
@@ -179,6 +159,21 @@ class StorageFaultTest {
     }
   }
 
+  /** Waits up to 10 s for an ERROR line containing {@code text} in the server's output. */
+  private static void awaitLog(ServerProcess server, String text) throws Exception {
+    long deadline = System.nanoTime() + 10_000_000_000L;
+    while (true) {
+      String log = server.log();
+      if (log.lines().anyMatch(line -> line.contains("ERROR") && line.contains(text))) {
+        return;
+      }
+      if (System.nanoTime() > deadline) {
+        throw new AssertionError("no ERROR line with '" + text + "' in:\n" + log);
+      }
+      Thread.sleep(50);
+    }
+  }
+
   private static long metricValue(String metrics, String name) {
     for (String line : metrics.split("\n")) {
       if (line.startsWith(name + " ")) {
@@ -186,19 +181,5 @@ class StorageFaultTest {
       }
     }
     throw new AssertionError(name + " not in /metrics");
-  }
-
-  /** Inverts {@code count} bytes of {@code file} from {@code offset}. */
-  private static void flip(Path file, long offset, int count) throws IOException {
-    try (RandomAccessFile raf = new RandomAccessFile(file.toFile(), "rw")) {
-      byte[] bytes = new byte[count];
-      raf.seek(offset);
-      raf.readFully(bytes);
-      for (int i = 0; i < count; i++) {
-        bytes[i] = (byte) ~bytes[i];
-      }
-      raf.seek(offset);
-      raf.write(bytes);
-    }
   }
 }

@@ -63,13 +63,17 @@ public final class RocksDisk implements KeyValueDisk {
   private final ColumnFamilyHandle[] columns;
   private final List<ColumnFamilyHandle> handles;
   private final List<AutoCloseable> resources;
+  /** Indexed like {@link #handles}: what {@link #recreateColumn} creates a column family from. */
+  private final List<ColumnFamilyDescriptor> descriptors;
   private final WriteOptions syncedWriteOptions;
   private final WriteOptions unsyncedWriteOptions;
   private final ReadOptions latestReadOptions;
   private boolean closed;
 
-  private RocksDisk(RocksDB database, List<ColumnFamilyHandle> handles, List<AutoCloseable> resources) {
+  private RocksDisk(RocksDB database, List<ColumnFamilyHandle> handles,
+      List<AutoCloseable> resources, List<ColumnFamilyDescriptor> descriptors) {
     this.database = database;
+    this.descriptors = descriptors;
     this.handles = handles;
     this.resources = resources;
     this.columns = new ColumnFamilyHandle[Column.values().length];
@@ -85,22 +89,55 @@ public final class RocksDisk implements KeyValueDisk {
     resources.add(latestReadOptions);
   }
 
+  /** How a database is opened: serving, or by the check and repair tools. */
+  public enum OpenMode {
+    /** Read-write; refuses to open on damage before the write-ahead log's tail. */
+    SERVE,
+    /** Read-only, changes nothing on disk; refuses on damage like {@link #SERVE}. */
+    INSPECT,
+    /**
+     * Read-only, replaying the write-ahead log only up to its first damage (RocksDB's
+     * point-in-time recovery): what the database holds if the rest of the log is given up.
+     */
+    INSPECT_UP_TO_DAMAGE,
+    /**
+     * Read-write, giving up every batch of the write-ahead log from its first damage on: the
+     * explicit, reported choice of {@code troupe repair --accept-write-ahead-log-loss}.
+     */
+    RECOVER_UP_TO_DAMAGE
+  }
+
   /** Opens (creating if needed) the database in {@code directory}, replaying its write-ahead log. */
   public static RocksDisk open(Path directory) {
+    return open(directory, OpenMode.SERVE);
+  }
+
+  /** Opens the database in {@code directory} as {@code mode} says (see {@link OpenMode}). */
+  public static RocksDisk open(Path directory, OpenMode mode) {
     RocksDB.loadLibrary();
+    boolean readOnly = mode == OpenMode.INSPECT || mode == OpenMode.INSPECT_UP_TO_DAMAGE;
+    boolean upToDamage =
+        mode == OpenMode.INSPECT_UP_TO_DAMAGE || mode == OpenMode.RECOVER_UP_TO_DAMAGE;
     List<AutoCloseable> resources = new ArrayList<>();
     List<ColumnFamilyHandle> handles = new ArrayList<>();
     try {
-      Files.createDirectories(directory);
+      if (readOnly && !Files.isDirectory(directory)) {
+        throw new IOException("no store in " + directory);
+      }
+      if (!readOnly) {
+        Files.createDirectories(directory);
+      }
       DBOptions databaseOptions =
           new DBOptions()
-              .setCreateIfMissing(true)
-              .setCreateMissingColumnFamilies(true)
+              .setCreateIfMissing(!readOnly)
+              .setCreateMissingColumnFamilies(!readOnly)
               .setMaxTotalWalSize(MAX_TOTAL_WAL_BYTES)
               // Replayed log stays in memtables instead of being flushed inside open: faster restart.
               .setAvoidFlushDuringRecovery(true)
               // Refuse to open on damage before the log's tail (see the class comment).
-              .setWalRecoveryMode(WALRecoveryMode.TolerateCorruptedTailRecords)
+              .setWalRecoveryMode(upToDamage
+                  ? WALRecoveryMode.PointInTimeRecovery
+                  : WALRecoveryMode.TolerateCorruptedTailRecords)
               .setParanoidChecks(true)
               .setMaxBackgroundJobs(MAX_BACKGROUND_JOBS);
       resources.add(databaseOptions);
@@ -122,9 +159,10 @@ public final class RocksDisk implements KeyValueDisk {
             columnFamilyName(column).getBytes(StandardCharsets.UTF_8),
             column == Column.JOURNAL ? journalOptions : plainOptions));
       }
-      RocksDB database =
-          RocksDB.open(databaseOptions, directory.toString(), descriptors, handles);
-      return new RocksDisk(database, handles, resources);
+      RocksDB database = readOnly
+          ? RocksDB.openReadOnly(databaseOptions, directory.toString(), descriptors, handles)
+          : RocksDB.open(databaseOptions, directory.toString(), descriptors, handles);
+      return new RocksDisk(database, handles, resources, descriptors);
     } catch (RocksDBException e) {
       closeAll(handles, null, resources);
       if (isCorruption(e)) {
@@ -143,7 +181,7 @@ public final class RocksDisk implements KeyValueDisk {
   }
 
   /** The column family's name on disk; fixed forever (existing databases are opened by it). */
-  private static String columnFamilyName(Column column) {
+  public static String columnFamilyName(Column column) {
     return switch (column) {
       case JOURNAL -> "journal";
       case INDEX -> "index";
@@ -177,6 +215,55 @@ public final class RocksDisk implements KeyValueDisk {
           Path.of(file.path(), file.fileName()), file.size()));
     }
     return files;
+  }
+
+  /**
+   * Verifies every block checksum of one table file, reading it whole; returns null if it is
+   * intact, else what RocksDB said. For {@code troupe check}: RocksDB's own whole-database check
+   * stops at the first damaged file, this names each one.
+   */
+  public String verifyTableFile(Path file) {
+    try (org.rocksdb.Options options = new org.rocksdb.Options();
+        org.rocksdb.SstFileReader reader = new org.rocksdb.SstFileReader(options)) {
+      reader.open(file.toString());
+      reader.verifyChecksum();
+      return null;
+    } catch (RocksDBException e) {
+      return e.getMessage();
+    }
+  }
+
+  /**
+   * The key range of a live table file, {@code [smallest, largest]}, or null if it is not live.
+   */
+  public byte[][] tableFileRange(Path file) {
+    for (org.rocksdb.LiveFileMetaData live : database.getLiveFilesMetaData()) {
+      if (Path.of(live.path(), live.fileName()).equals(file)) {
+        return new byte[][] {live.smallestKey(), live.largestKey()};
+      }
+    }
+    return null;
+  }
+
+  /**
+   * Drops {@code column}'s column family with all its files, unread, and creates it again empty:
+   * the one way to get rid of a damaged table file that no read or compaction can get through
+   * (RocksDB's file-range deletion leaves level-0 files alone). Only the repair tool calls it, on
+   * a stopped store, for derived data it then rebuilds.
+   */
+  public void recreateColumn(Column column) throws DiskException {
+    int position = column.ordinal() + 1;
+    ColumnFamilyHandle old = columns[column.ordinal()];
+    try {
+      database.dropColumnFamily(old);
+      ColumnFamilyHandle created = database.createColumnFamily(descriptors.get(position));
+      handles.set(position, created);
+      columns[column.ordinal()] = created;
+      old.close();
+    } catch (RocksDBException e) {
+      throw new DiskException("recreating the " + columnFamilyName(column)
+          + " column family failed: " + e.getMessage(), e);
+    }
   }
 
   /** The handles of the engine's column families, for tests and tools that flush or verify. */

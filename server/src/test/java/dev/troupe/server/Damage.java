@@ -1,0 +1,59 @@
+package dev.troupe.server;
+
+import dev.troupe.storage.RocksDisk;
+import java.io.IOException;
+import java.io.RandomAccessFile;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.stream.Stream;
+
+/** Damages a stopped store's files the way a failing disk does: bytes flipped in place. */
+final class Damage {
+  private Damage() {}
+
+  /** Inverts {@code count} bytes of {@code file} from {@code offset}. */
+  static void flip(Path file, long offset, int count) throws IOException {
+    try (RandomAccessFile raf = new RandomAccessFile(file.toFile(), "rw")) {
+      byte[] bytes = new byte[count];
+      raf.seek(offset);
+      raf.readFully(bytes);
+      for (int i = 0; i < count; i++) {
+        bytes[i] = (byte) ~bytes[i];
+      }
+      raf.seek(offset);
+      raf.write(bytes);
+    }
+  }
+
+  /**
+   * Moves the stopped store's data out of its write-ahead log into table files, then flips 64
+   * bytes a third of the way into the largest table file of {@code columnFamily} (its data blocks;
+   * the index and footer are at the end). Returns the file.
+   */
+  static Path tableFile(Path directory, String columnFamily) throws Exception {
+    Path file;
+    try (RocksDisk disk = RocksDisk.open(directory)) {
+      disk.flushMemtables();
+      file = disk.tableFiles().stream()
+          .filter(table -> table.columnFamily().equals(columnFamily))
+          .max((a, b) -> Long.compare(a.sizeBytes(), b.sizeBytes()))
+          .orElseThrow(() -> new AssertionError("no table file of " + columnFamily)).path();
+    }
+    flip(file, Files.size(file) / 3, 64);
+    return file;
+  }
+
+  /** Flips 16 bytes in the middle of the largest write-ahead-log file. Returns the file. */
+  static Path writeAheadLog(Path directory) throws IOException {
+    Path log;
+    try (Stream<Path> files = Files.list(directory)) {
+      log = files.filter(path -> path.toString().endsWith(".log"))
+          .max((a, b) -> Long.compare(a.toFile().length(), b.toFile().length())).orElseThrow();
+    }
+    if (Files.size(log) < 100_000) {
+      throw new AssertionError("the writes are not in the log: " + Files.size(log) + " bytes");
+    }
+    flip(log, Files.size(log) / 2, 16);
+    return log;
+  }
+}
