@@ -191,8 +191,9 @@ final class RequestAdmission {
    * Retry-After}.
    */
   HttpResponse refusal(WorkClass workClass) {
-    String message = "the server is serving as many " + workClass.label()
-        + " as it can without queueing; retry after " + settings.retryAfterSeconds() + " s";
+    String message = "the server is serving as many " + workClass.label() + " as it takes on"
+        + " without queueing (now " + limit(workClass) + "; at most " + maxInFlightRequests
+        + " requests in all); retry after " + settings.retryAfterSeconds() + " s";
     return RequestSupport.error(new TroupeException(ErrorCode.OVERLOADED, message))
         .addHeader(RetryAfter.create(settings.retryAfterSeconds()));
   }
