@@ -36,7 +36,7 @@ import picocli.CommandLine.Command;
       "  troupe bench bank --scenario nosync,sync,sync1000 --policy both --threads 128 --json bank.json",
       "  troupe bench smallbank --mix multitransfer,smallbank --actor-skew 1 --key-skew 100 --report smallbank-report",
       "  troupe bench marketplace --actor-skew 2 --key-skew 2 --report marketplace-report",
-      "  troupe bench overload --clients 32 --seconds 30"
+      "  troupe bench overload --clients 256 --seconds 30"
     })
 public final class BenchCommand implements Runnable {
   @CommandLine.Spec CommandLine.Model.CommandSpec spec;

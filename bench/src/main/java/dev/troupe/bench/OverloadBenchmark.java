@@ -42,7 +42,7 @@ final class OverloadBenchmark extends Benchmark {
   private static final long HEALTH_PROBE_INTERVAL_MILLIS = 100;
   private static final String TYPE = "Load";
 
-  @Option(names = "--clients", defaultValue = "32",
+  @Option(names = "--clients", defaultValue = "256",
       description = "Concurrent clients of the capacity phase, one keep-alive connection each"
           + " (default: ${DEFAULT-VALUE}).")
   int clients;
@@ -60,7 +60,7 @@ final class OverloadBenchmark extends Benchmark {
       description = "Measured seconds of the capacity phase (default: ${DEFAULT-VALUE}).")
   double capacitySeconds;
 
-  @Option(names = "--warmup-seconds", defaultValue = "3",
+  @Option(names = "--warmup-seconds", defaultValue = "5",
       description = "Unmeasured seconds at the start of each phase (default: ${DEFAULT-VALUE}).")
   double warmupSeconds;
 
