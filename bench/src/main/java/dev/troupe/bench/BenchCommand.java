@@ -22,6 +22,7 @@ import picocli.CommandLine.Command;
       BankBenchmark.class,
       SmallBankBenchmark.class,
       MarketplaceBenchmark.class,
+      OverloadBenchmark.class,
       CommandLine.HelpCommand.class
     },
     footer = {
@@ -34,7 +35,8 @@ import picocli.CommandLine.Command;
       "  troupe bench ycsb --workload a,b,c,f --records 100000 --threads 64 --target both --report ycsb-report",
       "  troupe bench bank --scenario nosync,sync,sync1000 --policy both --threads 128 --json bank.json",
       "  troupe bench smallbank --mix multitransfer,smallbank --actor-skew 1 --key-skew 100 --report smallbank-report",
-      "  troupe bench marketplace --actor-skew 2 --key-skew 2 --report marketplace-report"
+      "  troupe bench marketplace --actor-skew 2 --key-skew 2 --report marketplace-report",
+      "  troupe bench overload --clients 256 --seconds 30"
     })
 public final class BenchCommand implements Runnable {
   @CommandLine.Spec CommandLine.Model.CommandSpec spec;

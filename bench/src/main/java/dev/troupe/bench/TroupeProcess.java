@@ -43,9 +43,22 @@ final class TroupeProcess implements AutoCloseable {
    */
   static TroupeProcess start(Path dataDirectory, Path log, List<String> extraJvmFlags)
       throws IOException {
+    return start(dataDirectory, log, extraJvmFlags, List.of());
+  }
+
+  /**
+   * As {@link #start(Path, Path, List)}, with {@code settingOverrides} ({@code PATH=VALUE}, e.g.
+   * {@code troupe.http.request-admission.adaptive=false}) passed as {@code --set}.
+   */
+  static TroupeProcess start(Path dataDirectory, Path log, List<String> extraJvmFlags,
+      List<String> settingOverrides) throws IOException {
     Files.createDirectories(dataDirectory);
-    return launch(List.of("serve", "--data", dataDirectory.toString()), log,
-        classDataSharingFlags(), extraJvmFlags);
+    List<String> command = new ArrayList<>(List.of("serve", "--data", dataDirectory.toString()));
+    for (String override : settingOverrides) {
+      command.add("--set");
+      command.add(override);
+    }
+    return launch(command, log, classDataSharingFlags(), extraJvmFlags);
   }
 
   /**

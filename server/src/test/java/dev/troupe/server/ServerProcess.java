@@ -7,6 +7,7 @@ import java.io.IOException;
 import java.io.InputStreamReader;
 import java.net.URI;
 import java.net.http.HttpClient;
+import java.net.http.HttpHeaders;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
@@ -202,10 +203,15 @@ public final class ServerProcess implements AutoCloseable {
     }
   }
 
-  /** An HTTP answer: status and parsed JSON body (or the raw text in a string node). */
-  public record Answer(int status, JsonNode body, String text) {
+  /** An HTTP answer: status, parsed JSON body (or the raw text in a string node), headers. */
+  public record Answer(int status, JsonNode body, String text, HttpHeaders headers) {
     public String errorCode() {
       return body.path("error").asText(null);
+    }
+
+    /** The first value of the header {@code name}, if the answer has it. */
+    public java.util.Optional<String> header(String name) {
+      return headers.firstValue(name);
     }
   }
 
@@ -229,7 +235,7 @@ public final class ServerProcess implements AutoCloseable {
     } catch (RuntimeException notJson) {
       json = Json.NODES.textNode(response.body());
     }
-    return new Answer(response.statusCode(), json, response.body());
+    return new Answer(response.statusCode(), json, response.body(), response.headers());
   }
 
   public Answer get(String path) throws IOException, InterruptedException {

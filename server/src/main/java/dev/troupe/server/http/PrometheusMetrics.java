@@ -6,7 +6,6 @@ import dev.troupe.runtime.TransactionMetrics;
 import dev.troupe.runtime.TurnMetrics;
 import dev.troupe.storage.StorageStatistics;
 import java.util.Map;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.LongAdder;
 import org.HdrHistogram.Histogram;
 
@@ -19,15 +18,12 @@ final class PrometheusMetrics {
 
   private final Troupe troupe;
   private final LongAdder requests;
-  private final LongAdder refusedOverloaded;
-  private final AtomicInteger inFlight;
+  private final RequestAdmission admission;
 
-  PrometheusMetrics(Troupe troupe, LongAdder requests, LongAdder refusedOverloaded,
-      AtomicInteger inFlight) {
+  PrometheusMetrics(Troupe troupe, LongAdder requests, RequestAdmission admission) {
     this.troupe = troupe;
     this.requests = requests;
-    this.refusedOverloaded = refusedOverloaded;
-    this.inFlight = inFlight;
+    this.admission = admission;
   }
 
   String render() {
@@ -114,10 +110,42 @@ final class PrometheusMetrics {
         "Prepared transaction parts the last start aborted (no decision: presumed abort).",
         transactions.recoveredAborted());
     counter(out, "troupe_http_requests_total", "HTTP requests received.", requests.sum());
-    counter(out, "troupe_http_overloaded_total", "HTTP requests refused by the in-flight limit.",
-        refusedOverloaded.sum());
-    gauge(out, "troupe_http_in_flight_requests", "HTTP requests being served.", inFlight.get());
+    counter(out, "troupe_http_overloaded_total",
+        "HTTP requests refused at admission with 429 overloaded (all classes).", admission.refused());
+    gauge(out, "troupe_http_in_flight_requests",
+        "HTTP requests admitted and being served (all classes; health and metrics not counted).",
+        admission.inFlight());
+    requestClasses(out);
     return out.toString();
+  }
+
+  /** Per class of work: its current limit, its admitted requests and its refusals. */
+  private void requestClasses(StringBuilder out) {
+    out.append("# HELP troupe_http_concurrency_limit Concurrent requests a class of work may have"
+        + " admitted now (adaptive, or max-in-flight-requests when not adaptive).\n");
+    out.append("# TYPE troupe_http_concurrency_limit gauge\n");
+    for (RequestAdmission.WorkClass workClass : RequestAdmission.WorkClass.LIMITED) {
+      labelled(out, "troupe_http_concurrency_limit", workClass, admission.limit(workClass));
+    }
+    out.append("# HELP troupe_http_class_in_flight_requests HTTP requests of a class of work"
+        + " being served.\n");
+    out.append("# TYPE troupe_http_class_in_flight_requests gauge\n");
+    for (RequestAdmission.WorkClass workClass : RequestAdmission.WorkClass.LIMITED) {
+      labelled(out, "troupe_http_class_in_flight_requests", workClass,
+          admission.inFlight(workClass));
+    }
+    out.append("# HELP troupe_http_refused_total HTTP requests of a class of work refused at"
+        + " admission (429 overloaded with Retry-After).\n");
+    out.append("# TYPE troupe_http_refused_total counter\n");
+    for (RequestAdmission.WorkClass workClass : RequestAdmission.WorkClass.LIMITED) {
+      labelled(out, "troupe_http_refused_total", workClass, admission.refused(workClass));
+    }
+  }
+
+  private static void labelled(StringBuilder out, String name, RequestAdmission.WorkClass workClass,
+      long value) {
+    out.append(name).append("{class=\"").append(workClass.label()).append("\"} ").append(value)
+        .append('\n');
   }
 
   private static void latencyHistogram(StringBuilder out, Histogram micros) {

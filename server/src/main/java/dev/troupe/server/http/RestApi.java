@@ -22,7 +22,6 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.LongAdder;
 import org.apache.pekko.http.javadsl.model.ContentTypes;
 import org.apache.pekko.http.javadsl.model.HttpMethod;
@@ -47,37 +46,43 @@ public final class RestApi
   private static final byte[] LIVE = "{\"status\":\"ok\"}".getBytes(StandardCharsets.UTF_8);
 
   private final Troupe troupe;
-  private final HttpSettings settings;
   private final Materializer materializer;
   private final PrometheusMetrics metrics;
   private final RequestSupport support;
   private final TransactionRequests transactionRequests;
-  private final AtomicInteger inFlight = new AtomicInteger();
+  private final RequestAdmission admission;
   private final LongAdder requests = new LongAdder();
-  private final LongAdder refusedOverloaded = new LongAdder();
 
   public RestApi(Troupe troupe, HttpSettings settings, Materializer materializer) {
     this.troupe = troupe;
-    this.settings = settings;
     this.materializer = materializer;
-    this.metrics = new PrometheusMetrics(troupe, requests, refusedOverloaded, inFlight);
+    this.admission = new RequestAdmission(settings);
+    this.metrics = new PrometheusMetrics(troupe, requests, admission);
     this.support = new RequestSupport(settings, materializer);
     this.transactionRequests = new TransactionRequests(support);
   }
 
+  /**
+   * Health and {@code /metrics} are routed at once, never counted against a limit; every other
+   * request is admitted by its class's limit ({@link RequestAdmission}) or refused at once with 429
+   * and {@code Retry-After}, before its body is read.
+   */
   @Override
   public CompletionStage<HttpResponse> apply(HttpRequest request) {
     requests.increment();
-    if (inFlight.incrementAndGet() > settings.maxInFlightRequests()) {
-      inFlight.decrementAndGet();
-      refusedOverloaded.increment();
-      request.discardEntityBytes(materializer);
-      return CompletableFuture.completedFuture(RequestSupport.error(new TroupeException(ErrorCode.OVERLOADED,
-          "the server is serving its maximum of " + settings.maxInFlightRequests()
-              + " requests; retry later")));
+    RequestAdmission.WorkClass workClass =
+        RequestAdmission.classify(request.method().name(), request.getUri().path());
+    if (workClass == RequestAdmission.WorkClass.EXEMPT) {
+      return support.answer(request, this::route);
     }
-    return support.answer(request, this::route)
-        .whenComplete((ignored, failure) -> inFlight.decrementAndGet());
+    Optional<RequestAdmission.Permit> permit = admission.admit(workClass);
+    if (permit.isEmpty()) {
+      request.discardEntityBytes(materializer);
+      return CompletableFuture.completedFuture(admission.refusal(workClass));
+    }
+    return support.answer(request, this::route).whenComplete((response, failure) ->
+        permit.get().release(failure != null ? RequestAdmission.Outcome.DROPPED
+            : RequestAdmission.Outcome.ofStatus(response.status().intValue())));
   }
 
   private CompletionStage<HttpResponse> route(HttpRequest request) {
