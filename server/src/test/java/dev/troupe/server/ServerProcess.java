@@ -53,16 +53,38 @@ public final class ServerProcess implements AutoCloseable {
   }
 
   /**
+   * Starts a server like {@link #start(Path, String...)} with {@code jvmOptions} instead of the
+   * default heap, collector and compiler options (e.g. {@code -Xmx512m -XX:+UseParallelGC}, what
+   * the launcher runs).
+   */
+  public static ServerProcess startWithJvmOptions(List<String> jvmOptions, Path dataDirectory,
+      String... settingOverrides) throws IOException, InterruptedException {
+    List<String> arguments = new ArrayList<>(List.of("serve", "--data", dataDirectory.toString(),
+        "--port", "0"));
+    for (String override : settingOverrides) {
+      arguments.add("--set");
+      arguments.add(override);
+    }
+    Files.createDirectories(dataDirectory);
+    return launch(jvmOptions, arguments);
+  }
+
+  /**
    * Starts {@code troupe ARGUMENTS} (a command that prints "listening on http://HOST:PORT", with
    * {@code --port 0}); returns once it listens.
    */
   public static ServerProcess launch(List<String> arguments)
       throws IOException, InterruptedException {
+    return launch(List.of("-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"), arguments);
+  }
+
+  private static ServerProcess launch(List<String> jvmOptions, List<String> arguments)
+      throws IOException, InterruptedException {
     List<String> command = new ArrayList<>();
     command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
     command.addAll(List.of("-XX:+IgnoreUnrecognizedVMOptions",
-        "--sun-misc-unsafe-memory-access=allow", "--enable-native-access=ALL-UNNAMED",
-        "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"));
+        "--sun-misc-unsafe-memory-access=allow", "--enable-native-access=ALL-UNNAMED"));
+    command.addAll(jvmOptions);
     command.addAll(List.of("-cp", System.getProperty("java.class.path"),
         "dev.troupe.server.cli.TroupeCli"));
     command.addAll(arguments);
@@ -101,6 +123,11 @@ public final class ServerProcess implements AutoCloseable {
 
   public String baseUrl() {
     return "http://127.0.0.1:" + port;
+  }
+
+  /** Whether the server process is still running (it did not crash or run out of memory). */
+  public boolean isAlive() {
+    return process.isAlive();
   }
 
   public String log() throws IOException {
