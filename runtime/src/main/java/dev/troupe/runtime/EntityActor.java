@@ -22,6 +22,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
+import org.apache.pekko.actor.typed.PostStop;
 import org.apache.pekko.actor.typed.javadsl.AbstractBehavior;
 import org.apache.pekko.actor.typed.javadsl.ActorContext;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
@@ -116,6 +117,9 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
   private final FatalErrorHandler fatalErrorHandler;
   private final TurnMetrics metrics;
   private final TransactionMetrics transactionMetrics;
+  /** This actor's part of {@link TurnMetrics#actorBytes}: its overhead plus its state's weight. */
+  private final long overheadBytes;
+  private long weightBytes;
 
   public static Behavior<Command> create(
       EntityId entity,
@@ -192,11 +196,33 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
             durable,
             settings.turnLimits(),
             settings.storage().dataCentreId());
+    this.overheadBytes = settings.memory().actorOverheadBytes();
+    reweigh();
+  }
+
+  /**
+   * Weighs this actor for the memory budget: its overhead plus its state's weight as the object
+   * cache estimated it (kept when the state is not cached: no re-weighing walk per commit).
+   */
+  private void reweigh() {
+    int stateBytes = store.cachedWeightBytes(entity);
+    long weight = overheadBytes + stateBytes;
+    if (stateBytes > 0 || weightBytes == 0) {
+      metrics.addActorBytes(weight - weightBytes);
+      weightBytes = weight;
+    }
+  }
+
+  private Behavior<Command> onPostStop(PostStop stopped) {
+    metrics.addActorBytes(-weightBytes);
+    weightBytes = 0;
+    return this;
   }
 
   @Override
   public Receive<Command> createReceive() {
-    return newReceiveBuilder().onMessage(Command.class, this::onCommand).build();
+    return newReceiveBuilder().onMessage(Command.class, this::onCommand)
+        .onSignal(PostStop.class, this::onPostStop).build();
   }
 
   private Behavior<Command> onCommand(Command command) {
@@ -242,6 +268,9 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
     } finally {
       transactionMetrics.recordLockWaits(core.lockWaits() - waitsBefore);
       transactionMetrics.recordPsacDelays(core.psacDelays() - delaysBefore);
+      if (command instanceof CommitCompleted || command instanceof IdleCheck) {
+        reweigh();
+      }
     }
   }
 

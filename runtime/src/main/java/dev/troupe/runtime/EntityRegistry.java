@@ -32,6 +32,12 @@ public final class EntityRegistry extends AbstractBehavior<EntityRegistry.Comman
   /** An idle entity offers to stop. */
   public record PassivationWanted(EntityId entity) implements Command {}
 
+  /**
+   * The memory budget moved the most active entities of this partition: past it, the least
+   * recently used are passivated now.
+   */
+  public record LimitActive(int maxActive) implements Command {}
+
   private record IncarnationStopped(EntityId entity, ActorRef<EntityActor.Command> incarnation)
       implements Command {}
 
@@ -74,6 +80,7 @@ public final class EntityRegistry extends AbstractBehavior<EntityRegistry.Comman
     List<Effect<EntityActor.Routed>> effects = switch (command) {
       case Route route -> core.deliver(route.entity(), route.message());
       case PassivationWanted wanted -> core.passivationWanted(wanted.entity());
+      case LimitActive limit -> core.limitActive(limit.maxActive());
       case IncarnationStopped stopped -> {
         // Only the current incarnation's end matters; an older one's end was already handled.
         if (incarnations.get(stopped.entity()) != stopped.incarnation()) {

@@ -15,7 +15,8 @@ import dev.troupe.model.spec.CompiledType;
  * makes a new one, so an entry can never be stale, and it goes when its state is no longer held (by
  * the object cache or a reader). A rendering is only reused for the type it was rendered with or
  * an equal one (undeclared types are compiled per request, with equal specs; a redefinition with
- * a different spec renders anew). Bounded by the bytes held ({@code rendered-state-cache-bytes}).
+ * a different spec renders anew). Bounded by the bytes held (its part of the memory budget, at
+ * most {@code rendered-state-cache-bytes}).
  *
  * <p>Thread-safe.
  */
@@ -30,6 +31,20 @@ final class RenderedStates {
         .maximumWeight(maxBytes)
         .weigher((EntityState state, Rendered rendered) -> 32 + rendered.json().length)
         .build();
+  }
+
+  /** The estimated bytes held now. */
+  long weightBytes() {
+    return cache.policy().eviction().map(eviction -> eviction.weightedSize().orElse(0)).orElse(0L);
+  }
+
+  /** Changes the bound on bytes held (the memory budget moves it); a lower one evicts down to it. */
+  void resize(long maxBytes) {
+    cache.policy().eviction().ifPresent(eviction -> {
+      if (eviction.getMaximum() != maxBytes) {
+        eviction.setMaximum(maxBytes);
+      }
+    });
   }
 
   /** The state rendered by {@code type} as JSON bytes; the caller must not modify them. */

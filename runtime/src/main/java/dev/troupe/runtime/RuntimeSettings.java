@@ -4,6 +4,7 @@ import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
 import dev.troupe.storage.Durability;
 import dev.troupe.storage.StorageSettings;
+import dev.troupe.txn.MemoryBudgetCore;
 import dev.troupe.txn.TurnLimits;
 import java.nio.file.Path;
 import java.util.Locale;
@@ -15,12 +16,11 @@ import java.util.Locale;
 public record RuntimeSettings(
     StorageSettings storage,
     TurnLimits turnLimits,
-    int maxEntityActors,
+    MemorySettings memory,
     long passivateAfterIdleMillis,
     long turnTimeoutMillis,
     int materializationThreads,
     int materializationQueueLimit,
-    long renderedStateCacheBytes,
     TransactionSettings transactions,
     Config config) {
 
@@ -62,6 +62,98 @@ public record RuntimeSettings(
   }
 
 
+  /**
+   * The {@code troupe.memory} settings with the absolute caps of other sections (reference.conf
+   * documents each), and the heap they were derived from.
+   *
+   * @param maxHeapBytes the JVM's maximum heap ({@code Runtime.maxMemory()}) when parsed
+   * @param budgetBytes {@code budget-heap-percent} of it
+   * @param maximumActorsCap {@code troupe.entity.max-actors}; 0 for no cap
+   * @param cacheCapBytes {@code troupe.storage.cache-max-weight-bytes}; 0 for no cap
+   * @param renderedStatesCapBytes {@code troupe.entity.rendered-state-cache-bytes}; 0 for no cap
+   */
+  public record MemorySettings(
+      long maxHeapBytes,
+      long budgetBytes,
+      int inFlightBudgetPercent,
+      int renderedStatesBudgetPercent,
+      int actorBudgetPercent,
+      long actorOverheadBytes,
+      int maximumActorsCap,
+      long cacheCapBytes,
+      long renderedStatesCapBytes,
+      int shedAboveOldGenerationPercent,
+      int refuseAboveOldGenerationPercent,
+      int resumeBelowOldGenerationPercent,
+      long checkIntervalMillis,
+      long collectAfterMillis) {
+
+    static MemorySettings fromConfig(Config troupe, long maxHeapBytes) {
+      Config memory = troupe.getConfig("memory");
+      int budgetPercent = percent(memory, "budget-heap-percent", 1, 90);
+      int inFlight = percent(memory, "in-flight-budget-percent", 0, 50);
+      int rendered = percent(memory, "rendered-states-budget-percent", 0, 50);
+      if (inFlight + rendered >= 90) {
+        throw new IllegalArgumentException("in-flight-budget-percent plus"
+            + " rendered-states-budget-percent must leave at least 10% of the budget to entity"
+            + " states, were " + inFlight + " and " + rendered);
+      }
+      int resume = percent(memory, "resume-below-old-generation-percent", 1, 99);
+      int shed = percent(memory, "shed-above-old-generation-percent", 1, 99);
+      int refuse = percent(memory, "refuse-above-old-generation-percent", 1, 99);
+      if (!(resume <= shed && shed <= refuse)) {
+        throw new IllegalArgumentException("memory marks must satisfy resume-below (" + resume
+            + ") <= shed-above (" + shed + ") <= refuse-above (" + refuse + ")");
+      }
+      return new MemorySettings(
+          maxHeapBytes,
+          maxHeapBytes / 100 * budgetPercent,
+          inFlight,
+          rendered,
+          percent(memory, "actor-budget-percent", 1, 99),
+          positiveLong(memory, "actor-overhead-bytes"),
+          nonNegative(troupe.getConfig("entity"), "max-actors"),
+          nonNegativeLong(troupe.getConfig("storage"), "cache-max-weight-bytes"),
+          nonNegativeLong(troupe.getConfig("entity"), "rendered-state-cache-bytes"),
+          shed,
+          refuse,
+          resume,
+          positiveLong(memory, "check-interval-millis"),
+          positiveLong(memory, "collect-after-millis"));
+    }
+
+    /** The rendered-state memo's part of the budget, within its cap. */
+    public long renderedStatesBytes() {
+      long part = budgetBytes / 100 * renderedStatesBudgetPercent;
+      return renderedStatesCapBytes > 0 ? Math.min(part, renderedStatesCapBytes) : part;
+    }
+
+    /**
+     * The core's limits, with the marks taken on an old generation of {@code
+     * oldGenerationBytes} (where what survives collections lives: two thirds of the heap under
+     * ParallelGC and SerialGC by default, all of it under G1).
+     */
+    public MemoryBudgetCore.Limits limits(long oldGenerationBytes) {
+      return new MemoryBudgetCore.Limits(
+          budgetBytes,
+          budgetBytes / 100 * inFlightBudgetPercent,
+          renderedStatesBytes(),
+          actorBudgetPercent,
+          actorOverheadBytes,
+          maximumActorsCap,
+          cacheCapBytes,
+          oldGenerationBytes / 100 * shedAboveOldGenerationPercent,
+          oldGenerationBytes / 100 * refuseAboveOldGenerationPercent,
+          oldGenerationBytes / 100 * resumeBelowOldGenerationPercent,
+          collectAfterMillis);
+    }
+
+    /** The split before anything is measured (the marks do not enter it). */
+    public MemoryBudgetCore.Decision initialSplit() {
+      return MemoryBudgetCore.initial(limits(maxHeapBytes));
+    }
+  }
+
   public static RuntimeSettings load() {
     return fromConfig(ConfigFactory.load());
   }
@@ -77,6 +169,7 @@ public record RuntimeSettings(
     Config troupe = config.getConfig("troupe");
     Config storage = troupe.getConfig("storage");
     Config entity = troupe.getConfig("entity");
+    MemorySettings memory = MemorySettings.fromConfig(troupe, Runtime.getRuntime().maxMemory());
     String durability = storage.getString("durability").toUpperCase(Locale.ROOT);
     StorageSettings storageSettings =
         new StorageSettings(
@@ -86,7 +179,7 @@ public record RuntimeSettings(
             positive(storage, "group-commit-max-records"),
             positive(storage, "group-commit-queue-limit"),
             positiveLong(storage, "async-flush-interval-millis"),
-            cacheMaxWeightBytes(storage),
+            memory.initialSplit().cacheMaximumBytes(),
             positive(storage, "checkpoint-every-operations"),
             positiveLong(storage, "checkpoint-interval-millis"),
             positiveLong(storage, "checkpoint-journal-records"),
@@ -107,12 +200,11 @@ public record RuntimeSettings(
     return new RuntimeSettings(
         storageSettings,
         limits,
-        positive(entity, "max-actors"),
+        memory,
         positiveLong(entity, "passivate-after-idle-millis"),
         positiveLong(entity, "turn-timeout-millis"),
         positive(entity, "materialization-threads"),
         positive(entity, "materialization-queue-limit"),
-        positiveLong(entity, "rendered-state-cache-bytes"),
         TransactionSettings.fromConfig(troupe),
         config);
   }
@@ -133,24 +225,22 @@ public record RuntimeSettings(
     return value;
   }
 
-  /**
-   * {@code cache-max-weight-bytes} when positive; when 0, {@code cache-heap-percent} of the JVM's
-   * maximum heap, so that the cache grows with the memory the node is given.
-   */
-  static long cacheMaxWeightBytes(Config storage) {
-    long bytes = storage.getLong("cache-max-weight-bytes");
-    if (bytes < 0) {
-      throw new IllegalArgumentException("cache-max-weight-bytes must be 0 (a share of the heap)"
-          + " or positive, was " + bytes);
+  private static int percent(Config config, String path, int least, int most) {
+    int value = config.getInt(path);
+    if (value < least || value > most) {
+      throw new IllegalArgumentException(
+          path + " must be " + least + " to " + most + " (percent), was " + value);
     }
-    if (bytes > 0) {
-      return bytes;
+    return value;
+  }
+
+  private static long nonNegativeLong(Config config, String path) {
+    long value = config.getLong(path);
+    if (value < 0) {
+      throw new IllegalArgumentException(path + " must be >= 0 (0: derived from the memory"
+          + " budget), was " + value);
     }
-    int percent = storage.getInt("cache-heap-percent");
-    if (percent < 1 || percent > 90) {
-      throw new IllegalArgumentException("cache-heap-percent must be 1 to 90, was " + percent);
-    }
-    return Runtime.getRuntime().maxMemory() / 100 * percent;
+    return value;
   }
 
   private static long positiveLong(Config config, String path) {

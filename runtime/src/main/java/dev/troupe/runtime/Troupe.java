@@ -87,6 +87,8 @@ public final class Troupe implements AutoCloseable {
   private final AtomicBoolean closed = new AtomicBoolean();
   private final java.util.concurrent.ExecutorService materializationExecutor;
   private final RenderedStates renderedStates;
+  /** The memory budget's shell: actor limits, cache sizes, refusals when the heap is full. */
+  private final MemoryWatch memory;
 
   private Troupe(RuntimeSettings settings, FatalErrorHandler fatalErrorHandler) {
     this.settings = settings;
@@ -111,7 +113,8 @@ public final class Troupe implements AutoCloseable {
         settings.transactions().maxInteractiveTransactions(),
         settings.transactions().maxParticipants(),
         settings.transactions().interactiveIdleTimeoutMillis()));
-    this.renderedStates = new RenderedStates(settings.renderedStateCacheBytes());
+    this.renderedStates =
+        new RenderedStates(settings.memory().initialSplit().renderedMaximumBytes());
     this.materializationExecutor = new java.util.concurrent.ThreadPoolExecutor(
         settings.materializationThreads(), settings.materializationThreads(), 0,
         java.util.concurrent.TimeUnit.MILLISECONDS,
@@ -125,7 +128,8 @@ public final class Troupe implements AutoCloseable {
     try {
       this.system = ActorSystem.create(Behaviors.empty(), "troupe", settings.config());
       int partitions = settings.storage().partitions();
-      int maxActivePerRegistry = Math.max(1, settings.maxEntityActors() / partitions);
+      int maxActivePerRegistry =
+          Math.max(1, settings.memory().initialSplit().actorLimit() / partitions);
       for (int partition = 0; partition < partitions; partition++) {
         registries.add(system.systemActorOf(
             EntityRegistry.create(store, settings, maxActivePerRegistry, handler, metrics,
@@ -134,6 +138,7 @@ public final class Troupe implements AutoCloseable {
       }
       loadTypes();
       resolveInDoubtTransactions();
+      this.memory = new MemoryWatch(settings.memory(), store, renderedStates, registries, metrics);
     } catch (RuntimeException e) {
       materializationExecutor.shutdownNow();
       store.close();
@@ -316,8 +321,17 @@ public final class Troupe implements AutoCloseable {
     }
   }
 
-  /** Runs a read on the materialization pool; a full queue is {@code overloaded}. */
+  /**
+   * Runs a read on the materialization pool; a full queue is {@code overloaded}, a full heap
+   * {@code unavailable}.
+   */
   private <T> CompletableFuture<T> materialize(java.util.function.Supplier<T> read) {
+    try {
+      // A cold read allocates a whole state; a cached one only its rendering.
+      memory.refuseIfShort();
+    } catch (TroupeException e) {
+      return CompletableFuture.failedFuture(e);
+    }
     try {
       return CompletableFuture.supplyAsync(read, materializationExecutor);
     } catch (java.util.concurrent.RejectedExecutionException e) {
@@ -376,6 +390,7 @@ public final class Troupe implements AutoCloseable {
     CompiledType type;
     try {
       checkOpen();
+      memory.refuseIfShort();
       type = typeOf(entity);
     } catch (TroupeException e) {
       return CompletableFuture.failedFuture(e);
@@ -460,6 +475,7 @@ public final class Troupe implements AutoCloseable {
     Map<EntityId, CoordinatorCore.Part> parts;
     try {
       checkOpen();
+      memory.refuseIfShort();
       parts = plan(request, types);
     } catch (TroupeException e) {
       return CompletableFuture.failedFuture(e);
@@ -716,6 +732,7 @@ public final class Troupe implements AutoCloseable {
    */
   public long beginInteractive() {
     checkOpen();
+    memory.refuseIfShort();
     long transactionId = store.newTransactionId();
     synchronized (interactive) {
       interactive.begin(transactionId, nowMillis());
@@ -739,6 +756,7 @@ public final class Troupe implements AutoCloseable {
     CompiledType type;
     try {
       checkOpen();
+      memory.refuseIfShort();
       synchronized (interactive) {
         interactive.requireOpen(transactionId);
       }
@@ -1043,6 +1061,11 @@ public final class Troupe implements AutoCloseable {
     return metrics;
   }
 
+  /** The memory budget and what it holds now; refusals for memory since start. */
+  public MemoryStatus memoryStatus() {
+    return memory.status();
+  }
+
   /** Runs a checkpoint round and journal truncation now (operators, tests, benchmarks). */
   public void checkpointNow() {
     store.checkpointNow();
@@ -1074,6 +1097,7 @@ public final class Troupe implements AutoCloseable {
     if (!closed.compareAndSet(false, true)) {
       return;
     }
+    memory.close();
     system.terminate();
     try {
       system.getWhenTerminated().toCompletableFuture().get(30, java.util.concurrent.TimeUnit.SECONDS);

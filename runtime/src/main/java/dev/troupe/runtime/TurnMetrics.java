@@ -11,7 +11,7 @@ import org.HdrHistogram.Recorder;
 
 /**
  * Engine-side counters: turns by outcome, the turn latency histogram (HdrHistogram, measured from
- * the caller's request to its answer), and active entity actors. Thread-safe; cheap to record.
+ * the caller's request to its answer), and active entity actors with their estimated bytes. Thread-safe; cheap to record.
  */
 public final class TurnMetrics {
   private final LongAdder committedTurns = new LongAdder();
@@ -20,6 +20,7 @@ public final class TurnMetrics {
   private final Recorder latencyMicros = new Recorder(3);
   private final Histogram cumulativeLatencyMicros = new Histogram(3);
   private final Map<String, Integer> activeEntitiesByRegistry = new ConcurrentHashMap<>();
+  private final LongAdder actorBytes = new LongAdder();
 
   public TurnMetrics() {
     for (ErrorCode code : ErrorCode.values()) {
@@ -42,6 +43,16 @@ public final class TurnMetrics {
 
   void setActiveEntities(String registry, int count) {
     activeEntitiesByRegistry.put(registry, count);
+  }
+
+  /** An actor started (positive), was re-weighed, or stopped (negative): its estimated bytes. */
+  void addActorBytes(long delta) {
+    actorBytes.add(delta);
+  }
+
+  /** The estimated bytes of the active actors: their states plus a fixed overhead each. */
+  public long actorBytes() {
+    return actorBytes.sum();
   }
 
   public long committedTurns() {

@@ -54,6 +54,23 @@ public final class ServerProcess implements AutoCloseable {
   }
 
   /**
+   * Starts a server like {@link #start(Path, String...)} with {@code jvmOptions} instead of the
+   * default heap, collector and compiler options (e.g. {@code -Xmx512m -XX:+UseParallelGC}, what
+   * the launcher runs).
+   */
+  public static ServerProcess startWithJvmOptions(List<String> jvmOptions, Path dataDirectory,
+      String... settingOverrides) throws IOException, InterruptedException {
+    List<String> arguments = new ArrayList<>(List.of("serve", "--data", dataDirectory.toString(),
+        "--port", "0"));
+    for (String override : settingOverrides) {
+      arguments.add("--set");
+      arguments.add(override);
+    }
+    Files.createDirectories(dataDirectory);
+    return launchCommand(javaCommand(jvmOptions, arguments));
+  }
+
+  /**
    * Starts {@code troupe ARGUMENTS} (a command that prints "listening on http://HOST:PORT", with
    * {@code --port 0}); returns once it listens.
    */
@@ -81,8 +98,9 @@ public final class ServerProcess implements AutoCloseable {
     // limit: load it from a copy made here instead.
     List<String> command = new ArrayList<>(List.of("bash", "-c",
         "ulimit -f " + maxFileKilobytes + " && exec \"$@\"", "bash"));
-    command.addAll(javaCommand(List.of("-Djava.library.path=" + rocksLibraryDirectory()),
-        arguments));
+    List<String> jvmOptions = new ArrayList<>(DEFAULT_JVM_OPTIONS);
+    jvmOptions.add("-Djava.library.path=" + rocksLibraryDirectory());
+    command.addAll(javaCommand(jvmOptions, arguments));
     return launchCommand(command);
   }
 
@@ -107,16 +125,19 @@ public final class ServerProcess implements AutoCloseable {
 
   /** The JVM command line that runs {@code troupe ARGUMENTS} from the test class path. */
   private static List<String> javaCommand(List<String> arguments) {
-    return javaCommand(List.of(), arguments);
+    return javaCommand(DEFAULT_JVM_OPTIONS, arguments);
   }
+
+  /** Heap, collector and compiler of a test server: small and quick to start. */
+  private static final List<String> DEFAULT_JVM_OPTIONS =
+      List.of("-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1");
 
   private static List<String> javaCommand(List<String> jvmOptions, List<String> arguments) {
     List<String> command = new ArrayList<>();
     command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-    command.addAll(jvmOptions);
     command.addAll(List.of("-XX:+IgnoreUnrecognizedVMOptions",
-        "--sun-misc-unsafe-memory-access=allow", "--enable-native-access=ALL-UNNAMED",
-        "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"));
+        "--sun-misc-unsafe-memory-access=allow", "--enable-native-access=ALL-UNNAMED"));
+    command.addAll(jvmOptions);
     command.addAll(List.of("-cp", System.getProperty("java.class.path"),
         "dev.troupe.server.cli.TroupeCli"));
     command.addAll(arguments);
@@ -178,6 +199,11 @@ public final class ServerProcess implements AutoCloseable {
 
   public String baseUrl() {
     return "http://127.0.0.1:" + port;
+  }
+
+  /** Whether the server process is still running (it did not crash or run out of memory). */
+  public boolean isAlive() {
+    return process.isAlive();
   }
 
   public String log() throws IOException {

@@ -1089,6 +1089,21 @@ public final class RocksStore implements Store {
     return entry == null ? 0 : entry.weight();
   }
 
+  @Override
+  public int cachedWeightBytes(EntityId entity) {
+    return cachedWeightQuietly(entity);
+  }
+
+  @Override
+  public void resizeCache(long maximumWeightBytes) {
+    require(maximumWeightBytes >= 0, "cache maximum weight >= 0");
+    cache.policy().eviction().ifPresent(eviction -> {
+      if (eviction.getMaximum() != maximumWeightBytes) {
+        eviction.setMaximum(maximumWeightBytes);
+      }
+    });
+  }
+
   /** Brings a cached state up to a just-written record; no-op for uncached entities. */
   void applyToCache(EntityId entity, List<Operation> operations, long commitTimestamp, int originDc) {
     cache

@@ -100,6 +100,18 @@ public interface Store extends AutoCloseable {
    */
   boolean isCached(EntityId entity);
 
+  /**
+   * The estimated in-memory size of the entity's cached state, 0 if it is not cached (the memory
+   * budget weighs active actors by it). Does not count as a cache hit or miss.
+   */
+  int cachedWeightBytes(EntityId entity);
+
+  /**
+   * Changes the object cache's bound on estimated weight (the memory budget moves it); a lower
+   * bound evicts down to it.
+   */
+  void resizeCache(long maximumWeightBytes);
+
   /** The state of an entity as of a commit timestamp (MVCC read). */
   EntityState readAt(EntityId entity, long timestamp);
 

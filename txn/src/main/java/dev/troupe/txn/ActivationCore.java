@@ -37,7 +37,7 @@ public final class ActivationCore<M> {
     record Refuse<M>(EntityId entity, M message) implements Effect<M> {}
   }
 
-  private final int maxActive;
+  private int maxActive;
   private final int maxBufferedPerEntity;
   /** Active entities in least-recently-used order. */
   private final LinkedHashMap<EntityId, Boolean> active = new LinkedHashMap<>(16, 0.75f, true);
@@ -95,6 +95,28 @@ public final class ActivationCore<M> {
       }
     }
     return effects;
+  }
+
+  /**
+   * Changes the most active entities (the memory budget moves it as entities grow or the heap
+   * fills): past the new limit, the least recently used are passivated now.
+   */
+  public List<Effect<M>> limitActive(int newMaxActive) {
+    Invariants.check(newMaxActive > 0, "the active limit must be positive, was %d", newMaxActive);
+    maxActive = newMaxActive;
+    List<Effect<M>> effects = new ArrayList<>();
+    Iterator<EntityId> leastRecent = active.keySet().iterator();
+    while (active.size() > maxActive && leastRecent.hasNext()) {
+      EntityId victim = leastRecent.next();
+      leastRecent.remove();
+      stopping.put(victim, new ArrayDeque<>());
+      effects.add(new Effect.Passivate<>(victim));
+    }
+    return effects;
+  }
+
+  public int maxActive() {
+    return maxActive;
   }
 
   public int activeCount() {

@@ -56,4 +56,25 @@ class ActivationCoreTest {
     assertEquals(0, core.stoppingCount());
     assertEquals(Effect.Activate.class, core.deliver(A, "2").get(0).getClass());
   }
+
+  @Test
+  void aLowerLimitPassivatesTheLeastRecentlyUsedAndALaterActivationRespectsIt() {
+    ActivationCore<String> core = new ActivationCore<>(10, 10);
+    core.deliver(A, "1");
+    core.deliver(B, "1");
+    core.deliver(C, "1");
+    core.deliver(A, "2"); // least recent first: B, C, A
+    assertEquals(List.of(new Effect.Passivate<String>(B), new Effect.Passivate<>(C)),
+        core.limitActive(1));
+    assertEquals(1, core.activeCount());
+    assertEquals(2, core.stoppingCount());
+    assertTrue(core.limitActive(1).isEmpty(), "already within the limit");
+    core.stopped(B);
+    core.stopped(C);
+    List<Effect<String>> effects = core.deliver(B, "2");
+    assertEquals(new Effect.Passivate<String>(A), effects.get(0), "B's activation makes room");
+    assertEquals(1, core.activeCount());
+    assertTrue(core.limitActive(5).isEmpty(), "a higher limit passivates nothing");
+    assertEquals(5, core.maxActive());
+  }
 }

@@ -1,10 +1,13 @@
 package dev.troupe.server.http;
 
 import dev.troupe.model.ErrorCode;
+import dev.troupe.runtime.MemoryStatus;
 import dev.troupe.runtime.Troupe;
 import dev.troupe.runtime.TransactionMetrics;
 import dev.troupe.runtime.TurnMetrics;
 import dev.troupe.storage.StorageStatistics;
+import java.lang.management.GarbageCollectorMXBean;
+import java.lang.management.ManagementFactory;
 import java.util.Map;
 import java.util.concurrent.atomic.LongAdder;
 import org.HdrHistogram.Histogram;
@@ -76,6 +79,7 @@ final class PrometheusMetrics {
     gauge(out, "troupe_recovery_seconds", "Time the last start spent opening and recovering storage.",
         storage.recoveryMillis() / 1000.0);
     gauge(out, "troupe_active_entities", "Entity actors in memory.", turns.activeEntities());
+    memory(out, troupe.memoryStatus());
     TransactionMetrics transactions = troupe.transactionMetrics();
     out.append("# HELP troupe_transactions_total Multi-entity transactions answered, by outcome"
         + " (committed, or the abort reason or error code).\n");
@@ -148,6 +152,52 @@ final class PrometheusMetrics {
         .append('\n');
   }
 
+  private static void memory(StringBuilder out, MemoryStatus memory) {
+    gauge(out, "troupe_memory_budget_bytes",
+        "What actors, caches and in-flight work may hold together (troupe.memory).",
+        memory.budgetBytes());
+    out.append("# HELP troupe_memory_estimated_bytes Estimated bytes held within the budget, by"
+        + " holder.\n");
+    out.append("# TYPE troupe_memory_estimated_bytes gauge\n");
+    out.append("troupe_memory_estimated_bytes{holder=\"actors\"} ").append(memory.actorBytes())
+        .append('\n');
+    out.append("troupe_memory_estimated_bytes{holder=\"cache\"} ").append(memory.cacheBytes())
+        .append('\n');
+    out.append("troupe_memory_estimated_bytes{holder=\"rendered\"} ")
+        .append(memory.renderedBytes()).append('\n');
+    gauge(out, "troupe_memory_actor_limit", "Most entity actors the budget allows now.",
+        memory.actorLimit());
+    gauge(out, "troupe_memory_cache_maximum_bytes", "The object cache's maximum weight now.",
+        memory.cacheMaximumBytes());
+    gauge(out, "troupe_memory_budget_scale",
+        "Share of the budget in use (collections past the shed mark lower it).",
+        memory.scalePermille() / 1000.0);
+    gauge(out, "troupe_memory_heap_after_collection_bytes",
+        "The old generation's occupancy right after its last collection (-1: none yet).",
+        memory.occupancyAfterCollectionBytes());
+    gauge(out, "troupe_memory_old_generation_bytes",
+        "The old generation's maximum size; the memory marks are shares of it.",
+        memory.oldGenerationBytes());
+    gauge(out, "troupe_memory_refusing", "1 while new work is refused because memory is short.",
+        memory.refusing() ? 1 : 0);
+    counter(out, "troupe_memory_refusals_total",
+        "Requests refused with 503 because memory was short.", memory.refusals());
+    long collections = 0;
+    long collectionMillis = 0;
+    for (GarbageCollectorMXBean collector : ManagementFactory.getGarbageCollectorMXBeans()) {
+      collections += Math.max(0, collector.getCollectionCount());
+      collectionMillis += Math.max(0, collector.getCollectionTime());
+    }
+    counter(out, "troupe_jvm_gc_collections_total", "Garbage collections since start.",
+        collections);
+    counter(out, "troupe_jvm_gc_seconds_total", "Time spent in garbage collections since start.",
+        collectionMillis / 1000.0);
+    gauge(out, "troupe_jvm_uptime_seconds", "Seconds since the JVM started.",
+        ManagementFactory.getRuntimeMXBean().getUptime() / 1000.0);
+    gauge(out, "troupe_jvm_heap_max_bytes", "The JVM's maximum heap.",
+        Runtime.getRuntime().maxMemory());
+  }
+
   private static void latencyHistogram(StringBuilder out, Histogram micros) {
     out.append("# HELP troupe_turn_latency_seconds Turn latency from request to durable answer.\n");
     out.append("# TYPE troupe_turn_latency_seconds histogram\n");
@@ -165,6 +215,12 @@ final class PrometheusMetrics {
   }
 
   private static void counter(StringBuilder out, String name, String help, long value) {
+    out.append("# HELP ").append(name).append(' ').append(help).append('\n');
+    out.append("# TYPE ").append(name).append(" counter\n");
+    out.append(name).append(' ').append(value).append('\n');
+  }
+
+  private static void counter(StringBuilder out, String name, String help, double value) {
     out.append("# HELP ").append(name).append(' ').append(help).append('\n');
     out.append("# TYPE ").append(name).append(" counter\n");
     out.append(name).append(' ').append(value).append('\n');
