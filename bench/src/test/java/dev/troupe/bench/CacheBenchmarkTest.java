@@ -13,7 +13,8 @@ class CacheBenchmarkTest {
     JsonNode report = BenchmarkRuns.run(directory, "cache", "--operations", "300",
         "--warm-reads", "2000", "--repetitions", "3");
     for (String system : new String[] {
-        "warm_store_read", "warm_troupe_get", "cold_materialization", "checkpoint_assisted"}) {
+        "warm_store_read", "warm_troupe_get", "cold_materialization",
+        "cold_materialization_unverified", "checkpoint_assisted"}) {
       BenchmarkRuns.assertPositiveResults(report, system, "p50_microseconds", "p99_microseconds",
           "samples");
     }

@@ -65,14 +65,18 @@ public final class RocksDisk implements KeyValueDisk {
   private final List<AutoCloseable> resources;
   /** Indexed like {@link #handles}: what {@link #recreateColumn} creates a column family from. */
   private final List<ColumnFamilyDescriptor> descriptors;
+  /** Always true but in {@code bench cache}'s baseline, which measures what verification costs. */
+  private final boolean verifyChecksums;
   private final WriteOptions syncedWriteOptions;
   private final WriteOptions unsyncedWriteOptions;
   private final ReadOptions latestReadOptions;
   private boolean closed;
 
   private RocksDisk(RocksDB database, List<ColumnFamilyHandle> handles,
-      List<AutoCloseable> resources, List<ColumnFamilyDescriptor> descriptors) {
+      List<AutoCloseable> resources, List<ColumnFamilyDescriptor> descriptors,
+      boolean verifyChecksums) {
     this.database = database;
+    this.verifyChecksums = verifyChecksums;
     this.descriptors = descriptors;
     this.handles = handles;
     this.resources = resources;
@@ -83,7 +87,7 @@ public final class RocksDisk implements KeyValueDisk {
     }
     this.syncedWriteOptions = new WriteOptions().setSync(true);
     this.unsyncedWriteOptions = new WriteOptions().setSync(false);
-    this.latestReadOptions = new ReadOptions().setVerifyChecksums(true);
+    this.latestReadOptions = new ReadOptions().setVerifyChecksums(verifyChecksums);
     resources.add(syncedWriteOptions);
     resources.add(unsyncedWriteOptions);
     resources.add(latestReadOptions);
@@ -114,6 +118,15 @@ public final class RocksDisk implements KeyValueDisk {
 
   /** Opens the database in {@code directory} as {@code mode} says (see {@link OpenMode}). */
   public static RocksDisk open(Path directory, OpenMode mode) {
+    return open(directory, mode, true);
+  }
+
+  /**
+   * Like {@link #open(Path, OpenMode)}, choosing whether reads verify block checksums. Only {@code
+   * troupe bench cache} passes false, as the baseline that measures what verification costs: a
+   * serving store always verifies (a damaged block read unverified could be served as data).
+   */
+  public static RocksDisk open(Path directory, OpenMode mode, boolean verifyChecksums) {
     RocksDB.loadLibrary();
     boolean readOnly = mode == OpenMode.INSPECT || mode == OpenMode.INSPECT_UP_TO_DAMAGE;
     boolean upToDamage =
@@ -162,7 +175,7 @@ public final class RocksDisk implements KeyValueDisk {
       RocksDB database = readOnly
           ? RocksDB.openReadOnly(databaseOptions, directory.toString(), descriptors, handles)
           : RocksDB.open(databaseOptions, directory.toString(), descriptors, handles);
-      return new RocksDisk(database, handles, resources, descriptors);
+      return new RocksDisk(database, handles, resources, descriptors, verifyChecksums);
     } catch (RocksDBException e) {
       closeAll(handles, null, resources);
       if (isCorruption(e)) {
@@ -351,7 +364,7 @@ public final class RocksDisk implements KeyValueDisk {
     }
     // Bounds live in read options of their own, which must outlive the iterator.
     ReadOptions options = snapshot == null
-        ? new ReadOptions().setVerifyChecksums(true)
+        ? new ReadOptions().setVerifyChecksums(verifyChecksums)
         : new ReadOptions(((RocksSnapshot) snapshot).options);
     Slice lower = lowerBound == null ? null : new Slice(lowerBound);
     Slice upper = upperBound == null ? null : new Slice(upperBound);
@@ -443,7 +456,7 @@ public final class RocksDisk implements KeyValueDisk {
 
     RocksSnapshot(org.rocksdb.Snapshot snapshot) {
       this.snapshot = snapshot;
-      this.options = new ReadOptions().setSnapshot(snapshot).setVerifyChecksums(true);
+      this.options = new ReadOptions().setSnapshot(snapshot).setVerifyChecksums(verifyChecksums);
     }
 
     @Override

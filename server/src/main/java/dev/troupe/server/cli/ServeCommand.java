@@ -7,6 +7,8 @@ import dev.troupe.runtime.RuntimeSettings;
 import dev.troupe.runtime.Troupe;
 import dev.troupe.server.http.HttpSettings;
 import dev.troupe.server.http.TroupeServer;
+import dev.troupe.model.ErrorCode;
+import dev.troupe.model.TroupeException;
 import dev.troupe.storage.CorruptDataException;
 import java.io.File;
 import java.nio.file.Path;
@@ -60,9 +62,13 @@ public final class ServeCommand implements Callable<Integer> {
       });
     } catch (CorruptDataException damage) {
       // Refuse to serve rather than serve an older state as the truth.
-      log.error("refusing to start: stored data is damaged", damage);
-      System.err.println("troupe: refusing to start: " + damage.getMessage());
-      return EXIT_CORRUPT_DATA;
+      return refuseDamagedStore(damage);
+    } catch (TroupeException failure) {
+      // Recovery read a damaged entity (the type definitions, an in-doubt transaction's part).
+      if (failure.code() == ErrorCode.CORRUPT_DATA) {
+        return refuseDamagedStore(failure);
+      }
+      throw failure;
     }
     if (exitOnStorageFailure) {
       troupe.onStorageFailure(cause -> {
@@ -98,6 +104,12 @@ public final class ServeCommand implements Callable<Integer> {
     System.out.flush();
     stopped.await();
     return 0;
+  }
+
+  private static int refuseDamagedStore(RuntimeException damage) {
+    log.error("refusing to start: stored data is damaged", damage);
+    System.err.println("troupe: refusing to start: " + damage.getMessage());
+    return EXIT_CORRUPT_DATA;
   }
 
   /** Exit status when the store is damaged at start (sysexits' EX_DATAERR). */
