@@ -140,11 +140,13 @@ public final class Simulation {
    *     when recovery met damage and left the node down): excluded from the final-state checks
    * @param livenessExempted requests without an answer that liveness excused because the store
    *     had failed on damage, or the node was down on it, while they waited
+   * @param reissuedIds transaction ids a store failed by damage issued that were issued again
+   *     after a restart (a known gap, see {@code SimulatedNode.issuedByFailedStore})
    */
   public record Result(long seed, String failure, long steps, long simulatedMillis,
       int committed, int aborted, int unknown, long crashes, long resolvedInDoubt, long redone,
       int serializationEdges, int livenessChecked, NodeStorage.Counters storage, String trace,
-      int answeredCorrupt, int unreadableAtEnd, int livenessExempted) {
+      int answeredCorrupt, int unreadableAtEnd, int livenessExempted, long reissuedIds) {
     public boolean passed() {
       return failure == null;
     }
@@ -159,7 +161,8 @@ public final class Simulation {
           + storage + (storage.damagedKeys() == 0 ? "" : "; DAMAGE: " + answeredCorrupt
               + " requests answered corrupt_data, " + unreadableAtEnd
               + " entities unreadable at the end (excluded from final-state checks), "
-              + livenessExempted + " unanswered requests excused from liveness") + ")";
+              + livenessExempted + " unanswered requests excused from liveness, " + reissuedIds
+              + " transaction ids of a failed store issued again") + ")";
     }
   }
 
@@ -256,7 +259,7 @@ public final class Simulation {
         count(ClientCall.Outcome.UNKNOWN), node.crashes(), node.resolvedInDoubt(),
         node.redone(), edges, livenessChecked(), node.storageCounters(),
         failure == null ? "" : scheduler.trace().toString(), node.answeredCorrupt().size(),
-        node.unreadableAtEnd().size(), livenessExempted);
+        node.unreadableAtEnd().size(), livenessExempted, node.reissuedIds());
   }
 
   /**
