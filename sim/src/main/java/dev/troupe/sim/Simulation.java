@@ -13,9 +13,12 @@ import java.util.Map;
  * A seeded simulation run: one {@link SimulatedNode}, composable {@link Workload}s whose clients
  * reach the node over a client network that loses and reorders messages and is cut off from the
  * node by transient partitions, and faults: the node crashes and restarts (losing, tearing or
- * corrupting what it had not synced) and its clock jumps, mostly backwards. The last part of the run is fault-free, so every request issued then must be
- * answered (liveness). After the run each workload checks the node's durable state and its
- * history.
+ * corrupting what it had not synced) and its clock jumps, mostly backwards; with {@code
+ * meanMillisBetweenDamage}, stored keys of the production engine's disk fail their checksum too
+ * (detected, never served: see {@link StoreStorage}). The last part of the run is fault-free, so
+ * every request issued then must be answered (liveness). After the run each workload checks the
+ * node's durable state and its history; an entity whose final read answers {@code corrupt_data}
+ * is excluded from the final-state checks only.
  *
  * <p>Workloads: {@code bank} ({@link BankWorkload}: transfers, credits, audits, interactive
  * transfers; durability, atomicity, money, conflict serializability from reported versions),
