@@ -148,7 +148,8 @@ final class CounterSetWorkload implements Workload {
       node.transact(id, parts, options.planned(), outcome -> answer(client, issued,
           switch (outcome) {
             case CoordinatorCore.Outcome.Committed committed -> ClientCall.Outcome.COMMITTED;
-            case CoordinatorCore.Outcome.Failed failed -> ClientCall.Outcome.ofFailure(failed.error().code());
+            case CoordinatorCore.Outcome.Failed failed ->
+              ClientCall.Outcome.ofTransactionFailure(failed.error().code());
           }));
     });
     return change;
@@ -187,9 +188,14 @@ final class CounterSetWorkload implements Workload {
       }
       addedTo.put(change.id, tallies);
     }
+    // Null: the tally's final read answered corrupt_data (damage); it is excluded.
     List<Set<String>> sets = new ArrayList<>();
     for (int tally = 0; tally < options.lists(); tally++) {
-      EntityState state = simulation.node.durable(tally(tally));
+      EntityState state = simulation.node.finalState(tally(tally));
+      if (state == null) {
+        sets.add(null);
+        continue;
+      }
       Set<String> applied = elements(state);
       sets.add(applied);
       long expected = 0;
@@ -208,6 +214,9 @@ final class CounterSetWorkload implements Workload {
     }
     for (Change change : changes) {
       if (change.kind == Kind.REVOKE) {
+        if (sets.get(change.tally) == null) {
+          continue;
+        }
         boolean present = sets.get(change.tally).contains(change.element());
         if (change.outcome() == ClientCall.Outcome.COMMITTED && present) {
           return "acknowledged revoke " + change.id + " left " + change.element() + " in place";
@@ -219,15 +228,24 @@ final class CounterSetWorkload implements Workload {
       }
       Change revoke = revokeOf.get(change.id);
       boolean mayBeRevoked = revoke != null && revoke.outcome() != ClientCall.Outcome.ABORTED;
-      boolean first = sets.get(change.tally).contains(change.id);
-      if (change.kind == Kind.PAIR_ADD && first != sets.get(change.second).contains(change.id)) {
+      Set<String> first = sets.get(change.tally);
+      Set<String> second = change.second >= 0 ? sets.get(change.second) : null;
+      if (change.kind == Kind.PAIR_ADD && first != null && second != null
+          && first.contains(change.id) != second.contains(change.id)) {
         return "two-tally add " + change.id + " is on one tally only";
       }
-      if (change.outcome() == ClientCall.Outcome.COMMITTED && !first && !mayBeRevoked) {
-        return "acknowledged add " + change.id + " was lost";
-      }
-      if (change.outcome() == ClientCall.Outcome.ABORTED && first) {
-        return "refused add " + change.id + " took effect";
+      // Each readable tally it went to must agree with its outcome.
+      for (Set<String> set : java.util.Arrays.asList(first, second)) {
+        if (set == null) {
+          continue;
+        }
+        if (change.outcome() == ClientCall.Outcome.COMMITTED && !set.contains(change.id)
+            && !mayBeRevoked) {
+          return "acknowledged add " + change.id + " was lost";
+        }
+        if (change.outcome() == ClientCall.Outcome.ABORTED && set.contains(change.id)) {
+          return "refused add " + change.id + " took effect";
+        }
       }
     }
     return null;

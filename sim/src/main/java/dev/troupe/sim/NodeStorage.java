@@ -5,8 +5,10 @@ import dev.troupe.model.EntityState;
 import dev.troupe.model.Operation;
 import dev.troupe.storage.DecidedTransaction;
 import dev.troupe.storage.PreparedTransaction;
+import dev.troupe.model.TroupeException;
 import java.util.List;
 import java.util.Map;
+import java.util.function.Consumer;
 import java.util.function.LongConsumer;
 
 /**
@@ -16,10 +18,14 @@ import java.util.function.LongConsumer;
  * minimal journal of record objects whose recovery the simulator itself writes (torn and corrupted
  * tails, and the shell mutations that need a hand in recovery).
  *
- * <p>Completions ({@code durableAt}, {@code durable}) run in the order the storage made things
- * durable, from a scheduler event of the incarnation that asked (a group commit), never
- * synchronously and never after a crash. They must only send messages (as the production shells'
- * {@code pipeToSelf}), not call the storage back inside its writer's pass.
+ * <p>Completions ({@code durableAt}, {@code durable}, {@code failed}) run in the order the storage
+ * made things durable or failed them, from a scheduler event of the incarnation that asked (a group
+ * commit), never synchronously and never after a crash. They must only send messages (as the
+ * production shells' {@code pipeToSelf}), not call the storage back inside its writer's pass.
+ * {@code failed} receives what the production store's future failed with (a {@link
+ * TroupeException} when nothing was written, anything else when the outcome is unknown); only the
+ * production engine fails, and only once damage met by its writer failed it (the simulator's disk
+ * has no other failures).
  */
 interface NodeStorage {
   /** Runs {@code action} after {@code delayMillis}, unless the node crashed meanwhile. */
@@ -36,27 +42,56 @@ interface NodeStorage {
 
   /**
    * Commits one entity's operations; {@code durableAt} receives the commit timestamp once the
-   * commit is durable (acknowledged).
+   * commit is durable (acknowledged), {@code failed} the failure if it is not. Returns the refusal
+   * if the storage refused the commit at once, before writing anything (then neither callback
+   * runs), as the production store's already failed future does; else null.
    */
-  void commit(long transactionId, EntityId entity, List<Operation> operations,
-      boolean resolvesPrepared, boolean exemptFromQueueLimit, LongConsumer durableAt);
+  TroupeException commit(long transactionId, EntityId entity, List<Operation> operations,
+      boolean resolvesPrepared, boolean exemptFromQueueLimit, LongConsumer durableAt,
+      Consumer<Throwable> failed);
 
-  void prepare(PreparedTransaction part, Runnable durable);
+  void prepare(PreparedTransaction part, Runnable durable, Consumer<Throwable> failed);
 
   void abandonPrepared(long transactionId, EntityId entity);
 
-  void persistDecision(DecidedTransaction decision, Runnable durable);
+  void persistDecision(DecidedTransaction decision, Runnable durable, Consumer<Throwable> failed);
 
   void forgetDecision(DecidedTransaction decision);
 
-  /** The entity's latest committed state (the node must be up). */
+  /**
+   * The entity's latest committed state (the node must be up). Throws {@link TroupeException}
+   * {@code corrupt_data} if the data it needs is damaged: never absent or an older state instead.
+   */
   EntityState durable(EntityId entity);
 
   /** Power loss: what was not synced is lost, or a prefix of it survives. */
   void crash();
 
-  /** Recovers and resolves in-doubt transactions; the node serves afterwards. */
-  void restart();
+  /**
+   * Recovers and resolves in-doubt transactions; the node serves afterwards. Returns false if
+   * recovery met damaged data and the node could not start (as {@code Troupe}'s constructor
+   * fails then): the node stays down and its supervisor tries again later.
+   */
+  boolean restart();
+
+  /**
+   * Damages one stored key, drawn with the scheduler's random generator (see {@link
+   * StoreStorage#damage}); returns what it damaged, for the trace, or null if there was nothing to
+   * damage. The production engine's storage only.
+   */
+  String damage();
+
+  /** Whether the storage refuses every commit until the next restart (it failed). */
+  boolean failed();
+
+  /**
+   * Whether, at some time in {@code [fromMillis, toMillis]}, the storage refused commits because
+   * damage failed it, or the node was down because its recovery met damage.
+   */
+  boolean degradedDuring(long fromMillis, long toMillis);
+
+  /** The entities whose stored data was damaged so far (for reports). */
+  java.util.Set<EntityId> damagedEntities();
 
   /** Moves the node's physical clock (negative: backwards). */
   void jumpClock(long deltaMillis);
@@ -76,12 +111,24 @@ interface NodeStorage {
   /** What the storage engine's maintenance did over every incarnation (zeros for the journal). */
   Counters counters();
 
-  /** Maintenance the storage engine did. */
-  record Counters(long checkpointRounds, long objectCheckpoints, long truncatedRecords) {
+  /**
+   * Maintenance the storage engine did, and the damage it met.
+   *
+   * @param damagedKeys keys the damage fault damaged
+   * @param corruptionsDetected reads that met damage and refused to serve it ({@code
+   *     StoreHealth.corruptionsDetected}, over every incarnation)
+   * @param storeFailures times a store failed (after that it refuses commits until a restart)
+   * @param refusedStarts restarts that met damage and left the node down
+   */
+  record Counters(long checkpointRounds, long objectCheckpoints, long truncatedRecords,
+      long damagedKeys, long corruptionsDetected, long storeFailures, long refusedStarts) {
     @Override
     public String toString() {
       return checkpointRounds + " checkpoint rounds, " + objectCheckpoints
-          + " object checkpoints, " + truncatedRecords + " journal records truncated";
+          + " object checkpoints, " + truncatedRecords + " journal records truncated"
+          + (damagedKeys == 0 ? "" : "; " + damagedKeys + " keys damaged, " + corruptionsDetected
+              + " damaged reads detected, " + storeFailures + " store failures, " + refusedStarts
+              + " refused starts");
     }
   }
 }

@@ -94,6 +94,12 @@ public final class SimCommand implements Callable<Integer> {
           + " (default: ${DEFAULT-VALUE}).")
   long crashMeanMillis;
 
+  @Option(names = "--damage-mean-millis", defaultValue = "0",
+      description = "Mean simulated milliseconds between damaged stored keys (a checkpoint, an"
+          + " index entry or a journal record failing its checksum) during the faulty part;"
+          + " 0 for none. Store storage only (default: ${DEFAULT-VALUE}).")
+  long damageMeanMillis;
+
   @Option(names = "--client-loss", defaultValue = "0.02",
       description = "Chance that a client request or answer is lost (default: ${DEFAULT-VALUE}).")
   double clientLoss;
@@ -129,7 +135,8 @@ public final class SimCommand implements Callable<Integer> {
         configurations.add(new Simulation.Options(policy, storage, mailboxes, planned, workloads,
             accounts, lists,
             clients, defaults.openingBalance(), durationMillis, defaults.faultFreeShare(),
-            crashMeanMillis, clientLoss, defaults.clientTimeoutMillis(), traceLines));
+            crashMeanMillis, clientLoss, defaults.clientTimeoutMillis(), traceLines,
+            damageMeanMillis));
       }
     }
     long first = seed != null ? seed : from;
@@ -155,7 +162,9 @@ public final class SimCommand implements Callable<Integer> {
             failures.add(result);
             System.out.println("FAILED: --seed " + result.seed() + " --admission "
                 + options.admission() + " --mode " + mode + " --workload " + workload
-                + " --storage " + storage + " --mailboxes " + mailboxes + ": "
+                + " --storage " + storage + " --mailboxes " + mailboxes
+                + (damageMeanMillis > 0 ? " --damage-mean-millis " + damageMeanMillis : "")
+                + ": "
                 + result.failure());
             System.out.println(result.trace());
           }

@@ -123,8 +123,9 @@ final class SimulatedJournal implements NodeStorage {
   }
 
   @Override
-  public void commit(long transactionId, EntityId entity, List<Operation> operations,
-      boolean resolvesPrepared, boolean exemptFromQueueLimit, LongConsumer durableAt) {
+  public dev.troupe.model.TroupeException commit(long transactionId, EntityId entity,
+      List<Operation> operations, boolean resolvesPrepared, boolean exemptFromQueueLimit,
+      LongConsumer durableAt, java.util.function.Consumer<Throwable> failed) {
     long timestamp = tick();
     append(new Committed(transactionId, entity, operations, timestamp, resolvesPrepared));
     Runnable durableNow = () -> {
@@ -136,10 +137,12 @@ final class SimulatedJournal implements NodeStorage {
     } else {
       awaitSync(durableNow);
     }
+    return null; // the simulator's journal never refuses nor fails: it has no damage
   }
 
   @Override
-  public void prepare(PreparedTransaction part, Runnable durableNow) {
+  public void prepare(PreparedTransaction part, Runnable durableNow,
+      java.util.function.Consumer<Throwable> failed) {
     append(new Prepared(part));
     awaitSync(durableNow);
   }
@@ -150,7 +153,8 @@ final class SimulatedJournal implements NodeStorage {
   }
 
   @Override
-  public void persistDecision(DecidedTransaction decision, Runnable durableNow) {
+  public void persistDecision(DecidedTransaction decision, Runnable durableNow,
+      java.util.function.Consumer<Throwable> failed) {
     append(new Decided(decision));
     awaitSync(durableNow);
   }
@@ -175,7 +179,7 @@ final class SimulatedJournal implements NodeStorage {
   }
 
   @Override
-  public void restart() {
+  public boolean restart() {
     clock = newClock();
     clockCeiling = 0;
     int surviving = log.recover().size();
@@ -236,6 +240,28 @@ final class SimulatedJournal implements NodeStorage {
       append(new Forgotten(decision.transactionId()));
     }
     log.sync();
+    return true;
+  }
+
+  @Override
+  public String damage() {
+    // Options refuse the damage fault with this storage: its records are objects, not stored bytes.
+    throw new UnsupportedOperationException("the simulator's journal is never damaged");
+  }
+
+  @Override
+  public boolean failed() {
+    return false;
+  }
+
+  @Override
+  public boolean degradedDuring(long fromMillis, long toMillis) {
+    return false;
+  }
+
+  @Override
+  public java.util.Set<EntityId> damagedEntities() {
+    return java.util.Set.of();
   }
 
   @Override
@@ -267,7 +293,7 @@ final class SimulatedJournal implements NodeStorage {
 
   @Override
   public Counters counters() {
-    return new Counters(0, 0, 0); // no checkpoints: recovery replays the whole journal
+    return new Counters(0, 0, 0, 0, 0, 0, 0); // no checkpoints: recovery replays the whole journal
   }
 
   private void append(JournalRecord record) {

@@ -13,9 +13,12 @@ import java.util.Map;
  * A seeded simulation run: one {@link SimulatedNode}, composable {@link Workload}s whose clients
  * reach the node over a client network that loses and reorders messages and is cut off from the
  * node by transient partitions, and faults: the node crashes and restarts (losing, tearing or
- * corrupting what it had not synced) and its clock jumps, mostly backwards. The last part of the run is fault-free, so every request issued then must be
- * answered (liveness). After the run each workload checks the node's durable state and its
- * history.
+ * corrupting what it had not synced) and its clock jumps, mostly backwards; with {@code
+ * meanMillisBetweenDamage}, stored keys of the production engine's disk fail their checksum too
+ * (detected, never served: see {@link StoreStorage}). The last part of the run is fault-free, so
+ * every request issued then must be answered (liveness). After the run each workload checks the
+ * node's durable state and its history; an entity whose final read answers {@code corrupt_data}
+ * is excluded from the final-state checks only.
  *
  * <p>Workloads: {@code bank} ({@link BankWorkload}: transfers, credits, audits, interactive
  * transfers; durability, atomicity, money, conflict serializability from reported versions),
@@ -60,14 +63,20 @@ public final class Simulation {
    * @param clientTimeoutMillis how long a client waits for an answer before it calls the
    *     outcome unknown
    * @param traceLines how many of the last steps a failure's trace shows
+   * @param meanMillisBetweenDamage mean simulated time between damaged keys during the faulty part
+   *     (0: no damage; store storage only). Off by default, a mode of its own: damage is
+   *     permanent (the simulator repairs nothing) and most of it soon fails the store, which then
+   *     refuses every commit until a restart, and after restarts again, so a run with damage
+   *     checks much less of everything else. The default runs keep their full power over
+   *     transactions and recovery; the damage runs check detection.
    */
   public record Options(String admission, String storage, String mailboxes, boolean planned,
       List<String> workloads, int accounts,
       int lists, int clients, long openingBalance, long durationMillis, double faultFreeShare,
       long meanMillisBetweenCrashes, double clientLossProbability, long clientTimeoutMillis,
-      int traceLines) {
+      int traceLines, long meanMillisBetweenDamage) {
     public static final Options DEFAULTS = new Options("serial", "store", "per-receiver", false,
-        WORKLOADS, 4, 3, 8, 100, 3_000, 0.3, 400, 0.02, 2_000, 400);
+        WORKLOADS, 4, 3, 8, 100, 3_000, 0.3, 400, 0.02, 2_000, 400, 0);
 
     public Options {
       workloads = List.copyOf(workloads);
@@ -83,6 +92,10 @@ public final class Simulation {
       if (workloads.isEmpty() || !WORKLOADS.containsAll(workloads)) {
         throw new IllegalArgumentException("workloads must be some of " + WORKLOADS);
       }
+      if (meanMillisBetweenDamage < 0
+          || (meanMillisBetweenDamage > 0 && !storage.equals("store"))) {
+        throw new IllegalArgumentException("damage needs store storage and a mean >= 0");
+      }
       if (accounts < 2 || lists < 1 || clients < 1 || durationMillis < 1 || traceLines < 1) {
         throw new IllegalArgumentException("accounts >= 2, lists >= 1, clients >= 1,"
             + " durationMillis >= 1 and traceLines >= 1 are required");
@@ -92,19 +105,25 @@ public final class Simulation {
     public Options withAdmission(String value, boolean plannedValue) {
       return new Options(value, storage, mailboxes, plannedValue, workloads, accounts, lists, clients,
           openingBalance, durationMillis, faultFreeShare, meanMillisBetweenCrashes,
-          clientLossProbability, clientTimeoutMillis, traceLines);
+          clientLossProbability, clientTimeoutMillis, traceLines, meanMillisBetweenDamage);
     }
 
     public Options withMailboxes(String value) {
       return new Options(admission, storage, value, planned, workloads, accounts, lists, clients,
           openingBalance, durationMillis, faultFreeShare, meanMillisBetweenCrashes,
-          clientLossProbability, clientTimeoutMillis, traceLines);
+          clientLossProbability, clientTimeoutMillis, traceLines, meanMillisBetweenDamage);
     }
 
     public Options withStorage(String value) {
       return new Options(admission, value, mailboxes, planned, workloads, accounts, lists, clients,
           openingBalance, durationMillis, faultFreeShare, meanMillisBetweenCrashes,
-          clientLossProbability, clientTimeoutMillis, traceLines);
+          clientLossProbability, clientTimeoutMillis, traceLines, meanMillisBetweenDamage);
+    }
+
+    public Options withDamage(long value) {
+      return new Options(admission, storage, mailboxes, planned, workloads, accounts, lists, clients,
+          openingBalance, durationMillis, faultFreeShare, meanMillisBetweenCrashes,
+          clientLossProbability, clientTimeoutMillis, traceLines, value);
     }
 
     /** The admission lines of a type spec for {@link #admission}. */
@@ -115,10 +134,22 @@ public final class Simulation {
     }
   }
 
-  /** A run's verdict and what it did. */
+  /**
+   * A run's verdict and what it did.
+   *
+   * @param answeredCorrupt requests the node answered {@code corrupt_data} (allowed: they
+   *     touched damaged data; reported)
+   * @param unreadableAtEnd entities whose final read answered {@code corrupt_data} (or all of them
+   *     when recovery met damage and left the node down): excluded from the final-state checks
+   * @param livenessExempted requests without an answer that liveness excused because the store
+   *     had failed on damage, or the node was down on it, while they waited
+   * @param reissuedIds transaction ids a store failed by damage issued that were issued again
+   *     after a restart (a known gap, see {@code SimulatedNode.issuedByFailedStore})
+   */
   public record Result(long seed, String failure, long steps, long simulatedMillis,
       int committed, int aborted, int unknown, long crashes, long resolvedInDoubt, long redone,
-      int serializationEdges, int livenessChecked, NodeStorage.Counters storage, String trace) {
+      int serializationEdges, int livenessChecked, NodeStorage.Counters storage, String trace,
+      int answeredCorrupt, int unreadableAtEnd, int livenessExempted, long reissuedIds) {
     public boolean passed() {
       return failure == null;
     }
@@ -130,7 +161,11 @@ public final class Simulation {
           + " aborted, " + unknown + " unknown, " + crashes + " crashes, " + resolvedInDoubt
           + " in-doubt parts resolved, " + redone + " PSAC parts redone, " + serializationEdges
           + " serialization-graph edges checked, " + livenessChecked + " requests held to liveness; "
-          + storage + ")";
+          + storage + (storage.damagedKeys() == 0 ? "" : "; DAMAGE: " + answeredCorrupt
+              + " requests answered corrupt_data, " + unreadableAtEnd
+              + " entities unreadable at the end (excluded from final-state checks), "
+              + livenessExempted + " unanswered requests excused from liveness, " + reissuedIds
+              + " transaction ids of a failed store issued again") + ")";
     }
   }
 
@@ -202,6 +237,9 @@ public final class Simulation {
       scheduleCrash();
       schedulePartition();
     }
+    if (options.meanMillisBetweenDamage() > 0) {
+      scheduleDamage();
+    }
     scheduler.schedule(faultsEndMillis, "faults stop",
         () -> clientNetwork.setFaults(SimulatedNetwork.Faults.NONE));
     String failure;
@@ -223,7 +261,8 @@ public final class Simulation {
         count(ClientCall.Outcome.COMMITTED), count(ClientCall.Outcome.ABORTED),
         count(ClientCall.Outcome.UNKNOWN), node.crashes(), node.resolvedInDoubt(),
         node.redone(), edges, livenessChecked(), node.storageCounters(),
-        failure == null ? "" : scheduler.trace().toString());
+        failure == null ? "" : scheduler.trace().toString(), node.answeredCorrupt().size(),
+        node.unreadableAtEnd().size(), livenessExempted, node.reissuedIds());
   }
 
   /**
@@ -267,7 +306,7 @@ public final class Simulation {
       if (node.isUp()) {
         node.crash();
         long downtime = 5 + scheduler.random().nextInt(MAX_DOWNTIME_MILLIS - 5 + 1);
-        scheduler.schedule(downtime, "restart node", node::restart);
+        scheduler.schedule(downtime, "restart node", this::restartNode);
       }
       // The node's clock jumps too, often backwards (an NTP step), up to half a second.
       if (scheduler.random().nextBoolean()) {
@@ -277,6 +316,38 @@ public final class Simulation {
         node.jumpClock(jump);
       }
       scheduleCrash();
+    });
+  }
+
+  /**
+   * Restarts the crashed node. If its recovery meets damage it stays down, and its supervisor
+   * (systemd, Kubernetes) starts it again after another downtime, while clients still come: the
+   * first attempt may have resolved part of what was in doubt, so a later one can succeed.
+   */
+  private void restartNode() {
+    if (node.restart() || scheduler.nowMillis() >= options.durationMillis()) {
+      return;
+    }
+    long downtime = 5 + scheduler.random().nextInt(MAX_DOWNTIME_MILLIS - 5 + 1);
+    scheduler.schedule(downtime, "restart node again", this::restartNode);
+  }
+
+  /**
+   * The damage fault: now and then, during the faulty part only, a stored key's bytes fail their
+   * checksum (see {@link StoreStorage#damage}), as often as {@code meanMillisBetweenDamage} says
+   * (exponential). The damage stays on the disk: the simulator repairs nothing.
+   */
+  private void scheduleDamage() {
+    long after = 1 + Math.round(-Math.log(1 - scheduler.random().nextDouble())
+        * options.meanMillisBetweenDamage());
+    scheduler.schedule(after, "damage", () -> {
+      if (scheduler.nowMillis() >= faultsEndMillis) {
+        return;
+      }
+      String damaged = node.damage();
+      scheduler.trace().record(scheduler.nowMillis(), scheduler.steps(),
+          damaged == null ? "nothing stored to damage" : "DAMAGE: " + damaged);
+      scheduleDamage();
     });
   }
 
@@ -301,8 +372,17 @@ public final class Simulation {
     });
   }
 
+  /** Unanswered requests liveness excused because damage degraded the node while they waited. */
+  private int livenessExempted;
+
   private String check() {
-    if (!node.isUp()) {
+    String bug = node.storageBug();
+    if (bug != null) {
+      return bug;
+    }
+    boolean downOnDamage = !node.isUp()
+        && node.degradedDuring(scheduler.nowMillis(), scheduler.nowMillis());
+    if (!node.isUp() && !downOnDamage) {
       return "the node is down at the end of the run";
     }
     for (Workload workload : workloads) {
@@ -311,11 +391,28 @@ public final class Simulation {
           return "request " + call.id + " never ended";
         }
         // Once faults stopped and the node is back, every request must be answered (nothing is
-        // lost any more, so a timeout means the engine stalled).
+        // lost any more, so a timeout means the engine stalled). Unless damage had failed the
+        // store, or kept the node down, while it waited: then no answer may be possible.
         if (call.outcome() == ClientCall.Outcome.UNKNOWN && heldToLiveness(call)) {
+          if (node.degradedDuring(call.issuedMillis,
+              call.issuedMillis + options.clientTimeoutMillis())) {
+            livenessExempted++;
+            continue;
+          }
           return "request " + call.id + ", issued at " + call.issuedMillis
               + " ms after the faults stopped, got no answer (liveness)";
         }
+      }
+    }
+    if (node.storageFailed()) {
+      // Damage failed the store: it refuses writes until the node restarts, and decided commits it
+      // could not apply wait for that restart's recovery (as the coordinator told their clients).
+      // The final durable state is what the node serves after it; a restart is not a repair.
+      node.crash();
+      restartNode();
+      if (!node.isUp()) {
+        scheduler.trace().record(scheduler.nowMillis(), scheduler.steps(),
+            "the final restart met damage: every final-state check is skipped");
       }
     }
     for (Workload workload : workloads) {

@@ -3,17 +3,22 @@ package dev.troupe.sim;
 import dev.troupe.model.EntityId;
 import dev.troupe.model.EntityState;
 import dev.troupe.model.Invariants;
+import dev.troupe.model.ErrorCode;
 import dev.troupe.model.Operation;
+import dev.troupe.model.TroupeException;
 import dev.troupe.model.spec.CompiledType;
 import dev.troupe.storage.Codec;
 import dev.troupe.storage.Committed;
+import dev.troupe.storage.CorruptDataException;
 import dev.troupe.storage.DecidedTransaction;
 import dev.troupe.storage.Durability;
 import dev.troupe.storage.EntityWrite;
 import dev.troupe.storage.InDoubtResolution;
+import dev.troupe.storage.KeyValueDisk;
 import dev.troupe.storage.MemoryDisk;
 import dev.troupe.storage.PreparedTransaction;
 import dev.troupe.storage.RocksStore;
+import dev.troupe.storage.StorageEvents;
 import dev.troupe.storage.StorageSettings;
 import dev.troupe.storage.StorageStatistics;
 import dev.troupe.storage.TransactionRecord;
@@ -21,10 +26,16 @@ import dev.troupe.txn.TurnCodec;
 import dev.troupe.txn.TurnEvaluator;
 import dev.troupe.txn.TurnLimits;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.function.Consumer;
 import java.util.function.Function;
 import java.util.function.LongConsumer;
 
@@ -50,6 +61,16 @@ import java.util.function.LongConsumer;
  *
  * <p><b>Restart</b> opens a new store on the surviving disk (its own recovery, clock advanced past
  * the journal) and resolves in-doubt transactions with the redo {@code Troupe} uses.
+ *
+ * <p><b>Damage</b> ({@link #damage}): a stored key whose bytes fail their checksum, on the platter
+ * until the key is written or deleted again. The engine must detect it, never serve it: reads of
+ * the entities that need it answer {@code corrupt_data}, damage met by the writer fails the store
+ * (it refuses every commit until the next restart, {@code on-storage-failure = stay-up}, the
+ * default), and a restart whose recovery meets it fails as {@code Troupe}'s constructor does (the
+ * node stays down; {@link Simulation} plays the supervisor that tries again). A store that fails
+ * for any other reason is a bug the run reports ({@link #failureNotCausedByDamage}). Under the
+ * {@code IGNORE_DAMAGE} mutation the disk passes damage over in silence, as the engine did before
+ * it checked RocksDB's iterator status.
  */
 final class StoreStorage implements NodeStorage {
   /** Maintenance ticks; under ASYNC durability, also how often the write-ahead log is synced. */
@@ -74,6 +95,20 @@ final class StoreStorage implements NodeStorage {
   private long checkpointRounds;
   private long objectCheckpoints;
   private long truncatedRecords;
+  private long damagedKeys;
+  /** Damaged reads the stores dropped so far detected (each store counts from zero). */
+  private long corruptionsDetected;
+  private long storeFailures;
+  private long refusedStarts;
+  private final Set<EntityId> damagedEntities = new LinkedHashSet<>();
+  /** The first store failure whose cause was not damage (a bug), or null. */
+  private Throwable failureNotCausedByDamage;
+  /**
+   * Closed intervals {@code [from, to]} during which the store was failed or the node down on
+   * damage; {@link #degradedSinceMillis} is the start of the open one, or -1.
+   */
+  private final List<long[]> degradedIntervals = new ArrayList<>();
+  private long degradedSinceMillis = -1;
 
   StoreStorage(Scheduler scheduler, NodeStorage.Timers timers,
       Function<EntityId, CompiledType> typeOf, long syncMillis,
@@ -88,12 +123,33 @@ final class StoreStorage implements NodeStorage {
         mutation == SimulatedNode.Mutation.ACKNOWLEDGE_BEFORE_SYNC
             ? Durability.ASYNC : Durability.SYNC,
         16, 100_000, MAINTENANCE_INTERVAL_MILLIS, 4_096, 3, 40, 16, 0, 0);
+    if (mutation == SimulatedNode.Mutation.IGNORE_DAMAGE) {
+      disk.ignoreDamageAsUncheckedRocksDbDid();
+    }
     open();
   }
 
   private void open() {
     store = RocksStore.open(settings, () -> Math.max(0, scheduler.nowMillis() + clockOffsetMillis),
         disk, RocksStore.Execution.STEPPED);
+    store.setEvents(new StorageEvents() {
+      @Override
+      public void storeFailed(Throwable cause) {
+        storeFailures++;
+        degrade();
+        scheduler.trace().record(scheduler.nowMillis(), scheduler.steps(),
+            "storage failed: " + cause);
+        if (!(cause instanceof CorruptDataException) && failureNotCausedByDamage == null) {
+          failureNotCausedByDamage = cause;
+        }
+      }
+
+      @Override
+      public void corruptionDetected(String where, CorruptDataException damage) {
+        scheduler.trace().record(scheduler.nowMillis(), scheduler.steps(),
+            "damage detected in " + where);
+      }
+    });
     idleTicks = 0;
     maintenanceScheduled = false;
     scheduleMaintenance();
@@ -138,26 +194,54 @@ final class StoreStorage implements NodeStorage {
   }
 
   @Override
-  public void commit(long transactionId, EntityId entity, List<Operation> operations,
-      boolean resolvesPrepared, boolean exemptFromQueueLimit, LongConsumer durableAt) {
+  public TroupeException commit(long transactionId, EntityId entity, List<Operation> operations,
+      boolean resolvesPrepared, boolean exemptFromQueueLimit, LongConsumer durableAt,
+      Consumer<Throwable> failed) {
     List<EntityWrite> writes = List.of(new EntityWrite(entity, operations));
     CompletableFuture<Committed> future = resolvesPrepared
         ? store.commitPrepared(transactionId, entity, operations)
         : exemptFromQueueLimit
             ? store.commitExemptFromQueueLimit(transactionId, writes)
             : store.commit(transactionId, writes);
+    TroupeException refusal = immediateRefusal(future);
+    if (refusal != null) {
+      return refusal;
+    }
     future.whenComplete((committed, failure) -> {
-      Invariants.check(failure == null, "the simulated store failed a commit: %s", failure);
-      durableAt.accept(committed.commitTimestamp());
+      if (failure == null) {
+        durableAt.accept(committed.commitTimestamp());
+      } else {
+        failed.accept(failure);
+      }
     });
     scheduleWriters();
+    return null;
+  }
+
+  /**
+   * As {@code EntityActor}: a future already failed with a {@link TroupeException} when the store
+   * returned it means nothing was written (a failed store refuses at once).
+   */
+  private static TroupeException immediateRefusal(CompletableFuture<Committed> future) {
+    if (!future.isCompletedExceptionally()) {
+      return null;
+    }
+    try {
+      future.join();
+      return null;
+    } catch (CompletionException e) {
+      return e.getCause() instanceof TroupeException refusal ? refusal : null;
+    }
   }
 
   @Override
-  public void prepare(PreparedTransaction part, Runnable durable) {
+  public void prepare(PreparedTransaction part, Runnable durable, Consumer<Throwable> failed) {
     store.prepare(part).whenComplete((ignored, failure) -> {
-      Invariants.check(failure == null, "the simulated store failed a prepare: %s", failure);
-      durable.run();
+      if (failure == null) {
+        durable.run();
+      } else {
+        failed.accept(failure);
+      }
     });
     scheduleWriters();
   }
@@ -169,10 +253,14 @@ final class StoreStorage implements NodeStorage {
   }
 
   @Override
-  public void persistDecision(DecidedTransaction decision, Runnable durable) {
+  public void persistDecision(DecidedTransaction decision, Runnable durable,
+      Consumer<Throwable> failed) {
     store.persistDecision(decision).whenComplete((ignored, failure) -> {
-      Invariants.check(failure == null, "the simulated store failed a decision: %s", failure);
-      durable.run();
+      if (failure == null) {
+        durable.run();
+      } else {
+        failed.accept(failure);
+      }
     });
     scheduleWriters();
   }
@@ -197,17 +285,171 @@ final class StoreStorage implements NodeStorage {
   }
 
   @Override
-  public void restart() {
-    open();
-    if (mutation == SimulatedNode.Mutation.SKIP_IN_DOUBT_COMMITS) {
-      return; // the deliberate breakage: what a crash left prepared stays in doubt
+  public boolean restart() {
+    try {
+      open();
+    } catch (CorruptDataException damage) {
+      // Recovery met damage: the store refuses to open (and closed the disk's handle).
+      store = null;
+      disk = disk.restart();
+      refuseStart(damage);
+      return false;
     }
-    InDoubtResolution resolution = store.resolveInDoubtTransactions((part, current) -> {
-      redone++;
-      return TurnEvaluator.redo(part.entity(), typeOf.apply(part.entity()), current,
-          TurnCodec.decode(part.redo()), part.transactionId(), 0, TurnLimits.DEFAULTS);
-    });
+    if (mutation == SimulatedNode.Mutation.SKIP_IN_DOUBT_COMMITS) {
+      return true; // the deliberate breakage: what a crash left prepared stays in doubt
+    }
+    InDoubtResolution resolution;
+    try {
+      resolution = store.resolveInDoubtTransactions((part, current) -> {
+        redone++;
+        return TurnEvaluator.redo(part.entity(), typeOf.apply(part.entity()), current,
+            TurnCodec.decode(part.redo()), part.transactionId(), 0, TurnLimits.DEFAULTS);
+      });
+    } catch (RuntimeException failure) {
+      if (!causedByDamage(failure)) {
+        throw failure;
+      }
+      // As Troupe's constructor: the node does not start. The process exits without losing power.
+      countStatistics();
+      store = null;
+      writersScheduled = false;
+      disk = disk.restart();
+      refuseStart(failure);
+      return false;
+    }
     resolvedInDoubt += resolution.toCommit().size() + resolution.toAbort().size();
+    if (degradedSinceMillis >= 0 && store.health().accepting()) {
+      degradedIntervals.add(new long[] {degradedSinceMillis, scheduler.nowMillis()});
+      degradedSinceMillis = -1;
+    }
+    return true;
+  }
+
+  private void degrade() {
+    if (degradedSinceMillis < 0) {
+      degradedSinceMillis = scheduler.nowMillis();
+    }
+  }
+
+  @Override
+  public boolean degradedDuring(long fromMillis, long toMillis) {
+    if (degradedSinceMillis >= 0 && degradedSinceMillis <= toMillis) {
+      return true;
+    }
+    for (long[] interval : degradedIntervals) {
+      if (interval[0] <= toMillis && interval[1] >= fromMillis) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  private void refuseStart(Throwable damage) {
+    refusedStarts++;
+    degrade();
+    scheduler.trace().record(scheduler.nowMillis(), scheduler.steps(),
+        "the node cannot start: recovery met damage (" + damage + ")");
+  }
+
+  /**
+   * Whether a failure of recovery comes from damage: a damaged read, or a commit refused by a store
+   * that damage failed.
+   */
+  private boolean causedByDamage(Throwable failure) {
+    Throwable cause = failure instanceof CompletionException && failure.getCause() != null
+        ? failure.getCause() : failure;
+    if (cause instanceof CorruptDataException) {
+      return true;
+    }
+    if (cause instanceof TroupeException troupe) {
+      return troupe.code() == ErrorCode.CORRUPT_DATA
+          || (troupe.code() == ErrorCode.UNAVAILABLE && failureNotCausedByDamage == null
+              && store != null && !store.health().accepting());
+    }
+    return false;
+  }
+
+  /**
+   * Damages one stored key, as a flipped bit in an SST block would: a checkpoint of some entity,
+   * an index entry or a journal record, drawn uniformly among the stored keys of a column drawn
+   * uniformly. Not the first or last journal record of a partition: recovery reads those to find
+   * the partition's positions, so damage there refuses every start and leaves the rest of the run
+   * without a node, which checks nothing (the engine refusing to open on damage is {@code
+   * CorruptionTest}'s). Returns what it damaged, or null if the column held nothing to damage.
+   */
+  @Override
+  public String damage() {
+    KeyValueDisk.Column column = DAMAGEABLE.get(scheduler.random().nextInt(DAMAGEABLE.size()));
+    // Every key of these columns starts with a 16-bit partition or entity length below 0xFF00.
+    List<byte[]> keys = disk.storedKeys(column, new byte[0], new byte[] {(byte) 0xFF});
+    if (column == KeyValueDisk.Column.JOURNAL) {
+      keys = withoutEndsOfPartitions(keys);
+    }
+    if (keys.isEmpty()) {
+      return null;
+    }
+    byte[] key = keys.get(scheduler.random().nextInt(keys.size()));
+    Set<EntityId> entities = column == KeyValueDisk.Column.JOURNAL
+        ? entitiesOfRecord(key) : Set.of(entityOfKey(key));
+    Invariants.check(disk.damage(column, key), "a stored key could not be damaged");
+    damagedKeys++;
+    damagedEntities.addAll(entities);
+    return "a " + column + " key of " + entities;
+  }
+
+  private static final List<KeyValueDisk.Column> DAMAGEABLE = List.of(
+      KeyValueDisk.Column.CHECKPOINTS, KeyValueDisk.Column.INDEX, KeyValueDisk.Column.JOURNAL);
+
+  /** Journal keys (partition u16, sequence u64) minus each partition's first and last. */
+  private static List<byte[]> withoutEndsOfPartitions(List<byte[]> keys) {
+    List<byte[]> middle = new ArrayList<>();
+    for (int i = 0; i < keys.size(); i++) {
+      boolean first = i == 0 || !Arrays.equals(keys.get(i - 1), 0, 2, keys.get(i), 0, 2);
+      boolean last = i == keys.size() - 1
+          || !Arrays.equals(keys.get(i + 1), 0, 2, keys.get(i), 0, 2);
+      if (!first && !last) {
+        middle.add(keys.get(i));
+      }
+    }
+    return middle;
+  }
+
+  /** The entity of an index or checkpoint key: {@code entityLength u16, entityBytes, ...}. */
+  private static EntityId entityOfKey(byte[] key) {
+    int length = ((key[0] & 0xFF) << 8) | (key[1] & 0xFF);
+    return EntityId.fromBytes(Arrays.copyOfRange(key, 2, 2 + length));
+  }
+
+  /** The entities a journal record writes (none known if it is damaged already). */
+  private Set<EntityId> entitiesOfRecord(byte[] key) {
+    Set<EntityId> entities = new LinkedHashSet<>();
+    byte[] value;
+    try {
+      value = disk.get(KeyValueDisk.Column.JOURNAL, key);
+    } catch (CorruptDataException | dev.troupe.storage.DiskException alreadyDamaged) {
+      return entities;
+    }
+    if (value != null) {
+      for (EntityWrite write : Codec.decodeRecord(value).writes()) {
+        entities.add(write.entity());
+      }
+    }
+    return entities;
+  }
+
+  @Override
+  public boolean failed() {
+    return store != null && !store.health().accepting();
+  }
+
+  @Override
+  public Set<EntityId> damagedEntities() {
+    return Set.copyOf(damagedEntities);
+  }
+
+  /** The first store failure not caused by damage (a bug in the engine), or null. */
+  Throwable failureNotCausedByDamage() {
+    return failureNotCausedByDamage;
   }
 
   @Override
@@ -243,13 +485,16 @@ final class StoreStorage implements NodeStorage {
     long rounds = checkpointRounds;
     long objects = objectCheckpoints;
     long truncated = truncatedRecords;
+    long corruptions = corruptionsDetected;
     if (store != null) {
       StorageStatistics current = store.statistics();
       rounds += current.checkpointRounds();
       objects += current.objectCheckpoints();
       truncated += current.truncatedRecords();
+      corruptions += store.health().corruptionsDetected();
     }
-    return new Counters(rounds, objects, truncated);
+    return new Counters(rounds, objects, truncated, damagedKeys, corruptions, storeFailures,
+        refusedStarts);
   }
 
   /** Keeps the counters of a store about to be dropped (each store counts from zero). */
@@ -258,6 +503,7 @@ final class StoreStorage implements NodeStorage {
     checkpointRounds += statistics.checkpointRounds();
     objectCheckpoints += statistics.objectCheckpoints();
     truncatedRecords += statistics.truncatedRecords();
+    corruptionsDetected += store.health().corruptionsDetected();
   }
 
   /** A group commit {@code syncMillis} from now, for everything submitted until then. */

@@ -10,8 +10,9 @@ import org.junit.jupiter.api.Test;
  * Seeded simulations of one node (bank, list-append, counters and dependencies workloads; the
  * production storage engine over a simulated disk, and the simulator's own journal) with crashes, lost
  * unsynced writes, clock jumps and a lossy client network: the CI seed budget (100 seeds for each
- * admission policy, planned and dynamic: 600), determinism, and proof that the checkers catch
- * deliberate breakage of the shell and of a core within that budget. A failing seed is printed;
+ * admission policy, planned and dynamic: 600; 60 more with damaged stored keys), determinism, and
+ * proof that the checkers catch deliberate breakage of the shell, of a core and of the disk's
+ * damage detection within that budget. A failing seed is printed;
  * {@code ./troupe sim --seed S --admission P --mode M} replays it with its trace.
  */
 class SimulationTest {
@@ -22,6 +23,12 @@ class SimulationTest {
       {"psac", "dynamic"}, {"psac", "planned"}};
   /** 6 configurations x 100 seeds: 600 seeds in CI. */
   private static final long SEEDS_PER_CONFIGURATION = 100;
+  /**
+   * Runs with the damage fault: 6 configurations x 10 seeds, 60 in CI (about 12 s), a key damaged
+   * every 700 simulated ms of the faulty part on average (two per run; some runs have none).
+   */
+  private static final long DAMAGE_SEEDS_PER_CONFIGURATION = 10;
+  private static final Simulation.Options DAMAGE = Simulation.Options.DEFAULTS.withDamage(700);
 
   @Test
   void everySeedKeepsAcknowledgedTransfersAtomicityAndMoney() {
@@ -84,6 +91,43 @@ class SimulationTest {
   }
 
   @Test
+  void damagedDataIsDetectedAndNeverServed() {
+    long damagedKeys = 0;
+    long detected = 0;
+    long answeredCorrupt = 0;
+    long storeFailures = 0;
+    long refusedStarts = 0;
+    long unreadable = 0;
+    long excused = 0;
+    long heldToLiveness = 0;
+    long reissued = 0;
+    for (Simulation.Result result : passEverySeed(DAMAGE, DAMAGE_SEEDS_PER_CONFIGURATION)) {
+      reissued += result.reissuedIds();
+      damagedKeys += result.storage().damagedKeys();
+      detected += result.storage().corruptionsDetected();
+      answeredCorrupt += result.answeredCorrupt();
+      storeFailures += result.storage().storeFailures();
+      refusedStarts += result.storage().refusedStarts();
+      unreadable += result.unreadableAtEnd();
+      excused += result.livenessExempted();
+      heldToLiveness += result.livenessChecked();
+    }
+    System.out.println(CONFIGURATIONS.length * DAMAGE_SEEDS_PER_CONFIGURATION
+        + " seeds with damage: " + damagedKeys + " keys damaged, " + detected
+        + " damaged reads detected, " + answeredCorrupt + " requests answered corrupt_data, "
+        + storeFailures + " store failures, " + refusedStarts + " refused starts, " + unreadable
+        + " entities unreadable at the end (excluded from final-state checks), " + excused
+        + " of " + heldToLiveness + " requests held to liveness excused, " + reissued
+        + " transaction ids of a failed store issued again after a restart");
+    // The damage really happened and really met the engine's reads, the clients and the writer.
+    assertTrue(damagedKeys > 60, "keys damaged " + damagedKeys);
+    assertTrue(detected > 0 && answeredCorrupt > 0 && storeFailures > 0,
+        detected + " detected, " + answeredCorrupt + " answered, " + storeFailures + " failures");
+    // Damage must not excuse everything: most requests of the tail are still held to liveness.
+    assertTrue(excused < heldToLiveness / 2, excused + " of " + heldToLiveness + " excused");
+  }
+
+  @Test
   void theSimulatorsOwnJournalTearsAndCorruptsRecordsAndLosesNothingAcknowledged() {
     long crashes = 0;
     for (Simulation.Result result :
@@ -107,7 +151,14 @@ class SimulationTest {
       SimulatedNode.Mutation.RELEASE_LOCKS_AT_VOTE, Simulation.Options.DEFAULTS,
       SimulatedNode.Mutation.PREPARE_AFTER_ABORT,
       Simulation.Options.DEFAULTS.withMailboxes("per-connection"),
-      SimulatedNode.Mutation.DROP_FORWARDS, Simulation.Options.DEFAULTS);
+      SimulatedNode.Mutation.DROP_FORWARDS, Simulation.Options.DEFAULTS,
+      SimulatedNode.Mutation.IGNORE_DAMAGE, DAMAGE);
+
+  /** Seeds per configuration each breakage must be caught within: the budget of its options. */
+  private static long budgetOf(SimulatedNode.Mutation mutation) {
+    return mutation == SimulatedNode.Mutation.IGNORE_DAMAGE
+        ? DAMAGE_SEEDS_PER_CONFIGURATION : SEEDS_PER_CONFIGURATION;
+  }
 
   @Test
   void theCoresSurviveMailboxesThatKeepOrderOnlyPerConnection() {
@@ -128,31 +179,43 @@ class SimulationTest {
     }
     for (SimulatedNode.Mutation mutation : SimulatedNode.Mutation.values()) {
       if (mutation != SimulatedNode.Mutation.NONE) {
-        System.out.println(mutation + " caught by " + firstCatch(mutation));
+        Catch caught = firstCatch(mutation);
+        System.out.println(mutation + " caught by seed " + caught.seed() + " ("
+            + String.join(" ", caught.configuration()) + "): " + caught.failure());
+        // The same seed and options pass without the breakage: the checks caught the breakage,
+        // not the fault itself (for the damage breakage: damage detected passes, damage ignored
+        // does not).
+        Simulation.Options options = OPTIONS_OF_MUTATION.get(mutation).withAdmission(
+            caught.configuration()[0], caught.configuration()[1].equals("planned"));
+        Simulation.Result correct = Simulation.run(caught.seed(), options, MAX_STEPS);
+        assertTrue(correct.passed(), mutation + ": without it, " + correct.summary() + ": "
+            + correct.failure());
       }
     }
     // Without a breakage, the first seeds pass.
     assertTrue(Simulation.run(1, Simulation.Options.DEFAULTS, MAX_STEPS).passed());
   }
 
+  /** The first run a breakage failed. */
+  private record Catch(long seed, String[] configuration, String failure) {}
+
   /**
-   * Runs the CI seed budget (each seed over every configuration) with {@code mutation} until a
-   * check fails; fails the test if none does.
+   * Runs the breakage's seed budget (each seed over every configuration) with {@code mutation}
+   * until a check fails; fails the test if none does.
    */
-  private static String firstCatch(SimulatedNode.Mutation mutation) {
-    for (long seed = 1; seed <= SEEDS_PER_CONFIGURATION; seed++) {
+  private static Catch firstCatch(SimulatedNode.Mutation mutation) {
+    for (long seed = 1; seed <= budgetOf(mutation); seed++) {
       for (String[] configuration : CONFIGURATIONS) {
         Simulation.Options options = OPTIONS_OF_MUTATION.get(mutation)
             .withAdmission(configuration[0], configuration[1].equals("planned"));
         Simulation.Result result = Simulation.runMutated(seed, options, MAX_STEPS, mutation);
         if (!result.passed()) {
-          return "seed " + seed + " (" + String.join(" ", configuration) + "): "
-              + result.failure();
+          return new Catch(seed, configuration, result.failure());
         }
       }
     }
     throw new AssertionError(mutation + " went unnoticed in "
-        + SEEDS_PER_CONFIGURATION * CONFIGURATIONS.length + " runs");
+        + budgetOf(mutation) * CONFIGURATIONS.length + " runs");
   }
 
   @Test
