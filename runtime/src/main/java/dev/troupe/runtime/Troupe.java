@@ -733,6 +733,14 @@ public final class Troupe implements AutoCloseable {
   public long beginInteractive() {
     checkOpen();
     memory.refuseIfShort();
+    dev.troupe.storage.StoreHealth storage = store.health();
+    if (!storage.accepting()) {
+      // A failed store no longer raises its durable clock ceiling, so an id issued now could be
+      // issued again after the restart, and a client holding it across the restart would act on
+      // another client's transaction (found by the simulator). Nothing could commit anyway.
+      throw new TroupeException(ErrorCode.UNAVAILABLE,
+          "storage failed and accepts no more commits: " + storage.failure());
+    }
     long transactionId = store.newTransactionId();
     synchronized (interactive) {
       interactive.begin(transactionId, nowMillis());

@@ -179,7 +179,7 @@ final class BankWorkload implements Workload {
           answer.accept(switch (outcome) {
             case CoordinatorCore.Outcome.Committed committed -> ClientCall.Outcome.COMMITTED;
             case CoordinatorCore.Outcome.Failed failed ->
-                ClientCall.Outcome.ofTransactionFailure(failed.error().code());
+                ClientCall.Outcome.ofFailure(failed.error().code());
           });
         });
       }
@@ -234,7 +234,7 @@ final class BankWorkload implements Workload {
               finish.accept(switch (outcome) {
                 case CoordinatorCore.Outcome.Committed ignoredToo -> ClientCall.Outcome.COMMITTED;
                 case CoordinatorCore.Outcome.Failed failed ->
-                    ClientCall.Outcome.ofTransactionFailure(failed.error().code());
+                    ClientCall.Outcome.ofFailure(failed.error().code());
               });
             })));
       return;

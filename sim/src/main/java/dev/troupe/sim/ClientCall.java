@@ -14,17 +14,6 @@ class ClientCall {
     static Outcome ofFailure(dev.troupe.model.ErrorCode code) {
       return code == dev.troupe.model.ErrorCode.OUTCOME_UNKNOWN ? UNKNOWN : ABORTED;
     }
-
-    /**
-     * A multi-entity transaction's refusal: as {@link #ofFailure}, except that {@code unavailable}
-     * is unknown too. The coordinator answers {@code unavailable} for a transaction whose commit
-     * decision is durable but whose part a failed store could not apply (recovery applies it), so
-     * a client cannot take it for "nothing happened". Every refusal before the decision is {@code
-     * aborted}, so nothing is lost by this.
-     */
-    static Outcome ofTransactionFailure(dev.troupe.model.ErrorCode code) {
-      return code == dev.troupe.model.ErrorCode.UNAVAILABLE ? UNKNOWN : ofFailure(code);
-    }
   }
 
   final String id;

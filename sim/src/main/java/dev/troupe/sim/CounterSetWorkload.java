@@ -149,7 +149,7 @@ final class CounterSetWorkload implements Workload {
           switch (outcome) {
             case CoordinatorCore.Outcome.Committed committed -> ClientCall.Outcome.COMMITTED;
             case CoordinatorCore.Outcome.Failed failed ->
-              ClientCall.Outcome.ofTransactionFailure(failed.error().code());
+              ClientCall.Outcome.ofFailure(failed.error().code());
           }));
     });
     return change;

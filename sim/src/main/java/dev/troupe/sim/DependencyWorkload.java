@@ -191,7 +191,7 @@ final class DependencyWorkload implements Workload {
             "answer " + request.id, () -> request.decide(switch (outcome) {
               case CoordinatorCore.Outcome.Committed committed -> ClientCall.Outcome.COMMITTED;
               case CoordinatorCore.Outcome.Failed failed ->
-                  ClientCall.Outcome.ofTransactionFailure(failed.error().code());
+                  ClientCall.Outcome.ofFailure(failed.error().code());
             }))));
     return request;
   }

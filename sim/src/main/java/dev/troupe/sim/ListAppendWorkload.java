@@ -140,7 +140,7 @@ final class ListAppendWorkload implements Workload {
         answer(client, transaction, switch (outcome) {
           case CoordinatorCore.Outcome.Committed committed -> ClientCall.Outcome.COMMITTED;
           case CoordinatorCore.Outcome.Failed failed ->
-              ClientCall.Outcome.ofTransactionFailure(failed.error().code());
+              ClientCall.Outcome.ofFailure(failed.error().code());
         });
       });
     });

@@ -513,10 +513,13 @@ public final class CoordinatorCore {
     }
     if (!failed.isEmpty()) {
       // Committed (the decision is durable) but not applied everywhere: the store of those
-      // participants failed, and recovery applies the decision, so keep its record.
-      finish(new Outcome.Failed(new TroupeException(ErrorCode.UNAVAILABLE,
-          "transaction %d committed, but %s could not apply it yet; it is applied when the node recovers"
-              .formatted(transactionId, failed))), effects);
+      // participants failed, and recovery applies the decision, so keep its record. Not
+      // "unavailable", which promises that nothing changed and invites a retry that would apply
+      // the transaction twice (found by the simulator's damage runs).
+      finish(new Outcome.Failed(new TroupeException(ErrorCode.OUTCOME_UNKNOWN,
+          ("transaction %d committed (its decision is durable), but %s could not apply it yet; it"
+              + " is applied when the node recovers: do not retry it").formatted(transactionId,
+              failed))), effects);
       return;
     }
     if (decisionPersisted) {
