@@ -285,4 +285,39 @@ class MemoryDiskTest {
     assertArrayEquals(bytes(10), observed.get(0));
     assertArrayEquals(bytes(20), observed.get(1));
   }
+
+  @Test
+  void damagedKeysFailEveryReadUntilRewrittenAndSurviveACrash() throws Exception {
+    MemoryDisk disk = new MemoryDisk();
+    for (int i = 1; i <= 3; i++) {
+      put(disk, Column.CHECKPOINTS, bytes(i), bytes(10 * i), true);
+    }
+    assertFalse(disk.damage(Column.CHECKPOINTS, bytes(9)), "no such key: nothing to damage");
+    assertTrue(disk.damage(Column.CHECKPOINTS, bytes(2)));
+    assertEquals(3, disk.storedKeys(Column.CHECKPOINTS, bytes(0), bytes(9)).size());
+
+    assertArrayEquals(bytes(10), disk.get(Column.CHECKPOINTS, bytes(1)));
+    assertThrows(CorruptDataException.class, () -> disk.get(Column.CHECKPOINTS, bytes(2)));
+    assertThrows(CorruptDataException.class,
+        () -> disk.multiGet(Column.CHECKPOINTS, List.of(bytes(1), bytes(2)), null));
+    // A cursor stops at the damage and says so; it never reports the end of the data there.
+    try (KeyValueDisk.Cursor cursor = disk.cursor(Column.CHECKPOINTS)) {
+      cursor.seekToFirst();
+      assertTrue(cursor.isValid());
+      cursor.next();
+      assertThrows(CorruptDataException.class, cursor::isValid);
+      cursor.seek(bytes(3));
+      assertTrue(cursor.isValid(), "past the damage the cursor reads on");
+    }
+
+    MemoryDisk restarted = disk.crash(new SplittableRandom(1), 0.5);
+    assertThrows(CorruptDataException.class, () -> restarted.get(Column.CHECKPOINTS, bytes(2)));
+    put(restarted, Column.CHECKPOINTS, bytes(2), bytes(21), true);
+    assertArrayEquals(bytes(21), restarted.get(Column.CHECKPOINTS, bytes(2)),
+        "fresh bytes are intact");
+
+    assertTrue(restarted.damage(Column.CHECKPOINTS, bytes(3)));
+    restarted.ignoreDamageAsUncheckedRocksDbDid();
+    assertNull(restarted.get(Column.CHECKPOINTS, bytes(3)), "the breakage answers absent");
+  }
 }
