@@ -27,8 +27,8 @@ import picocli.CommandLine.Option;
  * Retry-After}, which would simply take it out of the load). Meanwhile a probe asks {@code
  * GET /v1/health} ten times a second.
  *
- * <p>Figures: the status mix (200, 429, 503, other), the throughput of admitted requests (any
- * answer but 429), and the p50 and p99 latency of admitted requests and of the health probes;
+ * <p>Figures: the status mix (200, 429, 503, other, and requests that got no answer at all: a
+ * connect or read timeout), the throughput of admitted requests (any answer but 429), and the p50 and p99 latency of admitted requests and of the health probes;
  * ratios adaptive / fixed. The client is {@link HttpConnection}, one keep-alive connection per
  * client, in this JVM for both servers.
  */
@@ -38,6 +38,9 @@ import picocli.CommandLine.Option;
     description = "About 2x the load a server can serve: adaptive request admission (load"
         + " shedding) vs the old fixed in-flight limit; status mix and admitted p50/p99.")
 final class OverloadBenchmark extends Benchmark {
+  /** The status recorded for a request that got no answer at all (connect or read timeout). */
+  private static final int NO_ANSWER = 0;
+
   private static final Duration START_TIMEOUT = Duration.ofSeconds(120);
   private static final long HEALTH_PROBE_INTERVAL_MILLIS = 100;
   private static final String TYPE = "Load";
@@ -94,7 +97,8 @@ final class OverloadBenchmark extends Benchmark {
 
   /** What one phase saw: answers by status, admitted latency, health probes. */
   private record Phase(int clients, double seconds, long ok, long refused, long unavailable,
-      long other, Histogram admittedNanoseconds, Histogram healthNanoseconds, long healthFailures) {
+      long other, long noAnswer, Histogram admittedNanoseconds, Histogram healthNanoseconds,
+      long healthFailures) {
     long admitted() {
       return ok + unavailable + other;
     }
@@ -161,6 +165,7 @@ final class OverloadBenchmark extends Benchmark {
     report.result(system, "status_429", phase.refused());
     report.result(system, "status_503", phase.unavailable());
     report.result(system, "status_other", phase.other());
+    report.result(system, "no_answer", phase.noAnswer());
     report.result(system, "refused_percent", 100.0 * phase.refused() / phase.answers());
     report.result(system, "admitted_per_second", phase.admitted() / phase.seconds());
     report.result(system, "p50_milliseconds",
@@ -222,7 +227,7 @@ final class OverloadBenchmark extends Benchmark {
     HttpConnection[] connections = new HttpConnection[workers];
     int[] lastStatus = new int[workers];
     long[] lastNanoseconds = new long[workers];
-    long[][] statusCounts = new long[workers][4];
+    long[][] statusCounts = new long[workers][5];
     Histogram[] admitted = new Histogram[workers];
     for (int worker = 0; worker < workers; worker++) {
       connections[worker] = server.connect();
@@ -234,9 +239,17 @@ final class OverloadBenchmark extends Benchmark {
         ThreadLocalRandom random = ThreadLocalRandom.current();
         int entity = random.nextInt(entities);
         long start = System.nanoTime();
-        HttpConnection.Response response = random.nextInt(100) < readPercent
-            ? connections[worker].get(entityPath(entity))
-            : connections[worker].put(keyPath(entity), body(sequence));
+        HttpConnection.Response response;
+        try {
+          response = random.nextInt(100) < readPercent
+              ? connections[worker].get(entityPath(entity))
+              : connections[worker].put(keyPath(entity), body(sequence));
+        } catch (IOException noAnswer) {
+          // Past what the server accepts at all (a connect or read timeout): counted as "other",
+          // as a client would meet it, not a reason to stop the run. The next request reconnects.
+          lastStatus[worker] = NO_ANSWER;
+          return;
+        }
         lastNanoseconds[worker] = System.nanoTime() - start;
         lastStatus[worker] = response.status();
         if (response.status() == 429 && refusedPauseMillis > 0) {
@@ -251,9 +264,10 @@ final class OverloadBenchmark extends Benchmark {
           case 200 -> 0;
           case 429 -> 1;
           case 503 -> 2;
+          case NO_ANSWER -> 4;
           default -> 3;
         }]++;
-        if (status != 429) {
+        if (status != 429 && status != NO_ANSWER) {
           admitted[worker].recordValue(lastNanoseconds[worker]);
         }
       }
@@ -268,16 +282,16 @@ final class OverloadBenchmark extends Benchmark {
         connection.close();
       }
     }
-    long[] totals = new long[4];
+    long[] totals = new long[5];
     Histogram admittedTotal = new Histogram(3);
     for (int worker = 0; worker < workers; worker++) {
-      for (int status = 0; status < 4; status++) {
+      for (int status = 0; status < 5; status++) {
         totals[status] += statusCounts[worker][status];
       }
       admittedTotal.add(admitted[worker]);
     }
     return new Phase(workers, measured.seconds(), totals[0], totals[1], totals[2], totals[3],
-        admittedTotal, probe.latencyNanoseconds, probe.failures);
+        totals[4], admittedTotal, probe.latencyNanoseconds, probe.failures);
   }
 
   /** Asks {@code GET /v1/health} every 100 ms after the warm-up until stopped. */

@@ -215,7 +215,9 @@ public final class StoreCheck {
     // A damaged checkpoint file is repairable when the journal below it is whole; mark it so.
     List<Finding> marked = new ArrayList<>(findings.size());
     for (Finding finding : findings) {
-      boolean rebuildable = finding.where().startsWith("checkpoints table file") && journalComplete
+      // Every damage to checkpoints (a table file, a scan that stopped, a checkpoint failing its
+      // own checksum) is rebuilt the same way; a checkpoint newer than its key is not damage.
+      boolean rebuildable = finding.where().startsWith("checkpoints") && journalComplete
           || finding.where().startsWith("index");
       marked.add(rebuildable ? new Finding(finding.where(), finding.problem(), true) : finding);
     }
@@ -286,8 +288,9 @@ public final class StoreCheck {
         try {
           visitor.visit(key, cursor.value());
         } catch (CorruptDataException damage) {
-          findings.add(new Finding(name + " " + describeKey(column, key), damage.getMessage(),
-              false));
+          String where = column == KeyValueDisk.Column.JOURNAL
+              ? describeKey(column, key) : name + " " + describeKey(column, key);
+          findings.add(new Finding(where, damage.getMessage(), false));
         }
         cursor.next();
       }
