@@ -23,6 +23,7 @@ import picocli.CommandLine.Command;
       SmallBankBenchmark.class,
       MarketplaceBenchmark.class,
       OverloadBenchmark.class,
+      MemoryBenchmark.class,
       CommandLine.HelpCommand.class
     },
     footer = {
