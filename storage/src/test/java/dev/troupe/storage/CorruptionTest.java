@@ -139,6 +139,32 @@ class CorruptionTest {
     }
   }
 
+  @Test
+  void flippedBytesInTheTablesRecoveryReadsRefuseTheOpen() throws Exception {
+    // meta (positions, clock ceiling) and transactions (prepared parts in doubt) are read whole by
+    // recovery: damage there must refuse the open, never recover from a guess.
+    for (String family : List.of("meta", "transactions")) {
+      Path data = directory.resolve(family);
+      StorageSettings settings = Fixtures.settings(data);
+      Path damaged;
+      try (RocksStore store = RocksStore.open(settings, new FakeClock(Fixtures.START_MILLIS))) {
+        fill(store);
+        store.checkpointNow(); // rounds and horizons in meta
+        List<CompletableFuture<Void>> prepared = new ArrayList<>();
+        for (int i = 0; i < 200; i++) {
+          prepared.add(store.prepare(new PreparedTransaction(store.newTransactionId(), entity(i),
+              List.of(new Operation.Increment("count", 1)))));
+        }
+        prepared.forEach(CompletableFuture::join);
+        damaged = flushAndFind(store, family);
+      }
+      flip(damaged, Files.size(damaged) / 3, 64);
+      assertThrows(CorruptDataException.class,
+          () -> RocksStore.open(settings, new FakeClock(Fixtures.START_MILLIS)).close(),
+          family + ": damage in a table recovery reads must refuse the open");
+    }
+  }
+
   /** Flushes every column family to SST files and returns the largest live one of {@code family}. */
   private static Path flushAndFind(RocksStore store, String family) throws Exception {
     RocksDisk disk = (RocksDisk) store.disk;
