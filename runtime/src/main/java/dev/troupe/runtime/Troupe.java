@@ -12,7 +12,10 @@ import dev.troupe.model.value.Value;
 import dev.troupe.model.value.DependencyTable;
 import dev.troupe.model.dependency.Dependency;
 import dev.troupe.model.dependency.DependencyKeys;
+import dev.troupe.storage.CorruptDataException;
 import dev.troupe.storage.RocksStore;
+import dev.troupe.storage.StorageEvents;
+import dev.troupe.storage.StoreHealth;
 import dev.troupe.storage.StorageStatistics;
 import dev.troupe.storage.Store;
 import dev.troupe.txn.Turn;
@@ -38,6 +41,8 @@ import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Consumer;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.Props;
@@ -79,10 +84,9 @@ public final class Troupe implements AutoCloseable {
   private final Duration turnTimeout;
   private final AtomicBoolean failed = new AtomicBoolean();
   /** Told once when the store fails (the server may stop the process); set by the embedder. */
-  private volatile java.util.function.Consumer<Throwable> storageFailureListener;
+  private volatile Consumer<Throwable> storageFailureListener;
   /** Physical time of the last corruption logged, to log a burst of damaged reads once a second. */
-  private final java.util.concurrent.atomic.AtomicLong lastCorruptionLoggedMillis =
-      new java.util.concurrent.atomic.AtomicLong();
+  private final AtomicLong lastCorruptionLoggedMillis = new AtomicLong();
   private final LoudStorageEvents storageEvents = new LoudStorageEvents();
   private final AtomicBoolean closed = new AtomicBoolean();
   private final java.util.concurrent.ExecutorService materializationExecutor;
@@ -733,7 +737,7 @@ public final class Troupe implements AutoCloseable {
   public long beginInteractive() {
     checkOpen();
     memory.refuseIfShort();
-    dev.troupe.storage.StoreHealth storage = store.health();
+    StoreHealth storage = store.health();
     if (!storage.accepting()) {
       // A failed store no longer raises its durable clock ceiling, so an id issued now could be
       // issued again after the restart, and a client holding it across the restart would act on
@@ -1005,7 +1009,7 @@ public final class Troupe implements AutoCloseable {
       problems.add(new NodeHealth.Problem("internal_error",
           "the engine stopped after an internal error; see the log"));
     }
-    dev.troupe.storage.StoreHealth storage = store.health();
+    StoreHealth storage = store.health();
     if (!storage.accepting()) {
       problems.add(new NodeHealth.Problem("storage_failed",
           "storage failed and refuses every write until the node restarts: " + storage.failure()));
@@ -1023,7 +1027,7 @@ public final class Troupe implements AutoCloseable {
    * so that a supervisor restarts it); called at most once, on the thread that met the failure,
    * after it was logged. Called at once if the store failed already.
    */
-  public void onStorageFailure(java.util.function.Consumer<Throwable> listener) {
+  public void onStorageFailure(Consumer<Throwable> listener) {
     this.storageFailureListener = java.util.Objects.requireNonNull(listener, "listener");
     Throwable failure = storageEvents.failure;
     if (failure != null) {
@@ -1032,7 +1036,7 @@ public final class Troupe implements AutoCloseable {
   }
 
   /** Logs what storage reports at ERROR, so a supervisor or an operator hears of it. */
-  private final class LoudStorageEvents implements dev.troupe.storage.StorageEvents {
+  private final class LoudStorageEvents implements StorageEvents {
     private final AtomicBoolean listenerTold = new AtomicBoolean();
     private volatile Throwable failure;
 
@@ -1047,14 +1051,14 @@ public final class Troupe implements AutoCloseable {
     }
 
     void tellListener(Throwable cause) {
-      java.util.function.Consumer<Throwable> listener = storageFailureListener;
+      Consumer<Throwable> listener = storageFailureListener;
       if (listener != null && listenerTold.compareAndSet(false, true)) {
         listener.accept(cause);
       }
     }
 
     @Override
-    public void corruptionDetected(String where, dev.troupe.storage.CorruptDataException damage) {
+    public void corruptionDetected(String where, CorruptDataException damage) {
       long now = System.currentTimeMillis();
       long last = lastCorruptionLoggedMillis.get();
       if (now - last >= 1000 && lastCorruptionLoggedMillis.compareAndSet(last, now)) {

@@ -40,9 +40,9 @@ public final class ServerProcess implements AutoCloseable {
     this.log = log;
   }
 
-  /** Starts a server on a free port over {@code dataDirectory}; returns once it listens. */
-  public static ServerProcess start(Path dataDirectory, String... settingOverrides)
-      throws IOException, InterruptedException {
+  /** {@code serve} on a free port over {@code dataDirectory} (created) with the overrides. */
+  private static List<String> serveArguments(Path dataDirectory, String... settingOverrides)
+      throws IOException {
     List<String> arguments = new ArrayList<>(List.of("serve", "--data", dataDirectory.toString(),
         "--port", "0"));
     for (String override : settingOverrides) {
@@ -50,6 +50,13 @@ public final class ServerProcess implements AutoCloseable {
       arguments.add(override);
     }
     Files.createDirectories(dataDirectory);
+    return arguments;
+  }
+
+  /** Starts a server on a free port over {@code dataDirectory}; returns once it listens. */
+  public static ServerProcess start(Path dataDirectory, String... settingOverrides)
+      throws IOException, InterruptedException {
+    List<String> arguments = serveArguments(dataDirectory, settingOverrides);
     return launch(arguments);
   }
 
@@ -60,13 +67,7 @@ public final class ServerProcess implements AutoCloseable {
    */
   public static ServerProcess startWithJvmOptions(List<String> jvmOptions, Path dataDirectory,
       String... settingOverrides) throws IOException, InterruptedException {
-    List<String> arguments = new ArrayList<>(List.of("serve", "--data", dataDirectory.toString(),
-        "--port", "0"));
-    for (String override : settingOverrides) {
-      arguments.add("--set");
-      arguments.add(override);
-    }
-    Files.createDirectories(dataDirectory);
+    List<String> arguments = serveArguments(dataDirectory, settingOverrides);
     return launchCommand(javaCommand(jvmOptions, arguments));
   }
 
@@ -87,13 +88,7 @@ public final class ServerProcess implements AutoCloseable {
    */
   public static ServerProcess startWithFileSizeLimit(Path dataDirectory, long maxFileKilobytes,
       String... settingOverrides) throws IOException, InterruptedException {
-    List<String> arguments = new ArrayList<>(List.of("serve", "--data", dataDirectory.toString(),
-        "--port", "0"));
-    for (String override : settingOverrides) {
-      arguments.add("--set");
-      arguments.add(override);
-    }
-    Files.createDirectories(dataDirectory);
+    List<String> arguments = serveArguments(dataDirectory, settingOverrides);
     // RocksDB would extract its 30 MB native library to a temporary file at start, past the
     // limit: load it from a copy made here instead.
     List<String> command = new ArrayList<>(List.of("bash", "-c",
