@@ -10,6 +10,7 @@ import dev.troupe.storage.Committed;
 import dev.troupe.storage.EntityWrite;
 import dev.troupe.storage.PreparedTransaction;
 import dev.troupe.storage.Store;
+import dev.troupe.storage.StoreHealth;
 import dev.troupe.txn.EntityTurnCore;
 import dev.troupe.txn.EntityTurnCore.Effect;
 import dev.troupe.txn.EntityTurnCore.Input;
@@ -135,6 +136,14 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
     return Behaviors.setup(
         context -> Behaviors.withTimers(timers -> {
           timers.startTimerWithFixedDelay(new IdleCheck(), idlePeriod);
+          StoreHealth storage = store.health();
+          if (!storage.accepting()) {
+            // A failed store: the predecessor may have stopped with parts prepared whose commit
+            // decisions still arrive. This incarnation knows nothing of them; recovery applies them.
+            return refusing(new TroupeException(ErrorCode.UNAVAILABLE, "storage failed and"
+                + " accepts no more commits until the node restarts: " + storage.failure()),
+                registry, entity);
+          }
           EntityState durable;
           try {
             durable = store.read(entity);
@@ -150,14 +159,21 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
   }
 
   /**
-   * An incarnation whose durable state could not be read: it answers every request with the
-   * reason and asks to be passivated at its first idle check, so the next request reads the store
-   * again (after a repair it succeeds). It never voted, so no commit can reach it.
+   * An incarnation that cannot serve: its durable state could not be read (damaged), or the store
+   * failed. It answers every request with the reason and asks to be passivated at its first idle
+   * check, so the next request reads the store again (after a repair or a restart it succeeds). A
+   * commit decision can reach it only after a failed store stopped the predecessor that voted: it
+   * answers that the commit could not be applied (the coordinator then answers {@code
+   * outcome_unknown}; the decision is durable and recovery applies it).
    */
   private static Behavior<Command> refusing(
       TroupeException reason, ActorRef<EntityRegistry.Command> registry, EntityId entity) {
     return Behaviors.receive(Command.class)
         .onMessage(Command.class, command -> switch (command) {
+          case Decide decide when decide.commit() -> {
+            decide.acknowledgeTo().deliver(new TurnResult.Failed(reason));
+            yield Behaviors.same();
+          }
           case Routed routed -> {
             routed.refuse(reason);
             yield Behaviors.same();

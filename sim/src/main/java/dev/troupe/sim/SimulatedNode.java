@@ -491,6 +491,13 @@ final class SimulatedNode {
   private void deliverToEntity(EntityId entity, EntityTurnCore.Input<Recipient> input) {
     EntityTurnCore<Recipient> core = entities.get(entity);
     if (core == null) {
+      if (storage.failed()) {
+        // As EntityActor: a failed store's new incarnations refuse; a predecessor may have
+        // stopped with parts prepared whose commit decisions still arrive (recovery applies them).
+        refuse(entity, input, new dev.troupe.model.TroupeException(
+            dev.troupe.model.ErrorCode.UNAVAILABLE, "storage failed"));
+        return;
+      }
       EntityState state;
       try {
         state = durable(entity);
@@ -529,13 +536,10 @@ final class SimulatedNode {
       case EntityTurnCore.Input.PrepareRequested<Recipient> prepare -> prepare.voteTo();
       case EntityTurnCore.Input.ForwardsReceived<Recipient> forwards -> forwards.voteTo();
       case EntityTurnCore.Input.StepRequested<Recipient> step -> step.replyTo();
-      case EntityTurnCore.Input.DecisionReceived<Recipient> decision -> {
-        // A commit goes only to a participant that voted yes, which stays active until it applies
-        // the decision; an abort needs no answer.
-        Invariants.check(!decision.commit(), "the commit of transaction %d reached %s, which"
-            + " cannot be read: %s", decision.transactionId(), entity, reason.getMessage());
-        yield null;
-      }
+      // A commit reaches a refusing incarnation only after a failed store stopped the one that
+      // voted: it answers that it could not apply it. An abort needs no answer.
+      case EntityTurnCore.Input.DecisionReceived<Recipient> decision ->
+          decision.commit() ? decision.acknowledgeTo() : null;
       // Completions belong to a core that existed; with none they are stale.
       default -> null;
     };
