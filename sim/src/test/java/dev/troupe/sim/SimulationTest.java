@@ -127,6 +127,19 @@ class SimulationTest {
     assertTrue(excused < heldToLiveness / 2, excused + " of " + heldToLiveness + " excused");
   }
 
+  /**
+   * Seeds that once failed, kept as regressions: 5142 (psac, dynamic, damage every 500 ms): a
+   * commit decision reached a new incarnation of an entity after a failed store had stopped the
+   * one that voted, which knew nothing of its part and stopped the node on an invariant.
+   */
+  @Test
+  void seedsThatOnceFailedPass() {
+    Simulation.Result result = Simulation.run(5142,
+        Simulation.Options.DEFAULTS.withDamage(500).withAdmission("psac", false), MAX_STEPS);
+    assertTrue(result.passed(), result.summary() + ": " + result.failure() + "\n"
+        + result.trace());
+  }
+
   @Test
   void theSimulatorsOwnJournalTearsAndCorruptsRecordsAndLosesNothingAcknowledged() {
     long crashes = 0;
