@@ -169,7 +169,8 @@ public final class StoreCheck {
   }
 
   private Report report() {
-    return new Report(List.copyOf(findings), Map.copyOf(keysRead), List.copyOf(actions));
+    return new Report(List.copyOf(findings),
+        java.util.Collections.unmodifiableMap(new LinkedHashMap<>(keysRead)), List.copyOf(actions));
   }
 
   /**
