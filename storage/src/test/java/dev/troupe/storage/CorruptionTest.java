@@ -128,11 +128,17 @@ class CorruptionTest {
           } catch (TroupeException e) {
             assertEquals(ErrorCode.CORRUPT_DATA, e.code(), e.getMessage());
             corrupt++;
+            // A read of the past meets the same damage: never an older state either.
+            int victim = i;
+            TroupeException past = assertThrows(TroupeException.class,
+                () -> store.readAt(entity(victim), store.currentTimestamp()));
+            assertEquals(ErrorCode.CORRUPT_DATA, past.code(), past.getMessage());
+            corrupt++;
           }
         }
         assertTrue(corrupt > 0, family + ": damage in the middle of an SST went unnoticed");
         StoreHealth health = store.health();
-        assertEquals(corrupt, health.corruptionsDetected());
+        assertEquals(corrupt, health.corruptionsDetected(), "every damaged read is counted");
         assertFalse(health.intact());
         assertTrue(health.lastCorruption().contains("Account/"), health.lastCorruption());
       }
