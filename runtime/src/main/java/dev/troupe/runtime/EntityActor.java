@@ -315,7 +315,7 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
               : submit.exemptFromQueueLimit()
                   ? store.commitExemptFromQueueLimit(submit.transactionId(), writes)
                   : store.commit(submit.transactionId(), writes);
-          TroupeException refusal = immediateRefusal(future);
+          TroupeException refusal = Store.refusedAtOnce(future);
           if (refusal != null) {
             dropCommits = true;
             stop |= execute(core.handle(new Input.CommitFailed<>(submit.serial(), refusal, true)));
@@ -349,27 +349,6 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
       }
     }
     return stop;
-  }
-
-  /**
-   * A future the store failed with a {@link TroupeException} by the time it returned means the
-   * record was never written (queue full, store closed or failed, malformed write): the commit
-   * certainly did not happen. Anything else, including an {@code OutcomeUnknownException} from a
-   * writer that was quick enough to fail the write already, is left to the asynchronous path,
-   * which reports it as an unknown outcome.
-   */
-  private static TroupeException immediateRefusal(CompletableFuture<Committed> future) {
-    if (!future.isCompletedExceptionally()) {
-      return null;
-    }
-    try {
-      future.join();
-      return null;
-    } catch (CompletionException e) {
-      return e.getCause() instanceof TroupeException refusal ? refusal : null;
-    } catch (java.util.concurrent.CancellationException e) {
-      return null;
-    }
   }
 
   private static TroupeException asTroupeException(Throwable failure) {

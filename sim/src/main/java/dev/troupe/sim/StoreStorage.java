@@ -203,7 +203,7 @@ final class StoreStorage implements NodeStorage {
         : exemptFromQueueLimit
             ? store.commitExemptFromQueueLimit(transactionId, writes)
             : store.commit(transactionId, writes);
-    TroupeException refusal = immediateRefusal(future);
+    TroupeException refusal = dev.troupe.storage.Store.refusedAtOnce(future);
     if (refusal != null) {
       return refusal;
     }
@@ -216,22 +216,6 @@ final class StoreStorage implements NodeStorage {
     });
     scheduleWriters();
     return null;
-  }
-
-  /**
-   * As {@code EntityActor}: a future already failed with a {@link TroupeException} when the store
-   * returned it means nothing was written (a failed store refuses at once).
-   */
-  private static TroupeException immediateRefusal(CompletableFuture<Committed> future) {
-    if (!future.isCompletedExceptionally()) {
-      return null;
-    }
-    try {
-      future.join();
-      return null;
-    } catch (CompletionException e) {
-      return e.getCause() instanceof TroupeException refusal ? refusal : null;
-    }
   }
 
   @Override

@@ -3,8 +3,11 @@ package dev.troupe.storage;
 import dev.troupe.model.EntityId;
 import dev.troupe.model.EntityState;
 import dev.troupe.model.Operation;
+import dev.troupe.model.TroupeException;
 import java.util.List;
+import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 
 /**
  * The storage engine of one node: a partitioned operation journal with an index per object, an
@@ -49,6 +52,27 @@ public interface Store extends AutoCloseable {
    */
   CompletableFuture<Committed> commitExemptFromQueueLimit(
       long transactionId, List<EntityWrite> writes);
+
+  /**
+   * The refusal in a future {@link #commit} returned already failed with a {@link
+   * TroupeException}: the record was never written (queue full, store closed or
+   * failed, malformed write), so the commit certainly did not happen. Null otherwise: anything
+   * else, including an unknown outcome from a writer quick enough to fail the write already, is
+   * for the asynchronous path, which reports it as unknown.
+   */
+  static TroupeException refusedAtOnce(CompletableFuture<?> future) {
+    if (!future.isCompletedExceptionally()) {
+      return null;
+    }
+    try {
+      future.join();
+      return null;
+    } catch (CompletionException e) {
+      return e.getCause() instanceof TroupeException refusal ? refusal : null;
+    } catch (CancellationException e) {
+      return null;
+    }
+  }
 
   // ------------------------------------------------------------------ two-phase commit state
 
