@@ -20,7 +20,6 @@ import dev.troupe.txn.TurnResult;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CompletionException;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
 import org.apache.pekko.actor.typed.PostStop;
@@ -268,13 +267,13 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
             runEffects(core.handle(new Input.PrepareSucceeded<>(completed.transactionId())));
         case PrepareCompleted completed ->
             runEffects(core.handle(new Input.PrepareFailed<>(
-                completed.transactionId(), asTroupeException(completed.failure()))));
+                completed.transactionId(), Store.failureOf(completed.failure()))));
         case CommitCompleted completed when completed.failure() == null ->
             runEffects(core.handle(new Input.CommitSucceeded<>(
                 completed.serial(), completed.committed().commitTimestamp())));
         case CommitCompleted completed ->
             runEffects(core.handle(new Input.CommitFailed<>(
-                completed.serial(), asTroupeException(completed.failure()), false)));
+                completed.serial(), Store.failureOf(completed.failure()), false)));
         case Passivate ignored -> runEffects(core.handle(new Input.PassivationRequested<>()));
         case IdleCheck ignored -> runEffects(core.handle(new Input.IdleCheckElapsed<>()));
       };
@@ -349,14 +348,5 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
       }
     }
     return stop;
-  }
-
-  private static TroupeException asTroupeException(Throwable failure) {
-    Throwable cause = failure instanceof CompletionException && failure.getCause() != null
-        ? failure.getCause() : failure;
-    if (cause instanceof TroupeException troupe) {
-      return troupe;
-    }
-    return new TroupeException(ErrorCode.OUTCOME_UNKNOWN, String.valueOf(cause.getMessage()));
   }
 }

@@ -1,7 +1,6 @@
 package dev.troupe.runtime;
 
 import dev.troupe.model.EntityId;
-import dev.troupe.model.TroupeException;
 import dev.troupe.model.spec.CompiledType;
 import dev.troupe.storage.DecidedTransaction;
 import dev.troupe.storage.OutcomeUnknownException;
@@ -14,7 +13,6 @@ import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CompletionException;
 import java.util.function.Function;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Scheduler;
@@ -141,7 +139,7 @@ final class TransactionRun {
       case Effect.PersistDecision persist ->
           store.persistDecision(new DecidedTransaction(persist.transactionId(),
                   persist.participants()))
-              .whenComplete((ignored, failure) -> handle(decisionPersisted(failure)));
+              .whenComplete((ignored, failure) -> handle(Input.DecisionPersisted.ofStoreAnswer(failure)));
       case Effect.SendDecision decision -> {
         EntityId participant = decision.participant();
         Recipient acknowledgeTo = decision.commit()
@@ -155,23 +153,5 @@ final class TransactionRun {
       case Effect.Reply reply -> outcome.complete(reply.outcome());
       case Effect.Finished ignored -> {}
     }
-  }
-
-  /**
-   * A {@link TroupeException} from the store means the decision was not written (refused: closed,
-   * failed before, queue full); anything else (an {@link OutcomeUnknownException} from a failed
-   * write) leaves its fate unknown.
-   */
-  private static Input.DecisionPersisted decisionPersisted(Throwable failure) {
-    if (failure == null) {
-      return new Input.DecisionPersisted(null, false);
-    }
-    Throwable cause = failure instanceof CompletionException && failure.getCause() != null
-        ? failure.getCause() : failure;
-    if (cause instanceof TroupeException refused) {
-      return new Input.DecisionPersisted(refused, false);
-    }
-    return new Input.DecisionPersisted(new TroupeException(
-        dev.troupe.model.ErrorCode.OUTCOME_UNKNOWN, String.valueOf(cause.getMessage())), true);
   }
 }

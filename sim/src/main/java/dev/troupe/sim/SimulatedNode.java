@@ -594,7 +594,7 @@ final class SimulatedNode {
               failure -> send("storage", entity.toString(),
                   "commit failed tx " + commit.transactionId(), () -> completeAt(entity, core,
                       new EntityTurnCore.Input.CommitFailed<>(commit.serial(),
-                          asTroupeException(failure), false))));
+                          dev.troupe.storage.Store.failureOf(failure), false))));
           if (refusal != null) {
             // As EntityActor: refused before anything was written; the core hears it before
             // any later effect runs, and the later commits of the same batch are dropped.
@@ -613,7 +613,7 @@ final class SimulatedNode {
             failure -> send("storage", entity.toString(),
                 "prepare failed tx " + prepare.transactionId(), () -> completeAt(entity, core,
                     new EntityTurnCore.Input.PrepareFailed<>(prepare.transactionId(),
-                        asTroupeException(failure)))));
+                        dev.troupe.storage.Store.failureOf(failure)))));
         case EntityTurnCore.Effect.AbandonPrepared<Recipient> abandon ->
             storage.abandonPrepared(abandon.transactionId(), entity);
         case EntityTurnCore.Effect.Reply<Recipient> reply -> reply(entity, reply);
@@ -696,7 +696,7 @@ final class SimulatedNode {
                     new CoordinatorCore.Input.DecisionPersisted(null, false))),
             failure -> send("storage", "coordinator-" + key,
                 "decision failed tx " + decision.transactionId(), () -> feedCoordinator(key,
-                    decisionPersisted(failure))));
+                    CoordinatorCore.Input.DecisionPersisted.ofStoreAnswer(failure))));
         case CoordinatorCore.Effect.SendDecision decision -> {
           Recipient acknowledgeTo = decision.commit()
               ? new Recipient.Acknowledger(key, decision.participant(), decision.transactionId())
@@ -724,26 +724,6 @@ final class SimulatedNode {
   }
 
   // ------------------------------------------------------------------ plumbing
-
-  /** As EntityActor: a store's failure as the core sees it (anything but a refusal: unknown). */
-  private static dev.troupe.model.TroupeException asTroupeException(Throwable failure) {
-    Throwable cause = failure instanceof java.util.concurrent.CompletionException
-        && failure.getCause() != null ? failure.getCause() : failure;
-    if (cause instanceof dev.troupe.model.TroupeException troupe) {
-      return troupe;
-    }
-    return new dev.troupe.model.TroupeException(dev.troupe.model.ErrorCode.OUTCOME_UNKNOWN,
-        String.valueOf(cause.getMessage()));
-  }
-
-  /** As TransactionRun: a refused decision was not written; any other failure is unknown. */
-  private static CoordinatorCore.Input.DecisionPersisted decisionPersisted(Throwable failure) {
-    dev.troupe.model.TroupeException error = asTroupeException(failure);
-    Throwable cause = failure instanceof java.util.concurrent.CompletionException
-        && failure.getCause() != null ? failure.getCause() : failure;
-    return new CoordinatorCore.Input.DecisionPersisted(error,
-        !(cause instanceof dev.troupe.model.TroupeException));
-  }
 
   /** Delivers between cores of this incarnation, as a local mailbox would. */
   private void send(String from, String to, String what, Runnable delivery) {

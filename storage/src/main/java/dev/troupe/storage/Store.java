@@ -2,6 +2,7 @@ package dev.troupe.storage;
 
 import dev.troupe.model.EntityId;
 import dev.troupe.model.EntityState;
+import dev.troupe.model.ErrorCode;
 import dev.troupe.model.Operation;
 import dev.troupe.model.TroupeException;
 import java.util.List;
@@ -72,6 +73,20 @@ public interface Store extends AutoCloseable {
     } catch (CancellationException e) {
       return null;
     }
+  }
+
+  /**
+   * A store future's failure as a client sees it: the store's own refusal ({@link
+   * TroupeException}), or {@code outcome_unknown} for anything else (a write that failed, after
+   * which nothing tells whether it became durable).
+   */
+  static TroupeException failureOf(Throwable failure) {
+    Throwable cause = failure instanceof CompletionException && failure.getCause() != null
+        ? failure.getCause() : failure;
+    if (cause instanceof TroupeException troupe) {
+      return troupe;
+    }
+    return new TroupeException(ErrorCode.OUTCOME_UNKNOWN, String.valueOf(cause.getMessage()));
   }
 
   // ------------------------------------------------------------------ two-phase commit state

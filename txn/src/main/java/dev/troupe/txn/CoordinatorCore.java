@@ -148,7 +148,25 @@ public final class CoordinatorCore {
      * The commit decision's record is durable ({@code error == null}), was certainly not written
      * ({@code error != null, unknown == false}), or its fate is unknown.
      */
-    record DecisionPersisted(TroupeException error, boolean unknown) implements Input {}
+    record DecisionPersisted(TroupeException error, boolean unknown) implements Input {
+      /**
+       * What the store's answer to the decision's write means: none is durable; a {@link
+       * TroupeException} is a refusal (closed, failed before, queue full: not written); anything
+       * else (a failed write) leaves its fate unknown.
+       */
+      public static DecisionPersisted ofStoreAnswer(Throwable failure) {
+        if (failure == null) {
+          return new DecisionPersisted(null, false);
+        }
+        Throwable cause = failure instanceof java.util.concurrent.CompletionException
+            && failure.getCause() != null ? failure.getCause() : failure;
+        if (cause instanceof TroupeException refused) {
+          return new DecisionPersisted(refused, false);
+        }
+        return new DecisionPersisted(new TroupeException(ErrorCode.OUTCOME_UNKNOWN,
+            String.valueOf(cause.getMessage())), true);
+      }
+    }
 
     record Acknowledged(EntityId participant, long transactionId, TurnResult acknowledgement)
         implements Input {}
