@@ -198,6 +198,17 @@ final class RequestAdmission {
         .addHeader(RetryAfter.create(settings.retryAfterSeconds()));
   }
 
+  /**
+   * An admitted request's answer, with {@code Retry-After} added to a {@code 503 unavailable}
+   * (memory short, storage failed): the same hint as a refusal at admission, so a client backs
+   * off the same way whichever layer turned it away.
+   */
+  HttpResponse withRetryAfter(HttpResponse response) {
+    return response.status().intValue() == 503 && response.getHeader("Retry-After").isEmpty()
+        ? response.addHeader(RetryAfter.create(settings.retryAfterSeconds()))
+        : response;
+  }
+
   /** A class's current limit: adaptive, or the cap when not adaptive. */
   int limit(WorkClass workClass) {
     SimpleLimiter<Void> limiter = classes.get(workClass).limiter;

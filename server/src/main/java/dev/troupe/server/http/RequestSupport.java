@@ -334,11 +334,6 @@ final class RequestSupport {
       body.put("reason", error.reason());
     }
     body.put("message", error.getMessage());
-    HttpResponse response = json(status, body);
-    // Unavailable is temporary (memory short, storage recovering): tell clients when to come back.
-    return status == 503
-        ? response.addHeader(org.apache.pekko.http.javadsl.model.headers.RawHeader.create(
-            "Retry-After", "1"))
-        : response;
+    return json(status, body);
   }
 }

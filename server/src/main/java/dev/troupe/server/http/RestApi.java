@@ -80,9 +80,10 @@ public final class RestApi
       request.discardEntityBytes(materializer);
       return CompletableFuture.completedFuture(admission.refusal(workClass));
     }
-    return support.answer(request, this::route).whenComplete((response, failure) ->
-        permit.get().release(failure != null ? RequestAdmission.Outcome.DROPPED
-            : RequestAdmission.Outcome.ofStatus(response.status().intValue())));
+    return support.answer(request, this::route).thenApply(admission::withRetryAfter)
+        .whenComplete((response, failure) ->
+            permit.get().release(failure != null ? RequestAdmission.Outcome.DROPPED
+                : RequestAdmission.Outcome.ofStatus(response.status().intValue())));
   }
 
   private CompletionStage<HttpResponse> route(HttpRequest request) {
