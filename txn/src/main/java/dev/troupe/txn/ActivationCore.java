@@ -105,13 +105,7 @@ public final class ActivationCore<M> {
     Invariants.check(newMaxActive > 0, "the active limit must be positive, was %d", newMaxActive);
     maxActive = newMaxActive;
     List<Effect<M>> effects = new ArrayList<>();
-    Iterator<EntityId> leastRecent = active.keySet().iterator();
-    while (active.size() > maxActive && leastRecent.hasNext()) {
-      EntityId victim = leastRecent.next();
-      leastRecent.remove();
-      stopping.put(victim, new ArrayDeque<>());
-      effects.add(new Effect.Passivate<>(victim));
-    }
+    passivateLeastRecentBeyond(maxActive, effects);
     return effects;
   }
 
@@ -128,8 +122,13 @@ public final class ActivationCore<M> {
   }
 
   private void makeRoom(List<Effect<M>> effects) {
+    passivateLeastRecentBeyond(maxActive - 1, effects);
+  }
+
+  /** Passivates the least recently used active entities until at most {@code keep} remain. */
+  private void passivateLeastRecentBeyond(int keep, List<Effect<M>> effects) {
     Iterator<EntityId> leastRecent = active.keySet().iterator();
-    while (active.size() >= maxActive && leastRecent.hasNext()) {
+    while (active.size() > keep && leastRecent.hasNext()) {
       EntityId victim = leastRecent.next();
       leastRecent.remove();
       stopping.put(victim, new ArrayDeque<>());
