@@ -11,7 +11,8 @@ import org.HdrHistogram.Recorder;
 
 /**
  * Engine-side counters: turns by outcome, the turn latency histogram (HdrHistogram, measured from
- * the caller's request to its answer), and active entity actors with their estimated bytes. Thread-safe; cheap to record.
+ * the caller's request to its answer), and active entity actors with their estimated bytes.
+ * Thread-safe; cheap to record.
  */
 public final class TurnMetrics {
   private final LongAdder committedTurns = new LongAdder();

@@ -9,6 +9,7 @@ import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -88,7 +89,6 @@ public final class StoreCheck {
 
   private final List<Finding> findings = new ArrayList<>();
   private final Map<String, Long> keysRead = new LinkedHashMap<>();
-  private final List<String> actions = new ArrayList<>();
   /** Key ranges of damaged table files per column: scans skip past them. */
   private final Map<KeyValueDisk.Column, List<byte[][]>> damagedRanges = new LinkedHashMap<>();
   /** Whether every partition still holds its whole journal (never truncated). */
@@ -114,20 +114,18 @@ public final class StoreCheck {
    *     is reported and nothing is changed
    */
   public static Report repair(Path directory, boolean acceptWriteAheadLogLoss) {
-    StoreCheck before = new StoreCheck();
-    try (RocksDisk disk = before.openForInspection(directory)) {
-      before.verify(disk);
-    }
     List<String> actions = new ArrayList<>();
-    boolean walDamaged = before.findings.stream()
-        .anyMatch(finding -> finding.where().equals("write-ahead log"));
-    if (walDamaged && !acceptWriteAheadLogLoss) {
-      return new Report(before.findings, before.keysRead, List.of(
-          "nothing changed: the write-ahead log is damaged; rerun with"
-              + " --accept-write-ahead-log-loss to give up every write from its damage on"));
-    }
     RocksDisk.OpenMode mode = RocksDisk.OpenMode.SERVE;
-    if (walDamaged) {
+    try {
+      // Only to learn whether the write-ahead log replays; the store is read in full below.
+      RocksDisk.open(directory, RocksDisk.OpenMode.INSPECT).close();
+    } catch (CorruptDataException damagedLog) {
+      if (!acceptWriteAheadLogLoss) {
+        Report found = check(directory);
+        return new Report(found.findings(), found.keysRead(), List.of(
+            "nothing changed: the write-ahead log is damaged; rerun with"
+                + " --accept-write-ahead-log-loss to give up every write from its damage on"));
+      }
       Path aside = directory.resolve("damaged-" + System.currentTimeMillis());
       copyWriteAheadLog(directory, aside);
       actions.add("write-ahead log: copied to " + aside + ", then replayed up to its first"
@@ -139,12 +137,8 @@ public final class StoreCheck {
       disk.flushMemtables();
       StoreCheck found = new StoreCheck();
       found.verify(disk);
-      boolean rebuildIndex = false;
-      for (Finding finding : found.findings) {
-        if (finding.repairable() && finding.where().startsWith("index")) {
-          rebuildIndex = true;
-        }
-      }
+      boolean rebuildIndex = found.findings.stream()
+          .anyMatch(finding -> finding.repairable() && finding.where().startsWith("index"));
       boolean checkpointsDamaged = found.findings.stream()
           .anyMatch(finding -> finding.where().startsWith("checkpoints"));
       if (checkpointsDamaged && found.journalComplete) {
@@ -161,16 +155,13 @@ public final class StoreCheck {
     } catch (DiskException e) {
       throw new UncheckedIOException(new IOException("repair failed: " + e.getMessage(), e));
     }
-    StoreCheck after = new StoreCheck();
-    try (RocksDisk disk = after.openForInspection(directory)) {
-      after.verify(disk);
-    }
-    return new Report(after.findings, after.keysRead, actions);
+    Report after = check(directory);
+    return new Report(after.findings(), after.keysRead(), actions);
   }
 
   private Report report() {
     return new Report(List.copyOf(findings),
-        java.util.Collections.unmodifiableMap(new LinkedHashMap<>(keysRead)), List.copyOf(actions));
+        Collections.unmodifiableMap(new LinkedHashMap<>(keysRead)), List.of());
   }
 
   /**
