@@ -7,9 +7,26 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.stream.Stream;
 
-/** Damages a stopped store's files the way a failing disk does: bytes flipped in place. */
+/**
+ * Damages a stopped store's files the way a failing disk does: bytes flipped in place; and the
+ * data set the damage tests write first and check afterwards.
+ */
 final class Damage {
+  /** Entities {@code Acct/a0 .. Acct/a299}, each with key {@code v} = {@code {"n": i, "pad": ...}}. */
+  static final int ENTITIES = 300;
+
   private Damage() {}
+
+  /** Writes the data set through {@code server}; every write must be acknowledged. */
+  static void fill(ServerProcess server) throws Exception {
+    for (int i = 0; i < ENTITIES; i++) {
+      ServerProcess.Answer put = server.send("PUT", "/v1/entities/Acct/a" + i + "/keys/v",
+          "{\"n\":" + i + ",\"pad\":\"" + "x".repeat(400) + "\"}");
+      if (put.status() != 200) {
+        throw new AssertionError("write " + i + " answered " + put.text());
+      }
+    }
+  }
 
   /** Inverts {@code count} bytes of {@code file} from {@code offset}. */
   static void flip(Path file, long offset, int count) throws IOException {

@@ -18,7 +18,6 @@ import org.junit.jupiter.api.io.TempDir;
  * reason, an ERROR log line, /metrics); what it acknowledged survives.
  */
 class StorageFaultTest {
-  private static final int ENTITIES = 300;
   /** No checkpoint rounds: latest reads then materialize from the journal the test damages. */
   private static final String[] NO_ROUNDS = {
     "troupe.storage.partitions=1", "troupe.storage.checkpoint-interval-millis=3600000"
@@ -26,22 +25,11 @@ class StorageFaultTest {
 
   @TempDir Path data;
 
-  private static String value(int i) {
-    return "{\"n\":" + i + ",\"pad\":\"" + "x".repeat(400) + "\"}";
-  }
-
-  private static void fill(ServerProcess server) throws Exception {
-    for (int i = 0; i < ENTITIES; i++) {
-      Answer put = server.send("PUT", "/v1/entities/Acct/a" + i + "/keys/v", value(i));
-      assertEquals(200, put.status(), put.text());
-    }
-  }
-
   @Test
   void aDamagedTableFileAnswersCorruptDataAndIsNeverWrittenOver() throws Exception {
     Path directory = data.resolve("node");
     try (ServerProcess server = ServerProcess.start(directory, NO_ROUNDS)) {
-      fill(server);
+      Damage.fill(server);
     }
     // Leave the data in table files (not only in the write-ahead log), then damage the journal's.
     Damage.tableFile(directory, "journal");
@@ -49,7 +37,7 @@ class StorageFaultTest {
     try (ServerProcess server = ServerProcess.start(directory, NO_ROUNDS)) {
       assertEquals(200, server.get("/v1/health/ready").status(), "nothing read yet");
       List<Integer> damaged = new ArrayList<>();
-      for (int i = 0; i < ENTITIES; i++) {
+      for (int i = 0; i < Damage.ENTITIES; i++) {
         Answer read = server.get("/v1/entities/Acct/a" + i + "/keys/v");
         if (read.status() == 200) {
           assertEquals(i, read.body().get("value").get("n").asInt(), "entity " + i);
@@ -86,7 +74,7 @@ class StorageFaultTest {
     Path directory = data.resolve("node");
     ServerProcess server = ServerProcess.start(directory, NO_ROUNDS);
     try {
-      fill(server);
+      Damage.fill(server);
     } finally {
       server.kill(); // the acknowledged writes now live in the write-ahead log only
     }

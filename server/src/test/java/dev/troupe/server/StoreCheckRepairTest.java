@@ -16,7 +16,6 @@ import org.junit.jupiter.api.io.TempDir;
  * it cannot, and gives up a damaged write-ahead log only when told to.
  */
 class StoreCheckRepairTest {
-  private static final int ENTITIES = 300;
   /** A checkpoint with every write, no rounds, hence no truncation: the journal stays whole. */
   private static final String[] SETTINGS = {
     "troupe.storage.partitions=1", "troupe.storage.checkpoint-interval-millis=3600000",
@@ -25,14 +24,6 @@ class StoreCheckRepairTest {
 
   @TempDir Path data;
 
-  private static void fill(ServerProcess server) throws Exception {
-    for (int i = 0; i < ENTITIES; i++) {
-      Answer put = server.send("PUT", "/v1/entities/Acct/a" + i + "/keys/v",
-          "{\"n\":" + i + ",\"pad\":\"" + "x".repeat(400) + "\"}");
-      assertEquals(200, put.status(), put.text());
-    }
-  }
-
   private static Finished troupe(String... arguments) throws Exception {
     return ServerProcess.run(List.of(arguments));
   }
@@ -40,7 +31,7 @@ class StoreCheckRepairTest {
   /** After a repair every entity reads back exactly what was acknowledged. */
   private static void assertWhole(Path directory) throws Exception {
     try (ServerProcess server = ServerProcess.start(directory, SETTINGS)) {
-      for (int i = 0; i < ENTITIES; i++) {
+      for (int i = 0; i < Damage.ENTITIES; i++) {
         Answer read = server.get("/v1/entities/Acct/a" + i + "/keys/v");
         assertEquals(200, read.status(), "entity " + i + ": " + read.text());
         assertEquals(i, read.body().get("value").get("n").asInt());
@@ -53,7 +44,7 @@ class StoreCheckRepairTest {
   void anIntactStoreChecksClean() throws Exception {
     Path directory = data.resolve("node");
     try (ServerProcess server = ServerProcess.start(directory, SETTINGS)) {
-      fill(server);
+      Damage.fill(server);
     }
     Finished check = troupe("check", "--data", directory.toString());
     assertEquals(0, check.exitStatus(), check.output());
@@ -64,7 +55,7 @@ class StoreCheckRepairTest {
   void aDamagedCheckpointFileIsReportedAndRebuiltFromTheJournal() throws Exception {
     Path directory = data.resolve("node");
     try (ServerProcess server = ServerProcess.start(directory, SETTINGS)) {
-      fill(server);
+      Damage.fill(server);
     }
     Damage.tableFile(directory, "checkpoints");
     Finished check = troupe("check", "--data", directory.toString());
@@ -82,7 +73,7 @@ class StoreCheckRepairTest {
   void aDamagedIndexIsRebuiltFromTheJournal() throws Exception {
     Path directory = data.resolve("node");
     try (ServerProcess server = ServerProcess.start(directory, SETTINGS)) {
-      fill(server);
+      Damage.fill(server);
     }
     Damage.tableFile(directory, "index");
     Finished check = troupe("check", "--data", directory.toString());
@@ -99,7 +90,7 @@ class StoreCheckRepairTest {
     Path directory = data.resolve("node");
     try (ServerProcess server = ServerProcess.start(directory,
         "troupe.storage.partitions=1", "troupe.storage.checkpoint-interval-millis=3600000")) {
-      fill(server);
+      Damage.fill(server);
     }
     Damage.tableFile(directory, "journal");
     Finished check = troupe("check", "--data", directory.toString());
@@ -113,7 +104,7 @@ class StoreCheckRepairTest {
     Path directory = data.resolve("node");
     ServerProcess server = ServerProcess.start(directory, SETTINGS);
     try {
-      fill(server);
+      Damage.fill(server);
     } finally {
       server.kill();
     }
@@ -131,7 +122,7 @@ class StoreCheckRepairTest {
     try (ServerProcess restarted = ServerProcess.start(directory, SETTINGS)) {
       // What survives is a prefix of the acknowledged writes: never a changed value.
       int present = 0;
-      for (int i = 0; i < ENTITIES; i++) {
+      for (int i = 0; i < Damage.ENTITIES; i++) {
         Answer read = restarted.get("/v1/entities/Acct/a" + i + "/keys/v");
         if (read.status() == 200) {
           assertEquals(i, read.body().get("value").get("n").asInt());
@@ -140,7 +131,7 @@ class StoreCheckRepairTest {
           assertEquals(404, read.status(), read.text());
         }
       }
-      assertTrue(present < ENTITIES, "the log's damage cost nothing? " + present);
+      assertTrue(present < Damage.ENTITIES, "the log's damage cost nothing? " + present);
       assertEquals(200, restarted.send("PUT", "/v1/entities/Acct/new/keys/v", "1").status());
     }
   }
