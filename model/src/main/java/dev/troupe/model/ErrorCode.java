@@ -6,6 +6,30 @@ package dev.troupe.model;
  */
 public enum ErrorCode {
   INVALID_REQUEST("invalid_request", 400),
+  /** No valid bearer token: missing, malformed or unknown (answered with WWW-Authenticate). */
+  UNAUTHORIZED("unauthorized", 401),
+  /** A valid token without the scope the route needs (read, write or admin). */
+  FORBIDDEN("forbidden", 403),
+  /** The method is not one the resource accepts (answered with an Allow header). */
+  METHOD_NOT_ALLOWED("method_not_allowed", 405),
+  /** The request (its headers or its body) did not arrive within its timeout. */
+  REQUEST_TIMEOUT("request_timeout", 408),
+  /** The request target (path and query) exceeds the server's limit. */
+  URI_TOO_LONG("uri_too_long", 414),
+  /** A header, or all headers together, exceed the server's limits. */
+  HEADERS_TOO_LARGE("headers_too_large", 431),
+  /** The HTTP method or a transfer feature is not implemented by the server at all. */
+  NOT_IMPLEMENTED("not_implemented", 501),
+  /**
+   * A type declaration would hide or reinterpret stored data (a key's kind changed, a key with
+   * data removed, a declaration over schemaless entities) and names no migration.
+   */
+  INCOMPATIBLE_TYPE("incompatible_type", 409),
+  /**
+   * An Idempotency-Key was used before with a different request (method, path or body): the
+   * first request's answer cannot stand for this one.
+   */
+  IDEMPOTENCY_KEY_REUSED("idempotency_key_reused", 422),
   NOT_FOUND("not_found", 404),
   UNKNOWN_TYPE("unknown_type", 404),
   UNKNOWN_ACTION("unknown_action", 404),
