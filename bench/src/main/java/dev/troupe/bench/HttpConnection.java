@@ -36,13 +36,21 @@ final class HttpConnection implements AutoCloseable {
 
   private final String host;
   private final int port;
+  /** Sent as {@code Authorization: Bearer ...} with every request; null sends none. */
+  private final String bearerToken;
   private Socket socket;
   private InputStream input;
   private OutputStream output;
 
   HttpConnection(String host, int port) {
+    this(host, port, null);
+  }
+
+  /** A connection that authenticates every request with {@code bearerToken} (null: none). */
+  HttpConnection(String host, int port, String bearerToken) {
     this.host = host;
     this.port = port;
+    this.bearerToken = bearerToken;
   }
 
   Response get(String path) throws IOException {
@@ -58,11 +66,17 @@ final class HttpConnection implements AutoCloseable {
    * request reconnects) and is rethrown: the caller decides what an unanswered request means.
    */
   Response send(String method, String path, byte[] jsonBody) throws IOException {
+    return send(method, path, jsonBody, null);
+  }
+
+  /** As {@link #send(String, String, byte[])}, with an {@code Idempotency-Key} unless null. */
+  Response send(String method, String path, byte[] jsonBody, String idempotencyKey)
+      throws IOException {
     if (socket == null) {
       connect();
     }
     try {
-      writeRequest(method, path, jsonBody);
+      writeRequest(method, path, jsonBody, idempotencyKey);
       return readResponse();
     } catch (IOException | RuntimeException e) {
       close();
@@ -85,10 +99,17 @@ final class HttpConnection implements AutoCloseable {
     }
   }
 
-  private void writeRequest(String method, String path, byte[] jsonBody) throws IOException {
+  private void writeRequest(String method, String path, byte[] jsonBody, String idempotencyKey)
+      throws IOException {
     StringBuilder head = new StringBuilder(128)
         .append(method).append(' ').append(path).append(" HTTP/1.1\r\n")
         .append("Host: ").append(host).append(':').append(port).append("\r\n");
+    if (bearerToken != null) {
+      head.append("Authorization: Bearer ").append(bearerToken).append("\r\n");
+    }
+    if (idempotencyKey != null) {
+      head.append("Idempotency-Key: ").append(idempotencyKey).append("\r\n");
+    }
     if (jsonBody != null) {
       head.append("Content-Type: application/json\r\nContent-Length: ")
           .append(jsonBody.length).append("\r\n");

@@ -30,6 +30,10 @@ import picocli.CommandLine.Option;
  * <p>Fair because both are driven by the same client ({@link HttpConnection}, one keep-alive
  * connection per worker), at the same concurrency, one at a time, alternating A B A B; the client
  * runs in this JVM for both. Goal: Troupe throughput at least 0.7 of the bare server's.
+ *
+ * <p><b>Secured</b>: a second {@link TroupeServer} over the same engine that requires a bearer
+ * token (every request here carries one): its throughput over the open server's prices
+ * authentication on the read path (issue 15's goal: at least 0.95).
  */
 @Command(
     name = "rest",
@@ -38,6 +42,7 @@ import picocli.CommandLine.Option;
         + "same HTTP stack, same client and concurrency. Goal: troupe / bare throughput >= 0.7.")
 final class RestBenchmark extends Benchmark {
   static final Goal GOAL = Goal.atLeast(0.7);
+  static final Goal SECURED_GOAL = Goal.atLeast(0.95);
   private static final String HOST = "127.0.0.1";
   private static final EntityId ENTITY = new EntityId("Bench", "constant");
 
@@ -60,31 +65,55 @@ final class RestBenchmark extends Benchmark {
       Config config = troupe.settings().config()
           .withValue("troupe.http.host", ConfigValueFactory.fromAnyRef(HOST))
           .withValue("troupe.http.port", ConfigValueFactory.fromAnyRef(0));
+      SecuredAccess access = SecuredAccess.mint();
+      Config securedConfig = config.withValue("troupe.http.auth.tokens",
+          com.typesafe.config.ConfigFactory.parseString("tokens = " + access.tokensSetting())
+              .getValue("tokens"));
+      String path = "/v1/entities/" + ENTITY.type() + "/" + ENTITY.id();
       try (TroupeServer server = TroupeServer.start(troupe, HttpSettings.fromConfig(config));
+          TroupeServer secured = TroupeServer.start(troupe,
+              HttpSettings.fromConfig(securedConfig));
           BareHttpServer bare = BareHttpServer.start(troupe.actorSystem(), HOST, 0)) {
-        HttpGets troupeGets = new HttpGets("troupe_rest", server.port(),
-            "/v1/entities/" + ENTITY.type() + "/" + ENTITY.id());
-        HttpGets bareGets = new HttpGets("bare_http", bare.port(), "/");
+        HttpGets troupeGets = new HttpGets("troupe_rest", server.port(), path, null);
+        HttpGets securedGets = new HttpGets("troupe_rest_secured", secured.port(), path,
+            access.token());
+        HttpGets bareGets = new HttpGets("bare_http", bare.port(), "/", null);
         report.result(troupeGets.name(), "response_bytes", troupeGets.probe());
+        report.result(securedGets.name(), "response_bytes", securedGets.probe());
         report.result(bareGets.name(), "response_bytes", bareGets.probe());
+        new HttpGets("anonymous", secured.port(), path, null).expectStatus(401);
         Map<String, AlternatingComparison.Outcome> outcomes = AlternatingComparison.run("rest",
-            settings, List.of(troupeGets, bareGets), report);
+            settings, List.of(troupeGets, securedGets, bareGets), report);
         report.ratio("troupe_rest / bare_http throughput",
             outcomes.get(troupeGets.name()).medianThroughput(),
             outcomes.get(bareGets.name()).medianThroughput(), GOAL);
+        report.ratio("troupe_rest_secured / troupe_rest throughput",
+            outcomes.get(securedGets.name()).medianThroughput(),
+            outcomes.get(troupeGets.name()).medianThroughput(), SECURED_GOAL);
       }
     }
     return report;
   }
 
   /** GETs of one path on one server; each round opens one connection per worker. */
-  private record HttpGets(String name, int port, String path)
+  private record HttpGets(String name, int port, String path, String bearerToken)
       implements AlternatingComparison.Contender {
 
     /** One request outside the measurement: checks the server answers 200; returns body size. */
     int probe() throws IOException {
-      try (HttpConnection connection = new HttpConnection(HOST, port)) {
+      try (HttpConnection connection = new HttpConnection(HOST, port, bearerToken)) {
         return check(connection.get(path)).body().length;
+      }
+    }
+
+    /** Fails the run unless one request answers {@code status} (e.g. 401 without a token). */
+    void expectStatus(int status) throws IOException {
+      try (HttpConnection connection = new HttpConnection(HOST, port, bearerToken)) {
+        HttpConnection.Response response = connection.get(path);
+        if (response.status() != status) {
+          throw new BenchmarkException(name + ": GET " + path + " answered "
+              + response.status() + " instead of " + status + ": " + response.text());
+        }
       }
     }
 
@@ -100,7 +129,7 @@ final class RestBenchmark extends Benchmark {
     public AlternatingComparison.Session open(int workers) {
       HttpConnection[] connections = new HttpConnection[workers];
       for (int worker = 0; worker < workers; worker++) {
-        connections[worker] = new HttpConnection(HOST, port);
+        connections[worker] = new HttpConnection(HOST, port, bearerToken);
       }
       return new AlternatingComparison.Session() {
         @Override

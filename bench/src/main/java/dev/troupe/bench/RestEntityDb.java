@@ -35,13 +35,28 @@ import site.ycsb.StringByteIterator;
 public final class RestEntityDb extends DB {
   static final String HOST_PROPERTY = "troupe.rest.host";
   static final String PORT_PROPERTY = "troupe.rest.port";
+  /** A bearer token sent with every request (absent: none). */
+  static final String TOKEN_PROPERTY = "troupe.rest.token";
+  /** "true": every write carries a fresh {@code Idempotency-Key}, as a retrying client sends. */
+  static final String IDEMPOTENCY_KEYS_PROPERTY = "troupe.rest.idempotency-keys";
 
   private HttpConnection connection;
+  /** Unique per client thread and run; null when writes carry no idempotency key. */
+  private String idempotencyKeyPrefix;
+  private long writes;
 
   @Override
   public void init() {
     connection = new HttpConnection(getProperties().getProperty(HOST_PROPERTY, "127.0.0.1"),
-        Integer.parseInt(getProperties().getProperty(PORT_PROPERTY)));
+        Integer.parseInt(getProperties().getProperty(PORT_PROPERTY)),
+        getProperties().getProperty(TOKEN_PROPERTY));
+    if (Boolean.parseBoolean(getProperties().getProperty(IDEMPOTENCY_KEYS_PROPERTY))) {
+      idempotencyKeyPrefix = java.util.UUID.randomUUID() + "-";
+    }
+  }
+
+  private String nextIdempotencyKey() {
+    return idempotencyKeyPrefix == null ? null : idempotencyKeyPrefix + (writes++);
   }
 
   @Override
@@ -105,7 +120,8 @@ public final class RestEntityDb extends DB {
   @Override
   public Status delete(String table, String key) {
     try {
-      int status = connection.send("DELETE", path(table, key), null).status();
+      int status = connection.send("DELETE", path(table, key), null, nextIdempotencyKey())
+          .status();
       return status == 200 ? Status.OK : status == 404 ? Status.NOT_FOUND : Status.ERROR;
     } catch (IOException | RuntimeException e) {
       return Status.ERROR;
@@ -116,7 +132,8 @@ public final class RestEntityDb extends DB {
     try {
       ObjectNode body = Json.NODES.objectNode();
       values.forEach((field, value) -> body.put(field, value.toString()));
-      int status = connection.send("PATCH", path(table, key), Json.writeBytes(body)).status();
+      int status = connection.send("PATCH", path(table, key), Json.writeBytes(body),
+          nextIdempotencyKey()).status();
       return status == 200 ? Status.OK : Status.ERROR;
     } catch (IOException | RuntimeException e) {
       return Status.ERROR;

@@ -37,12 +37,19 @@ import picocli.CommandLine.Option;
     footer = {"", "Workloads: a, b, c, d, f (YCSB core) and 90-10, 80-20, 65-35 (D-Thespis mixes)."})
 final class YcsbBenchmark extends Benchmark {
   static final Goal POSTGRES_GOAL = Goal.atLeast(3.0);
+  /** Issue 15: tokens and idempotency keys cost under 5% of throughput. */
+  static final Goal SECURED_GOAL = Goal.atLeast(0.95);
   static final Goal BARE_GOAL = Goal.atLeast(0.7);
   static final Set<String> POSTGRES_GOAL_WORKLOADS = Set.of("a", "b", "c", "f");
   private static final Duration START_TIMEOUT = Duration.ofSeconds(120);
 
   /** The servers a run can measure. */
-  enum Target { troupe, postgres, bare }
+  /**
+   * {@code secured}: Troupe as exposed to clients, a bearer token required (and sent) on every
+   * request and a fresh {@code Idempotency-Key} on every write; compared with {@code troupe} it
+   * prices authentication and idempotent retries.
+   */
+  enum Target { troupe, secured, postgres, bare }
 
   @Option(names = "--workload", split = ",", defaultValue = "a",
       description = "Workloads, comma-separated (default: ${DEFAULT-VALUE}).")
@@ -71,7 +78,9 @@ final class YcsbBenchmark extends Benchmark {
   int rounds;
 
   @Option(names = "--target", defaultValue = "both",
-      description = "troupe, postgres, bare, both (troupe and postgres) or all"
+      description = "troupe, secured (troupe with a bearer token on every request and an"
+          + " Idempotency-Key on every write), postgres, bare, a comma-separated list of them,"
+          + " both (troupe and postgres) or all (troupe, postgres, bare)"
           + " (default: ${DEFAULT-VALUE}).")
   String target;
 
@@ -96,13 +105,23 @@ final class YcsbBenchmark extends Benchmark {
 
   List<Target> targets() {
     return switch (target.toLowerCase(java.util.Locale.ROOT)) {
-      case "troupe" -> List.of(Target.troupe);
-      case "postgres" -> List.of(Target.postgres);
-      case "bare" -> List.of(Target.bare);
       case "both" -> List.of(Target.troupe, Target.postgres);
       case "all" -> List.of(Target.troupe, Target.postgres, Target.bare);
-      default -> throw new IllegalArgumentException("--target must be troupe, postgres, bare,"
-          + " both or all, was '" + target + "'");
+      default -> {
+        List<Target> named = new ArrayList<>();
+        for (String name : target.toLowerCase(java.util.Locale.ROOT).split(",")) {
+          try {
+            Target each = Target.valueOf(name.strip());
+            if (!named.contains(each)) {
+              named.add(each);
+            }
+          } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException("--target must be troupe, secured, postgres, bare"
+                + " (or a comma-separated list of them), both or all, was '" + target + "'");
+          }
+        }
+        yield named;
+      }
     };
   }
 
@@ -235,6 +254,10 @@ final class YcsbBenchmark extends Benchmark {
       report.ratio("troupe/bare" + suffix, medians.get(Target.troupe), medians.get(Target.bare),
           BARE_GOAL);
     }
+    if (medians.containsKey(Target.troupe) && medians.containsKey(Target.secured)) {
+      report.ratio("secured/troupe" + suffix, medians.get(Target.secured),
+          medians.get(Target.troupe), SECURED_GOAL);
+    }
   }
 
   static double median(List<Double> sorted) {
@@ -247,6 +270,8 @@ final class YcsbBenchmark extends Benchmark {
   /** The target servers of one run, each a process of its own; PostgreSQL itself too. */
   static final class Servers implements AutoCloseable {
     private final Map<Target, TroupeProcess> processes = new LinkedHashMap<>();
+    /** The token the {@code secured} target requires, minted for this run. */
+    private final SecuredAccess securedAccess = SecuredAccess.mint();
     private PostgresInstance postgres;
 
     static Servers start(List<Target> targets, TemporaryDirectory work, Integer postgresPoolSize,
@@ -258,6 +283,9 @@ final class YcsbBenchmark extends Benchmark {
           TroupeProcess process = switch (target) {
             case troupe -> TroupeProcess.start(work.resolve("troupe-data"),
                 work.resolve("troupe.log"), jvmFlags);
+            case secured -> TroupeProcess.start(work.resolve("secured-data"),
+                work.resolve("secured.log"), jvmFlags,
+                List.of(servers.securedAccess.settingOverride()));
             case postgres -> {
               servers.postgres = PostgresInstance.start(sharedBuffersMegabytes);
               List<String> command = new ArrayList<>(List.of("serve-postgres", "--jdbc-url",
@@ -275,6 +303,9 @@ final class YcsbBenchmark extends Benchmark {
           };
           servers.processes.put(target, process);
           process.awaitHealthy(START_TIMEOUT);
+          if (target == Target.secured) {
+            servers.checkRefusesAnonymous(process);
+          }
         }
         return servers;
       } catch (Exception | Error e) {
@@ -283,11 +314,26 @@ final class YcsbBenchmark extends Benchmark {
       }
     }
 
+    /** Fails the run unless the secured target really refuses a request without its token. */
+    private void checkRefusesAnonymous(TroupeProcess process) throws java.io.IOException {
+      try (HttpConnection anonymous = process.connect()) {
+        HttpConnection.Response response = anonymous.get("/v1/entities/usertable/user1");
+        if (response.status() != 401) {
+          throw new BenchmarkException("the secured target answered a request without a token"
+              + " with " + response.status() + " instead of 401: " + response.text());
+        }
+      }
+    }
+
     /** Points YCSB's binding at {@code target}. */
     void address(Target target, Properties properties) {
       properties.setProperty(RestEntityDb.HOST_PROPERTY, "127.0.0.1");
       properties.setProperty(RestEntityDb.PORT_PROPERTY,
           Integer.toString(processes.get(target).port()));
+      if (target == Target.secured) {
+        properties.setProperty(RestEntityDb.TOKEN_PROPERTY, securedAccess.token());
+        properties.setProperty(RestEntityDb.IDEMPOTENCY_KEYS_PROPERTY, "true");
+      }
     }
 
     /**
