@@ -26,7 +26,7 @@ import java.util.regex.Pattern;
  * crash tests. Started with the test classpath; killed with SIGKILL or stopped with SIGTERM.
  */
 public final class ServerProcess implements AutoCloseable {
-  private static final Pattern LISTENING = Pattern.compile("listening on http://([^:]+):(\\d+)");
+  private static final Pattern LISTENING = Pattern.compile("listening on https?://([^:]+):(\\d+)");
   private static final HttpClient CLIENT = HttpClient.newBuilder()
       .version(HttpClient.Version.HTTP_1_1).connectTimeout(Duration.ofSeconds(5)).build();
 
