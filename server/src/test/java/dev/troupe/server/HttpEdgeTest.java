@@ -125,6 +125,17 @@ class HttpEdgeTest {
   }
 
   @Test
+  void corsIsOffByDefault() throws Exception {
+    RawAnswer preflight = exchange(("OPTIONS /v1/entities/User/x HTTP/1.1\r\nHost: t\r\n"
+        + "Origin: https://app.example.com\r\nAccess-Control-Request-Method: PUT\r\n"
+        + "Connection: close\r\n\r\n").getBytes(StandardCharsets.US_ASCII));
+    assertEquals(405, preflight.status, preflight.toString());
+    assertJsonError("method_not_allowed", preflight);
+    assertTrue(preflight.headers.keySet().stream().noneMatch(name -> name.startsWith("access-control-")),
+        preflight.toString());
+  }
+
+  @Test
   void headersThatStopArrivingAreCutOffByTheIdleTimeout() throws Exception {
     try (Socket socket = new Socket("127.0.0.1", server.port())) {
       socket.setSoTimeout((int) (IDLE_TIMEOUT_MILLIS * 10));
