@@ -152,11 +152,22 @@ class AuthTest {
     ServerProcess.Finished refused = ServerProcess.run(
         List.of("get", "User/x", "a", "--url", server.baseUrl()));
     assertEquals(1, refused.exitStatus(), refused.output());
-    assertTrue(refused.output().contains("unauthorized"), refused.output());
+    assertTrue(refused.output().contains("HTTP 401"), refused.output());
+    assertTrue(refused.output().contains("needs a bearer token"), "no token was sent: "
+        + refused.output());
     ServerProcess.Finished allowed = ServerProcess.run(
         List.of("get", "User/x", "a", "--url", server.baseUrl(), "--token", READER));
     assertEquals(0, allowed.exitStatus(), allowed.output());
     assertTrue(allowed.output().contains("\"value\""), allowed.output());
+    ServerProcess.Finished fromEnvironment = ServerProcess.run(
+        List.of("put", "User/cli", "a", "7", "--url", server.baseUrl()),
+        java.util.Map.of("TROUPE_TOKEN", WRITER));
+    assertEquals(0, fromEnvironment.exitStatus(), fromEnvironment.output());
+    ServerProcess.Finished lacking = ServerProcess.run(
+        List.of("put", "User/cli", "a", "8", "--url", server.baseUrl(), "--token", READER));
+    assertEquals(1, lacking.exitStatus(), lacking.output());
+    assertTrue(lacking.output().contains("HTTP 403"), lacking.output());
+    assertEquals("{\"value\":7}", send("GET", "/v1/entities/User/cli/keys/a", null, READER).body());
   }
 
   @Test
