@@ -90,6 +90,17 @@ class HttpEdgeTest {
             "PUT /v1/entities/User/x/keys/a HTTP/1.1\r\nHost: t\r\nContent-Type: application/json"
                 + "\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\nzz\r\n12\r\n0\r\n\r\n",
             400, "invalid_request"),
+        Arguments.of("raw bytes outside URI syntax in the target",
+            "GET /v1/entities/User/x\u00e9{} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n",
+            400, "invalid_request"),
+        Arguments.of("declared body past the limit",
+            "PUT /v1/entities/User/x/keys/a HTTP/1.1\r\nHost: t\r\nContent-Type: application/json"
+                + "\r\nContent-Length: 100000000\r\nConnection: close\r\n\r\n1",
+            413, "too_large"),
+        Arguments.of("two different Content-Length headers",
+            "PUT /v1/entities/User/x/keys/a HTTP/1.1\r\nHost: t\r\nContent-Length: 1\r\n"
+                + "Content-Length: 2\r\nConnection: close\r\n\r\n12",
+            400, "invalid_request"),
         Arguments.of("unsupported HTTP version",
             "GET /v1/health HTTP/3.7\r\nHost: t\r\nConnection: close\r\n\r\n",
             400, "invalid_request"));
