@@ -80,7 +80,7 @@ class BadInputTest {
         Arguments.of("delete of a missing entity", "DELETE", "/v1/entities/User/nobody", null, 404, "not_found"),
         Arguments.of("delete of a missing key", "DELETE", user + "/keys/zzz", null, 404, "not_found"),
         Arguments.of("unknown path", "GET", "/v1/nothing", null, 404, "not_found"),
-        Arguments.of("wrong method", "POST", user, "{}", 405, "invalid_request"),
+        Arguments.of("wrong method", "POST", user, "{}", 405, "method_not_allowed"),
         Arguments.of("body over the limit", "PUT", user + "/keys/a",
             "\"" + "x".repeat(2 * 1024 * 1024) + "\"", 413, "too_large"),
         Arguments.of("value over the limit", "PUT", user + "/keys/a",

@@ -26,7 +26,7 @@ import java.util.regex.Pattern;
  * crash tests. Started with the test classpath; killed with SIGKILL or stopped with SIGTERM.
  */
 public final class ServerProcess implements AutoCloseable {
-  private static final Pattern LISTENING = Pattern.compile("listening on http://([^:]+):(\\d+)");
+  private static final Pattern LISTENING = Pattern.compile("listening on https?://([^:]+):(\\d+)");
   private static final HttpClient CLIENT = HttpClient.newBuilder()
       .version(HttpClient.Version.HTTP_1_1).connectTimeout(Duration.ofSeconds(5)).build();
 
@@ -144,8 +144,17 @@ public final class ServerProcess implements AutoCloseable {
 
   /** Runs {@code troupe ARGUMENTS} (a command that exits by itself) and waits up to two minutes. */
   public static Finished run(List<String> arguments) throws IOException, InterruptedException {
+    return run(arguments, java.util.Map.of());
+  }
+
+  /** Runs {@code troupe ARGUMENTS} like {@link #run(List)} with {@code environment} added. */
+  public static Finished run(List<String> arguments, java.util.Map<String, String> environment)
+      throws IOException, InterruptedException {
     Path output = Files.createTempFile("troupe-command", ".log");
-    Process process = new ProcessBuilder(javaCommand(arguments)).redirectErrorStream(true)
+    ProcessBuilder builder = new ProcessBuilder(javaCommand(arguments));
+    builder.environment().remove("TROUPE_TOKEN");
+    builder.environment().putAll(environment);
+    Process process = builder.redirectErrorStream(true)
         .redirectOutput(output.toFile()).start();
     if (!process.waitFor(120, TimeUnit.SECONDS)) {
       process.destroyForcibly().waitFor();

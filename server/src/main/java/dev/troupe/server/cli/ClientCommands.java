@@ -31,6 +31,11 @@ final class ClientCommands {
         defaultValue = "${env:TROUPE_URL:-http://127.0.0.1:8080}")
     String url;
 
+    @Option(names = "--token", paramLabel = "TOKEN",
+        description = "Bearer token for a server with authentication (default: $TROUPE_TOKEN).",
+        defaultValue = "${env:TROUPE_TOKEN}")
+    String token;
+
     private final HttpClient client =
         HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
 
@@ -42,6 +47,9 @@ final class ClientCommands {
               : HttpRequest.BodyPublishers.ofString(body));
       if (body != null) {
         request.header("Content-Type", contentType);
+      }
+      if (token != null && !token.isBlank()) {
+        request.header("Authorization", "Bearer " + token.trim());
       }
       try {
         HttpResponse<String> response =

@@ -40,6 +40,14 @@ public final class ServeCommand implements Callable<Integer> {
       defaultValue = "127.0.0.1")
   String host;
 
+  @Option(names = "--tls-certificate", paramLabel = "FILE",
+      description = "Serve HTTPS with this PEM certificate chain (the server's certificate first).")
+  File tlsCertificate;
+
+  @Option(names = "--tls-key", paramLabel = "FILE",
+      description = "The PKCS#8 PEM private key of --tls-certificate.")
+  File tlsKey;
+
   @Option(names = "--config", description = "HOCON file overriding reference.conf settings.")
   File configFile;
 
@@ -51,7 +59,18 @@ public final class ServeCommand implements Callable<Integer> {
   public Integer call() throws Exception {
     Config config = configuration();
     RuntimeSettings settings = RuntimeSettings.fromConfig(config);
-    HttpSettings http = HttpSettings.fromConfig(config);
+    HttpSettings http;
+    try {
+      http = HttpSettings.fromConfig(config);
+    } catch (RuntimeException e) {
+      System.err.println("troupe: invalid settings: " + e.getMessage());
+      return EXIT_CONFIGURATION;
+    }
+    // Before the store is opened: an API exposed without authentication never starts at all.
+    if (http.exposureProblem().isPresent()) {
+      System.err.println("troupe: " + http.exposureProblem().get());
+      return EXIT_CONFIGURATION;
+    }
     boolean exitOnStorageFailure = exitOnStorageFailure(config);
     Troupe troupe;
     try {
@@ -98,8 +117,8 @@ public final class ServeCommand implements Callable<Integer> {
       stopped.countDown();
     }, "troupe-shutdown"));
     log.info("storage recovered in {} ms", troupe.storageStatistics().recoveryMillis());
-    System.out.printf("Troupe listening on http://%s:%d (data: %s, durability: %s)%n",
-        server.host(), server.port(), settings.storage().directory().toAbsolutePath(),
+    System.out.printf("Troupe listening on %s://%s:%d (data: %s, durability: %s)%n",
+        server.scheme(), server.host(), server.port(), settings.storage().directory().toAbsolutePath(),
         settings.storage().durability().name().toLowerCase(java.util.Locale.ROOT));
     System.out.flush();
     stopped.await();
@@ -114,6 +133,8 @@ public final class ServeCommand implements Callable<Integer> {
 
   /** Exit status when the store is damaged at start (sysexits' EX_DATAERR). */
   static final int EXIT_CORRUPT_DATA = 65;
+  /** Exit status when the settings are invalid or unsafe (sysexits' EX_CONFIG). */
+  static final int EXIT_CONFIGURATION = 78;
   /** Exit status after a storage failure under on-storage-failure = exit (EX_IOERR). */
   static final int EXIT_STORAGE_FAILED = 74;
 
@@ -136,6 +157,14 @@ public final class ServeCommand implements Callable<Integer> {
     for (Map.Entry<String, String> override : overrides.entrySet()) {
       config = ConfigFactory.parseString(override.getKey() + " = " + override.getValue())
           .withFallback(config);
+    }
+    if (tlsCertificate != null) {
+      config = config.withValue("troupe.http.tls.certificate-path",
+          ConfigValueFactory.fromAnyRef(tlsCertificate.getPath()));
+    }
+    if (tlsKey != null) {
+      config = config.withValue("troupe.http.tls.key-path",
+          ConfigValueFactory.fromAnyRef(tlsKey.getPath()));
     }
     return config
         .withValue("troupe.data-directory", ConfigValueFactory.fromAnyRef(data.toString()))

@@ -24,12 +24,14 @@ import picocli.CommandLine.Command;
       ClientCommands.Delete.class,
       ClientCommands.Act.class,
       ClientCommands.Types.class,
+      TokenCommand.class,
       CommandLine.HelpCommand.class
     },
     footer = {
       "",
       "Examples:",
       "  troupe serve --data ./data --port 8080",
+      "  troupe token create --name app --scopes read,write",
       "  troupe check --data ./data      (a stopped store; see docs/OPERATIONS.md)",
       "  troupe types apply account.yaml",
       "  troupe act Account/alice open '{\"initial\": 100}'",

@@ -46,7 +46,7 @@ public final class PostgresBaselineServer implements AutoCloseable {
     ActorSystem<Void> system = ActorSystem.create(Behaviors.empty(), "postgres-baseline", config);
     try {
       Materializer materializer = Materializer.matFromSystem(system);
-      ServerBinding binding = Bindings.bind(system, http.host(), http.port(),
+      ServerBinding binding = Bindings.bind(system, http,
           new PostgresRestApi(entities, executor, http, materializer));
       return new PostgresBaselineServer(system, binding, entities, executor);
     } catch (RuntimeException e) {

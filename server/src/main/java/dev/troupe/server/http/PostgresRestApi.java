@@ -127,7 +127,8 @@ public final class PostgresRestApi
           .orElseThrow(() -> new TroupeException(ErrorCode.NOT_FOUND,
               entity + " does not exist"))));
     }
-    throw support.methodNotAllowed(request, "GET, PATCH or DELETE");
+    throw support.methodNotAllowed(request,
+        HttpMethods.GET, HttpMethods.PATCH, HttpMethods.DELETE);
   }
 
   private CompletionStage<HttpResponse> keyRoute(HttpRequest request, EntityId entity,
@@ -156,7 +157,8 @@ public final class PostgresRestApi
       return blocking(() -> RequestSupport.version(
           entities.deleteKey(entity.type(), entity.id(), key)));
     }
-    throw support.methodNotAllowed(request, "GET, PUT or DELETE");
+    throw support.methodNotAllowed(request,
+        HttpMethods.GET, HttpMethods.PUT, HttpMethods.DELETE);
   }
 
   /** Runs a JDBC call on the executor; a full queue is 429 overloaded, nothing started. */

@@ -19,7 +19,10 @@ import org.apache.pekko.http.javadsl.model.HttpEntity;
 import org.apache.pekko.http.javadsl.model.HttpMethod;
 import org.apache.pekko.http.javadsl.model.HttpRequest;
 import org.apache.pekko.http.javadsl.model.HttpResponse;
+import org.apache.pekko.http.javadsl.model.HttpMethods;
+import org.apache.pekko.http.javadsl.model.headers.Allow;
 import org.apache.pekko.http.scaladsl.model.EntityStreamSizeException;
+import org.apache.pekko.http.scaladsl.model.ExceptionWithErrorInfo;
 import org.apache.pekko.stream.Materializer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -224,20 +227,35 @@ final class RequestSupport {
 
   void requireMethod(HttpRequest request, HttpMethod expected) {
     if (!request.method().equals(expected)) {
-      throw methodNotAllowed(request, expected.name());
+      throw methodNotAllowed(request, expected);
     }
   }
 
-  TroupeException methodNotAllowed(HttpRequest request, String allowed) {
+  /** A 405 for {@code request}, whose resource accepts only {@code allowed}; the body discarded. */
+  MethodNotAllowed methodNotAllowed(HttpRequest request, HttpMethod... allowed) {
     request.discardEntityBytes(materializer);
-    return new MethodNotAllowed(request.method().name() + " is not allowed on "
-        + request.getUri().path() + "; use " + allowed);
+    return new MethodNotAllowed(request.method().name(), request.getUri().path(), allowed);
   }
 
-  /** 405 with the invalid_request code: the request's form is wrong, not the resource. */
+  /**
+   * 405 {@code method_not_allowed}, answered with an {@code Allow} header listing the methods the
+   * resource accepts ({@code HEAD} too wherever {@code GET} is: it is served as a GET).
+   */
   static final class MethodNotAllowed extends TroupeException {
-    MethodNotAllowed(String message) {
-      super(ErrorCode.INVALID_REQUEST, message);
+    private final List<HttpMethod> allowed;
+
+    MethodNotAllowed(String method, String path, HttpMethod... allowed) {
+      super(ErrorCode.METHOD_NOT_ALLOWED, method + " is not allowed on " + path + "; use "
+          + String.join(", ", java.util.Arrays.stream(allowed).map(HttpMethod::name).toList()));
+      List<HttpMethod> methods = new java.util.ArrayList<>(List.of(allowed));
+      if (methods.contains(HttpMethods.GET)) {
+        methods.add(HttpMethods.HEAD);
+      }
+      this.allowed = List.copyOf(methods);
+    }
+
+    HttpResponse response() {
+      return error(this).addHeader(Allow.create(allowed.toArray(new HttpMethod[0])));
     }
   }
 
@@ -302,7 +320,7 @@ final class RequestSupport {
       cause = cause.getCause();
     }
     if (cause instanceof MethodNotAllowed notAllowed) {
-      return error(405, notAllowed);
+      return notAllowed.response();
     }
     if (cause instanceof TroupeException troupeError) {
       return error(troupeError);
@@ -315,8 +333,14 @@ final class RequestSupport {
       return error(TroupeException.invalid(String.valueOf(cause.getMessage())));
     }
     if (cause instanceof java.util.concurrent.TimeoutException) {
-      return error(new TroupeException(ErrorCode.INVALID_REQUEST,
-          "the request body did not arrive in time"));
+      return error(new TroupeException(ErrorCode.REQUEST_TIMEOUT,
+          "the request body did not arrive within " + settings.bodyReadTimeoutMillis()
+              + " ms (troupe.http.body-read-timeout-millis)"));
+    }
+    if (cause instanceof ExceptionWithErrorInfo malformed) {
+      // A body Pekko could not parse (a malformed chunk, a stream cut short): the client's fault.
+      return error(TroupeException.invalid(
+          "malformed request body: " + malformed.info().summary()));
     }
     log.error("unexpected failure serving a request", cause);
     return error(new TroupeException(ErrorCode.UNAVAILABLE,

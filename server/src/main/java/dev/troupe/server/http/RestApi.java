@@ -51,25 +51,44 @@ public final class RestApi
   private final RequestSupport support;
   private final TransactionRequests transactionRequests;
   private final RequestAdmission admission;
+  private final HttpEdge edge;
   private final LongAdder requests = new LongAdder();
 
   public RestApi(Troupe troupe, HttpSettings settings, Materializer materializer) {
     this.troupe = troupe;
     this.materializer = materializer;
     this.admission = new RequestAdmission(settings);
+    this.edge = new HttpEdge(settings);
     this.metrics = new PrometheusMetrics(troupe, requests, admission);
     this.support = new RequestSupport(settings, materializer);
     this.transactionRequests = new TransactionRequests(support);
   }
 
   /**
-   * Health and {@code /metrics} are routed at once, never counted against a limit; every other
-   * request is admitted by its class's limit ({@link RequestAdmission}) or refused at once with 429
-   * and {@code Retry-After}, before its body is read.
+   * The edge first ({@link HttpEdge}): a CORS preflight is answered at once, and a request without
+   * the token its route needs is refused with 401 or 403, before admission counting and before its
+   * body is read. Then health and {@code /metrics} are routed at once, never counted against a
+   * limit; every other request is admitted by its class's limit ({@link RequestAdmission}) or
+   * refused at once with 429 and {@code Retry-After}, before its body is read. Every answer gets
+   * the CORS headers its origin is due.
    */
   @Override
   public CompletionStage<HttpResponse> apply(HttpRequest request) {
     requests.increment();
+    edge.answerTimeoutAsJson(request);
+    if (edge.isPreflight(request)) {
+      request.discardEntityBytes(materializer);
+      return CompletableFuture.completedFuture(edge.preflight(request));
+    }
+    Optional<HttpResponse> refusal = edge.refusal(request);
+    if (refusal.isPresent()) {
+      request.discardEntityBytes(materializer);
+      return CompletableFuture.completedFuture(edge.withCors(request, refusal.get()));
+    }
+    return admitted(request).thenApply(response -> edge.withCors(request, response));
+  }
+
+  private CompletionStage<HttpResponse> admitted(HttpRequest request) {
     RequestAdmission.WorkClass workClass =
         RequestAdmission.classify(request.method().name(), request.getUri().path());
     if (workClass == RequestAdmission.WorkClass.EXEMPT) {
@@ -293,7 +312,8 @@ public final class RestApi
       request.discardEntityBytes(materializer);
       return troupe.delete(entity).thenApply(outcome -> RequestSupport.version(outcome.version()));
     }
-    throw support.methodNotAllowed(request, "GET, PATCH or DELETE");
+    throw support.methodNotAllowed(request,
+        HttpMethods.GET, HttpMethods.PATCH, HttpMethods.DELETE);
   }
 
   private CompletionStage<HttpResponse> keyRoute(HttpRequest request, EntityId entity, String key) {
@@ -315,14 +335,15 @@ public final class RestApi
       request.discardEntityBytes(materializer);
       return troupe.deleteKey(entity, key).thenApply(outcome -> RequestSupport.version(outcome.version()));
     }
-    throw support.methodNotAllowed(request, "GET, PUT or DELETE");
+    throw support.methodNotAllowed(request,
+        HttpMethods.GET, HttpMethods.PUT, HttpMethods.DELETE);
   }
 
   /** {@code GET | DELETE /v1/dependencies/{id}}. */
   private CompletionStage<HttpResponse> dependencyRoute(HttpRequest request, String id) {
     HttpMethod method = request.method();
     if (!method.equals(HttpMethods.GET) && !method.equals(HttpMethods.DELETE)) {
-      throw support.methodNotAllowed(request, "GET or DELETE");
+      throw support.methodNotAllowed(request, HttpMethods.GET, HttpMethods.DELETE);
     }
     request.discardEntityBytes(materializer);
     support.dependencyId(id);

@@ -7,17 +7,32 @@ import org.apache.pekko.stream.Materializer;
 /** The REST server: binds {@link RestApi} for an engine on the engine's actor system. */
 public final class TroupeServer implements AutoCloseable {
   private final ServerBinding binding;
+  private final boolean tls;
 
-  private TroupeServer(ServerBinding binding) {
+  private TroupeServer(ServerBinding binding, boolean tls) {
     this.binding = binding;
+    this.tls = tls;
   }
 
-  /** Binds and waits until the server listens; port 0 picks a free port. */
+  /**
+   * Binds and waits until the server listens; port 0 picks a free port.
+   *
+   * @throws IllegalStateException when the settings would expose the API without authentication
+   *     ({@link HttpSettings#exposureProblem}) or the address cannot be bound
+   */
   public static TroupeServer start(Troupe troupe, HttpSettings settings) {
+    settings.exposureProblem().ifPresent(problem -> {
+      throw new IllegalStateException(problem);
+    });
     Materializer materializer = Materializer.matFromSystem(troupe.actorSystem());
     RestApi api = new RestApi(troupe, settings, materializer);
-    return new TroupeServer(
-        Bindings.bind(troupe.actorSystem(), settings.host(), settings.port(), api));
+    return new TroupeServer(Bindings.bind(troupe.actorSystem(), settings, api),
+        settings.tls().enabled());
+  }
+
+  /** {@code https} with TLS, else {@code http}. */
+  public String scheme() {
+    return tls ? "https" : "http";
   }
 
   public int port() {

@@ -151,8 +151,8 @@ abstract class EntityContract {
     assertError(400, "invalid_request", send("PATCH", entity("bad"), "{}"));
     assertError(400, "invalid_request", send("PATCH", entity("bad"), "{\"a\":"));
     assertError(400, "invalid_request", send("PUT", entity("bad") + "/keys/a", "not json"));
-    assertError(405, "invalid_request", send("POST", entity("bad"), "{\"a\":2}"));
-    assertError(405, "invalid_request", send("PATCH", entity("bad") + "/keys/a", "2"));
+    assertError(405, "method_not_allowed", send("POST", entity("bad"), "{\"a\":2}"));
+    assertError(405, "method_not_allowed", send("PATCH", entity("bad") + "/keys/a", "2"));
     assertError(413, "too_large", send("PUT", entity("bad") + "/keys/a",
         "\"" + "x".repeat(70_000) + "\""));
     assertError(400, "invalid_request", send("PUT",

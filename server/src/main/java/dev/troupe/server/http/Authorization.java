@@ -1,0 +1,216 @@
+package dev.troupe.server.http;
+
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.Locale;
+import java.util.Optional;
+import java.util.Set;
+
+/**
+ * Who may do what: the pure decision of the REST API's authentication and authorization, from a
+ * request's method, path and {@code Authorization} header to allowed, 401 or 403. No Pekko, no
+ * clock, no I/O: {@link RestApi} asks it before admission counting and before any body is read.
+ *
+ * <p>Tokens: bearer tokens from configuration ({@code troupe.http.auth.tokens}), each kept only as
+ * the hex of its SHA-256. Why a plain SHA-256 and not a salted slow hash (bcrypt, Argon2): those
+ * exist to make guessing human-chosen passwords expensive after a leak of the hashes. Troupe's
+ * tokens are 256 random bits minted by {@code troupe token create}; no dictionary or brute force
+ * over 2^256 candidates is possible however fast the hash, so a slow hash would only slow every
+ * request down, and a salt would only defeat precomputed tables that cannot exist for random
+ * secrets. A leaked configuration file therefore does not leak a usable token.
+ *
+ * <p>Scopes: {@code read} (GET of entities, keys, dependencies, types; {@code POST
+ * /v1/snapshot-read}), {@code write} (entity and key writes, actions, every {@code
+ * /v1/transactions} route), {@code admin} ({@code PUT /v1/types/{type}}, {@code POST} and {@code
+ * DELETE /v1/dependencies}). Scopes do not imply one another: a token lists each it may use. Open
+ * to all: {@code /v1/health} and below, {@code GET /v1/openapi.json}. {@code /metrics} takes any
+ * valid token. A path no route knows needs {@code read} for GET and HEAD and {@code write}
+ * otherwise, so that probing unknown paths takes a token too.
+ *
+ * <p>Invariants: with no tokens configured every request is allowed (the server then only listens
+ * on loopback: {@link HttpSettings#exposureProblem}); the comparison of a presented token's hash
+ * with the stored ones takes the same time whichever entry matches, or none (every entry is
+ * compared with {@link MessageDigest#isEqual}, which does not stop at the first differing byte).
+ *
+ * <p>Concurrency: immutable; safe from any thread.
+ */
+public final class Authorization {
+  /** What a token may do. */
+  public enum Scope {
+    READ,
+    WRITE,
+    ADMIN;
+
+    /** The scope's name in settings and messages: {@code read}, {@code write}, {@code admin}. */
+    public String label() {
+      return name().toLowerCase(Locale.ROOT);
+    }
+
+    /** The scope named {@code text}; anything else is a settings mistake. */
+    public static Scope parse(String text) {
+      for (Scope scope : values()) {
+        if (scope.label().equals(text)) {
+          return scope;
+        }
+      }
+      throw new IllegalArgumentException(
+          "unknown token scope '" + text + "' (expected read, write or admin)");
+    }
+  }
+
+  /**
+   * A configured token: its name (for logs and operators), the hex SHA-256 of its secret, and its
+   * scopes (at least one).
+   */
+  public record Token(String name, String sha256, Set<Scope> scopes) {
+    public Token {
+      if (sha256 == null || !sha256.matches("[0-9a-f]{64}")) {
+        throw new IllegalArgumentException("token '" + name
+            + "': sha256 must be the 64 lowercase hex digits of the token's SHA-256");
+      }
+      if (scopes.isEmpty()) {
+        throw new IllegalArgumentException("token '" + name + "' needs at least one scope");
+      }
+      scopes = Set.copyOf(scopes);
+    }
+  }
+
+  /** What a request needs before it is served. */
+  public sealed interface Requirement {
+    /** Anyone: health and the API's description. */
+    record Open() implements Requirement {}
+
+    /** Any valid token, whatever its scopes ({@code /metrics}). */
+    record AnyToken() implements Requirement {}
+
+    /** A valid token with {@code scope}. */
+    record Needs(Scope scope) implements Requirement {}
+  }
+
+  /** The decision on one request. */
+  public sealed interface Decision {
+    /** Served; {@code tokenName} is empty when no token was needed or none is configured. */
+    record Allowed(Optional<String> tokenName) implements Decision {}
+
+    /** 401 unauthorized: no token, a malformed header or a token no entry knows. */
+    record Unauthenticated(String message) implements Decision {}
+
+    /** 403 forbidden: a valid token without the scope the route needs. */
+    record Forbidden(String message) implements Decision {}
+  }
+
+  private static final String BEARER = "bearer ";
+
+  private final List<Token> tokens;
+  private final byte[][] hashes;
+
+  public Authorization(List<Token> tokens) {
+    this.tokens = List.copyOf(tokens);
+    this.hashes = new byte[this.tokens.size()][];
+    for (int i = 0; i < hashes.length; i++) {
+      hashes[i] = HexFormat.of().parseHex(this.tokens.get(i).sha256());
+    }
+  }
+
+  /** Whether any token is configured; without, every request is allowed. */
+  public boolean enabled() {
+    return !tokens.isEmpty();
+  }
+
+  /** What a request with {@code method} and {@code path} (the URI's path) needs. */
+  public static Requirement requirement(String method, String path) {
+    if (path.equals("/v1/health") || path.startsWith("/v1/health/")) {
+      return new Requirement.Open();
+    }
+    boolean read = method.equals("GET") || method.equals("HEAD");
+    if (read && path.equals("/v1/openapi.json")) {
+      return new Requirement.Open();
+    }
+    if (path.equals("/metrics")) {
+      return new Requirement.AnyToken();
+    }
+    String resource = resource(path);
+    if (resource.equals("transactions")) {
+      return new Requirement.Needs(Scope.WRITE);
+    }
+    if (resource.equals("snapshot-read")) {
+      return new Requirement.Needs(Scope.READ);
+    }
+    if (read) {
+      return new Requirement.Needs(Scope.READ);
+    }
+    if (resource.equals("types") || resource.equals("dependencies")) {
+      return new Requirement.Needs(Scope.ADMIN);
+    }
+    return new Requirement.Needs(Scope.WRITE);
+  }
+
+  /** The segment after {@code /v1/}, or "" for any other path. */
+  private static String resource(String path) {
+    String prefix = "/v1/";
+    if (!path.startsWith(prefix)) {
+      return "";
+    }
+    int end = path.indexOf('/', prefix.length());
+    return path.substring(prefix.length(), end < 0 ? path.length() : end);
+  }
+
+  /**
+   * The decision on a request with {@code method} and {@code path} whose {@code Authorization}
+   * header is {@code authorizationHeader} (empty when absent).
+   */
+  public Decision decide(String method, String path, Optional<String> authorizationHeader) {
+    Requirement requirement = requirement(method, path);
+    if (!enabled() || requirement instanceof Requirement.Open) {
+      return new Decision.Allowed(Optional.empty());
+    }
+    if (authorizationHeader.isEmpty()) {
+      return new Decision.Unauthenticated(
+          "this server needs a bearer token: send 'Authorization: Bearer <token>'");
+    }
+    String header = authorizationHeader.get().trim();
+    if (!header.toLowerCase(Locale.ROOT).startsWith(BEARER)) {
+      return new Decision.Unauthenticated(
+          "the Authorization header must be 'Bearer <token>'");
+    }
+    Optional<Token> token = lookup(header.substring(BEARER.length()).trim());
+    if (token.isEmpty()) {
+      return new Decision.Unauthenticated("the bearer token is not one this server knows");
+    }
+    if (requirement instanceof Requirement.Needs(Scope scope)
+        && !token.get().scopes().contains(scope)) {
+      return new Decision.Forbidden("token '" + token.get().name() + "' lacks the scope '"
+          + scope.label() + "' that " + method + " " + path + " needs");
+    }
+    return new Decision.Allowed(Optional.of(token.get().name()));
+  }
+
+  /** The configured token whose secret is {@code secret}, compared in constant time. */
+  Optional<Token> lookup(String secret) {
+    byte[] presented = sha256(secret);
+    Token found = null;
+    for (int i = 0; i < hashes.length; i++) {
+      // No early exit: every entry is compared, so timing says nothing about which matched.
+      if (MessageDigest.isEqual(presented, hashes[i]) && found == null) {
+        found = tokens.get(i);
+      }
+    }
+    return Optional.ofNullable(found);
+  }
+
+  /** The hex SHA-256 of {@code secret}'s UTF-8 bytes: what configuration stores of a token. */
+  public static String sha256Hex(String secret) {
+    return HexFormat.of().formatHex(sha256(secret));
+  }
+
+  private static byte[] sha256(String secret) {
+    try {
+      return MessageDigest.getInstance("SHA-256").digest(secret.getBytes(StandardCharsets.UTF_8));
+    } catch (NoSuchAlgorithmException e) {
+      throw new IllegalStateException("every Java runtime has SHA-256", e);
+    }
+  }
+}
