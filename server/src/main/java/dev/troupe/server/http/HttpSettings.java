@@ -1,13 +1,19 @@
 package dev.troupe.server.http;
 
 import com.typesafe.config.Config;
+import dev.troupe.model.ValueLimits;
+import dev.troupe.runtime.RuntimeSettings;
 
-/** The REST server's settings and request limits, parsed once from {@code troupe.http}. */
+/**
+ * The REST server's settings and request limits, parsed once from {@code troupe.http}; the limits
+ * on values ({@code values}) are the engine's, from {@code troupe.limits}, so a value a client
+ * sends and a value a turn computes meet the same ones.
+ */
 public record HttpSettings(
     String host,
     int port,
     int maxBodyBytes,
-    int maxValueBytes,
+    ValueLimits values,
     int maxIdLength,
     int maxKeyLength,
     int maxTypeNameLength,
@@ -21,7 +27,7 @@ public record HttpSettings(
         http.getString("host"),
         http.getInt("port"),
         http.getInt("max-body-bytes"),
-        http.getInt("max-value-bytes"),
+        RuntimeSettings.valueLimits(config.getConfig("troupe.limits")),
         http.getInt("max-id-length"),
         http.getInt("max-key-length"),
         http.getInt("max-type-name-length"),
