@@ -77,8 +77,10 @@ import java.util.stream.Collectors;
  * elements.
  *
  * <p><b>Limits.</b> Comprehensions ({@code all}, {@code exists}, {@code map}, {@code filter})
- * stop after {@link #MAX_COMPREHENSION_ITERATIONS} iterations, so no expression runs unboundedly
- * long on a large state; the expression text is limited by CEL's own 100,000 code point limit.
+ * stop after {@link #MAX_COMPREHENSION_ITERATIONS} iterations in all, so no expression runs
+ * unboundedly long on a large state; the expression text is limited by CEL's own 100,000 code
+ * point limit; and every evaluation runs within an {@link EvaluationBudget} ({@code
+ * troupe.limits}), so none builds strings or lists past what a value may hold.
  */
 public final class CompiledType {
   /**
@@ -356,7 +358,9 @@ public final class CompiledType {
    * with the error in its message, not as an invalid request: whether it evaluates depends on the
    * entity's state, not only on the request, so it is a conflict (409) like a false precondition.
    * An effect that cannot be evaluated or gives a value its key cannot hold is reported as an
-   * invalid request (400), as the spec is to blame or the arguments push a value out of range.
+   * invalid request (400), as the spec is to blame or the arguments push a value out of range,
+   * with the abort reason {@code evaluation_failed}: inside a transaction it aborts it with that
+   * reason (409), since whether it evaluates may depend on the state the transaction meets.
    *
    * <p>Sync calls are not made here; see {@link #synchronizedCalls}.
    *
