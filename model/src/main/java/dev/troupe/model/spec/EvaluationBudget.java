@@ -28,9 +28,10 @@ import java.util.Map;
  *   <li>one list or map holds more than {@link ValueLimits#maxEvaluationCollectionElements}.
  * </ul>
  *
- * <p>So an evaluation holds at most two strings' worth past the limit before it stops, and the
- * lists it builds are bounded by the iteration limit. Values read (variables, selections) are not
- * counted: they exist already. A refusal is {@code too_large} with the abort reason {@code
+ * <p>So the strings one evaluation builds take at most {@code maxEvaluationStringCharacters} plus
+ * one string's worth of heap before it stops, and the lists it builds are bounded by the
+ * iteration limit (each element comes from an iteration or from the expression's text). Values
+ * read (variables, selections) are not counted: they exist already. A refusal is {@code too_large} with the abort reason {@code
  * too_large}, whether the expression is a precondition, an effect, a sync call's argument or a
  * dependency function.
  *
