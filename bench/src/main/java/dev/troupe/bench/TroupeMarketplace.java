@@ -251,7 +251,7 @@ abstract class TroupeMarketplace implements AutoCloseable {
             "troupe.storage.history-retention-millis", HISTORY_RETENTION_MILLIS,
             "troupe.transactions.max-participants", participants,
             "troupe.transactions.max-operations", Math.max(256, 2 * participants + 64),
-            "troupe.entity.max-keys", Math.max(1024, shape.customers() + 64),
+            "troupe.limits.max-keys-per-entity", Math.max(1024, shape.customers() + 64),
             "troupe.dependencies.max-per-key", MAX_DEPENDENCIES_PER_KEY,
             "troupe.dependencies.max-participants", Math.max(4096, participants)))
         .withFallback(ConfigFactory.load()));

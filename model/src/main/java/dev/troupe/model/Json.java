@@ -23,31 +23,53 @@ public final class Json {
 
   private Json() {}
 
-  /** Parses JSON text; malformed text is the client's mistake, reported as invalid_request. */
+  /**
+   * Parses JSON text; malformed text is the client's mistake, reported as invalid_request. So is a
+   * number Troupe's values cannot hold: one beyond a double's range (JSON has no infinity; {@code
+   * 1e400} would otherwise read as one and be written back as the text "Infinity") and an integer
+   * beyond 64 bits signed (what CEL and counters compute with; it would read back as a different
+   * number).
+   */
   public static JsonNode parse(String text) {
     try {
       JsonNode node = MAPPER.readTree(text);
       if (node == null || node.isMissingNode()) {
         throw TroupeException.invalid("request body is empty; expected JSON");
       }
-      return node;
+      return checkNumbers(node);
     } catch (JsonProcessingException e) {
       throw TroupeException.invalid("malformed JSON: " + e.getOriginalMessage());
     }
   }
 
+  /** Parses JSON bytes, like {@link #parse(String)}. */
   public static JsonNode parse(byte[] bytes) {
     try {
       JsonNode node = MAPPER.readTree(bytes);
       if (node == null || node.isMissingNode()) {
         throw TroupeException.invalid("request body is empty; expected JSON");
       }
-      return node;
+      return checkNumbers(node);
     } catch (JsonProcessingException e) {
       throw TroupeException.invalid("malformed JSON: " + e.getOriginalMessage());
     } catch (java.io.IOException e) {
       throw TroupeException.invalid("unreadable JSON: " + e.getMessage());
     }
+  }
+
+  /** Refuses a number no value can hold anywhere in {@code node} (see {@link #parse(String)}). */
+  private static JsonNode checkNumbers(JsonNode node) {
+    if (node.isContainerNode()) {
+      for (JsonNode child : node) {
+        checkNumbers(child);
+      }
+    } else if (node.isNumber()) {
+      if (node.isIntegralNumber() ? !node.canConvertToLong() : !Double.isFinite(node.doubleValue())) {
+        throw TroupeException.invalid("the number " + node.asText() + " is out of range: numbers"
+            + " must be finite doubles or integers within 64 bits signed");
+      }
+    }
+    return node;
   }
 
   /** Compact text; also the identity of a set element. */

@@ -22,6 +22,22 @@ public final class TransactionAbort {
   /** A participant was overloaded or its storage refused the prepared record. */
   public static final String PARTICIPANT_UNAVAILABLE = "participant_unavailable";
 
+  /**
+   * A value the transaction would write is past a limit of {@code troupe.limits} (bytes, nesting,
+   * string length, keys of an entity, elements of a set), or a CEL evaluation in it tried to build
+   * more than an evaluation may. A single turn refused for the same reason answers {@code
+   * too_large} (413).
+   */
+  public static final String TOO_LARGE = "too_large";
+
+  /**
+   * An action's effect, a dependency's function or an increment could not be computed on the
+   * state it met: a CEL error (division by zero, a type error, no such map key), an overflow of a
+   * 64-bit integer, or a result JSON cannot carry (a non-finite number). A single turn refused for
+   * the same reason answers {@code invalid_request} (400).
+   */
+  public static final String EVALUATION_FAILED = "evaluation_failed";
+
   /** The coordinator decided abort; the participant's acknowledgement of that decision. */
   public static final String DECIDED = "decided";
 

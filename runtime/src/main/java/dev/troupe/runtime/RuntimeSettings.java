@@ -2,6 +2,7 @@ package dev.troupe.runtime;
 
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
+import dev.troupe.model.ValueLimits;
 import dev.troupe.storage.Durability;
 import dev.troupe.storage.StorageSettings;
 import dev.troupe.txn.MemoryBudgetCore;
@@ -187,16 +188,18 @@ public record RuntimeSettings(
             troupe.getInt("data-centre-id"),
             positiveLong(storage, "clock-ceiling-millis"),
             positive(storage, "checkpoint-bytes-per-operation"));
+    Config valueLimits = troupe.getConfig("limits");
     TurnLimits limits =
         new TurnLimits(
-            positive(entity, "max-keys"),
-            positive(entity, "max-set-elements"),
+            positive(valueLimits, "max-keys-per-entity"),
+            positive(valueLimits, "max-set-elements"),
             positive(entity, "max-in-flight-commits"),
             positive(entity, "max-queued-turns"),
             positive(entity, "max-open-transactions"),
             positive(entity, "remembered-aborts"),
             positive(troupe.getConfig("dependencies"), "max-per-key"),
-            positive(troupe.getConfig("dependencies"), "max-chain-length"));
+            positive(troupe.getConfig("dependencies"), "max-chain-length"),
+            valueLimits(valueLimits));
     return new RuntimeSettings(
         storageSettings,
         limits,
@@ -207,6 +210,16 @@ public record RuntimeSettings(
         positive(entity, "materialization-queue-limit"),
         TransactionSettings.fromConfig(troupe),
         config);
+  }
+
+  /** {@code troupe.limits}: the limits on one value, requested or computed ({@link ValueLimits}). */
+  public static ValueLimits valueLimits(Config limits) {
+    return new ValueLimits(
+        positive(limits, "max-value-bytes"),
+        positive(limits, "max-nesting-depth"),
+        positive(limits, "max-string-length"),
+        positiveLong(limits, "max-evaluation-string-characters"),
+        positive(limits, "max-evaluation-collection-elements"));
   }
 
   private static int nonNegative(Config config, String path) {

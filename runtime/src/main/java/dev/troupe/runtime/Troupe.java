@@ -426,7 +426,8 @@ public final class Troupe implements AutoCloseable {
    * Runs one turn as a transaction of its own: for an action with sync calls, for a
    * (de)registration, and for a turn that touches declared dependencies (whose other entities
    * join it). Answers like a turn:
-   * the entity's outcome, and a failed precondition as {@code precondition_failed}.
+   * the entity's outcome, a failed precondition as {@code precondition_failed}, a value past a
+   * limit as {@code too_large} and a failed evaluation as {@code invalid_request}.
    */
   private CompletableFuture<TurnOutcome> runAsTransaction(EntityId entity, CompiledType type,
       Turn turn, TransactionRequest.Mode mode) {
@@ -438,6 +439,14 @@ public final class Troupe implements AutoCloseable {
         if (cause instanceof TroupeException error && error.code() == ErrorCode.ABORTED
             && TransactionAbort.PRECONDITION_FAILED.equals(error.reason())) {
           throw new TroupeException(ErrorCode.PRECONDITION_FAILED, error.getMessage());
+        }
+        if (cause instanceof TroupeException error && error.code() == ErrorCode.ABORTED
+            && TransactionAbort.TOO_LARGE.equals(error.reason())) {
+          throw new TroupeException(ErrorCode.TOO_LARGE, error.reason(), error.getMessage());
+        }
+        if (cause instanceof TroupeException error && error.code() == ErrorCode.ABORTED
+            && TransactionAbort.EVALUATION_FAILED.equals(error.reason())) {
+          throw new TroupeException(ErrorCode.INVALID_REQUEST, error.reason(), error.getMessage());
         }
         throw cause instanceof RuntimeException runtime ? runtime : new CompletionException(cause);
       }
@@ -944,7 +953,20 @@ public final class Troupe implements AutoCloseable {
             "sync calls nest deeper than %d levels at %s.%s".formatted(limits.maxSyncDepth(),
                 entity, invoke.action()));
       }
-      for (SyncInvocation call : type.synchronizedCalls(invoke.action(), invoke.params())) {
+      List<SyncInvocation> calls;
+      try {
+        calls = type.synchronizedCalls(invoke.action(), invoke.params(),
+            settings.turnLimits().values());
+      } catch (TroupeException e) {
+        // An argument that fails to evaluate, or builds too much, fails the transaction like a
+        // failing effect would: aborted with its reason.
+        if (TransactionAbort.EVALUATION_FAILED.equals(e.reason())
+            || TransactionAbort.TOO_LARGE.equals(e.reason())) {
+          throw new TroupeException(ErrorCode.ABORTED, e.reason(), e.getMessage());
+        }
+        throw e;
+      }
+      for (SyncInvocation call : calls) {
         addOperation(call.entity(), new Turn.InvokeAction(call.action(), call.arguments()),
             depth + 1, turns, types, operations);
       }

@@ -475,7 +475,14 @@ public final class CoordinatorCore {
         return;
       }
     }
-    TroupeException reported = switch (reason.code()) {
+    // A participant's value past a limit, or an evaluation that failed on the state it met: the
+    // transaction aborts with that reason (a single turn answers the code itself).
+    boolean abortReason = reason.code() != ErrorCode.ABORTED
+        && (TransactionAbort.TOO_LARGE.equals(reason.reason())
+            || TransactionAbort.EVALUATION_FAILED.equals(reason.reason()));
+    TroupeException reported = abortReason
+        ? new TroupeException(ErrorCode.ABORTED, reason.reason(), reason.getMessage())
+        : switch (reason.code()) {
       case ABORTED, INVALID_REQUEST, NOT_FOUND, UNKNOWN_TYPE, UNKNOWN_ACTION, TOO_LARGE, CONFLICT,
           CORRUPT_DATA -> reason;
       case PRECONDITION_FAILED -> new TroupeException(ErrorCode.ABORTED,

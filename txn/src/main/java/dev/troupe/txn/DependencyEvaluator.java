@@ -9,7 +9,9 @@ import dev.troupe.model.EntityState;
 import dev.troupe.model.ErrorCode;
 import dev.troupe.model.Invariants;
 import dev.troupe.model.Operation;
+import dev.troupe.model.TransactionAbort;
 import dev.troupe.model.TroupeException;
+import dev.troupe.model.ValueLimits;
 import dev.troupe.model.dependency.Dependency;
 import dev.troupe.model.dependency.DependencyFunction;
 import dev.troupe.model.dependency.DependencyKeys;
@@ -246,7 +248,15 @@ public final class DependencyEvaluator {
       return new Evaluation(List.copyOf(operations), state, forwarding, null);
     }
 
+    /**
+     * Applies one operation to the working state. A value a forward computes (a replicated,
+     * summed or {@code cel:} value) meets the same limits as a client's before it is written.
+     */
     private void emit(Operation operation) {
+      if (operation instanceof Operation.Assign assign) {
+        limits.values().check(assign.value(),
+            "%s: the value dependencies compute for key '%s'".formatted(entity, assign.key()));
+      }
       state = state.apply(List.of(operation), state.version() + 1, originDc);
       operations.add(operation);
     }
@@ -356,7 +366,8 @@ public final class DependencyEvaluator {
           case DependencyFunction.Min ignored -> extreme(table(state, hidden), true);
           case DependencyFunction.Max ignored -> extreme(table(state, hidden), false);
           case DependencyFunction.Custom custom -> DependencyExpression.compile(custom.expression())
-              .evaluate(null, leaderValue, current, dependency.leader().key(), key);
+              .evaluate(null, leaderValue, current, dependency.leader().key(), key,
+                  limits.values());
         };
         assign(key, current, next);
       }
@@ -394,7 +405,8 @@ public final class DependencyEvaluator {
         case DependencyFunction.Min ignored -> extreme(table(state, hidden), true);
         case DependencyFunction.Max ignored -> extreme(table(state, hidden), false);
         case DependencyFunction.Custom custom -> DependencyExpression.compile(custom.expression())
-            .evaluate(changed.oldValue(), newValue, current, dependency.leader().key(), key);
+            .evaluate(changed.oldValue(), newValue, current, dependency.leader().key(), key,
+                limits.values());
       };
       assign(key, current, next);
     }
@@ -601,7 +613,7 @@ public final class DependencyEvaluator {
 
     private void checkKeyCount() {
       if (state.values().size() > limits.maxKeysPerEntity()) {
-        throw new TroupeException(ErrorCode.TOO_LARGE, ("%s would hold %d keys with its dependency"
+        throw new TroupeException(ErrorCode.TOO_LARGE, TransactionAbort.TOO_LARGE, ("%s would hold %d keys with its dependency"
             + " records; an entity may hold at most %d").formatted(entity, state.values().size(),
             limits.maxKeysPerEntity()));
       }
@@ -616,7 +628,11 @@ public final class DependencyEvaluator {
     return value != null && value.isNumber() ? value : LongNode.valueOf(0);
   }
 
-  /** JSON number arithmetic: 64-bit integers while exact, doubles otherwise. */
+  /**
+   * JSON number arithmetic: 64-bit integers while both operands are integers, doubles when one is
+   * not. An integer sum that overflows 64 bits, or a double sum that is not finite, is refused
+   * ({@code evaluation_failed}): a sum must stay exact and a value JSON can carry.
+   */
   static final class Numbers {
     private Numbers() {}
 
@@ -628,10 +644,16 @@ public final class DependencyEvaluator {
         try {
           return LongNode.valueOf(Math.addExact(a.longValue(), b.longValue()));
         } catch (ArithmeticException overflow) {
-          // falls through to doubles
+          throw ValueLimits.evaluationFailed("the sum of %d and %d overflows a 64-bit integer"
+              .formatted(a.longValue(), b.longValue()));
         }
       }
-      return DoubleNode.valueOf(a.doubleValue() + b.doubleValue());
+      double sum = a.doubleValue() + b.doubleValue();
+      if (!Double.isFinite(sum)) {
+        throw ValueLimits.evaluationFailed("the sum of %s and %s is beyond a double's range"
+            .formatted(a.asText(), b.asText()));
+      }
+      return DoubleNode.valueOf(sum);
     }
 
     static JsonNode subtract(JsonNode left, JsonNode right) {

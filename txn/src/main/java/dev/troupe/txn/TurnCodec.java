@@ -4,7 +4,6 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.troupe.model.Json;
-import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
@@ -73,7 +72,14 @@ public final class TurnCodec {
     if (bytes.length < 2 || bytes[0] != TYPE_ID || bytes[1] != REVISION) {
       throw new IllegalArgumentException("not turns of format revision " + REVISION);
     }
-    JsonNode array = Json.parse(new String(bytes, 2, bytes.length - 2, StandardCharsets.UTF_8));
+    // Read as stored, without Json.parse's checks on client input: a record written by an
+    // earlier version (which accepted integers beyond 64 bits) must still recover.
+    JsonNode array;
+    try {
+      array = Json.MAPPER.readTree(bytes, 2, bytes.length - 2);
+    } catch (java.io.IOException e) {
+      throw new IllegalArgumentException("turns that are not JSON: " + e.getMessage(), e);
+    }
     List<Turn> turns = new ArrayList<>();
     for (JsonNode node : array) {
       String key = node.path("key").asText();

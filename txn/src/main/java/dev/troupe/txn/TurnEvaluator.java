@@ -11,7 +11,9 @@ import dev.troupe.model.EntityState;
 import dev.troupe.model.ErrorCode;
 import dev.troupe.model.Invariants;
 import dev.troupe.model.Operation;
+import dev.troupe.model.TransactionAbort;
 import dev.troupe.model.TroupeException;
+import dev.troupe.model.ValueLimits;
 import dev.troupe.model.spec.ActionOutcome;
 import dev.troupe.model.spec.CompiledType;
 import dev.troupe.model.value.KeyKind;
@@ -155,9 +157,10 @@ public final class TurnEvaluator {
         try {
           Math.addExact(current, increment.by());
         } catch (ArithmeticException overflow) {
-          throw TroupeException.invalid(
-              "incrementing '%s' by %d would overflow a 64-bit counter"
-                  .formatted(increment.key(), increment.by()));
+          // Refused, never wrapped; whether it overflows depends on the state the turn meets.
+          throw ValueLimits.evaluationFailed(
+              "incrementing '%s' (%d) by %d would overflow a 64-bit counter"
+                  .formatted(increment.key(), current, increment.by()));
         }
         yield increment.by() == 0
             ? List.of()
@@ -199,14 +202,34 @@ public final class TurnEvaluator {
               ErrorCode.UNKNOWN_TYPE,
               "type '%s' is not declared, so it has no actions".formatted(entity.type()));
         }
-        yield switch (type.invoke(
-            invoke.action(), invoke.params(), state, transactionId, originDc)) {
-          case ActionOutcome.Applied applied -> applied.operations();
+        yield switch (type.invoke(invoke.action(), invoke.params(), state, transactionId,
+            originDc, limits.values())) {
+          case ActionOutcome.Applied applied -> checkComputedValues(entity, invoke.action(),
+              applied.operations(), limits.values());
           case ActionOutcome.PreconditionFailed failed ->
               throw new TroupeException(ErrorCode.PRECONDITION_FAILED, failed.message());
         };
       }
     };
+  }
+
+  /**
+   * Holds the values an action computed to the limits a client's values meet at the HTTP
+   * boundary (size, nesting, string length, finite numbers), before anything is written: an
+   * effect doubling a string is refused once the result would pass {@code max-value-bytes}.
+   */
+  private static List<Operation> checkComputedValues(EntityId entity, String action,
+      List<Operation> operations, ValueLimits limits) {
+    for (Operation operation : operations) {
+      switch (operation) {
+        case Operation.Assign assign -> limits.check(assign.value(),
+            "%s.%s: the value of key '%s'".formatted(entity, action, assign.key()));
+        case Operation.AddElement add -> limits.check(add.element(),
+            "%s.%s: an element of set '%s'".formatted(entity, action, add.key()));
+        default -> {}
+      }
+    }
+    return operations;
   }
 
   /**
@@ -282,6 +305,7 @@ public final class TurnEvaluator {
    */
   private static void checkLimits(EntityState state, List<Operation> operations, TurnLimits limits) {
     Map<String, Boolean> present = new HashMap<>();
+    Map<String, Integer> added = new HashMap<>();
     boolean cleared = false;
     for (Operation operation : operations) {
       switch (operation) {
@@ -290,10 +314,14 @@ public final class TurnEvaluator {
         case Operation.AddElement add -> {
           present.put(add.key(), true);
           Value current = state.get(add.key());
-          int size = current instanceof SetValue set ? set.size() : 0;
-          if (size >= limits.maxSetElements() && !(current instanceof SetValue set && set.contains(add.element()))) {
+          boolean known = current instanceof SetValue set && set.contains(add.element());
+          // New elements of this turn count too: an action's set effect may add many at once.
+          // (Removals in the same turn are not subtracted: a conservative bound.)
+          int size = (current instanceof SetValue set ? set.size() : 0)
+              + (known ? 0 : added.merge(add.key(), 1, Integer::sum) - 1);
+          if (size >= limits.maxSetElements() && !known) {
             throw new TroupeException(
-                ErrorCode.TOO_LARGE,
+                ErrorCode.TOO_LARGE, TransactionAbort.TOO_LARGE,
                 "set '%s' already holds the maximum of %d elements"
                     .formatted(add.key(), limits.maxSetElements()));
           }
@@ -319,7 +347,7 @@ public final class TurnEvaluator {
     }
     if (keys > limits.maxKeysPerEntity()) {
       throw new TroupeException(
-          ErrorCode.TOO_LARGE,
+          ErrorCode.TOO_LARGE, TransactionAbort.TOO_LARGE,
           "an entity may hold at most %d keys".formatted(limits.maxKeysPerEntity()));
     }
   }

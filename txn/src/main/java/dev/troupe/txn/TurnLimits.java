@@ -1,10 +1,14 @@
 package dev.troupe.txn;
 
+import dev.troupe.model.ValueLimits;
+
 /**
- * Limits enforced by the turn core, parsed once from {@code troupe.entity} in reference.conf.
+ * Limits enforced by the turn core, parsed once from {@code troupe.limits}, {@code troupe.entity}
+ * and {@code troupe.dependencies} in reference.conf.
  *
- * @param maxKeysPerEntity most keys one entity may hold; a turn that would exceed it is rejected
- * @param maxSetElements most elements one set key may hold
+ * @param maxKeysPerEntity most keys one entity may hold ({@code
+ *     troupe.limits.max-keys-per-entity}); a turn that would exceed it is rejected
+ * @param maxSetElements most elements one set key may hold ({@code troupe.limits.max-set-elements})
  * @param maxInFlightCommitsPerEntity most commits of one entity submitted and not yet durable; later
  *     turns wait in the entity's queue (this is what pipelines a hot entity through group commit)
  * @param maxQueuedTurnsPerEntity most turns waiting behind the in-flight commits (and PSAC actions
@@ -20,6 +24,8 @@ package dev.troupe.txn;
  * @param maxDependencyChain most dependencies of one kind in a row ({@code
  *     troupe.dependencies.max-chain-length}): a registration that would make a longer chain is
  *     {@code too_large}
+ * @param values the limits on each value a turn writes, computed or not, and on the CEL
+ *     evaluations that compute them ({@code troupe.limits})
  */
 public record TurnLimits(
     int maxKeysPerEntity,
@@ -29,9 +35,19 @@ public record TurnLimits(
     int maxOpenTransactionsPerEntity,
     int rememberedAborts,
     int maxDependenciesPerKey,
-    int maxDependencyChain) {
+    int maxDependencyChain,
+    ValueLimits values) {
   public static final TurnLimits DEFAULTS =
-      new TurnLimits(1024, 10_000, 256, 10_000, 10_000, 1024, 10_000, 8);
+      new TurnLimits(1024, 10_000, 256, 10_000, 10_000, 1024, 10_000, 8, ValueLimits.DEFAULTS);
+
+  /** Limits with the default value limits. */
+  public TurnLimits(int maxKeysPerEntity, int maxSetElements, int maxInFlightCommitsPerEntity,
+      int maxQueuedTurnsPerEntity, int maxOpenTransactionsPerEntity, int rememberedAborts,
+      int maxDependenciesPerKey, int maxDependencyChain) {
+    this(maxKeysPerEntity, maxSetElements, maxInFlightCommitsPerEntity, maxQueuedTurnsPerEntity,
+        maxOpenTransactionsPerEntity, rememberedAborts, maxDependenciesPerKey, maxDependencyChain,
+        ValueLimits.DEFAULTS);
+  }
 
   /** Limits with the default dependency bounds. */
   public TurnLimits(int maxKeysPerEntity, int maxSetElements, int maxInFlightCommitsPerEntity,

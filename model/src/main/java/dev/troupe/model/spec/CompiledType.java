@@ -25,6 +25,7 @@ import dev.troupe.model.Json;
 import dev.troupe.model.dependency.DependencyKeys;
 import dev.troupe.model.Operation;
 import dev.troupe.model.TroupeException;
+import dev.troupe.model.ValueLimits;
 import dev.troupe.model.value.CounterValue;
 import dev.troupe.model.value.KeyKind;
 import dev.troupe.model.value.RegisterValue;
@@ -76,8 +77,10 @@ import java.util.stream.Collectors;
  * elements.
  *
  * <p><b>Limits.</b> Comprehensions ({@code all}, {@code exists}, {@code map}, {@code filter})
- * stop after {@link #MAX_COMPREHENSION_ITERATIONS} iterations, so no expression runs unboundedly
- * long on a large state; the expression text is limited by CEL's own 100,000 code point limit.
+ * stop after {@link #MAX_COMPREHENSION_ITERATIONS} iterations in all, so no expression runs
+ * unboundedly long on a large state; the expression text is limited by CEL's own 100,000 code
+ * point limit; and every evaluation runs within an {@link EvaluationBudget} ({@code
+ * troupe.limits}), so none builds strings or lists past what a value may hold.
  */
 public final class CompiledType {
   /**
@@ -110,8 +113,10 @@ public final class CompiledType {
 
   /** One compiled CEL expression with the spec path and text used in messages. */
   private record Expression(String path, String text, CelRuntime.Program program) {
-    Object evaluate(Map<String, Object> variables) throws CelEvaluationException {
-      return program.eval(variables);
+    /** Evaluates within {@code limits} ({@link EvaluationBudget}); a refusal is too_large. */
+    Object evaluate(Map<String, Object> variables, ValueLimits limits)
+        throws CelEvaluationException {
+      return EvaluationBudget.evaluate(program, variables, limits, path + " `" + text + "`");
     }
   }
 
@@ -353,7 +358,9 @@ public final class CompiledType {
    * with the error in its message, not as an invalid request: whether it evaluates depends on the
    * entity's state, not only on the request, so it is a conflict (409) like a false precondition.
    * An effect that cannot be evaluated or gives a value its key cannot hold is reported as an
-   * invalid request (400), as the spec is to blame or the arguments push a value out of range.
+   * invalid request (400), as the spec is to blame or the arguments push a value out of range,
+   * with the abort reason {@code evaluation_failed}: inside a transaction it aborts it with that
+   * reason (409), since whether it evaluates may depend on the state the transaction meets.
    *
    * <p>Sync calls are not made here; see {@link #synchronizedCalls}.
    *
@@ -370,6 +377,18 @@ public final class CompiledType {
    */
   public ActionOutcome invoke(
       String action, JsonNode params, EntityState state, long transactionId, int originDc) {
+    return invoke(action, params, state, transactionId, originDc, ValueLimits.DEFAULTS);
+  }
+
+  /**
+   * {@link #invoke(String, JsonNode, EntityState, long, int)} with every expression evaluated
+   * within {@code limits} ({@link EvaluationBudget}): an evaluation that would build a string or
+   * collection past them is refused with {@code too_large} (abort reason {@code too_large}). The
+   * values the effects produce are not checked here; the turn core checks them against the same
+   * limits before anything is written.
+   */
+  public ActionOutcome invoke(String action, JsonNode params, EntityState state,
+      long transactionId, int originDc, ValueLimits limits) {
     Objects.requireNonNull(state, "state");
     CompiledAction compiled = action(action);
     Map<String, Object> arguments = bindArguments(compiled.spec(), params);
@@ -380,7 +399,7 @@ public final class CompiledType {
     for (Expression precondition : compiled.preconditions()) {
       Object result;
       try {
-        result = precondition.evaluate(variables);
+        result = precondition.evaluate(variables, limits);
       } catch (CelEvaluationException e) {
         return new ActionOutcome.PreconditionFailed(
             precondition.text(),
@@ -413,7 +432,7 @@ public final class CompiledType {
     for (Effect effect : compiled.effects()) {
       Object result;
       try {
-        result = effect.expression().evaluate(variables);
+        result = effect.expression().evaluate(variables, limits);
       } catch (CelEvaluationException e) {
         throw effectProblem(effect, evaluationMessage(e));
       }
@@ -446,6 +465,12 @@ public final class CompiledType {
    *     that is not a valid entity reference
    */
   public List<SyncInvocation> synchronizedCalls(String action, JsonNode params) {
+    return synchronizedCalls(action, params, ValueLimits.DEFAULTS);
+  }
+
+  /** {@link #synchronizedCalls(String, JsonNode)} with the arguments evaluated within limits. */
+  public List<SyncInvocation> synchronizedCalls(String action, JsonNode params,
+      ValueLimits limits) {
     CompiledAction compiled = action(action);
     if (compiled.sync().isEmpty()) {
       return List.of();
@@ -475,7 +500,8 @@ public final class CompiledType {
       for (Map.Entry<String, Expression> argument : sync.arguments().entrySet()) {
         Expression expression = argument.getValue();
         try {
-          callArguments.set(argument.getKey(), CelValues.toJson(expression.evaluate(variables)));
+          callArguments.set(argument.getKey(),
+              CelValues.toJson(expression.evaluate(variables, limits)));
         } catch (CelEvaluationException e) {
           throw expressionProblem(expression, evaluationMessage(e));
         } catch (CelValues.NotJsonException e) {
@@ -865,8 +891,13 @@ public final class CompiledType {
     return expressionProblem(effect.expression(), message);
   }
 
+  /**
+   * An expression that could not be evaluated, or whose result its key cannot hold: {@code
+   * invalid_request} for a single turn, the abort reason {@code evaluation_failed} in a
+   * transaction (whether it evaluates may depend on the state the transaction meets).
+   */
   private static TroupeException expressionProblem(Expression expression, String message) {
-    return TroupeException.invalid(
+    return ValueLimits.evaluationFailed(
         expression.path() + " `" + expression.text() + "`: " + message);
   }
 

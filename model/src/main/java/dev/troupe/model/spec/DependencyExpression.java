@@ -10,6 +10,7 @@ import dev.cel.parser.CelStandardMacro;
 import dev.cel.runtime.CelEvaluationException;
 import dev.cel.runtime.CelRuntime;
 import dev.troupe.model.TroupeException;
+import dev.troupe.model.ValueLimits;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -94,11 +95,14 @@ public final class DependencyExpression {
   }
 
   /**
-   * The follower's new value. A failed evaluation or a result with no JSON form is {@code
-   * invalid_request} naming the expression: the transaction that forwarded the change aborts.
+   * The follower's new value, evaluated within {@code limits} ({@link EvaluationBudget}: an
+   * evaluation that would build a string or list past them is {@code too_large}). A failed
+   * evaluation or a result with no JSON form is {@code invalid_request} naming the expression,
+   * with the abort reason {@code evaluation_failed}: the transaction that forwarded the change
+   * aborts. The result itself is checked against the value limits by the caller.
    */
   public JsonNode evaluate(JsonNode oldValue, JsonNode newValue, JsonNode current,
-      String leaderKey, String followerKey) {
+      String leaderKey, String followerKey, ValueLimits limits) {
     Map<String, Object> variables = new HashMap<>();
     variables.put("old_value", CelValues.fromJson(oldValue));
     variables.put("new_value", CelValues.fromJson(newValue));
@@ -106,12 +110,13 @@ public final class DependencyExpression {
     variables.put("leader_key", leaderKey);
     variables.put("follower_key", followerKey);
     try {
-      return CelValues.toJson(program.eval(variables));
+      return CelValues.toJson(EvaluationBudget.evaluate(program, variables, limits,
+          "dependency function cel:" + text));
     } catch (CelEvaluationException e) {
-      throw TroupeException.invalid("dependency function cel:" + text + " failed: "
+      throw ValueLimits.evaluationFailed("dependency function cel:" + text + " failed: "
           + CompiledType.evaluationMessage(e));
     } catch (CelValues.NotJsonException e) {
-      throw TroupeException.invalid("dependency function cel:" + text + " produced "
+      throw ValueLimits.evaluationFailed("dependency function cel:" + text + " produced "
           + e.getMessage());
     }
   }

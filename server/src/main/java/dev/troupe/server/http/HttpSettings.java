@@ -1,6 +1,8 @@
 package dev.troupe.server.http;
 
 import com.typesafe.config.Config;
+import dev.troupe.model.ValueLimits;
+import dev.troupe.runtime.RuntimeSettings;
 import java.net.InetAddress;
 import java.net.UnknownHostException;
 import java.util.ArrayList;
@@ -8,12 +10,16 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
 
-/** The REST server's settings and request limits, parsed once from {@code troupe.http}. */
+/**
+ * The REST server's settings and request limits, parsed once from {@code troupe.http}; the limits
+ * on values ({@code values}) are the engine's, from {@code troupe.limits}, so a value a client
+ * sends and a value a turn computes meet the same ones.
+ */
 public record HttpSettings(
     String host,
     int port,
     int maxBodyBytes,
-    int maxValueBytes,
+    ValueLimits values,
     int maxIdLength,
     int maxKeyLength,
     int maxTypeNameLength,
@@ -32,7 +38,7 @@ public record HttpSettings(
         http.getString("host"),
         http.getInt("port"),
         http.getInt("max-body-bytes"),
-        http.getInt("max-value-bytes"),
+        RuntimeSettings.valueLimits(config.getConfig("troupe.limits")),
         http.getInt("max-id-length"),
         http.getInt("max-key-length"),
         http.getInt("max-type-name-length"),
@@ -48,7 +54,7 @@ public record HttpSettings(
 
   /** These settings with TLS from {@code tls} (the {@code serve --tls-*} options). */
   public HttpSettings withTls(TlsSettings tls) {
-    return new HttpSettings(host, port, maxBodyBytes, maxValueBytes, maxIdLength, maxKeyLength,
+    return new HttpSettings(host, port, maxBodyBytes, values, maxIdLength, maxKeyLength,
         maxTypeNameLength, maxInFlightRequests, bodyReadTimeoutMillis, idleTimeoutMillis,
         requestTimeoutMillis, requestAdmission, tokens, cors, tls);
   }

@@ -103,13 +103,12 @@ final class RequestSupport {
     return body.get(name);
   }
 
+  /**
+   * A client's value held to {@code troupe.limits} (bytes, nesting, string length, numbers), the
+   * limits every computed value meets in the turn core too.
+   */
   JsonNode checkValueSize(JsonNode value) {
-    int size = Json.writeBytes(value).length;
-    if (size > settings.maxValueBytes()) {
-      throw new TroupeException(ErrorCode.TOO_LARGE,
-          "value of " + size + " bytes exceeds the limit of " + settings.maxValueBytes());
-    }
-    return value;
+    return settings.values().check(value, "the value");
   }
 
   EntityId entity(String type, String id) {
@@ -354,7 +353,9 @@ final class RequestSupport {
   static HttpResponse error(int status, TroupeException error) {
     ObjectNode body = Json.NODES.objectNode();
     body.put("error", error.code().wireName());
-    if (error.reason() != null) {
+    // A reason is part of the answer only for aborted (the contract); other codes may carry the
+    // abort reason they would become inside a transaction.
+    if (error.reason() != null && error.code() == ErrorCode.ABORTED) {
       body.put("reason", error.reason());
     }
     body.put("message", error.getMessage());
