@@ -22,7 +22,20 @@ public record RuntimeSettings(
     int materializationThreads,
     int materializationQueueLimit,
     TransactionSettings transactions,
+    TypeSettings types,
     Config config) {
+
+  /**
+   * The {@code troupe.types} settings (reference.conf documents each): the bounds of a
+   * redeclaration's check and of its migration.
+   */
+  public record TypeSettings(int maxEntitiesChecked, int migrationBatchEntities) {
+    static TypeSettings fromConfig(Config troupe) {
+      Config types = troupe.getConfig("types");
+      return new TypeSettings(positive(types, "max-entities-checked"),
+          positive(types, "migration-batch-entities"));
+    }
+  }
 
   /**
    * The {@code troupe.transactions} settings (reference.conf documents each).
@@ -206,6 +219,7 @@ public record RuntimeSettings(
         positive(entity, "materialization-threads"),
         positive(entity, "materialization-queue-limit"),
         TransactionSettings.fromConfig(troupe),
+        TypeSettings.fromConfig(troupe),
         config);
   }
 
