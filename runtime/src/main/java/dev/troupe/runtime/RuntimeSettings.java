@@ -29,11 +29,13 @@ public record RuntimeSettings(
    * The {@code troupe.types} settings (reference.conf documents each): the bounds of a
    * redeclaration's check and of its migration.
    */
-  public record TypeSettings(int maxEntitiesChecked, int migrationBatchEntities) {
+  public record TypeSettings(int maxEntitiesChecked, int migrationBatchEntities,
+      int maxQueuedRedeclarations) {
     static TypeSettings fromConfig(Config troupe) {
       Config types = troupe.getConfig("types");
       return new TypeSettings(positive(types, "max-entities-checked"),
-          positive(types, "migration-batch-entities"));
+          positive(types, "migration-batch-entities"),
+          positive(types, "max-queued-redeclarations"));
     }
   }
 

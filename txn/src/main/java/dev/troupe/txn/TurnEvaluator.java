@@ -11,6 +11,7 @@ import dev.troupe.model.EntityState;
 import dev.troupe.model.ErrorCode;
 import dev.troupe.model.Invariants;
 import dev.troupe.model.Operation;
+import dev.troupe.model.spec.TypeEvolution;
 import dev.troupe.model.TroupeException;
 import dev.troupe.model.spec.ActionOutcome;
 import dev.troupe.model.spec.CompiledType;
@@ -175,6 +176,15 @@ public final class TurnEvaluator {
         yield observed.isEmpty()
             ? List.of()
             : List.of(new Operation.RemoveElement(remove.key(), remove.element(), observed));
+      }
+      case Turn.DiscardHiddenValues ignored -> {
+        List<Operation> deletions = new ArrayList<>();
+        if (state.exists()) {
+          for (String key : TypeEvolution.keysToDiscard(type.spec(), state)) {
+            deletions.add(new Operation.DeleteKey(key));
+          }
+        }
+        yield deletions;
       }
       case Turn.DeleteEntity ignored -> {
         if (!state.exists()) {
