@@ -2,7 +2,9 @@ package dev.troupe.runtime;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.troupe.model.EntityId;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.troupe.model.EntityState;
+import dev.troupe.model.Json;
 import dev.troupe.model.ErrorCode;
 import dev.troupe.model.TroupeException;
 import dev.troupe.model.spec.CompiledType;
@@ -81,6 +83,8 @@ public final class Troupe implements AutoCloseable {
    * '/', so they never clash with a type's key.
    */
   static final String MIGRATION_KEY_PREFIX = "migration/";
+  /** The format of a migration record: {@code {"migration": "discard", "recordVersion": 1}}. */
+  private static final int MIGRATION_RECORD_VERSION = 1;
   /** How often a migration tries one entity's rewrite that met a transient refusal. */
   private static final int MIGRATION_ATTEMPTS_PER_ENTITY = 20;
   private static final long MIGRATION_RETRY_PAUSE_MILLIS = 50;
@@ -254,8 +258,9 @@ public final class Troupe implements AutoCloseable {
       return spec;
     }
     // A migration: the definition and the record of the migration commit together.
-    com.fasterxml.jackson.databind.node.ObjectNode record = dev.troupe.model.Json.NODES.objectNode();
+    ObjectNode record = Json.NODES.objectNode();
     record.put("migration", migration.wireName());
+    record.put("recordVersion", MIGRATION_RECORD_VERSION);
     long version = runJoined(TYPES_ENTITY, schemaless(SYSTEM_TYPE), new Turn.AssignKeys(Map.of(
         name, spec.toJson(), MIGRATION_KEY_PREFIX + name, record))).version();
     pendingMigrations.add(name);
@@ -391,6 +396,14 @@ public final class Troupe implements AutoCloseable {
     EntityState state = store.read(TYPES_ENTITY);
     for (Map.Entry<String, Value> entry : state.values().entrySet()) {
       if (entry.getKey().startsWith(MIGRATION_KEY_PREFIX)) {
+        JsonNode record = entry.getValue().toJson();
+        if (!TypeEvolution.Migration.DISCARD.wireName().equals(record.path("migration").asText())
+            || record.path("recordVersion").asInt() != MIGRATION_RECORD_VERSION) {
+          // Written by a newer version: resuming it as something else could delete data.
+          throw new TroupeException(ErrorCode.CORRUPT_DATA, "unknown type migration record "
+              + entry.getKey() + ": " + record + "; this version knows only {\"migration\":"
+              + " \"discard\", \"recordVersion\": " + MIGRATION_RECORD_VERSION + "}");
+        }
         pendingMigrations.add(entry.getKey().substring(MIGRATION_KEY_PREFIX.length()));
         continue;
       }

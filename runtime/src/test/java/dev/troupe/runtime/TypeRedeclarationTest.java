@@ -89,7 +89,7 @@ class TypeRedeclarationTest {
         + " \"b\": {\"kind\": \"counter\"}}}");
     RuntimeSettings settings = settings();
     try (RocksStore store = RocksStore.open(settings.storage(), System::currentTimeMillis)) {
-      JsonNode record = Json.parse("{\"migration\": \"discard\"}");
+      JsonNode record = Json.parse("{\"migration\": \"discard\", \"recordVersion\": 1}");
       store.commit(store.newTransactionId(), List.of(new EntityWrite(
           new EntityId(Troupe.SYSTEM_TYPE, "types"), List.of(
               new Operation.Assign("Item", counters.toJson()),
