@@ -18,6 +18,22 @@ public final class Futures {
    * point that made writes several milliseconds slower under load (found with JFR while running
    * {@code troupe bench ycsb}). Stages chained on the future returned here run where it completes.
    */
+  /**
+   * Waits for {@code future} and returns its value; a failure is rethrown as the exception it
+   * failed with (unwrapped from {@link java.util.concurrent.CompletionException}) when that is
+   * unchecked. For threads that may block (the types thread, start-up), never actor threads.
+   */
+  public static <T> T join(CompletableFuture<T> future) {
+    try {
+      return future.join();
+    } catch (java.util.concurrent.CompletionException e) {
+      if (e.getCause() instanceof RuntimeException cause) {
+        throw cause;
+      }
+      throw e;
+    }
+  }
+
   public static <T> CompletableFuture<T> onCompletingThread(CompletionStage<T> stage) {
     CompletableFuture<T> result = new CompletableFuture<>();
     stage.whenCompleteAsync((value, failure) -> {

@@ -23,7 +23,22 @@ public record RuntimeSettings(
     int materializationThreads,
     int materializationQueueLimit,
     TransactionSettings transactions,
+    TypeSettings types,
     Config config) {
+
+  /**
+   * The {@code troupe.types} settings (reference.conf documents each): the bounds of a
+   * redeclaration's check and of its migration.
+   */
+  public record TypeSettings(int maxEntitiesChecked, int migrationBatchEntities,
+      int maxQueuedRedeclarations) {
+    static TypeSettings fromConfig(Config troupe) {
+      Config types = troupe.getConfig("types");
+      return new TypeSettings(positive(types, "max-entities-checked"),
+          positive(types, "migration-batch-entities"),
+          positive(types, "max-queued-redeclarations"));
+    }
+  }
 
   /**
    * The {@code troupe.transactions} settings (reference.conf documents each).
@@ -209,6 +224,7 @@ public record RuntimeSettings(
         positive(entity, "materialization-threads"),
         positive(entity, "materialization-queue-limit"),
         TransactionSettings.fromConfig(troupe),
+        TypeSettings.fromConfig(troupe),
         config);
   }
 

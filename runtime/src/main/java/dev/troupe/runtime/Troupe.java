@@ -2,11 +2,14 @@ package dev.troupe.runtime;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.troupe.model.EntityId;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.troupe.model.EntityState;
+import dev.troupe.model.Json;
 import dev.troupe.model.ErrorCode;
 import dev.troupe.model.TroupeException;
 import dev.troupe.model.spec.CompiledType;
 import dev.troupe.model.spec.SpecParser;
+import dev.troupe.model.spec.TypeEvolution;
 import dev.troupe.model.spec.TypeSpec;
 import dev.troupe.model.value.Value;
 import dev.troupe.model.value.DependencyTable;
@@ -62,7 +65,12 @@ import org.slf4j.LoggerFactory;
  * state are served from the object cache without an actor hop.
  *
  * <p>Type definitions are themselves stored as an entity ({@value #SYSTEM_TYPE}/types, one register
- * key per type), so they share the journal's durability and recovery.
+ * key per type), so they share the journal's durability and recovery. A redeclaration that would
+ * hide stored values is refused unless it names a migration (docs/ARCHITECTURE.md, "Type
+ * evolution"); a {@code discard} migration is recorded in the same commit as the definition (key
+ * {@value #MIGRATION_KEY_PREFIX}{@code <type>}) and removed once every entity was rewritten, so a
+ * crash in between resumes it when the engine opens again, before it serves anything.
+ * Redeclarations run one at a time on their own thread (they read and rewrite many entities).
  */
 public final class Troupe implements AutoCloseable {
   /** Type names starting with '$' are reserved for Troupe's own entities. */
@@ -70,6 +78,16 @@ public final class Troupe implements AutoCloseable {
 
   private static final Logger log = LoggerFactory.getLogger(Troupe.class);
   private static final EntityId TYPES_ENTITY = new EntityId(SYSTEM_TYPE, "types");
+  /**
+   * Keys of {@link #TYPES_ENTITY} recording an unfinished migration: a type name never contains
+   * '/', so they never clash with a type's key.
+   */
+  static final String MIGRATION_KEY_PREFIX = "migration/";
+  /** The format of a migration record: {@code {"migration": "discard", "recordVersion": 1}}. */
+  private static final int MIGRATION_RECORD_VERSION = 1;
+  /** How often a migration tries one entity's rewrite that met a transient refusal. */
+  private static final int MIGRATION_ATTEMPTS_PER_ENTITY = 20;
+  private static final long MIGRATION_RETRY_PAUSE_MILLIS = 50;
 
   private final RuntimeSettings settings;
   private final Store store;
@@ -77,6 +95,10 @@ public final class Troupe implements AutoCloseable {
   private final List<ActorRef<EntityRegistry.Command>> registries = new ArrayList<>();
   /** Declared types with the version of the definition they were compiled from. */
   private final Map<String, Declared> declaredTypes = new ConcurrentHashMap<>();
+  /** Types whose discard migration was recorded but has not finished. */
+  private final java.util.Set<String> pendingMigrations = ConcurrentHashMap.newKeySet();
+  /** Runs redeclarations one at a time; its queue is bounded by a setting. */
+  private final java.util.concurrent.ExecutorService typeExecutor;
   private final TurnMetrics metrics = new TurnMetrics();
   private final TransactionMetrics transactionMetrics = new TransactionMetrics();
   private final CoordinatorCore.Limits coordinatorLimitsWithoutRetries;
@@ -119,6 +141,10 @@ public final class Troupe implements AutoCloseable {
         settings.transactions().interactiveIdleTimeoutMillis()));
     this.renderedStates =
         new RenderedStates(settings.memory().initialSplit().renderedMaximumBytes());
+    this.typeExecutor = new java.util.concurrent.ThreadPoolExecutor(1, 1, 0,
+        java.util.concurrent.TimeUnit.MILLISECONDS,
+        new java.util.concurrent.ArrayBlockingQueue<>(settings.types().maxQueuedRedeclarations()),
+        Thread.ofPlatform().name("troupe-types").daemon(true).factory());
     this.materializationExecutor = new java.util.concurrent.ThreadPoolExecutor(
         settings.materializationThreads(), settings.materializationThreads(), 0,
         java.util.concurrent.TimeUnit.MILLISECONDS,
@@ -143,7 +169,9 @@ public final class Troupe implements AutoCloseable {
       loadTypes();
       resolveInDoubtTransactions();
       this.memory = new MemoryWatch(settings.memory(), store, renderedStates, registries, metrics);
+      resumePendingMigrations();
     } catch (RuntimeException e) {
+      typeExecutor.shutdownNow();
       materializationExecutor.shutdownNow();
       store.close();
       throw e;
@@ -166,24 +194,176 @@ public final class Troupe implements AutoCloseable {
 
   // ---------------------------------------------------------------- types
 
-  /** Declares or redefines a type. Redefining a key's kind resets its values at their next write. */
+  /**
+   * Declares or redeclares a type without a migration: a redeclaration that would hide stored
+   * values fails with {@code incompatible_type}. See {@link #defineType(TypeSpec,
+   * TypeEvolution.Migration)}.
+   */
   public CompletableFuture<TypeSpec> defineType(TypeSpec spec) {
+    return defineType(spec, TypeEvolution.Migration.NONE);
+  }
+
+  /**
+   * Declares or redeclares a type (docs/ARCHITECTURE.md, "Type evolution"). The type's entities
+   * are read to learn which keys hold values (at most {@code troupe.types.max-entities-checked};
+   * past it every key the redeclaration stops showing is taken to hold values). A redeclaration
+   * that would hide a stored value the current declaration shows fails with {@code
+   * incompatible_type} naming each such key, and changes nothing, unless {@code migration} is
+   * {@link TypeEvolution.Migration#DISCARD}: then the definition and a record of the migration
+   * commit together, every entity of the type is rewritten without the values the new declaration
+   * does not show, and the record is removed. The future completes once all of that is durable;
+   * if a rewrite fails, it fails with that error and the migration resumes when the engine opens
+   * again (or when the same declaration is put again with the migration).
+   */
+  public CompletableFuture<TypeSpec> defineType(TypeSpec spec, TypeEvolution.Migration migration) {
     if (spec.name().startsWith("$")) {
       return CompletableFuture.failedFuture(TroupeException.invalid(
           "type names starting with '$' are reserved: " + spec.name()));
     }
     CompiledType compiled;
     try {
+      checkOpen();
       compiled = CompiledType.compile(spec);
     } catch (TroupeException e) {
       return CompletableFuture.failedFuture(e);
     }
-    Turn record = new Turn.AssignKeys(Map.of(spec.name(), spec.toJson()));
-    return run(TYPES_ENTITY, schemaless(SYSTEM_TYPE), record)
-        .thenApply(outcome -> {
-          declare(spec.name(), compiled, outcome.version());
-          return spec;
-        });
+    try {
+      return CompletableFuture.supplyAsync(() -> redeclare(compiled, migration), typeExecutor);
+    } catch (java.util.concurrent.RejectedExecutionException busy) {
+      return CompletableFuture.failedFuture(new TroupeException(ErrorCode.OVERLOADED,
+          "too many type declarations waiting (troupe.types.max-queued-redeclarations); retry"));
+    }
+  }
+
+  /** On the types thread: checks, commits, and runs the migration. Blocks. */
+  private TypeSpec redeclare(CompiledType compiled, TypeEvolution.Migration migration) {
+    TypeSpec spec = compiled.spec();
+    String name = spec.name();
+    Declared current = declaredTypes.get(name);
+    TypeSpec currentSpec = current == null ? null : current.type().spec();
+    if (migration == TypeEvolution.Migration.NONE) {
+      if (pendingMigrations.contains(name)) {
+        throw new TroupeException(ErrorCode.INCOMPATIBLE_TYPE, "a discard migration of type '"
+            + name + "' has not finished; put the declaration again with ?migration=discard to"
+            + " finish it");
+      }
+      TypeEvolution.Verdict verdict =
+          TypeEvolution.check(currentSpec, spec, storedKeys(name));
+      if (!verdict.compatible()) {
+        throw new TroupeException(ErrorCode.INCOMPATIBLE_TYPE, verdict.message(name));
+      }
+      long version = runJoined(TYPES_ENTITY, schemaless(SYSTEM_TYPE),
+          new Turn.AssignKeys(Map.of(name, spec.toJson()))).version();
+      declare(name, compiled, version);
+      return spec;
+    }
+    // A migration: the definition and the record of the migration commit together.
+    ObjectNode record = Json.NODES.objectNode();
+    record.put("migration", migration.wireName());
+    record.put("recordVersion", MIGRATION_RECORD_VERSION);
+    long version = runJoined(TYPES_ENTITY, schemaless(SYSTEM_TYPE), new Turn.AssignKeys(Map.of(
+        name, spec.toJson(), MIGRATION_KEY_PREFIX + name, record))).version();
+    pendingMigrations.add(name);
+    declare(name, compiled, version);
+    discardHiddenValues(name);
+    return spec;
+  }
+
+  /**
+   * What the type's entities store, from at most {@code max-entities-checked} of them; the
+   * summary says whether that was all of them.
+   */
+  private TypeEvolution.StoredKeys storedKeys(String typeName) {
+    int maximum = settings.types().maxEntitiesChecked();
+    int batch = Math.min(maximum, settings.types().migrationBatchEntities());
+    TypeEvolution.StoredKeys.Builder summary = new TypeEvolution.StoredKeys.Builder();
+    int examined = 0;
+    EntityId after = null;
+    while (true) {
+      int wanted = Math.min(batch, maximum - examined);
+      if (wanted == 0) {
+        // The maximum was reached: complete only if no entity follows.
+        return summary.build(store.entitiesOfType(typeName, after, 1).isEmpty());
+      }
+      List<EntityId> page = store.entitiesOfType(typeName, after, wanted);
+      for (EntityId entity : page) {
+        summary.add(store.read(entity));
+      }
+      examined += page.size();
+      if (page.size() < wanted) {
+        return summary.build(true);
+      }
+      after = page.get(page.size() - 1);
+    }
+  }
+
+  /**
+   * The {@code discard} migration of a type: each of its entities, batch by batch, runs a turn
+   * that deletes the values the type's declaration does not show, then the record of the
+   * migration is removed. Idempotent, so a crash anywhere is repaired by running it again.
+   */
+  private void discardHiddenValues(String typeName) {
+    int batch = settings.types().migrationBatchEntities();
+    EntityId after = null;
+    long rewritten = 0;
+    while (true) {
+      List<EntityId> page = store.entitiesOfType(typeName, after, batch);
+      List<CompletableFuture<TurnOutcome>> turns = new ArrayList<>(page.size());
+      for (EntityId entity : page) {
+        turns.add(discardHiddenValues(entity, MIGRATION_ATTEMPTS_PER_ENTITY));
+      }
+      for (CompletableFuture<TurnOutcome> turn : turns) {
+        if (Futures.join(turn).changed()) {
+          rewritten++;
+        }
+      }
+      if (page.size() < batch) {
+        break;
+      }
+      after = page.get(page.size() - 1);
+    }
+    runJoined(TYPES_ENTITY, schemaless(SYSTEM_TYPE),
+        new Turn.DeleteKey(MIGRATION_KEY_PREFIX + typeName));
+    pendingMigrations.remove(typeName);
+    log.info("discard migration of type {} finished: {} entities rewritten", typeName, rewritten);
+  }
+
+  /** One entity's discard turn, tried again after transient refusals (locks, load). */
+  private CompletableFuture<TurnOutcome> discardHiddenValues(EntityId entity, int attempts) {
+    return turn(entity, new Turn.DiscardHiddenValues()).handle((outcome, failure) -> {
+      if (failure == null) {
+        return CompletableFuture.completedFuture(outcome);
+      }
+      Throwable cause = unwrap(failure);
+      boolean transientRefusal = cause instanceof TroupeException error
+          && (error.code() == ErrorCode.ABORTED || error.code() == ErrorCode.CONFLICT
+              || error.code() == ErrorCode.OVERLOADED);
+      if (!transientRefusal || attempts <= 1) {
+        return CompletableFuture.<TurnOutcome>failedFuture(cause);
+      }
+      return CompletableFuture.supplyAsync(() -> null, CompletableFuture.delayedExecutor(
+              MIGRATION_RETRY_PAUSE_MILLIS, java.util.concurrent.TimeUnit.MILLISECONDS))
+          .thenCompose(ignored -> discardHiddenValues(entity, attempts - 1));
+    }).thenCompose(outcome -> outcome);
+  }
+
+  /** Runs a turn and waits for it: for the types thread and start-up only. */
+  private TurnOutcome runJoined(EntityId entity, CompiledType type, Turn turn) {
+    return Futures.join(run(entity, type, turn));
+  }
+
+  /** At start, before serving: finishes the discard migrations a crash interrupted. */
+  private void resumePendingMigrations() {
+    for (String typeName : List.copyOf(pendingMigrations)) {
+      log.info("resuming the discard migration of type {}", typeName);
+      try {
+        discardHiddenValues(typeName);
+      } catch (RuntimeException e) {
+        log.error("the discard migration of type {} did not finish ({}); it resumes at the next"
+            + " start or when the type is put again with ?migration=discard", typeName,
+            e.getMessage());
+      }
+    }
   }
 
   public Optional<TypeSpec> type(String name) {
@@ -215,6 +395,18 @@ public final class Troupe implements AutoCloseable {
   private void loadTypes() {
     EntityState state = store.read(TYPES_ENTITY);
     for (Map.Entry<String, Value> entry : state.values().entrySet()) {
+      if (entry.getKey().startsWith(MIGRATION_KEY_PREFIX)) {
+        JsonNode record = entry.getValue().toJson();
+        if (!TypeEvolution.Migration.DISCARD.wireName().equals(record.path("migration").asText())
+            || record.path("recordVersion").asInt() != MIGRATION_RECORD_VERSION) {
+          // Written by a newer version: resuming it as something else could delete data.
+          throw new TroupeException(ErrorCode.CORRUPT_DATA, "unknown type migration record "
+              + entry.getKey() + ": " + record + "; this version knows only {\"migration\":"
+              + " \"discard\", \"recordVersion\": " + MIGRATION_RECORD_VERSION + "}");
+        }
+        pendingMigrations.add(entry.getKey().substring(MIGRATION_KEY_PREFIX.length()));
+        continue;
+      }
       declare(entry.getKey(),
           CompiledType.compile(SpecParser.fromJson(entry.getKey(), entry.getValue().toJson())),
           state.version());
@@ -1132,6 +1324,7 @@ public final class Troupe implements AutoCloseable {
       return;
     }
     memory.close();
+    typeExecutor.shutdownNow();
     system.terminate();
     try {
       system.getWhenTerminated().toCompletableFuture().get(30, java.util.concurrent.TimeUnit.SECONDS);

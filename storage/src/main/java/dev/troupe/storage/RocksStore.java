@@ -13,6 +13,7 @@ import dev.troupe.model.time.HybridLogicalClock;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -787,6 +788,80 @@ public final class RocksStore implements Store {
     } catch (DiskException e) {
       throw new UncheckedIOException(new IOException("cannot read " + entity, e));
     }
+  }
+
+  @Override
+  public List<EntityId> entitiesOfType(String type, EntityId after, int limit) {
+    Objects.requireNonNull(type, "type");
+    Invariants.check(limit > 0, "a page of entities holds at least one, asked for %d", limit);
+    Invariants.check(after == null || after.type().equals(type),
+        "a page of type %s continues after an entity of another type: %s", type, after);
+    enter();
+    try (KeyValueDisk.Snapshot snapshot = disk.snapshot()) {
+      // Ordered as storage orders entity prefixes, so that the first `limit` of the union of both
+      // columns are the first `limit` of each column's own first `limit`.
+      TreeMap<byte[], EntityId> found = new TreeMap<>(Arrays::compareUnsigned);
+      entitiesOfType(KeyValueDisk.Column.INDEX, snapshot, type, after, limit, found);
+      entitiesOfType(KeyValueDisk.Column.CHECKPOINTS, snapshot, type, after, limit, found);
+      return found.values().stream().limit(limit).toList();
+    } finally {
+      closeLock.readLock().unlock();
+    }
+  }
+
+  /**
+   * A skip scan of one column: within one entity length, the entities of a type are contiguous
+   * (their bytes start with the type's name and a zero byte), so the scan seeks to that run in each
+   * length, and past each entity it finds.
+   */
+  private void entitiesOfType(KeyValueDisk.Column column, KeyValueDisk.Snapshot snapshot,
+      String type, EntityId after, int limit, TreeMap<byte[], EntityId> found) {
+    byte[] typeBytes = type.getBytes(java.nio.charset.StandardCharsets.UTF_8);
+    byte[] typePrefix = Arrays.copyOf(typeBytes, typeBytes.length + 1); // then the zero byte
+    int shortest = typePrefix.length + 1;
+    if (shortest > Keys.MAX_ENTITY_BYTES) {
+      return;
+    }
+    byte[] target = after == null ? runStart(shortest, typePrefix)
+        : Keys.entityUpperBound(Keys.entityPrefix(after));
+    int collected = 0;
+    try (KeyValueDisk.Cursor cursor = disk.cursor(column, snapshot, null, null)) {
+      while (collected < limit) {
+        cursor.seek(target);
+        if (!cursor.isValid()) {
+          return;
+        }
+        byte[] key = cursor.key();
+        int length = ((key[0] & 0xFF) << 8) | (key[1] & 0xFF);
+        Invariants.check(key.length >= 2 + length, "%s key shorter than its entity", column);
+        if (length < shortest) {
+          target = runStart(shortest, typePrefix);
+          continue;
+        }
+        int order = Arrays.compareUnsigned(key, 2, 2 + typePrefix.length, typePrefix, 0,
+            typePrefix.length);
+        if (order == 0) {
+          byte[] prefix = Arrays.copyOf(key, 2 + length);
+          found.putIfAbsent(prefix, EntityId.fromBytes(Arrays.copyOfRange(key, 2, 2 + length)));
+          collected++;
+          target = Keys.entityUpperBound(prefix);
+        } else if (order < 0) {
+          target = runStart(length, typePrefix);
+        } else if (length < Keys.MAX_ENTITY_BYTES) {
+          target = runStart(length + 1, typePrefix);
+        } else {
+          return;
+        }
+      }
+    }
+  }
+
+  /** The first possible key of an entity of {@code length} bytes starting with {@code prefix}. */
+  private static byte[] runStart(int length, byte[] prefix) {
+    byte[] start = new byte[2 + prefix.length];
+    Keys.putShort(start, 0, length);
+    System.arraycopy(prefix, 0, start, 2, prefix.length);
+    return start;
   }
 
   @Override

@@ -151,6 +151,19 @@ public interface Store extends AutoCloseable {
    */
   void resizeCache(long maximumWeightBytes);
 
+  /**
+   * Entities of the type name {@code type} that have stored records (committed writes or a
+   * checkpoint; a deleted entity may be among them), in storage order, starting after {@code
+   * after} (null: from the first), at most {@code limit} of them: a page, to page through a type's
+   * entities with bounded memory.
+   *
+   * <p>Cost: storage keys are ordered by entity length first, so one type's entities are
+   * contiguous per entity length; the lookup seeks once per stored entity length at least as long
+   * as the type's name, and once per entity found, in the index and checkpoint columns. It never
+   * reads records of other types' entities.
+   */
+  List<EntityId> entitiesOfType(String type, EntityId after, int limit);
+
   /** The state of an entity as of a commit timestamp (MVCC read). */
   EntityState readAt(EntityId entity, long timestamp);
 

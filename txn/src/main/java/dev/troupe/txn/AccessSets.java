@@ -105,6 +105,7 @@ public final class AccessSets {
         case Turn.AddElement add -> keys.put(add.key(), Mode.WRITE);
         case Turn.RemoveElement remove -> keys.put(remove.key(), Mode.WRITE);
         case Turn.DeleteEntity ignored -> entityMode = Mode.WRITE;
+        case Turn.DiscardHiddenValues ignored -> entityMode = Mode.WRITE;
         case Turn.RegisterDependency register ->
             keys.put(register.dependency().leader().key(), Mode.WRITE);
         case Turn.DeregisterDependency deregister -> keys.put(deregister.leaderKey(), Mode.WRITE);

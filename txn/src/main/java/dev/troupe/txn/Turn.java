@@ -25,6 +25,14 @@ public sealed interface Turn {
 
   record DeleteEntity() implements Turn {}
 
+  /**
+   * A {@code discard} type migration's turn (docs/ARCHITECTURE.md, "Type evolution"): deletes
+   * every stored value the entity's type does not show ({@link
+   * dev.troupe.model.spec.TypeEvolution#keysToDiscard}), as the entity holds it when the turn
+   * runs. Writes nothing when there is nothing to discard; never fails for that.
+   */
+  record DiscardHiddenValues() implements Turn {}
+
   record InvokeAction(String action, JsonNode params) implements Turn {}
 
   /**

@@ -47,6 +47,7 @@ public final class TurnCodec {
           node.set("element", remove.element());
         }
         case Turn.DeleteEntity ignored -> node.put("t", "delete");
+        case Turn.DiscardHiddenValues ignored -> node.put("t", "discardHidden");
         case Turn.InvokeAction invoke -> {
           node.put("t", "action").put("action", invoke.action());
           node.set("params", invoke.params());
@@ -95,6 +96,7 @@ public final class TurnCodec {
         case "add" -> new Turn.AddElement(key, node.get("element"));
         case "remove" -> new Turn.RemoveElement(key, node.get("element"));
         case "delete" -> new Turn.DeleteEntity();
+        case "discardHidden" -> new Turn.DiscardHiddenValues();
         case "action" -> new Turn.InvokeAction(node.get("action").asText(), node.get("params"));
         case "register" -> new Turn.RegisterDependency(
             dev.troupe.model.dependency.Dependency.fromJson(node.get("dependency")));

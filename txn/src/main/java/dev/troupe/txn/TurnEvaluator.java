@@ -12,6 +12,7 @@ import dev.troupe.model.ErrorCode;
 import dev.troupe.model.Invariants;
 import dev.troupe.model.Operation;
 import dev.troupe.model.TransactionAbort;
+import dev.troupe.model.spec.TypeEvolution;
 import dev.troupe.model.TroupeException;
 import dev.troupe.model.ValueLimits;
 import dev.troupe.model.spec.ActionOutcome;
@@ -178,6 +179,15 @@ public final class TurnEvaluator {
         yield observed.isEmpty()
             ? List.of()
             : List.of(new Operation.RemoveElement(remove.key(), remove.element(), observed));
+      }
+      case Turn.DiscardHiddenValues ignored -> {
+        List<Operation> deletions = new ArrayList<>();
+        if (state.exists()) {
+          for (String key : TypeEvolution.keysToDiscard(type.spec(), state)) {
+            deletions.add(new Operation.DeleteKey(key));
+          }
+        }
+        yield deletions;
       }
       case Turn.DeleteEntity ignored -> {
         if (!state.exists()) {

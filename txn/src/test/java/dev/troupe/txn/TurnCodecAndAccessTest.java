@@ -3,7 +3,11 @@ package dev.troupe.txn;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
+import dev.troupe.model.EntityId;
+import dev.troupe.model.EntityState;
 import dev.troupe.model.Json;
+import dev.troupe.model.Operation;
+import dev.troupe.model.value.Tag;
 import dev.troupe.model.spec.CompiledType;
 import dev.troupe.model.spec.SpecParser;
 import dev.troupe.txn.LockTable.LockSet;
@@ -33,11 +37,36 @@ class TurnCodecAndAccessTest {
         new Turn.AddElement("c", Json.parse("\"e\"")),
         new Turn.RemoveElement("c", Json.parse("3")),
         new Turn.DeleteEntity(),
+        new Turn.DiscardHiddenValues(),
         new Turn.InvokeAction("move", Json.parse("{\"n\": 2}")));
     assertEquals(turns, TurnCodec.decode(TurnCodec.encode(turns)));
     byte[] bytes = TurnCodec.encode(turns);
     bytes[1] = 9;
     assertThrows(IllegalArgumentException.class, () -> TurnCodec.decode(bytes));
+  }
+
+  @Test
+  void discardHiddenValuesDeletesExactlyWhatTheTypeDoesNotShow() {
+    CompiledType type = type("keys");
+    EntityId entity = new EntityId("T", "t");
+    // a holds a register where a counter is declared, d is not declared, b and c are shown.
+    EntityState state = EntityState.ABSENT.apply(List.of(
+        new Operation.Assign("a", Json.parse("1")), new Operation.Assign("b", Json.parse("2")),
+        new Operation.AddElement("c", Json.parse("3"), new Tag(0, 1, 0)),
+        new Operation.Assign("d", Json.parse("4"))), 1, 0);
+    TurnEvaluator.Decision decision = TurnEvaluator.evaluate(entity, type, state,
+        new Turn.DiscardHiddenValues(), 2, 0, TurnLimits.DEFAULTS);
+    assertEquals(new TurnEvaluator.Decision.Write(List.of(new Operation.DeleteKey("a"),
+        new Operation.DeleteKey("d"))), decision);
+    // Nothing to discard (or no entity): a write of nothing, never a refusal.
+    EntityState clean = state.apply(List.of(new Operation.DeleteKey("a"),
+        new Operation.DeleteKey("d")), 2, 0);
+    assertEquals(new TurnEvaluator.Decision.Write(List.of()), TurnEvaluator.evaluate(entity, type,
+        clean, new Turn.DiscardHiddenValues(), 3, 0, TurnLimits.DEFAULTS));
+    assertEquals(new TurnEvaluator.Decision.Write(List.of()), TurnEvaluator.evaluate(entity, type,
+        EntityState.ABSENT, new Turn.DiscardHiddenValues(), 3, 0, TurnLimits.DEFAULTS));
+    assertEquals(LockSet.wholeEntity(Mode.WRITE),
+        AccessSets.forTransaction(type, List.of(new Turn.DiscardHiddenValues()), false));
   }
 
   @Test

@@ -176,6 +176,10 @@ final class ClientCommands {
     @Parameters(index = "0", arity = "0..1", paramLabel = "list|show|apply",
         defaultValue = "list") String verb;
     @Parameters(index = "1", arity = "0..1", paramLabel = "NAME|FILE") String argument;
+    @Option(names = "--migration", paramLabel = "discard",
+        description = {"apply: the migration a redeclaration that would hide stored values names"
+            + " (discard deletes them; docs/ARCHITECTURE.md, \"Type evolution\")"})
+    String migration;
 
     @Override
     public Integer call() throws IOException {
@@ -202,7 +206,8 @@ final class ClientCommands {
                 System.err.println("troupe types apply: every document needs \"type\": NAME");
                 return 2;
               }
-              status = Math.max(status, server.send("PUT", "/v1/types/" + encode(name.asText()),
+              status = Math.max(status, server.send("PUT", "/v1/types/" + encode(name.asText())
+                      + (migration == null ? "" : "?migration=" + encode(migration)),
                   Json.write(document), "application/json"));
             }
           }

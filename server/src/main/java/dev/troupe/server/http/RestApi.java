@@ -10,6 +10,7 @@ import dev.troupe.model.TroupeException;
 import dev.troupe.model.dependency.Dependency;
 import dev.troupe.model.value.DependencyTable;
 import dev.troupe.model.spec.SpecParser;
+import dev.troupe.model.spec.TypeEvolution;
 import dev.troupe.model.spec.TypeSpec;
 import dev.troupe.runtime.Troupe;
 import dev.troupe.runtime.TransactionRequest;
@@ -155,8 +156,9 @@ public final class RestApi
           support.requireMethod(request, HttpMethods.PUT);
           boolean yaml = request.entity().getContentType().mediaType().toString().contains("yaml");
           return support.body(request).thenCompose(bytes -> {
+            TypeEvolution.Migration migration = migrationOf(request);
             TypeSpec spec = SpecParser.parse(typeName, bytes, yaml);
-            return troupe.defineType(spec);
+            return troupe.defineType(spec, migration);
           }).thenApply(spec -> RequestSupport.json(200, spec.toJson()));
         }
         return support.notFound(request);
@@ -357,6 +359,23 @@ public final class RestApi
       body.put("txId", outcome.transactionId());
       return RequestSupport.json(200, body);
     });
+  }
+
+  /**
+   * The {@code migration} query parameter of {@code PUT /v1/types/{type}} (docs/ARCHITECTURE.md,
+   * "Type evolution"): absent means none; {@code discard} is the one migration.
+   */
+  private static TypeEvolution.Migration migrationOf(HttpRequest request) {
+    Optional<String> named = request.getUri().query().get("migration");
+    if (named.isEmpty()) {
+      return TypeEvolution.Migration.NONE;
+    }
+    TypeEvolution.Migration migration = TypeEvolution.Migration.fromWireName(named.get());
+    if (migration == null) {
+      throw TroupeException.invalid("migration: unknown migration '" + named.get()
+          + "'; the one migration is 'discard' (docs/ARCHITECTURE.md, \"Type evolution\")");
+    }
+    return migration;
   }
 
   private static String dependencyPath(String id) {
