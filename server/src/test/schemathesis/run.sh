@@ -29,15 +29,17 @@ fi
 
 mkdir -p "$REPORT_DIRECTORY"
 # Checks: no 5xx; every status, content type, header and body as documented. Phases: the
-# document's examples, the coverage phase (boundary and invalid values, unexpected methods), then
-# random fuzzing; each operation gets at most MAX_EXAMPLES generated cases. The Hypothesis
+# document's examples, the coverage phase (boundary and invalid values, unexpected methods),
+# random fuzzing, then stateful sequences along the document's links (begin a transaction, then
+# its steps; register a dependency, then read and deregister it; write, then read); each
+# operation gets at most MAX_EXAMPLES generated cases. The Hypothesis
 # example database is off, so a seed alone reproduces a run. One worker: with more, Hypothesis
 # parses lambdas' source from several threads at once, which CPython 3.11's ast module does not
 # survive ("AST constructor recursion depth mismatch"), and the order of requests is the seed's.
 exec "$VENV/bin/schemathesis" --config-file "$HERE/schemathesis.toml" run \
   "$BASE_URL/v1/openapi.json" --url "$BASE_URL" \
   --checks not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance,response_headers_conformance \
-  --phases examples,coverage,fuzzing \
+  --phases examples,coverage,fuzzing,stateful \
   --max-examples "$MAX_EXAMPLES" \
   --seed "$SEED" \
   --generation-database none \
