@@ -43,7 +43,7 @@ class SchemathesisTest {
       declareAndFill(server);
       String replay = SCRIPT + " " + server.baseUrl().replaceAll(":\\d+$", ":PORT") + " " + seed
           + " " + REPORTS.toAbsolutePath() + " " + maxExamples;
-      System.out.println("schemathesis seed " + seed + "; replay against a server like this"
+      System.out.println("fuzz seed " + seed + "; replay against a server like this"
           + " test's: " + replay + "; output in " + output.toAbsolutePath());
       Process run = new ProcessBuilder("bash", SCRIPT.toString(), server.baseUrl(),
           Long.toString(seed), REPORTS.toAbsolutePath().toString(), Long.toString(maxExamples))
@@ -54,7 +54,7 @@ class SchemathesisTest {
       }
       String printed = Files.readString(output);
       System.out.println(printed);
-      String context = "schemathesis seed " + seed + " (replay: " + replay + ")\n" + tail(printed);
+      String context = "fuzz seed " + seed + " (replay: " + replay + ")\n" + tail(printed);
       assertTrue(finished, "schemathesis did not finish within " + TIMEOUT_MINUTES + " min; "
           + context);
       assertTrue(server.isAlive(), "the server died under fuzzing; " + context + "\n"
