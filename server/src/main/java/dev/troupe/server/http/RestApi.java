@@ -45,6 +45,11 @@ public final class RestApi
     implements org.apache.pekko.japi.function.Function<HttpRequest, CompletionStage<HttpResponse>> {
   private static final Logger log = LoggerFactory.getLogger(RestApi.class);
   private static final byte[] LIVE = "{\"status\":\"ok\"}".getBytes(StandardCharsets.UTF_8);
+  /**
+   * The OpenAPI 3.1 document of this API, served as it is stored (openapi/troupe-v1.json, checked
+   * against real answers by OpenApiContractTest and fuzzed by SchemathesisTest).
+   */
+  private static final byte[] OPENAPI_DOCUMENT = readResource("/openapi/troupe-v1.json");
 
   private final Troupe troupe;
   private final Materializer materializer;
@@ -135,6 +140,14 @@ public final class RestApi
           return RequestSupport.completed(RequestSupport.json(200, LIVE));
         }
         return RequestSupport.completed(readiness());
+      }
+      case "openapi.json" -> {
+        if (size != 2) {
+          return support.notFound(request);
+        }
+        support.requireMethod(request, HttpMethods.GET);
+        request.discardEntityBytes(materializer);
+        return RequestSupport.completed(RequestSupport.json(200, OPENAPI_DOCUMENT));
       }
       case "types" -> {
         if (size == 2) {
@@ -376,6 +389,17 @@ public final class RestApi
           + "'; the one migration is 'discard' (docs/ARCHITECTURE.md, \"Type evolution\")");
     }
     return migration;
+  }
+
+  private static byte[] readResource(String name) {
+    try (java.io.InputStream in = RestApi.class.getResourceAsStream(name)) {
+      if (in == null) {
+        throw new IllegalStateException(name + " is not on the class path");
+      }
+      return in.readAllBytes();
+    } catch (java.io.IOException e) {
+      throw new java.io.UncheckedIOException(e);
+    }
   }
 
   private static String dependencyPath(String id) {
