@@ -89,6 +89,30 @@ public interface Store extends AutoCloseable {
     return new TroupeException(ErrorCode.OUTCOME_UNKNOWN, String.valueOf(cause.getMessage()));
   }
 
+  // ------------------------------------------------------------------ idempotency records
+
+  /**
+   * The next {@link #commit} of this transaction id (a single turn) also writes {@code record},
+   * with the entity and the commit timestamp, in the same atomic write. A commit refused before
+   * it was written drops it; {@link #detachIdempotency} drops it when no commit came (a turn that
+   * changed nothing).
+   */
+  void attachIdempotency(long transactionId, IdempotencyRecord record);
+
+  void detachIdempotency(long transactionId);
+
+  /** The durable idempotency record of this key, if any (expired ones too: pruning is the caller's). */
+  java.util.Optional<IdempotencyRecord> idempotencyRecord(String scopedKey);
+
+  /** Replaces a record by one with the first attempt's answer; durable when complete. */
+  CompletableFuture<Void> recordIdempotencyAnswer(IdempotencyRecord record);
+
+  /** Every durable idempotency record (one scan; for pruning and counting at start). */
+  List<IdempotencyRecord> idempotencyRecords();
+
+  /** Deletes an expired record; needs no sync (a record that comes back expires again). */
+  void forgetIdempotencyRecord(String scopedKey);
+
   // ------------------------------------------------------------------ two-phase commit state
 
   /**
