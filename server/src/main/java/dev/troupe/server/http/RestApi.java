@@ -51,6 +51,7 @@ public final class RestApi
   private final RequestSupport support;
   private final TransactionRequests transactionRequests;
   private final RequestAdmission admission;
+  private final IdempotentRequests idempotentRequests;
   private final LongAdder requests = new LongAdder();
 
   public RestApi(Troupe troupe, HttpSettings settings, Materializer materializer) {
@@ -60,6 +61,8 @@ public final class RestApi
     this.metrics = new PrometheusMetrics(troupe, requests, admission);
     this.support = new RequestSupport(settings, materializer);
     this.transactionRequests = new TransactionRequests(support);
+    this.idempotentRequests = new IdempotentRequests(troupe,
+        IdempotencySettings.fromConfig(troupe.settings().config()));
   }
 
   /**
@@ -86,7 +89,13 @@ public final class RestApi
                 : RequestAdmission.Outcome.ofStatus(response.status().intValue())));
   }
 
+  /** A write with an {@code Idempotency-Key} runs at most once ({@link IdempotentRequests}). */
   private CompletionStage<HttpResponse> route(HttpRequest request) {
+    return idempotentRequests.answer(request, RequestSupport.segments(request), this::routeOnce,
+        support);
+  }
+
+  private CompletionStage<HttpResponse> routeOnce(HttpRequest request) {
     List<String> path = RequestSupport.segments(request);
     HttpMethod method = request.method();
     int size = path.size();
