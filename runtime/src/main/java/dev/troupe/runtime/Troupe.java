@@ -479,8 +479,8 @@ public final class Troupe implements AutoCloseable {
     return store.idempotencyRecords();
   }
 
-  public void forgetIdempotencyRecord(String scopedKey) {
-    store.forgetIdempotencyRecord(scopedKey);
+  public CompletableFuture<Void> forgetIdempotencyRecord(String scopedKey) {
+    return store.forgetIdempotencyRecord(scopedKey);
   }
 
   /** An entity's state as of a version (for rebuilding an idempotent turn's answer). */

@@ -581,9 +581,9 @@ public final class RocksStore implements Store {
   }
 
   @Override
-  public void forgetIdempotencyRecord(String scopedKey) {
+  public CompletableFuture<Void> forgetIdempotencyRecord(String scopedKey) {
     byte[] key = Keys.idempotency(scopedKey);
-    writeTransactionState(idempotencyPartition(key), 0,
+    return writeTransactionState(idempotencyPartition(key), 0,
         new Partition.TransactionStateChange(key, null), true);
   }
 

@@ -110,8 +110,11 @@ public interface Store extends AutoCloseable {
   /** Every durable idempotency record (one scan; for pruning and counting at start). */
   List<IdempotencyRecord> idempotencyRecords();
 
-  /** Deletes an expired record; needs no sync (a record that comes back expires again). */
-  void forgetIdempotencyRecord(String scopedKey);
+  /**
+   * Deletes an expired record; completes once written (not synced: a record that comes back after
+   * a crash expires again).
+   */
+  CompletableFuture<Void> forgetIdempotencyRecord(String scopedKey);
 
   // ------------------------------------------------------------------ two-phase commit state
 

@@ -35,6 +35,11 @@ public final class IdempotencyCore {
   private final int maxKeys;
   /** Keys whose first attempt is running: their fingerprint. */
   private final Map<String, byte[]> inProgress = new HashMap<>();
+  /**
+   * Keys pruned whose deletion from storage is not yet done: a new attempt now could write its
+   * record before the deletion and lose it, so it waits ({@link Decision.InProgress}).
+   */
+  private final java.util.Set<String> forgetting = new java.util.HashSet<>();
   /** Remembered keys: their recording time (the one live expiry entry). */
   private final Map<String, Long> recordedAt = new HashMap<>();
   /** Expiry entries in recording order; stale ones (a key recorded again) are skipped. */
@@ -105,6 +110,9 @@ public final class IdempotencyCore {
 
   /** Decides a request; on {@link Decision.Run} the key is in progress until {@link #finish}. */
   public Decision decide(String scopedKey, byte[] fingerprint, Stored stored, long nowMillis) {
+    if (forgetting.contains(scopedKey)) {
+      return new Decision.InProgress();
+    }
     byte[] running = inProgress.get(scopedKey);
     if (running != null) {
       return Arrays.equals(running, fingerprint) ? new Decision.InProgress()
@@ -144,7 +152,7 @@ public final class IdempotencyCore {
 
   /**
    * Removes and returns the keys expired at {@code nowMillis}, for the shell to delete from
-   * storage. Assumes recording times arrive in about increasing order (they are wall-clock times
+   * storage and then report {@link #forgotten}. Assumes recording times arrive in about increasing order (they are wall-clock times
    * of first attempts); a key recorded out of order expires with the entries around it at the latest.
    */
   public List<String> pruneExpired(long nowMillis) {
@@ -162,10 +170,16 @@ public final class IdempotencyCore {
         continue;
       }
       recordedAt.remove(entry.scopedKey());
+      forgetting.add(entry.scopedKey());
       expired.add(entry.scopedKey());
     }
     running.forEach(expiryOrder::addFirst);
     return expired;
+  }
+
+  /** The deletion of a pruned key's record is done (or failed: the record then expires again). */
+  public void forgotten(String scopedKey) {
+    forgetting.remove(scopedKey);
   }
 
   /** Keys remembered (durable, not yet pruned). */

@@ -89,6 +89,11 @@ class IdempotencyCoreTest {
     core.remember("a", 500); // recorded again: the first entry is stale
     assertEquals(List.of("b"), core.pruneExpired(RETENTION + 10));
     assertEquals(1, core.remembered());
+    // Until its record is deleted, a pruned key waits: a new record could be deleted with it.
+    assertInstanceOf(Decision.InProgress.class, core.decide("b", OTHER, null, RETENTION + 20));
+    core.forgotten("b");
+    assertInstanceOf(Decision.Run.class, core.decide("b", OTHER, null, RETENTION + 20));
+    core.finish("b", false, RETENTION + 20);
     // "a" expires and runs again over its expired record: not pruned while it runs.
     assertInstanceOf(Decision.Run.class,
         core.decide("a", OTHER, new Stored(FIRST, 500, true), 1_500));

@@ -62,13 +62,19 @@ final class IdempotentRequests {
     this.settings = settings;
     this.core = new IdempotencyCore(settings.retentionMillis(), settings.maxKeys());
     long now = System.currentTimeMillis();
-    for (IdempotencyRecord record : troupe.idempotencyRecords()) {
+    List<CompletableFuture<Void>> deletions = new java.util.ArrayList<>();
+    List<IdempotencyRecord> stored = new java.util.ArrayList<>(troupe.idempotencyRecords());
+    stored.sort(java.util.Comparator.comparingLong(IdempotencyRecord::recordedAtMillis));
+    for (IdempotencyRecord record : stored) {
       if (core.expired(record.recordedAtMillis(), now)) {
-        troupe.forgetIdempotencyRecord(record.scopedKey());
+        deletions.add(troupe.forgetIdempotencyRecord(record.scopedKey()));
       } else {
         core.remember(record.scopedKey(), record.recordedAtMillis());
       }
     }
+    // Done before the first request: a new attempt's record must never meet an older deletion.
+    CompletableFuture.allOf(deletions.toArray(CompletableFuture[]::new))
+        .exceptionally(failure -> null).join();
     Duration interval = Duration.ofMillis(settings.pruneIntervalMillis());
     troupe.actorSystem().scheduler().scheduleWithFixedDelay(interval, interval, this::prune,
         troupe.actorSystem().executionContext());
@@ -79,11 +85,22 @@ final class IdempotentRequests {
     synchronized (this) {
       expired = core.pruneExpired(System.currentTimeMillis());
     }
-    try {
-      expired.forEach(troupe::forgetIdempotencyRecord);
-    } catch (RuntimeException e) {
-      log.warn("pruning expired idempotency keys failed (retried at the next interval): {}",
-          e.toString());
+    for (String scopedKey : expired) {
+      CompletableFuture<Void> deleted;
+      try {
+        deleted = troupe.forgetIdempotencyRecord(scopedKey);
+      } catch (RuntimeException e) {
+        deleted = CompletableFuture.failedFuture(e);
+      }
+      deleted.whenComplete((ignored, failure) -> {
+        if (failure != null) {
+          log.warn("deleting an expired idempotency key failed (it expires again at the next"
+              + " start): {}", failure.toString());
+        }
+        synchronized (this) {
+          core.forgotten(scopedKey);
+        }
+      });
     }
   }
 
