@@ -94,7 +94,8 @@ class IdempotencyTest {
       onceAndTwoReplays(server, "POST", ACCOUNT + "a/keys/tags/add", "{\"element\": \"x\"}", "add");
       onceAndTwoReplays(server, "POST", ACCOUNT + "a/keys/tags/remove", "{\"element\": \"x\"}",
           "remove");
-      onceAndTwoReplays(server, "POST", ACCOUNT + "a/keys/tags/add", "{\"element\": \"y\"}", "add2");
+      onceAndTwoReplays(server, "POST", ACCOUNT + "a/keys/tags/add", "{\"element\": \"y\"}",
+          "add2");
       onceAndTwoReplays(server, "PATCH", ACCOUNT + "a", "{\"status\": \"vip\"}", "patch");
       onceAndTwoReplays(server, "PUT", ACCOUNT + "a/keys/status", "\"open\"", "put");
       assertEquals(200, server.send("PUT", ACCOUNT + "c/keys/status", "\"gone\"").status());

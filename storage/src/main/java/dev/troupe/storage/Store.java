@@ -101,7 +101,7 @@ public interface Store extends AutoCloseable {
 
   void detachIdempotency(long transactionId);
 
-  /** The durable idempotency record of this key, if any (expired ones too: pruning is the caller's). */
+  /** The durable record of this key, if any (expired ones too: pruning is the caller's). */
   java.util.Optional<IdempotencyRecord> idempotencyRecord(String scopedKey);
 
   /** Replaces a record by one with the first attempt's answer; durable when complete. */

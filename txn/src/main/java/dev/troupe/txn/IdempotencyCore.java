@@ -25,7 +25,8 @@ import java.util.Map;
  *
  * <p>Recovery: nothing of it is durable. The durable record of a key is the storage's (written in
  * the same atomic write as the write itself), which the shell passes to {@link #decide}; at start
- * the shell {@link #remember}s every stored record, so the count and expiry order survive a restart.
+ * the shell {@link #remember}s every stored record, so the count and expiry order survive a
+ * restart.
  */
 public final class IdempotencyCore {
   /** Longest key, in characters (each visible ASCII, 0x21 to 0x7E). */
@@ -152,13 +153,15 @@ public final class IdempotencyCore {
 
   /**
    * Removes and returns the keys expired at {@code nowMillis}, for the shell to delete from
-   * storage and then report {@link #forgotten}. Assumes recording times arrive in about increasing order (they are wall-clock times
-   * of first attempts); a key recorded out of order expires with the entries around it at the latest.
+   * storage and then report {@link #forgotten}. Entries are in recording order, as recording
+   * times are wall-clock times of first attempts; one recorded out of order (the clock stepped
+   * back) is pruned once the entries before it are.
    */
   public List<String> pruneExpired(long nowMillis) {
     List<String> expired = new ArrayList<>();
     List<Entry> running = new ArrayList<>();
-    while (!expiryOrder.isEmpty() && expired(expiryOrder.peekFirst().recordedAtMillis(), nowMillis)) {
+    while (!expiryOrder.isEmpty()
+        && expired(expiryOrder.peekFirst().recordedAtMillis(), nowMillis)) {
       Entry entry = expiryOrder.pollFirst();
       Long live = recordedAt.get(entry.scopedKey());
       if (live == null || live != entry.recordedAtMillis()) {

@@ -131,7 +131,8 @@ final class IdempotentRequests {
                 record.hasAnswer())).orElse(null), now);
       }
       return switch (decision) {
-        case IdempotencyCore.Decision.Run run -> run(strict, path, route, scopedKey, fingerprint, now);
+        case IdempotencyCore.Decision.Run run ->
+            run(strict, path, route, scopedKey, fingerprint, now);
         case IdempotencyCore.Decision.Replay replay ->
             CompletableFuture.completedFuture(replayed(stored.get(), path));
         case IdempotencyCore.Decision.Rebuild rebuild -> rebuild(stored.get(), strict, path);
@@ -238,7 +239,8 @@ final class IdempotentRequests {
   }
 
   private static byte[] strictBytes(HttpResponse response) {
-    return response.entity() instanceof HttpEntity.Strict strict ? strict.getData().toArray() : null;
+    return response.entity() instanceof HttpEntity.Strict strict
+        ? strict.getData().toArray() : null;
   }
 
   private static HttpResponse replayed(IdempotencyRecord record, List<String> path) {
