@@ -249,7 +249,7 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
         case RunTurn run ->
             runEffects(core.handle(new Input.TurnRequested<>(run.turn(), run.type(),
                 run.transactionId() != 0 ? run.transactionId() : store.newTransactionId(),
-                new Recipient.Caller(run.replyTo()))));
+                new Recipient.Caller(run.replyTo(), run.transactionId()))));
         case Prepare prepare ->
             runEffects(core.handle(new Input.PrepareRequested<>(
                 prepare.transactionId(), prepare.startTimestamp(), prepare.turns(),
@@ -328,8 +328,12 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
           }
         }
         case Effect.Reply<Recipient> reply -> {
-          if (reply.replyTo() instanceof Recipient.Caller) {
+          if (reply.replyTo() instanceof Recipient.Caller caller) {
             metrics.recordTurn(reply.result());
+            if (caller.idempotentTransactionId() != 0) {
+              // Answered: committed (the record is durable) or not (it never will be).
+              store.detachIdempotency(caller.idempotentTransactionId());
+            }
           }
           reply.replyTo().deliver(reply.result());
         }

@@ -50,6 +50,13 @@ final class TransactionRun {
     this.idempotency = record;
   }
 
+  /** Completes when the coordinator is done (it will write nothing more), whatever the outcome. */
+  private final CompletableFuture<Void> finished = new CompletableFuture<>();
+
+  CompletableFuture<Void> finished() {
+    return finished;
+  }
+
   TransactionRun(Map<EntityId, CoordinatorCore.Part> parts, Map<EntityId, CompiledType> types,
       Function<EntityId, CompiledType> typeOf, CoordinatorCore.Limits limits,
       Function<EntityId, ActorRef<EntityRegistry.Command>> registryOf, Store store,
@@ -159,7 +166,7 @@ final class TransactionRun {
           store.forgetDecision(
               new DecidedTransaction(forget.transactionId(), forget.participants()));
       case Effect.Reply reply -> outcome.complete(reply.outcome());
-      case Effect.Finished ignored -> {}
+      case Effect.Finished ignored -> finished.complete(null);
     }
   }
 }

@@ -414,7 +414,10 @@ public final class Troupe implements AutoCloseable {
       store.attachIdempotency(transactionId, idempotency);
     }
     return run(entity, type, turn, transactionId).handle((outcome, failure) -> {
-      if (idempotency != null) {
+      if (idempotency != null && !(unwrap(failure) instanceof TroupeException unknown
+          && unknown.code() == ErrorCode.OUTCOME_UNKNOWN)) {
+        // Answered. An unknown outcome (no answer in time) may still commit: the entity drops
+        // the attachment when it answers (see Recipient.Caller).
         store.detachIdempotency(transactionId);
       }
       Throwable cause = unwrap(failure);
@@ -483,9 +486,17 @@ public final class Troupe implements AutoCloseable {
     return store.forgetIdempotencyRecord(scopedKey);
   }
 
-  /** An entity's state as of a version (for rebuilding an idempotent turn's answer). */
-  public EntityState stateAt(EntityId entity, long version) {
-    return store.readAt(entity, version);
+  /** Idempotent transactions running, by key (a count: a replanned one runs again). */
+  private final java.util.concurrent.ConcurrentHashMap<String, Integer> runningIdempotent =
+      new java.util.concurrent.ConcurrentHashMap<>();
+
+  /**
+   * Whether a write with this key may still commit here: a turn not yet answered by its entity, or
+   * a transaction whose coordinator has not finished, also after its caller gave up waiting
+   * ({@code outcome_unknown}). A retry meanwhile must not run it a second time.
+   */
+  public boolean idempotentWriteRunning(String scopedKey) {
+    return runningIdempotent.containsKey(scopedKey) || store.idempotencyAttached(scopedKey);
   }
 
   private static Throwable unwrap(Throwable failure) {
@@ -658,6 +669,13 @@ public final class Troupe implements AutoCloseable {
     transaction.recordWithDecision(idempotency);
     long started = System.nanoTime();
     transactionMetrics.recordStarted();
+    if (idempotency != null) {
+      // Until the coordinator is done, not until the caller stops waiting (outcome_unknown).
+      String key = idempotency.scopedKey();
+      runningIdempotent.merge(key, 1, Integer::sum);
+      transaction.finished().whenComplete((ignored, failure) ->
+          runningIdempotent.computeIfPresent(key, (k, count) -> count == 1 ? null : count - 1));
+    }
     return start.apply(transaction)
         .orTimeout(turnTimeout.toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS)
         .handle((result, failure) -> {

@@ -549,6 +549,16 @@ public final class RocksStore implements Store {
   }
 
   @Override
+  public boolean idempotencyAttached(String scopedKey) {
+    for (IdempotencyRecord record : idempotentCommits.values()) {
+      if (record.scopedKey().equals(scopedKey)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  @Override
   public java.util.Optional<IdempotencyRecord> idempotencyRecord(String scopedKey) {
     try {
       byte[] value = disk.get(KeyValueDisk.Column.TRANSACTIONS, Keys.idempotency(scopedKey));
@@ -648,7 +658,7 @@ public final class RocksStore implements Store {
     try {
       return enqueue(partition,
           new Partition.Commit(transactionId, encoded, effects, stateChange,
-              stateChange == null ? idempotentCommits.remove(transactionId) : null,
+              stateChange == null ? idempotentCommits.get(transactionId) : null,
               new CompletableFuture<>()),
           bypassQueueLimit);
     } finally {

@@ -92,14 +92,17 @@ public interface Store extends AutoCloseable {
   // ------------------------------------------------------------------ idempotency records
 
   /**
-   * The next {@link #commit} of this transaction id (a single turn) also writes {@code record},
-   * with the entity and the commit timestamp, in the same atomic write. A commit refused before
-   * it was written drops it; {@link #detachIdempotency} drops it when no commit came (a turn that
-   * changed nothing).
+   * A {@link #commit} of this transaction id (a single turn) also writes {@code record}, with the
+   * entity and the commit timestamp, in the same atomic write. It stays attached until {@link
+   * #detachIdempotency}, which the caller calls once the turn is answered (committed and durable,
+   * or refused): while attached, the write may still commit.
    */
   void attachIdempotency(long transactionId, IdempotencyRecord record);
 
   void detachIdempotency(long transactionId);
+
+  /** Whether a record with this key is attached to a turn not yet answered. */
+  boolean idempotencyAttached(String scopedKey);
 
   /** The durable record of this key, if any (expired ones too: pruning is the caller's). */
   java.util.Optional<IdempotencyRecord> idempotencyRecord(String scopedKey);

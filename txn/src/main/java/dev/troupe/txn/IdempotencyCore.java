@@ -109,8 +109,14 @@ public final class IdempotencyCore {
     return nowMillis - recordedAtMillis >= retentionMillis;
   }
 
-  /** Decides a request; on {@link Decision.Run} the key is in progress until {@link #finish}. */
-  public Decision decide(String scopedKey, byte[] fingerprint, Stored stored, long nowMillis) {
+  /**
+   * Decides a request; on {@link Decision.Run} the key is in progress until {@link #finish}.
+   * {@code stillRunning}: the engine may still commit an earlier attempt with this key (one whose
+   * caller got {@code outcome_unknown} because no answer came in time): a new attempt now could
+   * apply the write twice, so it waits.
+   */
+  public Decision decide(String scopedKey, byte[] fingerprint, Stored stored,
+      boolean stillRunning, long nowMillis) {
     if (forgetting.contains(scopedKey)) {
       return new Decision.InProgress();
     }
@@ -124,6 +130,9 @@ public final class IdempotencyCore {
         return new Decision.Reused();
       }
       return stored.answered() ? new Decision.Replay() : new Decision.Rebuild();
+    }
+    if (stillRunning) {
+      return new Decision.InProgress();
     }
     if (!recordedAt.containsKey(scopedKey) && recordedAt.size() + inProgress.size() >= maxKeys) {
       return new Decision.Full();

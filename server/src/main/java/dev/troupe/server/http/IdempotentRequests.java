@@ -122,13 +122,15 @@ final class IdempotentRequests {
     return support.body(request).thenCompose(body -> {
       byte[] fingerprint = fingerprint(request, body);
       HttpRequest strict = request.withEntity(request.entity().getContentType(), body);
+      // Asked before the record is read: a write that commits in between is then seen as stored.
+      boolean stillRunning = troupe.idempotentWriteRunning(scopedKey);
       Optional<IdempotencyRecord> stored = troupe.idempotencyRecord(scopedKey);
       long now = System.currentTimeMillis();
       IdempotencyCore.Decision decision;
       synchronized (this) {
         decision = core.decide(scopedKey, fingerprint, stored.map(record ->
             new IdempotencyCore.Stored(record.fingerprint(), record.recordedAtMillis(),
-                record.hasAnswer())).orElse(null), now);
+                record.hasAnswer())).orElse(null), stillRunning, now);
       }
       return switch (decision) {
         case IdempotencyCore.Decision.Run run ->
