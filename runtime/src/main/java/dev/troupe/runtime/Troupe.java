@@ -180,7 +180,7 @@ public final class Troupe implements AutoCloseable {
       return CompletableFuture.failedFuture(e);
     }
     Turn record = new Turn.AssignKeys(Map.of(spec.name(), spec.toJson()));
-    return run(TYPES_ENTITY, schemaless(SYSTEM_TYPE), record, 0)
+    return run(TYPES_ENTITY, schemaless(SYSTEM_TYPE), record)
         .thenApply(outcome -> {
           declare(spec.name(), compiled, outcome.version());
           return spec;
@@ -1054,6 +1054,11 @@ public final class Troupe implements AutoCloseable {
     }
   }
 
+  private CompletableFuture<TurnOutcome> run(EntityId entity, CompiledType type, Turn turn) {
+    return run(entity, type, turn, 0);
+  }
+
+  /** {@code transactionId}: the turn's (an idempotent turn's, see {@link #turn}), or 0 for any. */
   private CompletableFuture<TurnOutcome> run(EntityId entity, CompiledType type, Turn turn,
       long transactionId) {
     long started = System.nanoTime();
