@@ -46,12 +46,12 @@ public final class RestApi
   private static final byte[] LIVE = "{\"status\":\"ok\"}".getBytes(StandardCharsets.UTF_8);
 
   private final Troupe troupe;
+  private final IdempotentRequests idempotentRequests;
   private final Materializer materializer;
   private final PrometheusMetrics metrics;
   private final RequestSupport support;
   private final TransactionRequests transactionRequests;
   private final RequestAdmission admission;
-  private final IdempotentRequests idempotentRequests;
   private final LongAdder requests = new LongAdder();
 
   public RestApi(Troupe troupe, HttpSettings settings, Materializer materializer) {
