@@ -49,8 +49,9 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
   }
 
   /** Run one turn against this entity and reply once everything it depends on is durable. */
-  public record RunTurn(Turn turn, CompiledType type, ActorRef<TurnResult> replyTo)
-      implements Routed {
+  /** {@code transactionId}: the turn's, or 0 to take a fresh one (see {@link Troupe#turn}). */
+  public record RunTurn(Turn turn, CompiledType type, ActorRef<TurnResult> replyTo,
+      long transactionId) implements Routed {
     @Override
     public void refuse(TroupeException reason) {
       replyTo.tell(new TurnResult.Failed(reason));
@@ -247,7 +248,8 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
       return switch (command) {
         case RunTurn run ->
             runEffects(core.handle(new Input.TurnRequested<>(run.turn(), run.type(),
-                store.newTransactionId(), new Recipient.Caller(run.replyTo()))));
+                run.transactionId() != 0 ? run.transactionId() : store.newTransactionId(),
+                new Recipient.Caller(run.replyTo(), run.transactionId()))));
         case Prepare prepare ->
             runEffects(core.handle(new Input.PrepareRequested<>(
                 prepare.transactionId(), prepare.startTimestamp(), prepare.turns(),
@@ -326,8 +328,12 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
           }
         }
         case Effect.Reply<Recipient> reply -> {
-          if (reply.replyTo() instanceof Recipient.Caller) {
+          if (reply.replyTo() instanceof Recipient.Caller caller) {
             metrics.recordTurn(reply.result());
+            if (caller.idempotentTransactionId() != 0) {
+              // Answered: committed (the record is durable) or not (it never will be).
+              store.detachIdempotency(caller.idempotentTransactionId());
+            }
           }
           reply.replyTo().deliver(reply.result());
         }

@@ -12,8 +12,17 @@ import org.apache.pekko.actor.typed.ActorRef;
 sealed interface Recipient {
   void deliver(TurnResult result);
 
-  /** The caller of a single-entity turn. */
-  record Caller(ActorRef<TurnResult> replyTo) implements Recipient {
+  /**
+   * The caller of a single-entity turn. {@code idempotentTransactionId}: the turn's transaction id
+   * when an idempotency record is attached to it (0 otherwise); the entity drops the attachment
+   * when it answers, so an attached record marks a turn still running (see {@link
+   * Troupe#idempotentWriteRunning}).
+   */
+  record Caller(ActorRef<TurnResult> replyTo, long idempotentTransactionId) implements Recipient {
+    Caller(ActorRef<TurnResult> replyTo) {
+      this(replyTo, 0);
+    }
+
     @Override
     public void deliver(TurnResult result) {
       replyTo.tell(result);

@@ -3,6 +3,7 @@ package dev.troupe.runtime;
 import dev.troupe.model.EntityId;
 import dev.troupe.model.spec.CompiledType;
 import dev.troupe.storage.DecidedTransaction;
+import dev.troupe.storage.IdempotencyRecord;
 import dev.troupe.storage.OutcomeUnknownException;
 import dev.troupe.storage.Store;
 import dev.troupe.txn.CoordinatorCore;
@@ -41,6 +42,20 @@ final class TransactionRun {
   private final CompletableFuture<CoordinatorCore.Outcome> outcome = new CompletableFuture<>();
   private final ArrayDeque<Input> pending = new ArrayDeque<>();
   private boolean draining;
+
+  /** Written with the commit decision, in the same atomic write (an idempotent request's key). */
+  private volatile IdempotencyRecord idempotency;
+
+  void recordWithDecision(IdempotencyRecord record) {
+    this.idempotency = record;
+  }
+
+  /** Completes when the coordinator is done (it will write nothing more), whatever the outcome. */
+  private final CompletableFuture<Void> finished = new CompletableFuture<>();
+
+  CompletableFuture<Void> finished() {
+    return finished;
+  }
 
   TransactionRun(Map<EntityId, CoordinatorCore.Part> parts, Map<EntityId, CompiledType> types,
       Function<EntityId, CompiledType> typeOf, CoordinatorCore.Limits limits,
@@ -138,7 +153,7 @@ final class TransactionRun {
           () -> handle(new Input.RetryDue(store.newTransactionId())), executor);
       case Effect.PersistDecision persist ->
           store.persistDecision(new DecidedTransaction(persist.transactionId(),
-                  persist.participants()))
+                  persist.participants(), idempotency))
               .whenComplete((ignored, failure) -> handle(Input.DecisionPersisted.ofStoreAnswer(failure)));
       case Effect.SendDecision decision -> {
         EntityId participant = decision.participant();
@@ -151,7 +166,7 @@ final class TransactionRun {
           store.forgetDecision(
               new DecidedTransaction(forget.transactionId(), forget.participants()));
       case Effect.Reply reply -> outcome.complete(reply.outcome());
-      case Effect.Finished ignored -> {}
+      case Effect.Finished ignored -> finished.complete(null);
     }
   }
 }

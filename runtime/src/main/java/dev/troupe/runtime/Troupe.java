@@ -15,6 +15,7 @@ import dev.troupe.model.value.Value;
 import dev.troupe.model.value.DependencyTable;
 import dev.troupe.model.dependency.Dependency;
 import dev.troupe.model.dependency.DependencyKeys;
+import dev.troupe.storage.IdempotencyRecord;
 import dev.troupe.storage.CorruptDataException;
 import dev.troupe.storage.RocksStore;
 import dev.troupe.storage.StorageEvents;
@@ -583,6 +584,7 @@ public final class Troupe implements AutoCloseable {
    * precondition on any of them fails it with {@code precondition_failed}.
    */
   public CompletableFuture<TurnOutcome> turn(EntityId entity, Turn turn) {
+    IdempotencyRecord idempotency = claimIdempotency();
     CompiledType type;
     try {
       checkOpen();
@@ -592,21 +594,101 @@ public final class Troupe implements AutoCloseable {
       return CompletableFuture.failedFuture(e);
     }
     if (turn instanceof Turn.InvokeAction invoke && hasSync(type, invoke.action())) {
-      return runAsTransaction(entity, type, turn, TransactionRequest.Mode.AUTO);
+      return runAsTransaction(entity, type, turn, TransactionRequest.Mode.AUTO, idempotency);
     }
     if (turn instanceof Turn.RegisterDependency || turn instanceof Turn.DeregisterDependency) {
-      return runAsTransaction(entity, type, turn, TransactionRequest.Mode.AUTO);
+      return runAsTransaction(entity, type, turn, TransactionRequest.Mode.AUTO, idempotency);
     }
-    return run(entity, type, turn).handle((outcome, failure) -> {
+    // An idempotent turn's record rides on its commit (the same atomic write), found by the
+    // transaction id given to the turn; a turn that wrote nothing leaves it unused.
+    long transactionId = idempotency == null ? 0 : store.newTransactionId();
+    if (idempotency != null) {
+      store.attachIdempotency(transactionId, idempotency);
+    }
+    return run(entity, type, turn, transactionId).handle((outcome, failure) -> {
+      if (idempotency != null && !(unwrap(failure) instanceof TroupeException unknown
+          && unknown.code() == ErrorCode.OUTCOME_UNKNOWN)) {
+        // Answered. An unknown outcome (no answer in time) may still commit: the entity drops
+        // the attachment when it answers (see Recipient.Caller).
+        store.detachIdempotency(transactionId);
+      }
       Throwable cause = unwrap(failure);
       if (cause instanceof TroupeException error && error.code() == ErrorCode.ABORTED
           && TransactionAbort.NEEDS_TRANSACTION.equals(error.reason())) {
         // Its dependencies' entities must join: planned with them when they can be predicted.
-        return runAsTransaction(entity, type, turn, TransactionRequest.Mode.AUTO);
+        return runAsTransaction(entity, type, turn, TransactionRequest.Mode.AUTO, idempotency);
       }
       return failure == null ? CompletableFuture.completedFuture(outcome)
           : CompletableFuture.<TurnOutcome>failedFuture(cause);
     }).thenCompose(outcome -> outcome);
+  }
+
+  // ---------------------------------------------------------------- idempotent writes
+
+  /**
+   * The idempotency record of the write being started on this thread (see {@link #idempotently}).
+   * A thread-local because every write entry point ({@link #turn}, {@link #transact}, {@link
+   * #commitInteractive}, dependency registration) claims it synchronously when called; it never
+   * outlives the {@code idempotently} call that set it.
+   */
+  private final ThreadLocal<IdempotencyRecord> startingIdempotency = new ThreadLocal<>();
+  private final ThreadLocal<Boolean> idempotencyClaimed = new ThreadLocal<>();
+
+  /**
+   * Starts a write ({@code write} must call one write entry point synchronously) whose commit also
+   * records {@code record} durably, in the same atomic write (a single turn's journal record or
+   * a transaction's commit decision). Returns whether a write entry point took the record: false
+   * when {@code write} refused before reaching one (nothing changed, nothing recorded).
+   */
+  public boolean idempotently(IdempotencyRecord record, Runnable write) {
+    startingIdempotency.set(record);
+    idempotencyClaimed.set(Boolean.FALSE);
+    try {
+      write.run();
+      return Boolean.TRUE.equals(idempotencyClaimed.get());
+    } finally {
+      startingIdempotency.remove();
+      idempotencyClaimed.remove();
+    }
+  }
+
+  private IdempotencyRecord claimIdempotency() {
+    IdempotencyRecord record = startingIdempotency.get();
+    if (record != null) {
+      startingIdempotency.remove();
+      idempotencyClaimed.set(Boolean.TRUE);
+    }
+    return record;
+  }
+
+  /** The store's durable record of an idempotency key, if any. */
+  public java.util.Optional<IdempotencyRecord> idempotencyRecord(String scopedKey) {
+    return store.idempotencyRecord(scopedKey);
+  }
+
+  public CompletableFuture<Void> recordIdempotencyAnswer(IdempotencyRecord record) {
+    return store.recordIdempotencyAnswer(record);
+  }
+
+  public List<IdempotencyRecord> idempotencyRecords() {
+    return store.idempotencyRecords();
+  }
+
+  public CompletableFuture<Void> forgetIdempotencyRecord(String scopedKey) {
+    return store.forgetIdempotencyRecord(scopedKey);
+  }
+
+  /** Idempotent transactions running, by key (a count: a replanned one runs again). */
+  private final java.util.concurrent.ConcurrentHashMap<String, Integer> runningIdempotent =
+      new java.util.concurrent.ConcurrentHashMap<>();
+
+  /**
+   * Whether a write with this key may still commit here: a turn not yet answered by its entity, or
+   * a transaction whose coordinator has not finished, also after its caller gave up waiting
+   * ({@code outcome_unknown}). A retry meanwhile must not run it a second time.
+   */
+  public boolean idempotentWriteRunning(String scopedKey) {
+    return runningIdempotent.containsKey(scopedKey) || store.idempotencyAttached(scopedKey);
   }
 
   private static Throwable unwrap(Throwable failure) {
@@ -622,10 +704,10 @@ public final class Troupe implements AutoCloseable {
    * limit as {@code too_large} and a failed evaluation as {@code invalid_request}.
    */
   private CompletableFuture<TurnOutcome> runAsTransaction(EntityId entity, CompiledType type,
-      Turn turn, TransactionRequest.Mode mode) {
+      Turn turn, TransactionRequest.Mode mode, IdempotencyRecord idempotency) {
     TransactionRequest request = new TransactionRequest(
         List.of(new TransactionRequest.Operation(entity, turn)), List.of(), mode);
-    return transactCommitted(request).handle((committed, failure) -> {
+    return transactCommitted(request, idempotency).handle((committed, failure) -> {
       if (failure != null) {
         Throwable cause = unwrap(failure);
         if (cause instanceof TroupeException error && error.code() == ErrorCode.ABORTED
@@ -662,7 +744,8 @@ public final class Troupe implements AutoCloseable {
    */
   public CompletableFuture<TransactionOutcome> transact(TransactionRequest request) {
     Map<EntityId, CompiledType> types = new LinkedHashMap<>();
-    return transactCommitted(request, types).thenApply(committed -> render(committed, types));
+    return transactCommitted(request, types, claimIdempotency())
+        .thenApply(committed -> render(committed, types));
   }
 
   public TransactionMetrics transactionMetrics() {
@@ -670,13 +753,14 @@ public final class Troupe implements AutoCloseable {
   }
 
   private CompletableFuture<CoordinatorCore.Outcome.Committed> transactCommitted(
-      TransactionRequest request) {
-    return transactCommitted(request, new LinkedHashMap<>());
+      TransactionRequest request, IdempotencyRecord idempotency) {
+    return transactCommitted(request, new LinkedHashMap<>(), idempotency);
   }
 
   /** Runs the transaction; {@code types} receives each participant's type, in plan order. */
   private CompletableFuture<CoordinatorCore.Outcome.Committed> transactCommitted(
-      TransactionRequest request, Map<EntityId, CompiledType> types) {
+      TransactionRequest request, Map<EntityId, CompiledType> types,
+      IdempotencyRecord idempotency) {
     Map<EntityId, CoordinatorCore.Part> parts;
     try {
       checkOpen();
@@ -695,8 +779,8 @@ public final class Troupe implements AutoCloseable {
     }
     registering.forEach(pendingRegistrations::add);
     CompletableFuture<CoordinatorCore.Outcome.Committed> outcome =
-        request.mode() == TransactionRequest.Mode.DYNAMIC ? dynamic(parts, types)
-            : plannedOrDynamic(parts, types, settings.transactions().maxReplans());
+        request.mode() == TransactionRequest.Mode.DYNAMIC ? dynamic(parts, types, idempotency)
+            : plannedOrDynamic(parts, types, settings.transactions().maxReplans(), idempotency);
     if (registering.isEmpty()) {
       return outcome;
     }
@@ -713,11 +797,12 @@ public final class Troupe implements AutoCloseable {
   private final PendingRegistrations pendingRegistrations = new PendingRegistrations();
 
   private CompletableFuture<CoordinatorCore.Outcome.Committed> dynamic(
-      Map<EntityId, CoordinatorCore.Part> parts, Map<EntityId, CompiledType> types) {
+      Map<EntityId, CoordinatorCore.Part> parts, Map<EntityId, CompiledType> types,
+      IdempotencyRecord idempotency) {
     TransactionRun transaction = new TransactionRun(parts, types, this::typeOf,
         coordinatorLimits, entity -> registries.get(store.partitionOf(entity)), store,
         system.scheduler(), system.executionContext());
-    return awaitOutcome(transaction, TransactionRun::start);
+    return awaitOutcome(transaction, idempotency, TransactionRun::start);
   }
 
   /**
@@ -729,19 +814,20 @@ public final class Troupe implements AutoCloseable {
    */
   private CompletableFuture<CoordinatorCore.Outcome.Committed> plannedOrDynamic(
       Map<EntityId, CoordinatorCore.Part> parts, Map<EntityId, CompiledType> types,
-      int replans) {
+      int replans, IdempotencyRecord idempotency) {
     Optional<Map<EntityId, CoordinatorCore.Part>> planned = DependencyPlanner.plan(parts, types,
         this::cachedState, pendingRegistrations::of, settings.turnLimits().maxDependencyChain());
     if (planned.isEmpty()) {
       transactionMetrics.recordDependencyPlanning(false);
-      return dynamic(parts, types);
+      return dynamic(parts, types, idempotency);
     }
-    return planned(planned.get(), types).handle((committed, failure) -> {
+    return planned(planned.get(), types, idempotency).handle((committed, failure) -> {
       Throwable cause = unwrap(failure);
       if (cause instanceof TroupeException error && error.code() == ErrorCode.ABORTED
           && TransactionAbort.DEPENDENCIES_INVOLVED.equals(error.reason())) {
         transactionMetrics.recordDependencyPlanning(replans > 0);
-        return replans > 0 ? plannedOrDynamic(parts, types, replans - 1) : dynamic(parts, types);
+        return replans > 0 ? plannedOrDynamic(parts, types, replans - 1, idempotency)
+            : dynamic(parts, types, idempotency);
       }
       return failure == null ? CompletableFuture.completedFuture(committed)
           : CompletableFuture.<CoordinatorCore.Outcome.Committed>failedFuture(cause);
@@ -754,12 +840,13 @@ public final class Troupe implements AutoCloseable {
   }
 
   private CompletableFuture<CoordinatorCore.Outcome.Committed> planned(
-      Map<EntityId, CoordinatorCore.Part> parts, Map<EntityId, CompiledType> types) {
+      Map<EntityId, CoordinatorCore.Part> parts, Map<EntityId, CompiledType> types,
+      IdempotencyRecord idempotency) {
     TransactionRun transaction = new TransactionRun(parts, types, this::typeOf,
         coordinatorLimitsWithoutRetries, true,
         entity -> registries.get(store.partitionOf(entity)), store, system.scheduler(),
         system.executionContext());
-    return awaitOutcome(transaction, run -> {
+    return awaitOutcome(transaction, idempotency, run -> {
       CompletableFuture<CoordinatorCore.Outcome> outcome = new CompletableFuture<>();
       sequencer.submit(position -> run.start(store.newTransactionId(), position)
           .whenComplete((result, failure) -> {
@@ -778,10 +865,18 @@ public final class Troupe implements AutoCloseable {
    * or the failure, counting both.
    */
   private CompletableFuture<CoordinatorCore.Outcome.Committed> awaitOutcome(
-      TransactionRun transaction,
+      TransactionRun transaction, IdempotencyRecord idempotency,
       java.util.function.Function<TransactionRun, CompletableFuture<CoordinatorCore.Outcome>> start) {
+    transaction.recordWithDecision(idempotency);
     long started = System.nanoTime();
     transactionMetrics.recordStarted();
+    if (idempotency != null) {
+      // Until the coordinator is done, not until the caller stops waiting (outcome_unknown).
+      String key = idempotency.scopedKey();
+      runningIdempotent.merge(key, 1, Integer::sum);
+      transaction.finished().whenComplete((ignored, failure) ->
+          runningIdempotent.computeIfPresent(key, (k, count) -> count == 1 ? null : count - 1));
+    }
     return start.apply(transaction)
         .orTimeout(turnTimeout.toMillis(), java.util.concurrent.TimeUnit.MILLISECONDS)
         .handle((result, failure) -> {
@@ -1033,7 +1128,7 @@ public final class Troupe implements AutoCloseable {
     TransactionRun run = new TransactionRun(commit.parts(), types, this::typeOf,
         coordinatorLimitsWithoutRetries, entity -> registries.get(store.partitionOf(entity)),
         store, system.scheduler(), system.executionContext());
-    return awaitOutcome(run, started -> started.start(transactionId))
+    return awaitOutcome(run, claimIdempotency(), started -> started.start(transactionId))
         .thenApply(committed -> render(committed, types));
   }
 
@@ -1174,12 +1269,19 @@ public final class Troupe implements AutoCloseable {
   }
 
   private CompletableFuture<TurnOutcome> run(EntityId entity, CompiledType type, Turn turn) {
+    return run(entity, type, turn, 0);
+  }
+
+  /** {@code transactionId}: the turn's (an idempotent turn's, see {@link #turn}), or 0 for any. */
+  private CompletableFuture<TurnOutcome> run(EntityId entity, CompiledType type, Turn turn,
+      long transactionId) {
     long started = System.nanoTime();
     ActorRef<EntityRegistry.Command> registry = registries.get(store.partitionOf(entity));
     CompletableFuture<TurnResult> answer = Futures.onCompletingThread(
         AskPattern.<EntityRegistry.Command, TurnResult>ask(
             registry,
-            replyTo -> new EntityRegistry.Route(entity, new EntityActor.RunTurn(turn, type, replyTo)),
+            replyTo -> new EntityRegistry.Route(entity, new EntityActor.RunTurn(turn, type, replyTo,
+                transactionId)),
             turnTimeout,
             system.scheduler()));
     return answer.handle((result, failure) -> {

@@ -54,6 +54,7 @@ public final class Codec {
   static final byte JOURNAL_POSITION = 3;
   static final byte PREPARED_TRANSACTION = 4;
   static final byte DECIDED_TRANSACTION = 5;
+  static final byte IDEMPOTENCY_RECORD = 6;
   static final byte FORMAT_REVISION = 1;
 
   private static final byte ASSIGN = 1;
@@ -425,6 +426,52 @@ public final class Codec {
       }
       in.end();
       return new DecidedTransaction(transactionId, participants);
+    } catch (CorruptDataException e) {
+      throw e;
+    } catch (RuntimeException e) {
+      throw in.corrupt("malformed content: " + e.getMessage(), e);
+    }
+  }
+
+  // ---------------------------------------------------------------- idempotency records
+
+  /**
+   * {@code scopedKey, fingerprint, recordedAtMillis u64, hasEntity byte, [entity], commitTimestamp
+   * u64, transactionId u64, answerStatus varint, answerBody}.
+   */
+  static byte[] encodeIdempotency(IdempotencyRecord record) {
+    Writer out = new Writer(IDEMPOTENCY_RECORD, 96 + record.answerBody().length);
+    out.string(record.scopedKey());
+    out.bytes(record.fingerprint());
+    out.fixedLong(record.recordedAtMillis());
+    out.type(record.entity() == null ? (byte) 0 : (byte) 1);
+    if (record.entity() != null) {
+      out.bytes(record.entity().toBytes());
+    }
+    out.fixedLong(record.commitTimestamp());
+    out.fixedLong(record.transactionId());
+    out.varInt(record.answerStatus());
+    out.bytes(record.answerBody());
+    return out.finish();
+  }
+
+  static IdempotencyRecord decodeIdempotency(byte[] bytes) {
+    Reader in = new Reader(bytes, IDEMPOTENCY_RECORD, "idempotency record");
+    try {
+      String scopedKey = in.string();
+      byte[] fingerprint = in.bytes();
+      if (scopedKey.isEmpty() || fingerprint.length != IdempotencyRecord.FINGERPRINT_BYTES) {
+        throw in.corrupt("empty key or a fingerprint of " + fingerprint.length + " bytes", null);
+      }
+      long recordedAtMillis = in.fixedLong();
+      EntityId entity = in.type() == 0 ? null : EntityId.fromBytes(in.bytes());
+      long commitTimestamp = in.fixedLong();
+      long transactionId = in.fixedLong();
+      int answerStatus = in.varInt();
+      byte[] answerBody = in.bytes();
+      in.end();
+      return new IdempotencyRecord(scopedKey, fingerprint, recordedAtMillis, entity,
+          commitTimestamp, transactionId, answerStatus, answerBody);
     } catch (CorruptDataException e) {
       throw e;
     } catch (RuntimeException e) {

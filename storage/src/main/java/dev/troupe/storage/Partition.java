@@ -72,13 +72,16 @@ final class Partition {
    * A commit waiting for the writer; the record is pre-encoded with commit timestamp 0. {@code
    * encodedRecord} is null for a write of two-phase-commit state alone (a prepared record or a
    * decision), which gets no timestamp and no journal position; {@code stateChange} is that state
-   * (or, with a record, the prepared record the commit resolves), or null.
+   * (or, with a record, the prepared record the commit resolves), or null. {@code idempotency}, or
+   * null, is written in the same batch (with the record's commit timestamp when there is a record):
+   * an idempotent write and its key become durable together.
    */
   record Commit(
       long transactionId,
       byte[] encodedRecord,
       List<EntityEffect> effects,
       TransactionStateChange stateChange,
+      IdempotencyRecord idempotency,
       CompletableFuture<Committed> future)
       implements Task {}
 
@@ -411,6 +414,11 @@ final class Partition {
           batch.delete(KeyValueDisk.Column.TRANSACTIONS, change.key());
         }
         if (commit.encodedRecord() == null) {
+          if (commit.idempotency() != null) {
+            IdempotencyRecord decided = commit.idempotency().decidedAs(commit.transactionId());
+            batch.put(KeyValueDisk.Column.TRANSACTIONS, Keys.idempotency(decided.scopedKey()),
+                Codec.encodeIdempotency(decided));
+          }
           continue;
         }
         long timestamp = store.tick();
@@ -427,6 +435,12 @@ final class Partition {
             KeyValueDisk.Column.JOURNAL,
             Keys.journal(number, sequence),
             Codec.withCommitTimestamp(commit.encodedRecord(), timestamp));
+        if (commit.idempotency() != null) {
+          IdempotencyRecord committed = commit.idempotency()
+              .committedAt(commit.effects().get(0).entity(), timestamp);
+          batch.put(KeyValueDisk.Column.TRANSACTIONS, Keys.idempotency(committed.scopedKey()),
+              Codec.encodeIdempotency(committed));
+        }
         for (EntityEffect effect : commit.effects()) {
           batch.put(KeyValueDisk.Column.INDEX,
               Keys.index(effect.prefix(), timestamp, number, sequence), Keys.EMPTY);

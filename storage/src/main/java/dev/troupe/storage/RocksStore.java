@@ -428,6 +428,7 @@ public final class RocksStore implements Store {
         switch (key[0]) {
           case Keys.PREPARED_TAG -> prepared.add(Codec.decodePrepared(iterator.value()));
           case Keys.DECIDED_TAG -> decided.add(Codec.decodeDecided(iterator.value()));
+          case Keys.IDEMPOTENCY_TAG -> { } // not two-phase-commit state: read on demand
           default -> throw new CorruptDataException(
               "unknown key tag " + key[0] + " in the transactions column family");
         }
@@ -534,6 +535,74 @@ public final class RocksStore implements Store {
     return commit(transactionId, writes, null, false);
   }
 
+  /** Idempotency records waiting for the single-turn commit of their transaction id. */
+  private final java.util.concurrent.ConcurrentHashMap<Long, IdempotencyRecord> idempotentCommits =
+      new java.util.concurrent.ConcurrentHashMap<>();
+
+  @Override
+  public void attachIdempotency(long transactionId, IdempotencyRecord record) {
+    idempotentCommits.put(transactionId, record);
+  }
+
+  @Override
+  public void detachIdempotency(long transactionId) {
+    idempotentCommits.remove(transactionId);
+  }
+
+  @Override
+  public boolean idempotencyAttached(String scopedKey) {
+    for (IdempotencyRecord record : idempotentCommits.values()) {
+      if (record.scopedKey().equals(scopedKey)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  @Override
+  public java.util.Optional<IdempotencyRecord> idempotencyRecord(String scopedKey) {
+    try {
+      byte[] value = disk.get(KeyValueDisk.Column.TRANSACTIONS, Keys.idempotency(scopedKey));
+      return value == null ? java.util.Optional.empty()
+          : java.util.Optional.of(Codec.decodeIdempotency(value));
+    } catch (DiskException e) {
+      throw new TroupeException(ErrorCode.UNAVAILABLE,
+          "cannot read an idempotency record: " + e.getMessage());
+    }
+  }
+
+  @Override
+  public CompletableFuture<Void> recordIdempotencyAnswer(IdempotencyRecord record) {
+    byte[] key = Keys.idempotency(record.scopedKey());
+    return writeTransactionState(idempotencyPartition(key), 0,
+        new Partition.TransactionStateChange(key, Codec.encodeIdempotency(record)), true);
+  }
+
+  @Override
+  public List<IdempotencyRecord> idempotencyRecords() {
+    List<IdempotencyRecord> records = new ArrayList<>();
+    byte[] start = {Keys.IDEMPOTENCY_TAG};
+    try (KeyValueDisk.Cursor cursor = disk.cursor(KeyValueDisk.Column.TRANSACTIONS)) {
+      for (cursor.seek(start); cursor.isValid() && cursor.key()[0] == Keys.IDEMPOTENCY_TAG;
+          cursor.next()) {
+        records.add(Codec.decodeIdempotency(cursor.value()));
+      }
+    }
+    return records;
+  }
+
+  @Override
+  public CompletableFuture<Void> forgetIdempotencyRecord(String scopedKey) {
+    byte[] key = Keys.idempotency(scopedKey);
+    return writeTransactionState(idempotencyPartition(key), 0,
+        new Partition.TransactionStateChange(key, null), true);
+  }
+
+  /** Any fixed choice would do: spreads answer writes and deletions over the writers. */
+  private int idempotencyPartition(byte[] key) {
+    return Math.floorMod(java.util.Arrays.hashCode(key), partitions.length);
+  }
+
   @Override
   public CompletableFuture<Committed> commitExemptFromQueueLimit(
       long transactionId, List<EntityWrite> writes) {
@@ -589,7 +658,9 @@ public final class RocksStore implements Store {
     closeLock.readLock().lock();
     try {
       return enqueue(partition,
-          new Partition.Commit(transactionId, encoded, effects, stateChange, new CompletableFuture<>()),
+          new Partition.Commit(transactionId, encoded, effects, stateChange,
+              stateChange == null ? idempotentCommits.get(transactionId) : null,
+              new CompletableFuture<>()),
           bypassQueueLimit);
     } finally {
       closeLock.readLock().unlock();
@@ -621,10 +692,18 @@ public final class RocksStore implements Store {
   private CompletableFuture<Void> writeTransactionState(
       int number, long transactionId, Partition.TransactionStateChange change,
       boolean bypassQueueLimit) {
+    return writeTransactionState(number, transactionId, change, null, bypassQueueLimit);
+  }
+
+  /** Like the above, with an idempotency record written in the same batch (or null). */
+  private CompletableFuture<Void> writeTransactionState(
+      int number, long transactionId, Partition.TransactionStateChange change,
+      IdempotencyRecord idempotency, boolean bypassQueueLimit) {
     closeLock.readLock().lock();
     try {
       return enqueue(partitions[number],
-          new Partition.Commit(transactionId, null, List.of(), change, new CompletableFuture<>()),
+          new Partition.Commit(transactionId, null, List.of(), change, idempotency,
+              new CompletableFuture<>()),
           bypassQueueLimit).thenApply(committed -> null);
     } finally {
       closeLock.readLock().unlock();
@@ -670,7 +749,7 @@ public final class RocksStore implements Store {
     Invariants.check(!decision.participants().isEmpty(), "a decision without participants");
     return writeTransactionState(decisionPartition(decision), decision.transactionId(),
         new Partition.TransactionStateChange(Keys.decided(decision.transactionId()),
-            Codec.encodeDecided(decision)), false);
+            Codec.encodeDecided(decision)), decision.idempotency(), false);
   }
 
   @Override

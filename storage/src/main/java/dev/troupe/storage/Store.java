@@ -89,6 +89,36 @@ public interface Store extends AutoCloseable {
     return new TroupeException(ErrorCode.OUTCOME_UNKNOWN, String.valueOf(cause.getMessage()));
   }
 
+  // ------------------------------------------------------------------ idempotency records
+
+  /**
+   * A {@link #commit} of this transaction id (a single turn) also writes {@code record}, with the
+   * entity and the commit timestamp, in the same atomic write. It stays attached until {@link
+   * #detachIdempotency}, which the caller calls once the turn is answered (committed and durable,
+   * or refused): while attached, the write may still commit.
+   */
+  void attachIdempotency(long transactionId, IdempotencyRecord record);
+
+  void detachIdempotency(long transactionId);
+
+  /** Whether a record with this key is attached to a turn not yet answered. */
+  boolean idempotencyAttached(String scopedKey);
+
+  /** The durable record of this key, if any (expired ones too: pruning is the caller's). */
+  java.util.Optional<IdempotencyRecord> idempotencyRecord(String scopedKey);
+
+  /** Replaces a record by one with the first attempt's answer; durable when complete. */
+  CompletableFuture<Void> recordIdempotencyAnswer(IdempotencyRecord record);
+
+  /** Every durable idempotency record (one scan; for pruning and counting at start). */
+  List<IdempotencyRecord> idempotencyRecords();
+
+  /**
+   * Deletes an expired record; completes once written (not synced: a record that comes back after
+   * a crash expires again).
+   */
+  CompletableFuture<Void> forgetIdempotencyRecord(String scopedKey);
+
   // ------------------------------------------------------------------ two-phase commit state
 
   /**

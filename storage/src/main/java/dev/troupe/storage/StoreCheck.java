@@ -376,6 +376,7 @@ public final class StoreCheck {
       switch (key[0]) {
         case Keys.PREPARED_TAG -> Codec.decodePrepared(value);
         case Keys.DECIDED_TAG -> Codec.decodeDecided(value);
+        case Keys.IDEMPOTENCY_TAG -> Codec.decodeIdempotency(value);
         default -> throw new CorruptDataException("unknown key tag " + key[0]);
       }
     });

@@ -52,6 +52,7 @@ public final class RestApi
   private static final byte[] OPENAPI_DOCUMENT = readResource("/openapi/troupe-v1.json");
 
   private final Troupe troupe;
+  private final IdempotentRequests idempotentRequests;
   private final Materializer materializer;
   private final PrometheusMetrics metrics;
   private final RequestSupport support;
@@ -68,6 +69,8 @@ public final class RestApi
     this.metrics = new PrometheusMetrics(troupe, requests, admission);
     this.support = new RequestSupport(settings, materializer);
     this.transactionRequests = new TransactionRequests(support);
+    this.idempotentRequests = new IdempotentRequests(troupe,
+        IdempotencySettings.fromConfig(troupe.settings().config()));
   }
 
   /**
@@ -111,7 +114,13 @@ public final class RestApi
                 : RequestAdmission.Outcome.ofStatus(response.status().intValue())));
   }
 
+  /** A write with an {@code Idempotency-Key} runs at most once ({@link IdempotentRequests}). */
   private CompletionStage<HttpResponse> route(HttpRequest request) {
+    return idempotentRequests.answer(request, RequestSupport.segments(request), this::routeOnce,
+        support);
+  }
+
+  private CompletionStage<HttpResponse> routeOnce(HttpRequest request) {
     List<String> path = RequestSupport.segments(request);
     HttpMethod method = request.method();
     int size = path.size();

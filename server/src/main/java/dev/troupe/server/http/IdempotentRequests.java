@@ -1,0 +1,335 @@
+package dev.troupe.server.http;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.troupe.model.EntityId;
+import dev.troupe.model.ErrorCode;
+import dev.troupe.model.Json;
+import dev.troupe.model.TroupeException;
+import dev.troupe.runtime.Troupe;
+import dev.troupe.storage.IdempotencyRecord;
+import dev.troupe.txn.IdempotencyCore;
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.time.Duration;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.CompletionStage;
+import java.util.function.Function;
+import org.apache.pekko.http.javadsl.model.ContentTypes;
+import org.apache.pekko.http.javadsl.model.HttpEntity;
+import org.apache.pekko.http.javadsl.model.HttpRequest;
+import org.apache.pekko.http.javadsl.model.HttpResponse;
+import org.apache.pekko.http.javadsl.model.headers.Location;
+import org.apache.pekko.http.javadsl.model.headers.RawHeader;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The HTTP shell of idempotent retries: reads the {@code Idempotency-Key} header of a write, asks
+ * {@link IdempotencyCore} what to do, and runs the write with its record (which the engine writes
+ * in the same atomic storage write as the commit), replays a recorded answer, or refuses.
+ *
+ * <p>Order of a first attempt: the write commits together with its key's record; its answer is
+ * then stored in the record (a synced write) and only then sent. So a client that saw an answer
+ * gets exactly it again; a client that saw none because the node crashed in between gets an
+ * answer rebuilt from the record (see {@link #rebuild}).
+ *
+ * <p>Concurrency: the core is used under this object's lock; storage calls run outside it.
+ *
+ * <p>Recovery: at start every stored record is read once ({@link IdempotencyCore#remember}), so
+ * the bound on keys and their expiry survive a restart; expired ones are deleted every {@code
+ * prune-interval-millis}.
+ */
+final class IdempotentRequests {
+  private static final Logger log = LoggerFactory.getLogger(IdempotentRequests.class);
+  static final String HEADER = "Idempotency-Key";
+  static final String REPLAYED_HEADER = "Idempotent-Replayed";
+  /** Exit status of the test-only halt between commit and answer. */
+  static final int HALT_STATUS = 99;
+  /** Scope of keys until tokens scope them (the token's name then). */
+  private static final String NO_SCOPE = "";
+
+  private final Troupe troupe;
+  private final IdempotencySettings settings;
+  private final IdempotencyCore core;
+
+  IdempotentRequests(Troupe troupe, IdempotencySettings settings) {
+    this.troupe = troupe;
+    this.settings = settings;
+    this.core = new IdempotencyCore(settings.retentionMillis(), settings.maxKeys());
+    long now = System.currentTimeMillis();
+    List<CompletableFuture<Void>> deletions = new java.util.ArrayList<>();
+    List<IdempotencyRecord> stored = new java.util.ArrayList<>(troupe.idempotencyRecords());
+    stored.sort(java.util.Comparator.comparingLong(IdempotencyRecord::recordedAtMillis));
+    for (IdempotencyRecord record : stored) {
+      if (core.expired(record.recordedAtMillis(), now)) {
+        deletions.add(troupe.forgetIdempotencyRecord(record.scopedKey()));
+      } else {
+        core.remember(record.scopedKey(), record.recordedAtMillis());
+      }
+    }
+    // Done before the first request: a new attempt's record must never meet an older deletion.
+    CompletableFuture.allOf(deletions.toArray(CompletableFuture[]::new))
+        .exceptionally(failure -> null).join();
+    Duration interval = Duration.ofMillis(settings.pruneIntervalMillis());
+    troupe.actorSystem().scheduler().scheduleWithFixedDelay(interval, interval, this::prune,
+        troupe.actorSystem().executionContext());
+  }
+
+  private void prune() {
+    List<String> expired;
+    synchronized (this) {
+      expired = core.pruneExpired(System.currentTimeMillis());
+    }
+    for (String scopedKey : expired) {
+      CompletableFuture<Void> deleted;
+      try {
+        deleted = troupe.forgetIdempotencyRecord(scopedKey);
+      } catch (RuntimeException e) {
+        deleted = CompletableFuture.failedFuture(e);
+      }
+      deleted.whenComplete((ignored, failure) -> {
+        if (failure != null) {
+          log.warn("deleting an expired idempotency key failed (it expires again at the next"
+              + " start): {}", failure.toString());
+        }
+        synchronized (this) {
+          core.forgotten(scopedKey);
+        }
+      });
+    }
+  }
+
+  /**
+   * Answers {@code request} through {@code route}, idempotently when it is a write carrying the
+   * header (any other request, or one without the header, goes straight to {@code route}).
+   */
+  CompletionStage<HttpResponse> answer(HttpRequest request, List<String> path,
+      Function<HttpRequest, CompletionStage<HttpResponse>> route, RequestSupport support) {
+    Optional<String> header = request.getHeader(HEADER).map(h -> h.value());
+    if (header.isEmpty() || !isKeyedWrite(request.method().name(), path)) {
+      return route.apply(request);
+    }
+    String invalid = IdempotencyCore.invalidKey(header.get());
+    if (invalid != null) {
+      throw TroupeException.invalid(invalid);
+    }
+    String scopedKey = IdempotencyCore.scopedKey(NO_SCOPE, header.get());
+    return support.body(request).thenCompose(body -> {
+      byte[] fingerprint = fingerprint(request, body);
+      HttpRequest strict = request.withEntity(request.entity().getContentType(), body);
+      // Asked before the record is read: a write that commits in between is then seen as stored.
+      boolean stillRunning = troupe.idempotentWriteRunning(scopedKey);
+      Optional<IdempotencyRecord> stored = troupe.idempotencyRecord(scopedKey);
+      long now = System.currentTimeMillis();
+      IdempotencyCore.Decision decision;
+      synchronized (this) {
+        decision = core.decide(scopedKey, fingerprint, stored.map(record ->
+            new IdempotencyCore.Stored(record.fingerprint(), record.recordedAtMillis(),
+                record.hasAnswer())).orElse(null), stillRunning, now);
+      }
+      return switch (decision) {
+        case IdempotencyCore.Decision.Run run ->
+            run(strict, path, route, scopedKey, fingerprint, now);
+        case IdempotencyCore.Decision.Replay replay ->
+            CompletableFuture.completedFuture(replayed(stored.get(), path));
+        case IdempotencyCore.Decision.Rebuild rebuild -> rebuild(stored.get(), strict, path);
+        case IdempotencyCore.Decision.Reused reused ->
+            CompletableFuture.failedFuture(new TroupeException(ErrorCode.IDEMPOTENCY_KEY_REUSED,
+                "Idempotency-Key '" + header.get() + "' was used for a different request"
+                    + " (method, path or body)"));
+        case IdempotencyCore.Decision.InProgress inProgress ->
+            CompletableFuture.failedFuture(new TroupeException(ErrorCode.CONFLICT,
+                "the first request with Idempotency-Key '" + header.get()
+                    + "' is still in progress; retry later"));
+        case IdempotencyCore.Decision.Full full ->
+            CompletableFuture.failedFuture(new TroupeException(ErrorCode.OVERLOADED,
+                settings.maxKeys() + " idempotency keys are remembered"
+                    + " (troupe.idempotency.max-keys); retry once some expire"));
+      };
+    });
+  }
+
+  /** The writes that take the header (docs/ARCHITECTURE.md, "Idempotent retries"). */
+  static boolean isKeyedWrite(String method, List<String> path) {
+    int size = path.size();
+    if (size < 2 || !path.get(0).equals("v1")) {
+      return false;
+    }
+    return switch (path.get(1)) {
+      case "entities" -> size >= 4 && List.of("PUT", "PATCH", "DELETE", "POST").contains(method);
+      case "transactions" -> method.equals("POST")
+          && (size == 2 || (size == 4 && path.get(3).equals("commit")));
+      case "dependencies" -> (method.equals("POST") && size == 2)
+          || (method.equals("DELETE") && size == 3);
+      default -> false;
+    };
+  }
+
+  private CompletionStage<HttpResponse> run(HttpRequest request, List<String> path,
+      Function<HttpRequest, CompletionStage<HttpResponse>> route, String scopedKey,
+      byte[] fingerprint, long now) {
+    IdempotencyRecord pending = IdempotencyRecord.pending(scopedKey, fingerprint, now);
+    @SuppressWarnings("unchecked")
+    CompletionStage<HttpResponse>[] response = new CompletionStage[1];
+    boolean claimed;
+    try {
+      claimed = troupe.idempotently(pending, () -> response[0] = route.apply(request));
+    } catch (RuntimeException refused) {
+      finish(scopedKey, false, now);
+      throw refused;
+    }
+    if (!claimed) {
+      // Refused before reaching the engine: nothing changed, nothing is remembered.
+      return response[0].whenComplete((answer, failure) -> finish(scopedKey, false, now));
+    }
+    return response[0].handle((answer, failure) -> {
+      Optional<IdempotencyRecord> committed = ownRecord(scopedKey, pending);
+      if (failure != null || answer.status().intValue() >= 300) {
+        // Refused (nothing committed, no record: a retry runs again), or outcome unknown (the
+        // record exists exactly when it committed: a retry then rebuilds the answer).
+        finish(scopedKey, committed.isPresent(), now);
+        return failure != null ? CompletableFuture.<HttpResponse>failedFuture(unwrap(failure))
+            : CompletableFuture.completedFuture(answer);
+      }
+      if (settings.haltAfterCommitForTests()) {
+        log.error("troupe.idempotency.testing.halt-after-commit: halting after the commit");
+        Runtime.getRuntime().halt(HALT_STATUS);
+      }
+      byte[] body = strictBytes(answer);
+      if (body == null || body.length > settings.maxAnswerBytes()) {
+        // Too large to store: a replay rebuilds it (or, when nothing committed, runs again).
+        finish(scopedKey, committed.isPresent(), now);
+        return CompletableFuture.completedFuture(answer);
+      }
+      // A write that changed nothing committed no record: its answer is remembered all the same.
+      IdempotencyRecord answered = committed.orElse(pending)
+          .withAnswer(answer.status().intValue(), body);
+      return troupe.recordIdempotencyAnswer(answered).handle((ignored, recordFailure) -> {
+        if (recordFailure != null) {
+          log.warn("could not store the answer of an idempotent write (a replay rebuilds it): {}",
+              recordFailure.toString());
+        }
+        finish(scopedKey, recordFailure == null || committed.isPresent(), now);
+        return answer;
+      });
+    }).thenCompose(next -> next);
+  }
+
+  /** The stored record of this key written by this attempt's commit, if it committed. */
+  private Optional<IdempotencyRecord> ownRecord(String scopedKey, IdempotencyRecord pending) {
+    try {
+      return troupe.idempotencyRecord(scopedKey).filter(record ->
+          record.recordedAtMillis() == pending.recordedAtMillis()
+              && java.util.Arrays.equals(record.fingerprint(), pending.fingerprint()));
+    } catch (RuntimeException e) {
+      return Optional.empty();
+    }
+  }
+
+  private synchronized void finish(String scopedKey, boolean recorded, long recordedAtMillis) {
+    core.finish(scopedKey, recorded, recordedAtMillis);
+  }
+
+  private static Throwable unwrap(Throwable failure) {
+    return failure instanceof CompletionException && failure.getCause() != null
+        ? failure.getCause() : failure;
+  }
+
+  private static byte[] strictBytes(HttpResponse response) {
+    return response.entity() instanceof HttpEntity.Strict strict
+        ? strict.getData().toArray() : null;
+  }
+
+  private static HttpResponse replayed(IdempotencyRecord record, List<String> path) {
+    return marked(RequestSupport.json(record.answerStatus(), record.answerBody()), path,
+        record.answerBody());
+  }
+
+  /** The replay marker, and the {@code Location} a dependency's registration answers with. */
+  private static HttpResponse marked(HttpResponse response, List<String> path, byte[] body) {
+    HttpResponse replay = response.addHeader(RawHeader.create(REPLAYED_HEADER, "true"));
+    if (path.size() == 2 && path.get(1).equals("dependencies")
+        && response.status().intValue() == 201) {
+      JsonNode id = Json.parse(body).path("id");
+      if (id.isTextual()) {
+        replay = replay.addHeader(Location.create("/v1/dependencies/" + id.asText()));
+      }
+    }
+    return replay;
+  }
+
+  /**
+   * The answer of a write that committed but whose answer was never stored (the node crashed
+   * between the commit and the answer, so no client saw one). A single turn's is exact: its
+   * version is the recorded commit timestamp and its state the entity's state at that version
+   * (only the version once history retention has dropped that state). A transaction's (and a
+   * turn that ran as one) says which transaction committed: {@code {"txId", "committed": true}}
+   * ({@code 201} for a dependency's registration), because its entities' versions are not in the
+   * record. Stored for the next retry.
+   */
+  private CompletionStage<HttpResponse> rebuild(IdempotencyRecord record, HttpRequest request,
+      List<String> path) {
+    CompletableFuture<ObjectNode> body;
+    int status = 200;
+    if (record.entity() != null) {
+      long version = record.commitTimestamp();
+      boolean withState = !(request.method().name().equals("DELETE")
+          || (request.method().name().equals("PUT") && path.size() == 6));
+      if (!withState) {
+        body = CompletableFuture.completedFuture(versionBody(version));
+      } else {
+        EntityId entity = record.entity();
+        body = troupe.readAt(entity, version).handle((view, failure) -> {
+          ObjectNode node = versionBody(version);
+          if (failure == null) {
+            node.set("state", view.state());
+          }
+          return node;
+        });
+      }
+    } else {
+      ObjectNode node = Json.NODES.objectNode();
+      node.put("txId", record.transactionId());
+      node.put("committed", true);
+      body = CompletableFuture.completedFuture(node);
+      if (path.size() == 2 && path.get(1).equals("dependencies")) {
+        status = 201;
+      }
+    }
+    int answerStatus = status;
+    return body.thenCompose(node -> {
+      byte[] bytes = Json.writeBytes(node);
+      return troupe.recordIdempotencyAnswer(record.withAnswer(answerStatus, bytes))
+          .handle((ignored, failure) -> marked(RequestSupport.json(answerStatus, bytes), path,
+              bytes));
+    });
+  }
+
+  private static ObjectNode versionBody(long version) {
+    ObjectNode node = Json.NODES.objectNode();
+    node.put("version", version);
+    return node;
+  }
+
+  /** SHA-256 of the method, the path with its query, and the body. */
+  static byte[] fingerprint(HttpRequest request, byte[] body) {
+    try {
+      MessageDigest digest = MessageDigest.getInstance("SHA-256");
+      digest.update(request.method().name().getBytes(StandardCharsets.UTF_8));
+      digest.update((byte) '\n');
+      digest.update(request.getUri().path().getBytes(StandardCharsets.UTF_8));
+      digest.update((byte) '?');
+      digest.update(request.getUri().rawQueryString().orElse("").getBytes(StandardCharsets.UTF_8));
+      digest.update((byte) '\n');
+      digest.update(body);
+      return digest.digest();
+    } catch (NoSuchAlgorithmException e) {
+      throw new IllegalStateException("the JVM has no SHA-256", e);
+    }
+  }
+}
