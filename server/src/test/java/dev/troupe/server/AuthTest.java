@@ -31,6 +31,7 @@ class AuthTest {
   static final String READER = "troupe_reader-secret-for-tests-only-0123456789abcdef";
   static final String WRITER = "troupe_writer-secret-for-tests-only-0123456789abcdef";
   static final String ADMIN = "troupe_admin-secret-for-tests-only-0123456789abcdef";
+  static final String OTHER_WRITER = "troupe_other-writer-secret-for-tests-only-0123456789";
 
   @TempDir static Path data;
   static ServerProcess server;
@@ -74,7 +75,8 @@ class AuthTest {
   static void start() throws Exception {
     server = ServerProcess.start(data.resolve("node"), "troupe.http.auth.tokens=["
         + token("reader", READER, "read") + ", " + token("writer", WRITER, "read, write") + ", "
-        + token("admin", ADMIN, "admin") + "]");
+        + token("admin", ADMIN, "admin") + ", " + token("other-writer", OTHER_WRITER, "write")
+        + "]");
     assertEquals(200, send("PUT", "/v1/types/Account", RestEndToEndTest.ACCOUNT_YAML, ADMIN)
         .statusCode());
     assertEquals(200, send("POST", "/v1/entities/Account/carol/actions/open",
@@ -212,6 +214,36 @@ class AuthTest {
       state.append(send("GET", path, null, WRITER).body()).append('\n');
     }
     return state.toString();
+  }
+
+  /**
+   * Idempotency keys live in their token's namespace: the same key sent with two tokens names two
+   * writes, each run once, each replayed only to its own token.
+   */
+  @Test
+  void idempotencyKeysOfDifferentTokensNeverMeet() throws Exception {
+    String path = "/v1/entities/User/keyed/keys/n";
+    HttpResponse<String> writer = sendKeyed("PUT", path, "1", WRITER, "shared-key");
+    HttpResponse<String> other = sendKeyed("PUT", path, "2", OTHER_WRITER, "shared-key");
+    assertEquals(200, writer.statusCode(), writer.body());
+    assertEquals(200, other.statusCode(), other.body());
+    assertTrue(other.headers().firstValue("Idempotent-Replayed").isEmpty(), other.body());
+    HttpResponse<String> writerAgain = sendKeyed("PUT", path, "1", WRITER, "shared-key");
+    assertEquals("true", writerAgain.headers().firstValue("Idempotent-Replayed").orElse(""));
+    assertEquals(writer.body(), writerAgain.body());
+    // The replay changed nothing: the other token's write is the last one.
+    assertEquals("{\"value\":2}", send("GET", path, null, WRITER).body());
+  }
+
+  private static HttpResponse<String> sendKeyed(String method, String path, String body,
+      String token, String idempotencyKey) throws Exception {
+    return ServerProcess.client().send(HttpRequest.newBuilder(URI.create(server.baseUrl() + path))
+        .timeout(Duration.ofSeconds(30))
+        .method(method, HttpRequest.BodyPublishers.ofString(body))
+        .header("Content-Type", "application/json")
+        .header("Authorization", "Bearer " + token)
+        .header("Idempotency-Key", idempotencyKey)
+        .build(), HttpResponse.BodyHandlers.ofString());
   }
 
   static HttpResponse<String> send(String method, String path, String body, String token)

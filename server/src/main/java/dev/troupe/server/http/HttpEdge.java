@@ -55,16 +55,22 @@ final class HttpEdge {
   }
 
   /** The 401 or 403 {@code request} gets ({@link Authorization#decide}), or empty: allowed. */
-  Optional<HttpResponse> refusal(HttpRequest request) {
-    Authorization.Decision decision = authorization.decide(request.method().name(),
-        request.getUri().path(), request.getHeader("Authorization").map(HttpHeader::value));
-    return switch (decision) {
-      case Authorization.Decision.Allowed allowed -> Optional.empty();
-      case Authorization.Decision.Unauthenticated refused -> Optional.of(RequestSupport.error(
-          new TroupeException(ErrorCode.UNAUTHORIZED, refused.message()))
-          .addHeader(BEARER_CHALLENGE));
-      case Authorization.Decision.Forbidden refused -> Optional.of(RequestSupport.error(
-          new TroupeException(ErrorCode.FORBIDDEN, refused.message())));
+  /** Who sent {@code request} and whether its route allows them ({@link Authorization}). */
+  Authorization.Decision authorize(HttpRequest request) {
+    return authorization.decide(request.method().name(), request.getUri().path(),
+        request.getHeader("Authorization").map(HttpHeader::value));
+  }
+
+  /** The answer to a refused request: 401 with the bearer challenge, or 403. */
+  HttpResponse refusal(Authorization.Decision refused) {
+    return switch (refused) {
+      case Authorization.Decision.Allowed allowed ->
+          throw new IllegalArgumentException("an allowed request is not refused");
+      case Authorization.Decision.Unauthenticated unauthenticated -> RequestSupport.error(
+          new TroupeException(ErrorCode.UNAUTHORIZED, unauthenticated.message()))
+          .addHeader(BEARER_CHALLENGE);
+      case Authorization.Decision.Forbidden forbidden -> RequestSupport.error(
+          new TroupeException(ErrorCode.FORBIDDEN, forbidden.message()));
     };
   }
 

@@ -50,8 +50,8 @@ final class IdempotentRequests {
   static final String REPLAYED_HEADER = "Idempotent-Replayed";
   /** Exit status of the test-only halt between commit and answer. */
   static final int HALT_STATUS = 99;
-  /** Scope of keys until tokens scope them (the token's name then). */
-  private static final String NO_SCOPE = "";
+  /** The scope of keys sent without a token (no tokens configured): one shared namespace. */
+  static final String NO_SCOPE = "";
 
   private final Troupe troupe;
   private final IdempotencySettings settings;
@@ -106,9 +106,11 @@ final class IdempotentRequests {
 
   /**
    * Answers {@code request} through {@code route}, idempotently when it is a write carrying the
-   * header (any other request, or one without the header, goes straight to {@code route}).
+   * header (any other request, or one without the header, goes straight to {@code route}). Keys
+   * live in {@code scope}, the name of the request's token ({@link #NO_SCOPE} without one), so
+   * two clients with different tokens never see each other's answers.
    */
-  CompletionStage<HttpResponse> answer(HttpRequest request, List<String> path,
+  CompletionStage<HttpResponse> answer(HttpRequest request, List<String> path, String scope,
       Function<HttpRequest, CompletionStage<HttpResponse>> route, RequestSupport support) {
     Optional<String> header = request.getHeader(HEADER).map(h -> h.value());
     if (header.isEmpty() || !isKeyedWrite(request.method().name(), path)) {
@@ -118,7 +120,7 @@ final class IdempotentRequests {
     if (invalid != null) {
       throw TroupeException.invalid(invalid);
     }
-    String scopedKey = IdempotencyCore.scopedKey(NO_SCOPE, header.get());
+    String scopedKey = IdempotencyCore.scopedKey(scope, header.get());
     return support.body(request).thenCompose(body -> {
       byte[] fingerprint = fingerprint(request, body);
       HttpRequest strict = request.withEntity(request.entity().getContentType(), body);

@@ -89,35 +89,44 @@ public final class RestApi
       request.discardEntityBytes(materializer);
       return CompletableFuture.completedFuture(edge.preflight(request));
     }
-    Optional<HttpResponse> refusal = edge.refusal(request);
-    if (refusal.isPresent()) {
+    Authorization.Decision decision = edge.authorize(request);
+    if (!(decision instanceof Authorization.Decision.Allowed allowed)) {
       request.discardEntityBytes(materializer);
-      return CompletableFuture.completedFuture(edge.withCors(request, refusal.get()));
+      return CompletableFuture.completedFuture(
+          edge.withCors(request, edge.refusal(decision)));
     }
-    return admitted(request).thenApply(response -> edge.withCors(request, response));
+    // Idempotency keys are the client's namespace: two tokens' keys never meet.
+    String idempotencyScope = allowed.tokenName().orElse(IdempotentRequests.NO_SCOPE);
+    return admitted(request, idempotencyScope)
+        .thenApply(response -> edge.withCors(request, response));
   }
 
-  private CompletionStage<HttpResponse> admitted(HttpRequest request) {
+  private CompletionStage<HttpResponse> admitted(HttpRequest request, String idempotencyScope) {
     RequestAdmission.WorkClass workClass =
         RequestAdmission.classify(request.method().name(), request.getUri().path());
+    java.util.function.Function<HttpRequest, CompletionStage<HttpResponse>> route =
+        admittedRequest -> route(admittedRequest, idempotencyScope);
     if (workClass == RequestAdmission.WorkClass.EXEMPT) {
-      return support.answer(request, this::route);
+      return support.answer(request, route);
     }
     Optional<RequestAdmission.Permit> permit = admission.admit(workClass);
     if (permit.isEmpty()) {
       request.discardEntityBytes(materializer);
       return CompletableFuture.completedFuture(admission.refusal(workClass));
     }
-    return support.answer(request, this::route).thenApply(admission::withRetryAfter)
+    return support.answer(request, route).thenApply(admission::withRetryAfter)
         .whenComplete((response, failure) ->
             permit.get().release(failure != null ? RequestAdmission.Outcome.DROPPED
                 : RequestAdmission.Outcome.ofStatus(response.status().intValue())));
   }
 
-  /** A write with an {@code Idempotency-Key} runs at most once ({@link IdempotentRequests}). */
-  private CompletionStage<HttpResponse> route(HttpRequest request) {
-    return idempotentRequests.answer(request, RequestSupport.segments(request), this::routeOnce,
-        support);
+  /**
+   * A write with an {@code Idempotency-Key} runs at most once ({@link IdempotentRequests}); the
+   * key is looked up in {@code idempotencyScope}, the name of the request's token.
+   */
+  private CompletionStage<HttpResponse> route(HttpRequest request, String idempotencyScope) {
+    return idempotentRequests.answer(request, RequestSupport.segments(request), idempotencyScope,
+        this::routeOnce, support);
   }
 
   private CompletionStage<HttpResponse> routeOnce(HttpRequest request) {
