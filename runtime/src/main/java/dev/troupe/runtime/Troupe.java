@@ -662,8 +662,8 @@ public final class Troupe implements AutoCloseable {
   }
 
   /** The store's durable record of an idempotency key, if any. */
-  public java.util.Optional<IdempotencyRecord> idempotencyRecord(String scopedKey) {
-    return store.idempotencyRecord(scopedKey);
+  public java.util.Optional<IdempotencyRecord> idempotencyRecord(String qualifiedKey) {
+    return store.idempotencyRecord(qualifiedKey);
   }
 
   public CompletableFuture<Void> recordIdempotencyAnswer(IdempotencyRecord record) {
@@ -674,8 +674,8 @@ public final class Troupe implements AutoCloseable {
     return store.idempotencyRecords();
   }
 
-  public CompletableFuture<Void> forgetIdempotencyRecord(String scopedKey) {
-    return store.forgetIdempotencyRecord(scopedKey);
+  public CompletableFuture<Void> forgetIdempotencyRecord(String qualifiedKey) {
+    return store.forgetIdempotencyRecord(qualifiedKey);
   }
 
   /** Idempotent transactions running, by key (a count: a replanned one runs again). */
@@ -687,8 +687,8 @@ public final class Troupe implements AutoCloseable {
    * a transaction whose coordinator has not finished, also after its caller gave up waiting
    * ({@code outcome_unknown}). A retry meanwhile must not run it a second time.
    */
-  public boolean idempotentWriteRunning(String scopedKey) {
-    return runningIdempotent.containsKey(scopedKey) || store.idempotencyAttached(scopedKey);
+  public boolean idempotentWriteRunning(String qualifiedKey) {
+    return runningIdempotent.containsKey(qualifiedKey) || store.idempotencyAttached(qualifiedKey);
   }
 
   private static Throwable unwrap(Throwable failure) {
@@ -872,7 +872,7 @@ public final class Troupe implements AutoCloseable {
     transactionMetrics.recordStarted();
     if (idempotency != null) {
       // Until the coordinator is done, not until the caller stops waiting (outcome_unknown).
-      String key = idempotency.scopedKey();
+      String key = idempotency.qualifiedKey();
       runningIdempotent.merge(key, 1, Integer::sum);
       transaction.finished().whenComplete((ignored, failure) ->
           runningIdempotent.computeIfPresent(key, (k, count) -> count == 1 ? null : count - 1));

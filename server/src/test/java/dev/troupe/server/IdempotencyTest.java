@@ -27,11 +27,15 @@ import org.junit.jupiter.api.io.TempDir;
 class IdempotencyTest {
   private static final String ACCOUNT = "/v1/entities/Account/";
   private static final String HALT = "troupe.idempotency.testing.halt-after-commit=true";
+  private static final String MIRROR_DEPENDENCY = """
+      {"kind": "update", "function": "replicate",
+       "leader": {"entity": "Account/a", "key": "status"},
+       "follower": {"entity": "Mirror/a", "key": "status"}}""";
 
   @TempDir Path data;
 
-  /** One answer: status, raw body, and whether it says it is a replay. */
-  private record Reply(int status, String body, boolean replayed) {
+  /** One answer: status, raw body, whether it says it is a replay, its Location (or ""). */
+  private record Reply(int status, String body, boolean replayed, String location) {
     JsonNode json() {
       return Json.parse(body);
     }
@@ -53,7 +57,8 @@ class IdempotencyTest {
         ServerProcess.client().send(request.build(), HttpResponse.BodyHandlers.ofString());
     Optional<String> replayed = response.headers().firstValue("Idempotent-Replayed");
     return new Reply(response.statusCode(), response.body(),
-        replayed.map("true"::equals).orElse(false));
+        replayed.map("true"::equals).orElse(false),
+        response.headers().firstValue("Location").orElse(""));
   }
 
   /** Sends the request with {@code key} three times: one run, two identical replays. */
@@ -213,7 +218,8 @@ class IdempotencyTest {
         new String[] {"POST", increment, "{\"by\": 1}", "crash-increment"},
         new String[] {"POST", deposit, "{\"amount\": 5}", "crash-deposit"},
         new String[] {"POST", "/v1/transactions", transfer, "crash-transfer"},
-        new String[] {"PUT", ACCOUNT + "a/keys/status", "\"frozen\"", "crash-put"});
+        new String[] {"PUT", ACCOUNT + "a/keys/status", "\"frozen\"", "crash-put"},
+        new String[] {"POST", "/v1/dependencies", MIRROR_DEPENDENCY, "crash-register"});
     for (String[] write : writes) {
       try (ServerProcess halting = ServerProcess.start(directory, HALT)) {
         try {
@@ -252,6 +258,21 @@ class IdempotencyTest {
       assertTrue(replayedTransfer.replayed());
       assertTrue(replayedTransfer.json().path("committed").asBoolean());
       assertTrue(replayedTransfer.json().path("txId").asLong() > 0);
+
+      Reply replayedRegistration = send(server, "POST", "/v1/dependencies", MIRROR_DEPENDENCY,
+          "crash-register");
+      assertEquals(201, replayedRegistration.status(), replayedRegistration.body());
+      assertTrue(replayedRegistration.replayed());
+      String dependencyId = replayedRegistration.json().path("id").asText();
+      assertEquals("/v1/dependencies/" + dependencyId, replayedRegistration.location());
+      assertEquals(200, server.get("/v1/dependencies/" + dependencyId).status());
+
+      // The answers rebuilt from records are the ones the API contract documents.
+      OpenApiDocument contract = OpenApiDocument.load();
+      for (Reply rebuilt : List.of(replayedPut, replayedTransfer, replayedRegistration)) {
+        assertEquals(List.of(), contract.validate("/components/schemas/RebuiltAnswer",
+            rebuilt.body()));
+      }
 
       // Applied exactly once each, and the rebuilt answers are now stored: identical replays.
       JsonNode a = state(server, "Account/a");

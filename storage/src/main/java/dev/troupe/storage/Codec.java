@@ -436,12 +436,12 @@ public final class Codec {
   // ---------------------------------------------------------------- idempotency records
 
   /**
-   * {@code scopedKey, fingerprint, recordedAtMillis u64, hasEntity byte, [entity], commitTimestamp
+   * {@code qualifiedKey, fingerprint, recordedAtMillis u64, hasEntity byte, [entity], commitTimestamp
    * u64, transactionId u64, answerStatus varint, answerBody}.
    */
   static byte[] encodeIdempotency(IdempotencyRecord record) {
     Writer out = new Writer(IDEMPOTENCY_RECORD, 96 + record.answerBody().length);
-    out.string(record.scopedKey());
+    out.string(record.qualifiedKey());
     out.bytes(record.fingerprint());
     out.fixedLong(record.recordedAtMillis());
     out.type(record.entity() == null ? (byte) 0 : (byte) 1);
@@ -458,9 +458,9 @@ public final class Codec {
   static IdempotencyRecord decodeIdempotency(byte[] bytes) {
     Reader in = new Reader(bytes, IDEMPOTENCY_RECORD, "idempotency record");
     try {
-      String scopedKey = in.string();
+      String qualifiedKey = in.string();
       byte[] fingerprint = in.bytes();
-      if (scopedKey.isEmpty() || fingerprint.length != IdempotencyRecord.FINGERPRINT_BYTES) {
+      if (qualifiedKey.isEmpty() || fingerprint.length != IdempotencyRecord.FINGERPRINT_BYTES) {
         throw in.corrupt("empty key or a fingerprint of " + fingerprint.length + " bytes", null);
       }
       long recordedAtMillis = in.fixedLong();
@@ -470,7 +470,7 @@ public final class Codec {
       int answerStatus = in.varInt();
       byte[] answerBody = in.bytes();
       in.end();
-      return new IdempotencyRecord(scopedKey, fingerprint, recordedAtMillis, entity,
+      return new IdempotencyRecord(qualifiedKey, fingerprint, recordedAtMillis, entity,
           commitTimestamp, transactionId, answerStatus, answerBody);
     } catch (CorruptDataException e) {
       throw e;

@@ -10,8 +10,8 @@ import java.util.Arrays;
  * decision), so after any crash the record exists exactly when the write committed.
  *
  * <ul>
- *   <li>{@code scopedKey}: the key's identity, {@code scope + "\u0000" + key} (the scope is empty
- *       until tokens scope keys), at most {@link #MAX_KEY_BYTES} UTF-8 bytes.
+ *   <li>{@code qualifiedKey}: the key's identity, {@code namespace + "\u0000" + key} (the
+ *       namespace is the client's token's name, empty without tokens), at most {@link #MAX_KEY_BYTES} UTF-8 bytes.
  *   <li>{@code fingerprint}: SHA-256 of the request (method, path, body), 32 bytes.
  *   <li>{@code recordedAtMillis}: wall-clock time of the first attempt, for expiry.
  *   <li>{@code entity} and {@code commitTimestamp}: for a single turn, the entity and the commit
@@ -25,7 +25,7 @@ import java.util.Arrays;
  * {@link Keys#idempotency} in the transactions column family.
  */
 public record IdempotencyRecord(
-    String scopedKey,
+    String qualifiedKey,
     byte[] fingerprint,
     long recordedAtMillis,
     EntityId entity,
@@ -39,28 +39,28 @@ public record IdempotencyRecord(
   public IdempotencyRecord {
     Invariants.check(fingerprint != null && fingerprint.length == FINGERPRINT_BYTES,
         "an idempotency fingerprint has %d bytes", FINGERPRINT_BYTES);
-    Invariants.check(scopedKey != null && !scopedKey.isEmpty(), "an idempotency key is set");
+    Invariants.check(qualifiedKey != null && !qualifiedKey.isEmpty(), "an idempotency key is set");
     answerBody = answerBody == null ? new byte[0] : answerBody;
   }
 
   /** A record before its write: nothing committed, no answer. */
-  public static IdempotencyRecord pending(String scopedKey, byte[] fingerprint,
+  public static IdempotencyRecord pending(String qualifiedKey, byte[] fingerprint,
       long recordedAtMillis) {
-    return new IdempotencyRecord(scopedKey, fingerprint, recordedAtMillis, null, 0, 0, 0, null);
+    return new IdempotencyRecord(qualifiedKey, fingerprint, recordedAtMillis, null, 0, 0, 0, null);
   }
 
   public IdempotencyRecord committedAt(EntityId committedEntity, long timestamp) {
-    return new IdempotencyRecord(scopedKey, fingerprint, recordedAtMillis, committedEntity,
+    return new IdempotencyRecord(qualifiedKey, fingerprint, recordedAtMillis, committedEntity,
         timestamp, transactionId, answerStatus, answerBody);
   }
 
   public IdempotencyRecord decidedAs(long decidedTransactionId) {
-    return new IdempotencyRecord(scopedKey, fingerprint, recordedAtMillis, entity,
+    return new IdempotencyRecord(qualifiedKey, fingerprint, recordedAtMillis, entity,
         commitTimestamp, decidedTransactionId, answerStatus, answerBody);
   }
 
   public IdempotencyRecord withAnswer(int status, byte[] body) {
-    return new IdempotencyRecord(scopedKey, fingerprint, recordedAtMillis, entity,
+    return new IdempotencyRecord(qualifiedKey, fingerprint, recordedAtMillis, entity,
         commitTimestamp, transactionId, status, body);
   }
 
@@ -78,7 +78,7 @@ public record IdempotencyRecord(
 
   @Override
   public boolean equals(Object other) {
-    return other instanceof IdempotencyRecord that && scopedKey.equals(that.scopedKey)
+    return other instanceof IdempotencyRecord that && qualifiedKey.equals(that.qualifiedKey)
         && Arrays.equals(fingerprint, that.fingerprint)
         && recordedAtMillis == that.recordedAtMillis
         && java.util.Objects.equals(entity, that.entity)
@@ -88,6 +88,6 @@ public record IdempotencyRecord(
 
   @Override
   public int hashCode() {
-    return scopedKey.hashCode() * 31 + Arrays.hashCode(fingerprint);
+    return qualifiedKey.hashCode() * 31 + Arrays.hashCode(fingerprint);
   }
 }

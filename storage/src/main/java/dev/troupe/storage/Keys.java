@@ -19,7 +19,7 @@ import java.util.Arrays;
  *   <li>meta: a tag byte then tag-specific fields (see the constants)
  *   <li>transactions: {@code 'P', partition u16, transactionId u64, entityPrefix} for a prepared
  *       transaction's part, {@code 'D', transactionId u64} for a commit decision, {@code 'I',
- *       scopedKey UTF-8} for an idempotency record ({@link IdempotencyRecord})
+ *       qualifiedKey UTF-8} for an idempotency record ({@link IdempotencyRecord})
  * </ul>
  *
  * <p>The entity prefix starts with the length, so no entity's prefix is a prefix of another's.
@@ -47,8 +47,8 @@ final class Keys {
   static final byte DECIDED_TAG = 'D';
   static final byte IDEMPOTENCY_TAG = 'I';
 
-  static byte[] idempotency(String scopedKey) {
-    byte[] text = scopedKey.getBytes(java.nio.charset.StandardCharsets.UTF_8);
+  static byte[] idempotency(String qualifiedKey) {
+    byte[] text = qualifiedKey.getBytes(java.nio.charset.StandardCharsets.UTF_8);
     byte[] key = new byte[1 + text.length];
     key[0] = IDEMPOTENCY_TAG;
     System.arraycopy(text, 0, key, 1, text.length);

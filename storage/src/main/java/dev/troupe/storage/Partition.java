@@ -416,7 +416,7 @@ final class Partition {
         if (commit.encodedRecord() == null) {
           if (commit.idempotency() != null) {
             IdempotencyRecord decided = commit.idempotency().decidedAs(commit.transactionId());
-            batch.put(KeyValueDisk.Column.TRANSACTIONS, Keys.idempotency(decided.scopedKey()),
+            batch.put(KeyValueDisk.Column.TRANSACTIONS, Keys.idempotency(decided.qualifiedKey()),
                 Codec.encodeIdempotency(decided));
           }
           continue;
@@ -438,7 +438,7 @@ final class Partition {
         if (commit.idempotency() != null) {
           IdempotencyRecord committed = commit.idempotency()
               .committedAt(commit.effects().get(0).entity(), timestamp);
-          batch.put(KeyValueDisk.Column.TRANSACTIONS, Keys.idempotency(committed.scopedKey()),
+          batch.put(KeyValueDisk.Column.TRANSACTIONS, Keys.idempotency(committed.qualifiedKey()),
               Codec.encodeIdempotency(committed));
         }
         for (EntityEffect effect : commit.effects()) {

@@ -550,9 +550,9 @@ public final class RocksStore implements Store {
   }
 
   @Override
-  public boolean idempotencyAttached(String scopedKey) {
+  public boolean idempotencyAttached(String qualifiedKey) {
     for (IdempotencyRecord record : idempotentCommits.values()) {
-      if (record.scopedKey().equals(scopedKey)) {
+      if (record.qualifiedKey().equals(qualifiedKey)) {
         return true;
       }
     }
@@ -560,9 +560,9 @@ public final class RocksStore implements Store {
   }
 
   @Override
-  public java.util.Optional<IdempotencyRecord> idempotencyRecord(String scopedKey) {
+  public java.util.Optional<IdempotencyRecord> idempotencyRecord(String qualifiedKey) {
     try {
-      byte[] value = disk.get(KeyValueDisk.Column.TRANSACTIONS, Keys.idempotency(scopedKey));
+      byte[] value = disk.get(KeyValueDisk.Column.TRANSACTIONS, Keys.idempotency(qualifiedKey));
       return value == null ? java.util.Optional.empty()
           : java.util.Optional.of(Codec.decodeIdempotency(value));
     } catch (DiskException e) {
@@ -573,7 +573,7 @@ public final class RocksStore implements Store {
 
   @Override
   public CompletableFuture<Void> recordIdempotencyAnswer(IdempotencyRecord record) {
-    byte[] key = Keys.idempotency(record.scopedKey());
+    byte[] key = Keys.idempotency(record.qualifiedKey());
     return writeTransactionState(idempotencyPartition(key), 0,
         new Partition.TransactionStateChange(key, Codec.encodeIdempotency(record)), true);
   }
@@ -592,8 +592,8 @@ public final class RocksStore implements Store {
   }
 
   @Override
-  public CompletableFuture<Void> forgetIdempotencyRecord(String scopedKey) {
-    byte[] key = Keys.idempotency(scopedKey);
+  public CompletableFuture<Void> forgetIdempotencyRecord(String qualifiedKey) {
+    byte[] key = Keys.idempotency(qualifiedKey);
     return writeTransactionState(idempotencyPartition(key), 0,
         new Partition.TransactionStateChange(key, null), true);
   }

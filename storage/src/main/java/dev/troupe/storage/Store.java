@@ -102,10 +102,10 @@ public interface Store extends AutoCloseable {
   void detachIdempotency(long transactionId);
 
   /** Whether a record with this key is attached to a turn not yet answered. */
-  boolean idempotencyAttached(String scopedKey);
+  boolean idempotencyAttached(String qualifiedKey);
 
   /** The durable record of this key, if any (expired ones too: pruning is the caller's). */
-  java.util.Optional<IdempotencyRecord> idempotencyRecord(String scopedKey);
+  java.util.Optional<IdempotencyRecord> idempotencyRecord(String qualifiedKey);
 
   /** Replaces a record by one with the first attempt's answer; durable when complete. */
   CompletableFuture<Void> recordIdempotencyAnswer(IdempotencyRecord record);
@@ -117,7 +117,7 @@ public interface Store extends AutoCloseable {
    * Deletes an expired record; completes once written (not synced: a record that comes back after
    * a crash expires again).
    */
-  CompletableFuture<Void> forgetIdempotencyRecord(String scopedKey);
+  CompletableFuture<Void> forgetIdempotencyRecord(String qualifiedKey);
 
   // ------------------------------------------------------------------ two-phase commit state
 

@@ -12,9 +12,16 @@ import java.util.Map;
  * Decides what a write carrying an {@code Idempotency-Key} does: run, replay the first attempt's
  * answer, or be refused. Pure: no storage, no threads, no clock (time is passed in).
  *
- * <p>A key's identity is {@link #scopedKey}: a scope (the token's name once tokens scope keys,
- * empty until then) and the key. A request's {@code fingerprint} is a hash of its method, path and
+ * <p>A key's identity is {@link #qualifiedKey}: a namespace (the name of the client's token, empty
+ * without tokens) and the key. A request's {@code fingerprint} is a hash of its method, path and
  * body; the same key with another fingerprint is a different request.
+ *
+ * <p>Bound: at most {@code maxKeys} keys are remembered or in progress. A new key beyond evicts
+ * the oldest remembered one ({@link #takeEvicted}: the shell deletes its record as it deletes an
+ * expired one), so the effective retention shrinks below {@code retentionMillis} when keyed writes
+ * outpace {@code maxKeys / retentionMillis}; the alternative, refusing new keys until old ones
+ * expire, would refuse every keyed write of a busy client for up to the whole window. Only when
+ * every remembered key is in progress is a new key refused ({@link Decision.Full}).
  *
  * <p>Invariants: a key is in progress at most once; every remembered key has a single expiry
  * entry that counts ({@link #remembered} equals the number of keys with a live entry), and
@@ -46,7 +53,11 @@ public final class IdempotencyCore {
   /** Expiry entries in recording order; stale ones (a key recorded again) are skipped. */
   private final ArrayDeque<Entry> expiryOrder = new ArrayDeque<>();
 
-  private record Entry(String scopedKey, long recordedAtMillis) {}
+  private record Entry(String qualifiedKey, long recordedAtMillis) {}
+
+  /** Keys evicted to make room, for the shell to delete ({@link #takeEvicted}). */
+  private final List<String> evicted = new ArrayList<>();
+  private long evictedTotal;
 
   /** What the stored record of a key says (null in {@link #decide} when there is none). */
   public record Stored(byte[] fingerprint, long recordedAtMillis, boolean answered) {}
@@ -70,7 +81,7 @@ public final class IdempotencyCore {
     /** The first attempt is still running: 409 {@code conflict}, retry later. */
     record InProgress() implements Decision {}
 
-    /** {@code maxKeys} keys are remembered: 429 {@code overloaded} until some expire. */
+    /** {@code maxKeys} keys are in progress at once: 429 {@code overloaded}, retry later. */
     record Full() implements Decision {}
   }
 
@@ -98,11 +109,11 @@ public final class IdempotencyCore {
   }
 
   /**
-   * The key's identity: the scope, a NUL (which no valid key or token name holds), the key. The
-   * scope is empty until tokens scope keys.
+   * The key's identity: its namespace (the name of the client's token, empty without tokens), a
+   * NUL (which no valid key holds), the key: two tokens' keys never meet.
    */
-  public static String scopedKey(String scope, String key) {
-    return scope + "\u0000" + key;
+  public static String qualifiedKey(String namespace, String key) {
+    return namespace + "\u0000" + key;
   }
 
   public boolean expired(long recordedAtMillis, long nowMillis) {
@@ -115,12 +126,12 @@ public final class IdempotencyCore {
    * caller got {@code outcome_unknown} because no answer came in time): a new attempt now could
    * apply the write twice, so it waits.
    */
-  public Decision decide(String scopedKey, byte[] fingerprint, Stored stored,
+  public Decision decide(String qualifiedKey, byte[] fingerprint, Stored stored,
       boolean stillRunning, long nowMillis) {
-    if (forgetting.contains(scopedKey)) {
+    if (forgetting.contains(qualifiedKey)) {
       return new Decision.InProgress();
     }
-    byte[] running = inProgress.get(scopedKey);
+    byte[] running = inProgress.get(qualifiedKey);
     if (running != null) {
       return Arrays.equals(running, fingerprint) ? new Decision.InProgress()
           : new Decision.Reused();
@@ -134,10 +145,11 @@ public final class IdempotencyCore {
     if (stillRunning) {
       return new Decision.InProgress();
     }
-    if (!recordedAt.containsKey(scopedKey) && recordedAt.size() + inProgress.size() >= maxKeys) {
+    if (!recordedAt.containsKey(qualifiedKey) && recordedAt.size() + inProgress.size() >= maxKeys
+        && !evictOldest()) {
       return new Decision.Full();
     }
-    inProgress.put(scopedKey, fingerprint.clone());
+    inProgress.put(qualifiedKey, fingerprint.clone());
     return new Decision.Run();
   }
 
@@ -146,18 +158,18 @@ public final class IdempotencyCore {
    * answer was stored), recorded at {@code recordedAtMillis}; otherwise nothing is remembered
    * and a retry runs again.
    */
-  public void finish(String scopedKey, boolean recorded, long recordedAtMillis) {
-    Invariants.check(inProgress.remove(scopedKey) != null, "finished %s, not in progress",
-        scopedKey);
+  public void finish(String qualifiedKey, boolean recorded, long recordedAtMillis) {
+    Invariants.check(inProgress.remove(qualifiedKey) != null, "finished %s, not in progress",
+        qualifiedKey);
     if (recorded) {
-      remember(scopedKey, recordedAtMillis);
+      remember(qualifiedKey, recordedAtMillis);
     }
   }
 
   /** Counts a durable record (at start, for every stored one; after a recorded first attempt). */
-  public void remember(String scopedKey, long recordedAtMillis) {
-    recordedAt.put(scopedKey, recordedAtMillis);
-    expiryOrder.addLast(new Entry(scopedKey, recordedAtMillis));
+  public void remember(String qualifiedKey, long recordedAtMillis) {
+    recordedAt.put(qualifiedKey, recordedAtMillis);
+    expiryOrder.addLast(new Entry(qualifiedKey, recordedAtMillis));
   }
 
   /**
@@ -172,26 +184,82 @@ public final class IdempotencyCore {
     while (!expiryOrder.isEmpty()
         && expired(expiryOrder.peekFirst().recordedAtMillis(), nowMillis)) {
       Entry entry = expiryOrder.pollFirst();
-      Long live = recordedAt.get(entry.scopedKey());
+      Long live = recordedAt.get(entry.qualifiedKey());
       if (live == null || live != entry.recordedAtMillis()) {
         continue; // stale: the key was recorded again since
       }
-      if (inProgress.containsKey(entry.scopedKey())) {
+      if (inProgress.containsKey(entry.qualifiedKey())) {
         // Running again over its expired record: deleting now could delete the new record.
         running.add(entry);
         continue;
       }
-      recordedAt.remove(entry.scopedKey());
-      forgetting.add(entry.scopedKey());
-      expired.add(entry.scopedKey());
+      recordedAt.remove(entry.qualifiedKey());
+      forgetting.add(entry.qualifiedKey());
+      expired.add(entry.qualifiedKey());
     }
     running.forEach(expiryOrder::addFirst);
     return expired;
   }
 
+  /**
+   * Forgets the oldest remembered key that is not in progress (it joins the keys being forgotten:
+   * a retry with it waits until its record is deleted); false when there is none.
+   */
+  private boolean evictOldest() {
+    List<Entry> running = new ArrayList<>();
+    boolean evictedOne = false;
+    while (!expiryOrder.isEmpty()) {
+      Entry entry = expiryOrder.pollFirst();
+      Long live = recordedAt.get(entry.qualifiedKey());
+      if (live == null || live != entry.recordedAtMillis()) {
+        continue; // stale: the key was recorded again since, or already pruned
+      }
+      if (inProgress.containsKey(entry.qualifiedKey())) {
+        running.add(entry);
+        continue;
+      }
+      recordedAt.remove(entry.qualifiedKey());
+      forgetting.add(entry.qualifiedKey());
+      evicted.add(entry.qualifiedKey());
+      evictedTotal++;
+      evictedOne = true;
+      break;
+    }
+    for (int i = running.size() - 1; i >= 0; i--) {
+      expiryOrder.addFirst(running.get(i));
+    }
+    return evictedOne;
+  }
+
+  /**
+   * Removes and returns the keys evicted by {@link #decide} to make room, for the shell to delete
+   * from storage and then report {@link #forgotten}, as for expired ones.
+   */
+  public List<String> takeEvicted() {
+    List<String> taken = List.copyOf(evicted);
+    evicted.clear();
+    return taken;
+  }
+
+  /** Keys evicted before their retention ended, since start. */
+  public long evictedTotal() {
+    return evictedTotal;
+  }
+
+  /** The recording time of the oldest remembered key, or -1 when none is remembered. */
+  public long oldestRecordedAtMillis() {
+    for (Entry entry : expiryOrder) {
+      Long live = recordedAt.get(entry.qualifiedKey());
+      if (live != null && live == entry.recordedAtMillis()) {
+        return live;
+      }
+    }
+    return -1;
+  }
+
   /** The deletion of a pruned key's record is done (or failed: the record then expires again). */
-  public void forgotten(String scopedKey) {
-    forgetting.remove(scopedKey);
+  public void forgotten(String qualifiedKey) {
+    forgetting.remove(qualifiedKey);
   }
 
   /** Keys remembered (durable, not yet pruned). */

@@ -80,18 +80,40 @@ class IdempotencyCoreTest {
   }
 
   @Test
-  void pastMaxKeysNewKeysAreRefusedUntilSomeExpire() {
+  void pastMaxKeysANewKeyEvictsTheOldestRememberedOne() {
     IdempotencyCore core = new IdempotencyCore(RETENTION, 2);
     core.remember("a", 0);
     core.decide("b", FIRST, null, false, 10);
-    assertInstanceOf(Decision.Full.class, core.decide("c", FIRST, null, false, 10));
+    // "a" is the oldest and not running: evicted to make room for "c".
+    assertInstanceOf(Decision.Run.class, core.decide("c", FIRST, null, false, 10));
+    assertEquals(List.of("a"), core.takeEvicted());
+    assertEquals(List.of(), core.takeEvicted());
+    assertEquals(1, core.evictedTotal());
+    // Until its record is deleted, a retry with "a" waits rather than running beside it.
+    assertInstanceOf(Decision.InProgress.class,
+        core.decide("a", FIRST, new Stored(FIRST, 0, true), false, 11));
+    core.forgotten("a");
     core.finish("b", true, 10);
-    assertInstanceOf(Decision.Full.class, core.decide("c", FIRST, null, false, 20));
-    // A remembered key still answers.
+    core.finish("c", true, 10);
+    assertEquals(2, core.remembered());
+    assertEquals(10, core.oldestRecordedAtMillis());
+  }
+
+  @Test
+  void onlyWhenEveryKeyIsInProgressIsANewKeyRefused() {
+    IdempotencyCore core = new IdempotencyCore(RETENTION, 2);
+    core.decide("a", FIRST, null, false, 0);
+    core.decide("b", FIRST, null, false, 0);
+    assertInstanceOf(Decision.Full.class, core.decide("c", FIRST, null, false, 1));
+    assertEquals(List.of(), core.takeEvicted());
+    core.finish("a", true, 0);
+    // "a" is remembered now, and not running: it makes room.
+    assertInstanceOf(Decision.Run.class, core.decide("c", FIRST, null, false, 2));
+    assertEquals(List.of("a"), core.takeEvicted());
+    // A remembered key that is not evicted still answers.
+    core.finish("b", true, 0);
     assertInstanceOf(Decision.Replay.class,
-        core.decide("a", FIRST, new Stored(FIRST, 0, true), false, 20));
-    assertEquals(List.of("a"), core.pruneExpired(RETENTION));
-    assertInstanceOf(Decision.Run.class, core.decide("c", FIRST, null, false, RETENTION));
+        core.decide("b", FIRST, new Stored(FIRST, 0, true), false, 3));
   }
 
   @Test
@@ -126,6 +148,6 @@ class IdempotencyCoreTest {
     assertNotNull(IdempotencyCore.invalidKey("has space"));
     assertNotNull(IdempotencyCore.invalidKey("tab\t"));
     assertNotNull(IdempotencyCore.invalidKey("é"));
-    assertNotEquals(IdempotencyCore.scopedKey("", "k"), IdempotencyCore.scopedKey("k", ""));
+    assertNotEquals(IdempotencyCore.qualifiedKey("", "k"), IdempotencyCore.qualifiedKey("k", ""));
   }
 }

@@ -7,7 +7,7 @@ import com.typesafe.config.Config;
  * (reference.conf documents each).
  *
  * @param retentionMillis how long after its first attempt a key is answered from its record
- * @param maxKeys most keys remembered at once; a new key beyond is refused with 429
+ * @param maxKeys most keys remembered at once; a new key beyond evicts the oldest remembered one
  * @param maxAnswerBytes largest answer body stored with a key; a larger one is rebuilt on replay
  * @param pruneIntervalMillis how often expired keys are deleted from storage
  * @param haltAfterCommitForTests tests only: halt the process right after an idempotent write

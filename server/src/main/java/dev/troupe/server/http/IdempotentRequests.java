@@ -6,6 +6,7 @@ import dev.troupe.model.EntityId;
 import dev.troupe.model.ErrorCode;
 import dev.troupe.model.Json;
 import dev.troupe.model.TroupeException;
+import dev.troupe.model.dependency.Dependency;
 import dev.troupe.runtime.Troupe;
 import dev.troupe.storage.IdempotencyRecord;
 import dev.troupe.txn.IdempotencyCore;
@@ -50,12 +51,14 @@ final class IdempotentRequests {
   static final String REPLAYED_HEADER = "Idempotent-Replayed";
   /** Exit status of the test-only halt between commit and answer. */
   static final int HALT_STATUS = 99;
-  /** The scope of keys sent without a token (no tokens configured): one shared namespace. */
-  static final String NO_SCOPE = "";
+  /** The namespace of keys sent without a token (no tokens configured): one shared by all. */
+  static final String NO_NAMESPACE = "";
 
   private final Troupe troupe;
   private final IdempotencySettings settings;
   private final IdempotencyCore core;
+  /** {@link IdempotencyCore#evictedTotal} at the last prune, for its warning. */
+  private long evictedAtLastPrune;
 
   IdempotentRequests(Troupe troupe, IdempotencySettings settings) {
     this.troupe = troupe;
@@ -67,9 +70,9 @@ final class IdempotentRequests {
     stored.sort(java.util.Comparator.comparingLong(IdempotencyRecord::recordedAtMillis));
     for (IdempotencyRecord record : stored) {
       if (core.expired(record.recordedAtMillis(), now)) {
-        deletions.add(troupe.forgetIdempotencyRecord(record.scopedKey()));
+        deletions.add(troupe.forgetIdempotencyRecord(record.qualifiedKey()));
       } else {
-        core.remember(record.scopedKey(), record.recordedAtMillis());
+        core.remember(record.qualifiedKey(), record.recordedAtMillis());
       }
     }
     // Done before the first request: a new attempt's record must never meet an older deletion.
@@ -82,23 +85,40 @@ final class IdempotentRequests {
 
   private void prune() {
     List<String> expired;
+    long evictedSincePrune;
+    long oldestMillis;
     synchronized (this) {
       expired = core.pruneExpired(System.currentTimeMillis());
+      evictedSincePrune = core.evictedTotal() - evictedAtLastPrune;
+      evictedAtLastPrune = core.evictedTotal();
+      oldestMillis = core.oldestRecordedAtMillis();
     }
-    for (String scopedKey : expired) {
+    if (evictedSincePrune > 0) {
+      log.warn("{} idempotency keys were forgotten before troupe.idempotency.retention-millis"
+          + " ({} ms) to stay within max-keys ({}): keys are now kept for about {} ms; raise"
+          + " max-keys if clients retry later than that", evictedSincePrune,
+          settings.retentionMillis(), settings.maxKeys(),
+          oldestMillis < 0 ? 0 : System.currentTimeMillis() - oldestMillis);
+    }
+    forget(expired, "an expired");
+  }
+
+  /** Deletes the records of keys the core forgot (expired or evicted), then tells it so. */
+  private void forget(List<String> qualifiedKeys, String what) {
+    for (String qualifiedKey : qualifiedKeys) {
       CompletableFuture<Void> deleted;
       try {
-        deleted = troupe.forgetIdempotencyRecord(scopedKey);
+        deleted = troupe.forgetIdempotencyRecord(qualifiedKey);
       } catch (RuntimeException e) {
         deleted = CompletableFuture.failedFuture(e);
       }
       deleted.whenComplete((ignored, failure) -> {
         if (failure != null) {
-          log.warn("deleting an expired idempotency key failed (it expires again at the next"
-              + " start): {}", failure.toString());
+          log.warn("deleting {} idempotency key failed (it expires again at the next start): {}",
+              what, failure.toString());
         }
         synchronized (this) {
-          core.forgotten(scopedKey);
+          core.forgotten(qualifiedKey);
         }
       });
     }
@@ -107,10 +127,10 @@ final class IdempotentRequests {
   /**
    * Answers {@code request} through {@code route}, idempotently when it is a write carrying the
    * header (any other request, or one without the header, goes straight to {@code route}). Keys
-   * live in {@code scope}, the name of the request's token ({@link #NO_SCOPE} without one), so
+   * live in {@code namespace}, the name of the request's token ({@link #NO_NAMESPACE} without one), so
    * two clients with different tokens never see each other's answers.
    */
-  CompletionStage<HttpResponse> answer(HttpRequest request, List<String> path, String scope,
+  CompletionStage<HttpResponse> answer(HttpRequest request, List<String> path, String namespace,
       Function<HttpRequest, CompletionStage<HttpResponse>> route, RequestSupport support) {
     Optional<String> header = request.getHeader(HEADER).map(h -> h.value());
     if (header.isEmpty() || !isKeyedWrite(request.method().name(), path)) {
@@ -120,23 +140,26 @@ final class IdempotentRequests {
     if (invalid != null) {
       throw TroupeException.invalid(invalid);
     }
-    String scopedKey = IdempotencyCore.scopedKey(scope, header.get());
+    String qualifiedKey = IdempotencyCore.qualifiedKey(namespace, header.get());
     return support.body(request).thenCompose(body -> {
       byte[] fingerprint = fingerprint(request, body);
       HttpRequest strict = request.withEntity(request.entity().getContentType(), body);
       // Asked before the record is read: a write that commits in between is then seen as stored.
-      boolean stillRunning = troupe.idempotentWriteRunning(scopedKey);
-      Optional<IdempotencyRecord> stored = troupe.idempotencyRecord(scopedKey);
+      boolean stillRunning = troupe.idempotentWriteRunning(qualifiedKey);
+      Optional<IdempotencyRecord> stored = troupe.idempotencyRecord(qualifiedKey);
       long now = System.currentTimeMillis();
       IdempotencyCore.Decision decision;
+      List<String> evicted;
       synchronized (this) {
-        decision = core.decide(scopedKey, fingerprint, stored.map(record ->
+        decision = core.decide(qualifiedKey, fingerprint, stored.map(record ->
             new IdempotencyCore.Stored(record.fingerprint(), record.recordedAtMillis(),
                 record.hasAnswer())).orElse(null), stillRunning, now);
+        evicted = core.takeEvicted();
       }
+      forget(evicted, "an evicted");
       return switch (decision) {
         case IdempotencyCore.Decision.Run run ->
-            run(strict, path, route, scopedKey, fingerprint, now);
+            run(strict, path, route, qualifiedKey, fingerprint, now);
         case IdempotencyCore.Decision.Replay replay ->
             CompletableFuture.completedFuture(replayed(stored.get(), path));
         case IdempotencyCore.Decision.Rebuild rebuild -> rebuild(stored.get(), strict, path);
@@ -150,8 +173,8 @@ final class IdempotentRequests {
                     + "' is still in progress; retry later"));
         case IdempotencyCore.Decision.Full full ->
             CompletableFuture.failedFuture(new TroupeException(ErrorCode.OVERLOADED,
-                settings.maxKeys() + " idempotency keys are remembered"
-                    + " (troupe.idempotency.max-keys); retry once some expire"));
+                settings.maxKeys() + " writes with idempotency keys are in progress"
+                    + " (troupe.idempotency.max-keys); retry later"));
       };
     });
   }
@@ -173,28 +196,28 @@ final class IdempotentRequests {
   }
 
   private CompletionStage<HttpResponse> run(HttpRequest request, List<String> path,
-      Function<HttpRequest, CompletionStage<HttpResponse>> route, String scopedKey,
+      Function<HttpRequest, CompletionStage<HttpResponse>> route, String qualifiedKey,
       byte[] fingerprint, long now) {
-    IdempotencyRecord pending = IdempotencyRecord.pending(scopedKey, fingerprint, now);
+    IdempotencyRecord pending = IdempotencyRecord.pending(qualifiedKey, fingerprint, now);
     @SuppressWarnings("unchecked")
     CompletionStage<HttpResponse>[] response = new CompletionStage[1];
     boolean claimed;
     try {
       claimed = troupe.idempotently(pending, () -> response[0] = route.apply(request));
     } catch (RuntimeException refused) {
-      finish(scopedKey, false, now);
+      finish(qualifiedKey, false, now);
       throw refused;
     }
     if (!claimed) {
       // Refused before reaching the engine: nothing changed, nothing is remembered.
-      return response[0].whenComplete((answer, failure) -> finish(scopedKey, false, now));
+      return response[0].whenComplete((answer, failure) -> finish(qualifiedKey, false, now));
     }
     return response[0].handle((answer, failure) -> {
-      Optional<IdempotencyRecord> committed = ownRecord(scopedKey, pending);
+      Optional<IdempotencyRecord> committed = ownRecord(qualifiedKey, pending);
       if (failure != null || answer.status().intValue() >= 300) {
         // Refused (nothing committed, no record: a retry runs again), or outcome unknown (the
         // record exists exactly when it committed: a retry then rebuilds the answer).
-        finish(scopedKey, committed.isPresent(), now);
+        finish(qualifiedKey, committed.isPresent(), now);
         return failure != null ? CompletableFuture.<HttpResponse>failedFuture(unwrap(failure))
             : CompletableFuture.completedFuture(answer);
       }
@@ -205,7 +228,7 @@ final class IdempotentRequests {
       byte[] body = strictBytes(answer);
       if (body == null || body.length > settings.maxAnswerBytes()) {
         // Too large to store: a replay rebuilds it (or, when nothing committed, runs again).
-        finish(scopedKey, committed.isPresent(), now);
+        finish(qualifiedKey, committed.isPresent(), now);
         return CompletableFuture.completedFuture(answer);
       }
       // A write that changed nothing committed no record: its answer is remembered all the same.
@@ -216,16 +239,16 @@ final class IdempotentRequests {
           log.warn("could not store the answer of an idempotent write (a replay rebuilds it): {}",
               recordFailure.toString());
         }
-        finish(scopedKey, recordFailure == null || committed.isPresent(), now);
+        finish(qualifiedKey, recordFailure == null || committed.isPresent(), now);
         return answer;
       });
     }).thenCompose(next -> next);
   }
 
   /** The stored record of this key written by this attempt's commit, if it committed. */
-  private Optional<IdempotencyRecord> ownRecord(String scopedKey, IdempotencyRecord pending) {
+  private Optional<IdempotencyRecord> ownRecord(String qualifiedKey, IdempotencyRecord pending) {
     try {
-      return troupe.idempotencyRecord(scopedKey).filter(record ->
+      return troupe.idempotencyRecord(qualifiedKey).filter(record ->
           record.recordedAtMillis() == pending.recordedAtMillis()
               && java.util.Arrays.equals(record.fingerprint(), pending.fingerprint()));
     } catch (RuntimeException e) {
@@ -233,8 +256,8 @@ final class IdempotentRequests {
     }
   }
 
-  private synchronized void finish(String scopedKey, boolean recorded, long recordedAtMillis) {
-    core.finish(scopedKey, recorded, recordedAtMillis);
+  private synchronized void finish(String qualifiedKey, boolean recorded, long recordedAtMillis) {
+    core.finish(qualifiedKey, recorded, recordedAtMillis);
   }
 
   private static Throwable unwrap(Throwable failure) {
@@ -271,8 +294,8 @@ final class IdempotentRequests {
    * version is the recorded commit timestamp and its state the entity's state at that version
    * (only the version once history retention has dropped that state). A transaction's (and a
    * turn that ran as one) says which transaction committed: {@code {"txId", "committed": true}}
-   * ({@code 201} for a dependency's registration), because its entities' versions are not in the
-   * record. Stored for the next retry.
+   * ({@code 201} with the dependency's {@code id} and {@code Location} for a registration),
+   * because its entities' versions are not in the record (the document's {@code RebuiltAnswer}). Stored for the next retry.
    */
   private CompletionStage<HttpResponse> rebuild(IdempotencyRecord record, HttpRequest request,
       List<String> path) {
@@ -298,10 +321,15 @@ final class IdempotentRequests {
       ObjectNode node = Json.NODES.objectNode();
       node.put("txId", record.transactionId());
       node.put("committed", true);
-      body = CompletableFuture.completedFuture(node);
       if (path.size() == 2 && path.get(1).equals("dependencies")) {
+        // The registered dependency's id follows from the request (it names both ends), so the
+        // rebuilt answer carries it, and its Location, as the first one did.
         status = 201;
+        if (request.entity() instanceof HttpEntity.Strict strict) {
+          node.put("id", Dependency.fromJson(Json.parse(strict.getData().toArray())).id());
+        }
       }
+      body = CompletableFuture.completedFuture(node);
     }
     int answerStatus = status;
     return body.thenCompose(node -> {

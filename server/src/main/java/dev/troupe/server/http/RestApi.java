@@ -96,16 +96,16 @@ public final class RestApi
           edge.withCors(request, edge.refusal(decision)));
     }
     // Idempotency keys are the client's namespace: two tokens' keys never meet.
-    String idempotencyScope = allowed.tokenName().orElse(IdempotentRequests.NO_SCOPE);
-    return admitted(request, idempotencyScope)
+    String idempotencyNamespace = allowed.tokenName().orElse(IdempotentRequests.NO_NAMESPACE);
+    return admitted(request, idempotencyNamespace)
         .thenApply(response -> edge.withCors(request, response));
   }
 
-  private CompletionStage<HttpResponse> admitted(HttpRequest request, String idempotencyScope) {
+  private CompletionStage<HttpResponse> admitted(HttpRequest request, String idempotencyNamespace) {
     RequestAdmission.WorkClass workClass =
         RequestAdmission.classify(request.method().name(), request.getUri().path());
     java.util.function.Function<HttpRequest, CompletionStage<HttpResponse>> route =
-        admittedRequest -> route(admittedRequest, idempotencyScope);
+        admittedRequest -> route(admittedRequest, idempotencyNamespace);
     if (workClass == RequestAdmission.WorkClass.EXEMPT) {
       return support.answer(request, route);
     }
@@ -122,10 +122,10 @@ public final class RestApi
 
   /**
    * A write with an {@code Idempotency-Key} runs at most once ({@link IdempotentRequests}); the
-   * key is looked up in {@code idempotencyScope}, the name of the request's token.
+   * key is looked up in {@code idempotencyNamespace}, the name of the request's token.
    */
-  private CompletionStage<HttpResponse> route(HttpRequest request, String idempotencyScope) {
-    return idempotentRequests.answer(request, RequestSupport.segments(request), idempotencyScope,
+  private CompletionStage<HttpResponse> route(HttpRequest request, String idempotencyNamespace) {
+    return idempotentRequests.answer(request, RequestSupport.segments(request), idempotencyNamespace,
         this::routeOnce, support);
   }
 
