@@ -107,7 +107,11 @@ public interface Store extends AutoCloseable {
   /** The durable record of this key, if any (expired ones too: pruning is the caller's). */
   java.util.Optional<IdempotencyRecord> idempotencyRecord(String qualifiedKey);
 
-  /** Replaces a record by one with the first attempt's answer; durable when complete. */
+  /**
+   * Replaces a record by one with the first attempt's answer: done when complete, durable once
+   * any later synced write is (a process crash keeps it; a power loss may lose it, and the answer
+   * is then rebuilt from the record).
+   */
   CompletableFuture<Void> recordIdempotencyAnswer(IdempotencyRecord record);
 
   /** Every durable idempotency record (one scan; for pruning and counting at start). */

@@ -35,8 +35,9 @@ import org.slf4j.LoggerFactory;
  * in the same atomic storage write as the commit), replays a recorded answer, or refuses.
  *
  * <p>Order of a first attempt: the write commits together with its key's record; its answer is
- * then stored in the record (a synced write) and only then sent. So a client that saw an answer
- * gets exactly it again; a client that saw none because the node crashed in between gets an
+ * then stored in the record (unsynced: it survives a process crash and is durable with the next
+ * synced write) and only then sent. So a client that saw an answer gets exactly it again; a client
+ * that saw none because the node crashed in between (or lost power before that next sync) gets an
  * answer rebuilt from the record (see {@link #rebuild}).
  *
  * <p>Concurrency: the core is used under this object's lock; storage calls run outside it.
