@@ -45,11 +45,11 @@ final class YcsbBenchmark extends Benchmark {
 
   /** The servers a run can measure. */
   /**
-   * {@code secured}: Troupe as exposed to clients, a bearer token required (and sent) on every
-   * request and a fresh {@code Idempotency-Key} on every write; compared with {@code troupe} it
-   * prices authentication and idempotent retries.
+   * {@code authenticated}: Troupe with a bearer token required (and sent) on every request;
+   * {@code secured}: the same and a fresh {@code Idempotency-Key} on every write. Compared with
+   * {@code troupe} they price authentication, and authentication with idempotent retries.
    */
-  enum Target { troupe, secured, postgres, bare }
+  enum Target { troupe, authenticated, secured, postgres, bare }
 
   @Option(names = "--workload", split = ",", defaultValue = "a",
       description = "Workloads, comma-separated (default: ${DEFAULT-VALUE}).")
@@ -78,8 +78,9 @@ final class YcsbBenchmark extends Benchmark {
   int rounds;
 
   @Option(names = "--target", defaultValue = "both",
-      description = "troupe, secured (troupe with a bearer token on every request and an"
-          + " Idempotency-Key on every write), postgres, bare, a comma-separated list of them,"
+      description = "troupe, authenticated (troupe with a bearer token on every request),"
+          + " secured (authenticated and an Idempotency-Key on every write), postgres, bare, a"
+          + " comma-separated list of them,"
           + " both (troupe and postgres) or all (troupe, postgres, bare)"
           + " (default: ${DEFAULT-VALUE}).")
   String target;
@@ -116,7 +117,8 @@ final class YcsbBenchmark extends Benchmark {
               named.add(each);
             }
           } catch (IllegalArgumentException e) {
-            throw new IllegalArgumentException("--target must be troupe, secured, postgres, bare"
+            throw new IllegalArgumentException("--target must be troupe, authenticated, secured,"
+                + " postgres, bare"
                 + " (or a comma-separated list of them), both or all, was '" + target + "'");
           }
         }
@@ -254,9 +256,11 @@ final class YcsbBenchmark extends Benchmark {
       report.ratio("troupe/bare" + suffix, medians.get(Target.troupe), medians.get(Target.bare),
           BARE_GOAL);
     }
-    if (medians.containsKey(Target.troupe) && medians.containsKey(Target.secured)) {
-      report.ratio("secured/troupe" + suffix, medians.get(Target.secured),
-          medians.get(Target.troupe), SECURED_GOAL);
+    for (Target secured : List.of(Target.authenticated, Target.secured)) {
+      if (medians.containsKey(Target.troupe) && medians.containsKey(secured)) {
+        report.ratio(secured + "/troupe" + suffix, medians.get(secured),
+            medians.get(Target.troupe), SECURED_GOAL);
+      }
     }
   }
 
@@ -270,7 +274,7 @@ final class YcsbBenchmark extends Benchmark {
   /** The target servers of one run, each a process of its own; PostgreSQL itself too. */
   static final class Servers implements AutoCloseable {
     private final Map<Target, TroupeProcess> processes = new LinkedHashMap<>();
-    /** The token the {@code secured} target requires, minted for this run. */
+    /** The token the {@code authenticated} and {@code secured} targets require, minted per run. */
     private final SecuredAccess securedAccess = SecuredAccess.mint();
     private PostgresInstance postgres;
 
@@ -283,8 +287,8 @@ final class YcsbBenchmark extends Benchmark {
           TroupeProcess process = switch (target) {
             case troupe -> TroupeProcess.start(work.resolve("troupe-data"),
                 work.resolve("troupe.log"), jvmFlags);
-            case secured -> TroupeProcess.start(work.resolve("secured-data"),
-                work.resolve("secured.log"), jvmFlags,
+            case authenticated, secured -> TroupeProcess.start(
+                work.resolve(target + "-data"), work.resolve(target + ".log"), jvmFlags,
                 List.of(servers.securedAccess.settingOverride()));
             case postgres -> {
               servers.postgres = PostgresInstance.start(sharedBuffersMegabytes);
@@ -303,7 +307,7 @@ final class YcsbBenchmark extends Benchmark {
           };
           servers.processes.put(target, process);
           process.awaitHealthy(START_TIMEOUT);
-          if (target == Target.secured) {
+          if (target == Target.authenticated || target == Target.secured) {
             servers.checkRefusesAnonymous(process);
           }
         }
@@ -330,8 +334,10 @@ final class YcsbBenchmark extends Benchmark {
       properties.setProperty(RestEntityDb.HOST_PROPERTY, "127.0.0.1");
       properties.setProperty(RestEntityDb.PORT_PROPERTY,
           Integer.toString(processes.get(target).port()));
-      if (target == Target.secured) {
+      if (target == Target.authenticated || target == Target.secured) {
         properties.setProperty(RestEntityDb.TOKEN_PROPERTY, securedAccess.token());
+      }
+      if (target == Target.secured) {
         properties.setProperty(RestEntityDb.IDEMPOTENCY_KEYS_PROPERTY, "true");
       }
     }

@@ -666,8 +666,9 @@ public final class Troupe implements AutoCloseable {
     return store.idempotencyRecord(qualifiedKey);
   }
 
-  public CompletableFuture<Void> recordIdempotencyAnswer(IdempotencyRecord record) {
-    return store.recordIdempotencyAnswer(record);
+  /** Stores first attempts' answers in their records ({@link Store#recordIdempotencyAnswers}). */
+  public void recordIdempotencyAnswers(List<IdempotencyRecord> records) {
+    store.recordIdempotencyAnswers(records);
   }
 
   public List<IdempotencyRecord> idempotencyRecords() {

@@ -108,11 +108,14 @@ public interface Store extends AutoCloseable {
   java.util.Optional<IdempotencyRecord> idempotencyRecord(String qualifiedKey);
 
   /**
-   * Replaces a record by one with the first attempt's answer: done when complete, durable once
-   * any later synced write is (a process crash keeps it; a power loss may lose it, and the answer
-   * is then rebuilt from the record).
+   * Replaces records by ones with their first attempt's answer, in one atomic write on the
+   * caller's thread: done on return, durable once any later synced write is (a process crash keeps
+   * it; a power loss may lose it, and the answer is then rebuilt from the record).
+   *
+   * @throws dev.troupe.model.TroupeException {@code unavailable} when the store is closed, failed
+   *     or cannot write
    */
-  CompletableFuture<Void> recordIdempotencyAnswer(IdempotencyRecord record);
+  void recordIdempotencyAnswers(List<IdempotencyRecord> records);
 
   /** Every durable idempotency record (one scan; for pruning and counting at start). */
   List<IdempotencyRecord> idempotencyRecords();

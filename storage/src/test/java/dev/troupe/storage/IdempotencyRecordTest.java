@@ -100,7 +100,7 @@ class IdempotencyRecordTest {
     assertEquals(9, record.transactionId());
     assertEquals(3, Fixtures.counter(recovered.read(b), "n"));
     // An answer replaces the record; forgetting deletes it.
-    recovered.recordIdempotencyAnswer(record.withAnswer(200, new byte[] {'{', '}'}));
+    recovered.recordIdempotencyAnswers(List.of(record.withAnswer(200, new byte[] {'{', '}'})));
     settle(recovered);
     assertTrue(recovered.idempotencyRecord("\u0000tx").orElseThrow().hasAnswer());
     recovered.forgetIdempotencyRecord("\u0000tx");

@@ -35,10 +35,11 @@ import org.slf4j.LoggerFactory;
  * in the same atomic storage write as the commit), replays a recorded answer, or refuses.
  *
  * <p>Order of a first attempt: the write commits together with its key's record; its answer is
- * then stored in the record (unsynced: it survives a process crash and is durable with the next
- * synced write) and only then sent. So a client that saw an answer gets exactly it again; a client
- * that saw none because the node crashed in between (or lost power before that next sync) gets an
- * answer rebuilt from the record (see {@link #rebuild}).
+ * sent, and stored in the record right after ({@link IdempotencyAnswerRecorder}: unsynced, it
+ * survives a process crash and is durable with the next synced write); the key stays in progress
+ * until then. So a retry gets exactly the first answer, unless the node crashed (or lost power)
+ * in those milliseconds: the retry then gets an answer rebuilt from the commit's record (see
+ * {@link #rebuild}).
  *
  * <p>Concurrency: the core is used under this object's lock; storage calls run outside it.
  *
@@ -58,6 +59,10 @@ final class IdempotentRequests {
   private final Troupe troupe;
   private final IdempotencySettings settings;
   private final IdempotencyCore core;
+  private final IdempotencyAnswerRecorder answerRecorder;
+  /** Keys whose first attempt has answered while its answer is being stored: done when stored. */
+  private final java.util.concurrent.ConcurrentHashMap<String, CompletableFuture<Void>>
+      answersBeingStored = new java.util.concurrent.ConcurrentHashMap<>();
   /** {@link IdempotencyCore#evictedTotal} at the last prune, for its warning. */
   private long evictedAtLastPrune;
 
@@ -65,6 +70,7 @@ final class IdempotentRequests {
     this.troupe = troupe;
     this.settings = settings;
     this.core = new IdempotencyCore(settings.retentionMillis(), settings.maxKeys());
+    this.answerRecorder = new IdempotencyAnswerRecorder(troupe);
     long now = System.currentTimeMillis();
     List<CompletableFuture<Void>> deletions = new java.util.ArrayList<>();
     List<IdempotencyRecord> stored = new java.util.ArrayList<>(troupe.idempotencyRecords());
@@ -142,6 +148,13 @@ final class IdempotentRequests {
       throw TroupeException.invalid(invalid);
     }
     String qualifiedKey = IdempotencyCore.qualifiedKey(namespace, header.get());
+    CompletableFuture<Void> answerBeingStored = answersBeingStored.get(qualifiedKey);
+    if (answerBeingStored != null) {
+      // The first attempt has answered and its answer is on its way into the record: wait for
+      // it, then decide (a replay) instead of refusing a retry that raced the first answer.
+      return answerBeingStored.handle((ignored, failure) -> null)
+          .thenCompose(ignored -> answer(request, path, namespace, route, support));
+    }
     return support.body(request).thenCompose(body -> {
       byte[] fingerprint = fingerprint(request, body);
       HttpRequest strict = request.withEntity(request.entity().getContentType(), body);
@@ -214,11 +227,10 @@ final class IdempotentRequests {
       return response[0].whenComplete((answer, failure) -> finish(qualifiedKey, false, now));
     }
     return response[0].handle((answer, failure) -> {
-      Optional<IdempotencyRecord> committed = ownRecord(qualifiedKey, pending);
       if (failure != null || answer.status().intValue() >= 300) {
         // Refused (nothing committed, no record: a retry runs again), or outcome unknown (the
         // record exists exactly when it committed: a retry then rebuilds the answer).
-        finish(qualifiedKey, committed.isPresent(), now);
+        finish(qualifiedKey, ownRecord(qualifiedKey, pending).isPresent(), now);
         return failure != null ? CompletableFuture.<HttpResponse>failedFuture(unwrap(failure))
             : CompletableFuture.completedFuture(answer);
       }
@@ -229,20 +241,27 @@ final class IdempotentRequests {
       byte[] body = strictBytes(answer);
       if (body == null || body.length > settings.maxAnswerBytes()) {
         // Too large to store: a replay rebuilds it (or, when nothing committed, runs again).
-        finish(qualifiedKey, committed.isPresent(), now);
+        finish(qualifiedKey, ownRecord(qualifiedKey, pending).isPresent(), now);
         return CompletableFuture.completedFuture(answer);
       }
-      // A write that changed nothing committed no record: its answer is remembered all the same.
-      IdempotencyRecord answered = committed.orElse(pending)
-          .withAnswer(answer.status().intValue(), body);
-      return troupe.recordIdempotencyAnswer(answered).handle((ignored, recordFailure) -> {
-        if (recordFailure != null) {
-          log.warn("could not store the answer of an idempotent write (a replay rebuilds it): {}",
-              recordFailure.toString());
-        }
-        finish(qualifiedKey, recordFailure == null || committed.isPresent(), now);
-        return answer;
-      });
+      // Sent at once; the answer follows into the record (IdempotencyAnswerRecorder), and the key
+      // stays in progress until it is there, so a retry meanwhile waits (409) rather than
+      // rebuilding. A write that changed nothing committed no record: its answer is remembered
+      // all the same. A crash before the answer is written leaves the commit's record, from which
+      // a retry rebuilds the answer.
+      CompletableFuture<Void> stored = new CompletableFuture<>();
+      answersBeingStored.put(qualifiedKey, stored);
+      answerRecorder.record(pending.withAnswer(answer.status().intValue(), body))
+          .whenComplete((ignored, recordFailure) -> {
+            if (recordFailure != null) {
+              log.warn("could not store the answer of an idempotent write (a replay rebuilds it):"
+                  + " {}", recordFailure.toString());
+            }
+            finish(qualifiedKey, true, now);
+            answersBeingStored.remove(qualifiedKey, stored);
+            stored.complete(null);
+          });
+      return CompletableFuture.completedFuture(answer);
     }).thenCompose(next -> next);
   }
 
@@ -335,7 +354,7 @@ final class IdempotentRequests {
     int answerStatus = status;
     return body.thenCompose(node -> {
       byte[] bytes = Json.writeBytes(node);
-      return troupe.recordIdempotencyAnswer(record.withAnswer(answerStatus, bytes))
+      return answerRecorder.record(record.withAnswer(answerStatus, bytes))
           .handle((ignored, failure) -> marked(RequestSupport.json(answerStatus, bytes), path,
               bytes));
     });
