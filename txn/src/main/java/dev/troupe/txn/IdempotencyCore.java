@@ -179,26 +179,8 @@ public final class IdempotencyCore {
    * back) is pruned once the entries before it are.
    */
   public List<String> pruneExpired(long nowMillis) {
-    List<String> expired = new ArrayList<>();
-    List<Entry> running = new ArrayList<>();
-    while (!expiryOrder.isEmpty()
-        && expired(expiryOrder.peekFirst().recordedAtMillis(), nowMillis)) {
-      Entry entry = expiryOrder.pollFirst();
-      Long live = recordedAt.get(entry.qualifiedKey());
-      if (live == null || live != entry.recordedAtMillis()) {
-        continue; // stale: the key was recorded again since
-      }
-      if (inProgress.containsKey(entry.qualifiedKey())) {
-        // Running again over its expired record: deleting now could delete the new record.
-        running.add(entry);
-        continue;
-      }
-      recordedAt.remove(entry.qualifiedKey());
-      forgetting.add(entry.qualifiedKey());
-      expired.add(entry.qualifiedKey());
-    }
-    running.forEach(expiryOrder::addFirst);
-    return expired;
+    return forgetOldest(recordedAtMillis -> expired(recordedAtMillis, nowMillis),
+        Integer.MAX_VALUE);
   }
 
   /**
@@ -206,13 +188,27 @@ public final class IdempotencyCore {
    * a retry with it waits until its record is deleted); false when there is none.
    */
   private boolean evictOldest() {
+    List<String> oldest = forgetOldest(recordedAtMillis -> true, 1);
+    evicted.addAll(oldest);
+    evictedTotal += oldest.size();
+    return !oldest.isEmpty();
+  }
+
+  /**
+   * Forgets remembered keys in recording order while the oldest entry's recording time is {@code
+   * due}, at most {@code limit} of them. Stale entries (a key recorded again since) are dropped; a
+   * key running again over its record keeps its entry, in place: deleting its record now could
+   * delete the new one.
+   */
+  private List<String> forgetOldest(java.util.function.LongPredicate due, int limit) {
+    List<String> forgotten = new ArrayList<>();
     List<Entry> running = new ArrayList<>();
-    boolean evictedOne = false;
-    while (!expiryOrder.isEmpty()) {
+    while (forgotten.size() < limit && !expiryOrder.isEmpty()
+        && due.test(expiryOrder.peekFirst().recordedAtMillis())) {
       Entry entry = expiryOrder.pollFirst();
       Long live = recordedAt.get(entry.qualifiedKey());
       if (live == null || live != entry.recordedAtMillis()) {
-        continue; // stale: the key was recorded again since, or already pruned
+        continue;
       }
       if (inProgress.containsKey(entry.qualifiedKey())) {
         running.add(entry);
@@ -220,15 +216,12 @@ public final class IdempotencyCore {
       }
       recordedAt.remove(entry.qualifiedKey());
       forgetting.add(entry.qualifiedKey());
-      evicted.add(entry.qualifiedKey());
-      evictedTotal++;
-      evictedOne = true;
-      break;
+      forgotten.add(entry.qualifiedKey());
     }
-    for (int i = running.size() - 1; i >= 0; i--) {
-      expiryOrder.addFirst(running.get(i));
+    for (int index = running.size() - 1; index >= 0; index--) {
+      expiryOrder.addFirst(running.get(index));
     }
-    return evictedOne;
+    return forgotten;
   }
 
   /**

@@ -132,7 +132,7 @@ public final class Authorization {
     if (path.equals("/metrics")) {
       return new Requirement.AnyToken();
     }
-    String resource = resource(path);
+    String resource = RequestAdmission.resource(path);
     if (resource.equals("transactions")) {
       return new Requirement.Needs(Scope.WRITE);
     }
@@ -146,16 +146,6 @@ public final class Authorization {
       return new Requirement.Needs(Scope.ADMIN);
     }
     return new Requirement.Needs(Scope.WRITE);
-  }
-
-  /** The segment after {@code /v1/}, or "" for any other path. */
-  private static String resource(String path) {
-    String prefix = "/v1/";
-    if (!path.startsWith(prefix)) {
-      return "";
-    }
-    int end = path.indexOf('/', prefix.length());
-    return path.substring(prefix.length(), end < 0 ? path.length() : end);
   }
 
   /**

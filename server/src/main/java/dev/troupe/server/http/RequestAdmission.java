@@ -150,8 +150,8 @@ final class RequestAdmission {
     };
   }
 
-  /** The segment after {@code /v1/}, or "" for any other path. */
-  private static String resource(String path) {
+  /** The segment after {@code /v1/}, or "" for any other path (also {@link Authorization}'s). */
+  static String resource(String path) {
     String prefix = "/v1/";
     if (!path.startsWith(prefix)) {
       return "";
