@@ -539,24 +539,37 @@ public final class RocksStore implements Store {
   private final java.util.concurrent.ConcurrentHashMap<Long, IdempotencyRecord> idempotentCommits =
       new java.util.concurrent.ConcurrentHashMap<>();
 
+  /**
+   * How many attached records carry each key: asked on every keyed request, so a lookup rather
+   * than a scan of {@link #idempotentCommits}.
+   */
+  private final java.util.concurrent.ConcurrentHashMap<String, Integer> attachedKeys =
+      new java.util.concurrent.ConcurrentHashMap<>();
+
   @Override
   public void attachIdempotency(long transactionId, IdempotencyRecord record) {
-    idempotentCommits.put(transactionId, record);
+    attachedKeys.merge(record.qualifiedKey(), 1, Integer::sum);
+    IdempotencyRecord replaced = idempotentCommits.put(transactionId, record);
+    if (replaced != null) {
+      releaseAttachedKey(replaced.qualifiedKey());
+    }
   }
 
   @Override
   public void detachIdempotency(long transactionId) {
-    idempotentCommits.remove(transactionId);
+    IdempotencyRecord removed = idempotentCommits.remove(transactionId);
+    if (removed != null) {
+      releaseAttachedKey(removed.qualifiedKey());
+    }
+  }
+
+  private void releaseAttachedKey(String qualifiedKey) {
+    attachedKeys.computeIfPresent(qualifiedKey, (key, count) -> count == 1 ? null : count - 1);
   }
 
   @Override
   public boolean idempotencyAttached(String qualifiedKey) {
-    for (IdempotencyRecord record : idempotentCommits.values()) {
-      if (record.qualifiedKey().equals(qualifiedKey)) {
-        return true;
-      }
-    }
-    return false;
+    return attachedKeys.containsKey(qualifiedKey);
   }
 
   @Override

@@ -20,16 +20,16 @@ import java.util.concurrent.LinkedBlockingQueue;
  * holds the process up; once the store is closed its writes fail and so do their futures.
  */
 final class IdempotencyAnswerRecorder {
-  /** Most answers written in one batch. */
-  private static final int MAX_BATCH = 1024;
-
   private record Pending(IdempotencyRecord record, CompletableFuture<Void> stored) {}
 
   private final Troupe troupe;
+  /** Most answers written in one batch ({@code troupe.idempotency.max-answers-per-write}). */
+  private final int maxAnswersPerWrite;
   private final LinkedBlockingQueue<Pending> queue = new LinkedBlockingQueue<>();
 
-  IdempotencyAnswerRecorder(Troupe troupe) {
+  IdempotencyAnswerRecorder(Troupe troupe, int maxAnswersPerWrite) {
     this.troupe = troupe;
+    this.maxAnswersPerWrite = maxAnswersPerWrite;
     Thread writer = new Thread(this::writeForever, "troupe-idempotency-answers");
     writer.setDaemon(true);
     writer.start();
@@ -50,7 +50,7 @@ final class IdempotencyAnswerRecorder {
       } catch (InterruptedException e) {
         return;
       }
-      queue.drainTo(batch, MAX_BATCH - 1);
+      queue.drainTo(batch, maxAnswersPerWrite - 1);
       List<IdempotencyRecord> records = new ArrayList<>(batch.size());
       batch.forEach(pending -> records.add(pending.record()));
       RuntimeException failure = null;

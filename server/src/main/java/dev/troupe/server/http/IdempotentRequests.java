@@ -70,7 +70,7 @@ final class IdempotentRequests {
     this.troupe = troupe;
     this.settings = settings;
     this.core = new IdempotencyCore(settings.retentionMillis(), settings.maxKeys());
-    this.answerRecorder = new IdempotencyAnswerRecorder(troupe);
+    this.answerRecorder = new IdempotencyAnswerRecorder(troupe, settings.maxAnswersPerWrite());
     long now = System.currentTimeMillis();
     List<CompletableFuture<Void>> deletions = new java.util.ArrayList<>();
     List<IdempotencyRecord> stored = new java.util.ArrayList<>(troupe.idempotencyRecords());
