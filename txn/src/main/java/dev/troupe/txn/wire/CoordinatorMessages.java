@@ -1,0 +1,53 @@
+package dev.troupe.txn.wire;
+
+import dev.troupe.txn.CoordinatorCore;
+import dev.troupe.txn.CoordinatorCore.Effect.SendDecision;
+import dev.troupe.txn.CoordinatorCore.Effect.SendForwards;
+import dev.troupe.txn.CoordinatorCore.Effect.SendPrepare;
+import dev.troupe.txn.wire.WireMessage.Acknowledgement;
+import dev.troupe.txn.wire.WireMessage.Decision;
+import dev.troupe.txn.wire.WireMessage.ForwardsChanged;
+import dev.troupe.txn.wire.WireMessage.Prepare;
+import dev.troupe.txn.wire.WireMessage.Vote;
+
+/**
+ * The coordinator's side of the wire: its effects that reach a participant become messages, and
+ * the participants' messages become its inputs. A shell encodes what these return with {@link
+ * WireCodec} and routes it to the participant's entity ({@link Envelope.Destination.ToEntity}).
+ *
+ * <p>Assumes {@code CoordinatorCore}'s {@code SendPrepare(participant, transactionId,
+ * startTimestamp, part, planned)}, {@code SendForwards(participant, transactionId, forwards)},
+ * {@code SendDecision(participant, transactionId, commit)}, {@code VoteReceived(participant,
+ * transactionId, vote)} and {@code Acknowledged(participant, transactionId, acknowledgement)}.
+ */
+public final class CoordinatorMessages {
+  private CoordinatorMessages() {}
+
+  /**
+   * @param type the participant's type as the coordinator's node knows it (its name and the
+   *     commit timestamp of its stored definition)
+   */
+  public static Prepare prepare(SendPrepare send, TypeReference type) {
+    CoordinatorCore.Part part = send.part();
+    return new Prepare(send.transactionId(), send.startTimestamp(), send.participant(), type,
+        part.turns(), part.readsState(), part.forwards(), part.reserved(), send.planned());
+  }
+
+  public static ForwardsChanged forwardsChanged(SendForwards send) {
+    return new ForwardsChanged(send.transactionId(), send.participant(), send.forwards());
+  }
+
+  public static Decision decision(SendDecision send) {
+    return new Decision(send.transactionId(), send.participant(), send.commit());
+  }
+
+  public static CoordinatorCore.Input.VoteReceived voteReceived(Vote vote) {
+    return new CoordinatorCore.Input.VoteReceived(vote.participant(), vote.transactionId(),
+        WireResults.fromWire(vote.vote()));
+  }
+
+  public static CoordinatorCore.Input.Acknowledged acknowledged(Acknowledgement acknowledgement) {
+    return new CoordinatorCore.Input.Acknowledged(acknowledgement.participant(),
+        acknowledgement.transactionId(), WireResults.fromWire(acknowledgement.acknowledgement()));
+  }
+}
