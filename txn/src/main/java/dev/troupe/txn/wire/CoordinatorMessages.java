@@ -6,6 +6,9 @@ import dev.troupe.txn.CoordinatorCore.Effect.SendForwards;
 import dev.troupe.txn.CoordinatorCore.Effect.SendPrepare;
 import dev.troupe.txn.wire.WireMessage.Acknowledgement;
 import dev.troupe.txn.wire.WireMessage.Decision;
+import dev.troupe.txn.wire.WireMessage.DecisionAnswer;
+import dev.troupe.txn.wire.WireMessage.DecisionQuery;
+import dev.troupe.txn.wire.WireMessage.DecisionState;
 import dev.troupe.txn.wire.WireMessage.ForwardsChanged;
 import dev.troupe.txn.wire.WireMessage.Prepare;
 import dev.troupe.txn.wire.WireMessage.Vote;
@@ -16,7 +19,8 @@ import dev.troupe.txn.wire.WireMessage.Vote;
  * WireCodec} and routes it to the participant's entity ({@link Envelope.Destination.ToEntity}).
  *
  * <p>Assumes {@code CoordinatorCore}'s {@code SendPrepare(participant, transactionId,
- * startTimestamp, part, planned)}, {@code SendForwards(participant, transactionId, forwards)},
+ * startTimestamp, part, planned)}, {@code SendForwards(participant, transactionId, forwards)}
+ * (its round passed beside it until the coordinator numbers rounds),
  * {@code SendDecision(participant, transactionId, commit)}, {@code VoteReceived(participant,
  * transactionId, vote)} and {@code Acknowledged(participant, transactionId, acknowledgement)}.
  */
@@ -33,17 +37,31 @@ public final class CoordinatorMessages {
         part.turns(), part.readsState(), part.forwards(), part.reserved(), send.planned());
   }
 
-  public static ForwardsChanged forwardsChanged(SendForwards send) {
-    return new ForwardsChanged(send.transactionId(), send.participant(), send.forwards());
+  /**
+   * @param round the coordinator's round of this part for these forwards (2 for the first after
+   *     the prepare): the {@code round} of a coordinator that numbers its rounds
+   */
+  public static ForwardsChanged forwardsChanged(SendForwards send, int round) {
+    return new ForwardsChanged(send.transactionId(), send.participant(), round, send.forwards());
   }
 
   public static Decision decision(SendDecision send) {
     return new Decision(send.transactionId(), send.participant(), send.commit());
   }
 
+  /**
+   * The vote as the coordinator's input. A coordinator that numbers its rounds takes {@code
+   * vote.round()} too (to ignore duplicates and votes of earlier rounds); this one counts the
+   * latest vote of the attempt.
+   */
   public static CoordinatorCore.Input.VoteReceived voteReceived(Vote vote) {
     return new CoordinatorCore.Input.VoteReceived(vote.participant(), vote.transactionId(),
         WireResults.fromWire(vote.vote()));
+  }
+
+  /** The coordinator's node's answer to a participant's question, sent back to its node. */
+  public static DecisionAnswer decisionAnswer(DecisionQuery query, DecisionState state) {
+    return new DecisionAnswer(query.transactionId(), query.participant(), state);
   }
 
   public static CoordinatorCore.Input.Acknowledged acknowledged(Acknowledgement acknowledgement) {

@@ -9,6 +9,8 @@ import dev.troupe.txn.Turn;
 import dev.troupe.txn.TurnResult;
 import dev.troupe.txn.wire.WireMessage.Acknowledgement;
 import dev.troupe.txn.wire.WireMessage.Decision;
+import dev.troupe.txn.wire.WireMessage.DecisionAnswer;
+import dev.troupe.txn.wire.WireMessage.DecisionQuery;
 import dev.troupe.txn.wire.WireMessage.ForwardsChanged;
 import dev.troupe.txn.wire.WireMessage.Prepare;
 import dev.troupe.txn.wire.WireMessage.StepAnswer;
@@ -16,6 +18,7 @@ import dev.troupe.txn.wire.WireMessage.StepRequest;
 import dev.troupe.txn.wire.WireMessage.TurnAnswer;
 import dev.troupe.txn.wire.WireMessage.TurnRequest;
 import dev.troupe.txn.wire.WireMessage.Vote;
+import java.util.Optional;
 
 /**
  * The entity's side of the wire: messages for an entity become {@link EntityTurnCore} inputs
@@ -83,8 +86,37 @@ public final class ParticipantMessages {
     return new TurnRequest(transactionId, entity, type, turn);
   }
 
-  public static Vote vote(long transactionId, EntityId participant, TurnResult vote) {
-    return new Vote(transactionId, participant, WireResults.toWire(vote));
+  /**
+   * @param round what the vote answers: 1 for the prepare, the {@link ForwardsChanged}'s round
+   *     for a vote after changed forwards (the shell keeps it in its reply target)
+   */
+  public static Vote vote(long transactionId, EntityId participant, int round,
+      TurnResult vote) {
+    return new Vote(transactionId, participant, round, WireResults.toWire(vote));
+  }
+
+  /**
+   * The question a participant in doubt sends to the coordinator's node ({@code
+   * TransactionIds.nodeOf(transactionId)}).
+   */
+  public static DecisionQuery decisionQuery(long transactionId, int askingNode,
+      EntityId participant) {
+    return new DecisionQuery(transactionId, askingNode, participant);
+  }
+
+  /**
+   * The answer to a participant's question as its decision input; empty while the coordinator
+   * has not decided (the participant asks again at its next in-doubt check).
+   */
+  public static <R> Optional<EntityTurnCore.Input.DecisionReceived<R>> decisionReceived(
+      DecisionAnswer answer, R acknowledgeTo) {
+    return switch (answer.state()) {
+      case COMMITTED -> Optional.of(new EntityTurnCore.Input.DecisionReceived<>(
+          answer.transactionId(), true, acknowledgeTo));
+      case ABORTED -> Optional.of(new EntityTurnCore.Input.DecisionReceived<>(
+          answer.transactionId(), false, acknowledgeTo));
+      case UNDECIDED -> Optional.empty();
+    };
   }
 
   public static Acknowledgement acknowledgement(long transactionId, EntityId participant,

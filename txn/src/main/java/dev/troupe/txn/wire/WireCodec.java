@@ -79,6 +79,10 @@ public final class WireCodec {
   private static final byte TO_ENTITY = 1;
   private static final byte TO_NODE = 2;
 
+  private static final byte COMMITTED = 1;
+  private static final byte ABORTED = 2;
+  private static final byte UNDECIDED = 3;
+
   private static final byte DONE = 1;
   private static final byte FAILED = 2;
 
@@ -223,11 +227,13 @@ public final class WireCodec {
       case Vote vote -> {
         out.fixedLong(vote.transactionId());
         ValueEncoding.writeEntity(out, vote.participant());
+        out.varInt(vote.round());
         writeResult(out, vote.vote());
       }
       case ForwardsChanged changed -> {
         out.fixedLong(changed.transactionId());
         ValueEncoding.writeEntity(out, changed.participant());
+        out.varInt(changed.round());
         writeForwards(out, changed.forwards());
       }
       case Decision decision -> {
@@ -269,10 +275,16 @@ public final class WireCodec {
       case DecisionQuery query -> {
         out.fixedLong(query.transactionId());
         out.varInt(query.askingNode());
+        ValueEncoding.writeEntity(out, query.participant());
       }
       case DecisionAnswer answer -> {
         out.fixedLong(answer.transactionId());
-        out.type((byte) (answer.state().ordinal() + 1));
+        ValueEncoding.writeEntity(out, answer.participant());
+        out.type(switch (answer.state()) {
+          case COMMITTED -> COMMITTED;
+          case ABORTED -> ABORTED;
+          case UNDECIDED -> UNDECIDED;
+        });
       }
       case PositionsRequest request -> {
         out.fixedLong(request.requestId());
@@ -309,9 +321,10 @@ public final class WireCodec {
         yield new Prepare(transactionId, startTimestamp, participant, type, turns, readsState,
             forwards, reserved, in.flag());
       }
-      case VOTE -> new Vote(in.fixedLong(), ValueEncoding.readEntity(in), readResult(in));
-      case FORWARDS_CHANGED ->
-          new ForwardsChanged(in.fixedLong(), ValueEncoding.readEntity(in), readForwards(in));
+      case VOTE -> new Vote(in.fixedLong(), ValueEncoding.readEntity(in), in.varInt(),
+          readResult(in));
+      case FORWARDS_CHANGED -> new ForwardsChanged(in.fixedLong(), ValueEncoding.readEntity(in),
+          in.varInt(), readForwards(in));
       case DECISION -> new Decision(in.fixedLong(), ValueEncoding.readEntity(in), in.flag());
       case ACKNOWLEDGEMENT ->
           new Acknowledgement(in.fixedLong(), ValueEncoding.readEntity(in), readResult(in));
@@ -329,14 +342,18 @@ public final class WireCodec {
           readType(in), readTurn(in));
       case TURN_ANSWER ->
           new TurnAnswer(in.fixedLong(), ValueEncoding.readEntity(in), readResult(in));
-      case DECISION_QUERY -> new DecisionQuery(in.fixedLong(), in.varInt());
+      case DECISION_QUERY ->
+          new DecisionQuery(in.fixedLong(), in.varInt(), ValueEncoding.readEntity(in));
       case DECISION_ANSWER -> {
         long transactionId = in.fixedLong();
+        EntityId participant = ValueEncoding.readEntity(in);
         byte state = in.type();
-        if (state < 1 || state > DecisionState.values().length) {
-          throw in.corrupt("unknown decision state " + state, null);
-        }
-        yield new DecisionAnswer(transactionId, DecisionState.values()[state - 1]);
+        yield new DecisionAnswer(transactionId, participant, switch (state) {
+          case COMMITTED -> DecisionState.COMMITTED;
+          case ABORTED -> DecisionState.ABORTED;
+          case UNDECIDED -> DecisionState.UNDECIDED;
+          default -> throw in.corrupt("unknown decision state " + state, null);
+        });
       }
       case POSITIONS_REQUEST -> new PositionsRequest(in.fixedLong(), in.varInt());
       case POSITIONS_GRANTED ->

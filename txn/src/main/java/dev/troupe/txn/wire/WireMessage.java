@@ -40,16 +40,25 @@ public sealed interface WireMessage {
     }
   }
 
-  /** Participant to coordinator: its vote on its part (yes is {@link WireResult.Done}). */
-  record Vote(long transactionId, EntityId participant, WireResult vote) implements WireMessage {}
+  /**
+   * Participant to coordinator: its vote on its part (yes is {@link WireResult.Done}).
+   *
+   * @param round what it answers: 1 for the prepare, {@code n} for the {@link ForwardsChanged}
+   *     of round {@code n} (only the latest round's vote counts; a duplicate is recognized)
+   */
+  record Vote(long transactionId, EntityId participant, int round, WireResult vote)
+      implements WireMessage {}
 
   /**
    * Coordinator to a participant that voted yes: the operations forwarded to it changed; evaluate
    * the part again with all of these and vote again ({@code SendForwards}; {@code
    * ForwardsReceived}).
+   *
+   * @param round the coordinator's round of this part (2 for the first forwards after the
+   *     prepare); the vote that answers it names it
    */
-  record ForwardsChanged(long transactionId, EntityId participant, List<Forward> forwards)
-      implements WireMessage {
+  record ForwardsChanged(long transactionId, EntityId participant, int round,
+      List<Forward> forwards) implements WireMessage {
     public ForwardsChanged {
       forwards = List.copyOf(forwards);
     }
@@ -85,12 +94,15 @@ public sealed interface WireMessage {
   /**
    * A participant's node holding an in-doubt part to the coordinator's node ({@code
    * TransactionIds.nodeOf(transactionId)}): what was decided? Asked on recovery and after a
-   * timeout; the answer goes to {@code askingNode}.
+   * timeout; the answer goes to {@code askingNode}, for {@code participant} (named so that the
+   * answer routes to the entity without the asking node remembering who asked).
    */
-  record DecisionQuery(long transactionId, int askingNode) implements WireMessage {}
+  record DecisionQuery(long transactionId, int askingNode, EntityId participant)
+      implements WireMessage {}
 
-  /** The coordinator's node's answer to a {@link DecisionQuery}. */
-  record DecisionAnswer(long transactionId, DecisionState state) implements WireMessage {}
+  /** The coordinator's node's answer to a {@link DecisionQuery} of {@code participant}. */
+  record DecisionAnswer(long transactionId, EntityId participant, DecisionState state)
+      implements WireMessage {}
 
   /** What a coordinator's node knows of a transaction's decision. */
   enum DecisionState {

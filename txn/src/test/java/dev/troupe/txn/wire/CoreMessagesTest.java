@@ -84,7 +84,7 @@ class CoreMessagesTest {
                     CoordinatorMessages.prepare(send, ACCOUNT_TYPE))));
             case CoordinatorCore.Effect.SendForwards send -> network.add(WireCodec.encode(
                 new Envelope(COORDINATOR_NODE, new Destination.ToEntity(send.participant()),
-                    CoordinatorMessages.forwardsChanged(send))));
+                    CoordinatorMessages.forwardsChanged(send, 2))));
             case CoordinatorCore.Effect.SendDecision send -> network.add(WireCodec.encode(
                 new Envelope(COORDINATOR_NODE, new Destination.ToEntity(send.participant()),
                     CoordinatorMessages.decision(send))));
@@ -139,7 +139,7 @@ class CoreMessagesTest {
           case EntityTurnCore.Effect.Reply<ReplyTarget> reply -> {
             ReplyTarget target = reply.replyTo();
             WireMessage message = target.kind().equals("vote")
-                ? ParticipantMessages.vote(target.transactionId(), entity, reply.result())
+                ? ParticipantMessages.vote(target.transactionId(), entity, 1, reply.result())
                 : ParticipantMessages.acknowledgement(target.transactionId(), entity,
                     reply.result());
             network.add(WireCodec.encode(new Envelope(PARTICIPANT_NODE,
@@ -186,7 +186,7 @@ class CoreMessagesTest {
     TurnResult no = new TurnResult.Failed(new TroupeException(ErrorCode.ABORTED,
         TransactionAbort.LOCK_CONFLICT, "died"));
     Envelope received = overTheWire(new Envelope(PARTICIPANT_NODE,
-        new Destination.ToNode(COORDINATOR_NODE), ParticipantMessages.vote(9, BOB, no)));
+        new Destination.ToNode(COORDINATOR_NODE), ParticipantMessages.vote(9, BOB, 1, no)));
     CoordinatorCore.Input.VoteReceived vote =
         CoordinatorMessages.voteReceived((WireMessage.Vote) received.message());
     assertEquals(BOB, vote.participant());
@@ -195,6 +195,28 @@ class CoreMessagesTest {
     assertEquals(ErrorCode.ABORTED, error.code());
     assertEquals(TransactionAbort.LOCK_CONFLICT, error.reason());
     assertEquals("died", error.getMessage());
+  }
+
+  @Test
+  void aDecisionQueryIsAnsweredBackToTheParticipantThatAsked() {
+    WireMessage.DecisionQuery query = (WireMessage.DecisionQuery) overTheWire(new Envelope(
+        PARTICIPANT_NODE, new Destination.ToNode(COORDINATOR_NODE),
+        ParticipantMessages.decisionQuery(44, PARTICIPANT_NODE, ALICE))).message();
+    assertEquals(PARTICIPANT_NODE, query.askingNode());
+    for (WireMessage.DecisionState state : WireMessage.DecisionState.values()) {
+      Envelope answer = overTheWire(new Envelope(COORDINATOR_NODE,
+          new Destination.ToNode(query.askingNode()),
+          CoordinatorMessages.decisionAnswer(query, state)));
+      WireMessage.DecisionAnswer received = (WireMessage.DecisionAnswer) answer.message();
+      assertEquals(ALICE, received.participant());
+      Optional<EntityTurnCore.Input.DecisionReceived<String>> decision =
+          ParticipantMessages.decisionReceived(received, "ack");
+      switch (state) {
+        case COMMITTED -> assertTrue(decision.orElseThrow().commit());
+        case ABORTED -> assertEquals(false, decision.orElseThrow().commit());
+        case UNDECIDED -> assertTrue(decision.isEmpty(), "undecided: ask again later");
+      }
+    }
   }
 
   @Test

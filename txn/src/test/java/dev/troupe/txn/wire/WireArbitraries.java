@@ -182,8 +182,8 @@ final class WireArbitraries {
                 participant, type, turns, readsState, forwards, keys, planned)));
     return Arbitraries.oneOf(
         prepare,
-        Combinators.combine(ids, entities(), results()).as(WireMessage.Vote::new),
-        Combinators.combine(ids, entities(), forwards().list().ofMaxSize(4))
+        Combinators.combine(ids, entities(), rounds(), results()).as(WireMessage.Vote::new),
+        Combinators.combine(ids, entities(), rounds(), forwards().list().ofMaxSize(4))
             .as(WireMessage.ForwardsChanged::new),
         Combinators.combine(ids, entities(), Arbitraries.of(true, false))
             .as(WireMessage.Decision::new),
@@ -193,14 +193,18 @@ final class WireArbitraries {
         Combinators.combine(ids, entities(), results()).as(WireMessage.StepAnswer::new),
         Combinators.combine(ids, entities(), types(), turns()).as(WireMessage.TurnRequest::new),
         Combinators.combine(ids, entities(), results()).as(WireMessage.TurnAnswer::new),
-        Combinators.combine(ids, Arbitraries.integers().between(0, 63))
+        Combinators.combine(ids, Arbitraries.integers().between(0, 63), entities())
             .as(WireMessage.DecisionQuery::new),
-        Combinators.combine(ids, Arbitraries.of(WireMessage.DecisionState.class))
+        Combinators.combine(ids, entities(), Arbitraries.of(WireMessage.DecisionState.class))
             .as(WireMessage.DecisionAnswer::new),
         Combinators.combine(ids, Arbitraries.integers().between(1, 10_000))
             .as(WireMessage.PositionsRequest::new),
         Combinators.combine(ids, Arbitraries.longs().greaterOrEqual(1),
             Arbitraries.integers().between(1, 10_000)).as(WireMessage.PositionsGranted::new));
+  }
+
+  static Arbitrary<Integer> rounds() {
+    return Arbitraries.integers().between(1, 40);
   }
 
   static Arbitrary<Envelope> envelopes() {

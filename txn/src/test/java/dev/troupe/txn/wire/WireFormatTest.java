@@ -112,9 +112,9 @@ class WireFormatTest {
     examples.put("Prepare", new Envelope(1, toCart, new WireMessage.Prepare(101L, 100L, CART,
         CART_TYPE, everyTurn(), true, everyForward(),
         Map.of("total", LockTable.Mode.WRITE, "items", LockTable.Mode.READ), true)));
-    examples.put("Vote", new Envelope(2, toNode, new WireMessage.Vote(101L, CART, done())));
+    examples.put("Vote", new Envelope(2, toNode, new WireMessage.Vote(101L, CART, 1, done())));
     examples.put("ForwardsChanged", new Envelope(1, toCart,
-        new WireMessage.ForwardsChanged(101L, CART, everyForward())));
+        new WireMessage.ForwardsChanged(101L, CART, 2, everyForward())));
     examples.put("Decision", new Envelope(1, toCart, new WireMessage.Decision(101L, CART, true)));
     examples.put("Acknowledgement", new Envelope(2, toNode,
         new WireMessage.Acknowledgement(101L, CART, failed())));
@@ -127,9 +127,9 @@ class WireFormatTest {
     examples.put("TurnAnswer", new Envelope(2, toNode,
         new WireMessage.TurnAnswer(103L, CART, failed())));
     examples.put("DecisionQuery", new Envelope(2, toNode,
-        new WireMessage.DecisionQuery(101L, 2)));
+        new WireMessage.DecisionQuery(101L, 2, CART)));
     examples.put("DecisionAnswer", new Envelope(5, new Destination.ToNode(2),
-        new WireMessage.DecisionAnswer(101L, WireMessage.DecisionState.UNDECIDED)));
+        new WireMessage.DecisionAnswer(101L, CART, WireMessage.DecisionState.UNDECIDED)));
     examples.put("PositionsRequest", new Envelope(2, new Destination.ToNode(0),
         new WireMessage.PositionsRequest(7L, 3)));
     examples.put("PositionsGranted", new Envelope(0, new Destination.ToNode(2),
