@@ -349,7 +349,7 @@ public final class Codec {
           what + ": too short (" + (bytes == null ? "null" : bytes.length + " bytes") + ")");
     }
     int limit = bytes.length - CHECKSUM_BYTES;
-    int stored = BinaryReader.storedChecksum(bytes, limit);
+    int stored = BinaryReader.intAt(bytes, limit);
     int computed = BinaryReader.checksum(bytes, limit);
     if (stored != computed) {
       throw new CorruptDataException(

@@ -40,8 +40,8 @@ public final class BinaryReader {
     this.failure = failure;
   }
 
-  /** The CRC32C stored big-endian in the 4 bytes at {@code offset}. */
-  public static int storedChecksum(byte[] bytes, int offset) {
+  /** The int stored big-endian in the 4 bytes at {@code offset} (a checksum, a length). */
+  public static int intAt(byte[] bytes, int offset) {
     return ((bytes[offset] & 0xFF) << 24)
         | ((bytes[offset + 1] & 0xFF) << 16)
         | ((bytes[offset + 2] & 0xFF) << 8)
@@ -95,7 +95,7 @@ public final class BinaryReader {
 
   public int fixedInt() {
     need(4);
-    int value = storedChecksum(buffer, position);
+    int value = intAt(buffer, position);
     position += 4;
     return value;
   }

@@ -161,12 +161,12 @@ public final class WireCodec {
           + (bytes == null ? "null" : bytes.length + " bytes") + ")");
     }
     int limit = bytes.length - CHECKSUM_BYTES;
-    long declared = BinaryReader.storedChecksum(bytes, 2) & 0xFFFFFFFFL;
+    long declared = BinaryReader.intAt(bytes, 2) & 0xFFFFFFFFL;
     if (declared != limit - HEADER_BYTES) {
       throw new CorruptMessageException(Damage.LENGTH_MISMATCH, "message frame declares "
           + declared + " bytes of fields but carries " + (limit - HEADER_BYTES));
     }
-    int stored = BinaryReader.storedChecksum(bytes, limit);
+    int stored = BinaryReader.intAt(bytes, limit);
     int computed = BinaryReader.checksum(bytes, limit);
     if (stored != computed) {
       throw new CorruptMessageException(Damage.CHECKSUM_MISMATCH, "message checksum mismatch"
