@@ -19,8 +19,6 @@ import dev.troupe.txn.wire.WireMessage.DecisionAnswer;
 import dev.troupe.txn.wire.WireMessage.DecisionQuery;
 import dev.troupe.txn.wire.WireMessage.DecisionState;
 import dev.troupe.txn.wire.WireMessage.ForwardsChanged;
-import dev.troupe.txn.wire.WireMessage.PositionsGranted;
-import dev.troupe.txn.wire.WireMessage.PositionsRequest;
 import dev.troupe.txn.wire.WireMessage.Prepare;
 import dev.troupe.txn.wire.WireMessage.StepAnswer;
 import dev.troupe.txn.wire.WireMessage.StepRequest;
@@ -67,11 +65,9 @@ public final class WireCodec {
   static final byte TURN_ANSWER = 9;
   static final byte DECISION_QUERY = 10;
   static final byte DECISION_ANSWER = 11;
-  static final byte POSITIONS_REQUEST = 12;
-  static final byte POSITIONS_GRANTED = 13;
 
   /** The version this build writes (and the newest it reads) of each type id, by index. */
-  static final byte[] VERSIONS = {0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+  static final byte[] VERSIONS = {0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
 
   private static final int HEADER_BYTES = 6;
   private static final int CHECKSUM_BYTES = 4;
@@ -121,8 +117,6 @@ public final class WireCodec {
       case TurnAnswer ignored -> TURN_ANSWER;
       case DecisionQuery ignored -> DECISION_QUERY;
       case DecisionAnswer ignored -> DECISION_ANSWER;
-      case PositionsRequest ignored -> POSITIONS_REQUEST;
-      case PositionsGranted ignored -> POSITIONS_GRANTED;
     };
   }
 
@@ -286,15 +280,6 @@ public final class WireCodec {
           case UNDECIDED -> UNDECIDED;
         });
       }
-      case PositionsRequest request -> {
-        out.fixedLong(request.requestId());
-        out.varInt(request.count());
-      }
-      case PositionsGranted granted -> {
-        out.fixedLong(granted.requestId());
-        out.fixedLong(granted.firstPosition());
-        out.varInt(granted.count());
-      }
     }
   }
 
@@ -355,9 +340,6 @@ public final class WireCodec {
           default -> throw in.corrupt("unknown decision state " + state, null);
         });
       }
-      case POSITIONS_REQUEST -> new PositionsRequest(in.fixedLong(), in.varInt());
-      case POSITIONS_GRANTED ->
-          new PositionsGranted(in.fixedLong(), in.fixedLong(), in.varInt());
       default -> throw in.corrupt("unknown message type " + typeId, null);
     };
   }

@@ -15,14 +15,15 @@ import java.util.Map;
  *
  * <p>Resends are part of the protocol (a coordinator resends its decision until acknowledged, a
  * participant asks again about an in-doubt part), so every message is idempotent at its receiver
- * and names the transaction attempt (or request) it belongs to.
+ * and names the transaction attempt it belongs to.
  */
 public sealed interface WireMessage {
   /**
    * Coordinator to participant: prepare this part and vote ({@code CoordinatorCore}'s {@code
    * SendPrepare}; the participant's {@code PrepareRequested}).
    *
-   * @param startTimestamp the transaction's age for wait-die (kept across its retries)
+   * @param startTimestamp the transaction's age for wait-die (kept across its retries); a planned
+   *     transaction's position in its node's sequencer order (negative, below every dynamic age)
    * @param type the participant's type, resolved by the receiver's {@link TypeRegistry}
    * @param turns the participant's operations, in request order
    * @param readsState whether the transaction reads the participant's whole state
@@ -116,17 +117,4 @@ public sealed interface WireMessage {
     /** Its coordinator is still running (collecting votes or persisting): ask again later. */
     UNDECIDED
   }
-
-  /**
-   * A node to the node that orders planned transactions: {@code count} positions in the global
-   * order, for the batch {@code requestId} names (unique per asking node).
-   */
-  record PositionsRequest(long requestId, int count) implements WireMessage {}
-
-  /**
-   * The ordering node's answer: positions {@code firstPosition .. firstPosition + count - 1},
-   * in the batch's order.
-   */
-  record PositionsGranted(long requestId, long firstPosition, int count)
-      implements WireMessage {}
 }

@@ -196,11 +196,7 @@ final class WireArbitraries {
         Combinators.combine(ids, Arbitraries.integers().between(0, 63), entities())
             .as(WireMessage.DecisionQuery::new),
         Combinators.combine(ids, entities(), Arbitraries.of(WireMessage.DecisionState.class))
-            .as(WireMessage.DecisionAnswer::new),
-        Combinators.combine(ids, Arbitraries.integers().between(1, 10_000))
-            .as(WireMessage.PositionsRequest::new),
-        Combinators.combine(ids, Arbitraries.longs().greaterOrEqual(1),
-            Arbitraries.integers().between(1, 10_000)).as(WireMessage.PositionsGranted::new));
+            .as(WireMessage.DecisionAnswer::new));
   }
 
   static Arbitrary<Integer> rounds() {
@@ -222,7 +218,6 @@ final class WireArbitraries {
         WireMessage.Acknowledgement.class, WireMessage.StepRequest.class,
         WireMessage.StepAnswer.class, WireMessage.TurnRequest.class,
         WireMessage.TurnAnswer.class, WireMessage.DecisionQuery.class,
-        WireMessage.DecisionAnswer.class, WireMessage.PositionsRequest.class,
-        WireMessage.PositionsGranted.class);
+        WireMessage.DecisionAnswer.class);
   }
 }

@@ -130,10 +130,6 @@ class WireFormatTest {
         new WireMessage.DecisionQuery(101L, 2, CART)));
     examples.put("DecisionAnswer", new Envelope(5, new Destination.ToNode(2),
         new WireMessage.DecisionAnswer(101L, CART, WireMessage.DecisionState.UNDECIDED)));
-    examples.put("PositionsRequest", new Envelope(2, new Destination.ToNode(0),
-        new WireMessage.PositionsRequest(7L, 3)));
-    examples.put("PositionsGranted", new Envelope(0, new Destination.ToNode(2),
-        new WireMessage.PositionsGranted(7L, 1001L, 3)));
     return examples;
   }
 
