@@ -28,8 +28,8 @@ import java.util.Set;
 /**
  * The binary form of the model's values, shared by the journal ({@code storage}'s {@code Codec}:
  * records, checkpoints, prepared parts) and the messages between cores ({@code txn}'s wire
- * codec): operations, OR-set tags, dependency records, entity states and entity ids. Only the
- * fields: framing, record type, revision and checksum belong to each format.
+ * codec): operations, OR-set tags, dependency records, entity states and entity ids. Fields only:
+ * each format adds its own framing (record type, revision, length, checksum).
  *
  * <p>Stable: stored journals hold these bytes, so a change here is a change of every format that
  * uses it (the storage tests pin them with fixed byte vectors). Set elements are stored by their

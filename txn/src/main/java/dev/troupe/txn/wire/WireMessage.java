@@ -14,8 +14,9 @@ import java.util.Map;
  * effect each one carries, is in {@link CoordinatorMessages} and {@link ParticipantMessages}.
  *
  * <p>Resends are part of the protocol (a coordinator resends its decision until acknowledged, a
- * participant asks again about an in-doubt part), so every message is idempotent at its receiver
- * and names the transaction attempt it belongs to.
+ * participant asks again about an in-doubt part, a network may duplicate), so a receiver must
+ * take each message more than once; each names the transaction attempt it belongs to, and votes
+ * and changed forwards their round, for the cores to recognize a duplicate.
  */
 public sealed interface WireMessage {
   /**
