@@ -8,9 +8,12 @@ import dev.troupe.model.dependency.Dependency;
 import dev.troupe.model.dependency.KeyReference;
 import dev.troupe.model.spec.CompiledType;
 import dev.troupe.storage.IdempotencyRecord;
+import dev.troupe.storage.InDoubtResolution;
 import dev.troupe.storage.Store;
 import dev.troupe.txn.CoordinatorCore;
 import dev.troupe.txn.Turn;
+import dev.troupe.txn.TurnCodec;
+import dev.troupe.txn.TurnEvaluator;
 import dev.troupe.txn.TurnResult;
 import dev.troupe.txn.request.RequestCore;
 import dev.troupe.txn.request.RequestCore.Effect;
@@ -31,6 +34,8 @@ import java.util.function.Function;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.javadsl.AskPattern;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The shell of {@link RequestCore}: one core per client request, fed the request and then the
@@ -54,6 +59,8 @@ final class RequestShell {
 
     void abort(long transactionId);
   }
+
+  private static final Logger log = LoggerFactory.getLogger(Troupe.class);
 
   private final Store store;
   private final ActorSystem<Void> system;
@@ -102,6 +109,25 @@ final class RequestShell {
 
   void useInteractive(Interactive interactive) {
     this.interactive = interactive;
+  }
+
+  /**
+   * At start, before any turn runs: commits or aborts what a crash left prepared (the store's
+   * {@link InDoubtResolution}); PSAC parts are re-evaluated, in arrival order, on the state they
+   * meet, with their entity's type.
+   */
+  static void resolveInDoubtTransactions(Store store, Function<EntityId, CompiledType> typeOf,
+      RuntimeSettings settings, TransactionMetrics transactionMetrics) {
+    InDoubtResolution resolution = store.resolveInDoubtTransactions((part, current) ->
+        TurnEvaluator.redo(part.entity(), typeOf.apply(part.entity()), current,
+            TurnCodec.decode(part.redo()), part.transactionId(),
+            settings.storage().dataCentreId(), settings.turnLimits()));
+    transactionMetrics.recordRecovery(resolution.toCommit().size(), resolution.toAbort().size());
+    if (!resolution.isEmpty()) {
+      log.info("resolved in-doubt transactions: committed {} prepared parts, aborted {},"
+              + " forgot {} decisions", resolution.toCommit().size(),
+          resolution.toAbort().size(), resolution.decisionsToForget().size());
+    }
   }
 
   // ---------------------------------------------------------------- requests

@@ -10,14 +10,10 @@ import dev.troupe.model.spec.TypeEvolution;
 import dev.troupe.model.spec.TypeSpec;
 import dev.troupe.model.value.DependencyTable;
 import dev.troupe.storage.IdempotencyRecord;
-import dev.troupe.storage.InDoubtResolution;
 import dev.troupe.storage.RocksStore;
 import dev.troupe.storage.StorageStatistics;
 import dev.troupe.storage.Store;
-import dev.troupe.storage.StoreHealth;
 import dev.troupe.txn.Turn;
-import dev.troupe.txn.TurnCodec;
-import dev.troupe.txn.TurnEvaluator;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -26,6 +22,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Consumer;
+import java.util.function.Supplier;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.Props;
@@ -73,6 +70,7 @@ public final class Troupe implements AutoCloseable {
   private final AtomicBoolean failed = new AtomicBoolean();
   private final LoudStorageEvents storageEvents = new LoudStorageEvents();
   private final AtomicBoolean closed = new AtomicBoolean();
+  private final IdempotencyHandOff idempotency = new IdempotencyHandOff();
   private final TypeRegistry types;
   private final ReadPath reads;
   private final RequestShell requests;
@@ -87,17 +85,8 @@ public final class Troupe implements AutoCloseable {
     storageEvents.useHealth(store::health);
     RenderedStates renderedStates =
         new RenderedStates(settings.memory().initialSplit().renderedMaximumBytes());
-    this.types = new TypeRegistry(settings.types(), store, new TypeRegistry.Turns() {
-      @Override
-      public CompletableFuture<TurnOutcome> run(EntityId entity, CompiledType type, Turn turn) {
-        return requests.run(entity, type, turn);
-      }
-
-      @Override
-      public CompletableFuture<TurnOutcome> turn(EntityId entity, Turn turn) {
-        return Troupe.this.turn(entity, turn);
-      }
-    });
+    this.types = new TypeRegistry(settings.types(), store,
+        this::runTyped, this::turn);
     this.reads = new ReadPath(settings, store, types::typeOf, renderedStates, this::checkOpen);
     FatalErrorHandler handler = (where, error) -> {
       failed.set(true);
@@ -120,7 +109,8 @@ public final class Troupe implements AutoCloseable {
       this.interactive = new InteractiveShell(settings.transactions(), store, system,
           this::registryOf, transactionMetrics, requests);
       types.loadTypes();
-      resolveInDoubtTransactions();
+      // Before any turn runs: what a crash left prepared is committed or aborted.
+      RequestShell.resolveInDoubtTransactions(store, types::typeOf, settings, transactionMetrics);
       this.memory = new MemoryWatch(settings.memory(), store, renderedStates, registries, metrics);
       reads.useMemory(memory);
       types.resumePendingMigrations();
@@ -146,29 +136,17 @@ public final class Troupe implements AutoCloseable {
     return settings;
   }
 
+  /** A turn on an entity of a given type, the reserved types' included (the types' entity). */
+  private CompletableFuture<TurnOutcome> runTyped(EntityId entity, CompiledType type, Turn turn) {
+    return requests.run(entity, type, turn);
+  }
+
   /**
    * The one way to an entity's actor: its partition's registry. Every message to an entity (turns,
    * steps, prepares, decisions, releases) is routed here.
    */
   private ActorRef<EntityRegistry.Command> registryOf(EntityId entity) {
     return registries.get(store.partitionOf(entity));
-  }
-
-  /**
-   * Before any turn runs (the constructor has not returned): commits or aborts what a crash left
-   * prepared. PSAC parts are re-evaluated, in arrival order, on the state they meet.
-   */
-  private void resolveInDoubtTransactions() {
-    InDoubtResolution resolution = store.resolveInDoubtTransactions((part, current) ->
-        TurnEvaluator.redo(part.entity(), types.typeOf(part.entity()), current,
-            TurnCodec.decode(part.redo()), part.transactionId(),
-            settings.storage().dataCentreId(), settings.turnLimits()));
-    transactionMetrics.recordRecovery(resolution.toCommit().size(), resolution.toAbort().size());
-    if (!resolution.isEmpty()) {
-      log.info("resolved in-doubt transactions: committed {} prepared parts, aborted {},"
-              + " forgot {} decisions", resolution.toCommit().size(),
-          resolution.toAbort().size(), resolution.decisionsToForget().size());
-    }
   }
 
   // ---------------------------------------------------------------- types
@@ -287,25 +265,10 @@ public final class Troupe implements AutoCloseable {
    */
   public CompletableFuture<TurnOutcome> turn(EntityId entity, Turn turn) {
     IdempotencyRecord idempotency = claimIdempotency();
-    try {
-      checkOpen();
-      memory.refuseIfShort();
-    } catch (TroupeException e) {
-      return CompletableFuture.failedFuture(e);
-    }
-    return requests.turn(entity, turn, idempotency);
+    return admitted(() -> requests.turn(entity, turn, idempotency));
   }
 
   // ---------------------------------------------------------------- idempotent writes
-
-  /**
-   * The idempotency record of the write being started on this thread (see {@link #idempotently}).
-   * A thread-local because every write entry point ({@link #turn}, {@link #transact}, {@link
-   * #commitInteractive}, dependency registration) claims it synchronously when called; it never
-   * outlives the {@code idempotently} call that set it.
-   */
-  private final ThreadLocal<IdempotencyRecord> startingIdempotency = new ThreadLocal<>();
-  private final ThreadLocal<Boolean> idempotencyClaimed = new ThreadLocal<>();
 
   /**
    * Starts a write ({@code write} must call one write entry point synchronously) whose commit also
@@ -314,24 +277,11 @@ public final class Troupe implements AutoCloseable {
    * when {@code write} refused before reaching one (nothing changed, nothing recorded).
    */
   public boolean idempotently(IdempotencyRecord record, Runnable write) {
-    startingIdempotency.set(record);
-    idempotencyClaimed.set(Boolean.FALSE);
-    try {
-      write.run();
-      return Boolean.TRUE.equals(idempotencyClaimed.get());
-    } finally {
-      startingIdempotency.remove();
-      idempotencyClaimed.remove();
-    }
+    return idempotency.idempotently(record, write);
   }
 
   private IdempotencyRecord claimIdempotency() {
-    IdempotencyRecord record = startingIdempotency.get();
-    if (record != null) {
-      startingIdempotency.remove();
-      idempotencyClaimed.set(Boolean.TRUE);
-    }
-    return record;
+    return idempotency.claim();
   }
 
   /** The store's durable record of an idempotency key, if any. */
@@ -372,13 +322,7 @@ public final class Troupe implements AutoCloseable {
    */
   public CompletableFuture<TransactionOutcome> transact(TransactionRequest request) {
     IdempotencyRecord idempotency = claimIdempotency();
-    try {
-      checkOpen();
-      memory.refuseIfShort();
-    } catch (TroupeException e) {
-      return CompletableFuture.failedFuture(e);
-    }
-    return requests.transact(request, idempotency);
+    return admitted(() -> requests.transact(request, idempotency));
   }
 
   public TransactionMetrics transactionMetrics() {
@@ -472,13 +416,7 @@ public final class Troupe implements AutoCloseable {
    */
   public CompletableFuture<EntityView> stepInteractive(long transactionId, EntityId entity,
       Turn turn) {
-    try {
-      checkOpen();
-      memory.refuseIfShort();
-    } catch (TroupeException e) {
-      return CompletableFuture.failedFuture(e);
-    }
-    return interactive.step(transactionId, entity, turn);
+    return admitted(() -> interactive.step(transactionId, entity, turn));
   }
 
   /** Commits an interactive transaction (two-phase commit over what it touched). */
@@ -515,25 +453,7 @@ public final class Troupe implements AutoCloseable {
    * safely can (reads of intact entities).
    */
   public NodeHealth health() {
-    List<NodeHealth.Problem> problems = new ArrayList<>();
-    if (closed.get()) {
-      problems.add(new NodeHealth.Problem("closed", "the engine is closed"));
-    }
-    if (failed.get()) {
-      problems.add(new NodeHealth.Problem("internal_error",
-          "the engine stopped after an internal error; see the log"));
-    }
-    StoreHealth storage = store.health();
-    if (!storage.accepting()) {
-      problems.add(new NodeHealth.Problem("storage_failed",
-          "storage failed and refuses every write until the node restarts: " + storage.failure()));
-    }
-    if (!storage.intact()) {
-      problems.add(new NodeHealth.Problem("corrupt_data",
-          storage.corruptionsDetected() + " read(s) met data that failed its integrity check; last: "
-              + storage.lastCorruption() + ". Run troupe check (docs/OPERATIONS.md)"));
-    }
-    return new NodeHealth(List.copyOf(problems), storage.corruptionsDetected());
+    return NodeHealth.of(closed.get(), failed.get(), store.health());
   }
 
   /**
@@ -567,6 +487,17 @@ public final class Troupe implements AutoCloseable {
   /** The storage engine, for tools in this JVM that need it (benchmarks, recovery checks). */
   public Store store() {
     return store;
+  }
+
+  /** Starts a write if the engine is open and the heap has room; else fails with why not. */
+  private <T> CompletableFuture<T> admitted(Supplier<CompletableFuture<T>> write) {
+    try {
+      checkOpen();
+      memory.refuseIfShort();
+    } catch (TroupeException e) {
+      return CompletableFuture.failedFuture(e);
+    }
+    return write.get();
   }
 
   private void checkOpen() {

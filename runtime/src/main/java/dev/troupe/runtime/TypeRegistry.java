@@ -28,6 +28,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
+import java.util.function.BiFunction;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -57,18 +58,17 @@ final class TypeRegistry {
   private static final int MIGRATION_ATTEMPTS_PER_ENTITY = 20;
   private static final long MIGRATION_RETRY_PAUSE_MILLIS = 50;
 
-  /** How the registry writes: its own entity's turns, and the migrations' turns. */
-  interface Turns {
-    /** A turn on an entity of the given type (the reserved types' entity included). */
+  /** A turn on an entity of a given type (the reserved types' entity included). */
+  interface TypedTurns {
     CompletableFuture<TurnOutcome> run(EntityId entity, CompiledType type, Turn turn);
-
-    /** A turn as a client's (the engine's checks and the entity's type apply). */
-    CompletableFuture<TurnOutcome> turn(EntityId entity, Turn turn);
   }
 
   private final RuntimeSettings.TypeSettings settings;
   private final Store store;
-  private final Turns turns;
+  /** Writes the types' own entity. */
+  private final TypedTurns typedTurns;
+  /** A turn as a client's (the engine's checks and the entity's type apply): the migrations'. */
+  private final BiFunction<EntityId, Turn, CompletableFuture<TurnOutcome>> turns;
   /** Declared types with the version of the definition they were compiled from. */
   private final Map<String, Declared> declaredTypes = new ConcurrentHashMap<>();
   /** Types whose discard migration was recorded but has not finished. */
@@ -79,9 +79,11 @@ final class TypeRegistry {
   /** A declared type and the version (commit timestamp) of its stored definition. */
   private record Declared(CompiledType type, long version) {}
 
-  TypeRegistry(RuntimeSettings.TypeSettings settings, Store store, Turns turns) {
+  TypeRegistry(RuntimeSettings.TypeSettings settings, Store store, TypedTurns typedTurns,
+      BiFunction<EntityId, Turn, CompletableFuture<TurnOutcome>> turns) {
     this.settings = settings;
     this.store = store;
+    this.typedTurns = typedTurns;
     this.turns = turns;
     this.typeExecutor = new ThreadPoolExecutor(1, 1, 0, TimeUnit.MILLISECONDS,
         new ArrayBlockingQueue<>(settings.maxQueuedRedeclarations()),
@@ -203,7 +205,7 @@ final class TypeRegistry {
 
   /** One entity's discard turn, tried again after transient refusals (locks, load). */
   private CompletableFuture<TurnOutcome> discardHiddenValues(EntityId entity, int attempts) {
-    return turns.turn(entity, new Turn.DiscardHiddenValues()).handle((outcome, failure) -> {
+    return turns.apply(entity, new Turn.DiscardHiddenValues()).handle((outcome, failure) -> {
       if (failure == null) {
         return CompletableFuture.completedFuture(outcome);
       }
@@ -223,7 +225,7 @@ final class TypeRegistry {
 
   /** Runs a turn on the types' entity and waits for it: for the types thread and start-up. */
   private TurnOutcome writeTypes(Turn turn) {
-    return Futures.join(turns.run(TYPES_ENTITY, CompiledType.schemaless(Troupe.SYSTEM_TYPE), turn));
+    return Futures.join(typedTurns.run(TYPES_ENTITY, CompiledType.schemaless(Troupe.SYSTEM_TYPE), turn));
   }
 
   /** At start, before serving: finishes the discard migrations a crash interrupted. */
