@@ -225,7 +225,8 @@ final class TypeRegistry {
 
   /** Runs a turn on the types' entity and waits for it: for the types thread and start-up. */
   private TurnOutcome writeTypes(Turn turn) {
-    return Futures.join(typedTurns.run(TYPES_ENTITY, CompiledType.schemaless(Troupe.SYSTEM_TYPE), turn));
+    return Futures.join(
+        typedTurns.run(TYPES_ENTITY, CompiledType.schemaless(Troupe.SYSTEM_TYPE), turn));
   }
 
   /** At start, before serving: finishes the discard migrations a crash interrupted. */

@@ -144,7 +144,8 @@ final class SimulatedRequests {
                 .merge(dependency, 1, Integer::sum));
         case Effect.WithdrawRegistrations withdraw -> withdraw.dependencies().forEach(
             dependency -> pending.computeIfPresent(dependency.leader(), (leader, counts) -> {
-              counts.computeIfPresent(dependency, (ignored, count) -> count == 1 ? null : count - 1);
+              counts.computeIfPresent(dependency,
+                  (ignored, count) -> count == 1 ? null : count - 1);
               return counts.isEmpty() ? null : counts;
             }));
         case Effect.CountPlanning count -> {

@@ -313,11 +313,6 @@ public final class RequestCore {
     return phase == Phase.ANSWERED;
   }
 
-  /** The participants' types as planned (a transaction's answer renders its states with them). */
-  public Map<EntityId, CompiledType> types() {
-    return types == null ? Map.of() : Collections.unmodifiableMap(types);
-  }
-
   // ---------------------------------------------------------------- requests
 
   private void turnRequested(Input.TurnRequested requested, List<Effect> effects) {
@@ -424,7 +419,8 @@ public final class RequestCore {
     }
     switch (result) {
       case TurnResult.Done done ->
-          reply(new Effect.ReplyTurn(done.version(), done.wrote(), done.state(), turnType), effects);
+          reply(new Effect.ReplyTurn(done.version(), done.wrote(), done.state(), turnType),
+              effects);
       case TurnResult.Failed failed -> {
         if (failed.error().code() == ErrorCode.ABORTED
             && TransactionAbort.NEEDS_TRANSACTION.equals(failed.error().reason())) {
@@ -618,7 +614,7 @@ public final class RequestCore {
   }
 
   /** Whether an action of the type makes sync calls (an unknown action has none). */
-  public static boolean hasSync(CompiledType type, String action) {
+  private static boolean hasSync(CompiledType type, String action) {
     ActionSpec spec = type.spec().actions().get(action);
     return spec != null && !spec.sync().isEmpty();
   }

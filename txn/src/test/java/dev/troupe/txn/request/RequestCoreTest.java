@@ -468,6 +468,7 @@ class RequestCoreTest {
     core.handle(new Input.TurnRequested(ALICE, WITHDRAW, 0));
     core.handle(new Input.TurnUnanswered(true, null));
     assertThrows(Invariants.InvariantViolation.class,
-        () -> core.handle(new Input.TurnAnswered(new TurnResult.Done(1, EntityState.ABSENT, true))));
+        () -> core.handle(
+            new Input.TurnAnswered(new TurnResult.Done(1, EntityState.ABSENT, true))));
   }
 }
