@@ -937,6 +937,8 @@ public final class EntityTurnCore<R> {
           finish(transactionId, effects);
         }
       }
+      // A duplicate of its prepare arriving later must not prepare it again.
+      rememberAbort(transactionId);
       acknowledgeAbort(decision, effects);
       return;
     }
