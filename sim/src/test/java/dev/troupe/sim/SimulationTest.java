@@ -10,7 +10,8 @@ import org.junit.jupiter.api.Test;
  * Seeded simulations of one node (bank, list-append, counters and dependencies workloads; the
  * production storage engine over a simulated disk, and the simulator's own journal) with crashes, lost
  * unsynced writes, clock jumps and a lossy client network: the CI seed budget (100 seeds for each
- * admission policy, planned and dynamic: 600; 60 more with damaged stored keys), determinism, and
+ * admission policy, planned and dynamic: 600; 60 more with damaged stored keys; 60 over a lossy
+ * network between coordinators and participants), determinism, and
  * proof that the checkers catch deliberate breakage of the shell, of a core and of the disk's
  * damage detection within that budget. A failing seed is printed;
  * {@code ./troupe sim --seed S --admission P --mode M} replays it with its trace.
