@@ -69,14 +69,29 @@ public final class Simulation {
    *     refuses every commit until a restart, and after restarts again, so a run with damage
    *     checks much less of everything else. The default runs keep their full power over
    *     transactions and recovery; the damage runs check detection.
+   * @param internalNetwork {@code reliable}: coordinators and participants talk over the node's
+   *     mailboxes; {@code lossy}: over a network that loses, duplicates and reorders their
+   *     messages until the faults stop, as between nodes ({@link SimulatedNode})
    */
   public record Options(String admission, String storage, String mailboxes, boolean planned,
       List<String> workloads, int accounts,
       int lists, int clients, long openingBalance, long durationMillis, double faultFreeShare,
       long meanMillisBetweenCrashes, double clientLossProbability, long clientTimeoutMillis,
-      int traceLines, long meanMillisBetweenDamage) {
+      int traceLines, long meanMillisBetweenDamage, String internalNetwork) {
     public static final Options DEFAULTS = new Options("serial", "store", "per-receiver", false,
-        WORKLOADS, 4, 3, 8, 100, 3_000, 0.3, 400, 0.02, 2_000, 400, 0);
+        WORKLOADS, 4, 3, 8, 100, 3_000, 0.3, 400, 0.02, 2_000, 400, 0, "reliable");
+
+    /** Options with reliable mailboxes between coordinators and participants. */
+    public Options(String admission, String storage, String mailboxes, boolean planned,
+        List<String> workloads, int accounts, int lists, int clients, long openingBalance,
+        long durationMillis, double faultFreeShare, long meanMillisBetweenCrashes,
+        double clientLossProbability, long clientTimeoutMillis, int traceLines,
+        long meanMillisBetweenDamage) {
+      this(admission, storage, mailboxes, planned, workloads, accounts, lists, clients,
+          openingBalance, durationMillis, faultFreeShare, meanMillisBetweenCrashes,
+          clientLossProbability, clientTimeoutMillis, traceLines, meanMillisBetweenDamage,
+          "reliable");
+    }
 
     public Options {
       workloads = List.copyOf(workloads);
@@ -85,6 +100,9 @@ public final class Simulation {
       }
       if (!List.of("per-receiver", "per-connection").contains(mailboxes)) {
         throw new IllegalArgumentException("mailboxes must be per-receiver or per-connection");
+      }
+      if (!List.of("reliable", "lossy").contains(internalNetwork)) {
+        throw new IllegalArgumentException("internal network must be reliable or lossy");
       }
       if (!List.of("store", "journal").contains(storage)) {
         throw new IllegalArgumentException("storage must be store or journal");
@@ -105,25 +123,34 @@ public final class Simulation {
     public Options withAdmission(String value, boolean plannedValue) {
       return new Options(value, storage, mailboxes, plannedValue, workloads, accounts, lists, clients,
           openingBalance, durationMillis, faultFreeShare, meanMillisBetweenCrashes,
-          clientLossProbability, clientTimeoutMillis, traceLines, meanMillisBetweenDamage);
+          clientLossProbability, clientTimeoutMillis, traceLines, meanMillisBetweenDamage,
+          internalNetwork);
     }
 
     public Options withMailboxes(String value) {
       return new Options(admission, storage, value, planned, workloads, accounts, lists, clients,
           openingBalance, durationMillis, faultFreeShare, meanMillisBetweenCrashes,
-          clientLossProbability, clientTimeoutMillis, traceLines, meanMillisBetweenDamage);
+          clientLossProbability, clientTimeoutMillis, traceLines, meanMillisBetweenDamage,
+          internalNetwork);
     }
 
     public Options withStorage(String value) {
       return new Options(admission, value, mailboxes, planned, workloads, accounts, lists, clients,
           openingBalance, durationMillis, faultFreeShare, meanMillisBetweenCrashes,
-          clientLossProbability, clientTimeoutMillis, traceLines, meanMillisBetweenDamage);
+          clientLossProbability, clientTimeoutMillis, traceLines, meanMillisBetweenDamage,
+          internalNetwork);
     }
 
     public Options withDamage(long value) {
       return new Options(admission, storage, mailboxes, planned, workloads, accounts, lists, clients,
           openingBalance, durationMillis, faultFreeShare, meanMillisBetweenCrashes,
-          clientLossProbability, clientTimeoutMillis, traceLines, value);
+          clientLossProbability, clientTimeoutMillis, traceLines, value, internalNetwork);
+    }
+
+    public Options withInternalNetwork(String value) {
+      return new Options(admission, storage, mailboxes, planned, workloads, accounts, lists, clients,
+          openingBalance, durationMillis, faultFreeShare, meanMillisBetweenCrashes,
+          clientLossProbability, clientTimeoutMillis, traceLines, meanMillisBetweenDamage, value);
     }
 
     /** The admission lines of a type spec for {@link #admission}. */
@@ -149,7 +176,8 @@ public final class Simulation {
   public record Result(long seed, String failure, long steps, long simulatedMillis,
       int committed, int aborted, int unknown, long crashes, long resolvedInDoubt, long redone,
       int serializationEdges, int livenessChecked, NodeStorage.Counters storage, String trace,
-      int answeredCorrupt, int unreadableAtEnd, int livenessExempted, long reissuedIds) {
+      int answeredCorrupt, int unreadableAtEnd, int livenessExempted, long reissuedIds,
+      long inDoubtQuestions, long inDoubtAnswers) {
     public boolean passed() {
       return failure == null;
     }
@@ -161,6 +189,8 @@ public final class Simulation {
           + " aborted, " + unknown + " unknown, " + crashes + " crashes, " + resolvedInDoubt
           + " in-doubt parts resolved, " + redone + " PSAC parts redone, " + serializationEdges
           + " serialization-graph edges checked, " + livenessChecked + " requests held to liveness; "
+          + (inDoubtQuestions == 0 ? "" : inDoubtQuestions + " in-doubt questions, "
+              + inDoubtAnswers + " answered with a decision; ")
           + storage + (storage.damagedKeys() == 0 ? "" : "; DAMAGE: " + answeredCorrupt
               + " requests answered corrupt_data, " + unreadableAtEnd
               + " entities unreadable at the end (excluded from final-state checks), "
@@ -202,12 +232,17 @@ public final class Simulation {
       workload.types().forEach((type, compiled) -> Invariants.check(
           types.put(type, compiled) == null, "two workloads use the type %s", type));
     }
+    // Decisions resent every 50 simulated ms, parts in doubt ask every 100: both well inside the
+    // clients' timeout, so a lost decision delays its transaction but does not lose its answer.
     this.node = new SimulatedNode(scheduler, new SimulatedNode.Settings(2, 1,
-        new CoordinatorCore.Limits(500, 20, 2), 0.5, 0.2, mutation,
+        new CoordinatorCore.Limits(500, 20, 2).withDecisionResendIntervalMillis(50), 0.5, 0.2,
+        mutation,
         options.storage().equals("store")
             ? SimulatedNode.StorageKind.STORE : SimulatedNode.StorageKind.JOURNAL,
         options.mailboxes().equals("per-receiver")
-            ? SimulatedNetwork.Ordering.PER_RECEIVER : SimulatedNetwork.Ordering.PER_CONNECTION),
+            ? SimulatedNetwork.Ordering.PER_RECEIVER : SimulatedNetwork.Ordering.PER_CONNECTION,
+        options.internalNetwork().equals("lossy"),
+        new dev.troupe.txn.EntityTurnCore.ParticipantLimits(100, 64)),
         (EntityId entity) -> {
           CompiledType type = types.get(entity.type());
           Invariants.check(type != null, "no workload has the type of %s", entity);
@@ -240,8 +275,10 @@ public final class Simulation {
     if (options.meanMillisBetweenDamage() > 0) {
       scheduleDamage();
     }
-    scheduler.schedule(faultsEndMillis, "faults stop",
-        () -> clientNetwork.setFaults(SimulatedNetwork.Faults.NONE));
+    scheduler.schedule(faultsEndMillis, "faults stop", () -> {
+      clientNetwork.setFaults(SimulatedNetwork.Faults.NONE);
+      node.healTransactionNetwork();
+    });
     String failure;
     try {
       scheduler.run(maxSteps);
@@ -262,7 +299,8 @@ public final class Simulation {
         count(ClientCall.Outcome.UNKNOWN), node.crashes(), node.resolvedInDoubt(),
         node.redone(), edges, livenessChecked(), node.storageCounters(),
         failure == null ? "" : scheduler.trace().toString(), node.answeredCorrupt().size(),
-        node.unreadableAtEnd().size(), livenessExempted, node.reissuedIds());
+        node.unreadableAtEnd().size(), livenessExempted, node.reissuedIds(),
+        node.inDoubtQuestions(), node.inDoubtAnswers());
   }
 
   /**
@@ -403,6 +441,13 @@ public final class Simulation {
               + " ms after the faults stopped, got no answer (liveness)";
         }
       }
+    }
+    // Every message was delivered and every timer fired: nothing may be left in doubt (a part
+    // waiting for its decision, a coordinator waiting for an acknowledgement), unless damage
+    // stopped the store (its decided commits wait for the restart's recovery).
+    String unresolved = node.unresolvedTransactions();
+    if (unresolved != null && !node.storageFailed()) {
+      return "after healing, " + unresolved;
     }
     if (node.storageFailed()) {
       // Damage failed the store: it refuses writes until the node restarts, and decided commits it
