@@ -1,6 +1,7 @@
 package dev.troupe.storage;
 
 import dev.troupe.model.EntityId;
+import dev.troupe.model.EntityLocator;
 import dev.troupe.model.EntityState;
 import dev.troupe.model.ErrorCode;
 import dev.troupe.model.Operation;
@@ -213,8 +214,16 @@ public interface Store extends AutoCloseable {
   /** The greatest commit timestamp issued so far; reads at it see every acknowledged commit. */
   long currentTimestamp();
 
-  /** The partition an entity belongs to. */
-  int partitionOf(EntityId entity);
+  /**
+   * Where entities live (entity → partition → node): this store's partitioning, and this node for
+   * every entity it stores.
+   */
+  EntityLocator locator();
+
+  /** The partition an entity belongs to: {@code locator().partitionOf(entity)}. */
+  default int partitionOf(EntityId entity) {
+    return locator().partitionOf(entity);
+  }
 
   StorageStatistics statistics();
 
