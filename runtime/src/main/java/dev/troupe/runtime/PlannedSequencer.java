@@ -2,12 +2,18 @@ package dev.troupe.runtime;
 
 import dev.troupe.txn.SequencerCore;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.LongConsumer;
+import java.util.function.LongSupplier;
 
 /**
  * The shell of {@link SequencerCore}: lets any thread submit a planned transaction and starts
  * each one (sends its prepares) with its position, in position order.
+ *
+ * <p><b>Positions</b> come from the node's clock through {@code timestamps} (the store's
+ * ceiling-guarded {@code newTransactionId}), so they are unique across nodes and restarts
+ * ({@link SequencerCore}).
  *
  * <p><b>Concurrency.</b> Submissions are queued without a lock; whichever thread gets the lock
  * moves them into the core, drains a batch and starts it, in order, while the others return at
@@ -20,6 +26,26 @@ final class PlannedSequencer {
   private final ReentrantLock ordering = new ReentrantLock();
   /** Guarded by {@link #ordering}. */
   private final SequencerCore<LongConsumer> core = new SequencerCore<>();
+  /** Called under {@link #ordering} only. */
+  private final LongSupplier timestamps;
+
+  /**
+   * @param timestamps the node's clock, ceiling-guarded ({@code store::newTransactionId}): every
+   *     value greater than the last, and above everything an earlier incarnation issued
+   */
+  PlannedSequencer(LongSupplier timestamps) {
+    this.timestamps = timestamps;
+  }
+
+  /**
+   * Positions from a counter local to this JVM (1, 2, 3, ... below zero), not the clock: correct
+   * on a single node only (no planned transaction survives its restart undecided, so no old
+   * position is live). Kept until {@code Troupe} passes its store's clock ({@link #PlannedSequencer(
+   * LongSupplier)}).
+   */
+  PlannedSequencer() {
+    this(new AtomicLong()::incrementAndGet);
+  }
 
   /** Queues a planned transaction; {@code start} receives its position, in position order. */
   void submit(LongConsumer start) {
@@ -32,7 +58,7 @@ final class PlannedSequencer {
         while ((next = submitted.poll()) != null) {
           core.submit(next);
         }
-        for (SequencerCore.Positioned<LongConsumer> positioned : core.drain()) {
+        for (SequencerCore.Positioned<LongConsumer> positioned : core.drain(timestamps)) {
           positioned.transaction().accept(positioned.position());
         }
       } finally {

@@ -136,7 +136,7 @@ final class SimulatedNode {
   private final Map<EntityId, EntityTurnCore<Recipient>> entities = new HashMap<>();
   private final Map<Long, CoordinatorCore> coordinators = new HashMap<>();
   private final Map<Long, Consumer<CoordinatorCore.Outcome>> coordinatorAnswers = new HashMap<>();
-  /** Orders planned transactions; positions restart with each incarnation, as in Troupe. */
+  /** Orders planned transactions; positions are this node's clock timestamps, as in Troupe. */
   private SequencerCore<Long> sequencer = new SequencerCore<>();
   private boolean drainScheduled;
   /** Open interactive transactions (idle timeout 300 simulated ms); lost on a crash. */
@@ -250,7 +250,7 @@ final class SimulatedNode {
         // prepares in position order and planned transactions never wait for each other in a
         // cycle. Sent as each coordinator's own, they would interleave and deadlock until the
         // prepare timeout (the simulator's first model did that).
-        for (SequencerCore.Positioned<Long> positioned : sequencer.drain()) {
+        for (SequencerCore.Positioned<Long> positioned : sequencer.drain(this::newTransactionId)) {
           feedCoordinator(positioned.transaction(), new CoordinatorCore.Input.Started(
               newTransactionId(), positioned.position()), "sequencer");
         }

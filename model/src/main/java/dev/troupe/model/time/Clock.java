@@ -16,9 +16,9 @@ package dev.troupe.model.time;
  *       TransactionIds#nodeOf}), so clocks with different node ids never return the same
  *       timestamp.
  *   <li>Timestamps stay close to physical time: {@code HybridLogicalClock.toMillis(tick())} is at
- *       least {@link #physicalMillis} at the call and exceeds the largest physical time seen only
- *       by what observed timestamps and bursts (more than {@link HybridLogicalClock#TICKS_PER_MILLI}
- *       ticks in a millisecond) pushed it.
+ *       least {@link #physicalMillis} at the call and exceeds the largest physical time seen
+ *       only by what observed timestamps and bursts (more than {@link
+ *       HybridLogicalClock#TICKS_PER_MILLI} ticks in a millisecond) pushed it.
  *   <li>Nothing here is durable: a new clock starts from its physical time. Never issuing a
  *       timestamp twice across a restart is the owner's job (the store's durable clock ceiling:
  *       recovery calls {@link #advancePast} with it before the first tick).
@@ -44,6 +44,6 @@ public interface Clock {
    */
   long physicalMillis();
 
-  /** The node whose id every timestamp from {@link #tick} carries, 0..{@value TransactionIds#MAX_NODE_ID}. */
+  /** The node whose id every timestamp from {@link #tick} carries, 0..63. */
   int nodeId();
 }

@@ -11,14 +11,14 @@ import java.util.function.LongSupplier;
  * read as approximate wall-clock times. The {@link Clock} port's production implementation.
  *
  * <p><b>Node id.</b> The low {@value TransactionIds#NODE_BITS} bits of the logical part are the
- * node's id ({@link TransactionIds}): the clock ticks in steps of {@value TransactionIds#NODE_COUNT}
- * and every timestamp it issues ends in its node id, so two nodes never issue the same timestamp.
+ * node's id ({@link TransactionIds}): the clock ticks in steps of {@value
+ * TransactionIds#NODE_COUNT} and every timestamp it issues ends in its node id, so two nodes never issue the same timestamp.
  * That leaves {@value #TICKS_PER_MILLI} ticks per physical millisecond per node; a burst beyond
  * them carries into the millisecond bits (the clock runs ahead of physical time until physical time
  * catches up, as it does after observing a timestamp from a clock that runs ahead).
  *
- * <p>The pure functions ({@link #next}, {@link #observe}) take the physical time as an argument; the
- * instance wraps them with an injected physical clock and is thread-safe (lock-free CAS).
+ * <p>The pure functions ({@link #next}, {@link #observe}) take the physical time as an argument;
+ * the instance wraps them with an injected physical clock and is thread-safe (lock-free CAS).
  */
 public final class HybridLogicalClock implements Clock {
   public static final int LOGICAL_BITS = 16;

@@ -22,10 +22,10 @@ import dev.troupe.model.Invariants;
  *
  * <p><b>Ids issued before node ids existed</b> (ticks in steps of one) have arbitrary low bits and
  * stay valid: they are unique and ordered as before, recovery advances the clock past every one it
- * finds ({@link Clock#advancePast} then {@link Clock#tick} is greater whatever their low bits), and a
- * new id can never equal an old one because it is greater. Only their {@link #nodeOf} is
- * meaningless; they exist only in a store written by a single node, which was the coordinator of all
- * of them and resolves their in-doubt parts itself at recovery, before it serves anything.
+ * finds ({@link Clock#advancePast} then {@link Clock#tick} is greater whatever their low bits),
+ * and a new id can never equal an old one because it is greater. Only their {@link #nodeOf} is
+ * meaningless; they exist only in a store written by a single node, which was the coordinator of
+ * all of them and resolves their in-doubt parts itself at recovery, before it serves anything.
  */
 public final class TransactionIds {
   /** Low bits of a timestamp that carry the issuing node's id. */

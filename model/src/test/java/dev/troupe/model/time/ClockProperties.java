@@ -51,7 +51,8 @@ class ClockProperties {
    */
   @Property(tries = 300)
   void timestampsAreUniqueAcrossNodesAndRestartsAndCarryTheirNode(
-      @ForAll @Size(min = 1, max = 8) @UniqueElements List<@IntRange(min = 0, max = 63) Integer> nodeIds,
+      @ForAll @Size(min = 1, max = 8) @UniqueElements
+          List<@IntRange(min = 0, max = 63) Integer> nodeIds,
       @ForAll("steps") List<Step> steps,
       @ForAll @LongRange(min = 0, max = 1L << 40) long startMillis) {
     int nodes = nodeIds.size();
@@ -126,7 +127,7 @@ class ClockProperties {
     assertEquals(nodeId, TransactionIds.nodeOf(aligned));
   }
 
-  /** A clock steps by the node count within a millisecond: {@value HybridLogicalClock#TICKS_PER_MILLI} ticks. */
+  /** A clock steps by the node count: 1,024 ticks in a millisecond, then it runs ahead. */
   @Example
   void aBurstStepsByTheNodeCountThenRunsAhead() {
     HybridLogicalClock clock = new HybridLogicalClock(() -> 5, 3);
