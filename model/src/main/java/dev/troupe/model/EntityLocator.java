@@ -11,11 +11,13 @@ package dev.troupe.model;
  *   <li>A pure function of the entity and the locator's configuration: the same answer on every
  *       node, in every JVM, across restarts (placement is what the data on disk was written under:
  *       the store refuses to open with a different partition count).
- *   <li>{@link #partitionOf} is in {@code 0..partitions()-1}: the storage partition (journal,
- *       group-commit writer) and the entity registry the entity belongs to.
  *   <li>{@link #nodeOf} is the node hosting the entity (0..63, the node ids of {@link
- *       dev.troupe.model.time.TransactionIds}); every entity of a partition is on the same node
- *       (a partition moves between nodes whole).
+ *       dev.troupe.model.time.TransactionIds}): messages for the entity go there, and its state is
+ *       in that node's store.
+ *   <li>{@link #partitionOf} is in {@code 0..partitions()-1}: the partition of the hosting node's
+ *       store (journal, group-commit writer) and the entity registry the entity belongs to. A
+ *       cluster placement may number partitions cluster-wide (a partition then moves between
+ *       nodes whole) or per node; on one node it is {@link #partitionOf(EntityId, int)}.
  *   <li>Thread-safe and cheap: asked on every message.
  * </ul>
  */
