@@ -36,8 +36,10 @@ import java.util.concurrent.CompletionException;
 public interface Store extends AutoCloseable {
 
   /**
-   * A fresh transaction id: unique among the transactions this node ever commits, also across
-   * restarts (an id handed out but never committed may be handed out again after a crash).
+   * A fresh transaction id: a tick of the node's clock, below the durable clock ceiling, so never
+   * handed out again by this node, also across restarts (unless the store has failed: it then
+   * stops raising the ceiling). Its low bits are the node's id ({@code
+   * dev.troupe.model.time.TransactionIds#nodeOf}), so no other node issues it either.
    */
   long newTransactionId();
 
