@@ -2,7 +2,6 @@ package dev.troupe.runtime;
 
 import dev.troupe.txn.SequencerCore;
 import java.util.concurrent.ConcurrentLinkedQueue;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.LongConsumer;
 import java.util.function.LongSupplier;
@@ -35,16 +34,6 @@ final class PlannedSequencer {
    */
   PlannedSequencer(LongSupplier timestamps) {
     this.timestamps = timestamps;
-  }
-
-  /**
-   * Positions from a counter local to this JVM (1, 2, 3, ... below zero), not the clock: correct
-   * on a single node only (no planned transaction survives its restart undecided, so no old
-   * position is live). Kept until {@code Troupe} passes its store's clock ({@link #PlannedSequencer(
-   * LongSupplier)}).
-   */
-  PlannedSequencer() {
-    this(new AtomicLong()::incrementAndGet);
   }
 
   /** Queues a planned transaction; {@code start} receives its position, in position order. */

@@ -70,7 +70,8 @@ final class RequestShell {
   private final Duration turnTimeout;
   private final TurnMetrics metrics;
   private final TransactionMetrics transactionMetrics;
-  private final PlannedSequencer sequencer = new PlannedSequencer();
+  /** Positions planned transactions at ticks of this node's clock (the store's, ceiling-guarded). */
+  private final PlannedSequencer sequencer;
   /**
    * Dependencies being registered by transactions in progress: a planned transaction that writes
    * their leader key plans their follower too. Its reconnaissance reads committed states only,
@@ -87,6 +88,7 @@ final class RequestShell {
       Function<EntityId, CompiledType> typeOf, TurnMetrics metrics,
       TransactionMetrics transactionMetrics) {
     this.store = store;
+    this.sequencer = new PlannedSequencer(store::newTransactionId);
     this.system = system;
     this.registryOf = registryOf;
     this.typeOf = typeOf;
