@@ -63,6 +63,8 @@ final class RequestShell {
   private static final Logger log = LoggerFactory.getLogger(Troupe.class);
 
   private final Store store;
+  /** Where the node's participants in doubt ask; every coordinator registers with it. */
+  private final DecisionDirectory decisions;
   private final ActorSystem<Void> system;
   private final Function<EntityId, ActorRef<EntityRegistry.Command>> registryOf;
   private final Function<EntityId, CompiledType> typeOf;
@@ -70,7 +72,8 @@ final class RequestShell {
   private final Duration turnTimeout;
   private final TurnMetrics metrics;
   private final TransactionMetrics transactionMetrics;
-  private final PlannedSequencer sequencer = new PlannedSequencer();
+  /** Positions planned transactions at ticks of this node's clock (the store's, ceiling-guarded). */
+  private final PlannedSequencer sequencer;
   /**
    * Dependencies being registered by transactions in progress: a planned transaction that writes
    * their leader key plans their follower too. Its reconnaissance reads committed states only,
@@ -85,8 +88,10 @@ final class RequestShell {
   RequestShell(RuntimeSettings settings, Store store, ActorSystem<Void> system,
       Function<EntityId, ActorRef<EntityRegistry.Command>> registryOf,
       Function<EntityId, CompiledType> typeOf, TurnMetrics metrics,
-      TransactionMetrics transactionMetrics) {
+      TransactionMetrics transactionMetrics, DecisionDirectory decisions) {
     this.store = store;
+    this.decisions = decisions;
+    this.sequencer = new PlannedSequencer(store::newTransactionId);
     this.system = system;
     this.registryOf = registryOf;
     this.typeOf = typeOf;
@@ -100,7 +105,8 @@ final class RequestShell {
         transactions.retryBackoffMillis(),
         Math.max(transactions.maxParticipants(), transactions.maxParticipantsWithFollowers()),
         transactions.maxForwardRounds(),
-        settings.turnLimits().maxDependencyChain());
+        settings.turnLimits().maxDependencyChain(),
+        transactions.decisionResendIntervalMillis());
     this.limits = new RequestCore.Limits(transactions.maxOperations(),
         transactions.maxParticipants(), transactions.maxSyncDepth(), transactions.maxReplans(),
         settings.turnLimits().values(), settings.turnLimits().maxDependencyChain(), coordinator,
@@ -351,7 +357,8 @@ final class RequestShell {
       Map<EntityId, CompiledType> types = new LinkedHashMap<>(start.types());
       coordinatorTypes = types;
       TransactionRun run = new TransactionRun(start.parts(), types, typeOf, start.limits(),
-          start.planned(), registryOf, store, system.scheduler(), system.executionContext());
+          start.planned(), registryOf, store, system.scheduler(), system.executionContext(),
+          decisions);
       run.recordWithDecision(idempotency);
       long started = System.nanoTime();
       transactionMetrics.recordStarted();

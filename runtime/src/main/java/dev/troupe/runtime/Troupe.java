@@ -65,6 +65,8 @@ public final class Troupe implements AutoCloseable {
   private final Store store;
   private final ActorSystem<Void> system;
   private final List<ActorRef<EntityRegistry.Command>> registries = new ArrayList<>();
+  /** The node's answers to participants in doubt (DecisionQueryCore's shell). */
+  private final DecisionDirectory decisions = new DecisionDirectory();
   private final TurnMetrics metrics = new TurnMetrics();
   private final TransactionMetrics transactionMetrics = new TransactionMetrics();
   private final AtomicBoolean failed = new AtomicBoolean();
@@ -101,11 +103,11 @@ public final class Troupe implements AutoCloseable {
       for (int partition = 0; partition < partitions; partition++) {
         registries.add(system.systemActorOf(
             EntityRegistry.create(store, settings, maxActivePerRegistry, handler, metrics,
-                transactionMetrics),
+                transactionMetrics, decisions),
             "partition-" + partition, Props.empty()));
       }
       this.requests = new RequestShell(settings, store, system, this::registryOf, types::typeOf,
-          metrics, transactionMetrics);
+          metrics, transactionMetrics, decisions);
       this.interactive = new InteractiveShell(settings.transactions(), store, system,
           this::registryOf, transactionMetrics, requests);
       types.loadTypes();
@@ -146,7 +148,7 @@ public final class Troupe implements AutoCloseable {
    * steps, prepares, decisions, releases) is routed here.
    */
   private ActorRef<EntityRegistry.Command> registryOf(EntityId entity) {
-    return registries.get(store.partitionOf(entity));
+    return registries.get(store.locator().partitionOf(entity));
   }
 
   // ---------------------------------------------------------------- types

@@ -184,7 +184,7 @@ final class SimulatedNode {
   /** In-doubt questions asked and answered (commit or abort), for the run's summary. */
   private long inDoubtQuestions;
   private long inDoubtAnswers;
-  /** Orders planned transactions; positions restart with each incarnation, as in Troupe. */
+  /** Orders planned transactions; positions are this node's clock timestamps, as in Troupe. */
   private SequencerCore<Long> sequencer = new SequencerCore<>();
   private boolean drainScheduled;
   /** Open interactive transactions (idle timeout 300 simulated ms); lost on a crash. */
@@ -304,7 +304,7 @@ final class SimulatedNode {
         // prepares in position order and planned transactions never wait for each other in a
         // cycle. Sent as each coordinator's own, they would interleave and deadlock until the
         // prepare timeout (the simulator's first model did that).
-        for (SequencerCore.Positioned<Long> positioned : sequencer.drain()) {
+        for (SequencerCore.Positioned<Long> positioned : sequencer.drain(this::newTransactionId)) {
           feedCoordinator(positioned.transaction(), new CoordinatorCore.Input.Started(
               newTransactionId(), positioned.position()), "sequencer");
         }

@@ -148,11 +148,13 @@ public final class PsacGate<T> {
   }
 
   /**
-   * As above, for a planned transaction when {@code planned}: it never dies and never overtakes
-   * an earlier planned transaction that is delayed here. Planned transactions reach every entity
-   * in their global order; were a later one admitted past an earlier delayed one, each could end
-   * up waiting for the other on two entities. So the oldest undecided planned transaction is
-   * never kept waiting by a younger planned one, and always progresses.
+   * As above, for a planned transaction when {@code planned}: it never dies for a dynamic one and
+   * never overtakes an earlier planned transaction that is delayed here. One sequencer's planned
+   * transactions reach every entity in their global order; were a later one admitted past an
+   * earlier delayed one, each could end up waiting for the other on two entities. So the oldest
+   * undecided planned transaction is never kept waiting by a younger planned one, and always
+   * progresses. An earlier one arriving after a later one (another node's sequencer, a resent
+   * prepare) dies instead of waiting for it.
    */
   public Decision<T> offer(T item, long age, boolean mayDie, boolean readsState,
       boolean planned, EntityState current) {
@@ -356,6 +358,9 @@ public final class PsacGate<T> {
   }
 
   private Decision<T> delayOrDie(Entry<T> entry) {
+    if (entry.planned && waitsForLaterPlanned(entry)) {
+      return new Decision.Died<>(entry.item);
+    }
     if (entry.mayDie) {
       // Older than everything it would wait for, or it dies. Entries that never die (turns,
       // planned transactions) count too: a planned one may be waiting on another entity for a
@@ -373,6 +378,27 @@ public final class PsacGate<T> {
     }
     delayed.add(entry);
     return new Decision.Delayed<>(entry.item);
+  }
+
+  /**
+   * Whether a planned action would wait for an undecided planned one with a later position (a
+   * younger age). One sequencer's planned actions arrive in position order and never do; another
+   * node's sequencer or a resent prepare may bring the earlier one second, and then the two could
+   * wait for each other on two entities, never dying: the earlier one dies instead (its coordinator
+   * retries it with the same position), as in {@link LockTable}.
+   */
+  private boolean waitsForLaterPlanned(Entry<T> entry) {
+    for (Entry<T> other : inProgress) {
+      if (other.planned && !other.committed && other.age > entry.age) {
+        return true;
+      }
+    }
+    for (Entry<T> other : delayed) {
+      if (other.planned && other.age > entry.age) {
+        return true;
+      }
+    }
+    return false;
   }
 
   /**

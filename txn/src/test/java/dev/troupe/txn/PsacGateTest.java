@@ -187,6 +187,23 @@ class PsacGateTest {
   }
 
   @Test
+  void anEarlierPlannedActionArrivingAfterALaterOneDiesInsteadOfWaitingForIt() {
+    PsacGate<Change> gate = gate(1, 100);
+    EntityState state = withBalance(10);
+    assertInstanceOf(PsacGate.Decision.Admitted.class,
+        gate.offer(new Change(2, -1), 20, true, false, true, state));
+    assertInstanceOf(PsacGate.Decision.Died.class,
+        gate.offer(new Change(1, -1), 10, true, false, true, state),
+        "position 10 would wait for position 20, which may wait for it elsewhere");
+    assertInstanceOf(PsacGate.Decision.Delayed.class,
+        gate.offer(new Change(3, -1), 30, true, false, true, state),
+        "a later one waits as before");
+    assertInstanceOf(PsacGate.Decision.Died.class,
+        gate.offer(new Change(4, -1), 25, true, false, true, state),
+        "nor does an earlier one wait behind a later delayed one");
+  }
+
+  @Test
   void aReaderOfTheWholeStateIsAdmittedOnlyWhenEveryOutcomeIsTheSame() {
     PsacGate<Change> gate = gate(8, 100);
     EntityState state = withBalance(10);
