@@ -87,6 +87,8 @@ final class SimulatedNode {
     PREPARE_AFTER_ABORT,
     /** Inside the production core: {@link Mutations.Mutation#DROP_FORWARDS}. */
     DROP_FORWARDS,
+    /** Inside the production core: {@link Mutations.Mutation#RELEASE_KEY_LOCK_EARLY}. */
+    RELEASE_KEY_LOCK_EARLY,
     /**
      * The store's disk passes damage over in silence, as the engine did before it checked RocksDB's
      * iterator status: a cursor that meets a damaged key reports the end of its range, a point
