@@ -22,8 +22,10 @@ class RegisterCheckerTest {
   void aSerialHistoryPasses() {
     var result = RegisterChecker.check(List.of(
         new Transaction("t1", Outcome.COMMITTED, List.of(new Write("x", "x1"))),
-        new Transaction("t2", Outcome.COMMITTED, List.of(new Read("x", "x1"), new Write("y", "y1"))),
-        new Transaction("t3", Outcome.COMMITTED, List.of(new Read("y", "y1"), new Write("x", "x2")))),
+        new Transaction("t2", Outcome.COMMITTED,
+            List.of(new Read("x", "x1"), new Write("y", "y1"))),
+        new Transaction("t3", Outcome.COMMITTED,
+            List.of(new Read("y", "y1"), new Write("x", "x2")))),
         FINAL);
     assertInstanceOf(SerializabilityChecker.Serializable.class, result);
   }
