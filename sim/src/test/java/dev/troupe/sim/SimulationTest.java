@@ -145,11 +145,13 @@ class SimulationTest {
    *   <li>5142 (psac, dynamic, damage every 500 ms): a commit decision reached a new incarnation of
    *       an entity after a failed store had stopped the one that voted, which knew nothing of its
    *       part and stopped the node on an invariant.
-   *   <li>777014, 50052, 50101, 50118, 50152, 50177 (keys, the four workloads of the time,
-   *       per-connection mailboxes): a G0 "cycle" between two dependency transactions that wrote
+   *   <li>777014, 50101, 50118, 50177 (keys, dynamic) and 50052, 50152 (keys, planned), the four
+   *       workloads of the time, per-connection mailboxes: a G0 "cycle" between two dependency transactions that wrote
    *       different members of the same carts in opposite orders, a false alarm of a check that
    *       ordered writes per entity where key locks let them commit in either order (issue 16;
-   *       now checked per key, {@code LockLevelHistory}).
+   *       now checked per key, {@code LockLevelHistory}). The list-append workload has changed
+   *       since, so these seeds no longer replay the failing schedule; {@code
+   *       LockLevelHistoryTest} pins its shape.
    *   <li>4 (psac, dynamic, registers alone): a part that read the whole state and wrote was
    *       admitted beside an undecided reader, a write skew across two entities ({@code
    *       PsacGate}; issue 16).
@@ -163,15 +165,15 @@ class SimulationTest {
     Simulation.Options fourWorkloads = withWorkloads(
         List.of("bank", "list-append", "counters", "dependencies"))
         .withMailboxes("per-connection");
-    results.add(Simulation.run(777014, fourWorkloads.withAdmission("keys", false), MAX_STEPS));
-    for (long seed : new long[] {50052, 50101, 50118, 50152, 50177}) {
-      for (boolean planned : new boolean[] {false, true}) {
-        results.add(Simulation.run(seed, fourWorkloads.withAdmission("keys", planned), MAX_STEPS));
-      }
-    }
+    // Seed and whether it failed planned (otherwise dynamic).
+    Map<Long, Boolean> keySeeds = Map.of(777014L, false, 50052L, true, 50101L, false,
+        50118L, false, 50152L, true, 50177L, false);
+    keySeeds.forEach((seed, planned) -> results.add(
+        Simulation.run(seed, fourWorkloads.withAdmission("keys", planned), MAX_STEPS)));
     results.add(Simulation.run(4,
         withWorkloads(List.of("registers")).withAdmission("psac", false), MAX_STEPS));
     for (Simulation.Result result : results) {
+      System.out.println("regression " + result.summary());
       assertTrue(result.passed(), result.summary() + ": " + result.failure() + "\n"
           + result.trace());
     }
