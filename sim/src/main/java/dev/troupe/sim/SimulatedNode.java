@@ -103,6 +103,8 @@ final class SimulatedNode {
     APPLY_DUPLICATE_DECISION,
     /** Inside the production core: {@link Mutations.Mutation#PRESUME_COMMIT_IN_DOUBT}. */
     PRESUME_COMMIT_IN_DOUBT,
+    /** Inside the production core: {@link Mutations.Mutation#RELEASE_KEY_LOCK_EARLY}. */
+    RELEASE_KEY_LOCK_EARLY,
     /**
      * The store's disk passes damage over in silence, as the engine did before it checked RocksDB's
      * iterator status: a cursor that meets a damaged key reports the end of its range, a point
@@ -530,10 +532,11 @@ final class SimulatedNode {
 
   /**
    * What the surviving journal says each client request wrote: request to entity to the version
-   * (commit timestamp) its committed record produced. Requests that never committed are absent.
+   * (commit timestamp) its committed record produced, and the keys it touched. Requests that
+   * never committed are absent.
    */
-  Map<String, Map<EntityId, Long>> committedWrites() {
-    Map<String, Map<EntityId, Long>> writes = new LinkedHashMap<>();
+  Map<String, Map<EntityId, NodeStorage.CommittedWrite>> committedWrites() {
+    Map<String, Map<EntityId, NodeStorage.CommittedWrite>> writes = new LinkedHashMap<>();
     storage.committedWrites().forEach((transactionId, versions) -> {
       String request = requestOfTransaction.get(transactionId);
       Invariants.check(request != null, "a journal record of an unknown transaction %d",
@@ -541,6 +544,12 @@ final class SimulatedNode {
       writes.computeIfAbsent(request, ignored -> new LinkedHashMap<>()).putAll(versions);
     });
     return writes;
+  }
+
+  /** Whether the entity's type admits by key locks ({@code keys}) rather than whole-entity ones. */
+  boolean locksPerKey(EntityId entity) {
+    return typeOf.apply(entity).spec().admission()
+        == dev.troupe.model.spec.AdmissionPolicy.KEYS;
   }
 
   // ------------------------------------------------------------------ entities

@@ -725,6 +725,7 @@ public final class EntityTurnCore<R> {
       // Nothing to redo after a crash: no prepared record. The vote still waits until everything
       // it observed is durable.
       voteYes(participation, evaluated.after(), false, effects);
+      releaseKeyLocksEarly(request.transactionId(), effects);
     } else {
       // An amended part replaces its earlier prepared record (with no operations, if the
       // forwards took them all back).
@@ -751,6 +752,16 @@ public final class EntityTurnCore<R> {
     if (mutations.contains(Mutations.Mutation.RELEASE_LOCKS_AT_VOTE)
         && participation.gateItem == null) {
       grant(locks.release(transactionId), effects); // a deliberate bug (simulator tests only)
+    }
+    if (participation.gateItem == null) {
+      releaseKeyLocksEarly(transactionId, effects);
+    }
+  }
+
+  /** {@link Mutations.Mutation#RELEASE_KEY_LOCK_EARLY}, a deliberate bug (simulator tests only). */
+  private void releaseKeyLocksEarly(long transactionId, List<Effect<R>> effects) {
+    if (mutations.contains(Mutations.Mutation.RELEASE_KEY_LOCK_EARLY)) {
+      grant(locks.releaseReadKeys(transactionId), effects);
     }
   }
 

@@ -249,6 +249,31 @@ public final class LockTable<P> {
   }
 
   /**
+   * Releases the key locks a transaction holds for reading only, keeping its write locks and any
+   * whole-entity lock; returns the waiters this grants. Only the deliberate bug {@link
+   * Mutations.Mutation#RELEASE_KEY_LOCK_EARLY} calls it: a correct participant holds every lock
+   * until the decision.
+   */
+  public List<Grant<P>> releaseReadKeys(long transactionId) {
+    Held held = holders.get(transactionId);
+    if (held == null) {
+      return List.of();
+    }
+    Map<String, Mode> written = new LinkedHashMap<>();
+    held.locks().keys().forEach((key, mode) -> {
+      if (mode == Mode.WRITE) {
+        written.put(key, mode);
+      }
+    });
+    if (written.size() == held.locks().keys().size()) {
+      return List.of();
+    }
+    holders.put(transactionId, new Held(held.age(), new LockSet(held.locks().entityMode(),
+        written), held.mayDie()));
+    return grantWaiters();
+  }
+
+  /**
    * Withdraws a waiting request (its transaction aborted while it waited); returns the waiters this
    * grants.
    */

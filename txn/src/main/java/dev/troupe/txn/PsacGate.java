@@ -311,7 +311,13 @@ public final class PsacGate<T> {
     if (holds < possible) {
       return delayOrDie(entry);
     }
-    boolean independent = entry.readsState ? allSame : writerIsIndependent(entry, current, afters);
+    // A part that reads the whole state and also writes is a reader and a writer: every outcome
+    // must be the same (its view) and, as a writer, it must not change the view of an undecided
+    // reader in progress. Checking only the first admitted such a part beside a reader whose part
+    // on another entity had read before it: a write skew (issue 16, found by the register check).
+    boolean independent = entry.readsState
+        ? allSame && (!changesState(leaves, afters) || writerIsIndependent(entry, current, afters))
+        : writerIsIndependent(entry, current, afters);
     if (!independent) {
       return delayOrDie(entry);
     }
@@ -355,6 +361,16 @@ public final class PsacGate<T> {
       }
     }
     return true;
+  }
+
+  /** Whether an action changes the content of any outcome it holds on (so it writes). */
+  private static boolean changesState(List<EntityState> leaves, List<EntityState> afters) {
+    for (int i = 0; i < leaves.size(); i++) {
+      if (afters.get(i) != null && !sameContent(leaves.get(i), afters.get(i))) {
+        return true;
+      }
+    }
+    return false;
   }
 
   private Decision<T> delayOrDie(Entry<T> entry) {

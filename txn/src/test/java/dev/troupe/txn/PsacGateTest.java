@@ -214,6 +214,23 @@ class PsacGateTest {
     assertInstanceOf(PsacGate.Decision.Delayed.class, gate.offer(new Change(10, 0), 1, true, true, state));
   }
 
+  @Test
+  void aPartThatReadsTheWholeStateAndWritesWaitsForAnUndecidedReader() {
+    // Issue 16: it was admitted as a reader only (every outcome the same), so it changed the view
+    // of a reader whose transaction had read before it elsewhere: a write skew across entities.
+    PsacGate<Change> gate = gate(8, 100);
+    EntityState state = withBalance(10);
+    Change reader = new Change(9, 0);
+    assertInstanceOf(PsacGate.Decision.Admitted.class, gate.offer(reader, 1, true, true, state));
+    assertInstanceOf(PsacGate.Decision.Delayed.class,
+        gate.offer(new Change(10, 5), 0, true, true, state), "older: it waits for the reader");
+    assertInstanceOf(PsacGate.Decision.Died.class,
+        gate.offer(new Change(11, 5), 2, true, true, state), "younger: it dies");
+    // Another reader that writes nothing still shares the state with the first.
+    assertInstanceOf(PsacGate.Decision.Admitted.class,
+        gate.offer(new Change(12, 0), 3, true, true, state));
+  }
+
   /**
    * Random arrivals (transactions that may die, and turns), random commit and abort decisions,
    * applying heads as they become applicable: every applied action holds on the balance it meets,
