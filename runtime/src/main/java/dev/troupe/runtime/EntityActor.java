@@ -9,7 +9,7 @@ import dev.troupe.model.spec.CompiledType;
 import dev.troupe.storage.Committed;
 import dev.troupe.storage.EntityWrite;
 import dev.troupe.storage.PreparedTransaction;
-import dev.troupe.storage.Store;
+import dev.troupe.storage.DurableStore;
 import dev.troupe.storage.StoreHealth;
 import dev.troupe.txn.EntityTurnCore;
 import dev.troupe.txn.EntityTurnCore.Effect;
@@ -126,7 +126,7 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
   private record InDoubtTimer(long transactionId) {}
 
   private final EntityId entity;
-  private final Store store;
+  private final DurableStore store;
   private final EntityTurnCore<Recipient> core;
   private final ActorRef<EntityRegistry.Command> registry;
   private final FatalErrorHandler fatalErrorHandler;
@@ -141,7 +141,7 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
 
   public static Behavior<Command> create(
       EntityId entity,
-      Store store,
+      DurableStore store,
       RuntimeSettings settings,
       ActorRef<EntityRegistry.Command> registry,
       FatalErrorHandler fatalErrorHandler,
@@ -154,7 +154,7 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
   /** @param decisions where a part in doubt asks for its decision (null: nowhere) */
   public static Behavior<Command> create(
       EntityId entity,
-      Store store,
+      DurableStore store,
       RuntimeSettings settings,
       ActorRef<EntityRegistry.Command> registry,
       FatalErrorHandler fatalErrorHandler,
@@ -225,7 +225,7 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
       ActorContext<Command> context,
       EntityId entity,
       EntityState durable,
-      Store store,
+      DurableStore store,
       RuntimeSettings settings,
       ActorRef<EntityRegistry.Command> registry,
       FatalErrorHandler fatalErrorHandler,
@@ -313,13 +313,13 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
             runEffects(core.handle(new Input.PrepareSucceeded<>(completed.transactionId())));
         case PrepareCompleted completed ->
             runEffects(core.handle(new Input.PrepareFailed<>(
-                completed.transactionId(), Store.failureOf(completed.failure()))));
+                completed.transactionId(), DurableStore.failureOf(completed.failure()))));
         case CommitCompleted completed when completed.failure() == null ->
             runEffects(core.handle(new Input.CommitSucceeded<>(
                 completed.serial(), completed.committed().commitTimestamp())));
         case CommitCompleted completed ->
             runEffects(core.handle(new Input.CommitFailed<>(
-                completed.serial(), Store.failureOf(completed.failure()), false)));
+                completed.serial(), DurableStore.failureOf(completed.failure()), false)));
         case Passivate ignored -> runEffects(core.handle(new Input.PassivationRequested<>()));
         case IdleCheck ignored -> runEffects(core.handle(new Input.IdleCheckElapsed<>()));
       };
@@ -360,7 +360,7 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
               : submit.exemptFromQueueLimit()
                   ? store.commitExemptFromQueueLimit(submit.transactionId(), writes)
                   : store.commit(submit.transactionId(), writes);
-          TroupeException refusal = Store.refusedAtOnce(future);
+          TroupeException refusal = DurableStore.refusedAtOnce(future);
           if (refusal != null) {
             dropCommits = true;
             stop |= execute(core.handle(new Input.CommitFailed<>(submit.serial(), refusal, true)));

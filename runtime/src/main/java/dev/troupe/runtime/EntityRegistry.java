@@ -3,7 +3,7 @@ package dev.troupe.runtime;
 import dev.troupe.model.EntityId;
 import dev.troupe.model.ErrorCode;
 import dev.troupe.model.TroupeException;
-import dev.troupe.storage.Store;
+import dev.troupe.storage.DurableStore;
 import dev.troupe.txn.ActivationCore;
 import dev.troupe.txn.ActivationCore.Effect;
 import java.util.HashMap;
@@ -43,7 +43,7 @@ public final class EntityRegistry extends AbstractBehavior<EntityRegistry.Comman
 
   private final ActivationCore<EntityActor.Routed> core;
   private final Map<EntityId, ActorRef<EntityActor.Command>> incarnations = new HashMap<>();
-  private final Store store;
+  private final DurableStore store;
   private final RuntimeSettings settings;
   private final FatalErrorHandler fatalErrorHandler;
   private final TurnMetrics metrics;
@@ -53,7 +53,7 @@ public final class EntityRegistry extends AbstractBehavior<EntityRegistry.Comman
   private long nextIncarnation;
 
   public static Behavior<Command> create(
-      Store store, RuntimeSettings settings, int maxActive, FatalErrorHandler fatalErrorHandler,
+      DurableStore store, RuntimeSettings settings, int maxActive, FatalErrorHandler fatalErrorHandler,
       TurnMetrics metrics, TransactionMetrics transactionMetrics) {
     return create(store, settings, maxActive, fatalErrorHandler, metrics, transactionMetrics,
         null);
@@ -61,7 +61,7 @@ public final class EntityRegistry extends AbstractBehavior<EntityRegistry.Comman
 
   /** @param decisions where the entities' parts in doubt ask for their decision (null: nowhere) */
   public static Behavior<Command> create(
-      Store store, RuntimeSettings settings, int maxActive, FatalErrorHandler fatalErrorHandler,
+      DurableStore store, RuntimeSettings settings, int maxActive, FatalErrorHandler fatalErrorHandler,
       TurnMetrics metrics, TransactionMetrics transactionMetrics, DecisionDirectory decisions) {
     return Behaviors.setup(
         context -> new EntityRegistry(context, store, settings, maxActive, fatalErrorHandler,
@@ -69,7 +69,7 @@ public final class EntityRegistry extends AbstractBehavior<EntityRegistry.Comman
   }
 
   private EntityRegistry(
-      ActorContext<Command> context, Store store, RuntimeSettings settings, int maxActive,
+      ActorContext<Command> context, DurableStore store, RuntimeSettings settings, int maxActive,
       FatalErrorHandler fatalErrorHandler, TurnMetrics metrics,
       TransactionMetrics transactionMetrics, DecisionDirectory decisions) {
     super(context);

@@ -5,7 +5,7 @@ import dev.troupe.model.ErrorCode;
 import dev.troupe.model.TroupeException;
 import dev.troupe.model.spec.CompiledType;
 import dev.troupe.storage.IdempotencyRecord;
-import dev.troupe.storage.Store;
+import dev.troupe.storage.DurableStore;
 import dev.troupe.storage.StoreHealth;
 import dev.troupe.txn.InteractiveCore;
 import dev.troupe.txn.Turn;
@@ -28,7 +28,7 @@ import org.apache.pekko.actor.typed.ActorSystem;
  */
 final class InteractiveShell implements RequestShell.Interactive {
   private final InteractiveCore interactive;
-  private final Store store;
+  private final DurableStore store;
   private final ActorSystem<Void> system;
   private final Function<EntityId, ActorRef<EntityRegistry.Command>> registryOf;
   private final TransactionMetrics transactionMetrics;
@@ -36,7 +36,7 @@ final class InteractiveShell implements RequestShell.Interactive {
   /** Per open interactive transaction, the timer that checks it for idleness. */
   private final Map<Long, Cancellable> idleTimers = new ConcurrentHashMap<>();
 
-  InteractiveShell(RuntimeSettings.TransactionSettings settings, Store store,
+  InteractiveShell(RuntimeSettings.TransactionSettings settings, DurableStore store,
       ActorSystem<Void> system, Function<EntityId, ActorRef<EntityRegistry.Command>> registryOf,
       TransactionMetrics transactionMetrics, RequestShell requests) {
     this.interactive = new InteractiveCore(new InteractiveCore.Limits(

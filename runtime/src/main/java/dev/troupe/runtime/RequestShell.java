@@ -9,6 +9,7 @@ import dev.troupe.model.dependency.KeyReference;
 import dev.troupe.model.spec.CompiledType;
 import dev.troupe.storage.IdempotencyRecord;
 import dev.troupe.storage.InDoubtResolution;
+import dev.troupe.storage.DurableStore;
 import dev.troupe.storage.Store;
 import dev.troupe.txn.CoordinatorCore;
 import dev.troupe.txn.Turn;
@@ -62,7 +63,7 @@ final class RequestShell {
 
   private static final Logger log = LoggerFactory.getLogger(Troupe.class);
 
-  private final Store store;
+  private final DurableStore store;
   /** Where the node's participants in doubt ask; every coordinator registers with it. */
   private final DecisionDirectory decisions;
   private final ActorSystem<Void> system;
@@ -85,7 +86,7 @@ final class RequestShell {
   private final ConcurrentHashMap<String, Integer> runningIdempotent = new ConcurrentHashMap<>();
   private volatile Interactive interactive;
 
-  RequestShell(RuntimeSettings settings, Store store, ActorSystem<Void> system,
+  RequestShell(RuntimeSettings settings, DurableStore store, ActorSystem<Void> system,
       Function<EntityId, ActorRef<EntityRegistry.Command>> registryOf,
       Function<EntityId, CompiledType> typeOf, TurnMetrics metrics,
       TransactionMetrics transactionMetrics, DecisionDirectory decisions) {

@@ -5,7 +5,7 @@ import dev.troupe.model.spec.CompiledType;
 import dev.troupe.storage.DecidedTransaction;
 import dev.troupe.storage.IdempotencyRecord;
 import dev.troupe.storage.OutcomeUnknownException;
-import dev.troupe.storage.Store;
+import dev.troupe.storage.DurableStore;
 import dev.troupe.txn.CoordinatorCore;
 import dev.troupe.txn.CoordinatorCore.Effect;
 import dev.troupe.txn.CoordinatorCore.Input;
@@ -41,7 +41,7 @@ final class TransactionRun {
   private final Map<EntityId, CompiledType> types;
   private final Function<EntityId, CompiledType> typeOf;
   private final Function<EntityId, ActorRef<EntityRegistry.Command>> registryOf;
-  private final Store store;
+  private final DurableStore store;
   private final Scheduler scheduler;
   private final ExecutionContext executor;
   private final CompletableFuture<CoordinatorCore.Outcome> outcome = new CompletableFuture<>();
@@ -68,7 +68,7 @@ final class TransactionRun {
 
   TransactionRun(Map<EntityId, CoordinatorCore.Part> parts, Map<EntityId, CompiledType> types,
       Function<EntityId, CompiledType> typeOf, CoordinatorCore.Limits limits,
-      Function<EntityId, ActorRef<EntityRegistry.Command>> registryOf, Store store,
+      Function<EntityId, ActorRef<EntityRegistry.Command>> registryOf, DurableStore store,
       Scheduler scheduler, ExecutionContext executor) {
     this(parts, types, typeOf, limits, false, registryOf, store, scheduler, executor);
   }
@@ -76,7 +76,7 @@ final class TransactionRun {
   /** @param planned a planned transaction (see {@link CoordinatorCore}) */
   TransactionRun(Map<EntityId, CoordinatorCore.Part> parts, Map<EntityId, CompiledType> types,
       Function<EntityId, CompiledType> typeOf, CoordinatorCore.Limits limits, boolean planned,
-      Function<EntityId, ActorRef<EntityRegistry.Command>> registryOf, Store store,
+      Function<EntityId, ActorRef<EntityRegistry.Command>> registryOf, DurableStore store,
       Scheduler scheduler, ExecutionContext executor) {
     this(parts, types, typeOf, limits, planned, registryOf, store, scheduler, executor, null);
   }
@@ -84,7 +84,7 @@ final class TransactionRun {
   /** @param decisions where the node's participants in doubt ask (null: nowhere) */
   TransactionRun(Map<EntityId, CoordinatorCore.Part> parts, Map<EntityId, CompiledType> types,
       Function<EntityId, CompiledType> typeOf, CoordinatorCore.Limits limits, boolean planned,
-      Function<EntityId, ActorRef<EntityRegistry.Command>> registryOf, Store store,
+      Function<EntityId, ActorRef<EntityRegistry.Command>> registryOf, DurableStore store,
       Scheduler scheduler, ExecutionContext executor, DecisionDirectory decisions) {
     this.decisions = decisions;
     this.core = new CoordinatorCore(parts, limits, planned);

@@ -3,13 +3,10 @@ package dev.troupe.storage;
 import dev.troupe.model.EntityId;
 import dev.troupe.model.EntityLocator;
 import dev.troupe.model.EntityState;
-import dev.troupe.model.ErrorCode;
 import dev.troupe.model.Operation;
 import dev.troupe.model.TroupeException;
 import java.util.List;
-import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CompletionException;
 
 /**
  * The storage engine of one node: a partitioned operation journal with an index per object, an
@@ -33,76 +30,19 @@ import java.util.concurrent.CompletionException;
  * <p>Thread-safe. Callers must serialize commits per entity (the entity actor does), because the
  * operations of a commit were computed against the entity's previous state.
  */
-public interface Store extends AutoCloseable {
+public interface Store extends DurableStore, AutoCloseable {
 
-  /**
-   * A fresh transaction id: a tick of the node's clock, below the durable clock ceiling, so never
-   * handed out again by this node, also across restarts (unless the store has failed: it then
-   * stops raising the ceiling). Its low bits are the node's id ({@code
-   * dev.troupe.model.time.TransactionIds#nodeOf}), so no other node issues it either.
-   */
-  long newTransactionId();
-
-  /**
-   * Commits one transaction record. All writes must be for entities of the same partition (single
-   * partition transactions; cross-partition atomic commit arrives with 2PC).
-   */
-  CompletableFuture<Committed> commit(long transactionId, List<EntityWrite> writes);
-
-  /**
-   * Like {@link #commit}, but never refused because the partition's queue is full: for commits
-   * that cannot be rolled back once their turn was evaluated (actions applied by a PSAC gate, whose
-   * later actions were admitted against them). Their number is bounded by the gates' bounds.
-   */
-  CompletableFuture<Committed> commitExemptFromQueueLimit(
-      long transactionId, List<EntityWrite> writes);
-
-  /**
-   * The refusal in a future {@link #commit} returned already failed with a {@link
-   * TroupeException}: the record was never written (queue full, store closed or
-   * failed, malformed write), so the commit certainly did not happen. Null otherwise: anything
-   * else, including an unknown outcome from a writer quick enough to fail the write already, is
-   * for the asynchronous path, which reports it as unknown.
-   */
+  /** {@link DurableStore#refusedAtOnce}, for callers that name the whole store. */
   static TroupeException refusedAtOnce(CompletableFuture<?> future) {
-    if (!future.isCompletedExceptionally()) {
-      return null;
-    }
-    try {
-      future.join();
-      return null;
-    } catch (CompletionException e) {
-      return e.getCause() instanceof TroupeException refusal ? refusal : null;
-    } catch (CancellationException e) {
-      return null;
-    }
+    return DurableStore.refusedAtOnce(future);
   }
 
-  /**
-   * A store future's failure as a client sees it: the store's own refusal ({@link
-   * TroupeException}), or {@code outcome_unknown} for anything else (a write that failed, after
-   * which nothing tells whether it became durable).
-   */
+  /** {@link DurableStore#failureOf}, for callers that name the whole store. */
   static TroupeException failureOf(Throwable failure) {
-    Throwable cause = failure instanceof CompletionException && failure.getCause() != null
-        ? failure.getCause() : failure;
-    if (cause instanceof TroupeException troupe) {
-      return troupe;
-    }
-    return new TroupeException(ErrorCode.OUTCOME_UNKNOWN, String.valueOf(cause.getMessage()));
+    return DurableStore.failureOf(failure);
   }
 
   // ------------------------------------------------------------------ idempotency records
-
-  /**
-   * A {@link #commit} of this transaction id (a single turn) also writes {@code record}, with the
-   * entity and the commit timestamp, in the same atomic write. It stays attached until {@link
-   * #detachIdempotency}, which the caller calls once the turn is answered (committed and durable,
-   * or refused): while attached, the write may still commit.
-   */
-  void attachIdempotency(long transactionId, IdempotencyRecord record);
-
-  void detachIdempotency(long transactionId);
 
   /** Whether a record with this key is attached to a turn not yet answered. */
   boolean idempotencyAttached(String qualifiedKey);
@@ -132,30 +72,6 @@ public interface Store extends AutoCloseable {
   // ------------------------------------------------------------------ two-phase commit state
 
   /**
-   * Durably records a participant's prepared part (two-phase commit): written in the entity's
-   * partition order, so it is durable only after every commit submitted before it. Invisible to
-   * reads. Fails like {@link #commit} (refused when the queue is full).
-   */
-  CompletableFuture<Void> prepare(PreparedTransaction part);
-
-  /**
-   * Commits a decided transaction's part on one entity: one journal record, written atomically
-   * with the removal of its prepared record. Never refused for load (only when the store is closed
-   * or failed).
-   */
-  CompletableFuture<Committed> commitPrepared(
-      long transactionId, EntityId entity, List<Operation> operations);
-
-  /** Removes an aborted transaction's prepared record, in partition order; needs no sync. */
-  void abandonPrepared(long transactionId, EntityId entity);
-
-  /** Durably records a commit decision; complete only once durable. */
-  CompletableFuture<Void> persistDecision(DecidedTransaction decision);
-
-  /** Removes a decision every participant has applied; needs no sync. */
-  void forgetDecision(DecidedTransaction decision);
-
-  /**
    * Resolves what a crash left of two-phase commit (see {@link InDoubtResolution}) and waits for
    * it: called once at start, before any transaction runs. Parts that {@link
    * PreparedTransaction#needsRedo need a redo} are committed one at a time, per entity in arrival
@@ -168,22 +84,6 @@ public interface Store extends AutoCloseable {
   interface Redo {
     List<Operation> operations(PreparedTransaction part, EntityState current);
   }
-
-  /** The latest committed state of an entity, from the object cache when present. */
-  EntityState read(EntityId entity);
-
-  /**
-   * Whether the entity's latest state is in the object cache right now: a hint for callers that
-   * want to run a cache miss (a materialization, which reads RocksDB) off their own thread. Does not
-   * count as a cache hit or miss.
-   */
-  boolean isCached(EntityId entity);
-
-  /**
-   * The estimated in-memory size of the entity's cached state, 0 if it is not cached (the memory
-   * budget weighs active actors by it). Does not count as a cache hit or miss.
-   */
-  int cachedWeightBytes(EntityId entity);
 
   /**
    * Changes the object cache's bound on estimated weight (the memory budget moves it); a lower
@@ -228,9 +128,6 @@ public interface Store extends AutoCloseable {
   }
 
   StorageStatistics statistics();
-
-  /** Whether the store accepts commits and whether it has met damaged data (readiness). */
-  StoreHealth health();
 
   /**
    * Where to report failures and damage as they happen; a store that already failed reports it at

@@ -1,0 +1,164 @@
+package dev.troupe.storage;
+
+import dev.troupe.model.EntityId;
+import dev.troupe.model.EntityState;
+import dev.troupe.model.ErrorCode;
+import dev.troupe.model.Operation;
+import dev.troupe.model.TroupeException;
+import java.util.List;
+import java.util.concurrent.CancellationException;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+
+/**
+ * The port through which the cores' shells (an entity's actor, a coordinator's run, a request's
+ * and an interactive transaction's shells) reach storage: the narrowed store, only what they need
+ * to run a turn, prepare and decide a transaction, and issue transaction ids. Everything else of
+ * {@link Store} (MVCC reads, scans, cache sizing, checkpoints, recovery, idempotency records'
+ * administration) belongs to the node's start, its read path and its maintenance, not to a
+ * protocol. The issue that introduced the ports called it "Durability"; it is named {@code
+ * DurableStore} because {@link Durability} already means when a commit is acknowledged (sync or
+ * async), and a word has one meaning here (docs/GLOSSARY.md).
+ *
+ * <p><b>Contract.</b>
+ *
+ * <ul>
+ *   <li><b>Durable when complete.</b> A future returned by {@link #commit}, {@link
+ *       #commitExemptFromQueueLimit}, {@link #commitPrepared}, {@link #prepare} or {@link
+ *       #persistDecision} completes normally only once what it wrote survives a crash (under
+ *       {@link Durability#SYNC}; under {@link Durability#ASYNC} a crash may lose the last flush
+ *       interval of them, by the operator's choice) and, for commits, is visible to {@link #read}.
+ *       An exceptional completion with a {@link TroupeException} other than {@code
+ *       outcome_unknown} means nothing was written; {@link OutcomeUnknownException} (or any other
+ *       failure, see {@link #failureOf}) means it may or may not have been.
+ *   <li><b>Not synced.</b> {@link #abandonPrepared} and {@link #forgetDecision} are written in
+ *       partition order without a sync: after a crash they may be undone, which is safe (a
+ *       prepared part comes back and is resolved again, presumed abort; a decision comes back and
+ *       is forgotten again once its parts are found applied).
+ *   <li><b>Crash.</b> Nothing whose future completed is lost (SYNC). What a crash leaves prepared
+ *       or decided is resolved by recovery before any turn runs ({@link
+ *       Store#resolveInDoubtTransactions}); timers and futures of the crashed incarnation are
+ *       gone, so shells re-arm nothing themselves.
+ *   <li><b>Order.</b> Writes of one entity are applied in submission order (per partition); a
+ *       prepared record is durable only after every commit submitted before it.
+ *   <li><b>Threads.</b> Thread-safe; futures complete on the store's writer threads, so a shell
+ *       hands completions back to its own thread (an actor's {@code pipeToSelf}, a coordinator's
+ *       monitor). Callers must serialize commits per entity (the entity actor does), because the
+ *       operations of a commit were computed against the entity's previous state.
+ * </ul>
+ *
+ * <p>Implemented by the storage engine ({@link Store}, hence {@link RocksStore}) in the runtime
+ * and, in the simulator, by the node's storage over the same engine on a {@link MemoryDisk}.
+ */
+public interface DurableStore {
+
+  /**
+   * A fresh transaction id: a tick of the node's clock, below the durable clock ceiling, so never
+   * handed out again by this node, also across restarts (unless the store has failed: it then
+   * stops raising the ceiling). Its low bits are the node's id ({@code
+   * dev.troupe.model.time.TransactionIds#nodeOf}), so no other node issues it either.
+   */
+  long newTransactionId();
+
+  /**
+   * Commits one transaction record. All writes must be for entities of the same partition (single
+   * partition transactions; cross-partition atomic commit arrives with 2PC).
+   */
+  CompletableFuture<Committed> commit(long transactionId, List<EntityWrite> writes);
+
+  /**
+   * Like {@link #commit}, but never refused because the partition's queue is full: for commits
+   * that cannot be rolled back once their turn was evaluated (actions applied by a PSAC gate, whose
+   * later actions were admitted against them). Their number is bounded by the gates' bounds.
+   */
+  CompletableFuture<Committed> commitExemptFromQueueLimit(
+      long transactionId, List<EntityWrite> writes);
+
+  /**
+   * A {@link #commit} of this transaction id (a single turn) also writes {@code record}, with the
+   * entity and the commit timestamp, in the same atomic write. It stays attached until {@link
+   * #detachIdempotency}, which the caller calls once the turn is answered (committed and durable,
+   * or refused): while attached, the write may still commit.
+   */
+  void attachIdempotency(long transactionId, IdempotencyRecord record);
+
+  void detachIdempotency(long transactionId);
+
+  /**
+   * Durably records a participant's prepared part (two-phase commit): written in the entity's
+   * partition order, so it is durable only after every commit submitted before it. Invisible to
+   * reads. Fails like {@link #commit} (refused when the queue is full).
+   */
+  CompletableFuture<Void> prepare(PreparedTransaction part);
+
+  /**
+   * Commits a decided transaction's part on one entity: one journal record, written atomically
+   * with the removal of its prepared record. Never refused for load (only when the store is closed
+   * or failed).
+   */
+  CompletableFuture<Committed> commitPrepared(
+      long transactionId, EntityId entity, List<Operation> operations);
+
+  /** Removes an aborted transaction's prepared record, in partition order; needs no sync. */
+  void abandonPrepared(long transactionId, EntityId entity);
+
+  /** Durably records a commit decision; complete only once durable. */
+  CompletableFuture<Void> persistDecision(DecidedTransaction decision);
+
+  /** Removes a decision every participant has applied; needs no sync. */
+  void forgetDecision(DecidedTransaction decision);
+
+  /** The latest committed state of an entity, from the object cache when present. */
+  EntityState read(EntityId entity);
+
+  /**
+   * Whether the entity's latest state is in the object cache right now: a hint for callers that
+   * want to run a cache miss (a materialization, which reads RocksDB) off their own thread. Does not
+   * count as a cache hit or miss.
+   */
+  boolean isCached(EntityId entity);
+
+  /**
+   * The estimated in-memory size of the entity's cached state, 0 if it is not cached (the memory
+   * budget weighs active actors by it). Does not count as a cache hit or miss.
+   */
+  int cachedWeightBytes(EntityId entity);
+
+  /** Whether the store accepts commits and whether it has met damaged data (readiness). */
+  StoreHealth health();
+
+  /**
+   * The refusal in a future {@link #commit} returned already failed with a {@link
+   * TroupeException}: the record was never written (queue full, store closed or
+   * failed, malformed write), so the commit certainly did not happen. Null otherwise: anything
+   * else, including an unknown outcome from a writer quick enough to fail the write already, is
+   * for the asynchronous path, which reports it as unknown.
+   */
+  static TroupeException refusedAtOnce(CompletableFuture<?> future) {
+    if (!future.isCompletedExceptionally()) {
+      return null;
+    }
+    try {
+      future.join();
+      return null;
+    } catch (CompletionException e) {
+      return e.getCause() instanceof TroupeException refusal ? refusal : null;
+    } catch (CancellationException e) {
+      return null;
+    }
+  }
+
+  /**
+   * A store future's failure as a client sees it: the store's own refusal ({@link
+   * TroupeException}), or {@code outcome_unknown} for anything else (a write that failed, after
+   * which nothing tells whether it became durable).
+   */
+  static TroupeException failureOf(Throwable failure) {
+    Throwable cause = failure instanceof CompletionException && failure.getCause() != null
+        ? failure.getCause() : failure;
+    if (cause instanceof TroupeException troupe) {
+      return troupe;
+    }
+    return new TroupeException(ErrorCode.OUTCOME_UNKNOWN, String.valueOf(cause.getMessage()));
+  }
+}
