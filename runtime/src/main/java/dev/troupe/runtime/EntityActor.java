@@ -7,18 +7,21 @@ import dev.troupe.model.Invariants;
 import dev.troupe.model.TroupeException;
 import dev.troupe.model.spec.CompiledType;
 import dev.troupe.storage.Committed;
+import dev.troupe.storage.DurableStore;
 import dev.troupe.storage.EntityWrite;
 import dev.troupe.storage.PreparedTransaction;
-import dev.troupe.storage.DurableStore;
 import dev.troupe.storage.StoreHealth;
 import dev.troupe.txn.EntityTurnCore;
 import dev.troupe.txn.EntityTurnCore.Effect;
 import dev.troupe.txn.EntityTurnCore.Input;
-import dev.troupe.txn.TurnCodec;
 import dev.troupe.txn.Turn;
+import dev.troupe.txn.TurnCodec;
 import dev.troupe.txn.TurnResult;
+import dev.troupe.txn.port.Timers;
 import java.time.Duration;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
@@ -120,10 +123,8 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
 
   private record IdleCheck() implements Command {}
 
-  /** The in-doubt interval of a part elapsed (a timer keyed by {@link InDoubtTimer}). */
+  /** The in-doubt interval of a part elapsed (its timer in {@link #inDoubtTimers}). */
   private record InDoubtCheck(long transactionId) implements Command {}
-
-  private record InDoubtTimer(long transactionId) {}
 
   private final EntityId entity;
   private final DurableStore store;
@@ -134,7 +135,13 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
   private final TransactionMetrics transactionMetrics;
   /** Where a part in doubt asks; null when not wired (then nobody asks). */
   private final DecisionDirectory decisions;
-  private final org.apache.pekko.actor.typed.javadsl.TimerScheduler<Command> timers;
+  /** Runs the core's timer effects (the in-doubt questions' intervals). */
+  private final Timers timers;
+  /**
+   * The in-doubt timer of each part waiting for its decision, by transaction id: one per part (a
+   * new one replaces it), cancelled by the decision and when the actor stops. Actor thread only.
+   */
+  private final Map<Long, Timers.Scheduled> inDoubtTimers = new HashMap<>();
   /** This actor's part of {@link TurnMetrics#actorBytes}: its overhead plus its state's weight. */
   private final long overheadBytes;
   private long weightBytes;
@@ -148,10 +155,13 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
       TurnMetrics metrics,
       TransactionMetrics transactionMetrics) {
     return create(entity, store, settings, registry, fatalErrorHandler, metrics,
-        transactionMetrics, null);
+        transactionMetrics, null, null);
   }
 
-  /** @param decisions where a part in doubt asks for its decision (null: nowhere) */
+  /**
+   * @param timers runs the core's timer effects (null only with {@code decisions} null)
+   * @param decisions where a part in doubt asks for its decision (null: nowhere)
+   */
   public static Behavior<Command> create(
       EntityId entity,
       DurableStore store,
@@ -160,13 +170,16 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
       FatalErrorHandler fatalErrorHandler,
       TurnMetrics metrics,
       TransactionMetrics transactionMetrics,
+      Timers timers,
       DecisionDirectory decisions) {
     // A periodic check rather than a receive timeout: a receive timeout is rescheduled on every
     // message, which costs the scheduler work on the hot path of a busy entity.
     Duration idlePeriod = Duration.ofMillis(settings.passivateAfterIdleMillis());
     return Behaviors.setup(
-        context -> Behaviors.withTimers(timers -> {
-          timers.startTimerWithFixedDelay(new IdleCheck(), idlePeriod);
+        // The idle check is the shell's own period (the core only answers it), so it stays an
+        // actor timer: it needs no cancelling by the core and stops with the actor.
+        context -> Behaviors.withTimers(actorTimers -> {
+          actorTimers.startTimerWithFixedDelay(new IdleCheck(), idlePeriod);
           StoreHealth storage = store.health();
           if (!storage.accepting()) {
             // A failed store: the predecessor may have stopped with parts prepared whose commit
@@ -185,7 +198,7 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
           }
           return new EntityActor(
               context, entity, durable, store, settings, registry, fatalErrorHandler, metrics,
-              transactionMetrics, decisions, timers);
+              transactionMetrics, timers, decisions);
         }));
   }
 
@@ -231,8 +244,8 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
       FatalErrorHandler fatalErrorHandler,
       TurnMetrics metrics,
       TransactionMetrics transactionMetrics,
-      DecisionDirectory decisions,
-      org.apache.pekko.actor.typed.javadsl.TimerScheduler<Command> timers) {
+      Timers timers,
+      DecisionDirectory decisions) {
     super(context);
     this.decisions = decisions;
     this.timers = timers;
@@ -270,6 +283,8 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
   private Behavior<Command> onPostStop(PostStop stopped) {
     metrics.addActorBytes(-weightBytes);
     weightBytes = 0;
+    inDoubtTimers.values().forEach(Timers.Scheduled::cancel);
+    inDoubtTimers.clear();
     return this;
   }
 
@@ -301,14 +316,17 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
                 step.startTimestamp(), step.turn(), step.type(),
                 new Recipient.Caller(step.replyTo()))));
         case Decide decide -> {
-          if (decisions != null) {
-            timers.cancel(new InDoubtTimer(decide.transactionId()));
+          Timers.Scheduled inDoubtTimer = inDoubtTimers.remove(decide.transactionId());
+          if (inDoubtTimer != null) {
+            inDoubtTimer.cancel();
           }
           yield runEffects(core.handle(new Input.DecisionReceived<>(
               decide.transactionId(), decide.commit(), decide.acknowledgeTo())));
         }
-        case InDoubtCheck check ->
-            runEffects(core.handle(new Input.InDoubtQueryDue<>(check.transactionId())));
+        case InDoubtCheck check -> {
+          inDoubtTimers.remove(check.transactionId());
+          yield runEffects(core.handle(new Input.InDoubtQueryDue<>(check.transactionId())));
+        }
         case PrepareCompleted completed when completed.failure() == null ->
             runEffects(core.handle(new Input.PrepareSucceeded<>(completed.transactionId())));
         case PrepareCompleted completed ->
@@ -397,8 +415,14 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
             registry.tell(new EntityRegistry.PassivationWanted(entity));
         case Effect.ScheduleInDoubtQuery<Recipient> check -> {
           if (decisions != null) {
-            timers.startSingleTimer(new InDoubtTimer(check.transactionId()),
-                new InDoubtCheck(check.transactionId()), Duration.ofMillis(check.delayMillis()));
+            // The action only tells the actor: the core sees the expiry on the actor's thread.
+            long transactionId = check.transactionId();
+            ActorRef<Command> self = getContext().getSelf();
+            Timers.Scheduled previous = inDoubtTimers.put(transactionId, timers.schedule(
+                check.delayMillis(), () -> self.tell(new InDoubtCheck(transactionId))));
+            if (previous != null) {
+              previous.cancel();
+            }
           }
         }
         case Effect.QueryDecision<Recipient> query -> {

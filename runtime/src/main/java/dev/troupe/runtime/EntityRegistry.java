@@ -6,6 +6,7 @@ import dev.troupe.model.TroupeException;
 import dev.troupe.storage.DurableStore;
 import dev.troupe.txn.ActivationCore;
 import dev.troupe.txn.ActivationCore.Effect;
+import dev.troupe.txn.port.Timers;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -50,29 +51,36 @@ public final class EntityRegistry extends AbstractBehavior<EntityRegistry.Comman
   private final TransactionMetrics transactionMetrics;
   /** Where the entities' parts in doubt ask for their decision (null: nowhere). */
   private final DecisionDirectory decisions;
+  private final Timers timers;
   private long nextIncarnation;
 
   public static Behavior<Command> create(
-      DurableStore store, RuntimeSettings settings, int maxActive, FatalErrorHandler fatalErrorHandler,
-      TurnMetrics metrics, TransactionMetrics transactionMetrics) {
+      DurableStore store, RuntimeSettings settings, int maxActive,
+      FatalErrorHandler fatalErrorHandler, TurnMetrics metrics,
+      TransactionMetrics transactionMetrics) {
     return create(store, settings, maxActive, fatalErrorHandler, metrics, transactionMetrics,
-        null);
+        null, null);
   }
 
-  /** @param decisions where the entities' parts in doubt ask for their decision (null: nowhere) */
+  /**
+   * @param timers runs the entities' cores' timer effects (null only with {@code decisions} null)
+   * @param decisions where the entities' parts in doubt ask for their decision (null: nowhere)
+   */
   public static Behavior<Command> create(
-      DurableStore store, RuntimeSettings settings, int maxActive, FatalErrorHandler fatalErrorHandler,
-      TurnMetrics metrics, TransactionMetrics transactionMetrics, DecisionDirectory decisions) {
+      DurableStore store, RuntimeSettings settings, int maxActive,
+      FatalErrorHandler fatalErrorHandler, TurnMetrics metrics,
+      TransactionMetrics transactionMetrics, Timers timers, DecisionDirectory decisions) {
     return Behaviors.setup(
         context -> new EntityRegistry(context, store, settings, maxActive, fatalErrorHandler,
-            metrics, transactionMetrics, decisions));
+            metrics, transactionMetrics, timers, decisions));
   }
 
   private EntityRegistry(
       ActorContext<Command> context, DurableStore store, RuntimeSettings settings, int maxActive,
       FatalErrorHandler fatalErrorHandler, TurnMetrics metrics,
-      TransactionMetrics transactionMetrics, DecisionDirectory decisions) {
+      TransactionMetrics transactionMetrics, Timers timers, DecisionDirectory decisions) {
     super(context);
+    this.timers = timers;
     this.decisions = decisions;
     this.transactionMetrics = transactionMetrics;
     this.store = store;
@@ -122,7 +130,7 @@ public final class EntityRegistry extends AbstractBehavior<EntityRegistry.Comman
         getContext()
             .spawn(
                 EntityActor.create(entity, store, settings, getContext().getSelf(),
-                    fatalErrorHandler, metrics, transactionMetrics, decisions),
+                    fatalErrorHandler, metrics, transactionMetrics, timers, decisions),
                 "entity-" + (nextIncarnation++),
                 DispatcherSelector.fromConfig("troupe-entity-dispatcher"));
     getContext().watchWith(incarnation, new IncarnationStopped(entity, incarnation));

@@ -4,21 +4,19 @@ import dev.troupe.model.EntityId;
 import dev.troupe.model.ErrorCode;
 import dev.troupe.model.TroupeException;
 import dev.troupe.model.spec.CompiledType;
-import dev.troupe.storage.IdempotencyRecord;
 import dev.troupe.storage.DurableStore;
+import dev.troupe.storage.IdempotencyRecord;
 import dev.troupe.storage.StoreHealth;
 import dev.troupe.txn.InteractiveCore;
 import dev.troupe.txn.Turn;
-import java.time.Duration;
+import dev.troupe.txn.port.Timers;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Function;
-import org.apache.pekko.actor.Cancellable;
 import org.apache.pekko.actor.typed.ActorRef;
-import org.apache.pekko.actor.typed.ActorSystem;
 
 /**
  * The shell of the interactive transactions' lifecycle ({@link InteractiveCore}, guarded by its
@@ -29,21 +27,22 @@ import org.apache.pekko.actor.typed.ActorSystem;
 final class InteractiveShell implements RequestShell.Interactive {
   private final InteractiveCore interactive;
   private final DurableStore store;
-  private final ActorSystem<Void> system;
+  /** Runs the idle checks (the core's deadlines) through the node's {@link Timers}. */
+  private final Timers timers;
   private final Function<EntityId, ActorRef<EntityRegistry.Command>> registryOf;
   private final TransactionMetrics transactionMetrics;
   private final RequestShell requests;
   /** Per open interactive transaction, the timer that checks it for idleness. */
-  private final Map<Long, Cancellable> idleTimers = new ConcurrentHashMap<>();
+  private final Map<Long, Timers.Scheduled> idleTimers = new ConcurrentHashMap<>();
 
   InteractiveShell(RuntimeSettings.TransactionSettings settings, DurableStore store,
-      ActorSystem<Void> system, Function<EntityId, ActorRef<EntityRegistry.Command>> registryOf,
+      Timers timers, Function<EntityId, ActorRef<EntityRegistry.Command>> registryOf,
       TransactionMetrics transactionMetrics, RequestShell requests) {
     this.interactive = new InteractiveCore(new InteractiveCore.Limits(
         settings.maxInteractiveTransactions(), settings.maxParticipants(),
         settings.interactiveIdleTimeoutMillis()));
     this.store = store;
-    this.system = system;
+    this.timers = timers;
     this.registryOf = registryOf;
     this.transactionMetrics = transactionMetrics;
     this.requests = requests;
@@ -143,7 +142,7 @@ final class InteractiveShell implements RequestShell.Interactive {
    * later check.
    */
   private void scheduleIdleCheck(long transactionId) {
-    Cancellable previous;
+    Timers.Scheduled previous;
     // Under the lock: an abort or commit ends the transaction under it and cancels its timer
     // afterwards, so a timer is never registered for a transaction already over.
     synchronized (interactive) {
@@ -151,16 +150,14 @@ final class InteractiveShell implements RequestShell.Interactive {
       if (deadline.isEmpty()) {
         return;
       }
-      Cancellable timer = system.scheduler().scheduleOnce(
-          Duration.ofMillis(Math.max(0, deadline.get() - nowMillis())),
-          () -> {
-            Optional<List<EntityId>> expired;
-            synchronized (interactive) {
-              expired = interactive.expireIfIdle(transactionId, nowMillis());
-            }
-            expired.ifPresent(entities -> release(transactionId, entities));
-          },
-          system.executionContext());
+      // The check feeds the core under its monitor, like every other input (the port's contract).
+      Timers.Scheduled timer = timers.schedule(deadline.get() - nowMillis(), () -> {
+        Optional<List<EntityId>> expired;
+        synchronized (interactive) {
+          expired = interactive.expireIfIdle(transactionId, nowMillis());
+        }
+        expired.ifPresent(entities -> release(transactionId, entities));
+      });
       previous = idleTimers.put(transactionId, timer);
     }
     if (previous != null) {
@@ -169,7 +166,7 @@ final class InteractiveShell implements RequestShell.Interactive {
   }
 
   private void cancelIdleCheck(long transactionId) {
-    Cancellable timer = idleTimers.remove(transactionId);
+    Timers.Scheduled timer = idleTimers.remove(transactionId);
     if (timer != null) {
       timer.cancel();
     }

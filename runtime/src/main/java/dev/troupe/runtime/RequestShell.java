@@ -7,15 +7,16 @@ import dev.troupe.model.TroupeException;
 import dev.troupe.model.dependency.Dependency;
 import dev.troupe.model.dependency.KeyReference;
 import dev.troupe.model.spec.CompiledType;
+import dev.troupe.storage.DurableStore;
 import dev.troupe.storage.IdempotencyRecord;
 import dev.troupe.storage.InDoubtResolution;
-import dev.troupe.storage.DurableStore;
 import dev.troupe.storage.Store;
 import dev.troupe.txn.CoordinatorCore;
 import dev.troupe.txn.Turn;
 import dev.troupe.txn.TurnCodec;
 import dev.troupe.txn.TurnEvaluator;
 import dev.troupe.txn.TurnResult;
+import dev.troupe.txn.port.Timers;
 import dev.troupe.txn.request.RequestCore;
 import dev.troupe.txn.request.RequestCore.Effect;
 import dev.troupe.txn.request.RequestCore.Input;
@@ -67,6 +68,8 @@ final class RequestShell {
   /** Where the node's participants in doubt ask; every coordinator registers with it. */
   private final DecisionDirectory decisions;
   private final ActorSystem<Void> system;
+  /** Runs the coordinators' timer effects. */
+  private final Timers timers;
   private final Function<EntityId, ActorRef<EntityRegistry.Command>> registryOf;
   private final Function<EntityId, CompiledType> typeOf;
   private final RequestCore.Limits limits;
@@ -87,6 +90,7 @@ final class RequestShell {
   private volatile Interactive interactive;
 
   RequestShell(RuntimeSettings settings, DurableStore store, ActorSystem<Void> system,
+      Timers timers,
       Function<EntityId, ActorRef<EntityRegistry.Command>> registryOf,
       Function<EntityId, CompiledType> typeOf, TurnMetrics metrics,
       TransactionMetrics transactionMetrics, DecisionDirectory decisions) {
@@ -94,6 +98,7 @@ final class RequestShell {
     this.decisions = decisions;
     this.sequencer = new PlannedSequencer(store::newTransactionId);
     this.system = system;
+    this.timers = timers;
     this.registryOf = registryOf;
     this.typeOf = typeOf;
     this.metrics = metrics;
@@ -358,8 +363,7 @@ final class RequestShell {
       Map<EntityId, CompiledType> types = new LinkedHashMap<>(start.types());
       coordinatorTypes = types;
       TransactionRun run = new TransactionRun(start.parts(), types, typeOf, start.limits(),
-          start.planned(), registryOf, store, system.scheduler(), system.executionContext(),
-          decisions);
+          start.planned(), registryOf, store, timers, decisions);
       run.recordWithDecision(idempotency);
       long started = System.nanoTime();
       transactionMetrics.recordStarted();

@@ -3,21 +3,19 @@ package dev.troupe.runtime;
 import dev.troupe.model.EntityId;
 import dev.troupe.model.spec.CompiledType;
 import dev.troupe.storage.DecidedTransaction;
+import dev.troupe.storage.DurableStore;
 import dev.troupe.storage.IdempotencyRecord;
 import dev.troupe.storage.OutcomeUnknownException;
-import dev.troupe.storage.DurableStore;
 import dev.troupe.txn.CoordinatorCore;
 import dev.troupe.txn.CoordinatorCore.Effect;
 import dev.troupe.txn.CoordinatorCore.Input;
 import dev.troupe.txn.TurnResult;
-import java.time.Duration;
+import dev.troupe.txn.port.Timers;
 import java.util.ArrayDeque;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.function.Function;
 import org.apache.pekko.actor.typed.ActorRef;
-import org.apache.pekko.actor.typed.Scheduler;
-import scala.concurrent.ExecutionContext;
 
 /**
  * Shell of one transaction's {@link CoordinatorCore}: feeds it votes, acknowledgements, timer
@@ -31,9 +29,11 @@ import scala.concurrent.ExecutionContext;
  * enqueue in a partition writer's queue), so the monitor is held briefly.
  *
  * <p><b>Timers.</b> The prepare timeout, the retry backoff and the commit decision's resends
- * ({@code decision-resend-interval-millis}) are Pekko scheduler tasks feeding the core; a task
- * that fires after the attempt moved on is ignored by the core. With a {@link DecisionDirectory},
- * the run registers its attempts and its decision records there, so participants in doubt can ask.
+ * ({@code decision-resend-interval-millis}) run through the {@link Timers} port ({@link
+ * PekkoTimers}); a fired timer feeds the core under this object's monitor like any other input,
+ * and one that fires after the attempt moved on is ignored by the core. With a {@link
+ * DecisionDirectory}, the run registers its attempts and its decision records there, so
+ * participants in doubt can ask.
  */
 final class TransactionRun {
   private final CoordinatorCore core;
@@ -42,15 +42,14 @@ final class TransactionRun {
   private final Function<EntityId, CompiledType> typeOf;
   private final Function<EntityId, ActorRef<EntityRegistry.Command>> registryOf;
   private final DurableStore store;
-  private final Scheduler scheduler;
-  private final ExecutionContext executor;
+  private final Timers timers;
   private final CompletableFuture<CoordinatorCore.Outcome> outcome = new CompletableFuture<>();
   private final ArrayDeque<Input> pending = new ArrayDeque<>();
   private boolean draining;
   /** Where participants in doubt ask; null when nobody can (not wired). */
   private final DecisionDirectory decisions;
   /** The latest decision resend scheduled, cancelled when the run finishes (null: none). */
-  private org.apache.pekko.actor.Cancellable resendTimer;
+  private Timers.Scheduled resendTimer;
 
   /** Written with the commit decision, in the same atomic write (an idempotent request's key). */
   private volatile IdempotencyRecord idempotency;
@@ -66,34 +65,22 @@ final class TransactionRun {
     return finished;
   }
 
-  TransactionRun(Map<EntityId, CoordinatorCore.Part> parts, Map<EntityId, CompiledType> types,
-      Function<EntityId, CompiledType> typeOf, CoordinatorCore.Limits limits,
-      Function<EntityId, ActorRef<EntityRegistry.Command>> registryOf, DurableStore store,
-      Scheduler scheduler, ExecutionContext executor) {
-    this(parts, types, typeOf, limits, false, registryOf, store, scheduler, executor);
-  }
-
-  /** @param planned a planned transaction (see {@link CoordinatorCore}) */
+  /**
+   * @param planned a planned transaction (see {@link CoordinatorCore})
+   * @param timers runs the core's timer effects
+   * @param decisions where the node's participants in doubt ask (null: nowhere)
+   */
   TransactionRun(Map<EntityId, CoordinatorCore.Part> parts, Map<EntityId, CompiledType> types,
       Function<EntityId, CompiledType> typeOf, CoordinatorCore.Limits limits, boolean planned,
       Function<EntityId, ActorRef<EntityRegistry.Command>> registryOf, DurableStore store,
-      Scheduler scheduler, ExecutionContext executor) {
-    this(parts, types, typeOf, limits, planned, registryOf, store, scheduler, executor, null);
-  }
-
-  /** @param decisions where the node's participants in doubt ask (null: nowhere) */
-  TransactionRun(Map<EntityId, CoordinatorCore.Part> parts, Map<EntityId, CompiledType> types,
-      Function<EntityId, CompiledType> typeOf, CoordinatorCore.Limits limits, boolean planned,
-      Function<EntityId, ActorRef<EntityRegistry.Command>> registryOf, DurableStore store,
-      Scheduler scheduler, ExecutionContext executor, DecisionDirectory decisions) {
+      Timers timers, DecisionDirectory decisions) {
     this.decisions = decisions;
     this.core = new CoordinatorCore(parts, limits, planned);
     this.types = types;
     this.typeOf = typeOf;
     this.registryOf = registryOf;
     this.store = store;
-    this.scheduler = scheduler;
-    this.executor = executor;
+    this.timers = timers;
   }
 
   /** Starts the first attempt; the future completes with the outcome. */
@@ -176,12 +163,11 @@ final class TransactionRun {
       }
       case Effect.SchedulePrepareTimeout timeout -> {
         long transactionId = timeout.transactionId();
-        scheduler.scheduleOnce(Duration.ofMillis(timeout.delayMillis()),
-            () -> handle(new Input.PrepareTimedOut(transactionId)), executor);
+        timers.schedule(timeout.delayMillis(),
+            () -> handle(new Input.PrepareTimedOut(transactionId)));
       }
-      case Effect.ScheduleRetry retry -> scheduler.scheduleOnce(
-          Duration.ofMillis(retry.delayMillis()),
-          () -> handle(new Input.RetryDue(store.newTransactionId())), executor);
+      case Effect.ScheduleRetry retry -> timers.schedule(retry.delayMillis(),
+          () -> handle(new Input.RetryDue(store.newTransactionId())));
       case Effect.PersistDecision persist ->
           store.persistDecision(new DecidedTransaction(persist.transactionId(),
                   persist.participants(), idempotency))
@@ -196,8 +182,8 @@ final class TransactionRun {
               });
       case Effect.ScheduleDecisionResend resend -> {
         long transactionId = resend.transactionId();
-        resendTimer = scheduler.scheduleOnce(Duration.ofMillis(resend.delayMillis()),
-            () -> handle(new Input.DecisionResendDue(transactionId)), executor);
+        resendTimer = timers.schedule(resend.delayMillis(),
+            () -> handle(new Input.DecisionResendDue(transactionId)));
       }
       case Effect.SendDecision decision -> {
         EntityId participant = decision.participant();

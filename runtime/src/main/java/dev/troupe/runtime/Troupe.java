@@ -97,18 +97,19 @@ public final class Troupe implements AutoCloseable {
     };
     try {
       this.system = ActorSystem.create(Behaviors.empty(), "troupe", settings.config());
+      PekkoTimers timers = new PekkoTimers(system);
       int partitions = settings.storage().partitions();
       int maxActivePerRegistry =
           Math.max(1, settings.memory().initialSplit().actorLimit() / partitions);
       for (int partition = 0; partition < partitions; partition++) {
         registries.add(system.systemActorOf(
             EntityRegistry.create(store, settings, maxActivePerRegistry, handler, metrics,
-                transactionMetrics, decisions),
+                transactionMetrics, timers, decisions),
             "partition-" + partition, Props.empty()));
       }
-      this.requests = new RequestShell(settings, store, system, this::registryOf, types::typeOf,
-          metrics, transactionMetrics, decisions);
-      this.interactive = new InteractiveShell(settings.transactions(), store, system,
+      this.requests = new RequestShell(settings, store, system, timers, this::registryOf,
+          types::typeOf, metrics, transactionMetrics, decisions);
+      this.interactive = new InteractiveShell(settings.transactions(), store, timers,
           this::registryOf, transactionMetrics, requests);
       types.loadTypes();
       // Before any turn runs: what a crash left prepared is committed or aborted.
