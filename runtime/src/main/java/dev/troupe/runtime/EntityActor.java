@@ -18,6 +18,9 @@ import dev.troupe.txn.Turn;
 import dev.troupe.txn.TurnCodec;
 import dev.troupe.txn.TurnResult;
 import dev.troupe.txn.port.Timers;
+import dev.troupe.txn.port.Transport;
+import dev.troupe.txn.wire.Envelope;
+import dev.troupe.txn.wire.ParticipantMessages;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.List;
@@ -41,10 +44,11 @@ import org.apache.pekko.actor.typed.javadsl.Receive;
  * period (checked periodically, so after one to two periods).
  *
  * <p>A part that voted yes and hears no decision within {@code in-doubt-query-interval-millis}
- * asks the coordinator's node (the core's {@link Effect.QueryDecision}): with a {@link
- * DecisionDirectory} wired, this node's (one node issues every transaction id today); a commit or
- * abort answer comes back as a {@link Decide} nobody acknowledges. Without one the question is
- * not asked and no timer is set: on one node the mailboxes never lose the decision.
+ * asks the coordinator's node (the core's {@link Effect.QueryDecision}): a {@code DecisionQuery}
+ * through the node's {@link Transport} to that node, whose {@link NodeInbox} answers from its
+ * {@link DecisionDirectory}; a commit or abort answer comes back as a {@link Decide} nobody
+ * acknowledges. Without a transport the question is not asked and no timer is set: on one node
+ * the mailboxes never lose the decision.
  */
 public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
 
@@ -133,8 +137,8 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
   private final FatalErrorHandler fatalErrorHandler;
   private final TurnMetrics metrics;
   private final TransactionMetrics transactionMetrics;
-  /** Where a part in doubt asks; null when not wired (then nobody asks). */
-  private final DecisionDirectory decisions;
+  /** Where a part in doubt sends its question; null when not wired (then nobody asks). */
+  private final Transport transport;
   /** Runs the core's timer effects (the in-doubt questions' intervals). */
   private final Timers timers;
   /**
@@ -159,8 +163,8 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
   }
 
   /**
-   * @param timers runs the core's timer effects (null only with {@code decisions} null)
-   * @param decisions where a part in doubt asks for its decision (null: nowhere)
+   * @param timers runs the core's timer effects (null only with {@code transport} null)
+   * @param transport what a part in doubt sends its question through (null: nowhere)
    */
   public static Behavior<Command> create(
       EntityId entity,
@@ -171,7 +175,7 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
       TurnMetrics metrics,
       TransactionMetrics transactionMetrics,
       Timers timers,
-      DecisionDirectory decisions) {
+      Transport transport) {
     // A periodic check rather than a receive timeout: a receive timeout is rescheduled on every
     // message, which costs the scheduler work on the hot path of a busy entity.
     Duration idlePeriod = Duration.ofMillis(settings.passivateAfterIdleMillis());
@@ -198,7 +202,7 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
           }
           return new EntityActor(
               context, entity, durable, store, settings, registry, fatalErrorHandler, metrics,
-              transactionMetrics, timers, decisions);
+              transactionMetrics, timers, transport);
         }));
   }
 
@@ -245,9 +249,9 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
       TurnMetrics metrics,
       TransactionMetrics transactionMetrics,
       Timers timers,
-      DecisionDirectory decisions) {
+      Transport transport) {
     super(context);
-    this.decisions = decisions;
+    this.transport = transport;
     this.timers = timers;
     this.transactionMetrics = transactionMetrics;
     this.entity = entity;
@@ -414,7 +418,7 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
         case Effect.OfferPassivation<Recipient> ignored ->
             registry.tell(new EntityRegistry.PassivationWanted(entity));
         case Effect.ScheduleInDoubtQuery<Recipient> check -> {
-          if (decisions != null) {
+          if (transport != null) {
             // The action only tells the actor: the core sees the expiry on the actor's thread.
             long transactionId = check.transactionId();
             ActorRef<Command> self = getContext().getSelf();
@@ -426,15 +430,13 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
           }
         }
         case Effect.QueryDecision<Recipient> query -> {
-          if (decisions != null) {
-            // One node issues every transaction id today, so the coordinator's node is this one;
-            // a transport between nodes routes by query.coordinatorNode() (issue 11).
-            long transactionId = query.transactionId();
-            switch (decisions.ask(transactionId)) {
-              case COMMITTED -> getContext().getSelf().tell(new Decide(transactionId, true, null));
-              case ABORTED -> getContext().getSelf().tell(new Decide(transactionId, false, null));
-              case UNDECIDED -> {} // asked again after the next interval
-            }
+          if (transport != null) {
+            // The answer comes back to this entity (ToEntity), as a Decide through its registry;
+            // "undecided" is dropped and asked again after the next interval.
+            transport.send(new Envelope(transport.localNode(),
+                new Envelope.Destination.ToNode(query.coordinatorNode()),
+                ParticipantMessages.decisionQuery(query.transactionId(), transport.localNode(),
+                    entity)));
           }
         }
       }

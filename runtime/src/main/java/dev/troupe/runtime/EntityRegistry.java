@@ -7,6 +7,7 @@ import dev.troupe.storage.DurableStore;
 import dev.troupe.txn.ActivationCore;
 import dev.troupe.txn.ActivationCore.Effect;
 import dev.troupe.txn.port.Timers;
+import dev.troupe.txn.port.Transport;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -49,8 +50,8 @@ public final class EntityRegistry extends AbstractBehavior<EntityRegistry.Comman
   private final FatalErrorHandler fatalErrorHandler;
   private final TurnMetrics metrics;
   private final TransactionMetrics transactionMetrics;
-  /** Where the entities' parts in doubt ask for their decision (null: nowhere). */
-  private final DecisionDirectory decisions;
+  /** What the entities' parts in doubt send their questions through (null: nowhere). */
+  private final Transport transport;
   private final Timers timers;
   private long nextIncarnation;
 
@@ -63,25 +64,25 @@ public final class EntityRegistry extends AbstractBehavior<EntityRegistry.Comman
   }
 
   /**
-   * @param timers runs the entities' cores' timer effects (null only with {@code decisions} null)
-   * @param decisions where the entities' parts in doubt ask for their decision (null: nowhere)
+   * @param timers runs the entities' cores' timer effects (null only with {@code transport} null)
+   * @param transport what the entities' parts in doubt ask through (null: nowhere)
    */
   public static Behavior<Command> create(
       DurableStore store, RuntimeSettings settings, int maxActive,
       FatalErrorHandler fatalErrorHandler, TurnMetrics metrics,
-      TransactionMetrics transactionMetrics, Timers timers, DecisionDirectory decisions) {
+      TransactionMetrics transactionMetrics, Timers timers, Transport transport) {
     return Behaviors.setup(
         context -> new EntityRegistry(context, store, settings, maxActive, fatalErrorHandler,
-            metrics, transactionMetrics, timers, decisions));
+            metrics, transactionMetrics, timers, transport));
   }
 
   private EntityRegistry(
       ActorContext<Command> context, DurableStore store, RuntimeSettings settings, int maxActive,
       FatalErrorHandler fatalErrorHandler, TurnMetrics metrics,
-      TransactionMetrics transactionMetrics, Timers timers, DecisionDirectory decisions) {
+      TransactionMetrics transactionMetrics, Timers timers, Transport transport) {
     super(context);
     this.timers = timers;
-    this.decisions = decisions;
+    this.transport = transport;
     this.transactionMetrics = transactionMetrics;
     this.store = store;
     this.settings = settings;
@@ -130,7 +131,7 @@ public final class EntityRegistry extends AbstractBehavior<EntityRegistry.Comman
         getContext()
             .spawn(
                 EntityActor.create(entity, store, settings, getContext().getSelf(),
-                    fatalErrorHandler, metrics, transactionMetrics, timers, decisions),
+                    fatalErrorHandler, metrics, transactionMetrics, timers, transport),
                 "entity-" + (nextIncarnation++),
                 DispatcherSelector.fromConfig("troupe-entity-dispatcher"));
     getContext().watchWith(incarnation, new IncarnationStopped(entity, incarnation));

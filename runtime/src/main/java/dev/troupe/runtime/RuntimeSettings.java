@@ -25,7 +25,22 @@ public record RuntimeSettings(
     int materializationQueueLimit,
     TransactionSettings transactions,
     TypeSettings types,
+    TransportSettings transport,
     Config config) {
+
+  /**
+   * The {@code troupe.transport} settings (reference.conf documents each): how the node's {@link
+   * LocalTransport} delivers the messages between cores.
+   *
+   * @param encodeLocalMessages encode and decode every envelope delivered in process with {@code
+   *     WireCodec}, as a transport between nodes would (tests prove the formats carry the path)
+   */
+  public record TransportSettings(boolean encodeLocalMessages) {
+    static TransportSettings fromConfig(Config troupe) {
+      return new TransportSettings(
+          troupe.getConfig("transport").getBoolean("encode-local-messages"));
+    }
+  }
 
   /**
    * The {@code troupe.types} settings (reference.conf documents each): the bounds of a
@@ -249,6 +264,7 @@ public record RuntimeSettings(
         positive(entity, "materialization-queue-limit"),
         TransactionSettings.fromConfig(troupe),
         TypeSettings.fromConfig(troupe),
+        TransportSettings.fromConfig(troupe),
         config);
   }
 

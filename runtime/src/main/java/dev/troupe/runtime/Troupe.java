@@ -67,6 +67,8 @@ public final class Troupe implements AutoCloseable {
   private final List<ActorRef<EntityRegistry.Command>> registries = new ArrayList<>();
   /** The node's answers to participants in doubt (DecisionQueryCore's shell). */
   private final DecisionDirectory decisions = new DecisionDirectory();
+  /** Carries the messages between the node's cores (the in-doubt questions and answers). */
+  private final LocalTransport transport;
   private final TurnMetrics metrics = new TurnMetrics();
   private final TransactionMetrics transactionMetrics = new TransactionMetrics();
   private final AtomicBoolean failed = new AtomicBoolean();
@@ -98,13 +100,15 @@ public final class Troupe implements AutoCloseable {
     try {
       this.system = ActorSystem.create(Behaviors.empty(), "troupe", settings.config());
       PekkoTimers timers = new PekkoTimers(system);
+      this.transport = new LocalTransport(settings.storage().nodeId(), store.locator(),
+          settings.transport().encodeLocalMessages(), new NodeInbox(decisions, this::registryOf));
       int partitions = settings.storage().partitions();
       int maxActivePerRegistry =
           Math.max(1, settings.memory().initialSplit().actorLimit() / partitions);
       for (int partition = 0; partition < partitions; partition++) {
         registries.add(system.systemActorOf(
             EntityRegistry.create(store, settings, maxActivePerRegistry, handler, metrics,
-                transactionMetrics, timers, decisions),
+                transactionMetrics, timers, transport),
             "partition-" + partition, Props.empty()));
       }
       this.requests = new RequestShell(settings, store, system, timers, this::registryOf,
@@ -485,6 +489,11 @@ public final class Troupe implements AutoCloseable {
   /** The actor system the engine runs on; the HTTP server binds on it too. */
   public ActorSystem<Void> actorSystem() {
     return system;
+  }
+
+  /** The node's transport between cores (its counters: delivered, dropped). */
+  LocalTransport transport() {
+    return transport;
   }
 
   /** The storage engine, for tools in this JVM that need it (benchmarks, recovery checks). */
