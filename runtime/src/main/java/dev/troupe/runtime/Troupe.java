@@ -491,8 +491,8 @@ public final class Troupe implements AutoCloseable {
     return system;
   }
 
-  /** The node's transport between cores (its counters: delivered, dropped). */
-  LocalTransport transport() {
+  /** The node's transport between cores (its counters, for metrics: delivered, dropped). */
+  public LocalTransport transport() {
     return transport;
   }
 

@@ -199,6 +199,8 @@ class TransactionRestTest {
     assertTrue(metrics.contains("troupe_transactions_total{outcome=\"committed\"}"), metrics);
     assertTrue(metrics.contains("troupe_transactions_total{outcome=\"precondition_failed\"}"),
         "failed withdrawals are counted by reason");
+    assertTrue(metrics.contains("troupe_transport_dropped_total{reason=\"other_node\"} 0"),
+        "one node sends nothing to another: " + metrics);
   }
 
   /**

@@ -1,6 +1,7 @@
 package dev.troupe.server.http;
 
 import dev.troupe.model.ErrorCode;
+import dev.troupe.runtime.LocalTransport;
 import dev.troupe.runtime.MemoryStatus;
 import dev.troupe.runtime.Troupe;
 import dev.troupe.runtime.TransactionMetrics;
@@ -113,6 +114,17 @@ final class PrometheusMetrics {
     gauge(out, "troupe_transactions_recovered_aborted",
         "Prepared transaction parts the last start aborted (no decision: presumed abort).",
         transactions.recoveredAborted());
+    LocalTransport transport = troupe.transport();
+    counter(out, "troupe_transport_delivered_total",
+        "Messages between cores the node's transport delivered (in-doubt questions and answers).",
+        transport.delivered());
+    out.append("# HELP troupe_transport_dropped_total Messages between cores the node's transport"
+        + " dropped: addressed to another node (no cluster transport yet), or undeliverable.\n");
+    out.append("# TYPE troupe_transport_dropped_total counter\n");
+    out.append("troupe_transport_dropped_total{reason=\"other_node\"} ")
+        .append(transport.droppedForOtherNodes()).append('\n');
+    out.append("troupe_transport_dropped_total{reason=\"undeliverable\"} ")
+        .append(transport.droppedUndeliverable()).append('\n');
     counter(out, "troupe_http_requests_total", "HTTP requests received.", requests.sum());
     counter(out, "troupe_http_overloaded_total",
         "HTTP requests refused at admission with 429 overloaded (all classes).", admission.refused());
