@@ -181,7 +181,7 @@ final class ListAppendWorkload implements Workload {
   public String check() {
     Map<String, List<String>> lists = new LinkedHashMap<>();
     for (int list = 0; list < options.lists(); list++) {
-      EntityState state = simulation.node.finalState(entity(listName(list)));
+      EntityState state = simulation.cluster.finalState(entity(listName(list)));
       if (state != null) {
         lists.put(listName(list), items(state));
       }
@@ -206,7 +206,7 @@ final class ListAppendWorkload implements Workload {
       }
     }
     java.util.Set<String> unreadable = new java.util.HashSet<>();
-    for (EntityId entity : simulation.node.unreadableAtEnd()) {
+    for (EntityId entity : simulation.cluster.unreadableAtEnd()) {
       if (entity.type().equals("AppendList")) {
         unreadable.add(entity.id());
       }

@@ -102,6 +102,19 @@ interface NodeStorage {
    */
   Map<Long, Map<EntityId, Long>> committedWrites();
 
+  /** What the last successful restart's in-doubt resolution decided (null before any). */
+  default dev.troupe.storage.InDoubtResolution lastResolution() {
+    return null;
+  }
+
+  /**
+   * Prepared parts stored now: after the run, with the network healed and every node up, each is
+   * an in-doubt part nobody resolved. -1 if this storage cannot tell.
+   */
+  default int preparedParts() {
+    return -1;
+  }
+
   /** In-doubt prepared parts resolved at restarts. */
   long resolvedInDoubt();
 

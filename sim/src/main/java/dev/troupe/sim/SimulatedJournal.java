@@ -81,6 +81,7 @@ final class SimulatedJournal implements NodeStorage {
   private long clockCeiling;
   private long clockOffsetMillis;
   private long resolvedInDoubt;
+  private InDoubtResolution lastResolution;
   private long redone;
 
   SimulatedJournal(Scheduler scheduler, Timers timers, Function<EntityId, CompiledType> typeOf,
@@ -209,6 +210,7 @@ final class SimulatedJournal implements NodeStorage {
     }
     InDoubtResolution resolution = InDoubtResolution.of(
         new ArrayList<>(prepared.values()), new ArrayList<>(decided.values()));
+    lastResolution = resolution;
     // In the resolution's order, one at a time, as the real store applies it.
     for (PreparedTransaction part : resolution.toCommit()) {
       resolvedInDoubt++;
@@ -279,6 +281,11 @@ final class SimulatedJournal implements NodeStorage {
       }
     }
     return writes;
+  }
+
+  @Override
+  public InDoubtResolution lastResolution() {
+    return lastResolution;
   }
 
   @Override

@@ -94,6 +94,15 @@ public final class SimulatedNetwork {
    * arrives.
    */
   public <M> void send(String from, String to, M message, Consumer<M> deliver) {
+    send(from, to, message, true, deliver);
+  }
+
+  /**
+   * As {@link #send(String, String, Object, Consumer)}; unless {@code duplicable}, the message is
+   * never duplicated (a transport whose sessions drop duplicates), and no chance is drawn for it.
+   */
+  public <M> void send(String from, String to, M message, boolean duplicable,
+      Consumer<M> deliver) {
     var random = scheduler.random();
     if (faults.dropProbability() > 0 && random.nextDouble() < faults.dropProbability()) {
       dropped++;
@@ -101,7 +110,7 @@ public final class SimulatedNetwork {
           "drop " + from + " -> " + to + " " + message);
       return;
     }
-    int copies = faults.duplicateProbability() > 0
+    int copies = duplicable && faults.duplicateProbability() > 0
         && random.nextDouble() < faults.duplicateProbability() ? 2 : 1;
     if (copies == 2) {
       duplicated++;

@@ -124,6 +124,10 @@ final class SimulatedNode {
 
   private final Scheduler scheduler;
   private final Settings settings;
+  /** This node's id in its cluster (0 to 63): the low bits of the ids it issues. */
+  final int nodeId;
+  /** The other nodes, where each entity lives, and the network between nodes. */
+  private final SimulatedCluster cluster;
   private final Function<EntityId, CompiledType> typeOf;
   private final SimulatedNetwork mailboxes;
 
@@ -148,7 +152,7 @@ final class SimulatedNode {
    * The simulator's own bookkeeping, not the node's (it survives crashes): which client request
    * each transaction id (every attempt) belongs to, so that histories can name what committed.
    */
-  private final Map<Long, String> requestOfTransaction = new HashMap<>();
+  private final Map<Long, String> requestOfTransaction;
   private final Map<Long, String> requestOfCoordinator = new HashMap<>();
   /**
    * Ids issued while the store was failed (by damage). A failed store no longer raises its durable
@@ -166,9 +170,17 @@ final class SimulatedNode {
   /** Entities whose final read answered {@code corrupt_data}, or all read while down. */
   private final Set<EntityId> unreadableAtEnd = new java.util.LinkedHashSet<>();
 
-  SimulatedNode(Scheduler scheduler, Settings settings, Function<EntityId, CompiledType> typeOf) {
+  /**
+   * @param requestOfTransaction the simulator's record of which request each transaction id
+   *     belongs to, shared by the cluster's nodes (a transaction's parts commit on several)
+   */
+  SimulatedNode(Scheduler scheduler, Settings settings, Function<EntityId, CompiledType> typeOf,
+      int nodeId, SimulatedCluster cluster, Map<Long, String> requestOfTransaction) {
     this.scheduler = scheduler;
     this.settings = settings;
+    this.nodeId = nodeId;
+    this.cluster = cluster;
+    this.requestOfTransaction = requestOfTransaction;
     this.typeOf = typeOf;
     this.mailboxes = new SimulatedNetwork(scheduler,
         new SimulatedNetwork.Faults(0, settings.internalMaxDelayMillis(), 0, 0, false),
@@ -270,9 +282,14 @@ final class SimulatedNode {
       noteCorrupt(request, result);
       answer.accept(result);
     };
-    send("client-connection", entity.toString(), "turn tx " + id,
-        () -> deliverToEntity(entity, new EntityTurnCore.Input.TurnRequested<>(turn,
-            typeOf.apply(entity), id, new Recipient.Client(noted))));
+    int owner = cluster.nodeOf(entity);
+    // The entity's node answers over the network when it is not this one.
+    Consumer<TurnResult> replyTo = owner == nodeId ? noted
+        : result -> cluster.node(owner).route(nodeId, entity.toString(), "client-connection",
+            "turn answer tx " + id, false, origin -> noted.accept(result));
+    route(owner, "client-connection", entity.toString(), "turn tx " + id, false,
+        at -> at.deliverToEntity(entity, new EntityTurnCore.Input.TurnRequested<>(turn,
+            typeOf.apply(entity), id, new Recipient.Client(replyTo))));
   }
 
   // ------------------------------------------------------------------ interactive transactions
@@ -306,8 +323,8 @@ final class SimulatedNode {
       return;
     }
     Recipient replyTo = new Recipient.Step(id, entity, turn, answer);
-    send("interactive", entity.toString(), "step tx " + id,
-        () -> deliverToEntity(entity,
+    route(cluster.nodeOf(entity), "interactive", entity.toString(), "step tx " + id, false,
+        at -> at.deliverToEntity(entity,
             new EntityTurnCore.Input.StepRequested<>(id, id, turn, type, replyTo)));
   }
 
@@ -357,8 +374,9 @@ final class SimulatedNode {
 
   private void release(long id, List<EntityId> entities) {
     for (EntityId entity : entities) {
-      send("interactive", entity.toString(), "abort tx " + id,
-          () -> deliverToEntity(entity,
+      cluster.decidedAbort(id);
+      route(cluster.nodeOf(entity), "interactive", entity.toString(), "abort tx " + id, true,
+          at -> at.deliverToEntity(entity,
               new EntityTurnCore.Input.DecisionReceived<>(id, false, null)));
     }
   }
@@ -394,6 +412,11 @@ final class SimulatedNode {
     Invariants.check(!up, "restart of a node that is up");
     up = true; // before recovery: the storage's timers belong to this incarnation
     if (storage.restart()) {
+      InDoubtResolution resolution = storage.lastResolution();
+      if (resolution != null) {
+        resolution.toAbort().forEach(part ->
+            cluster.abandoned(part.transactionId(), part.entity()));
+      }
       return true;
     }
     up = false;
@@ -484,6 +507,16 @@ final class SimulatedNode {
       writes.computeIfAbsent(request, ignored -> new LinkedHashMap<>()).putAll(versions);
     });
     return writes;
+  }
+
+  /** Per transaction id, the entities whose parts this node's journal applied (ever durable). */
+  Map<Long, Map<EntityId, Long>> appliedParts() {
+    return storage.committedWrites();
+  }
+
+  /** Prepared parts stored now (see {@link NodeStorage#preparedParts}). */
+  int preparedParts() {
+    return up ? storage.preparedParts() : -1;
   }
 
   // ------------------------------------------------------------------ entities
@@ -614,8 +647,10 @@ final class SimulatedNode {
                 "prepare failed tx " + prepare.transactionId(), () -> completeAt(entity, core,
                     new EntityTurnCore.Input.PrepareFailed<>(prepare.transactionId(),
                         dev.troupe.storage.Store.failureOf(failure)))));
-        case EntityTurnCore.Effect.AbandonPrepared<Recipient> abandon ->
-            storage.abandonPrepared(abandon.transactionId(), entity);
+        case EntityTurnCore.Effect.AbandonPrepared<Recipient> abandon -> {
+          cluster.abandoned(abandon.transactionId(), entity);
+          storage.abandonPrepared(abandon.transactionId(), entity);
+        }
         case EntityTurnCore.Effect.Reply<Recipient> reply -> reply(entity, reply);
         case EntityTurnCore.Effect.Stop<Recipient> ignored -> entities.remove(entity, core);
         case EntityTurnCore.Effect.OfferPassivation<Recipient> ignored -> {}
@@ -626,15 +661,18 @@ final class SimulatedNode {
   private void reply(EntityId entity, EntityTurnCore.Effect.Reply<Recipient> reply) {
     switch (reply.replyTo()) {
       case Recipient.Client client -> client.answer().accept(reply.result());
-      case Recipient.Step step -> send(entity.toString(), "interactive", "step answer " + entity,
-          () -> stepAnswered(step, reply.result()));
-      case Recipient.Voter voter -> send(entity.toString(), "coordinator-" + voter.coordinator(),
-          "vote " + entity, () -> feedCoordinator(voter.coordinator(),
+      case Recipient.Step step -> route(cluster.nodeOfTransaction(step.transactionId()),
+          entity.toString(), "interactive", "step answer " + entity, false,
+          at -> at.stepAnswered(step, reply.result()));
+      case Recipient.Voter voter -> route(cluster.nodeOfTransaction(voter.transactionId()),
+          entity.toString(), "coordinator-" + voter.coordinator(), "vote " + entity, true,
+          at -> at.feedCoordinator(voter.coordinator(),
               new CoordinatorCore.Input.VoteReceived(voter.participant(),
                   voter.transactionId(), reply.result())));
-      case Recipient.Acknowledger acknowledger -> send(entity.toString(),
-          "coordinator-" + acknowledger.coordinator(), "ack " + entity,
-          () -> feedCoordinator(acknowledger.coordinator(),
+      case Recipient.Acknowledger acknowledger -> route(
+          cluster.nodeOfTransaction(acknowledger.transactionId()), entity.toString(),
+          "coordinator-" + acknowledger.coordinator(), "ack " + entity, true,
+          at -> at.feedCoordinator(acknowledger.coordinator(),
               new CoordinatorCore.Input.Acknowledged(acknowledger.participant(),
                   acknowledger.transactionId(), reply.result())));
     }
@@ -665,9 +703,9 @@ final class SimulatedNode {
           Recipient voteTo =
               new Recipient.Voter(key, prepare.participant(), prepare.transactionId());
           CompiledType type = typeOf.apply(prepare.participant());
-          send(prepareSender, prepare.participant().toString(),
-              "prepare tx " + prepare.transactionId(),
-              () -> deliverToEntity(prepare.participant(),
+          route(cluster.nodeOf(prepare.participant()), prepareSender,
+              prepare.participant().toString(), "prepare tx " + prepare.transactionId(), true,
+              at -> at.deliverToEntity(prepare.participant(),
                   new EntityTurnCore.Input.PrepareRequested<>(prepare.transactionId(),
                       prepare.startTimestamp(), prepare.part().turns(),
                       prepare.part().readsState(), type, voteTo, prepare.planned(),
@@ -676,9 +714,9 @@ final class SimulatedNode {
         case CoordinatorCore.Effect.SendForwards forwards -> {
           Recipient voteTo =
               new Recipient.Voter(key, forwards.participant(), forwards.transactionId());
-          send("coordinator-" + key, forwards.participant().toString(),
-              "forwards tx " + forwards.transactionId(),
-              () -> deliverToEntity(forwards.participant(),
+          route(cluster.nodeOf(forwards.participant()), "coordinator-" + key,
+              forwards.participant().toString(), "forwards tx " + forwards.transactionId(), true,
+              at -> at.deliverToEntity(forwards.participant(),
                   new EntityTurnCore.Input.ForwardsReceived<>(forwards.transactionId(),
                       forwards.forwards(), voteTo)));
         }
@@ -691,9 +729,13 @@ final class SimulatedNode {
             () -> feedCoordinator(key, new CoordinatorCore.Input.RetryDue(newTransactionId())));
         case CoordinatorCore.Effect.PersistDecision decision -> storage.persistDecision(
             new DecidedTransaction(decision.transactionId(), decision.participants()),
-            () -> send("storage", "coordinator-" + key,
-                "decision durable tx " + decision.transactionId(), () -> feedCoordinator(key,
-                    new CoordinatorCore.Input.DecisionPersisted(null, false))),
+            () -> {
+              // Durable now, whatever becomes of this incarnation: the commit is decided.
+              cluster.decidedCommit(decision.transactionId());
+              send("storage", "coordinator-" + key,
+                  "decision durable tx " + decision.transactionId(), () -> feedCoordinator(key,
+                      new CoordinatorCore.Input.DecisionPersisted(null, false)));
+            },
             failure -> send("storage", "coordinator-" + key,
                 "decision failed tx " + decision.transactionId(), () -> feedCoordinator(key,
                     CoordinatorCore.Input.DecisionPersisted.ofStoreAnswer(failure))));
@@ -701,9 +743,13 @@ final class SimulatedNode {
           Recipient acknowledgeTo = decision.commit()
               ? new Recipient.Acknowledger(key, decision.participant(), decision.transactionId())
               : null;
-          send("coordinator-" + key, decision.participant().toString(),
-              (decision.commit() ? "commit" : "abort") + " tx " + decision.transactionId(),
-              () -> deliverToEntity(decision.participant(),
+          if (!decision.commit()) {
+            cluster.decidedAbort(decision.transactionId());
+          }
+          route(cluster.nodeOf(decision.participant()), "coordinator-" + key,
+              decision.participant().toString(),
+              (decision.commit() ? "commit" : "abort") + " tx " + decision.transactionId(), true,
+              at -> at.deliverToEntity(decision.participant(),
                   new EntityTurnCore.Input.DecisionReceived<>(decision.transactionId(),
                       decision.commit(), acknowledgeTo)));
         }
@@ -724,6 +770,25 @@ final class SimulatedNode {
   }
 
   // ------------------------------------------------------------------ plumbing
+
+  /**
+   * Delivers to a core on node {@code target}: through this node's mailboxes if that is this node;
+   * otherwise over the network between nodes ({@link SimulatedCluster#sendBetweenNodes}), then
+   * through the target's mailboxes from the moment it arrives (as Pekko enqueues a remote message
+   * on arrival). {@code twoPhaseCommit}: a message of the commit protocol, which the network may
+   * duplicate (the participants and coordinators accept duplicates); requests and their answers
+   * travel at most once (the transport's sessions drop duplicates).
+   */
+  private void route(int target, String from, String to, String what, boolean twoPhaseCommit,
+      Consumer<SimulatedNode> delivery) {
+    if (target == nodeId) {
+      send(from, to, what, () -> delivery.accept(this));
+      return;
+    }
+    String link = SimulatedCluster.nameOf(nodeId);
+    cluster.sendBetweenNodes(nodeId, target, what + " to " + to, twoPhaseCommit,
+        arrived -> arrived.send(link, to, what, () -> delivery.accept(arrived)));
+  }
 
   /** Delivers between cores of this incarnation, as a local mailbox would. */
   private void send(String from, String to, String what, Runnable delivery) {
@@ -755,11 +820,26 @@ final class SimulatedNode {
    * failed store issued (see {@link #issuedByFailedStore}).
    */
   long newTransactionId() {
-    long id = storage.newTransactionId();
+    long id = cluster.size() == 1 ? storage.newTransactionId() : clusterTransactionId();
     if (storage.failed()) {
       issuedByFailedStore.add(id);
     }
     return id;
+  }
+
+  /**
+   * A transaction id unique across the cluster: the node's id in its low 6 bits (the shared
+   * decision of issue 16; TransactionIds, of the ids work, will issue these in the clock itself).
+   * Until then the simulator takes the last timestamp of a block of 64 from the store's clock and
+   * puts its node id in the low bits: the clock never issues that block again (it only grows, and
+   * a restart starts it past everything issued), so the ids stay unique across restarts too.
+   */
+  private long clusterTransactionId() {
+    long timestamp = storage.newTransactionId();
+    while ((timestamp & 63) != 63) {
+      timestamp = storage.newTransactionId();
+    }
+    return (timestamp & ~63L) | nodeId;
   }
 
   /** Ids a failed store issued again after a restart (see {@link #issuedByFailedStore}). */

@@ -91,6 +91,7 @@ final class StoreStorage implements NodeStorage {
   private boolean maintenanceScheduled;
   private int idleTicks;
   private long resolvedInDoubt;
+  private InDoubtResolution lastResolution;
   private long redone;
   private long checkpointRounds;
   private long objectCheckpoints;
@@ -301,6 +302,7 @@ final class StoreStorage implements NodeStorage {
       refuseStart(failure);
       return false;
     }
+    lastResolution = resolution;
     resolvedInDoubt += resolution.toCommit().size() + resolution.toAbort().size();
     if (degradedSinceMillis >= 0 && store.health().accepting()) {
       degradedIntervals.add(new long[] {degradedSinceMillis, scheduler.nowMillis()});
@@ -452,6 +454,18 @@ final class StoreStorage implements NodeStorage {
       }
     }
     return writes;
+  }
+
+  @Override
+  public InDoubtResolution lastResolution() {
+    return lastResolution;
+  }
+
+  @Override
+  public int preparedParts() {
+    // A prepared part's key starts with the tag 'P' (Keys.prepared).
+    return disk.storedKeys(KeyValueDisk.Column.TRANSACTIONS, new byte[] {'P'}, new byte[] {'Q'})
+        .size();
   }
 
   @Override
