@@ -143,6 +143,14 @@ public final class Simulation {
           nodeLossProbability, nodeDuplicateProbability);
     }
 
+    /** With a crash (and partitions) every {@code meanMillis} on average; 0: none. */
+    public Options withCrashes(long meanMillis) {
+      return new Options(admission, storage, mailboxes, planned, workloads, accounts, lists,
+          clients, openingBalance, durationMillis, faultFreeShare, meanMillis,
+          clientLossProbability, clientTimeoutMillis, traceLines, meanMillisBetweenDamage, nodes,
+          nodeLossProbability, nodeDuplicateProbability);
+    }
+
     /** With {@code count} nodes and these faults between them. */
     public Options withNodes(int count, double lossProbability, double duplicateProbability) {
       return new Options(admission, storage, mailboxes, planned, workloads, accounts, lists,
@@ -170,12 +178,16 @@ public final class Simulation {
    *     had failed on damage, or the node was down on it, while they waited
    * @param reissuedIds transaction ids a store failed by damage issued that were issued again
    *     after a restart (a known gap, see {@code SimulatedNode.issuedByFailedStore})
+   * @param cluster what happened between nodes (empty with one node)
+   * @param traceFingerprint a hash of every step of the trace, in order
+   * @param journalFingerprint a hash of every commit record every node's journal held (ever
+   *     durable), in order: a replay of the seed has the same
    */
   public record Result(long seed, String failure, long steps, long simulatedMillis,
       int committed, int aborted, int unknown, long crashes, long resolvedInDoubt, long redone,
       int serializationEdges, int livenessChecked, NodeStorage.Counters storage, String trace,
       int answeredCorrupt, int unreadableAtEnd, int livenessExempted, long reissuedIds,
-      String cluster) {
+      String cluster, long traceFingerprint, long journalFingerprint) {
     public boolean passed() {
       return failure == null;
     }
@@ -331,7 +343,23 @@ public final class Simulation {
         count(ClientCall.Outcome.COMMITTED), count(ClientCall.Outcome.ABORTED),
         count(ClientCall.Outcome.UNKNOWN), crashes, resolved, redone, edges, livenessChecked(),
         storage, failure == null ? "" : scheduler.trace().toString(), answeredCorrupt,
-        cluster.unreadableAtEnd().size(), livenessExempted, reissued, clusterSummary);
+        cluster.unreadableAtEnd().size(), livenessExempted, reissued, clusterSummary,
+        scheduler.trace().fingerprint(), journalFingerprint());
+  }
+
+  /** See {@link Result#journalFingerprint}. */
+  private long journalFingerprint() {
+    long hash = 1;
+    for (SimulatedNode node : cluster.nodes()) {
+      for (Map.Entry<Long, Map<EntityId, Long>> record : node.appliedParts().entrySet()) {
+        hash = 31 * hash + Long.hashCode(record.getKey());
+        for (Map.Entry<EntityId, Long> write : record.getValue().entrySet()) {
+          hash = 31 * (31 * hash + write.getKey().hashCode()) + Long.hashCode(write.getValue());
+        }
+      }
+      hash = 31 * hash + node.nodeId;
+    }
+    return hash;
   }
 
   private static NodeStorage.Counters sum(NodeStorage.Counters a, NodeStorage.Counters b) {
