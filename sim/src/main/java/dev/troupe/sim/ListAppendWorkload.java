@@ -165,24 +165,35 @@ final class ListAppendWorkload implements Workload {
     simulation.toClient(client, "answer " + transaction.id, () -> transaction.decide(outcome));
   }
 
-  /** Per entity: the reads and appends of its lists, in order. */
-  private static Map<EntityId, CoordinatorCore.Part> parts(
+  /**
+   * Per entity: the reads and appends of its lists, in order. Under {@code keys} admission a read
+   * is the {@code read} action, which locks its member only; otherwise the part reads the whole
+   * state: under {@code psac} a read-only action is admitted beside in-flight appends (its
+   * precondition holds whatever they do) and returns a state they may still change, so only a
+   * whole-state read, which waits for them, observes a serializable list.
+   */
+  private Map<EntityId, CoordinatorCore.Part> parts(
       List<ListAppendChecker.Operation> operations) {
+    boolean memberReads = options.admission().equals("keys");
     Map<EntityId, List<Turn>> turns = new LinkedHashMap<>();
+    Map<EntityId, Boolean> readsState = new LinkedHashMap<>();
     for (ListAppendChecker.Operation operation : operations) {
-      turns.computeIfAbsent(entity(operation.list()), ignored -> new ArrayList<>())
-          .add(switch (operation) {
-            case ListAppendChecker.Operation.Append append ->
-                appendTurn(append.list(), append.element());
-            case ListAppendChecker.Operation.Read read -> {
-              ObjectNode params = Json.NODES.objectNode();
-              params.put("list", member(read.list()));
-              yield new Turn.InvokeAction("read", params);
-            }
-          });
+      EntityId entity = entity(operation.list());
+      List<Turn> entityTurns = turns.computeIfAbsent(entity, ignored -> new ArrayList<>());
+      switch (operation) {
+        case ListAppendChecker.Operation.Append append ->
+            entityTurns.add(appendTurn(append.list(), append.element()));
+        case ListAppendChecker.Operation.Read read when memberReads -> {
+          ObjectNode params = Json.NODES.objectNode();
+          params.put("list", member(read.list()));
+          entityTurns.add(new Turn.InvokeAction("read", params));
+        }
+        case ListAppendChecker.Operation.Read read -> readsState.put(entity, true);
+      }
     }
     Map<EntityId, CoordinatorCore.Part> parts = new LinkedHashMap<>();
-    turns.forEach((entity, list) -> parts.put(entity, new CoordinatorCore.Part(list, false)));
+    turns.forEach((entity, list) -> parts.put(entity,
+        new CoordinatorCore.Part(list, readsState.getOrDefault(entity, false))));
     return parts;
   }
 
