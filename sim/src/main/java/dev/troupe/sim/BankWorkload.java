@@ -13,7 +13,7 @@ import dev.troupe.model.spec.SpecParser;
 import dev.troupe.model.value.RegisterValue;
 import dev.troupe.txn.CoordinatorCore;
 import dev.troupe.txn.Turn;
-import dev.troupe.txn.check.History;
+import dev.troupe.txn.check.LockLevelHistory;
 import dev.troupe.txn.check.RecordedTransaction;
 import dev.troupe.txn.check.SerializabilityChecker;
 import java.nio.charset.StandardCharsets;
@@ -378,21 +378,29 @@ final class BankWorkload implements Workload {
   /**
    * The history of every request that committed, with the versions its participants reported
    * (or, for one that committed only through recovery, the versions its surviving journal
-   * records carry and no reads), must be conflict-serializable. PSAC is not checked here: it is
-   * serializable by outcome, not by conflicts (see docs/ARCHITECTURE.md). Also checks that what
-   * the node reported matches its journal.
+   * records carry and no reads), must be conflict-serializable at the granularity the admission
+   * policy locks at ({@link LockLevelHistory}: per key under {@code keys}, so that transactions
+   * of any workload that wrote disjoint keys of one entity in either order are no cycle). The
+   * history holds every workload's journaled writes, so a bank request conflicting with another
+   * workload's write is checked too. A bank participant reads the keys it writes (every bank
+   * action is a read-modify-write of them), or the whole entity where it writes nothing (an
+   * audit). PSAC is not checked here: it is serializable by outcome, not by conflicts (see
+   * docs/ARCHITECTURE.md). Also checks that what the node reported matches its journal.
    */
   private String checkSerializability() {
-    Map<String, Map<EntityId, Long>> journal = node().committedWrites();
-    List<RecordedTransaction> history = new ArrayList<>();
-    for (Map.Entry<String, Map<EntityId, Long>> request : journal.entrySet()) {
+    Map<String, Map<EntityId, NodeStorage.CommittedWrite>> journal = node().committedWrites();
+    List<LockLevelHistory.Transaction> history = new ArrayList<>();
+    for (Map.Entry<String, Map<EntityId, NodeStorage.CommittedWrite>> request
+        : journal.entrySet()) {
       Observed seen = observed.get(request.getKey());
-      if (seen != null && !seen.writes().equals(request.getValue())) {
+      Map<EntityId, Long> journaled = new LinkedHashMap<>();
+      request.getValue().forEach((entity, write) -> journaled.put(entity, write.version()));
+      if (seen != null && !seen.writes().equals(journaled)) {
         return request.getKey() + " reported writing " + seen.writes() + " but its journal"
-            + " records say " + request.getValue();
+            + " records say " + journaled;
       }
-      history.add(RecordedTransaction.committed(request.getKey(),
-          seen == null ? Map.of() : names(seen.reads()), names(request.getValue())));
+      history.add(transaction(request.getKey(), seen == null ? Map.of() : seen.reads(),
+          request.getValue()));
     }
     for (Map.Entry<String, Observed> request : observed.entrySet()) {
       if (journal.containsKey(request.getKey())) {
@@ -402,10 +410,9 @@ final class BankWorkload implements Workload {
         return request.getKey() + " was reported committed but none of its records survived";
       }
       // A read-only transaction (an audit): what it read joins the history.
-      history.add(RecordedTransaction.committed(request.getKey(),
-          names(request.getValue().reads()), Map.of()));
+      history.add(transaction(request.getKey(), request.getValue().reads(), Map.of()));
     }
-    return switch (SerializabilityChecker.check(new History(history))) {
+    return switch (SerializabilityChecker.check(LockLevelHistory.of(history))) {
       case SerializabilityChecker.Serializable serializable -> {
         serializationEdges = serializable.edges();
         yield null;
@@ -414,10 +421,22 @@ final class BankWorkload implements Workload {
     };
   }
 
-  private static Map<String, Long> names(Map<EntityId, Long> versions) {
-    Map<String, Long> named = new LinkedHashMap<>();
-    versions.forEach((entity, version) -> named.put(entity.toString(), version));
-    return named;
+  /** One committed request per entity: what it read (reported) and wrote (journaled). */
+  private LockLevelHistory.Transaction transaction(String id, Map<EntityId, Long> reads,
+      Map<EntityId, NodeStorage.CommittedWrite> writes) {
+    java.util.Set<EntityId> entities = new java.util.LinkedHashSet<>(reads.keySet());
+    entities.addAll(writes.keySet());
+    List<LockLevelHistory.EntityAccess> accesses = new ArrayList<>();
+    for (EntityId entity : entities) {
+      NodeStorage.CommittedWrite write = writes.get(entity);
+      Long read = reads.get(entity);
+      accesses.add(new LockLevelHistory.EntityAccess(entity.toString(),
+          node().locksPerKey(entity), read == null ? -1 : read,
+          write == null ? java.util.Set.of() : write.keys(), write == null,
+          write == null ? 0 : write.version(), write == null ? java.util.Set.of() : write.keys(),
+          write != null && write.wholeEntity()));
+    }
+    return new LockLevelHistory.Transaction(id, RecordedTransaction.Outcome.COMMITTED, accesses);
   }
 
   private static long balance(EntityState state) {

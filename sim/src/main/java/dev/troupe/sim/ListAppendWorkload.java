@@ -22,10 +22,15 @@ import java.util.Map;
 
 /**
  * The list-append workload of a {@link Simulation} (the workload of Jepsen's Elle): each list is
- * an entity whose {@code items} register holds a JSON array, and an {@code append} action adds one
- * unique element to it. Clients run transactions over one to three lists, each list either read
- * whole or appended to once or twice, as multi-entity transactions (planned or dynamic, as the run
- * says), and single appends as single-entity turns.
+ * one member of the {@code items} key family of an entity ({@link #MEMBERS} lists per entity), a
+ * register holding a JSON array; an {@code append} action adds one unique element to it and a
+ * {@code read} action (no effect) reads it. Under {@code keys} admission each action locks only
+ * its member, so transactions over disjoint lists of one entity run concurrently and commit in
+ * either order: the data-derived checks below then judge key-level locking itself, where a lock
+ * released too early lets two transactions interleave inside one entity. Clients run
+ * transactions over one to three lists, each list either read or appended to once or twice, as
+ * multi-entity transactions (planned or dynamic, as the run says), and single appends as
+ * single-entity turns.
  *
  * <p><b>Checked after the run</b> by {@link ListAppendChecker}, against the lists' durable
  * contents: no append applied twice or lost once acknowledged, no aborted append visible, no
@@ -38,10 +43,16 @@ final class ListAppendWorkload implements Workload {
       type: AppendList
       %s
       keys:
-        items: {kind: register, default: []}
+        items: {kind: register, family: true}
       actions:
-        append: {params: {element: string}, effect: {items: "items + [element]"}}
+        append: {params: {list: string, element: string}, members: {items: "items[list]"},
+                 effect: {items: "(items == null ? [] : items) + [element]"}}
+        read:   {params: {list: string}, members: {items: "items[list]"},
+                 pre: ["items == null || size(items) >= 0"]}
       """;
+
+  /** Lists (members of the {@code items} family) per entity. */
+  static final List<String> MEMBERS = List.of("a", "b");
 
   /** One request: its operations and, once committed, what its reads returned. */
   private static final class ListTransaction extends ClientCall {
@@ -94,20 +105,17 @@ final class ListAppendWorkload implements Workload {
   public ClientCall issue(String client, int sequence, Runnable next) {
     var random = scheduler.random();
     String id = "list-" + client + "-" + sequence;
-    List<Integer> chosen = new ArrayList<>();
-    for (int list = 0; list < options.lists(); list++) {
-      chosen.add(list);
-    }
+    List<String> chosen = new ArrayList<>(allLists());
     // A seeded Fisher-Yates shuffle, then the first one to three lists.
     for (int index = chosen.size() - 1; index > 0; index--) {
       int other = random.nextInt(index + 1);
       chosen.set(other, chosen.set(index, chosen.get(other)));
     }
     boolean single = random.nextInt(4) == 0;
-    int width = single ? 1 : 1 + random.nextInt(Math.min(3, options.lists()));
+    int width = single ? 1 : 1 + random.nextInt(Math.min(3, chosen.size()));
     List<ListAppendChecker.Operation> operations = new ArrayList<>();
     for (int index = 0; index < width; index++) {
-      String list = listName(chosen.get(index));
+      String list = chosen.get(index);
       if (!single && random.nextBoolean()) {
         operations.add(new ListAppendChecker.Operation.Read(list, List.of()));
         continue;
@@ -125,7 +133,7 @@ final class ListAppendWorkload implements Workload {
       if (single) {
         ListAppendChecker.Operation.Append append =
             (ListAppendChecker.Operation.Append) operations.get(0);
-        node.turn(id, entity(append.list()), appendTurn(append.element()),
+        node.turn(id, entity(append.list()), appendTurn(append.list(), append.element()),
             result -> answer(client, transaction, switch (result) {
               case TurnResult.Done done -> ClientCall.Outcome.COMMITTED;
               case TurnResult.Failed failed -> ClientCall.Outcome.ofFailure(failed.error().code());
@@ -134,8 +142,14 @@ final class ListAppendWorkload implements Workload {
       }
       node.transact(id, parts(operations), options.planned(), outcome -> {
         if (outcome instanceof CoordinatorCore.Outcome.Committed committed) {
-          committed.results().forEach((entity, result) -> transaction.observed.put(
-              entity.id(), items(result.state())));
+          // Only the lists it read: under keys admission the state's other members were not
+          // locked by this transaction.
+          for (ListAppendChecker.Operation operation : operations) {
+            if (operation instanceof ListAppendChecker.Operation.Read read) {
+              transaction.observed.put(read.list(),
+                  items(committed.results().get(entity(read.list())).state(), read.list()));
+            }
+          }
         }
         answer(client, transaction, switch (outcome) {
           case CoordinatorCore.Outcome.Committed committed -> ClientCall.Outcome.COMMITTED;
@@ -151,28 +165,41 @@ final class ListAppendWorkload implements Workload {
     simulation.toClient(client, "answer " + transaction.id, () -> transaction.decide(outcome));
   }
 
-  /** Per list: a read of the whole state, or its appends in order. */
-  private static Map<EntityId, CoordinatorCore.Part> parts(
+  /**
+   * Per entity: the reads and appends of its lists, in order. Under {@code keys} admission a read
+   * is the {@code read} action, which locks its member only; otherwise the part reads the whole
+   * state: under {@code psac} a read-only action is admitted beside in-flight appends (its
+   * precondition holds whatever they do) and returns a state they may still change, so only a
+   * whole-state read, which waits for them, observes a serializable list.
+   */
+  private Map<EntityId, CoordinatorCore.Part> parts(
       List<ListAppendChecker.Operation> operations) {
+    boolean memberReads = options.admission().equals("keys");
     Map<EntityId, List<Turn>> turns = new LinkedHashMap<>();
-    Map<EntityId, Boolean> reads = new LinkedHashMap<>();
+    Map<EntityId, Boolean> readsState = new LinkedHashMap<>();
     for (ListAppendChecker.Operation operation : operations) {
       EntityId entity = entity(operation.list());
-      turns.computeIfAbsent(entity, ignored -> new ArrayList<>());
+      List<Turn> entityTurns = turns.computeIfAbsent(entity, ignored -> new ArrayList<>());
       switch (operation) {
         case ListAppendChecker.Operation.Append append ->
-            turns.get(entity).add(appendTurn(append.element()));
-        case ListAppendChecker.Operation.Read read -> reads.put(entity, true);
+            entityTurns.add(appendTurn(append.list(), append.element()));
+        case ListAppendChecker.Operation.Read read when memberReads -> {
+          ObjectNode params = Json.NODES.objectNode();
+          params.put("list", member(read.list()));
+          entityTurns.add(new Turn.InvokeAction("read", params));
+        }
+        case ListAppendChecker.Operation.Read read -> readsState.put(entity, true);
       }
     }
     Map<EntityId, CoordinatorCore.Part> parts = new LinkedHashMap<>();
     turns.forEach((entity, list) -> parts.put(entity,
-        new CoordinatorCore.Part(list, reads.getOrDefault(entity, false))));
+        new CoordinatorCore.Part(list, readsState.getOrDefault(entity, false))));
     return parts;
   }
 
-  private static Turn appendTurn(String element) {
+  private static Turn appendTurn(String list, String element) {
     ObjectNode params = Json.NODES.objectNode();
+    params.put("list", member(list));
     params.put("element", element);
     return new Turn.InvokeAction("append", params);
   }
@@ -180,10 +207,10 @@ final class ListAppendWorkload implements Workload {
   @Override
   public String check() {
     Map<String, List<String>> lists = new LinkedHashMap<>();
-    for (int list = 0; list < options.lists(); list++) {
-      EntityState state = simulation.cluster.finalState(entity(listName(list)));
+    for (String list : allLists()) {
+      EntityState state = simulation.cluster.finalState(entity(list));
       if (state != null) {
-        lists.put(listName(list), items(state));
+        lists.put(list, items(state, list));
       }
     }
     // A list whose final read answered corrupt_data (damage) is judged by what its successful
@@ -191,8 +218,7 @@ final class ListAppendWorkload implements Workload {
     // must still be a prefix of it and hold no aborted or unknown element, and the appends in it
     // keep their place in the version order. Appends beyond it are dropped from the history: where
     // they went cannot be read.
-    for (int list = 0; list < options.lists(); list++) {
-      String name = listName(list);
+    for (String name : allLists()) {
       if (!lists.containsKey(name)) {
         List<String> longest = List.of();
         for (ListTransaction transaction : transactions) {
@@ -208,7 +234,9 @@ final class ListAppendWorkload implements Workload {
     java.util.Set<String> unreadable = new java.util.HashSet<>();
     for (EntityId entity : simulation.cluster.unreadableAtEnd()) {
       if (entity.type().equals("AppendList")) {
-        unreadable.add(entity.id());
+        for (String member : MEMBERS) {
+          unreadable.add(entity.id() + "." + member);
+        }
       }
     }
     List<ListAppendChecker.Transaction> history = new ArrayList<>();
@@ -246,9 +274,10 @@ final class ListAppendWorkload implements Workload {
     };
   }
 
-  private static List<String> items(EntityState state) {
+  /** The elements of one list in its entity's state. */
+  private static List<String> items(EntityState state, String list) {
     List<String> items = new ArrayList<>();
-    if (state.get("items") instanceof RegisterValue register) {
+    if (state.get("items[" + member(list) + "]") instanceof RegisterValue register) {
       for (JsonNode element : register.value()) {
         items.add(element.asText());
       }
@@ -256,11 +285,22 @@ final class ListAppendWorkload implements Workload {
     return items;
   }
 
-  private static String listName(int list) {
-    return "l" + list;
+  /** Every list, named {@code entity.member}: {@code lists} entities of {@link #MEMBERS}. */
+  private List<String> allLists() {
+    List<String> names = new ArrayList<>();
+    for (int entity = 0; entity < options.lists(); entity++) {
+      for (String member : MEMBERS) {
+        names.add("l" + entity + "." + member);
+      }
+    }
+    return names;
   }
 
   private static EntityId entity(String list) {
-    return new EntityId("AppendList", list);
+    return new EntityId("AppendList", list.substring(0, list.indexOf('.')));
+  }
+
+  private static String member(String list) {
+    return list.substring(list.indexOf('.') + 1);
   }
 }

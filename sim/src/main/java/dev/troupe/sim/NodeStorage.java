@@ -98,9 +98,32 @@ interface NodeStorage {
 
   /**
    * Every commit that became durable, over every incarnation (even if truncated since): per
-   * transaction id, the commit timestamp of each entity it wrote.
+   * transaction id, what it wrote on each entity.
    */
-  Map<Long, Map<EntityId, Long>> committedWrites();
+  Map<Long, Map<EntityId, CommittedWrite>> committedWrites();
+
+  /**
+   * One durable commit of one entity, at the granularity locks are taken at.
+   *
+   * @param version the commit timestamp (the entity's version after it)
+   * @param keys the keys its operations touched, a dependency's hidden records counted as the key
+   *     they describe (as {@code AccessSets} locks them)
+   * @param wholeEntity whether it deleted the entity (every key)
+   */
+  record CommittedWrite(long version, java.util.Set<String> keys, boolean wholeEntity) {
+    static CommittedWrite of(long version, List<Operation> operations) {
+      java.util.Set<String> keys = new java.util.TreeSet<>();
+      boolean wholeEntity = false;
+      for (Operation operation : operations) {
+        if (operation instanceof Operation.DeleteEntity) {
+          wholeEntity = true;
+        } else {
+          keys.add(dev.troupe.model.dependency.DependencyKeys.describedKey(operation.key()));
+        }
+      }
+      return new CommittedWrite(version, java.util.Set.copyOf(keys), wholeEntity);
+    }
+  }
 
   /** What the last successful restart's in-doubt resolution decided (null before any). */
   default dev.troupe.storage.InDoubtResolution lastResolution() {

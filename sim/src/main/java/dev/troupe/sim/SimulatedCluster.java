@@ -174,7 +174,8 @@ final class SimulatedCluster {
       }
     }
     for (SimulatedNode node : nodes) {
-      for (Map.Entry<Long, Map<EntityId, Long>> applied : node.appliedParts().entrySet()) {
+      for (Map.Entry<Long, Map<EntityId, NodeStorage.CommittedWrite>> applied
+          : node.appliedParts().entrySet()) {
         if (abortDecided.contains(applied.getKey())) {
           return "transaction " + applied.getKey() + " ("
               + requestOfTransaction.get(applied.getKey()) + ") was decided abort but node "
@@ -203,13 +204,18 @@ final class SimulatedCluster {
   }
 
   /** What every node's journal says each request wrote (see the node's), merged. */
-  Map<String, Map<EntityId, Long>> committedWrites() {
-    Map<String, Map<EntityId, Long>> writes = new LinkedHashMap<>();
+  Map<String, Map<EntityId, NodeStorage.CommittedWrite>> committedWrites() {
+    Map<String, Map<EntityId, NodeStorage.CommittedWrite>> writes = new LinkedHashMap<>();
     for (SimulatedNode node : nodes) {
       node.committedWrites().forEach((request, versions) ->
           writes.computeIfAbsent(request, ignored -> new LinkedHashMap<>()).putAll(versions));
     }
     return writes;
+  }
+
+  /** Whether the entity's type admits by key locks (the same types on every node). */
+  boolean locksPerKey(EntityId entity) {
+    return nodes.get(nodeOf(entity)).locksPerKey(entity);
   }
 
   /** Entities excluded from the final-state checks, over every node. */

@@ -272,12 +272,13 @@ final class SimulatedJournal implements NodeStorage {
   }
 
   @Override
-  public Map<Long, Map<EntityId, Long>> committedWrites() {
-    Map<Long, Map<EntityId, Long>> writes = new LinkedHashMap<>();
+  public Map<Long, Map<EntityId, CommittedWrite>> committedWrites() {
+    Map<Long, Map<EntityId, CommittedWrite>> writes = new LinkedHashMap<>();
     for (JournalRecord record : written) {
       if (record instanceof Committed committed) {
         writes.computeIfAbsent(committed.transactionId(), ignored -> new LinkedHashMap<>())
-            .put(committed.entity(), committed.commitTimestamp());
+            .put(committed.entity(),
+                CommittedWrite.of(committed.commitTimestamp(), committed.operations()));
       }
     }
     return writes;

@@ -496,10 +496,11 @@ final class SimulatedNode {
 
   /**
    * What the surviving journal says each client request wrote: request to entity to the version
-   * (commit timestamp) its committed record produced. Requests that never committed are absent.
+   * (commit timestamp) its committed record produced, and the keys it touched. Requests that
+   * never committed are absent.
    */
-  Map<String, Map<EntityId, Long>> committedWrites() {
-    Map<String, Map<EntityId, Long>> writes = new LinkedHashMap<>();
+  Map<String, Map<EntityId, NodeStorage.CommittedWrite>> committedWrites() {
+    Map<String, Map<EntityId, NodeStorage.CommittedWrite>> writes = new LinkedHashMap<>();
     storage.committedWrites().forEach((transactionId, versions) -> {
       String request = requestOfTransaction.get(transactionId);
       Invariants.check(request != null, "a journal record of an unknown transaction %d",
@@ -510,13 +511,19 @@ final class SimulatedNode {
   }
 
   /** Per transaction id, the entities whose parts this node's journal applied (ever durable). */
-  Map<Long, Map<EntityId, Long>> appliedParts() {
+  Map<Long, Map<EntityId, NodeStorage.CommittedWrite>> appliedParts() {
     return storage.committedWrites();
   }
 
   /** Prepared parts stored now (see {@link NodeStorage#preparedParts}). */
   int preparedParts() {
     return up ? storage.preparedParts() : -1;
+  }
+
+  /** Whether the entity's type admits by key locks ({@code keys}) rather than whole-entity ones. */
+  boolean locksPerKey(EntityId entity) {
+    return typeOf.apply(entity).spec().admission()
+        == dev.troupe.model.spec.AdmissionPolicy.KEYS;
   }
 
   // ------------------------------------------------------------------ entities

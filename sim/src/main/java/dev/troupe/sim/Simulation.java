@@ -351,10 +351,12 @@ public final class Simulation {
   private long journalFingerprint() {
     long hash = 1;
     for (SimulatedNode node : cluster.nodes()) {
-      for (Map.Entry<Long, Map<EntityId, Long>> record : node.appliedParts().entrySet()) {
+      for (Map.Entry<Long, Map<EntityId, NodeStorage.CommittedWrite>> record
+          : node.appliedParts().entrySet()) {
         hash = 31 * hash + Long.hashCode(record.getKey());
-        for (Map.Entry<EntityId, Long> write : record.getValue().entrySet()) {
-          hash = 31 * (31 * hash + write.getKey().hashCode()) + Long.hashCode(write.getValue());
+        for (Map.Entry<EntityId, NodeStorage.CommittedWrite> write
+            : record.getValue().entrySet()) {
+          hash = 31 * (31 * hash + write.getKey().hashCode()) + write.getValue().hashCode();
         }
       }
       hash = 31 * hash + node.nodeId;

@@ -444,13 +444,13 @@ final class StoreStorage implements NodeStorage {
   }
 
   @Override
-  public Map<Long, Map<EntityId, Long>> committedWrites() {
-    Map<Long, Map<EntityId, Long>> writes = new LinkedHashMap<>();
+  public Map<Long, Map<EntityId, CommittedWrite>> committedWrites() {
+    Map<Long, Map<EntityId, CommittedWrite>> writes = new LinkedHashMap<>();
     for (byte[] value : disk.durableJournalValuesEverWritten()) {
       TransactionRecord record = Codec.decodeRecord(value);
       for (EntityWrite write : record.writes()) {
         writes.computeIfAbsent(record.transactionId(), ignored -> new LinkedHashMap<>())
-            .put(write.entity(), record.commitTimestamp());
+            .put(write.entity(), CommittedWrite.of(record.commitTimestamp(), write.operations()));
       }
     }
     return writes;
