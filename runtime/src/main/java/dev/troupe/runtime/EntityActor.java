@@ -36,6 +36,12 @@ import org.apache.pekko.actor.typed.javadsl.Receive;
  * store (possibly materialized from checkpoint and journal, hence the blocking dispatcher). Asks the
  * registry to passivate it once it has been idle for a whole {@code passivate-after-idle-millis}
  * period (checked periodically, so after one to two periods).
+ *
+ * <p>A part that voted yes and hears no decision within {@code in-doubt-query-interval-millis}
+ * asks the coordinator's node (the core's {@link Effect.QueryDecision}): with a {@link
+ * DecisionDirectory} wired, this node's (one node issues every transaction id today); a commit or
+ * abort answer comes back as a {@link Decide} nobody acknowledges. Without one the question is
+ * not asked and no timer is set: on one node the mailboxes never lose the decision.
  */
 public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
 
@@ -73,8 +79,8 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
    * The operations forwarded to this entity's prepared part changed: evaluate it again and vote
    * again (see {@link EntityTurnCore.Input.ForwardsReceived}).
    */
-  record Forwards(long transactionId, List<dev.troupe.txn.Forward> forwards, Recipient voteTo)
-      implements Routed {
+  record Forwards(long transactionId, List<dev.troupe.txn.Forward> forwards, Recipient voteTo,
+      int round) implements Routed {
     @Override
     public void refuse(TroupeException reason) {
       voteTo.deliver(new TurnResult.Failed(reason));
@@ -90,14 +96,18 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
     }
   }
 
-  /** The decision of a transaction this entity took part in; acknowledgeTo is null for aborts. */
+  /**
+   * The decision of a transaction this entity took part in; acknowledgeTo is null for aborts and
+   * for a decision learned by asking (in doubt).
+   */
   record Decide(long transactionId, boolean commit, Recipient acknowledgeTo) implements Routed {
     @Override
     public void refuse(TroupeException reason) {
       // A commit goes only to a participant that voted yes, which stays active until it applies
-      // the decision, so the registry delivers it without buffering and never refuses it.
-      Invariants.check(!commit, "the commit of transaction %d was refused: %s", transactionId,
-          reason.getMessage());
+      // the decision, so the registry delivers it without buffering and never refuses it. An
+      // answer to an in-doubt question may be refused: the part asks again.
+      Invariants.check(!commit || acknowledgeTo == null,
+          "the commit of transaction %d was refused: %s", transactionId, reason.getMessage());
     }
   }
 
@@ -111,6 +121,11 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
 
   private record IdleCheck() implements Command {}
 
+  /** The in-doubt interval of a part elapsed (a timer keyed by {@link InDoubtTimer}). */
+  private record InDoubtCheck(long transactionId) implements Command {}
+
+  private record InDoubtTimer(long transactionId) {}
+
   private final EntityId entity;
   private final Store store;
   private final EntityTurnCore<Recipient> core;
@@ -118,6 +133,9 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
   private final FatalErrorHandler fatalErrorHandler;
   private final TurnMetrics metrics;
   private final TransactionMetrics transactionMetrics;
+  /** Where a part in doubt asks; null when not wired (then nobody asks). */
+  private final DecisionDirectory decisions;
+  private final org.apache.pekko.actor.typed.javadsl.TimerScheduler<Command> timers;
   /** This actor's part of {@link TurnMetrics#actorBytes}: its overhead plus its state's weight. */
   private final long overheadBytes;
   private long weightBytes;
@@ -130,6 +148,20 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
       FatalErrorHandler fatalErrorHandler,
       TurnMetrics metrics,
       TransactionMetrics transactionMetrics) {
+    return create(entity, store, settings, registry, fatalErrorHandler, metrics,
+        transactionMetrics, null);
+  }
+
+  /** @param decisions where a part in doubt asks for its decision (null: nowhere) */
+  public static Behavior<Command> create(
+      EntityId entity,
+      Store store,
+      RuntimeSettings settings,
+      ActorRef<EntityRegistry.Command> registry,
+      FatalErrorHandler fatalErrorHandler,
+      TurnMetrics metrics,
+      TransactionMetrics transactionMetrics,
+      DecisionDirectory decisions) {
     // A periodic check rather than a receive timeout: a receive timeout is rescheduled on every
     // message, which costs the scheduler work on the hot path of a busy entity.
     Duration idlePeriod = Duration.ofMillis(settings.passivateAfterIdleMillis());
@@ -154,7 +186,7 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
           }
           return new EntityActor(
               context, entity, durable, store, settings, registry, fatalErrorHandler, metrics,
-              transactionMetrics);
+              transactionMetrics, decisions, timers);
         }));
   }
 
@@ -170,7 +202,7 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
       TroupeException reason, ActorRef<EntityRegistry.Command> registry, EntityId entity) {
     return Behaviors.receive(Command.class)
         .onMessage(Command.class, command -> switch (command) {
-          case Decide decide when decide.commit() -> {
+          case Decide decide when decide.commit() && decide.acknowledgeTo() != null -> {
             decide.acknowledgeTo().deliver(new TurnResult.Failed(reason));
             yield Behaviors.same();
           }
@@ -185,6 +217,7 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
           }
           case CommitCompleted ignored -> Behaviors.same();
           case PrepareCompleted ignored -> Behaviors.same();
+          case InDoubtCheck ignored -> Behaviors.same();
         })
         .build();
   }
@@ -198,8 +231,12 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
       ActorRef<EntityRegistry.Command> registry,
       FatalErrorHandler fatalErrorHandler,
       TurnMetrics metrics,
-      TransactionMetrics transactionMetrics) {
+      TransactionMetrics transactionMetrics,
+      DecisionDirectory decisions,
+      org.apache.pekko.actor.typed.javadsl.TimerScheduler<Command> timers) {
     super(context);
+    this.decisions = decisions;
+    this.timers = timers;
     this.transactionMetrics = transactionMetrics;
     this.entity = entity;
     this.store = store;
@@ -211,7 +248,9 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
             entity,
             durable,
             settings.turnLimits(),
-            settings.storage().dataCentreId());
+            settings.transactions().participantLimits(),
+            settings.storage().dataCentreId(),
+            java.util.Set.of());
     this.overheadBytes = settings.memory().actorOverheadBytes();
     reweigh();
   }
@@ -257,14 +296,20 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
                 prepare.forwards(), prepare.reserved())));
         case Forwards forwards ->
             runEffects(core.handle(new Input.ForwardsReceived<>(forwards.transactionId(),
-                forwards.forwards(), forwards.voteTo())));
+                forwards.forwards(), forwards.voteTo(), forwards.round())));
         case Step step ->
             runEffects(core.handle(new Input.StepRequested<>(step.transactionId(),
                 step.startTimestamp(), step.turn(), step.type(),
                 new Recipient.Caller(step.replyTo()))));
-        case Decide decide ->
-            runEffects(core.handle(new Input.DecisionReceived<>(
-                decide.transactionId(), decide.commit(), decide.acknowledgeTo())));
+        case Decide decide -> {
+          if (decisions != null) {
+            timers.cancel(new InDoubtTimer(decide.transactionId()));
+          }
+          yield runEffects(core.handle(new Input.DecisionReceived<>(
+              decide.transactionId(), decide.commit(), decide.acknowledgeTo())));
+        }
+        case InDoubtCheck check ->
+            runEffects(core.handle(new Input.InDoubtQueryDue<>(check.transactionId())));
         case PrepareCompleted completed when completed.failure() == null ->
             runEffects(core.handle(new Input.PrepareSucceeded<>(completed.transactionId())));
         case PrepareCompleted completed ->
@@ -351,6 +396,24 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
         case Effect.Stop<Recipient> ignored -> stop = true;
         case Effect.OfferPassivation<Recipient> ignored ->
             registry.tell(new EntityRegistry.PassivationWanted(entity));
+        case Effect.ScheduleInDoubtQuery<Recipient> check -> {
+          if (decisions != null) {
+            timers.startSingleTimer(new InDoubtTimer(check.transactionId()),
+                new InDoubtCheck(check.transactionId()), Duration.ofMillis(check.delayMillis()));
+          }
+        }
+        case Effect.QueryDecision<Recipient> query -> {
+          if (decisions != null) {
+            // One node issues every transaction id today, so the coordinator's node is this one;
+            // a transport between nodes routes by query.coordinatorNode() (issue 11).
+            long transactionId = query.transactionId();
+            switch (decisions.ask(transactionId)) {
+              case COMMITTED -> getContext().getSelf().tell(new Decide(transactionId, true, null));
+              case ABORTED -> getContext().getSelf().tell(new Decide(transactionId, false, null));
+              case UNDECIDED -> {} // asked again after the next interval
+            }
+          }
+        }
       }
     }
     return stop;

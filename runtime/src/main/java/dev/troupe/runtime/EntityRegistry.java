@@ -48,21 +48,32 @@ public final class EntityRegistry extends AbstractBehavior<EntityRegistry.Comman
   private final FatalErrorHandler fatalErrorHandler;
   private final TurnMetrics metrics;
   private final TransactionMetrics transactionMetrics;
+  /** Where the entities' parts in doubt ask for their decision (null: nowhere). */
+  private final DecisionDirectory decisions;
   private long nextIncarnation;
 
   public static Behavior<Command> create(
       Store store, RuntimeSettings settings, int maxActive, FatalErrorHandler fatalErrorHandler,
       TurnMetrics metrics, TransactionMetrics transactionMetrics) {
+    return create(store, settings, maxActive, fatalErrorHandler, metrics, transactionMetrics,
+        null);
+  }
+
+  /** @param decisions where the entities' parts in doubt ask for their decision (null: nowhere) */
+  public static Behavior<Command> create(
+      Store store, RuntimeSettings settings, int maxActive, FatalErrorHandler fatalErrorHandler,
+      TurnMetrics metrics, TransactionMetrics transactionMetrics, DecisionDirectory decisions) {
     return Behaviors.setup(
         context -> new EntityRegistry(context, store, settings, maxActive, fatalErrorHandler,
-            metrics, transactionMetrics));
+            metrics, transactionMetrics, decisions));
   }
 
   private EntityRegistry(
       ActorContext<Command> context, Store store, RuntimeSettings settings, int maxActive,
       FatalErrorHandler fatalErrorHandler, TurnMetrics metrics,
-      TransactionMetrics transactionMetrics) {
+      TransactionMetrics transactionMetrics, DecisionDirectory decisions) {
     super(context);
+    this.decisions = decisions;
     this.transactionMetrics = transactionMetrics;
     this.store = store;
     this.settings = settings;
@@ -111,7 +122,7 @@ public final class EntityRegistry extends AbstractBehavior<EntityRegistry.Comman
         getContext()
             .spawn(
                 EntityActor.create(entity, store, settings, getContext().getSelf(),
-                    fatalErrorHandler, metrics, transactionMetrics),
+                    fatalErrorHandler, metrics, transactionMetrics, decisions),
                 "entity-" + (nextIncarnation++),
                 DispatcherSelector.fromConfig("troupe-entity-dispatcher"));
     getContext().watchWith(incarnation, new IncarnationStopped(entity, incarnation));

@@ -29,12 +29,17 @@ sealed interface Recipient {
     }
   }
 
-  /** A coordinator waiting for this participant's vote on one attempt. */
-  record Voter(TransactionRun coordinator, EntityId participant, long transactionId)
+  /** A coordinator waiting for this participant's vote on one attempt, in one round. */
+  record Voter(TransactionRun coordinator, EntityId participant, long transactionId, int round)
       implements Recipient {
+    /** The vote that answers the prepare. */
+    Voter(TransactionRun coordinator, EntityId participant, long transactionId) {
+      this(coordinator, participant, transactionId, 1);
+    }
+
     @Override
     public void deliver(TurnResult result) {
-      coordinator.voteReceived(participant, transactionId, result);
+      coordinator.voteReceived(participant, transactionId, result, round);
     }
   }
 

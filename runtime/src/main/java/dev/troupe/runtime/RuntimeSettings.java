@@ -54,7 +54,10 @@ public record RuntimeSettings(
       int maxInteractiveTransactions,
       int maxForwardRounds,
       int maxParticipantsWithFollowers,
-      int maxReplans) {
+      int maxReplans,
+      long decisionResendIntervalMillis,
+      long inDoubtQueryIntervalMillis,
+      int rememberedCommits) {
     /** @param troupe the {@code troupe} section (forward rounds are a dependency setting) */
     static TransactionSettings fromConfig(Config troupe) {
       Config transactions = troupe.getConfig("transactions");
@@ -73,7 +76,16 @@ public record RuntimeSettings(
           positive(transactions, "max-interactive-transactions"),
           positive(troupe.getConfig("dependencies"), "max-forward-rounds"),
           positive(troupe.getConfig("dependencies"), "max-participants"),
-          nonNegative(troupe.getConfig("dependencies"), "max-replans"));
+          nonNegative(troupe.getConfig("dependencies"), "max-replans"),
+          positiveLong(transactions, "decision-resend-interval-millis"),
+          positiveLong(transactions, "in-doubt-query-interval-millis"),
+          nonNegative(transactions, "remembered-commits"));
+    }
+
+    /** The participant side's bounds over a network, for every entity core. */
+    public dev.troupe.txn.EntityTurnCore.ParticipantLimits participantLimits() {
+      return new dev.troupe.txn.EntityTurnCore.ParticipantLimits(inDoubtQueryIntervalMillis,
+          rememberedCommits);
     }
   }
 

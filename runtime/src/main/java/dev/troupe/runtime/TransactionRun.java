@@ -29,6 +29,11 @@ import scala.concurrent.ExecutionContext;
  * effects are running on the same thread (a store future completing at once) is queued and fed
  * after them, so the core never sees a nested call. Every effect is non-blocking (a tell, an
  * enqueue in a partition writer's queue), so the monitor is held briefly.
+ *
+ * <p><b>Timers.</b> The prepare timeout, the retry backoff and the commit decision's resends
+ * ({@code decision-resend-interval-millis}) are Pekko scheduler tasks feeding the core; a task
+ * that fires after the attempt moved on is ignored by the core. With a {@link DecisionDirectory},
+ * the run registers its attempts and its decision records there, so participants in doubt can ask.
  */
 final class TransactionRun {
   private final CoordinatorCore core;
@@ -42,6 +47,8 @@ final class TransactionRun {
   private final CompletableFuture<CoordinatorCore.Outcome> outcome = new CompletableFuture<>();
   private final ArrayDeque<Input> pending = new ArrayDeque<>();
   private boolean draining;
+  /** Where participants in doubt ask; null when nobody can (not wired). */
+  private final DecisionDirectory decisions;
 
   /** Written with the commit decision, in the same atomic write (an idempotent request's key). */
   private volatile IdempotencyRecord idempotency;
@@ -69,6 +76,15 @@ final class TransactionRun {
       Function<EntityId, CompiledType> typeOf, CoordinatorCore.Limits limits, boolean planned,
       Function<EntityId, ActorRef<EntityRegistry.Command>> registryOf, Store store,
       Scheduler scheduler, ExecutionContext executor) {
+    this(parts, types, typeOf, limits, planned, registryOf, store, scheduler, executor, null);
+  }
+
+  /** @param decisions where the node's participants in doubt ask (null: nowhere) */
+  TransactionRun(Map<EntityId, CoordinatorCore.Part> parts, Map<EntityId, CompiledType> types,
+      Function<EntityId, CompiledType> typeOf, CoordinatorCore.Limits limits, boolean planned,
+      Function<EntityId, ActorRef<EntityRegistry.Command>> registryOf, Store store,
+      Scheduler scheduler, ExecutionContext executor, DecisionDirectory decisions) {
+    this.decisions = decisions;
     this.core = new CoordinatorCore(parts, limits, planned);
     this.types = types;
     this.typeOf = typeOf;
@@ -99,8 +115,13 @@ final class TransactionRun {
     return core.lockConflicts();
   }
 
-  void voteReceived(EntityId participant, long transactionId, TurnResult vote) {
-    handle(new Input.VoteReceived(participant, transactionId, vote));
+  void voteReceived(EntityId participant, long transactionId, TurnResult vote, int round) {
+    handle(new Input.VoteReceived(participant, transactionId, vote, round));
+  }
+
+  /** What this coordinator knows of attempt {@code transactionId} (for a participant in doubt). */
+  synchronized CoordinatorCore.Knowledge knowledgeOf(long transactionId) {
+    return core.knowledgeOf(transactionId);
   }
 
   void acknowledged(EntityId participant, long transactionId, TurnResult acknowledgement) {
@@ -116,6 +137,13 @@ final class TransactionRun {
     try {
       Input next;
       while ((next = pending.poll()) != null) {
+        if (decisions != null) {
+          switch (next) {
+            case Input.Started started -> decisions.attemptStarted(started.transactionId(), this);
+            case Input.RetryDue retry -> decisions.attemptStarted(retry.transactionId(), this);
+            default -> {}
+          }
+        }
         for (Effect effect : core.handle(next)) {
           run(effect);
         }
@@ -141,7 +169,8 @@ final class TransactionRun {
         EntityId participant = forwards.participant();
         registryOf.apply(participant).tell(new EntityRegistry.Route(participant,
             new EntityActor.Forwards(forwards.transactionId(), forwards.forwards(),
-                new Recipient.Voter(this, participant, forwards.transactionId()))));
+                new Recipient.Voter(this, participant, forwards.transactionId(),
+                    forwards.round()), forwards.round())));
       }
       case Effect.SchedulePrepareTimeout timeout -> {
         long transactionId = timeout.transactionId();
@@ -154,7 +183,20 @@ final class TransactionRun {
       case Effect.PersistDecision persist ->
           store.persistDecision(new DecidedTransaction(persist.transactionId(),
                   persist.participants(), idempotency))
-              .whenComplete((ignored, failure) -> handle(Input.DecisionPersisted.ofStoreAnswer(failure)));
+              .whenComplete((ignored, failure) -> {
+                Input.DecisionPersisted persisted = Input.DecisionPersisted.ofStoreAnswer(failure);
+                if (decisions != null && persisted.error() == null) {
+                  decisions.decisionRecorded(persist.transactionId());
+                } else if (decisions != null && persisted.unknown()) {
+                  decisions.decisionWriteUncertain(persist.transactionId());
+                }
+                handle(persisted);
+              });
+      case Effect.ScheduleDecisionResend resend -> {
+        long transactionId = resend.transactionId();
+        scheduler.scheduleOnce(Duration.ofMillis(resend.delayMillis()),
+            () -> handle(new Input.DecisionResendDue(transactionId)), executor);
+      }
       case Effect.SendDecision decision -> {
         EntityId participant = decision.participant();
         Recipient acknowledgeTo = decision.commit()
@@ -162,11 +204,20 @@ final class TransactionRun {
         registryOf.apply(participant).tell(new EntityRegistry.Route(participant,
             new EntityActor.Decide(decision.transactionId(), decision.commit(), acknowledgeTo)));
       }
-      case Effect.ForgetDecision forget ->
-          store.forgetDecision(
-              new DecidedTransaction(forget.transactionId(), forget.participants()));
+      case Effect.ForgetDecision forget -> {
+        store.forgetDecision(
+            new DecidedTransaction(forget.transactionId(), forget.participants()));
+        if (decisions != null) {
+          decisions.decisionForgotten(forget.transactionId());
+        }
+      }
       case Effect.Reply reply -> outcome.complete(reply.outcome());
-      case Effect.Finished ignored -> finished.complete(null);
+      case Effect.Finished ignored -> {
+        if (decisions != null) {
+          decisions.finished(this);
+        }
+        finished.complete(null);
+      }
     }
   }
 }

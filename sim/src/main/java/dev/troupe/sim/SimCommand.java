@@ -62,6 +62,12 @@ public final class SimCommand implements Callable<Integer> {
           + " mailboxes) or per-connection (as between nodes) (default: ${DEFAULT-VALUE}).")
   String mailboxes;
 
+  @Option(names = "--internal-network", defaultValue = "reliable",
+      description = "Between coordinators and participants: reliable (the node's mailboxes) or"
+          + " lossy (loses, duplicates and reorders until the faults stop, as between nodes)"
+          + " (default: ${DEFAULT-VALUE}).")
+  String internalNetwork;
+
   @Option(names = "--trace-lines", defaultValue = "400",
       description = "How many of the last steps a failure's trace shows"
           + " (default: ${DEFAULT-VALUE}).")
@@ -156,7 +162,7 @@ public final class SimCommand implements Callable<Integer> {
             accounts, lists,
             clients, defaults.openingBalance(), durationMillis, defaults.faultFreeShare(),
             crashMeanMillis, clientLoss, defaults.clientTimeoutMillis(), traceLines,
-            damageMeanMillis, nodes, nodeLoss, nodeDuplication));
+            damageMeanMillis, internalNetwork, nodes, nodeLoss, nodeDuplication));
       }
     }
     long first = seed != null ? seed : from;
@@ -184,6 +190,7 @@ public final class SimCommand implements Callable<Integer> {
                 + options.admission() + " --mode " + mode + " --workload " + workload
                 + " --storage " + storage + " --mailboxes " + mailboxes
                 + (damageMeanMillis > 0 ? " --damage-mean-millis " + damageMeanMillis : "")
+                + (internalNetwork.equals("lossy") ? " --internal-network lossy" : "")
                 + (nodes > 1 ? " --nodes " + nodes + " --node-loss " + nodeLoss
                     + " --node-duplication " + nodeDuplication : "")
                 + ": "

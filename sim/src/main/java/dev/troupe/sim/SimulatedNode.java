@@ -41,6 +41,14 @@ import java.util.function.Function;
  * InDoubtResolution}: a prepared part whose transaction has a decision commits, PSAC parts
  * re-evaluated in arrival order; every other one is abandoned, presumed abort).
  *
+ * <p><b>A network inside the node.</b> With {@link Settings#lossyTransactionNetwork}, the messages
+ * between coordinators and participants (prepares, forwards, votes, decisions, acknowledgements,
+ * in-doubt questions and their answers) cross a network that loses, duplicates and reorders them,
+ * as between nodes, until {@link #healTransactionNetwork}: the coordinator's resends and the
+ * participants' in-doubt questions ({@code DecisionQueryCore}) must still decide every part. An
+ * interactive transaction's commit stays on the node's mailboxes (its client releases its locks
+ * through them). {@link #unresolvedTransactions} then says whether anything is left in doubt.
+ *
  * <p>Not thread-safe: the simulation is single-threaded.
  */
 final class SimulatedNode {
@@ -52,8 +60,8 @@ final class SimulatedNode {
     record Step(long transactionId, EntityId entity, Turn turn, Consumer<TurnResult> answer)
         implements Recipient {}
 
-    /** A vote for attempt {@code transactionId} of a coordinator's transaction. */
-    record Voter(long coordinator, EntityId participant, long transactionId)
+    /** A vote for attempt {@code transactionId} of a coordinator's transaction, in a round. */
+    record Voter(long coordinator, EntityId participant, long transactionId, int round)
         implements Recipient {}
 
     record Acknowledger(long coordinator, EntityId participant, long transactionId)
@@ -87,6 +95,12 @@ final class SimulatedNode {
     PREPARE_AFTER_ABORT,
     /** Inside the production core: {@link Mutations.Mutation#DROP_FORWARDS}. */
     DROP_FORWARDS,
+    /** Inside the production core: {@link Mutations.Mutation#COORDINATOR_SKIPS_DECISION_RESEND}. */
+    COORDINATOR_SKIPS_DECISION_RESEND,
+    /** Inside the production core: {@link Mutations.Mutation#APPLY_DUPLICATE_DECISION}. */
+    APPLY_DUPLICATE_DECISION,
+    /** Inside the production core: {@link Mutations.Mutation#PRESUME_COMMIT_IN_DOUBT}. */
+    PRESUME_COMMIT_IN_DOUBT,
     /**
      * The store's disk passes damage over in silence, as the engine did before it checked RocksDB's
      * iterator status: a cursor that meets a damaged key reports the end of its range, a point
@@ -108,11 +122,32 @@ final class SimulatedNode {
    *     (journal only: RocksDB's own checksums are not simulated)
    * @param mailboxOrdering per receiver as Pekko's local mailboxes, or per connection only (a
    *     stress: what the cores will meet between nodes)
+   * @param lossyTransactionNetwork whether coordinators and participants talk over a network
+   *     that loses, duplicates and reorders (see the class doc) rather than the mailboxes
+   * @param participantLimits the entity cores' in-doubt interval and memory of recent commits
    */
   record Settings(long syncMillis, long internalMaxDelayMillis,
       CoordinatorCore.Limits coordinatorLimits, double tornProbability,
       double corruptProbability, Mutation mutation, StorageKind storage,
-      SimulatedNetwork.Ordering mailboxOrdering) {}
+      SimulatedNetwork.Ordering mailboxOrdering, boolean lossyTransactionNetwork,
+      EntityTurnCore.ParticipantLimits participantLimits) {
+    /** Settings with reliable mailboxes between coordinators and participants. */
+    Settings(long syncMillis, long internalMaxDelayMillis,
+        CoordinatorCore.Limits coordinatorLimits, double tornProbability,
+        double corruptProbability, Mutation mutation, StorageKind storage,
+        SimulatedNetwork.Ordering mailboxOrdering) {
+      this(syncMillis, internalMaxDelayMillis, coordinatorLimits, tornProbability,
+          corruptProbability, mutation, storage, mailboxOrdering, false,
+          EntityTurnCore.ParticipantLimits.DEFAULTS);
+    }
+  }
+
+  /** The faults of the lossy network between coordinators and participants, until it heals. */
+  static final SimulatedNetwork.Faults LOSSY_TRANSACTION_NETWORK =
+      new SimulatedNetwork.Faults(1, 4, 0.03, 0.03, true);
+  /** After healing: nothing lost or duplicated, in order per connection. */
+  static final SimulatedNetwork.Faults HEALED_TRANSACTION_NETWORK =
+      new SimulatedNetwork.Faults(1, 2, 0, 0, false);
 
   /** Which {@link NodeStorage} the node keeps its durable state in. */
   enum StorageKind {
@@ -130,6 +165,8 @@ final class SimulatedNode {
   private final SimulatedCluster cluster;
   private final Function<EntityId, CompiledType> typeOf;
   private final SimulatedNetwork mailboxes;
+  /** Between coordinators and participants when lossy (see the class doc); else the mailboxes. */
+  private final SimulatedNetwork transactionNetwork;
 
   /** The node's durable state: survives crashes. */
   private final NodeStorage storage;
@@ -140,6 +177,15 @@ final class SimulatedNode {
   private final Map<EntityId, EntityTurnCore<Recipient>> entities = new HashMap<>();
   private final Map<Long, CoordinatorCore> coordinators = new HashMap<>();
   private final Map<Long, Consumer<CoordinatorCore.Outcome>> coordinatorAnswers = new HashMap<>();
+  /** Every attempt id of a live coordinator, to the coordinator (for in-doubt questions). */
+  private final Map<Long, Long> coordinatorOfAttempt = new HashMap<>();
+  /** Coordinators whose messages cross the lossy network (not an interactive commit's). */
+  private final Set<Long> lossyCoordinators = new java.util.HashSet<>();
+  /** Answers in-doubt questions from the live coordinators and the decision records. */
+  private dev.troupe.txn.DecisionQueryCore decisionQueries = new dev.troupe.txn.DecisionQueryCore();
+  /** In-doubt questions asked and answered (commit or abort), for the run's summary. */
+  private long inDoubtQuestions;
+  private long inDoubtAnswers;
   /** Orders planned transactions; positions restart with each incarnation, as in Troupe. */
   private SequencerCore<Long> sequencer = new SequencerCore<>();
   private boolean drainScheduled;
@@ -185,6 +231,10 @@ final class SimulatedNode {
     this.mailboxes = new SimulatedNetwork(scheduler,
         new SimulatedNetwork.Faults(0, settings.internalMaxDelayMillis(), 0, 0, false),
         settings.mailboxOrdering());
+    this.transactionNetwork = settings.lossyTransactionNetwork()
+        ? new SimulatedNetwork(scheduler, LOSSY_TRANSACTION_NETWORK,
+            SimulatedNetwork.Ordering.PER_CONNECTION)
+        : mailboxes;
     NodeStorage.Timers timers = this::later;
     this.storage = switch (settings.storage()) {
       case STORE -> new StoreStorage(scheduler, timers, typeOf, settings.syncMillis(),
@@ -239,10 +289,12 @@ final class SimulatedNode {
     requestOfCoordinator.put(key, request);
     // Planned transactions never die, so they are never retried (as in Troupe).
     CoordinatorCore.Limits limits = planned
-        ? new CoordinatorCore.Limits(settings.coordinatorLimits().prepareTimeoutMillis(), 0,
-            settings.coordinatorLimits().retryBackoffMillis())
+        ? settings.coordinatorLimits().withoutRetries()
         : settings.coordinatorLimits();
-    coordinators.put(key, new CoordinatorCore(parts, limits, planned));
+    coordinators.put(key, new CoordinatorCore(parts, limits, planned, coreMutations()));
+    if (settings.lossyTransactionNetwork()) {
+      lossyCoordinators.add(key);
+    }
     coordinatorAnswers.put(key, outcome -> {
       noteCorrupt(request, outcome);
       answer.accept(outcome);
@@ -360,9 +412,8 @@ final class SimulatedNode {
     long key = nextCoordinator++;
     requestOfCoordinator.put(key, requestOfInteractive.get(id));
     // Its locks are held under its id already: no retries (as in Troupe).
-    coordinators.put(key, new CoordinatorCore(commit.parts(), new CoordinatorCore.Limits(
-        settings.coordinatorLimits().prepareTimeoutMillis(), 0,
-        settings.coordinatorLimits().retryBackoffMillis())));
+    coordinators.put(key, new CoordinatorCore(commit.parts(),
+        settings.coordinatorLimits().withoutRetries(), false, coreMutations()));
     coordinatorAnswers.put(key, answer);
     feedCoordinator(key, new CoordinatorCore.Input.Started(id));
   }
@@ -397,6 +448,10 @@ final class SimulatedNode {
     entities.clear();
     coordinators.clear();
     coordinatorAnswers.clear();
+    coordinatorOfAttempt.clear();
+    lossyCoordinators.clear();
+    // Its view of the decision records is memory; recovery forgets every one of them on one node.
+    decisionQueries = new dev.troupe.txn.DecisionQueryCore();
     sequencer = new SequencerCore<>();
     drainScheduled = false;
     interactive = newInteractiveCore();
@@ -549,7 +604,8 @@ final class SimulatedNode {
         refuse(entity, input, unreadable);
         return;
       }
-      core = new EntityTurnCore<>(entity, state, TurnLimits.DEFAULTS, 0, coreMutations());
+      core = new EntityTurnCore<>(entity, state, TurnLimits.DEFAULTS,
+          settings.participantLimits(), 0, coreMutations());
       entities.put(entity, core);
     }
     runEntityEffects(entity, core, core.handle(input));
@@ -661,6 +717,11 @@ final class SimulatedNode {
         case EntityTurnCore.Effect.Reply<Recipient> reply -> reply(entity, reply);
         case EntityTurnCore.Effect.Stop<Recipient> ignored -> entities.remove(entity, core);
         case EntityTurnCore.Effect.OfferPassivation<Recipient> ignored -> {}
+        case EntityTurnCore.Effect.ScheduleInDoubtQuery<Recipient> check -> later(
+            check.delayMillis(), "in-doubt check tx " + check.transactionId() + " on " + entity,
+            () -> completeAt(entity, core,
+                new EntityTurnCore.Input.InDoubtQueryDue<>(check.transactionId())));
+        case EntityTurnCore.Effect.QueryDecision<Recipient> query -> askDecision(entity, query);
       }
     }
   }
@@ -671,14 +732,15 @@ final class SimulatedNode {
       case Recipient.Step step -> route(cluster.nodeOfTransaction(step.transactionId()),
           entity.toString(), "interactive", "step answer " + entity, false,
           at -> at.stepAnswered(step, reply.result()));
-      case Recipient.Voter voter -> route(cluster.nodeOfTransaction(voter.transactionId()),
-          entity.toString(), "coordinator-" + voter.coordinator(), "vote " + entity, true,
+      case Recipient.Voter voter -> routeTransactional(voter.coordinator(),
+          cluster.nodeOfTransaction(voter.transactionId()), entity.toString(),
+          "coordinator-" + voter.coordinator(), "vote " + entity + " round " + voter.round(),
           at -> at.feedCoordinator(voter.coordinator(),
               new CoordinatorCore.Input.VoteReceived(voter.participant(),
-                  voter.transactionId(), reply.result())));
-      case Recipient.Acknowledger acknowledger -> route(
+                  voter.transactionId(), reply.result(), voter.round())));
+      case Recipient.Acknowledger acknowledger -> routeTransactional(acknowledger.coordinator(),
           cluster.nodeOfTransaction(acknowledger.transactionId()), entity.toString(),
-          "coordinator-" + acknowledger.coordinator(), "ack " + entity, true,
+          "coordinator-" + acknowledger.coordinator(), "ack " + entity,
           at -> at.feedCoordinator(acknowledger.coordinator(),
               new CoordinatorCore.Input.Acknowledged(acknowledger.participant(),
                   acknowledger.transactionId(), reply.result())));
@@ -698,20 +760,24 @@ final class SimulatedNode {
       return; // finished: a late vote or acknowledgement
     }
     switch (input) {
-      case CoordinatorCore.Input.Started started ->
-          recordTransaction(started.transactionId(), requestOfCoordinator.get(key));
-      case CoordinatorCore.Input.RetryDue retry ->
-          recordTransaction(retry.transactionId(), requestOfCoordinator.get(key));
+      case CoordinatorCore.Input.Started started -> {
+        recordTransaction(started.transactionId(), requestOfCoordinator.get(key));
+        coordinatorOfAttempt.put(started.transactionId(), key);
+      }
+      case CoordinatorCore.Input.RetryDue retry -> {
+        recordTransaction(retry.transactionId(), requestOfCoordinator.get(key));
+        coordinatorOfAttempt.put(retry.transactionId(), key);
+      }
       default -> {}
     }
     for (CoordinatorCore.Effect effect : core.handle(input)) {
       switch (effect) {
         case CoordinatorCore.Effect.SendPrepare prepare -> {
           Recipient voteTo =
-              new Recipient.Voter(key, prepare.participant(), prepare.transactionId());
+              new Recipient.Voter(key, prepare.participant(), prepare.transactionId(), 1);
           CompiledType type = typeOf.apply(prepare.participant());
-          route(cluster.nodeOf(prepare.participant()), prepareSender,
-              prepare.participant().toString(), "prepare tx " + prepare.transactionId(), true,
+          routeTransactional(key, cluster.nodeOf(prepare.participant()), prepareSender,
+              prepare.participant().toString(), "prepare tx " + prepare.transactionId(),
               at -> at.deliverToEntity(prepare.participant(),
                   new EntityTurnCore.Input.PrepareRequested<>(prepare.transactionId(),
                       prepare.startTimestamp(), prepare.part().turns(),
@@ -719,13 +785,14 @@ final class SimulatedNode {
                       prepare.part().forwards(), prepare.part().reserved())));
         }
         case CoordinatorCore.Effect.SendForwards forwards -> {
-          Recipient voteTo =
-              new Recipient.Voter(key, forwards.participant(), forwards.transactionId());
-          route(cluster.nodeOf(forwards.participant()), "coordinator-" + key,
-              forwards.participant().toString(), "forwards tx " + forwards.transactionId(), true,
+          Recipient voteTo = new Recipient.Voter(key, forwards.participant(),
+              forwards.transactionId(), forwards.round());
+          routeTransactional(key, cluster.nodeOf(forwards.participant()), "coordinator-" + key,
+              forwards.participant().toString(),
+              "forwards tx " + forwards.transactionId() + " round " + forwards.round(),
               at -> at.deliverToEntity(forwards.participant(),
                   new EntityTurnCore.Input.ForwardsReceived<>(forwards.transactionId(),
-                      forwards.forwards(), voteTo)));
+                      forwards.forwards(), voteTo, forwards.round())));
         }
         case CoordinatorCore.Effect.SchedulePrepareTimeout timeout -> later(
             timeout.delayMillis(), "prepare timeout tx " + timeout.transactionId(),
@@ -740,12 +807,26 @@ final class SimulatedNode {
               // Durable now, whatever becomes of this incarnation: the commit is decided.
               cluster.decidedCommit(decision.transactionId());
               send("storage", "coordinator-" + key,
-                  "decision durable tx " + decision.transactionId(), () -> feedCoordinator(key,
-                      new CoordinatorCore.Input.DecisionPersisted(null, false)));
+                  "decision durable tx " + decision.transactionId(), () -> {
+                    decisionQueries.handle(new dev.troupe.txn.DecisionQueryCore.Input
+                        .DecisionRecorded(decision.transactionId()));
+                    feedCoordinator(key,
+                        new CoordinatorCore.Input.DecisionPersisted(null, false));
+                  });
             },
             failure -> send("storage", "coordinator-" + key,
-                "decision failed tx " + decision.transactionId(), () -> feedCoordinator(key,
-                    CoordinatorCore.Input.DecisionPersisted.ofStoreAnswer(failure))));
+                "decision failed tx " + decision.transactionId(), () -> {
+                  CoordinatorCore.Input.DecisionPersisted persisted =
+                      CoordinatorCore.Input.DecisionPersisted.ofStoreAnswer(failure);
+                  if (persisted.unknown()) {
+                    decisionQueries.handle(new dev.troupe.txn.DecisionQueryCore.Input
+                        .DecisionWriteUncertain(decision.transactionId()));
+                  }
+                  feedCoordinator(key, persisted);
+                }));
+        case CoordinatorCore.Effect.ScheduleDecisionResend resend -> later(resend.delayMillis(),
+            "decision resend tx " + resend.transactionId(), () -> feedCoordinator(key,
+                new CoordinatorCore.Input.DecisionResendDue(resend.transactionId())));
         case CoordinatorCore.Effect.SendDecision decision -> {
           Recipient acknowledgeTo = decision.commit()
               ? new Recipient.Acknowledger(key, decision.participant(), decision.transactionId())
@@ -753,15 +834,19 @@ final class SimulatedNode {
           if (!decision.commit()) {
             cluster.decidedAbort(decision.transactionId());
           }
-          route(cluster.nodeOf(decision.participant()), "coordinator-" + key,
+          routeTransactional(key, cluster.nodeOf(decision.participant()), "coordinator-" + key,
               decision.participant().toString(),
-              (decision.commit() ? "commit" : "abort") + " tx " + decision.transactionId(), true,
+              (decision.commit() ? "commit" : "abort") + " tx " + decision.transactionId(),
               at -> at.deliverToEntity(decision.participant(),
                   new EntityTurnCore.Input.DecisionReceived<>(decision.transactionId(),
                       decision.commit(), acknowledgeTo)));
         }
-        case CoordinatorCore.Effect.ForgetDecision forget -> storage.forgetDecision(
-            new DecidedTransaction(forget.transactionId(), forget.participants()));
+        case CoordinatorCore.Effect.ForgetDecision forget -> {
+          storage.forgetDecision(
+              new DecidedTransaction(forget.transactionId(), forget.participants()));
+          decisionQueries.handle(new dev.troupe.txn.DecisionQueryCore.Input.DecisionForgotten(
+              forget.transactionId()));
+        }
         case CoordinatorCore.Effect.Reply reply -> {
           Consumer<CoordinatorCore.Outcome> answer = coordinatorAnswers.get(key);
           if (answer != null) {
@@ -771,9 +856,93 @@ final class SimulatedNode {
         case CoordinatorCore.Effect.Finished ignored -> {
           coordinators.remove(key);
           coordinatorAnswers.remove(key);
+          coordinatorOfAttempt.values().removeIf(coordinator -> coordinator == key);
+          lossyCoordinators.remove(key);
         }
       }
     }
+  }
+
+  // ------------------------------------------------------------------ in-doubt questions
+
+  /**
+   * A participant in doubt asks the coordinator's node (this one: a single node issues every id)
+   * over the transaction network; the answer goes back the same way, a commit or an abort fed as
+   * a decision nobody acknowledges, "undecided" dropped (the participant asks again).
+   */
+  private void askDecision(EntityId entity, EntityTurnCore.Effect.QueryDecision<Recipient> query) {
+    long transactionId = query.transactionId();
+    inDoubtQuestions++;
+    Long coordinator = coordinatorOfAttempt.get(transactionId);
+    // An interactive commit's part never crosses the lossy network: ask over the mailboxes.
+    long route = coordinator != null && !lossyCoordinators.contains(coordinator) ? coordinator : -1;
+    sendTransactional(route, entity.toString(), "decisions", "in-doubt question tx "
+        + transactionId, () -> {
+          Long live = coordinatorOfAttempt.get(transactionId);
+          CoordinatorCore core = live == null ? null : coordinators.get(live);
+          CoordinatorCore.Knowledge knowledge =
+              core == null ? CoordinatorCore.Knowledge.NOT_MINE : core.knowledgeOf(transactionId);
+          for (dev.troupe.txn.DecisionQueryCore.Effect effect : decisionQueries.handle(
+              new dev.troupe.txn.DecisionQueryCore.Input.Asked(transactionId, knowledge))) {
+            switch (effect) {
+              case dev.troupe.txn.DecisionQueryCore.Effect.Answered answered -> {
+                if (answered.answer() == dev.troupe.txn.DecisionQueryCore.Answer.UNDECIDED) {
+                  continue;
+                }
+                boolean commit =
+                    answered.answer() == dev.troupe.txn.DecisionQueryCore.Answer.COMMITTED;
+                sendTransactional(route, "decisions", entity.toString(),
+                    "in-doubt answer " + (commit ? "commit" : "abort") + " tx " + transactionId,
+                    () -> {
+                      inDoubtAnswers++;
+                      deliverToEntity(entity,
+                          new EntityTurnCore.Input.DecisionReceived<>(transactionId, commit, null));
+                    });
+              }
+            }
+          }
+        });
+  }
+
+  /** In-doubt questions asked, and answered with a decision (for the run's summary). */
+  long inDoubtQuestions() {
+    return inDoubtQuestions;
+  }
+
+  long inDoubtAnswers() {
+    return inDoubtAnswers;
+  }
+
+  /** Lets the network between coordinators and participants heal (no more loss or duplication). */
+  void healTransactionNetwork() {
+    if (transactionNetwork != mailboxes) {
+      transactionNetwork.setFaults(HEALED_TRANSACTION_NETWORK);
+    }
+  }
+
+  /**
+   * What is still unresolved once the run is over (every message delivered, every timer fired):
+   * a live coordinator (still waiting for votes or acknowledgements), or an entity with a part of
+   * a transaction it has not seen decided. Null when nothing is: after healing, every in-doubt
+   * part must be resolved and every decision acknowledged.
+   */
+  String unresolvedTransactions() {
+    if (!up) {
+      return null;
+    }
+    if (!coordinators.isEmpty()) {
+      long key = coordinators.keySet().iterator().next();
+      return coordinators.size() + " coordinators never finished, e.g. of request "
+          + requestOfCoordinator.get(key) + " (transaction "
+          + coordinators.get(key).transactionId() + ")";
+    }
+    for (Map.Entry<EntityId, EntityTurnCore<Recipient>> entity : entities.entrySet()) {
+      if (entity.getValue().openTransactions() > 0) {
+        return entity.getKey() + " still holds " + entity.getValue().openTransactions()
+            + " undecided transaction parts";
+      }
+    }
+    return null;
   }
 
   // ------------------------------------------------------------------ plumbing
@@ -795,6 +964,39 @@ final class SimulatedNode {
     String link = SimulatedCluster.nameOf(nodeId);
     cluster.sendBetweenNodes(nodeId, target, what + " to " + to, twoPhaseCommit,
         arrived -> arrived.send(link, to, what, () -> delivery.accept(arrived)));
+  }
+
+  /**
+   * A message of the commit protocol to a core on node {@code target}: on this node, over the
+   * lossy transaction network if coordinator {@code coordinator} uses it (else the mailboxes);
+   * to another node, over the network between nodes, which may duplicate it.
+   */
+  private void routeTransactional(long coordinator, int target, String from, String to,
+      String what, Consumer<SimulatedNode> delivery) {
+    if (target == nodeId) {
+      sendTransactional(coordinator, from, to, what, () -> delivery.accept(this));
+      return;
+    }
+    route(target, from, to, what, true, delivery);
+  }
+
+  /**
+   * A message between coordinator {@code coordinator}'s cores and its participants: over the lossy
+   * transaction network if that coordinator uses it, else over the mailboxes.
+   */
+  private void sendTransactional(long coordinator, String from, String to, String what,
+      Runnable delivery) {
+    if (transactionNetwork == mailboxes
+        || (coordinator >= 0 && !lossyCoordinators.contains(coordinator))) {
+      send(from, to, what, delivery);
+      return;
+    }
+    int sentBy = incarnation;
+    transactionNetwork.send(from, to, what, ignored -> {
+      if (up && incarnation == sentBy) {
+        delivery.run();
+      }
+    });
   }
 
   /** Delivers between cores of this incarnation, as a local mailbox would. */

@@ -69,6 +69,9 @@ public final class Simulation {
    *     refuses every commit until a restart, and after restarts again, so a run with damage
    *     checks much less of everything else. The default runs keep their full power over
    *     transactions and recovery; the damage runs check detection.
+   * @param internalNetwork {@code reliable}: coordinators and participants talk over the node's
+   *     mailboxes; {@code lossy}: over a network that loses, duplicates and reorders their
+   *     messages until the faults stop, as between nodes ({@link SimulatedNode})
    * @param nodes nodes of the simulated cluster (1: the single node, exactly as before there was
    *     a cluster; see {@link SimulatedCluster})
    * @param nodeLossProbability chance a message between nodes is lost (faulty part only)
@@ -79,10 +82,22 @@ public final class Simulation {
       List<String> workloads, int accounts,
       int lists, int clients, long openingBalance, long durationMillis, double faultFreeShare,
       long meanMillisBetweenCrashes, double clientLossProbability, long clientTimeoutMillis,
-      int traceLines, long meanMillisBetweenDamage, int nodes, double nodeLossProbability,
-      double nodeDuplicateProbability) {
+      int traceLines, long meanMillisBetweenDamage, String internalNetwork, int nodes,
+      double nodeLossProbability, double nodeDuplicateProbability) {
     public static final Options DEFAULTS = new Options("serial", "store", "per-receiver", false,
-        WORKLOADS, 4, 3, 8, 100, 3_000, 0.3, 400, 0.02, 2_000, 400, 0, 1, 0, 0);
+        WORKLOADS, 4, 3, 8, 100, 3_000, 0.3, 400, 0.02, 2_000, 400, 0, "reliable", 1, 0, 0);
+
+    /** Options of one node with reliable mailboxes between coordinators and participants. */
+    public Options(String admission, String storage, String mailboxes, boolean planned,
+        List<String> workloads, int accounts, int lists, int clients, long openingBalance,
+        long durationMillis, double faultFreeShare, long meanMillisBetweenCrashes,
+        double clientLossProbability, long clientTimeoutMillis, int traceLines,
+        long meanMillisBetweenDamage) {
+      this(admission, storage, mailboxes, planned, workloads, accounts, lists, clients,
+          openingBalance, durationMillis, faultFreeShare, meanMillisBetweenCrashes,
+          clientLossProbability, clientTimeoutMillis, traceLines, meanMillisBetweenDamage,
+          "reliable", 1, 0, 0);
+    }
 
     public Options {
       workloads = List.copyOf(workloads);
@@ -91,6 +106,9 @@ public final class Simulation {
       }
       if (!List.of("per-receiver", "per-connection").contains(mailboxes)) {
         throw new IllegalArgumentException("mailboxes must be per-receiver or per-connection");
+      }
+      if (!List.of("reliable", "lossy").contains(internalNetwork)) {
+        throw new IllegalArgumentException("internal network must be reliable or lossy");
       }
       if (!List.of("store", "journal").contains(storage)) {
         throw new IllegalArgumentException("storage must be store or journal");
@@ -118,45 +136,52 @@ public final class Simulation {
     public Options withAdmission(String value, boolean plannedValue) {
       return new Options(value, storage, mailboxes, plannedValue, workloads, accounts, lists, clients,
           openingBalance, durationMillis, faultFreeShare, meanMillisBetweenCrashes,
-          clientLossProbability, clientTimeoutMillis, traceLines, meanMillisBetweenDamage, nodes,
-          nodeLossProbability, nodeDuplicateProbability);
+          clientLossProbability, clientTimeoutMillis, traceLines, meanMillisBetweenDamage,
+          internalNetwork, nodes, nodeLossProbability, nodeDuplicateProbability);
     }
 
     public Options withMailboxes(String value) {
       return new Options(admission, storage, value, planned, workloads, accounts, lists, clients,
           openingBalance, durationMillis, faultFreeShare, meanMillisBetweenCrashes,
-          clientLossProbability, clientTimeoutMillis, traceLines, meanMillisBetweenDamage, nodes,
-          nodeLossProbability, nodeDuplicateProbability);
+          clientLossProbability, clientTimeoutMillis, traceLines, meanMillisBetweenDamage,
+          internalNetwork, nodes, nodeLossProbability, nodeDuplicateProbability);
     }
 
     public Options withStorage(String value) {
       return new Options(admission, value, mailboxes, planned, workloads, accounts, lists, clients,
           openingBalance, durationMillis, faultFreeShare, meanMillisBetweenCrashes,
-          clientLossProbability, clientTimeoutMillis, traceLines, meanMillisBetweenDamage, nodes,
-          nodeLossProbability, nodeDuplicateProbability);
+          clientLossProbability, clientTimeoutMillis, traceLines, meanMillisBetweenDamage,
+          internalNetwork, nodes, nodeLossProbability, nodeDuplicateProbability);
     }
 
     public Options withDamage(long value) {
       return new Options(admission, storage, mailboxes, planned, workloads, accounts, lists, clients,
           openingBalance, durationMillis, faultFreeShare, meanMillisBetweenCrashes,
-          clientLossProbability, clientTimeoutMillis, traceLines, value, nodes,
-          nodeLossProbability, nodeDuplicateProbability);
+          clientLossProbability, clientTimeoutMillis, traceLines, value, internalNetwork,
+          nodes, nodeLossProbability, nodeDuplicateProbability);
+    }
+
+    public Options withInternalNetwork(String value) {
+      return new Options(admission, storage, mailboxes, planned, workloads, accounts, lists,
+          clients, openingBalance, durationMillis, faultFreeShare, meanMillisBetweenCrashes,
+          clientLossProbability, clientTimeoutMillis, traceLines, meanMillisBetweenDamage, value,
+          nodes, nodeLossProbability, nodeDuplicateProbability);
     }
 
     /** With a crash (and partitions) every {@code meanMillis} on average; 0: none. */
     public Options withCrashes(long meanMillis) {
       return new Options(admission, storage, mailboxes, planned, workloads, accounts, lists,
           clients, openingBalance, durationMillis, faultFreeShare, meanMillis,
-          clientLossProbability, clientTimeoutMillis, traceLines, meanMillisBetweenDamage, nodes,
-          nodeLossProbability, nodeDuplicateProbability);
+          clientLossProbability, clientTimeoutMillis, traceLines, meanMillisBetweenDamage,
+          internalNetwork, nodes, nodeLossProbability, nodeDuplicateProbability);
     }
 
     /** With {@code count} nodes and these faults between them. */
     public Options withNodes(int count, double lossProbability, double duplicateProbability) {
       return new Options(admission, storage, mailboxes, planned, workloads, accounts, lists,
           clients, openingBalance, durationMillis, faultFreeShare, meanMillisBetweenCrashes,
-          clientLossProbability, clientTimeoutMillis, traceLines, meanMillisBetweenDamage, count,
-          lossProbability, duplicateProbability);
+          clientLossProbability, clientTimeoutMillis, traceLines, meanMillisBetweenDamage,
+          internalNetwork, count, lossProbability, duplicateProbability);
     }
 
     /** The admission lines of a type spec for {@link #admission}. */
@@ -187,7 +212,8 @@ public final class Simulation {
       int committed, int aborted, int unknown, long crashes, long resolvedInDoubt, long redone,
       int serializationEdges, int livenessChecked, NodeStorage.Counters storage, String trace,
       int answeredCorrupt, int unreadableAtEnd, int livenessExempted, long reissuedIds,
-      String cluster, long traceFingerprint, long journalFingerprint) {
+      long inDoubtQuestions, long inDoubtAnswers, String cluster, long traceFingerprint,
+      long journalFingerprint) {
     public boolean passed() {
       return failure == null;
     }
@@ -199,6 +225,8 @@ public final class Simulation {
           + " aborted, " + unknown + " unknown, " + crashes + " crashes, " + resolvedInDoubt
           + " in-doubt parts resolved, " + redone + " PSAC parts redone, " + serializationEdges
           + " serialization-graph edges checked, " + livenessChecked + " requests held to liveness; "
+          + (inDoubtQuestions == 0 ? "" : inDoubtQuestions + " in-doubt questions, "
+              + inDoubtAnswers + " answered with a decision; ")
           + storage + (storage.damagedKeys() == 0 ? "" : "; DAMAGE: " + answeredCorrupt
               + " requests answered corrupt_data, " + unreadableAtEnd
               + " entities unreadable at the end (excluded from final-state checks), "
@@ -248,12 +276,17 @@ public final class Simulation {
       workload.types().forEach((type, compiled) -> Invariants.check(
           types.put(type, compiled) == null, "two workloads use the type %s", type));
     }
+    // Decisions resent every 50 simulated ms, parts in doubt ask every 100: both well inside the
+    // clients' timeout, so a lost decision delays its transaction but does not lose its answer.
     this.cluster = new SimulatedCluster(scheduler, options.nodes(), new SimulatedNode.Settings(2,
-        1, new CoordinatorCore.Limits(500, 20, 2), 0.5, 0.2, mutation,
+        1, new CoordinatorCore.Limits(500, 20, 2).withDecisionResendIntervalMillis(50), 0.5, 0.2,
+        mutation,
         options.storage().equals("store")
             ? SimulatedNode.StorageKind.STORE : SimulatedNode.StorageKind.JOURNAL,
         options.mailboxes().equals("per-receiver")
-            ? SimulatedNetwork.Ordering.PER_RECEIVER : SimulatedNetwork.Ordering.PER_CONNECTION),
+            ? SimulatedNetwork.Ordering.PER_RECEIVER : SimulatedNetwork.Ordering.PER_CONNECTION,
+        options.internalNetwork().equals("lossy"),
+        new dev.troupe.txn.EntityTurnCore.ParticipantLimits(100, 64)),
         (EntityId entity) -> {
           CompiledType type = types.get(entity.type());
           Invariants.check(type != null, "no workload has the type of %s", entity);
@@ -305,6 +338,7 @@ public final class Simulation {
       // The network between nodes heals: nothing is lost or duplicated any more (messages still
       // overtake each other).
       cluster.network().setFaults(betweenNodes(0, 0));
+      cluster.nodes().forEach(SimulatedNode::healTransactionNetwork);
     });
     String failure;
     try {
@@ -325,6 +359,8 @@ public final class Simulation {
     long resolved = 0;
     long redone = 0;
     long reissued = 0;
+    long questions = 0;
+    long answers = 0;
     int answeredCorrupt = 0;
     NodeStorage.Counters storage = null;
     for (SimulatedNode node : cluster.nodes()) {
@@ -332,6 +368,8 @@ public final class Simulation {
       resolved += node.resolvedInDoubt();
       redone += node.redone();
       reissued += node.reissuedIds();
+      questions += node.inDoubtQuestions();
+      answers += node.inDoubtAnswers();
       answeredCorrupt += node.answeredCorrupt().size();
       storage = storage == null ? node.storageCounters() : sum(storage, node.storageCounters());
     }
@@ -343,7 +381,8 @@ public final class Simulation {
         count(ClientCall.Outcome.COMMITTED), count(ClientCall.Outcome.ABORTED),
         count(ClientCall.Outcome.UNKNOWN), crashes, resolved, redone, edges, livenessChecked(),
         storage, failure == null ? "" : scheduler.trace().toString(), answeredCorrupt,
-        cluster.unreadableAtEnd().size(), livenessExempted, reissued, clusterSummary,
+        cluster.unreadableAtEnd().size(), livenessExempted, reissued, questions, answers,
+        clusterSummary,
         scheduler.trace().fingerprint(), journalFingerprint());
   }
 
@@ -599,6 +638,16 @@ public final class Simulation {
     if (committedAfterHealing == 0 && livenessChecked() > livenessExempted) {
       return "no request issued after the faults stopped committed (" + livenessChecked()
           + " held to liveness)";
+    }
+    // Every message was delivered and every timer fired: nothing may be left in doubt (a part
+    // waiting for its decision, a coordinator waiting for an acknowledgement), unless damage
+    // stopped the store (its decided commits wait for the restart's recovery).
+    for (SimulatedNode node : cluster.nodes()) {
+      String unresolved = node.unresolvedTransactions();
+      if (unresolved != null && !node.storageFailed()) {
+        return "after healing, " + (clustered() ? nameForTrace(node.nodeId) + ": " : "")
+            + unresolved;
+      }
     }
     for (SimulatedNode node : cluster.nodes()) {
       if (node.storageFailed()) {

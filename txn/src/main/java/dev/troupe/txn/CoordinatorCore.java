@@ -30,6 +30,31 @@ import java.util.Map;
  * so a read after the answer sees the transaction everywhere; then the decision record is
  * forgotten. A transaction that wrote nothing skips the decision record.
  *
+ * <p><b>A network that loses, duplicates and reorders.</b> Between nodes any message may be lost,
+ * arrive twice or overtake another, so the protocol is built to survive it:
+ *
+ * <ul>
+ *   <li>The commit decision is resent ({@link Effect.ScheduleDecisionResend}, every {@code
+ *       decisionResendIntervalMillis}) to every participant that has not acknowledged it, until
+ *       all have: only then is the decision record forgotten and the client answered. A
+ *       participant acknowledges a decision it already applied again without applying it twice
+ *       ({@link EntityTurnCore}), so resending is always safe.
+ *   <li>An abort is sent once and never resent. Presumed abort makes resending unnecessary: a
+ *       participant that voted yes and hears nothing asks the coordinator's node after {@code
+ *       in-doubt-query-interval-millis} ({@link DecisionQueryCore}), which answers abort for any
+ *       transaction it neither coordinates nor holds a commit record of. A part that never voted
+ *       yes holds nothing that outlives the transaction's locks: when its prepare arrives late
+ *       it prepares, votes (ignored), and then asks like any other.
+ *   <li>Votes and acknowledgements are matched to what they answer: a vote names its attempt
+ *       ({@code transactionId}) and its round (1 for the prepare, one more for each {@link
+ *       Effect.SendForwards}), so a duplicated or late vote of an earlier round never counts as
+ *       the vote of a later one; a second copy of a counted vote is ignored; an acknowledgement
+ *       counts once per participant.
+ *   <li>A live coordinator answers what it knows of an attempt ({@link #knowledgeOf}): undecided
+ *       while it collects votes or writes the decision (it may still commit), committed once the
+ *       commit decision is durable, aborted for an earlier attempt or after an abort.
+ * </ul>
+ *
  * <p><b>Dependencies.</b> A yes vote carries what the participant forwards to other entities to
  * keep declared dependencies ({@link Forward}, computed by {@link DependencyEvaluator}). Phase one
  * ends only when the forwards settle: a follower not yet in the transaction joins with a prepare
@@ -63,13 +88,44 @@ public final class CoordinatorCore {
    *     because the operations forwarded to it changed
    * @param maxDependencyChain most dependencies of one kind in a row, checked for every chain
    *     through a dependency the transaction registers
+   * @param decisionResendIntervalMillis how long the coordinator waits for every acknowledgement
+   *     of its commit decision before it sends the decision again to the participants that have
+   *     not acknowledged it
    */
   public record Limits(long prepareTimeoutMillis, int maxLockConflictRetries,
       long retryBackoffMillis, int maxParticipants, int maxForwardRounds,
-      int maxDependencyChain) {
+      int maxDependencyChain, long decisionResendIntervalMillis) {
+    /** reference.conf's {@code troupe.transactions.decision-resend-interval-millis}. */
+    public static final long DEFAULT_DECISION_RESEND_INTERVAL_MILLIS = 1000;
+
+    public Limits {
+      Invariants.check(decisionResendIntervalMillis > 0,
+          "the decision resend interval must be positive, was %d", decisionResendIntervalMillis);
+    }
+
+    /** Limits with the default decision resend interval (reference.conf's). */
+    public Limits(long prepareTimeoutMillis, int maxLockConflictRetries,
+        long retryBackoffMillis, int maxParticipants, int maxForwardRounds,
+        int maxDependencyChain) {
+      this(prepareTimeoutMillis, maxLockConflictRetries, retryBackoffMillis, maxParticipants,
+          maxForwardRounds, maxDependencyChain, DEFAULT_DECISION_RESEND_INTERVAL_MILLIS);
+    }
+
     /** Limits with the default dependency bounds (reference.conf's). */
     public Limits(long prepareTimeoutMillis, int maxLockConflictRetries, long retryBackoffMillis) {
       this(prepareTimeoutMillis, maxLockConflictRetries, retryBackoffMillis, 64, 32, 8);
+    }
+
+    /** These limits without retries after a lock conflict. */
+    public Limits withoutRetries() {
+      return new Limits(prepareTimeoutMillis, 0, retryBackoffMillis, maxParticipants,
+          maxForwardRounds, maxDependencyChain, decisionResendIntervalMillis);
+    }
+
+    /** These limits with another decision resend interval. */
+    public Limits withDecisionResendIntervalMillis(long intervalMillis) {
+      return new Limits(prepareTimeoutMillis, maxLockConflictRetries, retryBackoffMillis,
+          maxParticipants, maxForwardRounds, maxDependencyChain, intervalMillis);
     }
   }
 
@@ -136,8 +192,19 @@ public final class CoordinatorCore {
       }
     }
 
-    record VoteReceived(EntityId participant, long transactionId, TurnResult vote)
-        implements Input {}
+    /**
+     * A participant's vote.
+     *
+     * @param round what it answers: 1 for the prepare, {@code n} for the {@link
+     *     Effect.SendForwards} of that round
+     */
+    record VoteReceived(EntityId participant, long transactionId, TurnResult vote, int round)
+        implements Input {
+      /** The vote that answers the prepare (round 1). */
+      public VoteReceived(EntityId participant, long transactionId, TurnResult vote) {
+        this(participant, transactionId, vote, 1);
+      }
+    }
 
     record PrepareTimedOut(long transactionId) implements Input {}
 
@@ -170,6 +237,9 @@ public final class CoordinatorCore {
 
     record Acknowledged(EntityId participant, long transactionId, TurnResult acknowledgement)
         implements Input {}
+
+    /** The resend interval of this attempt's commit decision elapsed. */
+    record DecisionResendDue(long transactionId) implements Input {}
   }
 
   /** What the shell must do. */
@@ -191,8 +261,8 @@ public final class CoordinatorCore {
      * The operations forwarded to a participant that already voted yes changed: it evaluates its
      * part again with these (all of them) and votes again (as VoteReceived).
      */
-    record SendForwards(EntityId participant, long transactionId, List<Forward> forwards)
-        implements Effect {}
+    record SendForwards(EntityId participant, long transactionId, List<Forward> forwards,
+        int round) implements Effect {}
 
     /** Feed PrepareTimedOut for this attempt after the delay. */
     record SchedulePrepareTimeout(long transactionId, long delayMillis) implements Effect {}
@@ -206,6 +276,12 @@ public final class CoordinatorCore {
     /** Send the decision; a commit's acknowledgement comes back as Acknowledged. */
     record SendDecision(EntityId participant, long transactionId, boolean commit)
         implements Effect {}
+
+    /**
+     * Feed DecisionResendDue for this attempt after the delay (it resends the commit decision to
+     * every participant that has not acknowledged it yet).
+     */
+    record ScheduleDecisionResend(long transactionId, long delayMillis) implements Effect {}
 
     /** Every participant applied the commit: drop the decision record (needs no sync). */
     record ForgetDecision(long transactionId, List<EntityId> participants) implements Effect {}
@@ -246,6 +322,20 @@ public final class CoordinatorCore {
   private final Map<EntityId, Integer> rounds = new HashMap<>();
   private final Map<EntityId, TurnResult> acknowledgements = new LinkedHashMap<>();
   private boolean decisionPersisted;
+  /** Deliberate breakages (empty outside the simulator's tests). */
+  private final Set<Mutations.Mutation> mutations;
+
+  /** What a live coordinator knows of one attempt's decision (see {@link #knowledgeOf}). */
+  public enum Knowledge {
+    /** Not decided yet: it may still commit, so nobody may presume abort. */
+    UNDECIDED,
+    /** The commit decision is durable (or the transaction wrote nothing and committed). */
+    COMMITTED,
+    /** Aborted: an earlier attempt, or this one after its abort. */
+    ABORTED,
+    /** Not an attempt of this coordinator. */
+    NOT_MINE
+  }
 
   /** @param parts every participant's part, in first-mention order; at least one */
   public CoordinatorCore(Map<EntityId, Part> parts, Limits limits) {
@@ -258,11 +348,53 @@ public final class CoordinatorCore {
    *     retried
    */
   public CoordinatorCore(Map<EntityId, Part> parts, Limits limits, boolean planned) {
+    this(parts, limits, planned, Set.of());
+  }
+
+  /**
+   * A coordinator with deliberate breakages: only the simulator's tests pass any (see {@link
+   * Mutations}).
+   */
+  public CoordinatorCore(Map<EntityId, Part> parts, Limits limits, boolean planned,
+      Set<Mutations.Mutation> mutations) {
     Invariants.check(!parts.isEmpty(), "a transaction needs at least one participant");
     this.requestedParts = new LinkedHashMap<>(parts);
     this.limits = limits;
     this.planned = planned;
+    this.mutations = Set.copyOf(mutations);
   }
+
+  /** The attempt ids this coordinator used so far, the current one last. */
+  private final List<Long> attempts = new ArrayList<>();
+
+  /**
+   * What this coordinator knows of attempt {@code transactionId}'s decision, for a participant in
+   * doubt that asks ({@link DecisionQueryCore}). Never ABORTED for an attempt that may still
+   * commit, never COMMITTED before the commit decision is durable.
+   */
+  public Knowledge knowledgeOf(long transactionId) {
+    if (!attempts.contains(transactionId)) {
+      return Knowledge.NOT_MINE;
+    }
+    if (transactionId != this.transactionId) {
+      return Knowledge.ABORTED; // an earlier attempt, aborted before this one started
+    }
+    return switch (phase) {
+      case NOT_STARTED, COLLECTING_VOTES, PERSISTING_DECISION -> Knowledge.UNDECIDED;
+      case WAITING_TO_RETRY -> Knowledge.ABORTED;
+      case COMMITTING -> Knowledge.COMMITTED;
+      // Finished: committed if the commit was sent (answered, or answered outcome_unknown after
+      // a participant's store failed: the decision is durable); aborted otherwise. An unknown
+      // decision write is reported as undecided: only the recovery of that store can tell.
+      case FINISHED -> commitSent ? Knowledge.COMMITTED
+          : decisionUnknown ? Knowledge.UNDECIDED : Knowledge.ABORTED;
+    };
+  }
+
+  /** The commit decision was sent (it is durable, or the transaction wrote nothing). */
+  private boolean commitSent;
+  /** The decision's write failed with an unknown outcome. */
+  private boolean decisionUnknown;
 
 
   /** The current attempt's transaction id (0 before the start). */
@@ -295,9 +427,10 @@ public final class CoordinatorCore {
           break; // a vote of an earlier attempt, or after the decision
         }
         EntityId participant = received.participant();
-        Invariants.check(parts.containsKey(participant)
-            && votesToCome.getOrDefault(participant, 0) == 1, "unexpected vote from %s",
-            participant);
+        if (!parts.containsKey(participant) || votesToCome.getOrDefault(participant, 0) != 1
+            || received.round() != rounds.getOrDefault(participant, 0)) {
+          break; // a duplicate, or the vote of an earlier round: only the latest round counts
+        }
         votesToCome.put(participant, 0);
         switch (received.vote()) {
           case TurnResult.Failed no -> abort(no.error(), effects);
@@ -337,19 +470,34 @@ public final class CoordinatorCore {
               effects);
         } else {
           // The decision may be durable: only recovery can tell. Participants stay prepared.
+          decisionUnknown = true;
           finish(new Outcome.Failed(new TroupeException(ErrorCode.OUTCOME_UNKNOWN,
               "transaction %d: the commit decision may or may not be durable: %s".formatted(
                   transactionId, persisted.error().getMessage()))), effects);
         }
       }
       case Input.Acknowledged acknowledged -> {
-        if (phase != Phase.COMMITTING || acknowledged.transactionId() != transactionId) {
-          break;
+        if (phase != Phase.COMMITTING || acknowledged.transactionId() != transactionId
+            || !parts.containsKey(acknowledged.participant())
+            || acknowledgements.containsKey(acknowledged.participant())) {
+          break; // late, stale or a duplicate: each participant's first acknowledgement counts
         }
         acknowledgements.put(acknowledged.participant(), acknowledged.acknowledgement());
         if (acknowledgements.size() == parts.size()) {
           completeCommit(effects);
         }
+      }
+      case Input.DecisionResendDue due -> {
+        if (phase != Phase.COMMITTING || due.transactionId() != transactionId) {
+          break; // every participant acknowledged meanwhile, or a crash's leftover
+        }
+        for (EntityId participant : parts.keySet()) {
+          if (!acknowledgements.containsKey(participant)) {
+            effects.add(new Effect.SendDecision(participant, transactionId, true));
+          }
+        }
+        effects.add(new Effect.ScheduleDecisionResend(transactionId,
+            limits.decisionResendIntervalMillis()));
       }
     }
     return effects;
@@ -357,6 +505,7 @@ public final class CoordinatorCore {
 
   private void startAttempt(long id, List<Effect> effects) {
     transactionId = id;
+    attempts.add(id);
     votes.clear();
     votesToCome.clear();
     forwardedBy.clear();
@@ -420,7 +569,7 @@ public final class CoordinatorCore {
         forwardedTo.put(target, forwards);
         votes.remove(target);
         votesToCome.put(target, 1);
-        effects.add(new Effect.SendForwards(target, transactionId, forwards));
+        effects.add(new Effect.SendForwards(target, transactionId, forwards, round));
       }
     }
     return settled;
@@ -521,9 +670,14 @@ public final class CoordinatorCore {
 
   private void sendCommit(List<Effect> effects) {
     phase = Phase.COMMITTING;
+    commitSent = true;
     acknowledgements.clear();
     parts.keySet().forEach(participant ->
         effects.add(new Effect.SendDecision(participant, transactionId, true)));
+    if (!mutations.contains(Mutations.Mutation.COORDINATOR_SKIPS_DECISION_RESEND)) {
+      effects.add(new Effect.ScheduleDecisionResend(transactionId,
+          limits.decisionResendIntervalMillis()));
+    }
   }
 
   private void completeCommit(List<Effect> effects) {

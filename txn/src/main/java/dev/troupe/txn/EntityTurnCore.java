@@ -61,6 +61,33 @@ import java.util.List;
  * {@code Failed(error)} for no. The acknowledgement of a commit decision is {@code Done} with the
  * commit's own version, released once it is durable.
  *
+ * <p><b>Over a network that loses, duplicates and reorders</b> (between nodes), the participant
+ * side is idempotent and asks when it is in doubt:
+ *
+ * <ul>
+ *   <li>A duplicate prepare of a part it already has is answered with the same vote if the part
+ *       voted yes, and otherwise ignored (its vote is still to come). A prepare of a transaction
+ *       it remembers as decided is refused (the coordinator is past voting and ignores it).
+ *   <li>A duplicate decision never applies twice. A commit of a part it committed is acknowledged
+ *       again with the same acknowledgement (once that is durable); a commit it cannot place
+ *       (the memory of recent commits, {@code rememberedCommits} per entity, forgot it) is
+ *       acknowledged as {@code outcome_unknown} rather than applied: a commit reaches a participant
+ *       only after it voted yes, which needs a durable prepared record, and that record leaves
+ *       this entity only by being committed or aborted here (or resolved by recovery), so a commit
+ *       of a part unknown here was applied already. The memory is bounded by count because a
+ *       resend only follows a lost acknowledgement, and it is acknowledged correctly (if less
+ *       precisely) either way. An abort of a part unknown here is acknowledged and remembered
+ *       (the prepare it overtook is then refused); an abort of a transaction remembered as
+ *       committed means it was decided both ways, which must never happen (an invariant).
+ *   <li>A part that voted yes and hears no decision within {@code inDoubtQueryIntervalMillis}
+ *       asks the coordinator's node ({@link Effect.QueryDecision}, node {@link
+ *       dev.troupe.model.time.TransactionIds#nodeOf}), and again every interval until a decision
+ *       arrives. The answer comes back as an ordinary {@link Input.DecisionReceived} with nobody
+ *       to acknowledge to (a live coordinator resends, and the resend is acknowledged); "undecided,
+ *       ask later" is not fed at all. Under presumed abort the answering node says abort only for
+ *       a transaction that can no longer commit ({@link DecisionQueryCore}).
+ * </ul>
+ *
  * @param <R> the shell's reply target (an actor reference in the server, anything in tests)
  */
 public final class EntityTurnCore<R> {
@@ -120,9 +147,16 @@ public final class EntityTurnCore<R> {
      * voteTo}. Sent only to a part that voted yes and has not been decided.
      *
      * @param forwards every forward to this part so far (replacing the earlier ones)
+     * @param round the coordinator's round of this part ({@code CoordinatorCore}: 2 for the
+     *     first forwards after the prepare); a round not newer than the part's is a duplicate or
+     *     a late copy. 0: unnumbered (a shell whose messages are never duplicated or reordered)
      */
-    record ForwardsReceived<R>(long transactionId, List<Forward> forwards, R voteTo)
-        implements Input<R> {}
+    record ForwardsReceived<R>(long transactionId, List<Forward> forwards, R voteTo, int round)
+        implements Input<R> {
+      public ForwardsReceived(long transactionId, List<Forward> forwards, R voteTo) {
+        this(transactionId, forwards, voteTo, 0);
+      }
+    }
 
     /**
      * One step of an interactive transaction on this entity: take the locks {@code turn} needs (a
@@ -146,6 +180,12 @@ public final class EntityTurnCore<R> {
      */
     record DecisionReceived<R>(long transactionId, boolean commit, R acknowledgeTo)
         implements Input<R> {}
+
+    /**
+     * The in-doubt interval of a part that voted yes elapsed: if no decision arrived yet, ask the
+     * coordinator's node ({@link Effect.QueryDecision}) and schedule the next check.
+     */
+    record InDoubtQueryDue<R>(long transactionId) implements Input<R> {}
 
     /** The shell wants to stop this entity (idle, or to make room for others). */
     record PassivationRequested<R>() implements Input<R> {}
@@ -188,6 +228,16 @@ public final class EntityTurnCore<R> {
     /** Stop this incarnation; the next turn starts a fresh one from durable state. */
     record Stop<R>() implements Effect<R> {}
 
+    /** Feed InDoubtQueryDue for this transaction after the delay. */
+    record ScheduleInDoubtQuery<R>(long transactionId, long delayMillis) implements Effect<R> {}
+
+    /**
+     * Ask node {@code coordinatorNode} for the decision of this transaction, whose part here is in
+     * doubt; a commit or abort answer is fed back as {@link Input.DecisionReceived} (with no
+     * {@code acknowledgeTo}), an "undecided" answer is dropped.
+     */
+    record QueryDecision<R>(long transactionId, int coordinatorNode) implements Effect<R> {}
+
     /**
      * The entity has been idle for a whole check period (so between one and two periods): offer
      * to be passivated.
@@ -204,11 +254,17 @@ public final class EntityTurnCore<R> {
    */
   private record PendingReply<R>(long dependsOnSerial, R replyTo, EntityState state, boolean wrote,
       TroupeException error, boolean committedBySerial,
-      DependencyEvaluator.Forwarding forwarding) {
+      DependencyEvaluator.Forwarding forwarding, RememberedCommit<R> commit) {
     PendingReply(long dependsOnSerial, R replyTo, EntityState state, boolean wrote,
         TroupeException error, boolean committedBySerial) {
       this(dependsOnSerial, replyTo, state, wrote, error, committedBySerial,
           DependencyEvaluator.Forwarding.NONE);
+    }
+
+    PendingReply(long dependsOnSerial, R replyTo, EntityState state, boolean wrote,
+        TroupeException error, boolean committedBySerial,
+        DependencyEvaluator.Forwarding forwarding) {
+      this(dependsOnSerial, replyTo, state, wrote, error, committedBySerial, forwarding, null);
     }
   }
 
@@ -222,6 +278,34 @@ public final class EntityTurnCore<R> {
     PREPARING,
     /** Voted yes; waiting for the decision. */
     PREPARED
+  }
+
+  /**
+   * The participant's own bounds over a network ({@code troupe.transactions} in reference.conf).
+   *
+   * @param inDoubtQueryIntervalMillis how long a part that voted yes waits for its decision
+   *     before it asks the coordinator's node, and then between two questions
+   * @param rememberedCommits most recently committed transactions an entity remembers with their
+   *     acknowledgement, so that a duplicated or resent commit is acknowledged again, not applied
+   */
+  public record ParticipantLimits(long inDoubtQueryIntervalMillis, int rememberedCommits) {
+    public static final ParticipantLimits DEFAULTS = new ParticipantLimits(5_000, 64);
+
+    public ParticipantLimits {
+      Invariants.check(inDoubtQueryIntervalMillis > 0 && rememberedCommits >= 0,
+          "bad participant limits %d, %d", inDoubtQueryIntervalMillis, rememberedCommits);
+    }
+  }
+
+  /**
+   * A recently committed part: its acknowledgement once released (durable), the recipients of
+   * duplicates that arrived before that, and (only under {@link
+   * Mutations.Mutation#APPLY_DUPLICATE_DECISION}) its operations.
+   */
+  private static final class RememberedCommit<R> {
+    TurnResult acknowledgement;
+    final List<R> waiting = new ArrayList<>();
+    List<Operation> operations = List.of();
   }
 
   /** This entity's part of one transaction, from its prepare request to its decision. */
@@ -252,6 +336,15 @@ public final class EntityTurnCore<R> {
      * operations (forwards included) are computed at admission, like a locking part's.
      */
     boolean exclusive;
+    /** The yes vote's state and whether it announced a prepared record (to vote again). */
+    EntityState votedState;
+    boolean votedWrote;
+    /** An in-doubt check is scheduled (one at a time). */
+    boolean inDoubtCheckScheduled;
+    /** Under PSAC: the commit arrived and waits in the gate to be applied. */
+    boolean commitReceived;
+    /** The coordinator's latest round this part evaluated (1: the prepare). */
+    int round = 1;
 
     Participation(Input.PrepareRequested<R> request) {
       this.request = request;
@@ -300,6 +393,13 @@ public final class EntityTurnCore<R> {
    * reordering shell make this happen; the simulator's per-connection mailboxes do.
    */
   private final java.util.LinkedHashSet<Long> rememberedAborts = new java.util.LinkedHashSet<>();
+  /**
+   * Recently committed parts, oldest first, at most {@code participantLimits.rememberedCommits()}:
+   * a duplicated or resent commit is acknowledged again from here instead of applied twice.
+   */
+  private final java.util.LinkedHashMap<Long, RememberedCommit<R>> rememberedCommits =
+      new java.util.LinkedHashMap<>();
+  private final ParticipantLimits participantLimits;
   private long lockWaits;
   private PsacGate<GateItem<R>> gate;
   private PsacSettings gateSettings;
@@ -326,6 +426,14 @@ public final class EntityTurnCore<R> {
    */
   public EntityTurnCore(EntityId entity, EntityState durable, TurnLimits limits, int originDc,
       java.util.Set<Mutations.Mutation> mutations) {
+    this(entity, durable, limits, ParticipantLimits.DEFAULTS, originDc, mutations);
+  }
+
+  /** A core with its participant bounds, and deliberate breakages in the simulator's tests. */
+  public EntityTurnCore(EntityId entity, EntityState durable, TurnLimits limits,
+      ParticipantLimits participantLimits, int originDc,
+      java.util.Set<Mutations.Mutation> mutations) {
+    this.participantLimits = participantLimits;
     this.mutations = java.util.Set.copyOf(mutations);
     this.entity = entity;
     this.limits = limits;
@@ -386,6 +494,7 @@ public final class EntityTurnCore<R> {
       case Input.PrepareSucceeded<R> prepared -> prepared(prepared.transactionId(), effects);
       case Input.PrepareFailed<R> failed -> prepareFailed(failed, effects);
       case Input.DecisionReceived<R> decision -> decide(decision, effects);
+      case Input.InDoubtQueryDue<R> due -> inDoubtQueryDue(due.transactionId(), effects);
       case Input.PassivationRequested<R> ignored -> passivationRequested = true;
       case Input.IdleCheckElapsed<R> ignored -> {
         if (!activeSinceIdleCheck && isIdle() && !passivationRequested) {
@@ -454,8 +563,19 @@ public final class EntityTurnCore<R> {
       return;
     }
     if (open != null) {
-      effects.add(new Effect.Reply<>(request.voteTo(), new TurnResult.Failed(TroupeException.invalid(
-          "transaction %d already has a part on %s".formatted(transactionId, entity)))));
+      // A duplicate of the prepare (or a late copy): vote yes again if it did; otherwise its vote
+      // is still to come (or it voted no and was forgotten, and the coordinator aborts).
+      if (open.phase == Phase.PREPARED && open.votedState != null) {
+        replies.add(new PendingReply<>(lastSubmittedSerial, request.voteTo(), open.votedState,
+            open.votedWrote, null, false, open.forwarding));
+        releaseReplies(effects);
+      }
+      return;
+    }
+    if (rememberedCommits.containsKey(transactionId)) {
+      effects.add(new Effect.Reply<>(request.voteTo(), new TurnResult.Failed(new TroupeException(
+          ErrorCode.ABORTED, TransactionAbort.DECIDED,
+          "transaction %d was already decided on %s".formatted(transactionId, entity)))));
       return;
     }
     if (rememberedAborts.contains(transactionId)
@@ -511,12 +631,29 @@ public final class EntityTurnCore<R> {
 
   private void forwardsReceived(Input.ForwardsReceived<R> forwarded, List<Effect<R>> effects) {
     Participation<R> participation = participations.get(forwarded.transactionId());
+    if (participation != null && forwarded.round() != 0
+        && forwarded.round() <= participation.round) {
+      // A duplicate or late copy: vote again if it voted in this round (its vote may have been
+      // lost); an older round's vote would be ignored, and a vote still to come will be sent.
+      if (participation.phase == Phase.PREPARED && forwarded.round() == participation.round
+          && participation.votedState != null) {
+        replies.add(new PendingReply<>(lastSubmittedSerial, forwarded.voteTo(),
+            participation.votedState, participation.votedWrote, null, false,
+            participation.forwarding));
+        releaseReplies(effects);
+      }
+      return;
+    }
     if (participation == null || participation.phase != Phase.PREPARED) {
       effects.add(new Effect.Reply<>(forwarded.voteTo(), new TurnResult.Failed(new TroupeException(
           ErrorCode.ABORTED, TransactionAbort.DECIDED, "transaction %d has no prepared part on %s"
               .formatted(forwarded.transactionId(), entity)))));
       return;
     }
+    if (forwarded.round() != 0) {
+      participation.round = forwarded.round();
+    }
+    participation.votedState = null; // votes again once evaluated
     participation.request = participation.request.votingTo(forwarded.voteTo());
     participation.forwards = forwarded.forwards();
     if (participation.gateItem != null) {
@@ -570,10 +707,7 @@ public final class EntityTurnCore<R> {
     if (evaluated.operations().isEmpty() && !participation.recordSubmitted) {
       // Nothing to redo after a crash: no prepared record. The vote still waits until everything
       // it observed is durable.
-      participation.phase = Phase.PREPARED;
-      replies.add(new PendingReply<>(lastSubmittedSerial, request.voteTo(), evaluated.after(),
-          false, null, false, participation.forwarding));
-      releaseReplies(effects);
+      voteYes(participation, evaluated.after(), false, effects);
     } else {
       // An amended part replaces its earlier prepared record (with no operations, if the
       // forwards took them all back).
@@ -594,16 +728,56 @@ public final class EntityTurnCore<R> {
       finish(transactionId, effects);
       return;
     }
-    participation.phase = Phase.PREPARED;
     // "wrote": a prepared record exists (a PSAC part's holds turns, not operations), so the
     // coordinator must make its decision durable before anyone commits.
-    replies.add(new PendingReply<>(lastSubmittedSerial, participation.request.voteTo(),
-        participation.stateAfter, true, null, false, participation.forwarding));
-    releaseReplies(effects);
+    voteYes(participation, participation.stateAfter, true, effects);
     if (mutations.contains(Mutations.Mutation.RELEASE_LOCKS_AT_VOTE)
         && participation.gateItem == null) {
       grant(locks.release(transactionId), effects); // a deliberate bug (simulator tests only)
     }
+  }
+
+  /**
+   * The part is prepared: vote yes (once everything it observed is durable) and watch for its
+   * decision (see the class doc: a part in doubt asks).
+   */
+  private void voteYes(Participation<R> participation, EntityState state, boolean wrote,
+      List<Effect<R>> effects) {
+    participation.phase = Phase.PREPARED;
+    participation.votedState = state;
+    participation.votedWrote = wrote;
+    replies.add(new PendingReply<>(lastSubmittedSerial, participation.request.voteTo(), state,
+        wrote, null, false, participation.forwarding));
+    releaseReplies(effects);
+    scheduleInDoubtCheck(participation, effects);
+  }
+
+  private void scheduleInDoubtCheck(Participation<R> participation, List<Effect<R>> effects) {
+    if (!participation.inDoubtCheckScheduled) {
+      participation.inDoubtCheckScheduled = true;
+      effects.add(new Effect.ScheduleInDoubtQuery<>(participation.request.transactionId(),
+          participantLimits.inDoubtQueryIntervalMillis()));
+    }
+  }
+
+  /** The in-doubt interval elapsed: a part still waiting for its decision asks for it. */
+  private void inDoubtQueryDue(long transactionId, List<Effect<R>> effects) {
+    Participation<R> participation = participations.get(transactionId);
+    if (participation == null) {
+      return; // decided meanwhile
+    }
+    participation.inDoubtCheckScheduled = false;
+    if (participation.phase != Phase.PREPARED || participation.commitReceived) {
+      return; // voting again (forwards), or committed and waiting in the PSAC gate
+    }
+    if (mutations.contains(Mutations.Mutation.PRESUME_COMMIT_IN_DOUBT)) {
+      // A deliberate bug (simulator tests only): presumes the commit nobody decided.
+      decide(new Input.DecisionReceived<>(transactionId, true, null), effects);
+      return;
+    }
+    effects.add(new Effect.QueryDecision<>(transactionId,
+        dev.troupe.model.time.TransactionIds.nodeOf(transactionId)));
+    scheduleInDoubtCheck(participation, effects);
   }
 
   private void prepareFailed(Input.PrepareFailed<R> failed, List<Effect<R>> effects) {
@@ -628,6 +802,8 @@ public final class EntityTurnCore<R> {
     if (participation.recordSubmitted) {
       effects.add(new Effect.AbandonPrepared<>(transactionId)); // an amended part's earlier one
     }
+    // It voted no, so the transaction aborts: a duplicate of its prepare must not prepare it.
+    rememberAbort(transactionId);
     finish(transactionId, effects);
   }
 
@@ -697,18 +873,28 @@ public final class EntityTurnCore<R> {
     long transactionId = decision.transactionId();
     Participation<R> participation = participations.get(transactionId);
     if (participation == null) {
-      // Already voted no (and forgot it), a repeated decision, or an abort that overtook its
+      RememberedCommit<R> committed = rememberedCommits.get(transactionId);
+      if (decision.commit()) {
+        // A duplicated or resent commit of a part decided here (see the class doc).
+        acknowledgeCommitAgain(transactionId, committed, decision.acknowledgeTo(), effects);
+        return;
+      }
+      // Already voted no (and forgot it), a repeated abort, or an abort that overtook its
       // prepare: nothing is held, and a prepare arriving later must not hold anything either.
-      Invariants.check(!decision.commit(),
-          "%s: commit of transaction %d, which has no prepared part here", entity, transactionId);
+      Invariants.check(committed == null,
+          "%s: abort of transaction %d, which committed here", entity, transactionId);
       rememberAbort(transactionId);
       acknowledgeAbort(decision, effects);
       return;
+    }
+    if (participation.commitReceived && decision.commit()) {
+      return; // a duplicate while the commit waits in the PSAC gate: acknowledged once applied
     }
     if (participation.gateItem != null && decision.commit()) {
       Invariants.check(participation.phase == Phase.PREPARED,
           "%s: commit of transaction %d before it voted (%s)", entity, transactionId,
           participation.phase);
+      participation.commitReceived = true;
       participation.acknowledgeTo = decision.acknowledgeTo();
       gate.commit(participation.gateItem);
       applyGate(effects);
@@ -757,6 +943,7 @@ public final class EntityTurnCore<R> {
     Invariants.check(participation.phase == Phase.PREPARED,
         "%s: commit of transaction %d before it voted (%s)", entity, transactionId,
         participation.phase);
+    RememberedCommit<R> remembered = rememberCommit(transactionId, participation.operations);
     if (participation.operations.isEmpty()) {
       if (participation.recordSubmitted) {
         // An amendment took every operation back: its empty record needs no commit (a crash
@@ -764,17 +951,68 @@ public final class EntityTurnCore<R> {
         effects.add(new Effect.AbandonPrepared<>(transactionId));
       }
       replies.add(new PendingReply<>(lastSubmittedSerial, decision.acknowledgeTo(), tentative,
-          false, null, false));
+          false, null, false, DependencyEvaluator.Forwarding.NONE, remembered));
     } else {
       EntityState before = tentative;
       tentative = tentative.apply(participation.operations, tentative.version() + 1, originDc);
       long serial = ++lastSubmittedSerial;
       inFlight.add(new InFlight(serial, before, true));
-      replies.add(new PendingReply<>(serial, decision.acknowledgeTo(), tentative, true, null, true));
+      replies.add(new PendingReply<>(serial, decision.acknowledgeTo(), tentative, true, null, true,
+          DependencyEvaluator.Forwarding.NONE, remembered));
       effects.add(new Effect.SubmitCommit<>(serial, transactionId, participation.operations, true));
     }
     releaseReplies(effects);
     finish(transactionId, effects);
+  }
+
+  /** Remembers a commit applied here (bounded: the oldest is forgotten first). */
+  private RememberedCommit<R> rememberCommit(long transactionId, List<Operation> operations) {
+    if (participantLimits.rememberedCommits() == 0) {
+      return null;
+    }
+    RememberedCommit<R> remembered = new RememberedCommit<>();
+    if (mutations.contains(Mutations.Mutation.APPLY_DUPLICATE_DECISION)) {
+      remembered.operations = List.copyOf(operations);
+    }
+    rememberedCommits.put(transactionId, remembered);
+    if (rememberedCommits.size() > participantLimits.rememberedCommits()) {
+      rememberedCommits.remove(rememberedCommits.keySet().iterator().next());
+    }
+    return remembered;
+  }
+
+  /**
+   * A commit of a part already committed here (or forgotten: see the class doc): acknowledged
+   * again, never applied again.
+   */
+  private void acknowledgeCommitAgain(long transactionId, RememberedCommit<R> committed,
+      R acknowledgeTo, List<Effect<R>> effects) {
+    if (committed != null && mutations.contains(Mutations.Mutation.APPLY_DUPLICATE_DECISION)
+        && !committed.operations.isEmpty()) {
+      // A deliberate bug (simulator tests only): the duplicate is applied once more.
+      EntityState before = tentative;
+      tentative = tentative.apply(committed.operations, tentative.version() + 1, originDc);
+      long serial = ++lastSubmittedSerial;
+      inFlight.add(new InFlight(serial, before, false));
+      replies.add(new PendingReply<>(serial, acknowledgeTo, tentative, true, null, true));
+      effects.add(new Effect.SubmitCommit<>(serial, transactionId, committed.operations, false,
+          true));
+      releaseReplies(effects);
+      return;
+    }
+    if (acknowledgeTo == null) {
+      return; // an answer to an in-doubt question, arriving after the decision itself
+    }
+    if (committed == null) {
+      effects.add(new Effect.Reply<>(acknowledgeTo, new TurnResult.Failed(new TroupeException(
+          ErrorCode.OUTCOME_UNKNOWN, ("transaction %d committed on %s, which no longer remembers"
+              + " its result (troupe.transactions.remembered-commits)").formatted(transactionId,
+              entity)))));
+    } else if (committed.acknowledgement != null) {
+      effects.add(new Effect.Reply<>(acknowledgeTo, committed.acknowledgement));
+    } else {
+      committed.waiting.add(acknowledgeTo); // answered with the first, once it is durable
+    }
   }
 
   // ------------------------------------------------------------------------------- PSAC gate
@@ -862,10 +1100,7 @@ public final class EntityTurnCore<R> {
             if (participation.exclusive) {
               evaluate(participation, effects);
             } else if (turns.isEmpty()) {
-              participation.phase = Phase.PREPARED;
-              replies.add(new PendingReply<>(lastSubmittedSerial, participation.request.voteTo(),
-                  tentative, false, null, false));
-              releaseReplies(effects);
+              voteYes(participation, tentative, false, effects);
             } else {
               participation.phase = Phase.PREPARING;
               effects.add(new Effect.SubmitPrepare<>(participation.request.transactionId(),
@@ -920,18 +1155,20 @@ public final class EntityTurnCore<R> {
           applied = true;
           switch (item) {
             case GatedTurn<R> turn -> applyGated(turn.turn.type(), List.of(turn.turn.turn()),
-                turn.turn.transactionId(), turn.turn.replyTo(), false, effects);
+                turn.turn.transactionId(), turn.turn.replyTo(), false, false, effects);
             case GatedPart<R> part -> {
               Participation<R> participation = part.participation;
               participations.remove(participation.request.transactionId());
               if (participation.exclusive) {
                 applyOperations(participation.operations,
                     participation.request.transactionId(), participation.acknowledgeTo,
-                    participation.recordSubmitted, effects);
+                    participation.recordSubmitted, rememberCommit(
+                        participation.request.transactionId(), participation.operations),
+                    effects);
               } else {
                 applyGated(participation.request.type(), participation.request.turns(),
                     participation.request.transactionId(), participation.acknowledgeTo,
-                    !participation.request.turns().isEmpty(), effects);
+                    !participation.request.turns().isEmpty(), true, effects);
               }
             }
           }
@@ -956,12 +1193,13 @@ public final class EntityTurnCore<R> {
 
   /** Applies one committed action at the head of the gate to the tentative state. */
   private void applyGated(CompiledType type, List<Turn> turns, long transactionId, R replyTo,
-      boolean prepared, List<Effect<R>> effects) {
+      boolean prepared, boolean transactionPart, List<Effect<R>> effects) {
     TurnEvaluator.Sequence evaluated = evaluateTurns(type, turns, transactionId, tentative);
     Invariants.check(evaluated.error() == null,
         "%s: PSAC admitted %s, but it fails on the state it meets: %s", entity, turns,
         evaluated.error() == null ? "" : evaluated.error().getMessage());
-    applyOperations(evaluated.operations(), transactionId, replyTo, prepared, effects);
+    applyOperations(evaluated.operations(), transactionId, replyTo, prepared,
+        transactionPart ? rememberCommit(transactionId, evaluated.operations()) : null, effects);
   }
 
   /**
@@ -970,18 +1208,26 @@ public final class EntityTurnCore<R> {
    */
   private void applyOperations(List<Operation> operations, long transactionId, R replyTo,
       boolean prepared, List<Effect<R>> effects) {
+    applyOperations(operations, transactionId, replyTo, prepared, null, effects);
+  }
+
+  /** @param remembered the commit of a transaction's part, remembered for duplicates (or null) */
+  private void applyOperations(List<Operation> operations, long transactionId, R replyTo,
+      boolean prepared, RememberedCommit<R> remembered, List<Effect<R>> effects) {
     if (operations.isEmpty()) {
       if (prepared) {
         effects.add(new Effect.AbandonPrepared<>(transactionId));
       }
-      replies.add(new PendingReply<>(lastSubmittedSerial, replyTo, tentative, false, null, false));
+      replies.add(new PendingReply<>(lastSubmittedSerial, replyTo, tentative, false, null, false,
+          DependencyEvaluator.Forwarding.NONE, remembered));
       return;
     }
     EntityState before = tentative;
     tentative = tentative.apply(operations, tentative.version() + 1, originDc);
     long serial = ++lastSubmittedSerial;
     inFlight.add(new InFlight(serial, before, prepared));
-    replies.add(new PendingReply<>(serial, replyTo, tentative, true, null, true));
+    replies.add(new PendingReply<>(serial, replyTo, tentative, true, null, true,
+        DependencyEvaluator.Forwarding.NONE, remembered));
     // Never refused for load: rolling back an applied PSAC action would invalidate the outcome
     // trees of the actions admitted after it.
     effects.add(new Effect.SubmitCommit<>(serial, transactionId, operations, prepared, true));
@@ -1075,7 +1321,17 @@ public final class EntityTurnCore<R> {
           ? new TurnResult.Failed(reply.error())
           : new TurnResult.Done(lastDurableVersion, reply.state(), reply.wrote(),
               ownCommit ? versionBeforeLastDurable : lastDurableVersion, reply.forwarding());
-      effects.add(new Effect.Reply<>(reply.replyTo(), result));
+      if (reply.commit() != null) {
+        // A commit's acknowledgement, kept for duplicates; those that came meanwhile get it too.
+        reply.commit().acknowledgement = result;
+        for (R waiting : reply.commit().waiting) {
+          effects.add(new Effect.Reply<>(waiting, result));
+        }
+        reply.commit().waiting.clear();
+      }
+      if (reply.replyTo() != null) { // null: a commit learned by asking, which nobody awaits
+        effects.add(new Effect.Reply<>(reply.replyTo(), result));
+      }
     }
   }
 

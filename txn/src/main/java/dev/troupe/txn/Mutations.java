@@ -25,6 +25,22 @@ public final class Mutations {
      * A participant votes yes without the operations it must forward to keep declared
      * dependencies: its followers never hear of the change.
      */
-    DROP_FORWARDS
+    DROP_FORWARDS,
+    /**
+     * The coordinator sends its commit decision once and never again: a participant whose copy
+     * was lost never acknowledges it, so the coordinator never answers its client (and, with
+     * participants that learn the decision by asking, it never forgets the decision record).
+     */
+    COORDINATOR_SKIPS_DECISION_RESEND,
+    /**
+     * A participant applies a commit decision it receives a second time (a duplicate, or a
+     * resend after its acknowledgement was lost) once more: its operations land twice.
+     */
+    APPLY_DUPLICATE_DECISION,
+    /**
+     * A participant whose part is in doubt (voted yes, no decision within the in-doubt interval)
+     * commits it instead of asking the coordinator's node: an aborted transaction commits there.
+     */
+    PRESUME_COMMIT_IN_DOUBT
   }
 }

@@ -48,7 +48,8 @@ class CoordinatorCoreTest {
     assertTrue(core.handle(new Input.VoteReceived(A, 10, yes(3))).isEmpty());
     assertEquals(List.of(new Effect.PersistDecision(10, List.of(A, B))),
         core.handle(new Input.VoteReceived(B, 10, yes(4))));
-    assertEquals(List.of(new Effect.SendDecision(A, 10, true), new Effect.SendDecision(B, 10, true)),
+    assertEquals(List.of(new Effect.SendDecision(A, 10, true), new Effect.SendDecision(B, 10, true),
+        new Effect.ScheduleDecisionResend(10, 1000)),
         core.handle(new Input.DecisionPersisted(null, false)));
     assertTrue(core.handle(new Input.Acknowledged(A, 10,
         new TurnResult.Done(20, EntityState.ABSENT, true, 3))).isEmpty());
@@ -131,10 +132,108 @@ class CoordinatorCoreTest {
     parts.put(A, new CoordinatorCore.Part(List.of(), true));
     CoordinatorCore core = new CoordinatorCore(parts, LIMITS);
     core.handle(new Input.Started(10));
-    assertEquals(List.of(new Effect.SendDecision(A, 10, true)), core.handle(new Input.VoteReceived(
+    assertEquals(List.of(new Effect.SendDecision(A, 10, true),
+        new Effect.ScheduleDecisionResend(10, 1000)), core.handle(new Input.VoteReceived(
         A, 10, new TurnResult.Done(7, EntityState.ABSENT, false))));
     List<Effect> done = core.handle(new Input.Acknowledged(A, 10,
         new TurnResult.Done(7, EntityState.ABSENT, false)));
     assertInstanceOf(CoordinatorCore.Outcome.Committed.class, ((Effect.Reply) done.get(0)).outcome());
+  }
+
+  /** A coordinator whose commit decision is durable and sent, with no acknowledgement yet. */
+  private static CoordinatorCore committing() {
+    CoordinatorCore core = coordinator();
+    core.handle(new Input.Started(10));
+    core.handle(new Input.VoteReceived(A, 10, yes(3)));
+    core.handle(new Input.VoteReceived(B, 10, yes(4)));
+    core.handle(new Input.DecisionPersisted(null, false));
+    return core;
+  }
+
+  @Test
+  void theCommitIsResentToWhoeverHasNotAcknowledgedUntilEveryoneHas() {
+    CoordinatorCore core = committing();
+    assertEquals(List.of(new Effect.SendDecision(A, 10, true), new Effect.SendDecision(B, 10, true),
+        new Effect.ScheduleDecisionResend(10, 1000)),
+        core.handle(new Input.DecisionResendDue(10)), "nobody acknowledged: resent to both");
+    core.handle(new Input.Acknowledged(A, 10, yes(20)));
+    assertEquals(List.of(new Effect.SendDecision(B, 10, true),
+        new Effect.ScheduleDecisionResend(10, 1000)),
+        core.handle(new Input.DecisionResendDue(10)), "only to the one still silent");
+    List<Effect> done = core.handle(new Input.Acknowledged(B, 10, yes(21)));
+    assertInstanceOf(Effect.ForgetDecision.class, done.get(0), "forgotten only now");
+    assertInstanceOf(CoordinatorCore.Outcome.Committed.class, ((Effect.Reply) done.get(1)).outcome());
+    assertTrue(core.handle(new Input.DecisionResendDue(10)).isEmpty(), "the resends stop");
+  }
+
+  @Test
+  void aCoordinatorBrokenToSkipResendsSchedulesNone() {
+    Map<EntityId, CoordinatorCore.Part> parts = new LinkedHashMap<>();
+    parts.put(A, new CoordinatorCore.Part(List.of(new Turn.IncrementKey("n", 1)), false));
+    CoordinatorCore core = new CoordinatorCore(parts, LIMITS, false,
+        java.util.Set.of(Mutations.Mutation.COORDINATOR_SKIPS_DECISION_RESEND));
+    core.handle(new Input.Started(10));
+    core.handle(new Input.VoteReceived(A, 10, yes(3)));
+    assertEquals(List.of(new Effect.SendDecision(A, 10, true)),
+        core.handle(new Input.DecisionPersisted(null, false)));
+  }
+
+  @Test
+  void aDuplicateAcknowledgementCountsOnce() {
+    CoordinatorCore core = committing();
+    assertTrue(core.handle(new Input.Acknowledged(A, 10, yes(20))).isEmpty());
+    assertTrue(core.handle(new Input.Acknowledged(A, 10, yes(20))).isEmpty(),
+        "A twice is not A and B");
+    assertTrue(core.handle(new Input.Acknowledged(A, 9, yes(20))).isEmpty(), "another attempt's");
+    assertEquals(3, core.handle(new Input.Acknowledged(B, 10, yes(21))).size());
+  }
+
+  @Test
+  void aDuplicateVoteIsIgnoredNotAnInvariantViolation() {
+    CoordinatorCore core = coordinator();
+    core.handle(new Input.Started(10));
+    assertTrue(core.handle(new Input.VoteReceived(A, 10, yes(3))).isEmpty());
+    assertTrue(core.handle(new Input.VoteReceived(A, 10, yes(3))).isEmpty(), "duplicate");
+    assertTrue(core.handle(new Input.VoteReceived(A, 10, no("late"))).isEmpty(),
+        "a second vote of the same round does not count either");
+    assertEquals(List.of(new Effect.PersistDecision(10, List.of(A, B))),
+        core.handle(new Input.VoteReceived(B, 10, yes(4))));
+    assertTrue(core.handle(new Input.VoteReceived(B, 10, yes(4))).isEmpty(), "after the decision");
+  }
+
+  @Test
+  void aLiveCoordinatorNeverSaysAbortWhileItMayStillCommit() {
+    CoordinatorCore core = coordinator();
+    assertEquals(CoordinatorCore.Knowledge.NOT_MINE, core.knowledgeOf(10));
+    core.handle(new Input.Started(10));
+    assertEquals(CoordinatorCore.Knowledge.UNDECIDED, core.knowledgeOf(10));
+    core.handle(new Input.VoteReceived(A, 10, yes(3)));
+    core.handle(new Input.VoteReceived(B, 10, yes(4)));
+    assertEquals(CoordinatorCore.Knowledge.UNDECIDED, core.knowledgeOf(10), "writing the decision");
+    core.handle(new Input.DecisionPersisted(null, false));
+    assertEquals(CoordinatorCore.Knowledge.COMMITTED, core.knowledgeOf(10));
+    assertEquals(CoordinatorCore.Knowledge.NOT_MINE, core.knowledgeOf(11));
+  }
+
+  @Test
+  void anEarlierAttemptIsKnownAborted() {
+    CoordinatorCore core = coordinator();
+    core.handle(new Input.Started(10));
+    core.handle(new Input.VoteReceived(A, 10, no(TransactionAbort.LOCK_CONFLICT)));
+    assertEquals(CoordinatorCore.Knowledge.ABORTED, core.knowledgeOf(10), "waiting to retry");
+    core.handle(new Input.RetryDue(30));
+    assertEquals(CoordinatorCore.Knowledge.ABORTED, core.knowledgeOf(10));
+    assertEquals(CoordinatorCore.Knowledge.UNDECIDED, core.knowledgeOf(30));
+  }
+
+  @Test
+  void anUnknownDecisionWriteStaysUndecided() {
+    CoordinatorCore core = coordinator();
+    core.handle(new Input.Started(10));
+    core.handle(new Input.VoteReceived(A, 10, yes(1)));
+    core.handle(new Input.VoteReceived(B, 10, yes(1)));
+    core.handle(new Input.DecisionPersisted(
+        new TroupeException(ErrorCode.OUTCOME_UNKNOWN, "disk"), true));
+    assertEquals(CoordinatorCore.Knowledge.UNDECIDED, core.knowledgeOf(10));
   }
 }

@@ -77,10 +77,12 @@ class CoordinatorForwardingTest {
     CoordinatorCore core = coordinator(false, 4, PRODUCT, CART);
     core.handle(new Input.Started(10));
     assertTrue(core.handle(new Input.VoteReceived(CART, 10, yes(List.of()))).isEmpty());
-    assertEquals(List.of(new Effect.SendForwards(CART, 10, List.of(CHANGE))),
+    assertEquals(List.of(new Effect.SendForwards(CART, 10, List.of(CHANGE), 2)),
         core.handle(new Input.VoteReceived(PRODUCT, 10, yes(List.of(CHANGE)))));
+    assertTrue(core.handle(new Input.VoteReceived(CART, 10, yes(List.of()))).isEmpty(),
+        "a late copy of the first round's vote does not count for the second");
     assertEquals(List.of(new Effect.PersistDecision(10, List.of(PRODUCT, CART))),
-        core.handle(new Input.VoteReceived(CART, 10, yes(List.of()))));
+        core.handle(new Input.VoteReceived(CART, 10, yes(List.of()), 2)));
   }
 
   @Test
@@ -89,7 +91,7 @@ class CoordinatorForwardingTest {
     core.handle(new Input.Started(10));
     assertTrue(core.handle(new Input.VoteReceived(PRODUCT, 10, yes(List.of(CHANGE)))).isEmpty(),
         "the cart has not voted yet: nothing is sent to it, nothing decided");
-    assertEquals(List.of(new Effect.SendForwards(CART, 10, List.of(CHANGE))),
+    assertEquals(List.of(new Effect.SendForwards(CART, 10, List.of(CHANGE), 2)),
         core.handle(new Input.VoteReceived(CART, 10, yes(List.of()))));
   }
 
@@ -101,11 +103,11 @@ class CoordinatorForwardingTest {
     core.handle(new Input.VoteReceived(PRODUCT, 10, yes(List.of(CHANGE))));
     // The cart answers with a forward back that keeps changing what the product must do.
     Forward back = new Forward.FollowerDeleted(ITEM);
-    core.handle(new Input.VoteReceived(CART, 10, yes(List.of(back))));
+    core.handle(new Input.VoteReceived(CART, 10, yes(List.of(back)), 2));
     Forward changedAgain =
         new Forward.LeaderChanged(ITEM, LongNode.valueOf(1), LongNode.valueOf(3));
     List<Effect> effects = core.handle(new Input.VoteReceived(PRODUCT, 10,
-        yes(List.of(changedAgain))));
+        yes(List.of(changedAgain)), 2));
     assertEquals(ErrorCode.TOO_LARGE, failure(effects).code());
     assertTrue(effects.contains(new Effect.SendDecision(CART, 10, false)));
     assertTrue(effects.contains(new Effect.SendDecision(PRODUCT, 10, false)));
@@ -137,7 +139,7 @@ class CoordinatorForwardingTest {
     CoordinatorCore core = coordinator(true, 4, PRODUCT, CART);
     core.handle(new Input.Started(10, 1));
     core.handle(new Input.VoteReceived(CART, 10, yes(List.of())));
-    assertEquals(List.of(new Effect.SendForwards(CART, 10, List.of(CHANGE))),
+    assertEquals(List.of(new Effect.SendForwards(CART, 10, List.of(CHANGE), 2)),
         core.handle(new Input.VoteReceived(PRODUCT, 10, yes(List.of(CHANGE)))));
   }
 }

@@ -150,6 +150,9 @@ class EntityTurnCoreProperties {
         case Effect.OfferPassivation<Integer> ignored -> {}
         case Effect.SubmitPrepare<Integer> ignored -> throw new AssertionError("no transactions");
         case Effect.AbandonPrepared<Integer> ignored -> throw new AssertionError("no transactions");
+        case Effect.ScheduleInDoubtQuery<Integer> ignored ->
+            throw new AssertionError("no transactions");
+        case Effect.QueryDecision<Integer> ignored -> throw new AssertionError("no transactions");
       }
     }
     return replies;
