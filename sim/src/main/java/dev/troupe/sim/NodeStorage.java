@@ -34,6 +34,16 @@ interface NodeStorage {
     void later(long delayMillis, String what, Runnable action);
   }
 
+  /**
+   * Which transactions this node coordinated and which entities it hosts, for the in-doubt
+   * resolution at a restart ({@code InDoubtResolution.of} on one node of several).
+   */
+  record Placement(java.util.function.LongPredicate coordinatedHere,
+      java.util.function.Predicate<EntityId> hostedHere) {
+    /** A node alone: everything is its own (the resolution of one node). */
+    static final Placement ALONE = new Placement(transactionId -> true, entity -> true);
+  }
+
   /** A clock tick of the node's hybrid logical clock: transaction ids and ages. */
   long newTransactionId();
 

@@ -82,11 +82,21 @@ final class SimulatedJournal implements NodeStorage {
   private long clockOffsetMillis;
   private long resolvedInDoubt;
   private InDoubtResolution lastResolution;
+  private final Placement placement;
   private long redone;
 
   SimulatedJournal(Scheduler scheduler, Timers timers, Function<EntityId, CompiledType> typeOf,
       long syncMillis, double tornProbability, double corruptProbability,
       SimulatedNode.Mutation mutation) {
+    this(scheduler, timers, typeOf, syncMillis, tornProbability, corruptProbability, mutation,
+        Placement.ALONE);
+  }
+
+  /** @param placement which transactions and entities are this node's, in a cluster */
+  SimulatedJournal(Scheduler scheduler, Timers timers, Function<EntityId, CompiledType> typeOf,
+      long syncMillis, double tornProbability, double corruptProbability,
+      SimulatedNode.Mutation mutation, Placement placement) {
+    this.placement = placement;
     this.scheduler = scheduler;
     this.timers = timers;
     this.typeOf = typeOf;
@@ -209,7 +219,8 @@ final class SimulatedJournal implements NodeStorage {
       advanceClockPast(lastIssuedBy(record));
     }
     InDoubtResolution resolution = InDoubtResolution.of(
-        new ArrayList<>(prepared.values()), new ArrayList<>(decided.values()));
+        new ArrayList<>(prepared.values()), new ArrayList<>(decided.values()),
+        placement.coordinatedHere(), placement.hostedHere());
     lastResolution = resolution;
     // In the resolution's order, one at a time, as the real store applies it.
     for (PreparedTransaction part : resolution.toCommit()) {

@@ -236,11 +236,15 @@ final class SimulatedNode {
             SimulatedNetwork.Ordering.PER_CONNECTION)
         : mailboxes;
     NodeStorage.Timers timers = this::later;
+    NodeStorage.Placement placement = new NodeStorage.Placement(
+        transactionId -> cluster.nodeOfTransaction(transactionId) == nodeId,
+        entity -> cluster.nodeOf(entity) == nodeId);
     this.storage = switch (settings.storage()) {
       case STORE -> new StoreStorage(scheduler, timers, typeOf, settings.syncMillis(),
-          settings.tornProbability(), settings.mutation());
+          settings.tornProbability(), settings.mutation(), placement);
       case JOURNAL -> new SimulatedJournal(scheduler, timers, typeOf, settings.syncMillis(),
-          settings.tornProbability(), settings.corruptProbability(), settings.mutation());
+          settings.tornProbability(), settings.corruptProbability(), settings.mutation(),
+          placement);
     };
   }
 
@@ -446,6 +450,8 @@ final class SimulatedNode {
     incarnation++;
     crashes++;
     entities.clear();
+    recoveredInDoubt.clear();
+    resolvingRecovered.clear();
     coordinators.clear();
     coordinatorAnswers.clear();
     coordinatorOfAttempt.clear();
@@ -471,6 +477,7 @@ final class SimulatedNode {
       if (resolution != null) {
         resolution.toAbort().forEach(part ->
             cluster.abandoned(part.transactionId(), part.entity()));
+        keepRecoveredInDoubt(resolution);
       }
       return true;
     }
@@ -586,6 +593,9 @@ final class SimulatedNode {
   private void deliverToEntity(EntityId entity, EntityTurnCore.Input<Recipient> input) {
     EntityTurnCore<Recipient> core = entities.get(entity);
     if (core == null) {
+      if (fencedByRecovery(entity, input)) {
+        return;
+      }
       if (storage.failed()) {
         // As EntityActor: a failed store's new incarnations refuse; a predecessor may have
         // stopped with parts prepared whose commit decisions still arrive (recovery applies them).
@@ -873,6 +883,13 @@ final class SimulatedNode {
   private void askDecision(EntityId entity, EntityTurnCore.Effect.QueryDecision<Recipient> query) {
     long transactionId = query.transactionId();
     inDoubtQuestions++;
+    int coordinatorNode = cluster.nodeOfTransaction(transactionId);
+    if (coordinatorNode != nodeId) {
+      askElsewhere(entity, transactionId, coordinatorNode, "in-doubt",
+          (arrived, commit) -> arrived.deliverToEntity(entity,
+              new EntityTurnCore.Input.DecisionReceived<>(transactionId, commit, null)));
+      return;
+    }
     Long coordinator = coordinatorOfAttempt.get(transactionId);
     // An interactive commit's part never crosses the lossy network: ask over the mailboxes.
     long route = coordinator != null && !lossyCoordinators.contains(coordinator) ? coordinator : -1;
@@ -891,6 +908,9 @@ final class SimulatedNode {
                 }
                 boolean commit =
                     answered.answer() == dev.troupe.txn.DecisionQueryCore.Answer.COMMITTED;
+                if (!commit) {
+                  cluster.decidedAbort(transactionId); // presumed abort is an abort decision
+                }
                 sendTransactional(route, "decisions", entity.toString(),
                     "in-doubt answer " + (commit ? "commit" : "abort") + " tx " + transactionId,
                     () -> {
@@ -902,6 +922,173 @@ final class SimulatedNode {
             }
           }
         });
+  }
+
+  /**
+   * Asks node {@code coordinatorNode} over the network between nodes what became of {@code
+   * transactionId}; a commit or abort answer comes back the same way and {@code decided} runs
+   * with it on this node (if it is still up); "undecided" is dropped (the asker asks again).
+   */
+  private void askElsewhere(EntityId entity, long transactionId, int coordinatorNode,
+      String what, java.util.function.BiConsumer<SimulatedNode, Boolean> decided) {
+    route(coordinatorNode, entity.toString(), "decisions",
+        what + " question tx " + transactionId, true, coordinatorSide -> {
+          Boolean commit = coordinatorSide.answerInDoubtQuestion(transactionId);
+          if (commit != null) {
+            coordinatorSide.route(nodeId, "decisions", entity.toString(), what + " answer "
+                + (commit ? "commit" : "abort") + " tx " + transactionId, true, asker -> {
+                  asker.inDoubtAnswers++;
+                  decided.accept(asker, commit);
+                });
+          }
+        });
+  }
+
+  /**
+   * This node's answer about a transaction it issued: commit (true), abort (false, presumed when
+   * no live coordinator knows it and no record commits it) or undecided (null).
+   */
+  private Boolean answerInDoubtQuestion(long transactionId) {
+    Long live = coordinatorOfAttempt.get(transactionId);
+    CoordinatorCore core = live == null ? null : coordinators.get(live);
+    CoordinatorCore.Knowledge knowledge =
+        core == null ? CoordinatorCore.Knowledge.NOT_MINE : core.knowledgeOf(transactionId);
+    for (dev.troupe.txn.DecisionQueryCore.Effect effect : decisionQueries.handle(
+        new dev.troupe.txn.DecisionQueryCore.Input.Asked(transactionId, knowledge))) {
+      switch (effect) {
+        case dev.troupe.txn.DecisionQueryCore.Effect.Answered answered -> {
+          if (answered.answer() == dev.troupe.txn.DecisionQueryCore.Answer.UNDECIDED) {
+            return null;
+          }
+          boolean commit =
+              answered.answer() == dev.troupe.txn.DecisionQueryCore.Answer.COMMITTED;
+          if (!commit) {
+            cluster.decidedAbort(transactionId); // presumed abort is an abort decision
+          }
+          return commit;
+        }
+      }
+    }
+    return null;
+  }
+
+  // ------------------------------------------------------------------ recovery in a cluster
+
+  /**
+   * Per entity, the prepared parts this incarnation's recovery kept in doubt (their coordinator is
+   * on another node: {@code InDoubtResolution.toAsk}), in arrival order. Until its queue is empty
+   * the entity serves nothing (a core started from its durable state would not hold the parts'
+   * locks): the node asks each part's coordinator's node, head first, and commits (redoing a PSAC
+   * part on the state the previous one left) or abandons it as answered.
+   */
+  private final Map<EntityId, java.util.ArrayDeque<PreparedTransaction>> recoveredInDoubt =
+      new HashMap<>();
+
+  private void keepRecoveredInDoubt(InDoubtResolution resolution) {
+    if (!resolution.decisionsToKeep().isEmpty()) {
+      // Records of commits whose participants elsewhere may still ask: this node answers commit.
+      decisionQueries.handle(new dev.troupe.txn.DecisionQueryCore.Input.DecisionsRecovered(
+          resolution.decisionsToKeep().stream().map(DecidedTransaction::transactionId).toList()));
+    }
+    List<PreparedTransaction> parts = new java.util.ArrayList<>(resolution.toAsk());
+    parts.sort(java.util.Comparator.comparingLong(PreparedTransaction::arrival));
+    for (PreparedTransaction part : parts) {
+      recoveredInDoubt.computeIfAbsent(part.entity(), ignored -> new java.util.ArrayDeque<>())
+          .addLast(part);
+    }
+    List<EntityId> fenced = new java.util.ArrayList<>(recoveredInDoubt.keySet());
+    fenced.sort(java.util.Comparator.comparing(EntityId::toString)); // a seed fixes the order
+    fenced.forEach(this::askAboutRecovered);
+  }
+
+  /** Asks about the entity's first recovered part, and again every in-doubt interval. */
+  private void askAboutRecovered(EntityId entity) {
+    java.util.ArrayDeque<PreparedTransaction> parts = recoveredInDoubt.get(entity);
+    if (parts == null) {
+      return;
+    }
+    PreparedTransaction head = parts.peekFirst();
+    inDoubtQuestions++;
+    askElsewhere(entity, head.transactionId(), cluster.nodeOfTransaction(head.transactionId()),
+        "recovered in-doubt",
+        (asker, commit) -> asker.recoveredDecided(entity, head.transactionId(), commit));
+    later(settings.participantLimits().inDoubtQueryIntervalMillis(),
+        "recovered in-doubt check tx " + head.transactionId() + " on " + entity, () -> {
+          java.util.ArrayDeque<PreparedTransaction> now = recoveredInDoubt.get(entity);
+          if (now != null && now.peekFirst() == head && !resolvingRecovered.contains(head)) {
+            askAboutRecovered(entity);
+          }
+        });
+  }
+
+  /** Recovered parts being committed (between the answer and the durable commit). */
+  private final Set<PreparedTransaction> resolvingRecovered = new java.util.HashSet<>();
+
+  /** The decision of a recovered part: applied if it is still the entity's first. */
+  private void recoveredDecided(EntityId entity, long transactionId, boolean commit) {
+    java.util.ArrayDeque<PreparedTransaction> parts = recoveredInDoubt.get(entity);
+    PreparedTransaction head = parts == null ? null : parts.peekFirst();
+    if (head == null || head.transactionId() != transactionId
+        || resolvingRecovered.contains(head)) {
+      return; // a duplicate answer, or one about a part already resolved
+    }
+    if (!commit) {
+      cluster.abandoned(transactionId, entity);
+      storage.abandonPrepared(transactionId, entity);
+      recoveredResolved(entity);
+      return;
+    }
+    List<Operation> operations = head.operations();
+    if (head.needsRedo()) {
+      operations = dev.troupe.txn.TurnEvaluator.redo(entity, typeOf.apply(entity),
+          durable(entity), TurnCodec.decode(head.redo()), transactionId, 0, TurnLimits.DEFAULTS);
+      if (operations.isEmpty()) {
+        storage.abandonPrepared(transactionId, entity); // as recovery: nothing to write
+        recoveredResolved(entity);
+        return;
+      }
+    }
+    resolvingRecovered.add(head);
+    dev.troupe.model.TroupeException refusal = storage.commit(transactionId, entity, operations,
+        true, true, timestamp -> send("storage", "recovery",
+            "recovered commit durable tx " + transactionId, () -> {
+              resolvingRecovered.remove(head);
+              recoveredResolved(entity);
+            }),
+        failure -> send("storage", "recovery", "recovered commit failed tx " + transactionId,
+            () -> resolvingRecovered.remove(head)));
+    if (refusal != null) {
+      resolvingRecovered.remove(head); // a failed store: the next restart recovers it again
+    }
+  }
+
+  private void recoveredResolved(EntityId entity) {
+    java.util.ArrayDeque<PreparedTransaction> parts = recoveredInDoubt.get(entity);
+    parts.pollFirst();
+    if (parts.isEmpty()) {
+      recoveredInDoubt.remove(entity);
+    } else {
+      askAboutRecovered(entity);
+    }
+  }
+
+  /**
+   * An input for an entity whose recovered parts are still in doubt: a decision about one of
+   * them resolves it; anything else is refused as by a store that cannot serve yet.
+   */
+  private boolean fencedByRecovery(EntityId entity, EntityTurnCore.Input<Recipient> input) {
+    java.util.ArrayDeque<PreparedTransaction> parts = recoveredInDoubt.get(entity);
+    if (parts == null) {
+      return false;
+    }
+    if (input instanceof EntityTurnCore.Input.DecisionReceived<Recipient> decision
+        && parts.peekFirst().transactionId() == decision.transactionId()) {
+      recoveredDecided(entity, decision.transactionId(), decision.commit());
+      return true; // acknowledged by the entity's core once unfenced (the coordinator resends)
+    }
+    refuse(entity, input, new dev.troupe.model.TroupeException(
+        dev.troupe.model.ErrorCode.UNAVAILABLE, "in doubt since recovery"));
+    return true;
   }
 
   /** In-doubt questions asked, and answered with a decision (for the run's summary). */
@@ -929,6 +1116,10 @@ final class SimulatedNode {
   String unresolvedTransactions() {
     if (!up) {
       return null;
+    }
+    if (!recoveredInDoubt.isEmpty()) {
+      return "parts kept in doubt by recovery are still unresolved at "
+          + recoveredInDoubt.keySet();
     }
     if (!coordinators.isEmpty()) {
       long key = coordinators.keySet().iterator().next();

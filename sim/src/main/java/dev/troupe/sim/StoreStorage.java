@@ -77,6 +77,7 @@ final class StoreStorage implements NodeStorage {
   private static final long MAINTENANCE_INTERVAL_MILLIS = 10;
   private static final int IDLE_TICKS_BEFORE_PAUSE = 10;
 
+  private final Placement placement;
   private final Scheduler scheduler;
   private final NodeStorage.Timers timers;
   private final Function<EntityId, CompiledType> typeOf;
@@ -114,6 +115,16 @@ final class StoreStorage implements NodeStorage {
   StoreStorage(Scheduler scheduler, NodeStorage.Timers timers,
       Function<EntityId, CompiledType> typeOf, long syncMillis,
       double keepUnsyncedPrefixProbability, SimulatedNode.Mutation mutation) {
+    this(scheduler, timers, typeOf, syncMillis, keepUnsyncedPrefixProbability, mutation,
+        Placement.ALONE);
+  }
+
+  /** @param placement which transactions and entities are this node's, in a cluster */
+  StoreStorage(Scheduler scheduler, NodeStorage.Timers timers,
+      Function<EntityId, CompiledType> typeOf, long syncMillis,
+      double keepUnsyncedPrefixProbability, SimulatedNode.Mutation mutation,
+      Placement placement) {
+    this.placement = placement;
     this.scheduler = scheduler;
     this.timers = timers;
     this.typeOf = typeOf;
@@ -289,7 +300,7 @@ final class StoreStorage implements NodeStorage {
         redone++;
         return TurnEvaluator.redo(part.entity(), typeOf.apply(part.entity()), current,
             TurnCodec.decode(part.redo()), part.transactionId(), 0, TurnLimits.DEFAULTS);
-      });
+      }, placement.coordinatedHere(), placement.hostedHere());
     } catch (RuntimeException failure) {
       if (!causedByDamage(failure)) {
         throw failure;
