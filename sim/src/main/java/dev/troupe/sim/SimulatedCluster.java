@@ -62,6 +62,9 @@ final class SimulatedCluster {
     }
   }
 
+  /** The node whose sequencer orders, and coordinates, every planned transaction. */
+  static final int SEQUENCER_NODE = 0;
+
   private final Scheduler scheduler;
   private final Locator locator;
   private final SimulatedNetwork network;

@@ -284,11 +284,22 @@ final class SimulatedNode {
 
   /**
    * Runs a multi-entity transaction; {@code answer} receives its outcome, unless the node crashes
-   * first. Must be up.
+   * first. Must be up. In a cluster, a planned transaction is ordered and coordinated by the
+   * sequencer's node ({@link SimulatedCluster#SEQUENCER_NODE}): one order for every planned
+   * transaction, which the participants receive in position order over FIFO connections, so
+   * planned transactions never wait for each other in a cycle (two sequencers would interleave
+   * their prepares and deadlock until the prepare timeout).
    */
   void transact(String request, Map<EntityId, CoordinatorCore.Part> parts, boolean planned,
       Consumer<CoordinatorCore.Outcome> answer) {
     Invariants.check(up, "transaction submitted to a node that is down");
+    if (planned && nodeId != SimulatedCluster.SEQUENCER_NODE) {
+      route(SimulatedCluster.SEQUENCER_NODE, "client-connection", "sequencer",
+          "planned transaction " + request, false, sequencing -> sequencing.transact(request,
+              parts, true, outcome -> sequencing.route(nodeId, "coordinator", "client-connection",
+                  "planned outcome " + request, false, origin -> answer.accept(outcome))));
+      return;
+    }
     long key = nextCoordinator++;
     requestOfCoordinator.put(key, request);
     // Planned transactions never die, so they are never retried (as in Troupe).

@@ -295,10 +295,14 @@ public final class Simulation {
         MAX_CLOCK_SKEW_MILLIS);
   }
 
-  /** The faults of the network between nodes: independent delays (reordering), loss, copies. */
+  /**
+   * The faults of the network between nodes: delays, loss, copies. Each connection (a pair of
+   * nodes) is FIFO, as TCP and Pekko's Artery are; messages of different connections, and a
+   * resent or duplicated message, arrive in any order.
+   */
   private static SimulatedNetwork.Faults betweenNodes(double loss, double duplication) {
     return new SimulatedNetwork.Faults(MIN_DELAY_BETWEEN_NODES_MILLIS,
-        MAX_DELAY_BETWEEN_NODES_MILLIS, loss, duplication, true);
+        MAX_DELAY_BETWEEN_NODES_MILLIS, loss, duplication, false);
   }
 
   /** Runs one seed; at most {@code maxSteps} scheduler steps. */
@@ -335,8 +339,7 @@ public final class Simulation {
     }
     scheduler.schedule(faultsEndMillis, "faults stop", () -> {
       clientNetwork.setFaults(SimulatedNetwork.Faults.NONE);
-      // The network between nodes heals: nothing is lost or duplicated any more (messages still
-      // overtake each other).
+      // The network between nodes heals: nothing is lost or duplicated any more.
       cluster.network().setFaults(betweenNodes(0, 0));
       cluster.nodes().forEach(SimulatedNode::healTransactionNetwork);
     });
