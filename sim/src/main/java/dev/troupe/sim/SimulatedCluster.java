@@ -72,6 +72,7 @@ final class SimulatedCluster {
   /** Which client request each transaction id belongs to (all nodes issue ids). */
   private final Map<Long, String> requestOfTransaction = new HashMap<>();
   private final Set<Long> commitDecided = new LinkedHashSet<>();
+  private final Set<Long> interactiveTransactions = new java.util.HashSet<>();
   private final Set<Long> abortDecided = new LinkedHashSet<>();
   /** Per transaction, the entities whose prepared part was abandoned. */
   private final Map<Long, Set<EntityId>> abandonedParts = new HashMap<>();
@@ -143,6 +144,29 @@ final class SimulatedCluster {
         atArrival.accept(receiver);
       }
     });
+  }
+
+  /**
+   * As {@link #sendBetweenNodes}, never lost or duplicated: a message that meets a partition is
+   * delivered once it heals (a session that retransmits). Still only while {@code to} is up.
+   */
+  void sendReliably(int from, int to, String what, Consumer<SimulatedNode> atArrival) {
+    // WIRE SEAM, as in sendBetweenNodes.
+    network.sendReliably(nameOf(from), nameOf(to), what, ignored -> {
+      SimulatedNode receiver = nodes.get(to);
+      if (receiver.isUp()) {
+        atArrival.accept(receiver);
+      }
+    });
+  }
+
+  /** Notes that {@code transactionId} is an interactive transaction's (see the node's routing). */
+  void markInteractive(long transactionId) {
+    interactiveTransactions.add(transactionId);
+  }
+
+  boolean isInteractive(long transactionId) {
+    return interactiveTransactions.contains(transactionId);
   }
 
   // ------------------------------------------------------------------ the ledger

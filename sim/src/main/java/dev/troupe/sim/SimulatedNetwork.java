@@ -150,6 +150,30 @@ public final class SimulatedNetwork {
   }
 
   /**
+   * Sends {@code message} so that it is neither lost nor duplicated: no chance is drawn for either,
+   * and a copy that arrives while a partition separates the two ends waits until it heals (a
+   * session that retransmits). Delayed like any other message; not ordered with the others.
+   */
+  public <M> void sendReliably(String from, String to, M message, Consumer<M> deliver) {
+    long delay = faults.minDelayMillis()
+        + (faults.maxDelayMillis() == faults.minDelayMillis() ? 0
+            : scheduler.random().nextLong(faults.maxDelayMillis() - faults.minDelayMillis() + 1));
+    scheduler.schedule(delay, "deliver " + from + " -> " + to + " " + message,
+        () -> arriveReliably(from, to, message, deliver));
+  }
+
+  private <M> void arriveReliably(String from, String to, M message, Consumer<M> deliver) {
+    if (separated(from, to)) {
+      scheduler.schedule(partitionEndsMillis - scheduler.nowMillis(),
+          "retransmit " + from + " -> " + to + " " + message,
+          () -> arriveReliably(from, to, message, deliver));
+      return;
+    }
+    delivered++;
+    deliver.accept(message);
+  }
+
+  /**
    * Cuts {@code side} off from every other process for {@code durationMillis}: messages between
    * the two sides that arrive meanwhile are lost.
    */

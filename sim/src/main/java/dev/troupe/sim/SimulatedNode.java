@@ -366,6 +366,7 @@ final class SimulatedNode {
     Invariants.check(up, "interactive transaction begun on a node that is down");
     long id = newTransactionId();
     recordTransaction(id, request);
+    cluster.markInteractive(id);
     requestOfInteractive.put(id, request);
     interactive.begin(id, scheduler.nowMillis());
     scheduleIdleCheck(id);
@@ -390,7 +391,7 @@ final class SimulatedNode {
       return;
     }
     Recipient replyTo = new Recipient.Step(id, entity, turn, answer);
-    route(cluster.nodeOf(entity), "interactive", entity.toString(), "step tx " + id, false,
+    routeSession(cluster.nodeOf(entity), "interactive", entity.toString(), "step tx " + id,
         at -> at.deliverToEntity(entity,
             new EntityTurnCore.Input.StepRequested<>(id, id, turn, type, replyTo)));
   }
@@ -441,7 +442,7 @@ final class SimulatedNode {
   private void release(long id, List<EntityId> entities) {
     for (EntityId entity : entities) {
       cluster.decidedAbort(id);
-      route(cluster.nodeOf(entity), "interactive", entity.toString(), "abort tx " + id, true,
+      routeSession(cluster.nodeOf(entity), "interactive", entity.toString(), "abort tx " + id,
           at -> at.deliverToEntity(entity,
               new EntityTurnCore.Input.DecisionReceived<>(id, false, null)));
     }
@@ -750,16 +751,17 @@ final class SimulatedNode {
   private void reply(EntityId entity, EntityTurnCore.Effect.Reply<Recipient> reply) {
     switch (reply.replyTo()) {
       case Recipient.Client client -> client.answer().accept(reply.result());
-      case Recipient.Step step -> route(cluster.nodeOfTransaction(step.transactionId()),
-          entity.toString(), "interactive", "step answer " + entity, false,
+      case Recipient.Step step -> routeSession(cluster.nodeOfTransaction(step.transactionId()),
+          entity.toString(), "interactive", "step answer " + entity,
           at -> at.stepAnswered(step, reply.result()));
-      case Recipient.Voter voter -> routeTransactional(voter.coordinator(),
+      case Recipient.Voter voter -> routeTransactional(voter.coordinator(), voter.transactionId(),
           cluster.nodeOfTransaction(voter.transactionId()), entity.toString(),
           "coordinator-" + voter.coordinator(), "vote " + entity + " round " + voter.round(),
           at -> at.feedCoordinator(voter.coordinator(),
               new CoordinatorCore.Input.VoteReceived(voter.participant(),
                   voter.transactionId(), reply.result(), voter.round())));
       case Recipient.Acknowledger acknowledger -> routeTransactional(acknowledger.coordinator(),
+          acknowledger.transactionId(),
           cluster.nodeOfTransaction(acknowledger.transactionId()), entity.toString(),
           "coordinator-" + acknowledger.coordinator(), "ack " + entity,
           at -> at.feedCoordinator(acknowledger.coordinator(),
@@ -797,7 +799,8 @@ final class SimulatedNode {
           Recipient voteTo =
               new Recipient.Voter(key, prepare.participant(), prepare.transactionId(), 1);
           CompiledType type = typeOf.apply(prepare.participant());
-          routeTransactional(key, cluster.nodeOf(prepare.participant()), prepareSender,
+          routeTransactional(key, prepare.transactionId(), cluster.nodeOf(prepare.participant()),
+              prepareSender,
               prepare.participant().toString(), "prepare tx " + prepare.transactionId(),
               at -> at.deliverToEntity(prepare.participant(),
                   new EntityTurnCore.Input.PrepareRequested<>(prepare.transactionId(),
@@ -808,7 +811,8 @@ final class SimulatedNode {
         case CoordinatorCore.Effect.SendForwards forwards -> {
           Recipient voteTo = new Recipient.Voter(key, forwards.participant(),
               forwards.transactionId(), forwards.round());
-          routeTransactional(key, cluster.nodeOf(forwards.participant()), "coordinator-" + key,
+          routeTransactional(key, forwards.transactionId(),
+              cluster.nodeOf(forwards.participant()), "coordinator-" + key,
               forwards.participant().toString(),
               "forwards tx " + forwards.transactionId() + " round " + forwards.round(),
               at -> at.deliverToEntity(forwards.participant(),
@@ -855,7 +859,8 @@ final class SimulatedNode {
           if (!decision.commit()) {
             cluster.decidedAbort(decision.transactionId());
           }
-          routeTransactional(key, cluster.nodeOf(decision.participant()), "coordinator-" + key,
+          routeTransactional(key, decision.transactionId(),
+              cluster.nodeOf(decision.participant()), "coordinator-" + key,
               decision.participant().toString(),
               (decision.commit() ? "commit" : "abort") + " tx " + decision.transactionId(),
               at -> at.deliverToEntity(decision.participant(),
@@ -1173,13 +1178,33 @@ final class SimulatedNode {
    * lossy transaction network if coordinator {@code coordinator} uses it (else the mailboxes);
    * to another node, over the network between nodes, which may duplicate it.
    */
-  private void routeTransactional(long coordinator, int target, String from, String to,
-      String what, Consumer<SimulatedNode> delivery) {
+  private void routeTransactional(long coordinator, long transactionId, int target, String from,
+      String to, String what, Consumer<SimulatedNode> delivery) {
     if (target == nodeId) {
       sendTransactional(coordinator, from, to, what, () -> delivery.accept(this));
+    } else if (cluster.isInteractive(transactionId)) {
+      routeSession(target, from, to, what, delivery);
+    } else {
+      route(target, from, to, what, true, delivery);
+    }
+  }
+
+  /**
+   * A message of an interactive transaction (a step, its answer, its release, its commit's
+   * protocol) to node {@code target}: between nodes it is never lost or duplicated (a session
+   * that retransmits, and outlasts a partition). Its open parts have no timeout of their own and
+   * nobody asks about them, so a lost release would hold their locks forever (see the report of
+   * issue 16: a step timeout and the expiry of open parts belong to the interactive cores).
+   */
+  private void routeSession(int target, String from, String to, String what,
+      Consumer<SimulatedNode> delivery) {
+    if (target == nodeId) {
+      send(from, to, what, () -> delivery.accept(this));
       return;
     }
-    route(target, from, to, what, true, delivery);
+    String link = SimulatedCluster.nameOf(nodeId);
+    cluster.sendReliably(nodeId, target, what + " to " + to,
+        arrived -> arrived.send(link, to, what, () -> delivery.accept(arrived)));
   }
 
   /**
