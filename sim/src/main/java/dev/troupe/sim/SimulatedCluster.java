@@ -18,25 +18,44 @@ import java.util.function.Function;
 
 /**
  * Several {@link SimulatedNode}s, each with its own cores, its own storage (the production engine
- * on its own simulated disk, or the simulator's journal) and its own clock, over a {@link
- * SimulatedNetwork} between nodes that delays, loses, duplicates and reorders messages and is cut
- * by partitions. Every entity lives on one node, {@link Locator#nodeOf}: a hash of its id modulo
- * the number of nodes, so a transaction's coordinator (on the node its client reached) and its
- * participants are usually on different nodes. Inside a node, messages keep the local-mailbox
- * rules; a message to another node crosses this network and joins the receiver's mailboxes when
- * it arrives. A node that is down when a message arrives never receives it.
+ * on its own simulated disk, or the simulator's journal) and its own clock (skewed at the start,
+ * jumping at crashes), over a {@link SimulatedNetwork} between nodes that delays, loses and
+ * duplicates messages and is cut by partitions. Each connection (a pair of nodes) is FIFO, as TCP
+ * and Pekko's Artery are; messages of different connections, and resent or duplicated ones,
+ * arrive in any order. Every entity lives on one node, {@link Locator#nodeOf}: a hash of its id
+ * modulo the number of nodes. A client reaches a random node, which coordinates its transaction,
+ * so coordinators and participants are mostly on different nodes; planned transactions are all
+ * ordered and coordinated by the sequencer's node ({@link #SEQUENCER_NODE}). Inside a node,
+ * messages keep the local-mailbox rules; a message to another node crosses this network and joins
+ * the receiver's mailboxes when it arrives. A node that is down when a message arrives never
+ * receives it.
+ *
+ * <p><b>Which messages may be lost.</b> Requests and their answers (a turn, a planned
+ * transaction forwarded to the sequencer's node) may be lost, never duplicated (the transport's
+ * sessions drop copies): the client times out. The commit protocol's messages (prepares, forwards,
+ * votes, decisions, acknowledgements, in-doubt questions and answers) may be lost and duplicated:
+ * the coordinator resends its decision, participants in doubt ask the coordinator's node. An
+ * interactive transaction's messages travel on a session that neither loses nor duplicates them
+ * (see {@code SimulatedNode.routeSession}).
+ *
+ * <p><b>Recovery.</b> A restarting node commits the prepared parts its own decisions commit and
+ * abandons those it coordinated without a decision; a part whose coordinator is on another node
+ * stays prepared, its entity refuses everything, and the node asks that coordinator's node until
+ * it answers ({@code InDoubtResolution.toAsk}). A decision naming a participant elsewhere is kept,
+ * so the node can still answer commit after its own restart.
  *
  * <p>With one node (the default) nothing crosses this network and the cluster draws no random
  * number of its own: a run is exactly the single-node run it always was.
  *
  * <p><b>The ledger</b> (the simulator's own bookkeeping, not the nodes'): every commit decision
- * that became durable, every abort decision sent, and every prepared part abandoned (by its entity
- * or by a recovery that presumed abort). {@link #decidedBothWays} checks them against each other
- * and against the parts the nodes' journals applied.
+ * that became durable, every abort decision (sent by a coordinator, or answered to a question:
+ * presumed abort), and every prepared part abandoned (by its entity, or by a recovery that
+ * presumed abort). {@link #decidedBothWays} checks them against each other and against the parts
+ * the nodes' journals applied.
  *
  * <p><b>Wire seam.</b> Messages between nodes are the closures of the node's shells, not bytes:
- * {@link #sendBetweenNodes} is where each would be encoded to its wire record and decoded on
- * arrival (package {@code dev.troupe.txn.wire}) once those records exist.
+ * {@link #sendBetweenNodes} and {@link #sendReliably} are where each would be encoded to its
+ * wire record and decoded on arrival (package {@code dev.troupe.txn.wire}).
  *
  * <p>Not thread-safe: the simulation is single-threaded.
  */

@@ -390,13 +390,34 @@ final class SimulatedNode {
       answer.accept(new TurnResult.Failed(refused));
       return;
     }
-    Recipient replyTo = new Recipient.Step(id, entity, turn, answer);
-    routeSession(cluster.nodeOf(entity), "interactive", entity.toString(), "step tx " + id,
+    Recipient.Step replyTo = new Recipient.Step(id, entity, turn, answer);
+    int owner = cluster.nodeOf(entity);
+    if (owner != nodeId) {
+      // As an ask to another node: if the entity's node crashed with the step (or its answer),
+      // no answer ever comes; the step fails after the ask's timeout and the transaction aborts
+      // (its other parts' locks are released). A late answer is then ignored.
+      remoteSteps.add(replyTo);
+      later(REMOTE_STEP_TIMEOUT_MILLIS, "step timeout tx " + id + " on " + entity, () -> {
+        if (remoteSteps.contains(replyTo)) {
+          stepAnswered(replyTo, new TurnResult.Failed(new dev.troupe.model.TroupeException(
+              dev.troupe.model.ErrorCode.ABORTED, "the step's node did not answer in time")));
+        }
+      });
+    }
+    routeSession(owner, "interactive", entity.toString(), "step tx " + id,
         at -> at.deliverToEntity(entity,
             new EntityTurnCore.Input.StepRequested<>(id, id, turn, type, replyTo)));
   }
 
+  /** How long a step on another node may take before it fails (as an ask's timeout). */
+  private static final long REMOTE_STEP_TIMEOUT_MILLIS = 300;
+  /** Steps sent to other nodes and not answered yet (lost on a crash). */
+  private final Set<Recipient.Step> remoteSteps = new java.util.HashSet<>();
+
   private void stepAnswered(Recipient.Step step, TurnResult result) {
+    if (cluster.nodeOf(step.entity()) != nodeId && !remoteSteps.remove(step)) {
+      return; // answered after its timeout, or sent by an incarnation that crashed since
+    }
     interactive.stepFinished(step.transactionId(), step.entity(), step.turn(),
         result instanceof TurnResult.Done, scheduler.nowMillis());
     scheduleIdleCheck(step.transactionId());
@@ -461,6 +482,7 @@ final class SimulatedNode {
     up = false;
     incarnation++;
     crashes++;
+    remoteSteps.clear();
     entities.clear();
     recoveredInDoubt.clear();
     resolvingRecovered.clear();
