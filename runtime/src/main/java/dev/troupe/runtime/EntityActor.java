@@ -103,11 +103,10 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
   record Decide(long transactionId, boolean commit, Recipient acknowledgeTo) implements Routed {
     @Override
     public void refuse(TroupeException reason) {
-      // A commit goes only to a participant that voted yes, which stays active until it applies
-      // the decision, so the registry delivers it without buffering and never refuses it. An
-      // answer to an in-doubt question may be refused: the part asks again.
-      Invariants.check(!commit || acknowledgeTo == null,
-          "the commit of transaction %d was refused: %s", transactionId, reason.getMessage());
+      // The first commit goes only to a participant that voted yes, which stays active until it
+      // applies the decision, so the registry delivers it without buffering. A resent commit may
+      // meet an entity being passivated after it applied it; refused, it is simply resent (the
+      // coordinator resends until acknowledged), as an in-doubt answer is asked for again.
     }
   }
 

@@ -47,7 +47,9 @@ import java.util.function.Function;
  * as between nodes, until {@link #healTransactionNetwork}: the coordinator's resends and the
  * participants' in-doubt questions ({@code DecisionQueryCore}) must still decide every part. An
  * interactive transaction's commit stays on the node's mailboxes (its client releases its locks
- * through them). {@link #unresolvedTransactions} then says whether anything is left in doubt.
+ * through them). Parts in doubt ask only then: over the mailboxes no decision is lost, and the
+ * node behaves as before (as the runtime, which asks only with a {@code DecisionDirectory}
+ * wired). {@link #unresolvedTransactions} then says whether anything is left in doubt.
  *
  * <p>Not thread-safe: the simulation is single-threaded.
  */
@@ -761,10 +763,15 @@ final class SimulatedNode {
         case EntityTurnCore.Effect.Reply<Recipient> reply -> reply(entity, reply);
         case EntityTurnCore.Effect.Stop<Recipient> ignored -> entities.remove(entity, core);
         case EntityTurnCore.Effect.OfferPassivation<Recipient> ignored -> {}
-        case EntityTurnCore.Effect.ScheduleInDoubtQuery<Recipient> check -> later(
-            check.delayMillis(), "in-doubt check tx " + check.transactionId() + " on " + entity,
-            () -> completeAt(entity, core,
-                new EntityTurnCore.Input.InDoubtQueryDue<>(check.transactionId())));
+        case EntityTurnCore.Effect.ScheduleInDoubtQuery<Recipient> check -> {
+          // Only where a decision can be lost, as the runtime asks only with a DecisionDirectory
+          // wired: over the mailboxes a single node behaves exactly as before.
+          if (transactionNetwork != mailboxes) {
+            later(check.delayMillis(), "in-doubt check tx " + check.transactionId() + " on "
+                + entity, () -> completeAt(entity, core,
+                    new EntityTurnCore.Input.InDoubtQueryDue<>(check.transactionId())));
+          }
+        }
         case EntityTurnCore.Effect.QueryDecision<Recipient> query -> askDecision(entity, query);
       }
     }

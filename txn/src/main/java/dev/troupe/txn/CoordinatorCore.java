@@ -324,6 +324,12 @@ public final class CoordinatorCore {
   private boolean decisionPersisted;
   /** Deliberate breakages (empty outside the simulator's tests). */
   private final Set<Mutations.Mutation> mutations;
+  /** The attempt ids this coordinator used so far, the current one last. */
+  private final List<Long> attempts = new ArrayList<>();
+  /** The commit decision was sent (it is durable, or the transaction wrote nothing). */
+  private boolean commitSent;
+  /** The decision's write failed with an unknown outcome. */
+  private boolean decisionUnknown;
 
   /** What a live coordinator knows of one attempt's decision (see {@link #knowledgeOf}). */
   public enum Knowledge {
@@ -364,9 +370,6 @@ public final class CoordinatorCore {
     this.mutations = Set.copyOf(mutations);
   }
 
-  /** The attempt ids this coordinator used so far, the current one last. */
-  private final List<Long> attempts = new ArrayList<>();
-
   /**
    * What this coordinator knows of attempt {@code transactionId}'s decision, for a participant in
    * doubt that asks ({@link DecisionQueryCore}). Never ABORTED for an attempt that may still
@@ -391,10 +394,6 @@ public final class CoordinatorCore {
     };
   }
 
-  /** The commit decision was sent (it is durable, or the transaction wrote nothing). */
-  private boolean commitSent;
-  /** The decision's write failed with an unknown outcome. */
-  private boolean decisionUnknown;
 
 
   /** The current attempt's transaction id (0 before the start). */

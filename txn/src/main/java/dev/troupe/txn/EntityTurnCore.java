@@ -289,7 +289,8 @@ public final class EntityTurnCore<R> {
    *     acknowledgement, so that a duplicated or resent commit is acknowledged again, not applied
    */
   public record ParticipantLimits(long inDoubtQueryIntervalMillis, int rememberedCommits) {
-    public static final ParticipantLimits DEFAULTS = new ParticipantLimits(5_000, 64);
+    /** reference.conf's. */
+    public static final ParticipantLimits DEFAULTS = new ParticipantLimits(5_000, 16);
 
     public ParticipantLimits {
       Invariants.check(inDoubtQueryIntervalMillis > 0 && rememberedCommits >= 0,
@@ -937,6 +938,8 @@ public final class EntityTurnCore<R> {
           finish(transactionId, effects);
         }
       }
+      // A duplicate of its prepare arriving later must not prepare it again.
+      rememberAbort(transactionId);
       acknowledgeAbort(decision, effects);
       return;
     }
