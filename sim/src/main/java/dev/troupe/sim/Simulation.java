@@ -637,8 +637,10 @@ public final class Simulation {
         }
       }
     }
-    // Clients make progress after healing: answers alone could all be refusals.
-    if (committedAfterHealing == 0 && livenessChecked() > livenessExempted) {
+    // Clients make progress after healing: answers alone could all be refusals. Unless damage
+    // failed a store or kept a node down after healing: then every answer may be a refusal.
+    if (committedAfterHealing == 0 && livenessChecked() > livenessExempted
+        && !degradedDuring(faultsEndMillis + MAX_DOWNTIME_MILLIS, scheduler.nowMillis())) {
       return "no request issued after the faults stopped committed (" + livenessChecked()
           + " held to liveness)";
     }
