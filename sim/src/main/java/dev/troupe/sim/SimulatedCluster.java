@@ -179,6 +179,40 @@ final class SimulatedCluster {
     });
   }
 
+  /** Per interactive transaction whose commit has not started, the entities its steps reached. */
+  private final Map<Long, Set<EntityId>> openInteractive = new java.util.LinkedHashMap<>();
+
+  void interactiveStepped(long transactionId, EntityId entity) {
+    openInteractive.computeIfAbsent(transactionId, ignored -> new LinkedHashSet<>()).add(entity);
+  }
+
+  void interactiveCommitStarted(long transactionId) {
+    openInteractive.remove(transactionId);
+  }
+
+  /**
+   * Node {@code node} crashed: its interactive transactions whose commit never started are dead,
+   * and every other node that is up releases their open parts (see {@code
+   * SimulatedNode.releaseOpenPartsOf}). The ledger counts each as decided abort.
+   */
+  void incarnationDied(int node) {
+    List<Long> dead = new ArrayList<>();
+    for (Map.Entry<Long, Set<EntityId>> open : openInteractive.entrySet()) {
+      if (nodeOfTransaction(open.getKey()) == node) {
+        dead.add(open.getKey());
+      }
+    }
+    for (long transaction : dead) {
+      List<EntityId> entities = List.copyOf(openInteractive.remove(transaction));
+      decidedAbort(transaction);
+      for (SimulatedNode other : nodes) {
+        if (other.nodeId != node && other.isUp()) {
+          other.releaseOpenPartsOf(transaction, entities);
+        }
+      }
+    }
+  }
+
   /** Notes that {@code transactionId} is an interactive transaction's (see the node's routing). */
   void markInteractive(long transactionId) {
     interactiveTransactions.add(transactionId);

@@ -394,6 +394,7 @@ final class SimulatedNode {
     }
     Recipient.Step replyTo = new Recipient.Step(id, entity, turn, answer);
     int owner = cluster.nodeOf(entity);
+    cluster.interactiveStepped(id, entity);
     if (owner != nodeId) {
       // As an ask to another node: if the entity's node crashed with the step (or its answer),
       // no answer ever comes; the step fails after the ask's timeout and the transaction aborts
@@ -451,6 +452,7 @@ final class SimulatedNode {
     long key = nextCoordinator++;
     requestOfCoordinator.put(key, requestOfInteractive.get(id));
     // Its locks are held under its id already: no retries (as in Troupe).
+    cluster.interactiveCommitStarted(id);
     coordinators.put(key, new CoordinatorCore(commit.parts(),
         settings.coordinatorLimits().withoutRetries(), false, coreMutations()));
     coordinatorAnswers.put(key, answer);
@@ -478,12 +480,31 @@ final class SimulatedNode {
             .ifPresent(entities -> release(id, entities))));
   }
 
+  /**
+   * Another node's incarnation died (the cluster's membership says so, as Pekko's would): the
+   * open parts here of the interactive transactions it held open are released (an abort, as its
+   * client's would be), since nobody will ever commit or abort them. Only transactions whose commit
+   * never started: a prepared part waits for its decision and asks for it.
+   */
+  void releaseOpenPartsOf(long transactionId, List<EntityId> entities) {
+    for (EntityId entity : entities) {
+      if (cluster.nodeOf(entity) == nodeId) {
+        send("membership", entity.toString(), "release tx " + transactionId
+            + " of a dead incarnation", () -> deliverToEntity(entity,
+                new EntityTurnCore.Input.DecisionReceived<>(transactionId, false, null)));
+      }
+    }
+  }
+
   /** Crashes the node: everything in memory and in flight is lost, so is the unsynced journal. */
   void crash() {
     Invariants.check(up, "crash of a node that is down");
     up = false;
     incarnation++;
     crashes++;
+    if (cluster.size() > 1) {
+      cluster.incarnationDied(nodeId);
+    }
     remoteSteps.clear();
     entities.clear();
     recoveredInDoubt.clear();
@@ -765,8 +786,9 @@ final class SimulatedNode {
         case EntityTurnCore.Effect.OfferPassivation<Recipient> ignored -> {}
         case EntityTurnCore.Effect.ScheduleInDoubtQuery<Recipient> check -> {
           // Only where a decision can be lost, as the runtime asks only with a DecisionDirectory
-          // wired: over the mailboxes a single node behaves exactly as before.
-          if (transactionNetwork != mailboxes) {
+          // wired: over the mailboxes a single node behaves exactly as before. Between nodes a
+          // decision can be lost too.
+          if (transactionNetwork != mailboxes || cluster.size() > 1) {
             later(check.delayMillis(), "in-doubt check tx " + check.transactionId() + " on "
                 + entity, () -> completeAt(entity, core,
                     new EntityTurnCore.Input.InDoubtQueryDue<>(check.transactionId())));
