@@ -167,13 +167,16 @@ final class SimulatedCluster {
 
   /**
    * As {@link #sendBetweenNodes}, never lost or duplicated: a message that meets a partition is
-   * delivered once it heals (a session that retransmits). Still only while {@code to} is up.
+   * delivered once it heals (a session that retransmits). Still only while {@code to} is up, and
+   * only if the incarnation of {@code from} that sent it is still alive (the session dies with it).
    */
   void sendReliably(int from, int to, String what, Consumer<SimulatedNode> atArrival) {
     // WIRE SEAM, as in sendBetweenNodes.
+    // A session dies with its process: what its sender's crashed incarnation sent never arrives.
+    int sentBy = nodes.get(from).incarnation();
     network.sendReliably(nameOf(from), nameOf(to), what, ignored -> {
       SimulatedNode receiver = nodes.get(to);
-      if (receiver.isUp()) {
+      if (receiver.isUp() && nodes.get(from).incarnation() == sentBy) {
         atArrival.accept(receiver);
       }
     });

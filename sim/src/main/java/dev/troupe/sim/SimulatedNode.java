@@ -254,6 +254,11 @@ final class SimulatedNode {
     return up;
   }
 
+  /** Which incarnation runs (or last ran): a crash starts a new one. */
+  int incarnation() {
+    return incarnation;
+  }
+
   long crashes() {
     return crashes;
   }

@@ -28,6 +28,11 @@ import java.util.Map;
  * through crashes) and {@code counters} ({@link CounterSetWorkload}: counter and set kinds changed
  * together, single and two-entity, checked for all-or-nothing and durability).
  *
+ * <p>With {@code nodes} above 1 the node is a {@link SimulatedCluster}: entities spread over the
+ * nodes, clients on random nodes, a lossy network between nodes with partitions, crashes of any
+ * node, and the cluster's checks (no transaction decided both ways, nothing left in doubt after
+ * healing, progress after healing).
+ *
  * <p>A failure names the seed and carries the last steps of the trace; the same seed and options
  * reproduce it exactly. Single-threaded; all nondeterminism comes from the scheduler's seeded
  * random generator.
