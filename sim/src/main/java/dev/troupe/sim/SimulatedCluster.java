@@ -182,21 +182,19 @@ final class SimulatedCluster {
     });
   }
 
-  /** Per interactive transaction whose commit has not started, the entities its steps reached. */
+  /** Per interactive transaction not yet ended, the entities its steps reached. */
   private final Map<Long, Set<EntityId>> openInteractive = new java.util.LinkedHashMap<>();
 
   void interactiveStepped(long transactionId, EntityId entity) {
     openInteractive.computeIfAbsent(transactionId, ignored -> new LinkedHashSet<>()).add(entity);
   }
 
-  void interactiveCommitStarted(long transactionId) {
-    openInteractive.remove(transactionId);
-  }
-
   /**
-   * Node {@code node} crashed: its interactive transactions whose commit never started are dead,
-   * and every other node that is up releases their open parts (see {@code
-   * SimulatedNode.releaseOpenPartsOf}). The ledger counts each as decided abort.
+   * Node {@code node} crashed: its interactive transactions without a durable commit decision can
+   * never commit (their session and coordinator died with it; presumed abort), and every other
+   * node that is up releases their parts (see {@code SimulatedNode.releaseOpenPartsOf}). One with
+   * a commit decision is left to its parts, which voted yes and ask for it. The ledger counts each
+   * released transaction as decided abort.
    */
   void incarnationDied(int node) {
     List<Long> dead = new ArrayList<>();
@@ -205,6 +203,7 @@ final class SimulatedCluster {
         dead.add(open.getKey());
       }
     }
+    dead.removeIf(commitDecided::contains);
     for (long transaction : dead) {
       List<EntityId> entities = List.copyOf(openInteractive.remove(transaction));
       decidedAbort(transaction);

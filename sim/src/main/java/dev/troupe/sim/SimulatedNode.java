@@ -457,7 +457,6 @@ final class SimulatedNode {
     long key = nextCoordinator++;
     requestOfCoordinator.put(key, requestOfInteractive.get(id));
     // Its locks are held under its id already: no retries (as in Troupe).
-    cluster.interactiveCommitStarted(id);
     coordinators.put(key, new CoordinatorCore(commit.parts(),
         settings.coordinatorLimits().withoutRetries(), false, coreMutations()));
     coordinatorAnswers.put(key, answer);
@@ -487,9 +486,9 @@ final class SimulatedNode {
 
   /**
    * Another node's incarnation died (the cluster's membership says so, as Pekko's would): the
-   * open parts here of the interactive transactions it held open are released (an abort, as its
-   * client's would be), since nobody will ever commit or abort them. Only transactions whose commit
-   * never started: a prepared part waits for its decision and asks for it.
+   * parts here of its interactive transactions that can no longer commit are released (an abort,
+   * as its client's would be), since nobody else will ever end them (see {@link
+   * SimulatedCluster#incarnationDied}).
    */
   void releaseOpenPartsOf(long transactionId, List<EntityId> entities) {
     for (EntityId entity : entities) {
