@@ -64,6 +64,36 @@ class ClusterSimulationTest {
     assertTrue(heldToLiveness > 5_000, "held to liveness " + heldToLiveness);
   }
 
+  /**
+   * The breakages of the commit protocol over a network, each caught on the cluster within its
+   * seed budget (the seed that catches it is printed): a coordinator that does not resend its
+   * decision, a participant that applies a duplicated decision twice, a participant that presumes
+   * commit for a part in doubt.
+   */
+  @Test
+  void eachBreakageOfTheProtocolOverANetworkIsCaughtOnTheCluster() {
+    for (SimulatedNode.Mutation mutation : java.util.List.of(
+        SimulatedNode.Mutation.COORDINATOR_SKIPS_DECISION_RESEND,
+        SimulatedNode.Mutation.APPLY_DUPLICATE_DECISION,
+        SimulatedNode.Mutation.PRESUME_COMMIT_IN_DOUBT)) {
+      String caught = null;
+      for (long seed = 1; seed <= SEEDS_PER_CONFIGURATION && caught == null; seed++) {
+        for (String[] configuration : CONFIGURATIONS) {
+          Simulation.Options options =
+              CLUSTER.withAdmission(configuration[0], configuration[1].equals("planned"));
+          Simulation.Result result = Simulation.runMutated(seed, options, MAX_STEPS, mutation);
+          if (!result.passed()) {
+            caught = "seed " + seed + " (" + String.join(" ", configuration) + "): "
+                + result.failure();
+            break;
+          }
+        }
+      }
+      System.out.println(mutation + " caught on 3 nodes by " + caught);
+      assertTrue(caught != null, mutation + " went unnoticed on 3 nodes");
+    }
+  }
+
   @Test
   void theSameSeedReplaysTheSameClusterRun() {
     Simulation.Result first = Simulation.run(42, CLUSTER, MAX_STEPS);
