@@ -1,8 +1,8 @@
 package dev.troupe.bench;
 
+import dev.troupe.bench.postgres.PostgresSmallBank;
 import dev.troupe.runtime.TransactionRequest;
-import dev.troupe.storage.postgres.PostgresInstance;
-import dev.troupe.storage.postgres.PostgresSmallBank;
+import dev.troupe.server.postgres.PostgresInstance;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;

@@ -3,6 +3,7 @@ package dev.troupe.runtime;
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
 import dev.troupe.model.ValueLimits;
+import dev.troupe.model.time.TransactionIds;
 import dev.troupe.storage.Durability;
 import dev.troupe.storage.StorageSettings;
 import dev.troupe.txn.MemoryBudgetCore;
@@ -193,6 +194,16 @@ public record RuntimeSettings(
             .withFallback(ConfigFactory.load()));
   }
 
+  /** {@code troupe.node.id}, in 0..63 (it is carried in the low bits of every timestamp). */
+  private static int nodeId(Config troupe) {
+    int value = troupe.getInt("node.id");
+    if (!TransactionIds.isValidNodeId(value)) {
+      throw new IllegalArgumentException(
+          "troupe.node.id must be in 0.." + TransactionIds.MAX_NODE_ID + ", was " + value);
+    }
+    return value;
+  }
+
   public static RuntimeSettings fromConfig(Config config) {
     Config troupe = config.getConfig("troupe");
     Config storage = troupe.getConfig("storage");
@@ -214,7 +225,8 @@ public record RuntimeSettings(
             storage.getLong("history-retention-millis"),
             troupe.getInt("data-centre-id"),
             positiveLong(storage, "clock-ceiling-millis"),
-            positive(storage, "checkpoint-bytes-per-operation"));
+            positive(storage, "checkpoint-bytes-per-operation"),
+            nodeId(troupe));
     Config valueLimits = troupe.getConfig("limits");
     TurnLimits limits =
         new TurnLimits(

@@ -49,6 +49,8 @@ final class TransactionRun {
   private boolean draining;
   /** Where participants in doubt ask; null when nobody can (not wired). */
   private final DecisionDirectory decisions;
+  /** The latest decision resend scheduled, cancelled when the run finishes (null: none). */
+  private org.apache.pekko.actor.Cancellable resendTimer;
 
   /** Written with the commit decision, in the same atomic write (an idempotent request's key). */
   private volatile IdempotencyRecord idempotency;
@@ -194,7 +196,7 @@ final class TransactionRun {
               });
       case Effect.ScheduleDecisionResend resend -> {
         long transactionId = resend.transactionId();
-        scheduler.scheduleOnce(Duration.ofMillis(resend.delayMillis()),
+        resendTimer = scheduler.scheduleOnce(Duration.ofMillis(resend.delayMillis()),
             () -> handle(new Input.DecisionResendDue(transactionId)), executor);
       }
       case Effect.SendDecision decision -> {
@@ -213,6 +215,9 @@ final class TransactionRun {
       }
       case Effect.Reply reply -> outcome.complete(reply.outcome());
       case Effect.Finished ignored -> {
+        if (resendTimer != null) {
+          resendTimer.cancel(); // most commits are acknowledged well within the interval
+        }
         if (decisions != null) {
           decisions.finished(this);
         }

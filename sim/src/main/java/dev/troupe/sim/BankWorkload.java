@@ -39,9 +39,12 @@ import java.util.Map;
  *       receipts exist and the credits recorded in it (so one with an unknown outcome took effect
  *       entirely or not at all);
  *   <li>money is conserved (opening money plus recorded credits) and no balance is negative;
- *   <li>under {@code serial} and {@code keys} admission, the history of committed requests (the
- *       versions each read and wrote) is conflict-serializable, and what the node reported
- *       matches its journal.
+ *   <li>under {@code serial} and {@code keys} admission, the history of committed requests of
+ *       every workload (the versions each read and wrote) is conflict-serializable at the
+ *       granularity the admission policy locks at, and what the node reported matches its
+ *       journal. Not under {@code psac}: transfers commute, so two accounts may order two of them
+ *       oppositely, which no client can tell (serializable by outcome); money and atomicity are
+ *       what PSAC promises here.
  * </ul>
  */
 final class BankWorkload implements Workload {

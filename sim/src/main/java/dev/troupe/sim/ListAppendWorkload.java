@@ -37,6 +37,15 @@ import java.util.Map;
  * transaction in part, every read a prefix of its list, no read of another transaction's
  * intermediate state (G1b), and no cycle in the serialization graph whose version order is read off
  * the lists themselves, not taken from versions the node reports.
+ *
+ * <p><b>PSAC</b> transactions are checked in full, graph included: appends do not commute (two
+ * appends in either order leave different lists), so the gate admits an append beside actions in
+ * progress only where the order cannot differ, and a read there reads the whole state, which the
+ * gate admits only when every outcome of the actions in progress is the same and holds back
+ * writers until it is decided (a read lock). The {@code read} action is not used under PSAC: its
+ * precondition holds in every outcome, so the gate admits it beside in-flight appends and it
+ * answers a state without them, which can show half of a transaction (an open finding of issue
+ * 16, see docs/ARCHITECTURE.md).
  */
 final class ListAppendWorkload implements Workload {
   static final String LIST_SPEC = """

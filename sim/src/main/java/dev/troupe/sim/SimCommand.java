@@ -74,13 +74,15 @@ public final class SimCommand implements Callable<Integer> {
   int traceLines;
 
   @Option(names = "--workload", defaultValue = "all",
-      description = "bank, list-append, counters, dependencies or all (composed in one run)"
+      description = "bank, list-append, counters, dependencies, registers or all (composed in"
+          + " one run)"
           + " (default: ${DEFAULT-VALUE}).")
   String workload;
 
   @Option(names = "--lists", defaultValue = "3",
-      description = "Lists of the list-append workload, tallies of the counters workload,"
-          + " products and carts of the dependencies workload"
+      description = "Entities of the list-append and registers workloads (two lists or"
+          + " registers each), tallies of the counters workload, products and carts of the"
+          + " dependencies workload"
           + " (default: ${DEFAULT-VALUE}).")
   int lists;
 
@@ -144,7 +146,7 @@ public final class SimCommand implements Callable<Integer> {
     List<String> workloads = workload.equals("all") ? Simulation.WORKLOADS : List.of(workload);
     if (!Simulation.WORKLOADS.containsAll(workloads)) {
       throw new IllegalArgumentException(
-          "--workload must be bank, list-append, counters, dependencies or all");
+          "--workload must be bank, list-append, counters, dependencies, registers or all");
     }
     if (nodes < 1 || nodes > 64) {
       throw new IllegalArgumentException("--nodes must be 1 to 64");

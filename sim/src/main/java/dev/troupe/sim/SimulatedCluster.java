@@ -142,7 +142,7 @@ final class SimulatedCluster {
    * runs: the id's low 6 bits (the shared decision of issue 16, {@code TransactionIds.nodeOf}).
    */
   int nodeOfTransaction(long transactionId) {
-    return nodes.size() == 1 ? 0 : (int) (transactionId & 63);
+    return nodes.size() == 1 ? 0 : dev.troupe.model.time.TransactionIds.nodeOf(transactionId);
   }
 
   SimulatedNetwork network() {

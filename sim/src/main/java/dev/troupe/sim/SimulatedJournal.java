@@ -4,6 +4,7 @@ import dev.troupe.model.EntityId;
 import dev.troupe.model.EntityState;
 import dev.troupe.model.Operation;
 import dev.troupe.model.spec.CompiledType;
+import dev.troupe.model.time.Clock;
 import dev.troupe.model.time.HybridLogicalClock;
 import dev.troupe.storage.DecidedTransaction;
 import dev.troupe.storage.InDoubtResolution;
@@ -77,7 +78,8 @@ final class SimulatedJournal implements NodeStorage {
    * offset that clock jumps move). A new one per incarnation; recovery advances it past
    * everything the journal holds.
    */
-  private HybridLogicalClock clock;
+  private Clock clock;
+  private final int nodeId;
   private long clockCeiling;
   private long clockOffsetMillis;
   private long resolvedInDoubt;
@@ -88,14 +90,18 @@ final class SimulatedJournal implements NodeStorage {
   SimulatedJournal(Scheduler scheduler, Timers timers, Function<EntityId, CompiledType> typeOf,
       long syncMillis, double tornProbability, double corruptProbability,
       SimulatedNode.Mutation mutation) {
-    this(scheduler, timers, typeOf, syncMillis, tornProbability, corruptProbability, mutation,
+    this(scheduler, timers, typeOf, syncMillis, tornProbability, corruptProbability, mutation, 0,
         Placement.ALONE);
   }
 
-  /** @param placement which transactions and entities are this node's, in a cluster */
+  /**
+   * @param nodeId the node's id: its clock puts it in every timestamp
+   * @param placement which transactions and entities are this node's, in a cluster
+   */
   SimulatedJournal(Scheduler scheduler, Timers timers, Function<EntityId, CompiledType> typeOf,
       long syncMillis, double tornProbability, double corruptProbability,
-      SimulatedNode.Mutation mutation, Placement placement) {
+      SimulatedNode.Mutation mutation, int nodeId, Placement placement) {
+    this.nodeId = nodeId;
     this.placement = placement;
     this.scheduler = scheduler;
     this.timers = timers;
@@ -354,9 +360,9 @@ final class SimulatedJournal implements NodeStorage {
     }
   }
 
-  private HybridLogicalClock newClock() {
+  private Clock newClock() {
     return new HybridLogicalClock(
-        () -> Math.max(0, scheduler.nowMillis() + clockOffsetMillis));
+        () -> Math.max(0, scheduler.nowMillis() + clockOffsetMillis), nodeId);
   }
 
   /** A bound on the timestamps a record shows were issued: recovery advances the clock past it. */

@@ -103,6 +103,8 @@ final class SimulatedNode {
     APPLY_DUPLICATE_DECISION,
     /** Inside the production core: {@link Mutations.Mutation#PRESUME_COMMIT_IN_DOUBT}. */
     PRESUME_COMMIT_IN_DOUBT,
+    /** Inside the production core: {@link Mutations.Mutation#RELEASE_KEY_LOCK_EARLY}. */
+    RELEASE_KEY_LOCK_EARLY,
     /**
      * The store's disk passes damage over in silence, as the engine did before it checked RocksDB's
      * iterator status: a cursor that meets a damaged key reports the end of its range, a point
@@ -188,7 +190,7 @@ final class SimulatedNode {
   /** In-doubt questions asked and answered (commit or abort), for the run's summary. */
   private long inDoubtQuestions;
   private long inDoubtAnswers;
-  /** Orders planned transactions; positions restart with each incarnation, as in Troupe. */
+  /** Orders planned transactions; positions are this node's clock timestamps, as in Troupe. */
   private SequencerCore<Long> sequencer = new SequencerCore<>();
   private boolean drainScheduled;
   /** Open interactive transactions (idle timeout 300 simulated ms); lost on a crash. */
@@ -243,9 +245,9 @@ final class SimulatedNode {
         entity -> cluster.nodeOf(entity) == nodeId);
     this.storage = switch (settings.storage()) {
       case STORE -> new StoreStorage(scheduler, timers, typeOf, settings.syncMillis(),
-          settings.tornProbability(), settings.mutation(), placement);
+          settings.tornProbability(), settings.mutation(), nodeId, placement);
       case JOURNAL -> new SimulatedJournal(scheduler, timers, typeOf, settings.syncMillis(),
-          settings.tornProbability(), settings.corruptProbability(), settings.mutation(),
+          settings.tornProbability(), settings.corruptProbability(), settings.mutation(), nodeId,
           placement);
     };
   }
@@ -336,7 +338,7 @@ final class SimulatedNode {
         // prepares in position order and planned transactions never wait for each other in a
         // cycle. Sent as each coordinator's own, they would interleave and deadlock until the
         // prepare timeout (the simulator's first model did that).
-        for (SequencerCore.Positioned<Long> positioned : sequencer.drain()) {
+        for (SequencerCore.Positioned<Long> positioned : sequencer.drain(this::newTransactionId)) {
           feedCoordinator(positioned.transaction(), new CoordinatorCore.Input.Started(
               newTransactionId(), positioned.position()), "sequencer");
         }
@@ -1311,26 +1313,11 @@ final class SimulatedNode {
    * failed store issued (see {@link #issuedByFailedStore}).
    */
   long newTransactionId() {
-    long id = cluster.size() == 1 ? storage.newTransactionId() : clusterTransactionId();
+    long id = storage.newTransactionId();
     if (storage.failed()) {
       issuedByFailedStore.add(id);
     }
     return id;
-  }
-
-  /**
-   * A transaction id unique across the cluster: the node's id in its low 6 bits (the shared
-   * decision of issue 16; TransactionIds, of the ids work, will issue these in the clock itself).
-   * Until then the simulator takes the last timestamp of a block of 64 from the store's clock and
-   * puts its node id in the low bits: the clock never issues that block again (it only grows, and
-   * a restart starts it past everything issued), so the ids stay unique across restarts too.
-   */
-  private long clusterTransactionId() {
-    long timestamp = storage.newTransactionId();
-    while ((timestamp & 63) != 63) {
-      timestamp = storage.newTransactionId();
-    }
-    return (timestamp & ~63L) | nodeId;
   }
 
   /** Ids a failed store issued again after a restart (see {@link #issuedByFailedStore}). */

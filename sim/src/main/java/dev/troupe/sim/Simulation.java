@@ -25,8 +25,12 @@ import java.util.Map;
  * {@code list-append} ({@link ListAppendWorkload}: appends to and reads of lists; the version order
  * read off the data, so duplicates, losses, G1a, G1b and dependency cycles are caught from what
  * clients saw), {@code dependencies} ({@link DependencyWorkload}: declared dependencies kept
- * through crashes) and {@code counters} ({@link CounterSetWorkload}: counter and set kinds changed
- * together, single and two-entity, checked for all-or-nothing and durability).
+ * through crashes), {@code counters} ({@link CounterSetWorkload}: counter and set kinds changed
+ * together, single and two-entity, checked for all-or-nothing and durability) and {@code
+ * registers} ({@link RegisterWorkload}: unique values written to and read from registers, the
+ * version a read saw identified by its value). List-append and registers keep several lists or
+ * registers per entity, so under {@code keys} admission disjoint keys of one entity run
+ * concurrently under checks that derive what was read from the data.
  *
  * <p>With {@code nodes} above 1 the node is a {@link SimulatedCluster}: entities spread over the
  * nodes, clients on random nodes, a lossy network between nodes with partitions, crashes of any
@@ -40,7 +44,7 @@ import java.util.Map;
 public final class Simulation {
   /** The workloads a run can compose, by name. */
   public static final List<String> WORKLOADS =
-      List.of("bank", "list-append", "counters", "dependencies");
+      List.of("bank", "list-append", "counters", "dependencies", "registers");
 
   /**
    * What a run does.
@@ -57,7 +61,8 @@ public final class Simulation {
    * @param workloads the workloads that share the run (see {@link #WORKLOADS}); each request picks
    *     one at random
    * @param accounts bank accounts (few means contention)
-   * @param lists lists of the list-append workload, tallies of the counters workload, and
+   * @param lists entities of the list-append and registers workloads (two lists or registers
+   *     each), tallies of the counters workload, and
    *     products and carts of the dependencies workload (at least 2)
    * @param clients concurrent clients, each with one request at a time
    * @param openingBalance each account's opening balance
@@ -275,6 +280,7 @@ public final class Simulation {
         case "list-append" -> new ListAppendWorkload(this);
         case "counters" -> new CounterSetWorkload(this);
         case "dependencies" -> new DependencyWorkload(this);
+        case "registers" -> new RegisterWorkload(this);
         default -> throw new IllegalArgumentException("unknown workload " + name);
       };
       workloads.add(workload);

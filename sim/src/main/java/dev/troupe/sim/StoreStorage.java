@@ -7,6 +7,8 @@ import dev.troupe.model.ErrorCode;
 import dev.troupe.model.Operation;
 import dev.troupe.model.TroupeException;
 import dev.troupe.model.spec.CompiledType;
+import dev.troupe.model.time.Clock;
+import dev.troupe.model.time.HybridLogicalClock;
 import dev.troupe.storage.Codec;
 import dev.troupe.storage.Committed;
 import dev.troupe.storage.CorruptDataException;
@@ -115,14 +117,18 @@ final class StoreStorage implements NodeStorage {
   StoreStorage(Scheduler scheduler, NodeStorage.Timers timers,
       Function<EntityId, CompiledType> typeOf, long syncMillis,
       double keepUnsyncedPrefixProbability, SimulatedNode.Mutation mutation) {
-    this(scheduler, timers, typeOf, syncMillis, keepUnsyncedPrefixProbability, mutation,
+    this(scheduler, timers, typeOf, syncMillis, keepUnsyncedPrefixProbability, mutation, 0,
         Placement.ALONE);
   }
 
-  /** @param placement which transactions and entities are this node's, in a cluster */
+  /**
+   * @param nodeId the node's id: its clock puts it in every timestamp (transaction ids unique
+   *     across the simulated nodes)
+   * @param placement which transactions and entities are this node's, in a cluster
+   */
   StoreStorage(Scheduler scheduler, NodeStorage.Timers timers,
       Function<EntityId, CompiledType> typeOf, long syncMillis,
-      double keepUnsyncedPrefixProbability, SimulatedNode.Mutation mutation,
+      double keepUnsyncedPrefixProbability, SimulatedNode.Mutation mutation, int nodeId,
       Placement placement) {
     this.placement = placement;
     this.scheduler = scheduler;
@@ -134,16 +140,26 @@ final class StoreStorage implements NodeStorage {
     this.settings = new StorageSettings(Path.of("simulated-disk"), 2,
         mutation == SimulatedNode.Mutation.ACKNOWLEDGE_BEFORE_SYNC
             ? Durability.ASYNC : Durability.SYNC,
-        16, 100_000, MAINTENANCE_INTERVAL_MILLIS, 4_096, 3, 40, 16, 0, 0);
+        16, 100_000, MAINTENANCE_INTERVAL_MILLIS, 4_096, 3, 40, 16, 0, 0)
+        .withNodeId(nodeId);
     if (mutation == SimulatedNode.Mutation.IGNORE_DAMAGE) {
       disk.ignoreDamageAsUncheckedRocksDbDid();
     }
     open();
   }
 
+  /**
+   * The node's clock, injected into each incarnation's store: the production hybrid logical clock
+   * over this node's physical clock (simulated time plus an offset that clock jumps move). A new one
+   * per incarnation, as a real restart starts a new one; the store's recovery advances it.
+   */
+  private Clock newClock() {
+    return new HybridLogicalClock(
+        () -> Math.max(0, scheduler.nowMillis() + clockOffsetMillis), settings.nodeId());
+  }
+
   private void open() {
-    store = RocksStore.open(settings, () -> Math.max(0, scheduler.nowMillis() + clockOffsetMillis),
-        disk, RocksStore.Execution.STEPPED);
+    store = RocksStore.open(settings, newClock(), disk, RocksStore.Execution.STEPPED);
     store.setEvents(new StorageEvents() {
       @Override
       public void storeFailed(Throwable cause) {

@@ -43,4 +43,12 @@ class SimCommandTest {
     assertNotEquals(0, new CommandLine(new SimCommand()).execute("--mode", "auto"));
     assertNotEquals(0, new CommandLine(new SimCommand()).execute("--accounts", "1"));
   }
+
+  @Test
+  void aLossyNetworkBetweenCoordinatorsAndParticipantsIsAnOption() {
+    String output = run(0, "--seed", "3", "--admission", "serial", "--mode", "dynamic",
+        "--internal-network", "lossy");
+    assertTrue(output.contains("in-doubt questions"), output);
+    assertNotEquals(0, new CommandLine(new SimCommand()).execute("--internal-network", "flaky"));
+  }
 }

@@ -1,6 +1,7 @@
 package dev.troupe.storage;
 
 import dev.troupe.model.EntityId;
+import dev.troupe.model.EntityLocator;
 import dev.troupe.model.ErrorCode;
 import dev.troupe.model.TroupeException;
 import java.util.Arrays;
@@ -164,58 +165,13 @@ final class Keys {
     return key;
   }
 
-  /**
-   * The partition of an entity: MurmurHash3 (x86, 32 bit) of {@link EntityId#toBytes()}, modulo the
-   * partition count. A fixed function of the bytes, so placement is stable across runs and JVMs.
-   */
+  /** The partition of an entity: {@link EntityLocator#partitionOf(EntityId, int)}. */
   static int partitionOf(EntityId entity, int partitions) {
-    return Math.floorMod(murmur3(entity.toBytes(), 0x5452_4f55), partitions);
+    return EntityLocator.partitionOf(entity, partitions);
   }
 
   static int murmur3(byte[] data, int seed) {
-    final int c1 = 0xcc9e2d51;
-    final int c2 = 0x1b873593;
-    int h = seed;
-    int blocks = data.length / 4;
-    for (int i = 0; i < blocks; i++) {
-      int k =
-          (data[4 * i] & 0xFF)
-              | ((data[4 * i + 1] & 0xFF) << 8)
-              | ((data[4 * i + 2] & 0xFF) << 16)
-              | ((data[4 * i + 3] & 0xFF) << 24);
-      k *= c1;
-      k = Integer.rotateLeft(k, 15);
-      k *= c2;
-      h ^= k;
-      h = Integer.rotateLeft(h, 13);
-      h = h * 5 + 0xe6546b64;
-    }
-    int tail = blocks * 4;
-    int k = 0;
-    switch (data.length & 3) {
-      case 3:
-        k ^= (data[tail + 2] & 0xFF) << 16;
-      // fall through
-      case 2:
-        k ^= (data[tail + 1] & 0xFF) << 8;
-      // fall through
-      case 1:
-        k ^= data[tail] & 0xFF;
-        k *= c1;
-        k = Integer.rotateLeft(k, 15);
-        k *= c2;
-        h ^= k;
-      // fall through
-      default:
-        break;
-    }
-    h ^= data.length;
-    h ^= h >>> 16;
-    h *= 0x85ebca6b;
-    h ^= h >>> 13;
-    h *= 0xc2b2ae35;
-    h ^= h >>> 16;
-    return h;
+    return EntityLocator.murmur3(data, seed);
   }
 
   static void putShort(byte[] target, int offset, int value) {

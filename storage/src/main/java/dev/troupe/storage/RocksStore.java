@@ -4,12 +4,16 @@ import com.github.benmanes.caffeine.cache.Cache;
 import com.github.benmanes.caffeine.cache.Caffeine;
 import com.github.benmanes.caffeine.cache.stats.CacheStats;
 import dev.troupe.model.EntityId;
+import dev.troupe.model.EntityLocator;
 import dev.troupe.model.EntityState;
 import dev.troupe.model.ErrorCode;
 import dev.troupe.model.Invariants;
 import dev.troupe.model.Operation;
+import dev.troupe.model.SingleNodeLocator;
 import dev.troupe.model.TroupeException;
+import dev.troupe.model.time.Clock;
 import dev.troupe.model.time.HybridLogicalClock;
+import dev.troupe.model.time.TransactionIds;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.util.ArrayList;
@@ -154,7 +158,11 @@ public final class RocksStore implements Store {
   }
 
   final StorageSettings settings;
-  final HybridLogicalClock clock;
+  /**
+   * The node's clock (the {@link Clock} port), injected: the store issues every timestamp from it
+   * and keeps it past everything durable (recovery) and below the durable ceiling ({@link #tick}).
+   */
+  final Clock clock;
   /** Every timestamp issued is below it, and it is durable (meta) before one reaches it. */
   private volatile long clockCeiling;
   private final Object ceilingLock = new Object();
@@ -172,7 +180,6 @@ public final class RocksStore implements Store {
   final LongAdder truncatedRecords = new LongAdder();
   volatile long lastCheckpointMillis;
 
-  private final LongSupplier physicalMillis;
   private final Execution execution;
   /**
    * Latest committed states with their estimated weights. The weight travels with the state so
@@ -208,6 +215,8 @@ public final class RocksStore implements Store {
     }
   }
   private final Partition[] partitions;
+  /** Entity → partition (and node): this node's placement, the partitions' count from settings. */
+  private final EntityLocator locator;
   /** Guards {@link #pins} and the choice and publication of history horizons. */
   private final Object pinLock = new Object();
   private final TreeMap<Long, Integer> pins = new TreeMap<>();
@@ -223,13 +232,12 @@ public final class RocksStore implements Store {
 
   private RocksStore(
       StorageSettings settings,
-      LongSupplier physicalMillis,
+      Clock clock,
       KeyValueDisk disk,
       Execution execution) {
     this.settings = settings;
-    this.physicalMillis = physicalMillis;
     this.execution = execution;
-    this.clock = new HybridLogicalClock(physicalMillis);
+    this.clock = clock;
     this.disk = disk;
     this.syncCommits = settings.durability() == Durability.SYNC;
     this.materializer = new Materializer(disk);
@@ -245,6 +253,7 @@ public final class RocksStore implements Store {
     }
     this.cache = builder.build();
     this.partitions = new Partition[settings.partitions()];
+    this.locator = new SingleNodeLocator(settings.partitions(), settings.nodeId());
     for (int i = 0; i < partitions.length; i++) {
       partitions[i] = new Partition(this, i, execution == Execution.THREADS);
     }
@@ -258,10 +267,31 @@ public final class RocksStore implements Store {
    *     retention are all derived from it (tests inject a fake one)
    */
   public static RocksStore open(StorageSettings settings, LongSupplier physicalMillis) {
+    Objects.requireNonNull(settings, "settings");
+    return open(settings, defaultClock(settings, physicalMillis));
+  }
+
+  /**
+   * As {@link #open(StorageSettings, LongSupplier)}, on an injected clock.
+   *
+   * @param clock the node's clock: its node id must be {@code settings.nodeId()}; the store starts
+   *     it past everything it recovers and its own clock ceiling, and owns it from here on (nothing
+   *     else may tick it, or the ceiling would not bound what it issued)
+   */
+  public static RocksStore open(StorageSettings settings, Clock clock) {
     validate(settings);
     Objects.requireNonNull(settings.directory(), "settings.directory");
+    Objects.requireNonNull(clock, "clock");
+    return open(settings, clock, RocksDisk.open(settings.directory()), Execution.THREADS);
+  }
+
+  /**
+   * The clock {@link #open(StorageSettings, LongSupplier)} builds: a {@link HybridLogicalClock}
+   * over {@code physicalMillis} for node {@code settings.nodeId()}.
+   */
+  public static Clock defaultClock(StorageSettings settings, LongSupplier physicalMillis) {
     Objects.requireNonNull(physicalMillis, "physicalMillis");
-    return open(settings, physicalMillis, RocksDisk.open(settings.directory()), Execution.THREADS);
+    return new HybridLogicalClock(physicalMillis, settings.nodeId());
   }
 
   /**
@@ -275,10 +305,30 @@ public final class RocksStore implements Store {
   public static RocksStore open(
       StorageSettings settings, LongSupplier physicalMillis, KeyValueDisk disk,
       Execution execution) {
+    Clock clock;
+    try {
+      Objects.requireNonNull(settings, "settings");
+      clock = defaultClock(settings, physicalMillis);
+    } catch (RuntimeException e) {
+      if (disk != null) {
+        disk.close();
+      }
+      throw e;
+    }
+    return open(settings, clock, disk, execution);
+  }
+
+  /**
+   * Opens the store on {@code disk} with an injected clock and recovers it (see {@link
+   * #open(StorageSettings, Clock)} for what the store does with the clock).
+   */
+  public static RocksStore open(
+      StorageSettings settings, Clock clock, KeyValueDisk disk, Execution execution) {
     Objects.requireNonNull(disk, "disk");
     try {
       validate(settings);
-      Objects.requireNonNull(physicalMillis, "physicalMillis");
+      Objects.requireNonNull(clock, "clock");
+      require(clock.nodeId() == settings.nodeId(), "the clock's node id is settings.nodeId");
       Objects.requireNonNull(execution, "execution");
     } catch (RuntimeException e) {
       disk.close();
@@ -286,7 +336,7 @@ public final class RocksStore implements Store {
     }
     // Statistics only (recoveryMillis): never read by the engine's logic.
     long started = System.nanoTime();
-    RocksStore store = new RocksStore(settings, physicalMillis, disk, execution);
+    RocksStore store = new RocksStore(settings, clock, disk, execution);
     try {
       store.recover();
     } catch (DiskException e) {
@@ -316,6 +366,7 @@ public final class RocksStore implements Store {
     require(settings.checkpointJournalRecords() >= 1, "checkpointJournalRecords >= 1");
     require(settings.historyRetentionMillis() >= 0, "historyRetentionMillis >= 0");
     require(settings.clockCeilingMillis() >= 1, "clockCeilingMillis >= 1");
+    require(TransactionIds.isValidNodeId(settings.nodeId()), "nodeId in 0..63");
   }
 
   private static void require(boolean condition, String what) {
@@ -1124,8 +1175,8 @@ public final class RocksStore implements Store {
   }
 
   @Override
-  public int partitionOf(EntityId entity) {
-    return Keys.partitionOf(entity, partitions.length);
+  public EntityLocator locator() {
+    return locator;
   }
 
   /** The history horizon of a partition: readAt below it fails with history_truncated. */
@@ -1257,7 +1308,7 @@ public final class RocksStore implements Store {
   // --------------------------------------------------------------------------- writer support
 
   long nowMillis() {
-    return physicalMillis.getAsLong();
+    return clock.physicalMillis();
   }
 
   Throwable failure() {

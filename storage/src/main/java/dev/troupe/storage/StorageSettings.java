@@ -31,6 +31,10 @@ import java.nio.file.Path;
  * @param checkpointBytesPerOperation a large object waits for more operations between its own
  *     checkpoints: at least its estimated size divided by this many bytes, so rewriting it stays
  *     amortized over the operations its checkpoint saves
+ * @param nodeId this node's id, 0..63 ({@code troupe.node.id}): the default clock ({@link
+ *     RocksStore#open(StorageSettings, java.util.function.LongSupplier)}) puts it in the low bits of
+ *     every timestamp it issues, so transaction ids are unique across nodes ({@link
+ *     dev.troupe.model.time.TransactionIds})
  */
 public record StorageSettings(
     Path directory,
@@ -46,12 +50,25 @@ public record StorageSettings(
     long historyRetentionMillis,
     int dataCentreId,
     long clockCeilingMillis,
-    int checkpointBytesPerOperation) {
+    int checkpointBytesPerOperation,
+    int nodeId) {
   /** The default clock ceiling distance, as in reference.conf. */
   public static final long DEFAULT_CLOCK_CEILING_MILLIS = 1_000;
 
   /** The default bytes of object per operation between checkpoints, as in reference.conf. */
   public static final int DEFAULT_CHECKPOINT_BYTES_PER_OPERATION = 256;
+
+  /** All but the node id, which is 0 (a single node). */
+  public StorageSettings(Path directory, int partitions, Durability durability,
+      int groupCommitMaxRecords, int groupCommitQueueLimit, long asyncFlushIntervalMillis,
+      long cacheMaxWeightBytes, int checkpointEveryOperations, long checkpointIntervalMillis,
+      long checkpointJournalRecords, long historyRetentionMillis, int dataCentreId,
+      long clockCeilingMillis, int checkpointBytesPerOperation) {
+    this(directory, partitions, durability, groupCommitMaxRecords, groupCommitQueueLimit,
+        asyncFlushIntervalMillis, cacheMaxWeightBytes, checkpointEveryOperations,
+        checkpointIntervalMillis, checkpointJournalRecords, historyRetentionMillis, dataCentreId,
+        clockCeilingMillis, checkpointBytesPerOperation, 0);
+  }
 
   /** All but the checkpoint bytes per operation, which take their default. */
   public StorageSettings(Path directory, int partitions, Durability durability,
@@ -87,27 +104,36 @@ public record StorageSettings(
     return new StorageSettings(directory, partitions, value, groupCommitMaxRecords,
         groupCommitQueueLimit, asyncFlushIntervalMillis, cacheMaxWeightBytes,
         checkpointEveryOperations, checkpointIntervalMillis, checkpointJournalRecords,
-        historyRetentionMillis, dataCentreId, clockCeilingMillis, checkpointBytesPerOperation);
+        historyRetentionMillis, dataCentreId, clockCeilingMillis, checkpointBytesPerOperation,
+        nodeId);
   }
 
   public StorageSettings withCheckpoints(int everyOperations, long intervalMillis, long journalRecords) {
     return new StorageSettings(directory, partitions, durability, groupCommitMaxRecords,
         groupCommitQueueLimit, asyncFlushIntervalMillis, cacheMaxWeightBytes, everyOperations,
         intervalMillis, journalRecords, historyRetentionMillis, dataCentreId, clockCeilingMillis,
-        checkpointBytesPerOperation);
+        checkpointBytesPerOperation, nodeId);
   }
 
   public StorageSettings withHistoryRetentionMillis(long value) {
     return new StorageSettings(directory, partitions, durability, groupCommitMaxRecords,
         groupCommitQueueLimit, asyncFlushIntervalMillis, cacheMaxWeightBytes,
         checkpointEveryOperations, checkpointIntervalMillis, checkpointJournalRecords, value,
-        dataCentreId, clockCeilingMillis, checkpointBytesPerOperation);
+        dataCentreId, clockCeilingMillis, checkpointBytesPerOperation, nodeId);
   }
 
   public StorageSettings withCacheMaxWeightBytes(long value) {
     return new StorageSettings(directory, partitions, durability, groupCommitMaxRecords,
         groupCommitQueueLimit, asyncFlushIntervalMillis, value, checkpointEveryOperations,
         checkpointIntervalMillis, checkpointJournalRecords, historyRetentionMillis, dataCentreId,
-        clockCeilingMillis, checkpointBytesPerOperation);
+        clockCeilingMillis, checkpointBytesPerOperation, nodeId);
+  }
+
+  public StorageSettings withNodeId(int value) {
+    return new StorageSettings(directory, partitions, durability, groupCommitMaxRecords,
+        groupCommitQueueLimit, asyncFlushIntervalMillis, cacheMaxWeightBytes,
+        checkpointEveryOperations, checkpointIntervalMillis, checkpointJournalRecords,
+        historyRetentionMillis, dataCentreId, clockCeilingMillis, checkpointBytesPerOperation,
+        value);
   }
 }

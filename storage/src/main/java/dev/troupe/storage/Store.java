@@ -1,6 +1,7 @@
 package dev.troupe.storage;
 
 import dev.troupe.model.EntityId;
+import dev.troupe.model.EntityLocator;
 import dev.troupe.model.EntityState;
 import dev.troupe.model.ErrorCode;
 import dev.troupe.model.Operation;
@@ -35,8 +36,10 @@ import java.util.concurrent.CompletionException;
 public interface Store extends AutoCloseable {
 
   /**
-   * A fresh transaction id: unique among the transactions this node ever commits, also across
-   * restarts (an id handed out but never committed may be handed out again after a crash).
+   * A fresh transaction id: a tick of the node's clock, below the durable clock ceiling, so never
+   * handed out again by this node, also across restarts (unless the store has failed: it then
+   * stops raising the ceiling). Its low bits are the node's id ({@code
+   * dev.troupe.model.time.TransactionIds#nodeOf}), so no other node issues it either.
    */
   long newTransactionId();
 
@@ -213,8 +216,16 @@ public interface Store extends AutoCloseable {
   /** The greatest commit timestamp issued so far; reads at it see every acknowledged commit. */
   long currentTimestamp();
 
-  /** The partition an entity belongs to. */
-  int partitionOf(EntityId entity);
+  /**
+   * Where entities live (entity → partition → node): this store's partitioning, and this node for
+   * every entity it stores.
+   */
+  EntityLocator locator();
+
+  /** The partition an entity belongs to: {@code locator().partitionOf(entity)}. */
+  default int partitionOf(EntityId entity) {
+    return locator().partitionOf(entity);
+  }
 
   StorageStatistics statistics();
 

@@ -187,6 +187,21 @@ public final class EntityTurnCore<R> {
      */
     record InDoubtQueryDue<R>(long transactionId) implements Input<R> {}
 
+    /**
+     * A prepared part recovery kept in doubt (its coordinator is on another node and may be
+     * alive: {@code InDoubtResolution.toAsk}): fed before anything else reaches a new incarnation.
+     * The part holds the whole entity until its decision (its record does not say which keys it
+     * locked), asks the coordinator's node like any part in doubt, and its decision commits the
+     * recorded operations or abandons them. Parts with operations only: a PSAC part that needs a
+     * redo is not adopted this way.
+     */
+    record PreparedPartRecovered<R>(long transactionId, List<Operation> operations,
+        CompiledType type) implements Input<R> {
+      public PreparedPartRecovered {
+        operations = List.copyOf(operations);
+      }
+    }
+
     /** The shell wants to stop this entity (idle, or to make room for others). */
     record PassivationRequested<R>() implements Input<R> {}
 
@@ -496,6 +511,7 @@ public final class EntityTurnCore<R> {
       case Input.PrepareFailed<R> failed -> prepareFailed(failed, effects);
       case Input.DecisionReceived<R> decision -> decide(decision, effects);
       case Input.InDoubtQueryDue<R> due -> inDoubtQueryDue(due.transactionId(), effects);
+      case Input.PreparedPartRecovered<R> recovered -> adoptRecovered(recovered, effects);
       case Input.PassivationRequested<R> ignored -> passivationRequested = true;
       case Input.IdleCheckElapsed<R> ignored -> {
         if (!activeSinceIdleCheck && isIdle() && !passivationRequested) {
@@ -709,6 +725,7 @@ public final class EntityTurnCore<R> {
       // Nothing to redo after a crash: no prepared record. The vote still waits until everything
       // it observed is durable.
       voteYes(participation, evaluated.after(), false, effects);
+      releaseKeyLocksEarly(request.transactionId(), effects);
     } else {
       // An amended part replaces its earlier prepared record (with no operations, if the
       // forwards took them all back).
@@ -736,6 +753,16 @@ public final class EntityTurnCore<R> {
         && participation.gateItem == null) {
       grant(locks.release(transactionId), effects); // a deliberate bug (simulator tests only)
     }
+    if (participation.gateItem == null) {
+      releaseKeyLocksEarly(transactionId, effects);
+    }
+  }
+
+  /** {@link Mutations.Mutation#RELEASE_KEY_LOCK_EARLY}, a deliberate bug (simulator tests only). */
+  private void releaseKeyLocksEarly(long transactionId, List<Effect<R>> effects) {
+    if (mutations.contains(Mutations.Mutation.RELEASE_KEY_LOCK_EARLY)) {
+      grant(locks.releaseReadKeys(transactionId), effects);
+    }
   }
 
   /**
@@ -759,6 +786,28 @@ public final class EntityTurnCore<R> {
       effects.add(new Effect.ScheduleInDoubtQuery<>(participation.request.transactionId(),
           participantLimits.inDoubtQueryIntervalMillis()));
     }
+  }
+
+  /** Adopts a part recovery kept in doubt (see {@link Input.PreparedPartRecovered}). */
+  private void adoptRecovered(Input.PreparedPartRecovered<R> recovered, List<Effect<R>> effects) {
+    long transactionId = recovered.transactionId();
+    Invariants.check(!participations.containsKey(transactionId),
+        "%s: recovered part of transaction %d twice", entity, transactionId);
+    // PSAC turns pass the lock table by, so a lock could not hold them back.
+    Invariants.check(!isPsac(recovered.type()), "%s admits by PSAC: a part recovered in doubt"
+        + " cannot hold it (not supported yet)", entity);
+    Participation<R> participation = new Participation<>(new Input.PrepareRequested<>(
+        transactionId, transactionId, List.of(), false, recovered.type(), null));
+    participation.operations = recovered.operations();
+    participation.recordSubmitted = true;
+    participation.phase = Phase.PREPARED;
+    LockTable.Outcome outcome = locks.request(transactionId, transactionId,
+        LockTable.LockSet.wholeEntity(LockTable.Mode.WRITE), transactionId, false);
+    Invariants.check(outcome instanceof LockTable.Outcome.Granted,
+        "%s: recovered part of transaction %d did not get the entity at once (%s): it must be"
+            + " fed before anything else", entity, transactionId, outcome);
+    participations.put(transactionId, participation);
+    scheduleInDoubtCheck(participation, effects);
   }
 
   /** The in-doubt interval elapsed: a part still waiting for its decision asks for it. */

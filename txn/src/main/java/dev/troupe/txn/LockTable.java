@@ -145,9 +145,10 @@ public final class LockTable<P> {
   /** A waiter granted by a release, with what it carried. */
   public record Grant<P>(long transactionId, P payload) {}
 
-  private record Waiter<P>(long transactionId, Age age, LockSet locks, P payload) {}
+  private record Waiter<P>(long transactionId, Age age, LockSet locks, P payload,
+      boolean mayDie) {}
 
-  private record Held(Age age, LockSet locks) {}
+  private record Held(Age age, LockSet locks, boolean mayDie) {}
 
   /** Age order: start timestamp, then transaction id. */
   private record Age(long startTimestamp, long transactionId) implements Comparable<Age> {
@@ -178,10 +179,15 @@ public final class LockTable<P> {
 
   /**
    * As {@link #request(long, long, LockSet, Object)}; with {@code mayDie} false the request waits
-   * whatever the ages. For planned transactions: their requests reach every entity in their global
-   * order and their ages are below every dynamic transaction's, so a planned request only ever
-   * waits for earlier planned ones or for dynamic holders, which never wait for it (a dynamic
-   * request that conflicts with it is younger and dies): waits stay acyclic.
+   * whatever the ages, except for a younger request that may not die either. For planned
+   * transactions: their ages are their positions, below every dynamic transaction's, so a planned
+   * request waits for dynamic holders, which never wait for it (a dynamic request that conflicts
+   * with it is younger and dies), and for earlier planned ones. One sequencer's requests reach
+   * every entity in position order, so a planned request never meets a later planned one; another
+   * node's sequencer, or a resent prepare, may bring an earlier one after a later one, and two
+   * planned requests waiting for each other on two entities would never end (neither dies). So
+   * that earlier one dies (its coordinator retries it with the same position): every wait between
+   * requests that may not die points from a younger to an older one, and waits stay acyclic.
    */
   public Outcome request(long transactionId, long startTimestamp, LockSet locks, P payload,
       boolean mayDie) {
@@ -192,26 +198,43 @@ public final class LockTable<P> {
     LockSet wanted = held == null ? locks : held.locks().merge(locks);
     Age oldestConflict = null;
     long oldestConflictId = 0;
+    // A conflicting younger request that may not die either (see above): only when !mayDie.
+    long youngerUndying = -1;
+    boolean foundYoungerUndying = false;
     for (Map.Entry<Long, Held> holder : holders.entrySet()) {
-      if (holder.getKey() != transactionId && holder.getValue().locks().conflictsWith(wanted)
-          && (oldestConflict == null || holder.getValue().age().compareTo(oldestConflict) < 0)) {
-        oldestConflict = holder.getValue().age();
-        oldestConflictId = holder.getKey();
+      if (holder.getKey() != transactionId && holder.getValue().locks().conflictsWith(wanted)) {
+        if (oldestConflict == null || holder.getValue().age().compareTo(oldestConflict) < 0) {
+          oldestConflict = holder.getValue().age();
+          oldestConflictId = holder.getKey();
+        }
+        if (!holder.getValue().mayDie() && holder.getValue().age().compareTo(age) > 0
+            && !foundYoungerUndying) {
+          foundYoungerUndying = true;
+          youngerUndying = holder.getKey();
+        }
       }
     }
     for (Waiter<P> waiter : waiters) {
-      if (waiter.locks().conflictsWith(wanted)
-          && (oldestConflict == null || waiter.age().compareTo(oldestConflict) < 0)) {
-        oldestConflict = waiter.age();
-        oldestConflictId = waiter.transactionId();
+      if (waiter.locks().conflictsWith(wanted)) {
+        if (oldestConflict == null || waiter.age().compareTo(oldestConflict) < 0) {
+          oldestConflict = waiter.age();
+          oldestConflictId = waiter.transactionId();
+        }
+        if (!waiter.mayDie() && waiter.age().compareTo(age) > 0 && !foundYoungerUndying) {
+          foundYoungerUndying = true;
+          youngerUndying = waiter.transactionId();
+        }
       }
     }
     if (oldestConflict == null) {
-      holders.put(transactionId, new Held(age, wanted));
+      holders.put(transactionId, new Held(age, wanted, mayDie));
       return new Outcome.Granted();
     }
+    if (!mayDie && foundYoungerUndying) {
+      return new Outcome.Died(youngerUndying);
+    }
     if (!mayDie || age.compareTo(oldestConflict) < 0) {
-      waiters.add(new Waiter<>(transactionId, age, wanted, payload));
+      waiters.add(new Waiter<>(transactionId, age, wanted, payload, mayDie));
       return new Outcome.Waiting();
     }
     return new Outcome.Died(oldestConflictId);
@@ -222,6 +245,31 @@ public final class LockTable<P> {
     if (holders.remove(transactionId) == null) {
       return List.of();
     }
+    return grantWaiters();
+  }
+
+  /**
+   * Releases the key locks a transaction holds for reading only, keeping its write locks and any
+   * whole-entity lock; returns the waiters this grants. Only the deliberate bug {@link
+   * Mutations.Mutation#RELEASE_KEY_LOCK_EARLY} calls it: a correct participant holds every lock
+   * until the decision.
+   */
+  public List<Grant<P>> releaseReadKeys(long transactionId) {
+    Held held = holders.get(transactionId);
+    if (held == null) {
+      return List.of();
+    }
+    Map<String, Mode> written = new LinkedHashMap<>();
+    held.locks().keys().forEach((key, mode) -> {
+      if (mode == Mode.WRITE) {
+        written.put(key, mode);
+      }
+    });
+    if (written.size() == held.locks().keys().size()) {
+      return List.of();
+    }
+    holders.put(transactionId, new Held(held.age(), new LockSet(held.locks().entityMode(),
+        written), held.mayDie()));
     return grantWaiters();
   }
 
@@ -297,7 +345,8 @@ public final class LockTable<P> {
         stillWaiting.add(waiter.locks());
       } else {
         iterator.remove();
-        holders.put(waiter.transactionId(), new Held(waiter.age(), waiter.locks()));
+        holders.put(waiter.transactionId(),
+            new Held(waiter.age(), waiter.locks(), waiter.mayDie()));
         granted.add(new Grant<>(waiter.transactionId(), waiter.payload()));
       }
     }

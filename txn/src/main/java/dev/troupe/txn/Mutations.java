@@ -41,6 +41,15 @@ public final class Mutations {
      * A participant whose part is in doubt (voted yes, no decision within the in-doubt interval)
      * commits it instead of asking the coordinator's node: an aborted transaction commits there.
      */
-    PRESUME_COMMIT_IN_DOUBT
+    PRESUME_COMMIT_IN_DOUBT,
+    /**
+     * Under {@code keys} admission, a participant whose part only reads releases its key locks as
+     * soon as it votes yes, not when the decision arrives: the transaction stops being two-phase
+     * (it may still be waiting for locks on other participants), so a writer can overwrite a key
+     * it read before it commits. No value shows it (nothing it read is written twice): only a
+     * check that derives reads from the data and runs disjoint keys of one entity concurrently
+     * sees the anti-dependency cycle.
+     */
+    RELEASE_KEY_LOCK_EARLY
   }
 }

@@ -148,11 +148,13 @@ public final class PsacGate<T> {
   }
 
   /**
-   * As above, for a planned transaction when {@code planned}: it never dies and never overtakes
-   * an earlier planned transaction that is delayed here. Planned transactions reach every entity
-   * in their global order; were a later one admitted past an earlier delayed one, each could end
-   * up waiting for the other on two entities. So the oldest undecided planned transaction is
-   * never kept waiting by a younger planned one, and always progresses.
+   * As above, for a planned transaction when {@code planned}: it never dies for a dynamic one and
+   * never overtakes an earlier planned transaction that is delayed here. One sequencer's planned
+   * transactions reach every entity in their global order; were a later one admitted past an
+   * earlier delayed one, each could end up waiting for the other on two entities. So the oldest
+   * undecided planned transaction is never kept waiting by a younger planned one, and always
+   * progresses. An earlier one arriving after a later one (another node's sequencer, a resent
+   * prepare) dies instead of waiting for it.
    */
   public Decision<T> offer(T item, long age, boolean mayDie, boolean readsState,
       boolean planned, EntityState current) {
@@ -309,7 +311,13 @@ public final class PsacGate<T> {
     if (holds < possible) {
       return delayOrDie(entry);
     }
-    boolean independent = entry.readsState ? allSame : writerIsIndependent(entry, current, afters);
+    // A part that reads the whole state and also writes is a reader and a writer: every outcome
+    // must be the same (its view) and, as a writer, it must not change the view of an undecided
+    // reader in progress. Checking only the first admitted such a part beside a reader whose part
+    // on another entity had read before it: a write skew (issue 16, found by the register check).
+    boolean independent = entry.readsState
+        ? allSame && (!changesState(leaves, afters) || writerIsIndependent(entry, current, afters))
+        : writerIsIndependent(entry, current, afters);
     if (!independent) {
       return delayOrDie(entry);
     }
@@ -355,7 +363,20 @@ public final class PsacGate<T> {
     return true;
   }
 
+  /** Whether an action changes the content of any outcome it holds on (so it writes). */
+  private static boolean changesState(List<EntityState> leaves, List<EntityState> afters) {
+    for (int i = 0; i < leaves.size(); i++) {
+      if (afters.get(i) != null && !sameContent(leaves.get(i), afters.get(i))) {
+        return true;
+      }
+    }
+    return false;
+  }
+
   private Decision<T> delayOrDie(Entry<T> entry) {
+    if (entry.planned && waitsForLaterPlanned(entry)) {
+      return new Decision.Died<>(entry.item);
+    }
     if (entry.mayDie) {
       // Older than everything it would wait for, or it dies. Entries that never die (turns,
       // planned transactions) count too: a planned one may be waiting on another entity for a
@@ -373,6 +394,27 @@ public final class PsacGate<T> {
     }
     delayed.add(entry);
     return new Decision.Delayed<>(entry.item);
+  }
+
+  /**
+   * Whether a planned action would wait for an undecided planned one with a later position (a
+   * younger age). One sequencer's planned actions arrive in position order and never do; another
+   * node's sequencer or a resent prepare may bring the earlier one second, and then the two could
+   * wait for each other on two entities, never dying: the earlier one dies instead (its coordinator
+   * retries it with the same position), as in {@link LockTable}.
+   */
+  private boolean waitsForLaterPlanned(Entry<T> entry) {
+    for (Entry<T> other : inProgress) {
+      if (other.planned && !other.committed && other.age > entry.age) {
+        return true;
+      }
+    }
+    for (Entry<T> other : delayed) {
+      if (other.planned && other.age > entry.age) {
+        return true;
+      }
+    }
+    return false;
   }
 
   /**

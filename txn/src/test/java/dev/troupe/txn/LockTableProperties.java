@@ -74,6 +74,27 @@ class LockTableProperties {
   }
 
   @Test
+  void anEarlierPlannedRequestArrivingAfterALaterOneDiesInsteadOfWaitingForIt() {
+    // Two sequencers (two nodes) or a resent prepare: position 1 reaches this entity after
+    // position 2. Were it to wait, and position 2 wait for it on another entity, neither would
+    // ever end.
+    LockTable<String> table = new LockTable<>();
+    table.request(12, 2, keys(Mode.WRITE, "a"), "planned-2", false);
+    assertEquals(new LockTable.Outcome.Died(12),
+        table.request(11, 1, keys(Mode.WRITE, "a"), "planned-1", false));
+    assertInstanceOf(LockTable.Outcome.Granted.class,
+        table.request(11, 1, keys(Mode.READ, "b"), "planned-1", false), "no conflict, no death");
+    // A dynamic holder younger than a planned request is waited for, as before (it never waits
+    // for the planned one); a later planned waiter is not.
+    LockTable<String> mixed = new LockTable<>();
+    mixed.request(50, 50, keys(Mode.WRITE, "a"), "dynamic");
+    assertInstanceOf(LockTable.Outcome.Waiting.class,
+        mixed.request(13, 3, keys(Mode.WRITE, "a"), "planned-3", false));
+    assertEquals(new LockTable.Outcome.Died(13),
+        mixed.request(14, 1, keys(Mode.WRITE, "a"), "planned-1", false));
+  }
+
+  @Test
   void aRetryKeepsItsAge() {
     LockTable<String> table = new LockTable<>();
     table.request(10, 10, keys(Mode.WRITE, "a"), "t10");

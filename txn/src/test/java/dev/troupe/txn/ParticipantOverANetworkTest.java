@@ -213,4 +213,32 @@ class ParticipantOverANetworkTest {
     assertTrue(core.handle(new Input.ForwardsReceived<>(ID, List.of(), "vote1-" + ID, 1))
         .isEmpty(), "an older round: nothing");
   }
+
+  @Test
+  void aPartRecoveredInDoubtHoldsTheEntityAsksAndAppliesItsDecision() {
+    EntityTurnCore<String> core = core();
+    List<dev.troupe.model.Operation> operations =
+        List.of(new dev.troupe.model.Operation.Increment("a", 5));
+    List<Effect<String>> adopted =
+        core.handle(new Input.PreparedPartRecovered<>(ID, operations, SERIAL));
+    only(adopted, Effect.ScheduleInDoubtQuery.class);
+    assertEquals(1, core.openTransactions());
+    assertTrue(core.handle(new Input.TurnRequested<>(new Turn.IncrementKey("a", 1), SERIAL, 99,
+        "turn")).isEmpty(), "a turn waits: the part holds the entity");
+    only(core.handle(new Input.InDoubtQueryDue<>(ID)), Effect.QueryDecision.class);
+    List<Effect<String>> committed = core.handle(new Input.DecisionReceived<>(ID, true, null));
+    List<Effect.SubmitCommit> commits = all(committed, Effect.SubmitCommit.class);
+    assertEquals(2, commits.size(), "its commit, then the waiting turn");
+    assertEquals(operations, commits.get(0).operations());
+    assertTrue(commits.get(0).resolvesPrepared());
+  }
+
+  @Test
+  void aPartRecoveredInDoubtIsAbandonedOnAbort() {
+    EntityTurnCore<String> core = core();
+    core.handle(new Input.PreparedPartRecovered<>(ID,
+        List.of(new dev.troupe.model.Operation.Increment("a", 5)), SERIAL));
+    only(core.handle(new Input.DecisionReceived<>(ID, false, null)), Effect.AbandonPrepared.class);
+    assertEquals(0, core.openTransactions());
+  }
 }

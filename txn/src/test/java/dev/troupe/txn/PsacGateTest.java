@@ -187,6 +187,23 @@ class PsacGateTest {
   }
 
   @Test
+  void anEarlierPlannedActionArrivingAfterALaterOneDiesInsteadOfWaitingForIt() {
+    PsacGate<Change> gate = gate(1, 100);
+    EntityState state = withBalance(10);
+    assertInstanceOf(PsacGate.Decision.Admitted.class,
+        gate.offer(new Change(2, -1), 20, true, false, true, state));
+    assertInstanceOf(PsacGate.Decision.Died.class,
+        gate.offer(new Change(1, -1), 10, true, false, true, state),
+        "position 10 would wait for position 20, which may wait for it elsewhere");
+    assertInstanceOf(PsacGate.Decision.Delayed.class,
+        gate.offer(new Change(3, -1), 30, true, false, true, state),
+        "a later one waits as before");
+    assertInstanceOf(PsacGate.Decision.Died.class,
+        gate.offer(new Change(4, -1), 25, true, false, true, state),
+        "nor does an earlier one wait behind a later delayed one");
+  }
+
+  @Test
   void aReaderOfTheWholeStateIsAdmittedOnlyWhenEveryOutcomeIsTheSame() {
     PsacGate<Change> gate = gate(8, 100);
     EntityState state = withBalance(10);
@@ -195,6 +212,23 @@ class PsacGateTest {
     gate.abort(reader);
     gate.offer(new Change(1, -3), 2, true, false, state);
     assertInstanceOf(PsacGate.Decision.Delayed.class, gate.offer(new Change(10, 0), 1, true, true, state));
+  }
+
+  @Test
+  void aPartThatReadsTheWholeStateAndWritesWaitsForAnUndecidedReader() {
+    // Issue 16: it was admitted as a reader only (every outcome the same), so it changed the view
+    // of a reader whose transaction had read before it elsewhere: a write skew across entities.
+    PsacGate<Change> gate = gate(8, 100);
+    EntityState state = withBalance(10);
+    Change reader = new Change(9, 0);
+    assertInstanceOf(PsacGate.Decision.Admitted.class, gate.offer(reader, 1, true, true, state));
+    assertInstanceOf(PsacGate.Decision.Delayed.class,
+        gate.offer(new Change(10, 5), 0, true, true, state), "older: it waits for the reader");
+    assertInstanceOf(PsacGate.Decision.Died.class,
+        gate.offer(new Change(11, 5), 2, true, true, state), "younger: it dies");
+    // Another reader that writes nothing still shares the state with the first.
+    assertInstanceOf(PsacGate.Decision.Admitted.class,
+        gate.offer(new Change(12, 0), 3, true, true, state));
   }
 
   /**

@@ -1,6 +1,6 @@
 package dev.troupe.server.http;
 
-import dev.troupe.storage.postgres.PostgresEntities;
+import dev.troupe.server.postgres.PostgresEntities;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;

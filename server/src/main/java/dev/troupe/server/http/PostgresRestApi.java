@@ -6,7 +6,7 @@ import dev.troupe.model.EntityId;
 import dev.troupe.model.ErrorCode;
 import dev.troupe.model.Json;
 import dev.troupe.model.TroupeException;
-import dev.troupe.storage.postgres.PostgresEntities;
+import dev.troupe.server.postgres.PostgresEntities;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.UncheckedIOException;

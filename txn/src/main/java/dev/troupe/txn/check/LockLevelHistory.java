@@ -101,7 +101,8 @@ public final class LockLevelHistory {
       for (EntityAccess access : transaction.accesses()) {
         if (access.locksPerKey() && access.writes()) {
           for (String key : writtenKeys(access, namedKeys)) {
-            writtenVersions.computeIfAbsent(object(access.entity(), key), ignored -> new TreeMap<>())
+            writtenVersions
+                .computeIfAbsent(object(access.entity(), key), ignored -> new TreeMap<>())
                 .put(access.writtenVersion(), true);
           }
         }

@@ -1,4 +1,4 @@
-package dev.troupe.storage.postgres;
+package dev.troupe.bench.postgres;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
@@ -6,10 +6,11 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
-import dev.troupe.storage.postgres.PostgresSmallBank.Customer;
-import dev.troupe.storage.postgres.PostgresSmallBank.Outcome;
-import dev.troupe.storage.postgres.PostgresSmallBank.RetriesExhaustedException;
-import dev.troupe.storage.postgres.PostgresSmallBank.Settings;
+import dev.troupe.bench.postgres.PostgresSmallBank.Customer;
+import dev.troupe.bench.postgres.PostgresSmallBank.Outcome;
+import dev.troupe.bench.postgres.PostgresSmallBank.RetriesExhaustedException;
+import dev.troupe.bench.postgres.PostgresSmallBank.Settings;
+import dev.troupe.server.postgres.PostgresInstance;
 import java.sql.Connection;
 import java.sql.DriverManager;
 import java.sql.ResultSet;

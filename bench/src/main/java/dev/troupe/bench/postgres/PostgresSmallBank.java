@@ -1,8 +1,10 @@
-package dev.troupe.storage.postgres;
+package dev.troupe.bench.postgres;
 
 import com.zaxxer.hikari.HikariDataSource;
 import dev.troupe.model.ErrorCode;
 import dev.troupe.model.TroupeException;
+import dev.troupe.server.postgres.PostgresInstance;
+import dev.troupe.server.postgres.PostgresSupport;
 import java.io.IOException;
 import java.io.StringReader;
 import java.io.UncheckedIOException;

@@ -1,4 +1,4 @@
-package dev.troupe.storage.postgres;
+package dev.troupe.server.postgres;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;

@@ -1,4 +1,4 @@
-package dev.troupe.storage.postgres;
+package dev.troupe.server.postgres;
 
 import com.zaxxer.hikari.HikariDataSource;
 import dev.troupe.model.ErrorCode;

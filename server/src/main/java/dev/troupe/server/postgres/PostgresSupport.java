@@ -1,4 +1,4 @@
-package dev.troupe.storage.postgres;
+package dev.troupe.server.postgres;
 
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
@@ -12,7 +12,7 @@ import java.util.concurrent.TimeUnit;
  * What the PostgreSQL baselines share: a connection pool at SERIALIZABLE, which failures are worth
  * re-running, the pause between re-runs, and the error an environmental failure becomes.
  */
-final class PostgresSupport {
+public final class PostgresSupport {
   private static final String SERIALIZATION_FAILURE = "40001";
   private static final String DEADLOCK_DETECTED = "40P01";
   private static final long MAX_BACKOFF_MICROS = 20_000;
@@ -23,7 +23,7 @@ final class PostgresSupport {
    * A pool of {@code poolSize} connections (all opened at once, so no run pays for connecting),
    * every one SERIALIZABLE.
    */
-  static HikariDataSource pool(String jdbcUrl, int poolSize, long connectionTimeoutMillis,
+  public static HikariDataSource pool(String jdbcUrl, int poolSize, long connectionTimeoutMillis,
       boolean autoCommit, String poolName) {
     HikariConfig config = new HikariConfig();
     config.setJdbcUrl(jdbcUrl);
@@ -38,12 +38,12 @@ final class PostgresSupport {
 
   /** A serialization failure or a deadlock: the transaction changed nothing and may run again. */
   /** One attempt of a transaction or statement. */
-  interface Attempt<T> {
+  public interface Attempt<T> {
     T run() throws SQLException;
   }
 
   /** What to throw once the retries are used up, given the attempts made and the last failure. */
-  interface Exhausted {
+  public interface Exhausted {
     RuntimeException after(int attempts, SQLException last);
   }
 
@@ -52,7 +52,7 @@ final class PostgresSupport {
    * #backOff}, at most {@code maxRetries} times (each counted in {@code retries}); any other
    * failure is {@link #unavailable} with {@code what}.
    */
-  static <T> T retrying(int maxRetries, java.util.concurrent.atomic.LongAdder retries,
+  public static <T> T retrying(int maxRetries, java.util.concurrent.atomic.LongAdder retries,
       String what, Exhausted exhausted, Attempt<T> attempt) {
     for (int retry = 0; ; retry++) {
       try {
@@ -70,7 +70,7 @@ final class PostgresSupport {
     }
   }
 
-  static boolean retryable(SQLException e) {
+  public static boolean retryable(SQLException e) {
     return SERIALIZATION_FAILURE.equals(e.getSQLState())
         || DEADLOCK_DETECTED.equals(e.getSQLState());
   }
@@ -79,7 +79,7 @@ final class PostgresSupport {
    * Randomized exponential backoff before re-run number {@code retry} (0 for the first), so that
    * conflicting re-runs do not collide again at once.
    */
-  static void backOff(int retry) {
+  public static void backOff(int retry) {
     long ceiling = Math.min(MAX_BACKOFF_MICROS, 100L << Math.min(retry, 16));
     long micros = ThreadLocalRandom.current().nextLong(ceiling + 1);
     try {
@@ -91,7 +91,7 @@ final class PostgresSupport {
   }
 
   /** An environmental failure: 503 {@code unavailable}, with PostgreSQL's message and state. */
-  static TroupeException unavailable(String what, SQLException e) {
+  public static TroupeException unavailable(String what, SQLException e) {
     return new TroupeException(ErrorCode.UNAVAILABLE, what + ": " + e.getMessage()
         + " (SQLSTATE " + e.getSQLState() + ")");
   }

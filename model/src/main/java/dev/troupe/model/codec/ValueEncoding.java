@@ -1,0 +1,301 @@
+package dev.troupe.model.codec;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import dev.troupe.model.EntityId;
+import dev.troupe.model.EntityState;
+import dev.troupe.model.Operation;
+import dev.troupe.model.Operation.AddElement;
+import dev.troupe.model.Operation.Assign;
+import dev.troupe.model.Operation.DeleteEntity;
+import dev.troupe.model.Operation.DeleteKey;
+import dev.troupe.model.Operation.ForgetDependency;
+import dev.troupe.model.Operation.Increment;
+import dev.troupe.model.Operation.RecordDependency;
+import dev.troupe.model.Operation.RemoveElement;
+import dev.troupe.model.dependency.Dependency;
+import dev.troupe.model.value.CounterValue;
+import dev.troupe.model.value.DependencyTable;
+import dev.troupe.model.value.RegisterValue;
+import dev.troupe.model.value.SetValue;
+import dev.troupe.model.value.Tag;
+import dev.troupe.model.value.Value;
+import java.nio.charset.StandardCharsets;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * The binary form of the model's values, shared by the journal ({@code storage}'s {@code Codec}:
+ * records, checkpoints, prepared parts) and the messages between cores ({@code txn}'s wire
+ * codec): operations, OR-set tags, dependency records, entity states and entity ids. Fields only:
+ * each format adds its own framing (record type, revision, length, checksum).
+ *
+ * <p>Stable: stored journals hold these bytes, so a change here is a change of every format that
+ * uses it (the storage tests pin them with fixed byte vectors). Set elements are stored by their
+ * identity (compact JSON text, see {@link SetValue}) and the value is re-parsed from it, so a
+ * decoded set has the same map keys as the encoded one.
+ *
+ * <p>Thread-safe (stateless).
+ */
+public final class ValueEncoding {
+  private static final byte ASSIGN = 1;
+  private static final byte DELETE_KEY = 2;
+  private static final byte INCREMENT = 3;
+  private static final byte ADD_ELEMENT = 4;
+  private static final byte REMOVE_ELEMENT = 5;
+  private static final byte DELETE_ENTITY = 6;
+  private static final byte RECORD_DEPENDENCY = 7;
+  private static final byte FORGET_DEPENDENCY = 8;
+
+  private static final byte REGISTER = 1;
+  private static final byte COUNTER = 2;
+  private static final byte SET = 3;
+  private static final byte DEPENDENCIES = 4;
+
+  private ValueEncoding() {}
+
+  // ---------------------------------------------------------------- entity ids
+
+  /** {@link EntityId#toBytes} with a length. */
+  public static void writeEntity(BinaryWriter out, EntityId entity) {
+    out.bytes(entity.toBytes());
+  }
+
+  public static EntityId readEntity(BinaryReader in) {
+    return EntityId.fromBytes(in.bytes());
+  }
+
+  // ---------------------------------------------------------------- operations
+
+  public static void writeOperation(BinaryWriter out, Operation operation) {
+    switch (operation) {
+      case Assign assign -> {
+        out.type(ASSIGN);
+        out.string(assign.key());
+        out.json(assign.value());
+      }
+      case DeleteKey delete -> {
+        out.type(DELETE_KEY);
+        out.string(delete.key());
+      }
+      case Increment increment -> {
+        out.type(INCREMENT);
+        out.string(increment.key());
+        out.signedVarLong(increment.by());
+      }
+      case AddElement add -> {
+        out.type(ADD_ELEMENT);
+        out.string(add.key());
+        out.json(add.element());
+        writeTag(out, add.tag());
+      }
+      case RemoveElement remove -> {
+        out.type(REMOVE_ELEMENT);
+        out.string(remove.key());
+        out.json(remove.element());
+        out.varInt(remove.observedTags().size());
+        for (Tag tag : remove.observedTags()) {
+          writeTag(out, tag);
+        }
+      }
+      case DeleteEntity ignored -> out.type(DELETE_ENTITY);
+      case RecordDependency record -> {
+        out.type(RECORD_DEPENDENCY);
+        out.string(record.key());
+        writeDependencyRecord(out, record.dependency(), record.contribution());
+      }
+      case ForgetDependency forget -> {
+        out.type(FORGET_DEPENDENCY);
+        out.string(forget.key());
+        out.string(forget.dependencyId());
+      }
+    }
+  }
+
+  public static Operation readOperation(BinaryReader in) {
+    byte type = in.type();
+    return switch (type) {
+      case ASSIGN -> new Assign(in.string(), in.json());
+      case DELETE_KEY -> new DeleteKey(in.string());
+      case INCREMENT -> new Increment(in.string(), in.signedVarLong());
+      case ADD_ELEMENT -> new AddElement(in.string(), in.json(), readTag(in));
+      case REMOVE_ELEMENT -> {
+        String key = in.string();
+        JsonNode element = in.json();
+        int count = in.count();
+        Set<Tag> tags = new HashSet<>();
+        for (int i = 0; i < count; i++) {
+          tags.add(readTag(in));
+        }
+        yield new RemoveElement(key, element, tags);
+      }
+      case DELETE_ENTITY -> new DeleteEntity();
+      case RECORD_DEPENDENCY -> {
+        String key = in.string();
+        DependencyTable.Entry entry = readDependencyRecord(in);
+        yield new RecordDependency(key, entry.dependency(), entry.contribution());
+      }
+      case FORGET_DEPENDENCY -> new ForgetDependency(in.string(), in.string());
+      default -> throw in.corrupt("unknown operation type " + type, null);
+    };
+  }
+
+  // ---------------------------------------------------------------- tags and dependencies
+
+  public static void writeTag(BinaryWriter out, Tag tag) {
+    out.varInt(tag.originDc());
+    out.fixedLong(tag.transactionId());
+    out.varInt(tag.index());
+  }
+
+  public static Tag readTag(BinaryReader in) {
+    return new Tag(in.varInt(), in.fixedLong(), in.varInt());
+  }
+
+  /** A dependency: its format revision, then its JSON form ({@link Dependency#toJson}). */
+  public static void writeDependency(BinaryWriter out, Dependency dependency) {
+    out.varInt(Dependency.FORMAT_REVISION);
+    out.json(dependency.toJson());
+  }
+
+  public static Dependency readDependency(BinaryReader in) {
+    int revision = in.varInt();
+    if (revision != Dependency.FORMAT_REVISION) {
+      throw in.corrupt("unknown dependency record revision " + revision, null);
+    }
+    return Dependency.fromJson(in.json());
+  }
+
+  /**
+   * A dependency record: the dependency ({@link #writeDependency}) and the follower's recorded
+   * contribution (a presence byte, then the JSON value).
+   */
+  public static void writeDependencyRecord(BinaryWriter out, Dependency dependency,
+      JsonNode contribution) {
+    writeDependency(out, dependency);
+    out.optionalJson(contribution);
+  }
+
+  public static DependencyTable.Entry readDependencyRecord(BinaryReader in) {
+    Dependency dependency = readDependency(in);
+    byte present = in.type();
+    if (present != 0 && present != 1) {
+      throw in.corrupt("bad contribution flag " + present, null);
+    }
+    return new DependencyTable.Entry(dependency, present == 1 ? in.json() : null);
+  }
+
+  // ---------------------------------------------------------------- entity states
+
+  /** {@code version u64, exists byte, count, (key, kind byte, value)*}. */
+  public static void writeState(BinaryWriter out, EntityState state) {
+    out.fixedLong(state.version());
+    out.flag(state.exists());
+    out.varInt(state.values().size());
+    for (Map.Entry<String, Value> entry : state.values().entrySet()) {
+      out.string(entry.getKey());
+      writeValue(out, entry.getValue());
+    }
+  }
+
+  public static EntityState readState(BinaryReader in) {
+    long version = in.fixedLong();
+    byte existsFlag = in.type();
+    if (existsFlag != 0 && existsFlag != 1) {
+      throw in.corrupt("bad exists flag " + existsFlag, null);
+    }
+    int count = in.count();
+    Map<String, Value> values = new HashMap<>();
+    for (int i = 0; i < count; i++) {
+      String key = in.string();
+      values.put(key, readValue(in));
+    }
+    return new EntityState(values, version, existsFlag == 1);
+  }
+
+  /** One key's value: a kind byte, then its fields. */
+  public static void writeValue(BinaryWriter out, Value value) {
+    switch (value) {
+      case RegisterValue register -> {
+        out.type(REGISTER);
+        out.json(register.value());
+        out.fixedLong(register.timestamp());
+        out.varInt(register.originDc());
+      }
+      case CounterValue counter -> {
+        out.type(COUNTER);
+        writeCounterMap(out, counter.increments());
+        writeCounterMap(out, counter.decrements());
+      }
+      case SetValue set -> {
+        out.type(SET);
+        out.varInt(set.elements().size());
+        for (Map.Entry<String, SetValue.Element> element : set.elements().entrySet()) {
+          out.string(element.getKey());
+          out.varInt(element.getValue().tags().size());
+          for (Tag tag : element.getValue().tags()) {
+            writeTag(out, tag);
+          }
+        }
+      }
+      case DependencyTable table -> {
+        out.type(DEPENDENCIES);
+        out.varInt(table.size());
+        for (DependencyTable.Entry record : table.all()) {
+          writeDependencyRecord(out, record.dependency(), record.contribution());
+        }
+      }
+    }
+  }
+
+  public static Value readValue(BinaryReader in) {
+    byte kind = in.type();
+    return switch (kind) {
+      case REGISTER -> new RegisterValue(in.json(), in.fixedLong(), in.varInt());
+      case COUNTER -> new CounterValue(readCounterMap(in), readCounterMap(in));
+      case SET -> {
+        int elementCount = in.count();
+        Map<String, SetValue.Element> elements = new HashMap<>();
+        for (int e = 0; e < elementCount; e++) {
+          String identity = in.string();
+          int tagCount = in.count();
+          Set<Tag> tags = new HashSet<>();
+          for (int t = 0; t < tagCount; t++) {
+            tags.add(readTag(in));
+          }
+          JsonNode element = in.parse(identity.getBytes(StandardCharsets.UTF_8));
+          elements.put(identity, new SetValue.Element(element, tags));
+        }
+        yield new SetValue(elements);
+      }
+      case DEPENDENCIES -> {
+        int entryCount = in.count();
+        DependencyTable table = DependencyTable.EMPTY;
+        for (int e = 0; e < entryCount; e++) {
+          DependencyTable.Entry entry = readDependencyRecord(in);
+          table = table.with(entry.dependency(), entry.contribution());
+        }
+        yield table;
+      }
+      default -> throw in.corrupt("unknown value kind " + kind, null);
+    };
+  }
+
+  private static void writeCounterMap(BinaryWriter out, Map<Integer, Long> map) {
+    out.varInt(map.size());
+    for (Map.Entry<Integer, Long> entry : map.entrySet()) {
+      out.varInt(entry.getKey());
+      out.signedVarLong(entry.getValue());
+    }
+  }
+
+  private static Map<Integer, Long> readCounterMap(BinaryReader in) {
+    int count = in.count();
+    Map<Integer, Long> map = new HashMap<>();
+    for (int i = 0; i < count; i++) {
+      map.put(in.varInt(), in.signedVarLong());
+    }
+    return map;
+  }
+}

@@ -1,0 +1,177 @@
+package dev.troupe.runtime;
+
+import dev.troupe.model.EntityId;
+import dev.troupe.model.ErrorCode;
+import dev.troupe.model.TroupeException;
+import dev.troupe.model.spec.CompiledType;
+import dev.troupe.storage.IdempotencyRecord;
+import dev.troupe.storage.Store;
+import dev.troupe.storage.StoreHealth;
+import dev.troupe.txn.InteractiveCore;
+import dev.troupe.txn.Turn;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Function;
+import org.apache.pekko.actor.Cancellable;
+import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.actor.typed.ActorSystem;
+
+/**
+ * The shell of the interactive transactions' lifecycle ({@link InteractiveCore}, guarded by its
+ * own monitor) and of their idle timers. Steps and commits run as requests ({@link RequestShell},
+ * whose core decides how a failed step ends the transaction); this class begins, aborts, expires
+ * and releases. The contracts are {@link Troupe}'s interactive methods'.
+ */
+final class InteractiveShell implements RequestShell.Interactive {
+  private final InteractiveCore interactive;
+  private final Store store;
+  private final ActorSystem<Void> system;
+  private final Function<EntityId, ActorRef<EntityRegistry.Command>> registryOf;
+  private final TransactionMetrics transactionMetrics;
+  private final RequestShell requests;
+  /** Per open interactive transaction, the timer that checks it for idleness. */
+  private final Map<Long, Cancellable> idleTimers = new ConcurrentHashMap<>();
+
+  InteractiveShell(RuntimeSettings.TransactionSettings settings, Store store,
+      ActorSystem<Void> system, Function<EntityId, ActorRef<EntityRegistry.Command>> registryOf,
+      TransactionMetrics transactionMetrics, RequestShell requests) {
+    this.interactive = new InteractiveCore(new InteractiveCore.Limits(
+        settings.maxInteractiveTransactions(), settings.maxParticipants(),
+        settings.interactiveIdleTimeoutMillis()));
+    this.store = store;
+    this.system = system;
+    this.registryOf = registryOf;
+    this.transactionMetrics = transactionMetrics;
+    this.requests = requests;
+    requests.useInteractive(this);
+  }
+
+  /** Monotonic milliseconds for idle timeouts (the shell's clock; the core only compares). */
+  private static long nowMillis() {
+    return System.nanoTime() / 1_000_000;
+  }
+
+  long begin() {
+    StoreHealth storage = store.health();
+    if (!storage.accepting()) {
+      // A failed store no longer raises its durable clock ceiling, so an id issued now could be
+      // issued again after the restart, and a client holding it across the restart would act on
+      // another client's transaction (found by the simulator). Nothing could commit anyway.
+      throw new TroupeException(ErrorCode.UNAVAILABLE,
+          "storage failed and accepts no more commits: " + storage.failure());
+    }
+    long transactionId = store.newTransactionId();
+    synchronized (interactive) {
+      interactive.begin(transactionId, nowMillis());
+    }
+    scheduleIdleCheck(transactionId);
+    return transactionId;
+  }
+
+  CompletableFuture<EntityView> step(long transactionId, EntityId entity, Turn turn) {
+    try {
+      synchronized (interactive) {
+        interactive.requireOpen(transactionId);
+      }
+    } catch (TroupeException e) {
+      return CompletableFuture.failedFuture(e);
+    }
+    return requests.step(transactionId, entity, turn);
+  }
+
+  @Override
+  public void stepStarted(long transactionId, EntityId entity, CompiledType type) {
+    synchronized (interactive) {
+      interactive.stepStarted(transactionId, entity, type, nowMillis());
+    }
+  }
+
+  @Override
+  public void stepFinished(long transactionId, EntityId entity, Turn turn, boolean succeeded) {
+    synchronized (interactive) {
+      interactive.stepFinished(transactionId, entity, turn, succeeded, nowMillis());
+    }
+    scheduleIdleCheck(transactionId);
+  }
+
+  CompletableFuture<TransactionOutcome> commit(long transactionId,
+      IdempotencyRecord idempotency) {
+    InteractiveCore.Commit commit;
+    try {
+      synchronized (interactive) {
+        commit = interactive.commit(transactionId);
+      }
+    } catch (TroupeException e) {
+      return CompletableFuture.failedFuture(e);
+    }
+    cancelIdleCheck(transactionId);
+    return requests.commitInteractive(transactionId, commit.parts(), commit.types(), idempotency);
+  }
+
+  @Override
+  public void abort(long transactionId) {
+    Optional<List<EntityId>> touched;
+    synchronized (interactive) {
+      touched = interactive.abort(transactionId);
+    }
+    touched.ifPresent(entities -> release(transactionId, entities));
+  }
+
+  boolean isOpen(long transactionId) {
+    synchronized (interactive) {
+      return interactive.isOpen(transactionId);
+    }
+  }
+
+  /** An ended-by-abort transaction: count it and release its parts in the entities it touched. */
+  private void release(long transactionId, List<EntityId> touched) {
+    cancelIdleCheck(transactionId);
+    transactionMetrics.recordAbortedInteractive();
+    for (EntityId entity : touched) {
+      registryOf.apply(entity).tell(new EntityRegistry.Route(entity,
+          new EntityActor.Decide(transactionId, false, null)));
+    }
+  }
+
+  /**
+   * (Re)schedules the idle check of an open transaction at its idle deadline. A check that finds
+   * the transaction active again (or a step in progress) does nothing: the activity scheduled a
+   * later check.
+   */
+  private void scheduleIdleCheck(long transactionId) {
+    Cancellable previous;
+    // Under the lock: an abort or commit ends the transaction under it and cancels its timer
+    // afterwards, so a timer is never registered for a transaction already over.
+    synchronized (interactive) {
+      Optional<Long> deadline = interactive.idleDeadlineMillis(transactionId);
+      if (deadline.isEmpty()) {
+        return;
+      }
+      Cancellable timer = system.scheduler().scheduleOnce(
+          Duration.ofMillis(Math.max(0, deadline.get() - nowMillis())),
+          () -> {
+            Optional<List<EntityId>> expired;
+            synchronized (interactive) {
+              expired = interactive.expireIfIdle(transactionId, nowMillis());
+            }
+            expired.ifPresent(entities -> release(transactionId, entities));
+          },
+          system.executionContext());
+      previous = idleTimers.put(transactionId, timer);
+    }
+    if (previous != null) {
+      previous.cancel();
+    }
+  }
+
+  private void cancelIdleCheck(long transactionId) {
+    Cancellable timer = idleTimers.remove(transactionId);
+    if (timer != null) {
+      timer.cancel();
+    }
+  }
+}

@@ -1,0 +1,190 @@
+package dev.troupe.runtime;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import dev.troupe.model.EntityId;
+import dev.troupe.model.EntityState;
+import dev.troupe.model.ErrorCode;
+import dev.troupe.model.TroupeException;
+import dev.troupe.model.dependency.Dependency;
+import dev.troupe.model.dependency.DependencyKeys;
+import dev.troupe.model.spec.CompiledType;
+import dev.troupe.model.value.DependencyTable;
+import dev.troupe.storage.Store;
+import java.util.List;
+import java.util.TreeMap;
+import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BiFunction;
+import java.util.function.Function;
+import java.util.function.Supplier;
+
+/**
+ * The read path: committed states without an actor hop. A cached entity is read on the caller's
+ * thread (the common, fast case); any other read runs on a bounded pool of materialization
+ * threads, refused with {@code overloaded} when its queue is full and {@code unavailable} when the
+ * heap is. The contracts are {@link Troupe}'s read methods'.
+ */
+final class ReadPath {
+  private final Store store;
+  private final Function<EntityId, CompiledType> typeOf;
+  private final RenderedStates renderedStates;
+  private final int queueLimit;
+  private final ExecutorService materializationExecutor;
+  /** The engine's admission check (closed, failed); throws {@link TroupeException}. */
+  private final Runnable checkOpen;
+  private volatile MemoryWatch memory;
+
+  ReadPath(RuntimeSettings settings, Store store, Function<EntityId, CompiledType> typeOf,
+      RenderedStates renderedStates, Runnable checkOpen) {
+    this.store = store;
+    this.typeOf = typeOf;
+    this.renderedStates = renderedStates;
+    this.checkOpen = checkOpen;
+    this.queueLimit = settings.materializationQueueLimit();
+    this.materializationExecutor = new ThreadPoolExecutor(
+        settings.materializationThreads(), settings.materializationThreads(), 0,
+        TimeUnit.MILLISECONDS, new ArrayBlockingQueue<>(queueLimit),
+        Thread.ofPlatform().name("troupe-materialize-", 0).daemon(true).factory());
+  }
+
+  /** The memory budget's refusals (set once the budget's shell exists, before serving). */
+  void useMemory(MemoryWatch memory) {
+    this.memory = memory;
+  }
+
+  CompletableFuture<EntityView> get(EntityId entity) {
+    return readLatest(entity, (type, state) -> new EntityView(entity, type.render(state),
+        state.version()));
+  }
+
+  CompletableFuture<Troupe.RenderedEntity> getRendered(EntityId entity) {
+    return readLatest(entity, (type, state) ->
+        new Troupe.RenderedEntity(entity, renderedStates.render(type, state), state.version()));
+  }
+
+  CompletableFuture<JsonNode> getKey(EntityId entity, String key) {
+    return readLatest(entity, (type, state) -> {
+      JsonNode value = type.renderValue(key, state);
+      if (value == null) {
+        throw new TroupeException(ErrorCode.NOT_FOUND, entity + " has no key '" + key + "'");
+      }
+      return value;
+    });
+  }
+
+  CompletableFuture<EntityView> readAt(EntityId entity, long timestamp) {
+    try {
+      checkOpen.run();
+      CompiledType type = typeOf.apply(entity);
+      return materialize(() -> {
+        EntityState state = store.readAt(entity, timestamp);
+        if (!state.exists()) {
+          throw new TroupeException(ErrorCode.NOT_FOUND, entity + " did not exist at " + timestamp);
+        }
+        return new EntityView(entity, type.render(state), state.version());
+      });
+    } catch (TroupeException e) {
+      return CompletableFuture.failedFuture(e);
+    }
+  }
+
+  CompletableFuture<Dependency> dependency(String id) {
+    Dependency.Ends ends;
+    try {
+      ends = Dependency.parseId(id);
+    } catch (TroupeException e) {
+      return CompletableFuture.failedFuture(e);
+    }
+    return readLatest(ends.leader().entity(), (type, state) -> {
+      if (state.get(DependencyKeys.outgoing(ends.leader().key())) instanceof DependencyTable table
+          && table.get(id) != null) {
+        return table.get(id).dependency();
+      }
+      throw new TroupeException(ErrorCode.NOT_FOUND, "no dependency " + id + " is registered");
+    }).exceptionallyCompose(failure -> {
+      Throwable cause = failure instanceof CompletionException && failure.getCause() != null
+          ? failure.getCause() : failure;
+      if (cause instanceof TroupeException error && error.code() == ErrorCode.NOT_FOUND) {
+        return CompletableFuture.failedFuture(new TroupeException(ErrorCode.NOT_FOUND,
+            "no dependency " + id + " is registered"));
+      }
+      return CompletableFuture.failedFuture(cause);
+    });
+  }
+
+  CompletableFuture<Troupe.EntityDependencies> dependencies(EntityId entity) {
+    return readLatest(entity, (type, state) -> {
+      TreeMap<String, Dependency> leads = new TreeMap<>();
+      TreeMap<String, DependencyTable.Entry> follows = new TreeMap<>();
+      state.values().forEach((key, value) -> {
+        if (value instanceof DependencyTable table) {
+          for (DependencyTable.Entry entry : table.all()) {
+            if (DependencyKeys.isOutgoing(key)) {
+              leads.put(entry.dependency().id(), entry.dependency());
+            } else {
+              follows.put(entry.dependency().id(), entry);
+            }
+          }
+        }
+      });
+      return new Troupe.EntityDependencies(entity, List.copyOf(leads.values()),
+          List.copyOf(follows.values()), state.version());
+    });
+  }
+
+  /**
+   * Reads the latest durable state: on the caller's thread when cached (the common, fast case),
+   * otherwise on a materialization thread.
+   */
+  private <T> CompletableFuture<T> readLatest(
+      EntityId entity, BiFunction<CompiledType, EntityState, T> view) {
+    try {
+      checkOpen.run();
+      CompiledType type = typeOf.apply(entity);
+      Supplier<T> read = () -> {
+        EntityState state = store.read(entity);
+        if (!state.exists()) {
+          throw new TroupeException(ErrorCode.NOT_FOUND, entity + " does not exist");
+        }
+        return view.apply(type, state);
+      };
+      return store.isCached(entity)
+          ? CompletableFuture.completedFuture(read.get())
+          : materialize(read);
+    } catch (TroupeException e) {
+      return CompletableFuture.failedFuture(e);
+    }
+  }
+
+  /**
+   * Runs a read on the materialization pool; a full queue is {@code overloaded}, a full heap
+   * {@code unavailable}.
+   */
+  private <T> CompletableFuture<T> materialize(Supplier<T> read) {
+    try {
+      // A cold read allocates a whole state; a cached one only its rendering.
+      memory.refuseIfShort();
+    } catch (TroupeException e) {
+      return CompletableFuture.failedFuture(e);
+    }
+    try {
+      return CompletableFuture.supplyAsync(read, materializationExecutor);
+    } catch (RejectedExecutionException e) {
+      return CompletableFuture.failedFuture(new TroupeException(ErrorCode.OVERLOADED,
+          queueLimit + " reads already wait for storage; retry later"));
+    }
+  }
+
+  void shutdown() {
+    materializationExecutor.shutdown();
+  }
+
+  void shutdownNow() {
+    materializationExecutor.shutdownNow();
+  }
+}

@@ -1,0 +1,301 @@
+package dev.troupe.runtime;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.troupe.model.EntityId;
+import dev.troupe.model.EntityState;
+import dev.troupe.model.ErrorCode;
+import dev.troupe.model.Json;
+import dev.troupe.model.TroupeException;
+import dev.troupe.model.spec.CompiledType;
+import dev.troupe.model.spec.SpecParser;
+import dev.troupe.model.spec.TypeEvolution;
+import dev.troupe.model.spec.TypeSpec;
+import dev.troupe.model.value.Value;
+import dev.troupe.storage.Store;
+import dev.troupe.txn.Turn;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BiFunction;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The node's declared types: loaded from their entity at start, redeclared one at a time on their
+ * own thread (a redeclaration reads and rewrites many entities), and looked up by every request.
+ *
+ * <p>Type definitions are themselves stored as an entity ({@value Troupe#SYSTEM_TYPE}/types, one
+ * register key per type), so they share the journal's durability and recovery. A redeclaration
+ * that would hide stored values is refused unless it names a migration (docs/ARCHITECTURE.md,
+ * "Type evolution"); a {@code discard} migration is recorded in the same commit as the definition
+ * (key {@value #MIGRATION_KEY_PREFIX}{@code <type>}) and removed once every entity was rewritten,
+ * so a crash in between resumes it when the engine opens again, before it serves anything.
+ */
+final class TypeRegistry {
+  /**
+   * Keys of {@link #TYPES_ENTITY} recording an unfinished migration: a type name never contains
+   * '/', so they never clash with a type's key.
+   */
+  static final String MIGRATION_KEY_PREFIX = "migration/";
+
+  private static final Logger log = LoggerFactory.getLogger(TypeRegistry.class);
+  private static final EntityId TYPES_ENTITY = new EntityId(Troupe.SYSTEM_TYPE, "types");
+  /** The format of a migration record: {@code {"migration": "discard", "recordVersion": 1}}. */
+  private static final int MIGRATION_RECORD_VERSION = 1;
+  /** How often a migration tries one entity's rewrite that met a transient refusal. */
+  private static final int MIGRATION_ATTEMPTS_PER_ENTITY = 20;
+  private static final long MIGRATION_RETRY_PAUSE_MILLIS = 50;
+
+  /** A turn on an entity of a given type (the reserved types' entity included). */
+  interface TypedTurns {
+    CompletableFuture<TurnOutcome> run(EntityId entity, CompiledType type, Turn turn);
+  }
+
+  private final RuntimeSettings.TypeSettings settings;
+  private final Store store;
+  /** Writes the types' own entity. */
+  private final TypedTurns typedTurns;
+  /** A turn as a client's (the engine's checks and the entity's type apply): the migrations'. */
+  private final BiFunction<EntityId, Turn, CompletableFuture<TurnOutcome>> turns;
+  /** Declared types with the version of the definition they were compiled from. */
+  private final Map<String, Declared> declaredTypes = new ConcurrentHashMap<>();
+  /** Types whose discard migration was recorded but has not finished. */
+  private final Set<String> pendingMigrations = ConcurrentHashMap.newKeySet();
+  /** Runs redeclarations one at a time; its queue is bounded by a setting. */
+  private final ExecutorService typeExecutor;
+
+  /** A declared type and the version (commit timestamp) of its stored definition. */
+  private record Declared(CompiledType type, long version) {}
+
+  TypeRegistry(RuntimeSettings.TypeSettings settings, Store store, TypedTurns typedTurns,
+      BiFunction<EntityId, Turn, CompletableFuture<TurnOutcome>> turns) {
+    this.settings = settings;
+    this.store = store;
+    this.typedTurns = typedTurns;
+    this.turns = turns;
+    this.typeExecutor = new ThreadPoolExecutor(1, 1, 0, TimeUnit.MILLISECONDS,
+        new ArrayBlockingQueue<>(settings.maxQueuedRedeclarations()),
+        Thread.ofPlatform().name("troupe-types").daemon(true).factory());
+  }
+
+  /** See {@link Troupe#defineType(TypeSpec, TypeEvolution.Migration)}. */
+  CompletableFuture<TypeSpec> define(TypeSpec spec, TypeEvolution.Migration migration,
+      Runnable checkOpen) {
+    if (spec.name().startsWith("$")) {
+      return CompletableFuture.failedFuture(TroupeException.invalid(
+          "type names starting with '$' are reserved: " + spec.name()));
+    }
+    CompiledType compiled;
+    try {
+      checkOpen.run();
+      compiled = CompiledType.compile(spec);
+    } catch (TroupeException e) {
+      return CompletableFuture.failedFuture(e);
+    }
+    try {
+      return CompletableFuture.supplyAsync(() -> redeclare(compiled, migration), typeExecutor);
+    } catch (RejectedExecutionException busy) {
+      return CompletableFuture.failedFuture(new TroupeException(ErrorCode.OVERLOADED,
+          "too many type declarations waiting (troupe.types.max-queued-redeclarations); retry"));
+    }
+  }
+
+  /** On the types thread: checks, commits, and runs the migration. Blocks. */
+  private TypeSpec redeclare(CompiledType compiled, TypeEvolution.Migration migration) {
+    TypeSpec spec = compiled.spec();
+    String name = spec.name();
+    Declared current = declaredTypes.get(name);
+    TypeSpec currentSpec = current == null ? null : current.type().spec();
+    if (migration == TypeEvolution.Migration.NONE) {
+      if (pendingMigrations.contains(name)) {
+        throw new TroupeException(ErrorCode.INCOMPATIBLE_TYPE, "a discard migration of type '"
+            + name + "' has not finished; put the declaration again with ?migration=discard to"
+            + " finish it");
+      }
+      TypeEvolution.Verdict verdict =
+          TypeEvolution.check(currentSpec, spec, storedKeys(name));
+      if (!verdict.compatible()) {
+        throw new TroupeException(ErrorCode.INCOMPATIBLE_TYPE, verdict.message(name));
+      }
+      long version = writeTypes(new Turn.AssignKeys(Map.of(name, spec.toJson()))).version();
+      declare(name, compiled, version);
+      return spec;
+    }
+    // A migration: the definition and the record of the migration commit together.
+    ObjectNode record = Json.NODES.objectNode();
+    record.put("migration", migration.wireName());
+    record.put("recordVersion", MIGRATION_RECORD_VERSION);
+    long version = writeTypes(new Turn.AssignKeys(Map.of(
+        name, spec.toJson(), MIGRATION_KEY_PREFIX + name, record))).version();
+    pendingMigrations.add(name);
+    declare(name, compiled, version);
+    discardHiddenValues(name);
+    return spec;
+  }
+
+  /**
+   * What the type's entities store, from at most {@code max-entities-checked} of them; the
+   * summary says whether that was all of them.
+   */
+  private TypeEvolution.StoredKeys storedKeys(String typeName) {
+    int maximum = settings.maxEntitiesChecked();
+    int batch = Math.min(maximum, settings.migrationBatchEntities());
+    TypeEvolution.StoredKeys.Builder summary = new TypeEvolution.StoredKeys.Builder();
+    int examined = 0;
+    EntityId after = null;
+    while (true) {
+      int wanted = Math.min(batch, maximum - examined);
+      if (wanted == 0) {
+        // The maximum was reached: complete only if no entity follows.
+        return summary.build(store.entitiesOfType(typeName, after, 1).isEmpty());
+      }
+      List<EntityId> page = store.entitiesOfType(typeName, after, wanted);
+      for (EntityId entity : page) {
+        summary.add(store.read(entity));
+      }
+      examined += page.size();
+      if (page.size() < wanted) {
+        return summary.build(true);
+      }
+      after = page.get(page.size() - 1);
+    }
+  }
+
+  /**
+   * The {@code discard} migration of a type: each of its entities, batch by batch, runs a turn
+   * that deletes the values the type's declaration does not show, then the record of the
+   * migration is removed. Idempotent, so a crash anywhere is repaired by running it again.
+   */
+  private void discardHiddenValues(String typeName) {
+    int batch = settings.migrationBatchEntities();
+    EntityId after = null;
+    long rewritten = 0;
+    while (true) {
+      List<EntityId> page = store.entitiesOfType(typeName, after, batch);
+      List<CompletableFuture<TurnOutcome>> rewrites = new ArrayList<>(page.size());
+      for (EntityId entity : page) {
+        rewrites.add(discardHiddenValues(entity, MIGRATION_ATTEMPTS_PER_ENTITY));
+      }
+      for (CompletableFuture<TurnOutcome> rewrite : rewrites) {
+        if (Futures.join(rewrite).changed()) {
+          rewritten++;
+        }
+      }
+      if (page.size() < batch) {
+        break;
+      }
+      after = page.get(page.size() - 1);
+    }
+    writeTypes(new Turn.DeleteKey(MIGRATION_KEY_PREFIX + typeName));
+    pendingMigrations.remove(typeName);
+    log.info("discard migration of type {} finished: {} entities rewritten", typeName, rewritten);
+  }
+
+  /** One entity's discard turn, tried again after transient refusals (locks, load). */
+  private CompletableFuture<TurnOutcome> discardHiddenValues(EntityId entity, int attempts) {
+    return turns.apply(entity, new Turn.DiscardHiddenValues()).handle((outcome, failure) -> {
+      if (failure == null) {
+        return CompletableFuture.completedFuture(outcome);
+      }
+      Throwable cause = failure instanceof CompletionException && failure.getCause() != null
+          ? failure.getCause() : failure;
+      boolean transientRefusal = cause instanceof TroupeException error
+          && (error.code() == ErrorCode.ABORTED || error.code() == ErrorCode.CONFLICT
+              || error.code() == ErrorCode.OVERLOADED);
+      if (!transientRefusal || attempts <= 1) {
+        return CompletableFuture.<TurnOutcome>failedFuture(cause);
+      }
+      return CompletableFuture.supplyAsync(() -> null, CompletableFuture.delayedExecutor(
+              MIGRATION_RETRY_PAUSE_MILLIS, TimeUnit.MILLISECONDS))
+          .thenCompose(ignored -> discardHiddenValues(entity, attempts - 1));
+    }).thenCompose(outcome -> outcome);
+  }
+
+  /** Runs a turn on the types' entity and waits for it: for the types thread and start-up. */
+  private TurnOutcome writeTypes(Turn turn) {
+    return Futures.join(
+        typedTurns.run(TYPES_ENTITY, CompiledType.schemaless(Troupe.SYSTEM_TYPE), turn));
+  }
+
+  /** At start, before serving: finishes the discard migrations a crash interrupted. */
+  void resumePendingMigrations() {
+    for (String typeName : List.copyOf(pendingMigrations)) {
+      log.info("resuming the discard migration of type {}", typeName);
+      try {
+        discardHiddenValues(typeName);
+      } catch (RuntimeException e) {
+        log.error("the discard migration of type {} did not finish ({}); it resumes at the next"
+            + " start or when the type is put again with ?migration=discard", typeName,
+            e.getMessage());
+      }
+    }
+  }
+
+  Optional<TypeSpec> type(String name) {
+    return Optional.ofNullable(declaredTypes.get(name)).map(declared -> declared.type().spec());
+  }
+
+  List<TypeSpec> types() {
+    return declaredTypes.values().stream().map(declared -> declared.type().spec())
+        .sorted(Comparator.comparing(TypeSpec::name)).toList();
+  }
+
+  /** At start: the stored definitions, and the migrations a crash left unfinished. */
+  void loadTypes() {
+    EntityState state = store.read(TYPES_ENTITY);
+    for (Map.Entry<String, Value> entry : state.values().entrySet()) {
+      if (entry.getKey().startsWith(MIGRATION_KEY_PREFIX)) {
+        JsonNode record = entry.getValue().toJson();
+        if (!TypeEvolution.Migration.DISCARD.wireName().equals(record.path("migration").asText())
+            || record.path("recordVersion").asInt() != MIGRATION_RECORD_VERSION) {
+          // Written by a newer version: resuming it as something else could delete data.
+          throw new TroupeException(ErrorCode.CORRUPT_DATA, "unknown type migration record "
+              + entry.getKey() + ": " + record + "; this version knows only {\"migration\":"
+              + " \"discard\", \"recordVersion\": " + MIGRATION_RECORD_VERSION + "}");
+        }
+        pendingMigrations.add(entry.getKey().substring(MIGRATION_KEY_PREFIX.length()));
+        continue;
+      }
+      declare(entry.getKey(),
+          CompiledType.compile(SpecParser.fromJson(entry.getKey(), entry.getValue().toJson())),
+          state.version());
+    }
+    log.info("loaded {} type definitions", declaredTypes.size());
+  }
+
+  /**
+   * An entity's type: its declared one, or a schemaless one. A schemaless type compiles to a few
+   * objects (no keys, no actions), so it is built per use rather than cached: a cache keyed by
+   * client-chosen type names would need a bound of its own. Reserved types are refused.
+   */
+  CompiledType typeOf(EntityId entity) {
+    if (entity.type().startsWith("$")) {
+      throw TroupeException.invalid(
+          "entity types starting with '$' are reserved: " + entity.type());
+    }
+    Declared declared = declaredTypes.get(entity.type());
+    return declared != null ? declared.type() : CompiledType.schemaless(entity.type());
+  }
+
+  /** Keeps the newest definition whatever order concurrent definitions' answers arrive in. */
+  private void declare(String name, CompiledType type, long version) {
+    declaredTypes.merge(name, new Declared(type, version),
+        (current, candidate) -> candidate.version() > current.version() ? candidate : current);
+  }
+
+  void close() {
+    typeExecutor.shutdownNow();
+  }
+}

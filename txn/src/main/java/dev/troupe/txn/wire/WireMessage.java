@@ -1,0 +1,121 @@
+package dev.troupe.txn.wire;
+
+import dev.troupe.model.EntityId;
+import dev.troupe.txn.Forward;
+import dev.troupe.txn.LockTable;
+import dev.troupe.txn.Turn;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Every message between cores that may cross a process: plain values (ids, timestamps, turns,
+ * forwards, states), types by {@link TypeReference}; no compiled type, actor reference or future.
+ * {@link WireCodec} gives each a type id and a version. Who sends which, and the core input or
+ * effect each one carries, is in {@link CoordinatorMessages} and {@link ParticipantMessages}.
+ *
+ * <p>Resends are part of the protocol (a coordinator resends its decision until acknowledged, a
+ * participant asks again about an in-doubt part, a network may duplicate), so a receiver must
+ * take each message more than once; each names the transaction attempt it belongs to, and votes
+ * and changed forwards their round, for the cores to recognize a duplicate.
+ */
+public sealed interface WireMessage {
+  /**
+   * Coordinator to participant: prepare this part and vote ({@code CoordinatorCore}'s {@code
+   * SendPrepare}; the participant's {@code PrepareRequested}).
+   *
+   * @param startTimestamp the transaction's age for wait-die (kept across its retries); a planned
+   *     transaction's position in its node's sequencer order (negative, below every dynamic age)
+   * @param type the participant's type, resolved by the receiver's {@link TypeRegistry}
+   * @param turns the participant's operations, in request order
+   * @param readsState whether the transaction reads the participant's whole state
+   * @param forwards what other participants forwarded to it (a follower brought in)
+   * @param reserved keys a planned part locks for forwards it may receive
+   * @param planned a planned transaction: it waits instead of dying
+   */
+  record Prepare(long transactionId, long startTimestamp, EntityId participant,
+      TypeReference type, List<Turn> turns, boolean readsState, List<Forward> forwards,
+      Map<String, LockTable.Mode> reserved, boolean planned) implements WireMessage {
+    public Prepare {
+      turns = List.copyOf(turns);
+      forwards = List.copyOf(forwards);
+      reserved = Map.copyOf(reserved);
+    }
+  }
+
+  /**
+   * Participant to coordinator: its vote on its part (yes is {@link WireResult.Done}).
+   *
+   * @param round what it answers: 1 for the prepare, {@code n} for the {@link ForwardsChanged}
+   *     of round {@code n} (only the latest round's vote counts; a duplicate is recognized)
+   */
+  record Vote(long transactionId, EntityId participant, int round, WireResult vote)
+      implements WireMessage {}
+
+  /**
+   * Coordinator to a participant that voted yes: the operations forwarded to it changed; evaluate
+   * the part again with all of these and vote again ({@code SendForwards}; {@code
+   * ForwardsReceived}).
+   *
+   * @param round the coordinator's round of this part (2 for the first forwards after the
+   *     prepare); the vote that answers it names it
+   */
+  record ForwardsChanged(long transactionId, EntityId participant, int round,
+      List<Forward> forwards) implements WireMessage {
+    public ForwardsChanged {
+      forwards = List.copyOf(forwards);
+    }
+  }
+
+  /** Coordinator to participant: the decision ({@code SendDecision}; {@code DecisionReceived}). */
+  record Decision(long transactionId, EntityId participant, boolean commit)
+      implements WireMessage {}
+
+  /** Participant to coordinator: the commit is applied and durable, with its result. */
+  record Acknowledgement(long transactionId, EntityId participant, WireResult acknowledgement)
+      implements WireMessage {}
+
+  /**
+   * An interactive transaction's node to an entity: one step ({@code StepRequested}). {@code turn}
+   * null reads the whole state.
+   */
+  record StepRequest(long transactionId, long startTimestamp, EntityId entity,
+      TypeReference type, Turn turn) implements WireMessage {}
+
+  /** The entity's answer to a step: the state the transaction now sees, or the failure. */
+  record StepAnswer(long transactionId, EntityId entity, WireResult answer)
+      implements WireMessage {}
+
+  /** A request's node to an entity: one single-entity turn ({@code TurnRequested}). */
+  record TurnRequest(long transactionId, EntityId entity, TypeReference type, Turn turn)
+      implements WireMessage {}
+
+  /** The entity's answer to a single-entity turn. */
+  record TurnAnswer(long transactionId, EntityId entity, WireResult answer)
+      implements WireMessage {}
+
+  /**
+   * A participant's node holding an in-doubt part to the coordinator's node ({@code
+   * TransactionIds.nodeOf(transactionId)}): what was decided? Asked on recovery and after a
+   * timeout; the answer goes to {@code askingNode}, for {@code participant} (named so that the
+   * answer routes to the entity without the asking node remembering who asked).
+   */
+  record DecisionQuery(long transactionId, int askingNode, EntityId participant)
+      implements WireMessage {}
+
+  /** The coordinator's node's answer to a {@link DecisionQuery} of {@code participant}. */
+  record DecisionAnswer(long transactionId, EntityId participant, DecisionState state)
+      implements WireMessage {}
+
+  /** What a coordinator's node knows of a transaction's decision. */
+  enum DecisionState {
+    /** The commit decision is durable: apply the part. */
+    COMMITTED,
+    /**
+     * Aborted, or no decision record and no coordinator running it (presumed abort): abandon the
+     * part.
+     */
+    ABORTED,
+    /** Its coordinator is still running (collecting votes or persisting): ask again later. */
+    UNDECIDED
+  }
+}
