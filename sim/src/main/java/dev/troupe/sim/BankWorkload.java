@@ -133,8 +133,8 @@ final class BankWorkload implements Workload {
     return serializationEdges;
   }
 
-  private SimulatedNode node() {
-    return simulation.node;
+  private SimulatedCluster node() {
+    return simulation.cluster;
   }
 
   @Override

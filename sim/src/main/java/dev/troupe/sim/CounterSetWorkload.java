@@ -191,7 +191,7 @@ final class CounterSetWorkload implements Workload {
     // Null: the tally's final read answered corrupt_data (damage); it is excluded.
     List<Set<String>> sets = new ArrayList<>();
     for (int tally = 0; tally < options.lists(); tally++) {
-      EntityState state = simulation.node.finalState(tally(tally));
+      EntityState state = simulation.cluster.finalState(tally(tally));
       if (state == null) {
         sets.add(null);
         continue;

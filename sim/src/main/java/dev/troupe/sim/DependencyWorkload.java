@@ -143,10 +143,10 @@ final class DependencyWorkload implements Workload {
   public void preload() {
     for (int product = 0; product < products(); product++) {
       Dependency tie = stockDependency(product);
-      simulation.node.preload(product(product), List.of(
+      simulation.cluster.preload(product(product), List.of(
           new Operation.Assign("price", LongNode.valueOf(OPENING_PRICE)),
           new Operation.RecordDependency(DependencyKeys.outgoing("price"), tie, null)));
-      simulation.node.preload(stock(product), List.of(
+      simulation.cluster.preload(stock(product), List.of(
           new Operation.Assign("available", LongNode.valueOf(10)),
           new Operation.RecordDependency(DependencyKeys.incoming("available"), tie, null)));
     }
@@ -215,7 +215,7 @@ final class DependencyWorkload implements Workload {
     // needs its state is skipped.
     Set<EntityId> unreadable = new HashSet<>();
     for (EntityId entity : entities) {
-      EntityState state = simulation.node.finalState(entity);
+      EntityState state = simulation.cluster.finalState(entity);
       if (state == null) {
         unreadable.add(entity);
       } else {

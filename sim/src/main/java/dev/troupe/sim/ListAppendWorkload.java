@@ -217,7 +217,7 @@ final class ListAppendWorkload implements Workload {
   public String check() {
     Map<String, List<String>> lists = new LinkedHashMap<>();
     for (String list : allLists()) {
-      EntityState state = simulation.node.finalState(entity(list));
+      EntityState state = simulation.cluster.finalState(entity(list));
       if (state != null) {
         lists.put(list, items(state, list));
       }
@@ -241,7 +241,7 @@ final class ListAppendWorkload implements Workload {
       }
     }
     java.util.Set<String> unreadable = new java.util.HashSet<>();
-    for (EntityId entity : simulation.node.unreadableAtEnd()) {
+    for (EntityId entity : simulation.cluster.unreadableAtEnd()) {
       if (entity.type().equals("AppendList")) {
         for (String member : MEMBERS) {
           unreadable.add(entity.id() + "." + member);

@@ -34,6 +34,16 @@ interface NodeStorage {
     void later(long delayMillis, String what, Runnable action);
   }
 
+  /**
+   * Which transactions this node coordinated and which entities it hosts, for the in-doubt
+   * resolution at a restart ({@code InDoubtResolution.of} on one node of several).
+   */
+  record Placement(java.util.function.LongPredicate coordinatedHere,
+      java.util.function.Predicate<EntityId> hostedHere) {
+    /** A node alone: everything is its own (the resolution of one node). */
+    static final Placement ALONE = new Placement(transactionId -> true, entity -> true);
+  }
+
   /** A clock tick of the node's hybrid logical clock: transaction ids and ages. */
   long newTransactionId();
 
@@ -123,6 +133,19 @@ interface NodeStorage {
       }
       return new CommittedWrite(version, java.util.Set.copyOf(keys), wholeEntity);
     }
+  }
+
+  /** What the last successful restart's in-doubt resolution decided (null before any). */
+  default dev.troupe.storage.InDoubtResolution lastResolution() {
+    return null;
+  }
+
+  /**
+   * Prepared parts stored now: after the run, with the network healed and every node up, each is
+   * an in-doubt part nobody resolved. -1 if this storage cannot tell.
+   */
+  default int preparedParts() {
+    return -1;
   }
 
   /** In-doubt prepared parts resolved at restarts. */

@@ -203,7 +203,7 @@ final class RegisterWorkload implements Workload {
     // history entirely: neither its value nor its log can be read.
     Set<String> unreadable = new HashSet<>();
     for (String register : allRegisters()) {
-      EntityState state = simulation.node.finalState(entity(register));
+      EntityState state = simulation.cluster.finalState(entity(register));
       if (state == null) {
         unreadable.add(register);
         continue;

@@ -22,7 +22,8 @@ import picocli.CommandLine.Option;
         + " list-append workloads, node crashes with torn journals, clock jumps, a lossy client"
         + " network).",
     footer = {"", "Examples:", "  troupe sim --seed 42", "  troupe sim --seeds 500 --from 1",
-        "  troupe sim --seeds 10000 --from 1 --admission psac --mode planned"})
+        "  troupe sim --seeds 10000 --from 1 --admission psac --mode planned",
+        "  troupe sim --nodes 3 --seeds 1000 --from 1"})
 public final class SimCommand implements Callable<Integer> {
   @Option(names = "--seed", description = "Run this one seed (prints its trace on failure).")
   Long seed;
@@ -112,6 +113,22 @@ public final class SimCommand implements Callable<Integer> {
       description = "Chance that a client request or answer is lost (default: ${DEFAULT-VALUE}).")
   double clientLoss;
 
+  @Option(names = "--nodes", defaultValue = "1",
+      description = "Nodes of the simulated cluster: each entity lives on one (a hash of its id),"
+          + " clients reach random nodes, coordinators and participants talk over a network"
+          + " between nodes; 1 is the single node (default: ${DEFAULT-VALUE}).")
+  int nodes;
+
+  @Option(names = "--node-loss", defaultValue = "0.02",
+      description = "With several nodes: chance that a message between nodes is lost while"
+          + " faults last (default: ${DEFAULT-VALUE}).")
+  double nodeLoss;
+
+  @Option(names = "--node-duplication", defaultValue = "0.02",
+      description = "With several nodes: chance that a commit-protocol message between nodes"
+          + " arrives twice while faults last (default: ${DEFAULT-VALUE}).")
+  double nodeDuplication;
+
   @Override
   public Integer call() {
     List<String> admissions = switch (admission) {
@@ -131,6 +148,9 @@ public final class SimCommand implements Callable<Integer> {
       throw new IllegalArgumentException(
           "--workload must be bank, list-append, counters, dependencies, registers or all");
     }
+    if (nodes < 1 || nodes > 64) {
+      throw new IllegalArgumentException("--nodes must be 1 to 64");
+    }
     if (seeds < 1 || steps < 1 || accounts < 2 || lists < 1 || clients < 1
         || durationMillis < 1) {
       throw new IllegalArgumentException("--seeds, --steps, --lists, --clients and"
@@ -144,7 +164,7 @@ public final class SimCommand implements Callable<Integer> {
             accounts, lists,
             clients, defaults.openingBalance(), durationMillis, defaults.faultFreeShare(),
             crashMeanMillis, clientLoss, defaults.clientTimeoutMillis(), traceLines,
-            damageMeanMillis, internalNetwork));
+            damageMeanMillis, internalNetwork, nodes, nodeLoss, nodeDuplication));
       }
     }
     long first = seed != null ? seed : from;
@@ -173,6 +193,8 @@ public final class SimCommand implements Callable<Integer> {
                 + " --storage " + storage + " --mailboxes " + mailboxes
                 + (damageMeanMillis > 0 ? " --damage-mean-millis " + damageMeanMillis : "")
                 + (internalNetwork.equals("lossy") ? " --internal-network lossy" : "")
+                + (nodes > 1 ? " --nodes " + nodes + " --node-loss " + nodeLoss
+                    + " --node-duplication " + nodeDuplication : "")
                 + ": "
                 + result.failure());
             System.out.println(result.trace());

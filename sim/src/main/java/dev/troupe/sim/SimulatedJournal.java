@@ -83,19 +83,26 @@ final class SimulatedJournal implements NodeStorage {
   private long clockCeiling;
   private long clockOffsetMillis;
   private long resolvedInDoubt;
+  private InDoubtResolution lastResolution;
+  private final Placement placement;
   private long redone;
 
   SimulatedJournal(Scheduler scheduler, Timers timers, Function<EntityId, CompiledType> typeOf,
       long syncMillis, double tornProbability, double corruptProbability,
       SimulatedNode.Mutation mutation) {
-    this(scheduler, timers, typeOf, syncMillis, tornProbability, corruptProbability, mutation, 0);
+    this(scheduler, timers, typeOf, syncMillis, tornProbability, corruptProbability, mutation, 0,
+        Placement.ALONE);
   }
 
-  /** @param nodeId the node's id: its clock puts it in every timestamp */
+  /**
+   * @param nodeId the node's id: its clock puts it in every timestamp
+   * @param placement which transactions and entities are this node's, in a cluster
+   */
   SimulatedJournal(Scheduler scheduler, Timers timers, Function<EntityId, CompiledType> typeOf,
       long syncMillis, double tornProbability, double corruptProbability,
-      SimulatedNode.Mutation mutation, int nodeId) {
+      SimulatedNode.Mutation mutation, int nodeId, Placement placement) {
     this.nodeId = nodeId;
+    this.placement = placement;
     this.scheduler = scheduler;
     this.timers = timers;
     this.typeOf = typeOf;
@@ -218,7 +225,9 @@ final class SimulatedJournal implements NodeStorage {
       advanceClockPast(lastIssuedBy(record));
     }
     InDoubtResolution resolution = InDoubtResolution.of(
-        new ArrayList<>(prepared.values()), new ArrayList<>(decided.values()));
+        new ArrayList<>(prepared.values()), new ArrayList<>(decided.values()),
+        placement.coordinatedHere(), placement.hostedHere());
+    lastResolution = resolution;
     // In the resolution's order, one at a time, as the real store applies it.
     for (PreparedTransaction part : resolution.toCommit()) {
       resolvedInDoubt++;
@@ -290,6 +299,11 @@ final class SimulatedJournal implements NodeStorage {
       }
     }
     return writes;
+  }
+
+  @Override
+  public InDoubtResolution lastResolution() {
+    return lastResolution;
   }
 
   @Override

@@ -94,6 +94,15 @@ public final class SimulatedNetwork {
    * arrives.
    */
   public <M> void send(String from, String to, M message, Consumer<M> deliver) {
+    send(from, to, message, true, deliver);
+  }
+
+  /**
+   * As {@link #send(String, String, Object, Consumer)}; unless {@code duplicable}, the message is
+   * never duplicated (a transport whose sessions drop duplicates), and no chance is drawn for it.
+   */
+  public <M> void send(String from, String to, M message, boolean duplicable,
+      Consumer<M> deliver) {
     var random = scheduler.random();
     if (faults.dropProbability() > 0 && random.nextDouble() < faults.dropProbability()) {
       dropped++;
@@ -101,7 +110,7 @@ public final class SimulatedNetwork {
           "drop " + from + " -> " + to + " " + message);
       return;
     }
-    int copies = faults.duplicateProbability() > 0
+    int copies = duplicable && faults.duplicateProbability() > 0
         && random.nextDouble() < faults.duplicateProbability() ? 2 : 1;
     if (copies == 2) {
       duplicated++;
@@ -138,6 +147,30 @@ public final class SimulatedNetwork {
         oldest.arrival().run();
       });
     }
+  }
+
+  /**
+   * Sends {@code message} so that it is neither lost nor duplicated: no chance is drawn for either,
+   * and a copy that arrives while a partition separates the two ends waits until it heals (a
+   * session that retransmits). Delayed like any other message; not ordered with the others.
+   */
+  public <M> void sendReliably(String from, String to, M message, Consumer<M> deliver) {
+    long delay = faults.minDelayMillis()
+        + (faults.maxDelayMillis() == faults.minDelayMillis() ? 0
+            : scheduler.random().nextLong(faults.maxDelayMillis() - faults.minDelayMillis() + 1));
+    scheduler.schedule(delay, "deliver " + from + " -> " + to + " " + message,
+        () -> arriveReliably(from, to, message, deliver));
+  }
+
+  private <M> void arriveReliably(String from, String to, M message, Consumer<M> deliver) {
+    if (separated(from, to)) {
+      scheduler.schedule(partitionEndsMillis - scheduler.nowMillis(),
+          "retransmit " + from + " -> " + to + " " + message,
+          () -> arriveReliably(from, to, message, deliver));
+      return;
+    }
+    delivered++;
+    deliver.accept(message);
   }
 
   /**

@@ -163,6 +163,10 @@ final class SimulatedNode {
 
   private final Scheduler scheduler;
   private final Settings settings;
+  /** This node's id in its cluster (0 to 63): the low bits of the ids it issues. */
+  final int nodeId;
+  /** The other nodes, where each entity lives, and the network between nodes. */
+  private final SimulatedCluster cluster;
   private final Function<EntityId, CompiledType> typeOf;
   private final SimulatedNetwork mailboxes;
   /** Between coordinators and participants when lossy (see the class doc); else the mailboxes. */
@@ -198,7 +202,7 @@ final class SimulatedNode {
    * The simulator's own bookkeeping, not the node's (it survives crashes): which client request
    * each transaction id (every attempt) belongs to, so that histories can name what committed.
    */
-  private final Map<Long, String> requestOfTransaction = new HashMap<>();
+  private final Map<Long, String> requestOfTransaction;
   private final Map<Long, String> requestOfCoordinator = new HashMap<>();
   /**
    * Ids issued while the store was failed (by damage). A failed store no longer raises its durable
@@ -216,9 +220,17 @@ final class SimulatedNode {
   /** Entities whose final read answered {@code corrupt_data}, or all read while down. */
   private final Set<EntityId> unreadableAtEnd = new java.util.LinkedHashSet<>();
 
-  SimulatedNode(Scheduler scheduler, Settings settings, Function<EntityId, CompiledType> typeOf) {
+  /**
+   * @param requestOfTransaction the simulator's record of which request each transaction id
+   *     belongs to, shared by the cluster's nodes (a transaction's parts commit on several)
+   */
+  SimulatedNode(Scheduler scheduler, Settings settings, Function<EntityId, CompiledType> typeOf,
+      int nodeId, SimulatedCluster cluster, Map<Long, String> requestOfTransaction) {
     this.scheduler = scheduler;
     this.settings = settings;
+    this.nodeId = nodeId;
+    this.cluster = cluster;
+    this.requestOfTransaction = requestOfTransaction;
     this.typeOf = typeOf;
     this.mailboxes = new SimulatedNetwork(scheduler,
         new SimulatedNetwork.Faults(0, settings.internalMaxDelayMillis(), 0, 0, false),
@@ -228,16 +240,25 @@ final class SimulatedNode {
             SimulatedNetwork.Ordering.PER_CONNECTION)
         : mailboxes;
     NodeStorage.Timers timers = this::later;
+    NodeStorage.Placement placement = new NodeStorage.Placement(
+        transactionId -> cluster.nodeOfTransaction(transactionId) == nodeId,
+        entity -> cluster.nodeOf(entity) == nodeId);
     this.storage = switch (settings.storage()) {
       case STORE -> new StoreStorage(scheduler, timers, typeOf, settings.syncMillis(),
-          settings.tornProbability(), settings.mutation());
+          settings.tornProbability(), settings.mutation(), nodeId, placement);
       case JOURNAL -> new SimulatedJournal(scheduler, timers, typeOf, settings.syncMillis(),
-          settings.tornProbability(), settings.corruptProbability(), settings.mutation());
+          settings.tornProbability(), settings.corruptProbability(), settings.mutation(), nodeId,
+          placement);
     };
   }
 
   boolean isUp() {
     return up;
+  }
+
+  /** Which incarnation runs (or last ran): a crash starts a new one. */
+  int incarnation() {
+    return incarnation;
   }
 
   long crashes() {
@@ -272,11 +293,22 @@ final class SimulatedNode {
 
   /**
    * Runs a multi-entity transaction; {@code answer} receives its outcome, unless the node crashes
-   * first. Must be up.
+   * first. Must be up. In a cluster, a planned transaction is ordered and coordinated by the
+   * sequencer's node ({@link SimulatedCluster#SEQUENCER_NODE}): one order for every planned
+   * transaction, which the participants receive in position order over FIFO connections, so
+   * planned transactions never wait for each other in a cycle (two sequencers would interleave
+   * their prepares and deadlock until the prepare timeout).
    */
   void transact(String request, Map<EntityId, CoordinatorCore.Part> parts, boolean planned,
       Consumer<CoordinatorCore.Outcome> answer) {
     Invariants.check(up, "transaction submitted to a node that is down");
+    if (planned && nodeId != SimulatedCluster.SEQUENCER_NODE) {
+      route(SimulatedCluster.SEQUENCER_NODE, "client-connection", "sequencer",
+          "planned transaction " + request, false, sequencing -> sequencing.transact(request,
+              parts, true, outcome -> sequencing.route(nodeId, "coordinator", "client-connection",
+                  "planned outcome " + request, false, origin -> answer.accept(outcome))));
+      return;
+    }
     long key = nextCoordinator++;
     requestOfCoordinator.put(key, request);
     // Planned transactions never die, so they are never retried (as in Troupe).
@@ -326,9 +358,14 @@ final class SimulatedNode {
       noteCorrupt(request, result);
       answer.accept(result);
     };
-    send("client-connection", entity.toString(), "turn tx " + id,
-        () -> deliverToEntity(entity, new EntityTurnCore.Input.TurnRequested<>(turn,
-            typeOf.apply(entity), id, new Recipient.Client(noted))));
+    int owner = cluster.nodeOf(entity);
+    // The entity's node answers over the network when it is not this one.
+    Consumer<TurnResult> replyTo = owner == nodeId ? noted
+        : result -> cluster.node(owner).route(nodeId, entity.toString(), "client-connection",
+            "turn answer tx " + id, false, origin -> noted.accept(result));
+    route(owner, "client-connection", entity.toString(), "turn tx " + id, false,
+        at -> at.deliverToEntity(entity, new EntityTurnCore.Input.TurnRequested<>(turn,
+            typeOf.apply(entity), id, new Recipient.Client(replyTo))));
   }
 
   // ------------------------------------------------------------------ interactive transactions
@@ -338,6 +375,7 @@ final class SimulatedNode {
     Invariants.check(up, "interactive transaction begun on a node that is down");
     long id = newTransactionId();
     recordTransaction(id, request);
+    cluster.markInteractive(id);
     requestOfInteractive.put(id, request);
     interactive.begin(id, scheduler.nowMillis());
     scheduleIdleCheck(id);
@@ -361,13 +399,35 @@ final class SimulatedNode {
       answer.accept(new TurnResult.Failed(refused));
       return;
     }
-    Recipient replyTo = new Recipient.Step(id, entity, turn, answer);
-    send("interactive", entity.toString(), "step tx " + id,
-        () -> deliverToEntity(entity,
+    Recipient.Step replyTo = new Recipient.Step(id, entity, turn, answer);
+    int owner = cluster.nodeOf(entity);
+    cluster.interactiveStepped(id, entity);
+    if (owner != nodeId) {
+      // As an ask to another node: if the entity's node crashed with the step (or its answer),
+      // no answer ever comes; the step fails after the ask's timeout and the transaction aborts
+      // (its other parts' locks are released). A late answer is then ignored.
+      remoteSteps.add(replyTo);
+      later(REMOTE_STEP_TIMEOUT_MILLIS, "step timeout tx " + id + " on " + entity, () -> {
+        if (remoteSteps.contains(replyTo)) {
+          stepAnswered(replyTo, new TurnResult.Failed(new dev.troupe.model.TroupeException(
+              dev.troupe.model.ErrorCode.ABORTED, "the step's node did not answer in time")));
+        }
+      });
+    }
+    routeSession(owner, "interactive", entity.toString(), "step tx " + id,
+        at -> at.deliverToEntity(entity,
             new EntityTurnCore.Input.StepRequested<>(id, id, turn, type, replyTo)));
   }
 
+  /** How long a step on another node may take before it fails (as an ask's timeout). */
+  private static final long REMOTE_STEP_TIMEOUT_MILLIS = 300;
+  /** Steps sent to other nodes and not answered yet (lost on a crash). */
+  private final Set<Recipient.Step> remoteSteps = new java.util.HashSet<>();
+
   private void stepAnswered(Recipient.Step step, TurnResult result) {
+    if (cluster.nodeOf(step.entity()) != nodeId && !remoteSteps.remove(step)) {
+      return; // answered after its timeout, or sent by an incarnation that crashed since
+    }
     interactive.stepFinished(step.transactionId(), step.entity(), step.turn(),
         result instanceof TurnResult.Done, scheduler.nowMillis());
     scheduleIdleCheck(step.transactionId());
@@ -412,8 +472,9 @@ final class SimulatedNode {
 
   private void release(long id, List<EntityId> entities) {
     for (EntityId entity : entities) {
-      send("interactive", entity.toString(), "abort tx " + id,
-          () -> deliverToEntity(entity,
+      cluster.decidedAbort(id);
+      routeSession(cluster.nodeOf(entity), "interactive", entity.toString(), "abort tx " + id,
+          at -> at.deliverToEntity(entity,
               new EntityTurnCore.Input.DecisionReceived<>(id, false, null)));
     }
   }
@@ -425,13 +486,35 @@ final class SimulatedNode {
             .ifPresent(entities -> release(id, entities))));
   }
 
+  /**
+   * Another node's incarnation died (the cluster's membership says so, as Pekko's would): the
+   * parts here of its interactive transactions that can no longer commit are released (an abort,
+   * as its client's would be), since nobody else will ever end them (see {@link
+   * SimulatedCluster#incarnationDied}).
+   */
+  void releaseOpenPartsOf(long transactionId, List<EntityId> entities) {
+    for (EntityId entity : entities) {
+      if (cluster.nodeOf(entity) == nodeId) {
+        send("membership", entity.toString(), "release tx " + transactionId
+            + " of a dead incarnation", () -> deliverToEntity(entity,
+                new EntityTurnCore.Input.DecisionReceived<>(transactionId, false, null)));
+      }
+    }
+  }
+
   /** Crashes the node: everything in memory and in flight is lost, so is the unsynced journal. */
   void crash() {
     Invariants.check(up, "crash of a node that is down");
     up = false;
     incarnation++;
     crashes++;
+    if (cluster.size() > 1) {
+      cluster.incarnationDied(nodeId);
+    }
+    remoteSteps.clear();
     entities.clear();
+    recoveredInDoubt.clear();
+    resolvingRecovered.clear();
     coordinators.clear();
     coordinatorAnswers.clear();
     coordinatorOfAttempt.clear();
@@ -453,6 +536,12 @@ final class SimulatedNode {
     Invariants.check(!up, "restart of a node that is up");
     up = true; // before recovery: the storage's timers belong to this incarnation
     if (storage.restart()) {
+      InDoubtResolution resolution = storage.lastResolution();
+      if (resolution != null) {
+        resolution.toAbort().forEach(part ->
+            cluster.abandoned(part.transactionId(), part.entity()));
+        keepRecoveredInDoubt(resolution);
+      }
       return true;
     }
     up = false;
@@ -546,6 +635,16 @@ final class SimulatedNode {
     return writes;
   }
 
+  /** Per transaction id, the entities whose parts this node's journal applied (ever durable). */
+  Map<Long, Map<EntityId, NodeStorage.CommittedWrite>> appliedParts() {
+    return storage.committedWrites();
+  }
+
+  /** Prepared parts stored now (see {@link NodeStorage#preparedParts}). */
+  int preparedParts() {
+    return up ? storage.preparedParts() : -1;
+  }
+
   /** Whether the entity's type admits by key locks ({@code keys}) rather than whole-entity ones. */
   boolean locksPerKey(EntityId entity) {
     return typeOf.apply(entity).spec().admission()
@@ -557,6 +656,9 @@ final class SimulatedNode {
   private void deliverToEntity(EntityId entity, EntityTurnCore.Input<Recipient> input) {
     EntityTurnCore<Recipient> core = entities.get(entity);
     if (core == null) {
+      if (fencedByRecovery(entity, input)) {
+        return;
+      }
       if (storage.failed()) {
         // As EntityActor: a failed store's new incarnations refuse; a predecessor may have
         // stopped with parts prepared whose commit decisions still arrive (recovery applies them).
@@ -681,15 +783,18 @@ final class SimulatedNode {
                 "prepare failed tx " + prepare.transactionId(), () -> completeAt(entity, core,
                     new EntityTurnCore.Input.PrepareFailed<>(prepare.transactionId(),
                         dev.troupe.storage.Store.failureOf(failure)))));
-        case EntityTurnCore.Effect.AbandonPrepared<Recipient> abandon ->
-            storage.abandonPrepared(abandon.transactionId(), entity);
+        case EntityTurnCore.Effect.AbandonPrepared<Recipient> abandon -> {
+          cluster.abandoned(abandon.transactionId(), entity);
+          storage.abandonPrepared(abandon.transactionId(), entity);
+        }
         case EntityTurnCore.Effect.Reply<Recipient> reply -> reply(entity, reply);
         case EntityTurnCore.Effect.Stop<Recipient> ignored -> entities.remove(entity, core);
         case EntityTurnCore.Effect.OfferPassivation<Recipient> ignored -> {}
         case EntityTurnCore.Effect.ScheduleInDoubtQuery<Recipient> check -> {
           // Only where a decision can be lost, as the runtime asks only with a DecisionDirectory
-          // wired: over the mailboxes a single node behaves exactly as before.
-          if (transactionNetwork != mailboxes) {
+          // wired: over the mailboxes a single node behaves exactly as before. Between nodes a
+          // decision can be lost too.
+          if (transactionNetwork != mailboxes || cluster.size() > 1) {
             later(check.delayMillis(), "in-doubt check tx " + check.transactionId() + " on "
                 + entity, () -> completeAt(entity, core,
                     new EntityTurnCore.Input.InDoubtQueryDue<>(check.transactionId())));
@@ -703,16 +808,20 @@ final class SimulatedNode {
   private void reply(EntityId entity, EntityTurnCore.Effect.Reply<Recipient> reply) {
     switch (reply.replyTo()) {
       case Recipient.Client client -> client.answer().accept(reply.result());
-      case Recipient.Step step -> send(entity.toString(), "interactive", "step answer " + entity,
-          () -> stepAnswered(step, reply.result()));
-      case Recipient.Voter voter -> sendTransactional(voter.coordinator(), entity.toString(),
+      case Recipient.Step step -> routeSession(cluster.nodeOfTransaction(step.transactionId()),
+          entity.toString(), "interactive", "step answer " + entity,
+          at -> at.stepAnswered(step, reply.result()));
+      case Recipient.Voter voter -> routeTransactional(voter.coordinator(), voter.transactionId(),
+          cluster.nodeOfTransaction(voter.transactionId()), entity.toString(),
           "coordinator-" + voter.coordinator(), "vote " + entity + " round " + voter.round(),
-          () -> feedCoordinator(voter.coordinator(),
+          at -> at.feedCoordinator(voter.coordinator(),
               new CoordinatorCore.Input.VoteReceived(voter.participant(),
                   voter.transactionId(), reply.result(), voter.round())));
-      case Recipient.Acknowledger acknowledger -> sendTransactional(acknowledger.coordinator(),
-          entity.toString(), "coordinator-" + acknowledger.coordinator(), "ack " + entity,
-          () -> feedCoordinator(acknowledger.coordinator(),
+      case Recipient.Acknowledger acknowledger -> routeTransactional(acknowledger.coordinator(),
+          acknowledger.transactionId(),
+          cluster.nodeOfTransaction(acknowledger.transactionId()), entity.toString(),
+          "coordinator-" + acknowledger.coordinator(), "ack " + entity,
+          at -> at.feedCoordinator(acknowledger.coordinator(),
               new CoordinatorCore.Input.Acknowledged(acknowledger.participant(),
                   acknowledger.transactionId(), reply.result())));
     }
@@ -747,9 +856,10 @@ final class SimulatedNode {
           Recipient voteTo =
               new Recipient.Voter(key, prepare.participant(), prepare.transactionId(), 1);
           CompiledType type = typeOf.apply(prepare.participant());
-          sendTransactional(key, prepareSender, prepare.participant().toString(),
-              "prepare tx " + prepare.transactionId(),
-              () -> deliverToEntity(prepare.participant(),
+          routeTransactional(key, prepare.transactionId(), cluster.nodeOf(prepare.participant()),
+              prepareSender,
+              prepare.participant().toString(), "prepare tx " + prepare.transactionId(),
+              at -> at.deliverToEntity(prepare.participant(),
                   new EntityTurnCore.Input.PrepareRequested<>(prepare.transactionId(),
                       prepare.startTimestamp(), prepare.part().turns(),
                       prepare.part().readsState(), type, voteTo, prepare.planned(),
@@ -758,9 +868,11 @@ final class SimulatedNode {
         case CoordinatorCore.Effect.SendForwards forwards -> {
           Recipient voteTo = new Recipient.Voter(key, forwards.participant(),
               forwards.transactionId(), forwards.round());
-          sendTransactional(key, "coordinator-" + key, forwards.participant().toString(),
+          routeTransactional(key, forwards.transactionId(),
+              cluster.nodeOf(forwards.participant()), "coordinator-" + key,
+              forwards.participant().toString(),
               "forwards tx " + forwards.transactionId() + " round " + forwards.round(),
-              () -> deliverToEntity(forwards.participant(),
+              at -> at.deliverToEntity(forwards.participant(),
                   new EntityTurnCore.Input.ForwardsReceived<>(forwards.transactionId(),
                       forwards.forwards(), voteTo, forwards.round())));
         }
@@ -773,12 +885,17 @@ final class SimulatedNode {
             () -> feedCoordinator(key, new CoordinatorCore.Input.RetryDue(newTransactionId())));
         case CoordinatorCore.Effect.PersistDecision decision -> storage.persistDecision(
             new DecidedTransaction(decision.transactionId(), decision.participants()),
-            () -> send("storage", "coordinator-" + key,
-                "decision durable tx " + decision.transactionId(), () -> {
-                  decisionQueries.handle(new dev.troupe.txn.DecisionQueryCore.Input
-                      .DecisionRecorded(decision.transactionId()));
-                  feedCoordinator(key, new CoordinatorCore.Input.DecisionPersisted(null, false));
-                }),
+            () -> {
+              // Durable now, whatever becomes of this incarnation: the commit is decided.
+              cluster.decidedCommit(decision.transactionId());
+              send("storage", "coordinator-" + key,
+                  "decision durable tx " + decision.transactionId(), () -> {
+                    decisionQueries.handle(new dev.troupe.txn.DecisionQueryCore.Input
+                        .DecisionRecorded(decision.transactionId()));
+                    feedCoordinator(key,
+                        new CoordinatorCore.Input.DecisionPersisted(null, false));
+                  });
+            },
             failure -> send("storage", "coordinator-" + key,
                 "decision failed tx " + decision.transactionId(), () -> {
                   CoordinatorCore.Input.DecisionPersisted persisted =
@@ -796,9 +913,14 @@ final class SimulatedNode {
           Recipient acknowledgeTo = decision.commit()
               ? new Recipient.Acknowledger(key, decision.participant(), decision.transactionId())
               : null;
-          sendTransactional(key, "coordinator-" + key, decision.participant().toString(),
+          if (!decision.commit()) {
+            cluster.decidedAbort(decision.transactionId());
+          }
+          routeTransactional(key, decision.transactionId(),
+              cluster.nodeOf(decision.participant()), "coordinator-" + key,
+              decision.participant().toString(),
               (decision.commit() ? "commit" : "abort") + " tx " + decision.transactionId(),
-              () -> deliverToEntity(decision.participant(),
+              at -> at.deliverToEntity(decision.participant(),
                   new EntityTurnCore.Input.DecisionReceived<>(decision.transactionId(),
                       decision.commit(), acknowledgeTo)));
         }
@@ -834,6 +956,13 @@ final class SimulatedNode {
   private void askDecision(EntityId entity, EntityTurnCore.Effect.QueryDecision<Recipient> query) {
     long transactionId = query.transactionId();
     inDoubtQuestions++;
+    int coordinatorNode = cluster.nodeOfTransaction(transactionId);
+    if (coordinatorNode != nodeId) {
+      askElsewhere(entity, transactionId, coordinatorNode, "in-doubt",
+          (arrived, commit) -> arrived.deliverToEntity(entity,
+              new EntityTurnCore.Input.DecisionReceived<>(transactionId, commit, null)));
+      return;
+    }
     Long coordinator = coordinatorOfAttempt.get(transactionId);
     // An interactive commit's part never crosses the lossy network: ask over the mailboxes.
     long route = coordinator != null && !lossyCoordinators.contains(coordinator) ? coordinator : -1;
@@ -852,6 +981,9 @@ final class SimulatedNode {
                 }
                 boolean commit =
                     answered.answer() == dev.troupe.txn.DecisionQueryCore.Answer.COMMITTED;
+                if (!commit) {
+                  cluster.decidedAbort(transactionId); // presumed abort is an abort decision
+                }
                 sendTransactional(route, "decisions", entity.toString(),
                     "in-doubt answer " + (commit ? "commit" : "abort") + " tx " + transactionId,
                     () -> {
@@ -863,6 +995,173 @@ final class SimulatedNode {
             }
           }
         });
+  }
+
+  /**
+   * Asks node {@code coordinatorNode} over the network between nodes what became of {@code
+   * transactionId}; a commit or abort answer comes back the same way and {@code decided} runs
+   * with it on this node (if it is still up); "undecided" is dropped (the asker asks again).
+   */
+  private void askElsewhere(EntityId entity, long transactionId, int coordinatorNode,
+      String what, java.util.function.BiConsumer<SimulatedNode, Boolean> decided) {
+    route(coordinatorNode, entity.toString(), "decisions",
+        what + " question tx " + transactionId, true, coordinatorSide -> {
+          Boolean commit = coordinatorSide.answerInDoubtQuestion(transactionId);
+          if (commit != null) {
+            coordinatorSide.route(nodeId, "decisions", entity.toString(), what + " answer "
+                + (commit ? "commit" : "abort") + " tx " + transactionId, true, asker -> {
+                  asker.inDoubtAnswers++;
+                  decided.accept(asker, commit);
+                });
+          }
+        });
+  }
+
+  /**
+   * This node's answer about a transaction it issued: commit (true), abort (false, presumed when
+   * no live coordinator knows it and no record commits it) or undecided (null).
+   */
+  private Boolean answerInDoubtQuestion(long transactionId) {
+    Long live = coordinatorOfAttempt.get(transactionId);
+    CoordinatorCore core = live == null ? null : coordinators.get(live);
+    CoordinatorCore.Knowledge knowledge =
+        core == null ? CoordinatorCore.Knowledge.NOT_MINE : core.knowledgeOf(transactionId);
+    for (dev.troupe.txn.DecisionQueryCore.Effect effect : decisionQueries.handle(
+        new dev.troupe.txn.DecisionQueryCore.Input.Asked(transactionId, knowledge))) {
+      switch (effect) {
+        case dev.troupe.txn.DecisionQueryCore.Effect.Answered answered -> {
+          if (answered.answer() == dev.troupe.txn.DecisionQueryCore.Answer.UNDECIDED) {
+            return null;
+          }
+          boolean commit =
+              answered.answer() == dev.troupe.txn.DecisionQueryCore.Answer.COMMITTED;
+          if (!commit) {
+            cluster.decidedAbort(transactionId); // presumed abort is an abort decision
+          }
+          return commit;
+        }
+      }
+    }
+    return null;
+  }
+
+  // ------------------------------------------------------------------ recovery in a cluster
+
+  /**
+   * Per entity, the prepared parts this incarnation's recovery kept in doubt (their coordinator is
+   * on another node: {@code InDoubtResolution.toAsk}), in arrival order. Until its queue is empty
+   * the entity serves nothing (a core started from its durable state would not hold the parts'
+   * locks): the node asks each part's coordinator's node, head first, and commits (redoing a PSAC
+   * part on the state the previous one left) or abandons it as answered.
+   */
+  private final Map<EntityId, java.util.ArrayDeque<PreparedTransaction>> recoveredInDoubt =
+      new HashMap<>();
+
+  private void keepRecoveredInDoubt(InDoubtResolution resolution) {
+    if (!resolution.decisionsToKeep().isEmpty()) {
+      // Records of commits whose participants elsewhere may still ask: this node answers commit.
+      decisionQueries.handle(new dev.troupe.txn.DecisionQueryCore.Input.DecisionsRecovered(
+          resolution.decisionsToKeep().stream().map(DecidedTransaction::transactionId).toList()));
+    }
+    List<PreparedTransaction> parts = new java.util.ArrayList<>(resolution.toAsk());
+    parts.sort(java.util.Comparator.comparingLong(PreparedTransaction::arrival));
+    for (PreparedTransaction part : parts) {
+      recoveredInDoubt.computeIfAbsent(part.entity(), ignored -> new java.util.ArrayDeque<>())
+          .addLast(part);
+    }
+    List<EntityId> fenced = new java.util.ArrayList<>(recoveredInDoubt.keySet());
+    fenced.sort(java.util.Comparator.comparing(EntityId::toString)); // a seed fixes the order
+    fenced.forEach(this::askAboutRecovered);
+  }
+
+  /** Asks about the entity's first recovered part, and again every in-doubt interval. */
+  private void askAboutRecovered(EntityId entity) {
+    java.util.ArrayDeque<PreparedTransaction> parts = recoveredInDoubt.get(entity);
+    if (parts == null) {
+      return;
+    }
+    PreparedTransaction head = parts.peekFirst();
+    inDoubtQuestions++;
+    askElsewhere(entity, head.transactionId(), cluster.nodeOfTransaction(head.transactionId()),
+        "recovered in-doubt",
+        (asker, commit) -> asker.recoveredDecided(entity, head.transactionId(), commit));
+    later(settings.participantLimits().inDoubtQueryIntervalMillis(),
+        "recovered in-doubt check tx " + head.transactionId() + " on " + entity, () -> {
+          java.util.ArrayDeque<PreparedTransaction> now = recoveredInDoubt.get(entity);
+          if (now != null && now.peekFirst() == head && !resolvingRecovered.contains(head)) {
+            askAboutRecovered(entity);
+          }
+        });
+  }
+
+  /** Recovered parts being committed (between the answer and the durable commit). */
+  private final Set<PreparedTransaction> resolvingRecovered = new java.util.HashSet<>();
+
+  /** The decision of a recovered part: applied if it is still the entity's first. */
+  private void recoveredDecided(EntityId entity, long transactionId, boolean commit) {
+    java.util.ArrayDeque<PreparedTransaction> parts = recoveredInDoubt.get(entity);
+    PreparedTransaction head = parts == null ? null : parts.peekFirst();
+    if (head == null || head.transactionId() != transactionId
+        || resolvingRecovered.contains(head)) {
+      return; // a duplicate answer, or one about a part already resolved
+    }
+    if (!commit) {
+      cluster.abandoned(transactionId, entity);
+      storage.abandonPrepared(transactionId, entity);
+      recoveredResolved(entity);
+      return;
+    }
+    List<Operation> operations = head.operations();
+    if (head.needsRedo()) {
+      operations = dev.troupe.txn.TurnEvaluator.redo(entity, typeOf.apply(entity),
+          durable(entity), TurnCodec.decode(head.redo()), transactionId, 0, TurnLimits.DEFAULTS);
+      if (operations.isEmpty()) {
+        storage.abandonPrepared(transactionId, entity); // as recovery: nothing to write
+        recoveredResolved(entity);
+        return;
+      }
+    }
+    resolvingRecovered.add(head);
+    dev.troupe.model.TroupeException refusal = storage.commit(transactionId, entity, operations,
+        true, true, timestamp -> send("storage", "recovery",
+            "recovered commit durable tx " + transactionId, () -> {
+              resolvingRecovered.remove(head);
+              recoveredResolved(entity);
+            }),
+        failure -> send("storage", "recovery", "recovered commit failed tx " + transactionId,
+            () -> resolvingRecovered.remove(head)));
+    if (refusal != null) {
+      resolvingRecovered.remove(head); // a failed store: the next restart recovers it again
+    }
+  }
+
+  private void recoveredResolved(EntityId entity) {
+    java.util.ArrayDeque<PreparedTransaction> parts = recoveredInDoubt.get(entity);
+    parts.pollFirst();
+    if (parts.isEmpty()) {
+      recoveredInDoubt.remove(entity);
+    } else {
+      askAboutRecovered(entity);
+    }
+  }
+
+  /**
+   * An input for an entity whose recovered parts are still in doubt: a decision about one of
+   * them resolves it; anything else is refused as by a store that cannot serve yet.
+   */
+  private boolean fencedByRecovery(EntityId entity, EntityTurnCore.Input<Recipient> input) {
+    java.util.ArrayDeque<PreparedTransaction> parts = recoveredInDoubt.get(entity);
+    if (parts == null) {
+      return false;
+    }
+    if (input instanceof EntityTurnCore.Input.DecisionReceived<Recipient> decision
+        && parts.peekFirst().transactionId() == decision.transactionId()) {
+      recoveredDecided(entity, decision.transactionId(), decision.commit());
+      return true; // acknowledged by the entity's core once unfenced (the coordinator resends)
+    }
+    refuse(entity, input, new dev.troupe.model.TroupeException(
+        dev.troupe.model.ErrorCode.UNAVAILABLE, "in doubt since recovery"));
+    return true;
   }
 
   /** In-doubt questions asked, and answered with a decision (for the run's summary). */
@@ -891,6 +1190,10 @@ final class SimulatedNode {
     if (!up) {
       return null;
     }
+    if (!recoveredInDoubt.isEmpty()) {
+      return "parts kept in doubt by recovery are still unresolved at "
+          + recoveredInDoubt.keySet();
+    }
     if (!coordinators.isEmpty()) {
       long key = coordinators.keySet().iterator().next();
       return coordinators.size() + " coordinators never finished, e.g. of request "
@@ -907,6 +1210,59 @@ final class SimulatedNode {
   }
 
   // ------------------------------------------------------------------ plumbing
+
+  /**
+   * Delivers to a core on node {@code target}: through this node's mailboxes if that is this node;
+   * otherwise over the network between nodes ({@link SimulatedCluster#sendBetweenNodes}), then
+   * through the target's mailboxes from the moment it arrives (as Pekko enqueues a remote message
+   * on arrival). {@code twoPhaseCommit}: a message of the commit protocol, which the network may
+   * duplicate (the participants and coordinators accept duplicates); requests and their answers
+   * travel at most once (the transport's sessions drop duplicates).
+   */
+  private void route(int target, String from, String to, String what, boolean twoPhaseCommit,
+      Consumer<SimulatedNode> delivery) {
+    if (target == nodeId) {
+      send(from, to, what, () -> delivery.accept(this));
+      return;
+    }
+    String link = SimulatedCluster.nameOf(nodeId);
+    cluster.sendBetweenNodes(nodeId, target, what + " to " + to, twoPhaseCommit,
+        arrived -> arrived.send(link, to, what, () -> delivery.accept(arrived)));
+  }
+
+  /**
+   * A message of the commit protocol to a core on node {@code target}: on this node, over the
+   * lossy transaction network if coordinator {@code coordinator} uses it (else the mailboxes);
+   * to another node, over the network between nodes, which may duplicate it.
+   */
+  private void routeTransactional(long coordinator, long transactionId, int target, String from,
+      String to, String what, Consumer<SimulatedNode> delivery) {
+    if (target == nodeId) {
+      sendTransactional(coordinator, from, to, what, () -> delivery.accept(this));
+    } else if (cluster.isInteractive(transactionId)) {
+      routeSession(target, from, to, what, delivery);
+    } else {
+      route(target, from, to, what, true, delivery);
+    }
+  }
+
+  /**
+   * A message of an interactive transaction (a step, its answer, its release, its commit's
+   * protocol) to node {@code target}: between nodes it is never lost or duplicated (a session
+   * that retransmits, and outlasts a partition). Its open parts have no timeout of their own and
+   * nobody asks about them, so a lost release would hold their locks forever (see the report of
+   * issue 16: a step timeout and the expiry of open parts belong to the interactive cores).
+   */
+  private void routeSession(int target, String from, String to, String what,
+      Consumer<SimulatedNode> delivery) {
+    if (target == nodeId) {
+      send(from, to, what, () -> delivery.accept(this));
+      return;
+    }
+    String link = SimulatedCluster.nameOf(nodeId);
+    cluster.sendReliably(nodeId, target, what + " to " + to,
+        arrived -> arrived.send(link, to, what, () -> delivery.accept(arrived)));
+  }
 
   /**
    * A message between coordinator {@code coordinator}'s cores and its participants: over the lossy

@@ -32,6 +32,11 @@ import java.util.Map;
  * registers per entity, so under {@code keys} admission disjoint keys of one entity run
  * concurrently under checks that derive what was read from the data.
  *
+ * <p>With {@code nodes} above 1 the node is a {@link SimulatedCluster}: entities spread over the
+ * nodes, clients on random nodes, a lossy network between nodes with partitions, crashes of any
+ * node, and the cluster's checks (no transaction decided both ways, nothing left in doubt after
+ * healing, progress after healing).
+ *
  * <p>A failure names the seed and carries the last steps of the trace; the same seed and options
  * reproduce it exactly. Single-threaded; all nondeterminism comes from the scheduler's seeded
  * random generator.
@@ -77,16 +82,22 @@ public final class Simulation {
    * @param internalNetwork {@code reliable}: coordinators and participants talk over the node's
    *     mailboxes; {@code lossy}: over a network that loses, duplicates and reorders their
    *     messages until the faults stop, as between nodes ({@link SimulatedNode})
+   * @param nodes nodes of the simulated cluster (1: the single node, exactly as before there was
+   *     a cluster; see {@link SimulatedCluster})
+   * @param nodeLossProbability chance a message between nodes is lost (faulty part only)
+   * @param nodeDuplicateProbability chance a commit-protocol message between nodes arrives twice
+   *     (faulty part only)
    */
   public record Options(String admission, String storage, String mailboxes, boolean planned,
       List<String> workloads, int accounts,
       int lists, int clients, long openingBalance, long durationMillis, double faultFreeShare,
       long meanMillisBetweenCrashes, double clientLossProbability, long clientTimeoutMillis,
-      int traceLines, long meanMillisBetweenDamage, String internalNetwork) {
+      int traceLines, long meanMillisBetweenDamage, String internalNetwork, int nodes,
+      double nodeLossProbability, double nodeDuplicateProbability) {
     public static final Options DEFAULTS = new Options("serial", "store", "per-receiver", false,
-        WORKLOADS, 4, 3, 8, 100, 3_000, 0.3, 400, 0.02, 2_000, 400, 0, "reliable");
+        WORKLOADS, 4, 3, 8, 100, 3_000, 0.3, 400, 0.02, 2_000, 400, 0, "reliable", 1, 0, 0);
 
-    /** Options with reliable mailboxes between coordinators and participants. */
+    /** Options of one node with reliable mailboxes between coordinators and participants. */
     public Options(String admission, String storage, String mailboxes, boolean planned,
         List<String> workloads, int accounts, int lists, int clients, long openingBalance,
         long durationMillis, double faultFreeShare, long meanMillisBetweenCrashes,
@@ -95,7 +106,7 @@ public final class Simulation {
       this(admission, storage, mailboxes, planned, workloads, accounts, lists, clients,
           openingBalance, durationMillis, faultFreeShare, meanMillisBetweenCrashes,
           clientLossProbability, clientTimeoutMillis, traceLines, meanMillisBetweenDamage,
-          "reliable");
+          "reliable", 1, 0, 0);
     }
 
     public Options {
@@ -119,6 +130,13 @@ public final class Simulation {
           || (meanMillisBetweenDamage > 0 && !storage.equals("store"))) {
         throw new IllegalArgumentException("damage needs store storage and a mean >= 0");
       }
+      if (nodes < 1 || nodes > 64) {
+        throw new IllegalArgumentException("nodes must be 1 to 64");
+      }
+      if (!(nodeLossProbability >= 0 && nodeLossProbability < 1)
+          || !(nodeDuplicateProbability >= 0 && nodeDuplicateProbability <= 1)) {
+        throw new IllegalArgumentException("between-node loss is in [0, 1), duplication in [0, 1]");
+      }
       if (accounts < 2 || lists < 1 || clients < 1 || durationMillis < 1 || traceLines < 1) {
         throw new IllegalArgumentException("accounts >= 2, lists >= 1, clients >= 1,"
             + " durationMillis >= 1 and traceLines >= 1 are required");
@@ -129,33 +147,51 @@ public final class Simulation {
       return new Options(value, storage, mailboxes, plannedValue, workloads, accounts, lists, clients,
           openingBalance, durationMillis, faultFreeShare, meanMillisBetweenCrashes,
           clientLossProbability, clientTimeoutMillis, traceLines, meanMillisBetweenDamage,
-          internalNetwork);
+          internalNetwork, nodes, nodeLossProbability, nodeDuplicateProbability);
     }
 
     public Options withMailboxes(String value) {
       return new Options(admission, storage, value, planned, workloads, accounts, lists, clients,
           openingBalance, durationMillis, faultFreeShare, meanMillisBetweenCrashes,
           clientLossProbability, clientTimeoutMillis, traceLines, meanMillisBetweenDamage,
-          internalNetwork);
+          internalNetwork, nodes, nodeLossProbability, nodeDuplicateProbability);
     }
 
     public Options withStorage(String value) {
       return new Options(admission, value, mailboxes, planned, workloads, accounts, lists, clients,
           openingBalance, durationMillis, faultFreeShare, meanMillisBetweenCrashes,
           clientLossProbability, clientTimeoutMillis, traceLines, meanMillisBetweenDamage,
-          internalNetwork);
+          internalNetwork, nodes, nodeLossProbability, nodeDuplicateProbability);
     }
 
     public Options withDamage(long value) {
       return new Options(admission, storage, mailboxes, planned, workloads, accounts, lists, clients,
           openingBalance, durationMillis, faultFreeShare, meanMillisBetweenCrashes,
-          clientLossProbability, clientTimeoutMillis, traceLines, value, internalNetwork);
+          clientLossProbability, clientTimeoutMillis, traceLines, value, internalNetwork,
+          nodes, nodeLossProbability, nodeDuplicateProbability);
     }
 
     public Options withInternalNetwork(String value) {
-      return new Options(admission, storage, mailboxes, planned, workloads, accounts, lists, clients,
-          openingBalance, durationMillis, faultFreeShare, meanMillisBetweenCrashes,
-          clientLossProbability, clientTimeoutMillis, traceLines, meanMillisBetweenDamage, value);
+      return new Options(admission, storage, mailboxes, planned, workloads, accounts, lists,
+          clients, openingBalance, durationMillis, faultFreeShare, meanMillisBetweenCrashes,
+          clientLossProbability, clientTimeoutMillis, traceLines, meanMillisBetweenDamage, value,
+          nodes, nodeLossProbability, nodeDuplicateProbability);
+    }
+
+    /** With a crash (and partitions) every {@code meanMillis} on average; 0: none. */
+    public Options withCrashes(long meanMillis) {
+      return new Options(admission, storage, mailboxes, planned, workloads, accounts, lists,
+          clients, openingBalance, durationMillis, faultFreeShare, meanMillis,
+          clientLossProbability, clientTimeoutMillis, traceLines, meanMillisBetweenDamage,
+          internalNetwork, nodes, nodeLossProbability, nodeDuplicateProbability);
+    }
+
+    /** With {@code count} nodes and these faults between them. */
+    public Options withNodes(int count, double lossProbability, double duplicateProbability) {
+      return new Options(admission, storage, mailboxes, planned, workloads, accounts, lists,
+          clients, openingBalance, durationMillis, faultFreeShare, meanMillisBetweenCrashes,
+          clientLossProbability, clientTimeoutMillis, traceLines, meanMillisBetweenDamage,
+          internalNetwork, count, lossProbability, duplicateProbability);
     }
 
     /** The admission lines of a type spec for {@link #admission}. */
@@ -177,12 +213,17 @@ public final class Simulation {
    *     had failed on damage, or the node was down on it, while they waited
    * @param reissuedIds transaction ids a store failed by damage issued that were issued again
    *     after a restart (a known gap, see {@code SimulatedNode.issuedByFailedStore})
+   * @param cluster what happened between nodes (empty with one node)
+   * @param traceFingerprint a hash of every step of the trace, in order
+   * @param journalFingerprint a hash of every commit record every node's journal held (ever
+   *     durable), in order: a replay of the seed has the same
    */
   public record Result(long seed, String failure, long steps, long simulatedMillis,
       int committed, int aborted, int unknown, long crashes, long resolvedInDoubt, long redone,
       int serializationEdges, int livenessChecked, NodeStorage.Counters storage, String trace,
       int answeredCorrupt, int unreadableAtEnd, int livenessExempted, long reissuedIds,
-      long inDoubtQuestions, long inDoubtAnswers) {
+      long inDoubtQuestions, long inDoubtAnswers, String cluster, long traceFingerprint,
+      long journalFingerprint) {
     public boolean passed() {
       return failure == null;
     }
@@ -200,21 +241,29 @@ public final class Simulation {
               + " requests answered corrupt_data, " + unreadableAtEnd
               + " entities unreadable at the end (excluded from final-state checks), "
               + livenessExempted + " unanswered requests excused from liveness, " + reissuedIds
-              + " transaction ids of a failed store issued again") + ")";
+              + " transaction ids of a failed store issued again")
+          + (cluster.isEmpty() ? "" : "; " + cluster) + ")";
     }
   }
 
   /** Longest a crashed node stays down (it restarts 5 to this many ms after the crash). */
   private static final int MAX_DOWNTIME_MILLIS = 105;
+  /** Most a node's clock is ahead of simulated time at the start (several nodes only). */
+  private static final long MAX_CLOCK_SKEW_MILLIS = 50;
+  /** Delays of messages between nodes (several nodes only): independent, so they reorder. */
+  private static final long MIN_DELAY_BETWEEN_NODES_MILLIS = 1;
+  private static final long MAX_DELAY_BETWEEN_NODES_MILLIS = 8;
 
   final long seed;
   final Options options;
   final Scheduler scheduler;
   final SimulatedNetwork clientNetwork;
-  final SimulatedNode node;
+  final SimulatedCluster cluster;
   /** When faults stop: the fault-free tail starts here. */
   final long faultsEndMillis;
   private final List<Workload> workloads = new ArrayList<>();
+  /** The node each client's current request goes to (drawn per request with several nodes). */
+  private final Map<String, Integer> attachedNode = new HashMap<>();
 
   private Simulation(long seed, Options options, SimulatedNode.Mutation mutation) {
     this.seed = seed;
@@ -240,8 +289,8 @@ public final class Simulation {
     }
     // Decisions resent every 50 simulated ms, parts in doubt ask every 100: both well inside the
     // clients' timeout, so a lost decision delays its transaction but does not lose its answer.
-    this.node = new SimulatedNode(scheduler, new SimulatedNode.Settings(2, 1,
-        new CoordinatorCore.Limits(500, 20, 2).withDecisionResendIntervalMillis(50), 0.5, 0.2,
+    this.cluster = new SimulatedCluster(scheduler, options.nodes(), new SimulatedNode.Settings(2,
+        1, new CoordinatorCore.Limits(500, 20, 2).withDecisionResendIntervalMillis(50), 0.5, 0.2,
         mutation,
         options.storage().equals("store")
             ? SimulatedNode.StorageKind.STORE : SimulatedNode.StorageKind.JOURNAL,
@@ -253,7 +302,18 @@ public final class Simulation {
           CompiledType type = types.get(entity.type());
           Invariants.check(type != null, "no workload has the type of %s", entity);
           return type;
-        });
+        }, betweenNodes(options.nodeLossProbability(), options.nodeDuplicateProbability()),
+        MAX_CLOCK_SKEW_MILLIS);
+  }
+
+  /**
+   * The faults of the network between nodes: delays, loss, copies. Each connection (a pair of
+   * nodes) is FIFO, as TCP and Pekko's Artery are; messages of different connections, and a
+   * resent or duplicated message, arrive in any order.
+   */
+  private static SimulatedNetwork.Faults betweenNodes(double loss, double duplication) {
+    return new SimulatedNetwork.Faults(MIN_DELAY_BETWEEN_NODES_MILLIS,
+        MAX_DELAY_BETWEEN_NODES_MILLIS, loss, duplication, false);
   }
 
   /** Runs one seed; at most {@code maxSteps} scheduler steps. */
@@ -267,6 +327,10 @@ public final class Simulation {
     return new Simulation(seed, options, mutation).run(maxSteps);
   }
 
+  private boolean clustered() {
+    return cluster.size() > 1;
+  }
+
   private Result run(long maxSteps) {
     workloads.forEach(Workload::preload);
     for (int client = 0; client < options.clients(); client++) {
@@ -277,13 +341,18 @@ public final class Simulation {
     if (options.meanMillisBetweenCrashes() > 0) {
       scheduleCrash();
       schedulePartition();
+      if (clustered()) {
+        scheduleNodePartition();
+      }
     }
     if (options.meanMillisBetweenDamage() > 0) {
       scheduleDamage();
     }
     scheduler.schedule(faultsEndMillis, "faults stop", () -> {
       clientNetwork.setFaults(SimulatedNetwork.Faults.NONE);
-      node.healTransactionNetwork();
+      // The network between nodes heals: nothing is lost or duplicated any more.
+      cluster.network().setFaults(betweenNodes(0, 0));
+      cluster.nodes().forEach(SimulatedNode::healTransactionNetwork);
     });
     String failure;
     try {
@@ -300,21 +369,76 @@ public final class Simulation {
     for (Workload workload : workloads) {
       edges += workload.serializationEdges();
     }
+    long crashes = 0;
+    long resolved = 0;
+    long redone = 0;
+    long reissued = 0;
+    long questions = 0;
+    long answers = 0;
+    int answeredCorrupt = 0;
+    NodeStorage.Counters storage = null;
+    for (SimulatedNode node : cluster.nodes()) {
+      crashes += node.crashes();
+      resolved += node.resolvedInDoubt();
+      redone += node.redone();
+      reissued += node.reissuedIds();
+      questions += node.inDoubtQuestions();
+      answers += node.inDoubtAnswers();
+      answeredCorrupt += node.answeredCorrupt().size();
+      storage = storage == null ? node.storageCounters() : sum(storage, node.storageCounters());
+    }
+    String clusterSummary = !clustered() ? "" : cluster.size() + " nodes: "
+        + cluster.network().delivered() + " messages between nodes delivered, "
+        + cluster.network().dropped() + " lost, " + cluster.network().duplicated()
+        + " duplicated, " + cluster.commitDecisions() + " commit decisions";
     return new Result(seed, failure, scheduler.steps(), scheduler.nowMillis(),
         count(ClientCall.Outcome.COMMITTED), count(ClientCall.Outcome.ABORTED),
-        count(ClientCall.Outcome.UNKNOWN), node.crashes(), node.resolvedInDoubt(),
-        node.redone(), edges, livenessChecked(), node.storageCounters(),
-        failure == null ? "" : scheduler.trace().toString(), node.answeredCorrupt().size(),
-        node.unreadableAtEnd().size(), livenessExempted, node.reissuedIds(),
-        node.inDoubtQuestions(), node.inDoubtAnswers());
+        count(ClientCall.Outcome.UNKNOWN), crashes, resolved, redone, edges, livenessChecked(),
+        storage, failure == null ? "" : scheduler.trace().toString(), answeredCorrupt,
+        cluster.unreadableAtEnd().size(), livenessExempted, reissued, questions, answers,
+        clusterSummary,
+        scheduler.trace().fingerprint(), journalFingerprint());
+  }
+
+  /** See {@link Result#journalFingerprint}. */
+  private long journalFingerprint() {
+    long hash = 1;
+    for (SimulatedNode node : cluster.nodes()) {
+      for (Map.Entry<Long, Map<EntityId, NodeStorage.CommittedWrite>> record
+          : node.appliedParts().entrySet()) {
+        hash = 31 * hash + Long.hashCode(record.getKey());
+        for (Map.Entry<EntityId, NodeStorage.CommittedWrite> write
+            : record.getValue().entrySet()) {
+          hash = 31 * (31 * hash + write.getKey().hashCode()) + write.getValue().hashCode();
+        }
+      }
+      hash = 31 * hash + node.nodeId;
+    }
+    return hash;
+  }
+
+  private static NodeStorage.Counters sum(NodeStorage.Counters a, NodeStorage.Counters b) {
+    return new NodeStorage.Counters(a.checkpointRounds() + b.checkpointRounds(),
+        a.objectCheckpoints() + b.objectCheckpoints(),
+        a.truncatedRecords() + b.truncatedRecords(), a.damagedKeys() + b.damagedKeys(),
+        a.corruptionsDetected() + b.corruptionsDetected(), a.storeFailures() + b.storeFailures(),
+        a.refusedStarts() + b.refusedStarts());
+  }
+
+  /** A node's name on the client network. */
+  private String clientSideNameOf(int node) {
+    return clustered() ? SimulatedCluster.nameOf(node) : "node";
   }
 
   /**
-   * A client's request to the node: {@code atNode} runs when it arrives, if the node is up (a node
-   * that is down refuses the connection, and the client waits for its timeout).
+   * A client's request to the node its current request is attached to: {@code atNode} runs when
+   * it arrives, if the node is up (a node that is down refuses the connection, and the client
+   * waits for its timeout).
    */
   void toNode(String client, String what, java.util.function.Consumer<SimulatedNode> atNode) {
-    clientNetwork.send(client, "node", what, ignored -> {
+    int attached = attachedNode.getOrDefault(client, 0);
+    SimulatedNode node = cluster.node(attached);
+    clientNetwork.send(client, clientSideNameOf(attached), what, ignored -> {
       if (node.isUp()) {
         atNode.accept(node);
       }
@@ -323,13 +447,20 @@ public final class Simulation {
 
   /** The node's message to a client: {@code atClient} runs when it arrives. */
   void toClient(String client, String what, Runnable atClient) {
-    clientNetwork.send("node", client, what, ignored -> atClient.run());
+    clientNetwork.send(clientSideNameOf(attachedNode.getOrDefault(client, 0)), client, what,
+        ignored -> atClient.run());
   }
 
-  /** A client's next request, from a workload picked at random, with the client's timeout. */
+  /**
+   * A client's next request, from a workload picked at random, with the client's timeout; with
+   * several nodes, sent to a node drawn at random (every step of it, for an interactive one).
+   */
   private void issue(int client, int sequence) {
     if (scheduler.nowMillis() >= options.durationMillis()) {
       return;
+    }
+    if (clustered()) {
+      attachedNode.put("client-" + client, scheduler.random().nextInt(cluster.size()));
     }
     Workload workload = workloads.get(scheduler.random().nextInt(workloads.size()));
     Runnable next = () -> scheduler.schedule(scheduler.random().nextInt(3),
@@ -340,6 +471,15 @@ public final class Simulation {
         () -> call.decide(ClientCall.Outcome.UNKNOWN));
   }
 
+  /** With several nodes, one drawn at random; else the only one. */
+  private int anyNode() {
+    return clustered() ? scheduler.random().nextInt(cluster.size()) : 0;
+  }
+
+  private String nameForTrace(int node) {
+    return clustered() ? SimulatedCluster.nameOf(node) : "node";
+  }
+
   private void scheduleCrash() {
     long after = 1 + Math.round(-Math.log(1 - scheduler.random().nextDouble())
         * options.meanMillisBetweenCrashes());
@@ -347,16 +487,23 @@ public final class Simulation {
       if (scheduler.nowMillis() >= faultsEndMillis) {
         return;
       }
+      int crashed = anyNode();
+      SimulatedNode node = cluster.node(crashed);
       if (node.isUp()) {
+        if (clustered()) {
+          scheduler.trace().record(scheduler.nowMillis(), scheduler.steps(),
+              "crash " + nameForTrace(crashed));
+        }
         node.crash();
         long downtime = 5 + scheduler.random().nextInt(MAX_DOWNTIME_MILLIS - 5 + 1);
-        scheduler.schedule(downtime, "restart node", this::restartNode);
+        scheduler.schedule(downtime, "restart " + nameForTrace(crashed),
+            () -> restartNode(crashed));
       }
       // The node's clock jumps too, often backwards (an NTP step), up to half a second.
       if (scheduler.random().nextBoolean()) {
         long jump = scheduler.random().nextLong(-500, 200);
         scheduler.trace().record(scheduler.nowMillis(), scheduler.steps(),
-            "node clock jumps " + jump + " ms");
+            nameForTrace(crashed) + " clock jumps " + jump + " ms");
         node.jumpClock(jump);
       }
       scheduleCrash();
@@ -364,22 +511,24 @@ public final class Simulation {
   }
 
   /**
-   * Restarts the crashed node. If its recovery meets damage it stays down, and its supervisor
+   * Restarts a crashed node. If its recovery meets damage it stays down, and its supervisor
    * (systemd, Kubernetes) starts it again after another downtime, while clients still come: the
    * first attempt may have resolved part of what was in doubt, so a later one can succeed.
    */
-  private void restartNode() {
-    if (node.restart() || scheduler.nowMillis() >= options.durationMillis()) {
+  private void restartNode(int restarted) {
+    if (cluster.node(restarted).restart() || scheduler.nowMillis() >= options.durationMillis()) {
       return;
     }
     long downtime = 5 + scheduler.random().nextInt(MAX_DOWNTIME_MILLIS - 5 + 1);
-    scheduler.schedule(downtime, "restart node again", this::restartNode);
+    scheduler.schedule(downtime, "restart " + nameForTrace(restarted) + " again",
+        () -> restartNode(restarted));
   }
 
   /**
    * The damage fault: now and then, during the faulty part only, a stored key's bytes fail their
    * checksum (see {@link StoreStorage#damage}), as often as {@code meanMillisBetweenDamage} says
-   * (exponential). The damage stays on the disk: the simulator repairs nothing.
+   * (exponential), on a node drawn at random. The damage stays on the disk: the simulator repairs
+   * nothing.
    */
   private void scheduleDamage() {
     long after = 1 + Math.round(-Math.log(1 - scheduler.random().nextDouble())
@@ -388,16 +537,20 @@ public final class Simulation {
       if (scheduler.nowMillis() >= faultsEndMillis) {
         return;
       }
-      String damaged = node.damage();
+      int damagedNode = anyNode();
+      SimulatedNode node = cluster.node(damagedNode);
+      String damaged = node.isUp() || !clustered() ? node.damage() : null;
       scheduler.trace().record(scheduler.nowMillis(), scheduler.steps(),
-          damaged == null ? "nothing stored to damage" : "DAMAGE: " + damaged);
+          damaged == null ? "nothing stored to damage"
+              : "DAMAGE" + (clustered() ? " on " + nameForTrace(damagedNode) : "") + ": "
+                  + damaged);
       scheduleDamage();
     });
   }
 
   /**
-   * Transient partitions between the node and its clients (a network blip: every message across
-   * is lost while it lasts), as often as crashes, 10 to 200 ms long.
+   * Transient partitions between a node and its clients (a network blip: every message across is
+   * lost while it lasts), as often as crashes, 10 to 200 ms long.
    */
   private void schedulePartition() {
     long after = 1 + Math.round(-Math.log(1 - scheduler.random().nextDouble())
@@ -409,36 +562,83 @@ public final class Simulation {
       // Over by the time faults stop, so the fault-free tail is free of it.
       long duration = Math.min(10 + scheduler.random().nextInt(191),
           faultsEndMillis - scheduler.nowMillis());
+      int cut = anyNode();
       scheduler.trace().record(scheduler.nowMillis(), scheduler.steps(),
-          "clients cut off from the node for " + duration + " ms");
-      clientNetwork.partition(java.util.Set.of("node"), duration);
+          "clients cut off from " + (clustered() ? nameForTrace(cut) : "the node") + " for "
+              + duration + " ms");
+      clientNetwork.partition(java.util.Set.of(clientSideNameOf(cut)), duration);
       schedulePartition();
     });
   }
 
-  /** Unanswered requests liveness excused because damage degraded the node while they waited. */
+  /**
+   * Transient partitions between nodes (several nodes only): a random side of at least one node
+   * and at most all but one is cut off from the others, as often as crashes, 10 to 200 ms long.
+   */
+  private void scheduleNodePartition() {
+    long after = 1 + Math.round(-Math.log(1 - scheduler.random().nextDouble())
+        * options.meanMillisBetweenCrashes());
+    scheduler.schedule(after, "partition between nodes", () -> {
+      if (scheduler.nowMillis() >= faultsEndMillis) {
+        return;
+      }
+      long duration = Math.min(10 + scheduler.random().nextInt(191),
+          faultsEndMillis - scheduler.nowMillis());
+      java.util.Set<String> side = new java.util.TreeSet<>();
+      side.add(SimulatedCluster.nameOf(scheduler.random().nextInt(cluster.size())));
+      for (int node = 0; node < cluster.size(); node++) {
+        if (side.size() < cluster.size() - 1 && scheduler.random().nextInt(3) == 0) {
+          side.add(SimulatedCluster.nameOf(node));
+        }
+      }
+      scheduler.trace().record(scheduler.nowMillis(), scheduler.steps(),
+          side + " cut off from the other nodes for " + duration + " ms");
+      cluster.network().partition(side, duration);
+      scheduleNodePartition();
+    });
+  }
+
+  /** Unanswered requests liveness excused because damage degraded a node while they waited. */
   private int livenessExempted;
 
+  private boolean degradedDuring(long fromMillis, long toMillis) {
+    for (SimulatedNode node : cluster.nodes()) {
+      if (node.degradedDuring(fromMillis, toMillis)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
   private String check() {
-    String bug = node.storageBug();
-    if (bug != null) {
-      return bug;
+    for (SimulatedNode node : cluster.nodes()) {
+      String bug = node.storageBug();
+      if (bug != null) {
+        return bug;
+      }
     }
-    boolean downOnDamage = !node.isUp()
-        && node.degradedDuring(scheduler.nowMillis(), scheduler.nowMillis());
-    if (!node.isUp() && !downOnDamage) {
-      return "the node is down at the end of the run";
+    for (SimulatedNode node : cluster.nodes()) {
+      boolean downOnDamage = !node.isUp()
+          && node.degradedDuring(scheduler.nowMillis(), scheduler.nowMillis());
+      if (!node.isUp() && !downOnDamage) {
+        return (clustered() ? nameForTrace(node.nodeId) : "the node")
+            + " is down at the end of the run";
+      }
     }
+    int committedAfterHealing = 0;
     for (Workload workload : workloads) {
       for (ClientCall call : workload.calls()) {
         if (call.isPending()) {
           return "request " + call.id + " never ended";
         }
-        // Once faults stopped and the node is back, every request must be answered (nothing is
-        // lost any more, so a timeout means the engine stalled). Unless damage had failed the
-        // store, or kept the node down, while it waited: then no answer may be possible.
+        if (call.outcome() == ClientCall.Outcome.COMMITTED && heldToLiveness(call)) {
+          committedAfterHealing++;
+        }
+        // Once faults stopped and the nodes are back, every request must be answered (nothing is
+        // lost any more, so a timeout means the engine stalled). Unless damage had failed a
+        // store, or kept a node down, while it waited: then no answer may be possible.
         if (call.outcome() == ClientCall.Outcome.UNKNOWN && heldToLiveness(call)) {
-          if (node.degradedDuring(call.issuedMillis,
+          if (degradedDuring(call.issuedMillis,
               call.issuedMillis + options.clientTimeoutMillis())) {
             livenessExempted++;
             continue;
@@ -448,23 +648,45 @@ public final class Simulation {
         }
       }
     }
+    // Clients make progress after healing: answers alone could all be refusals. Unless damage
+    // failed a store or kept a node down after healing: then every answer may be a refusal.
+    if (committedAfterHealing == 0 && livenessChecked() > livenessExempted
+        && !degradedDuring(faultsEndMillis + MAX_DOWNTIME_MILLIS, scheduler.nowMillis())) {
+      return "no request issued after the faults stopped committed (" + livenessChecked()
+          + " held to liveness)";
+    }
     // Every message was delivered and every timer fired: nothing may be left in doubt (a part
     // waiting for its decision, a coordinator waiting for an acknowledgement), unless damage
     // stopped the store (its decided commits wait for the restart's recovery).
-    String unresolved = node.unresolvedTransactions();
-    if (unresolved != null && !node.storageFailed()) {
-      return "after healing, " + unresolved;
-    }
-    if (node.storageFailed()) {
-      // Damage failed the store: it refuses writes until the node restarts, and decided commits it
-      // could not apply wait for that restart's recovery (as the coordinator told their clients).
-      // The final durable state is what the node serves after it; a restart is not a repair.
-      node.crash();
-      restartNode();
-      if (!node.isUp()) {
-        scheduler.trace().record(scheduler.nowMillis(), scheduler.steps(),
-            "the final restart met damage: every final-state check is skipped");
+    for (SimulatedNode node : cluster.nodes()) {
+      String unresolved = node.unresolvedTransactions();
+      if (unresolved != null && !node.storageFailed()) {
+        return "after healing, " + (clustered() ? nameForTrace(node.nodeId) + ": " : "")
+            + unresolved;
       }
+    }
+    for (SimulatedNode node : cluster.nodes()) {
+      if (node.storageFailed()) {
+        // Damage failed the store: it refuses writes until the node restarts, and decided
+        // commits it could not apply wait for that restart's recovery (as the coordinator told
+        // their clients). The final durable state is what the node serves after it; a restart is
+        // not a repair.
+        node.crash();
+        restartNode(node.nodeId);
+        if (!node.isUp()) {
+          scheduler.trace().record(scheduler.nowMillis(), scheduler.steps(),
+              "the final restart met damage: every final-state check is skipped");
+        }
+      }
+    }
+    String bothWays = cluster.decidedBothWays();
+    if (bothWays != null) {
+      return bothWays;
+    }
+    Map<Integer, Integer> inDoubt = cluster.unresolvedInDoubt();
+    if (!inDoubt.isEmpty()) {
+      return "prepared parts left in doubt after the network healed and every node was up"
+          + " (node: parts): " + inDoubt;
     }
     for (Workload workload : workloads) {
       String failure = workload.check();
@@ -475,7 +697,7 @@ public final class Simulation {
     return null;
   }
 
-  /** Requests issued once faults stopped and the node was back: each must be answered. */
+  /** Requests issued once faults stopped and the nodes were back: each must be answered. */
   private boolean heldToLiveness(ClientCall call) {
     return call.issuedMillis > faultsEndMillis + MAX_DOWNTIME_MILLIS;
   }

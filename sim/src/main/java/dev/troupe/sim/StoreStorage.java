@@ -79,6 +79,7 @@ final class StoreStorage implements NodeStorage {
   private static final long MAINTENANCE_INTERVAL_MILLIS = 10;
   private static final int IDLE_TICKS_BEFORE_PAUSE = 10;
 
+  private final Placement placement;
   private final Scheduler scheduler;
   private final NodeStorage.Timers timers;
   private final Function<EntityId, CompiledType> typeOf;
@@ -93,6 +94,7 @@ final class StoreStorage implements NodeStorage {
   private boolean maintenanceScheduled;
   private int idleTicks;
   private long resolvedInDoubt;
+  private InDoubtResolution lastResolution;
   private long redone;
   private long checkpointRounds;
   private long objectCheckpoints;
@@ -115,16 +117,20 @@ final class StoreStorage implements NodeStorage {
   StoreStorage(Scheduler scheduler, NodeStorage.Timers timers,
       Function<EntityId, CompiledType> typeOf, long syncMillis,
       double keepUnsyncedPrefixProbability, SimulatedNode.Mutation mutation) {
-    this(scheduler, timers, typeOf, syncMillis, keepUnsyncedPrefixProbability, mutation, 0);
+    this(scheduler, timers, typeOf, syncMillis, keepUnsyncedPrefixProbability, mutation, 0,
+        Placement.ALONE);
   }
 
   /**
    * @param nodeId the node's id: its clock puts it in every timestamp (transaction ids unique
    *     across the simulated nodes)
+   * @param placement which transactions and entities are this node's, in a cluster
    */
   StoreStorage(Scheduler scheduler, NodeStorage.Timers timers,
       Function<EntityId, CompiledType> typeOf, long syncMillis,
-      double keepUnsyncedPrefixProbability, SimulatedNode.Mutation mutation, int nodeId) {
+      double keepUnsyncedPrefixProbability, SimulatedNode.Mutation mutation, int nodeId,
+      Placement placement) {
+    this.placement = placement;
     this.scheduler = scheduler;
     this.timers = timers;
     this.typeOf = typeOf;
@@ -310,7 +316,7 @@ final class StoreStorage implements NodeStorage {
         redone++;
         return TurnEvaluator.redo(part.entity(), typeOf.apply(part.entity()), current,
             TurnCodec.decode(part.redo()), part.transactionId(), 0, TurnLimits.DEFAULTS);
-      });
+      }, placement.coordinatedHere(), placement.hostedHere());
     } catch (RuntimeException failure) {
       if (!causedByDamage(failure)) {
         throw failure;
@@ -323,6 +329,7 @@ final class StoreStorage implements NodeStorage {
       refuseStart(failure);
       return false;
     }
+    lastResolution = resolution;
     resolvedInDoubt += resolution.toCommit().size() + resolution.toAbort().size();
     if (degradedSinceMillis >= 0 && store.health().accepting()) {
       degradedIntervals.add(new long[] {degradedSinceMillis, scheduler.nowMillis()});
@@ -474,6 +481,18 @@ final class StoreStorage implements NodeStorage {
       }
     }
     return writes;
+  }
+
+  @Override
+  public InDoubtResolution lastResolution() {
+    return lastResolution;
+  }
+
+  @Override
+  public int preparedParts() {
+    // A prepared part's key starts with the tag 'P' (Keys.prepared).
+    return disk.storedKeys(KeyValueDisk.Column.TRANSACTIONS, new byte[] {'P'}, new byte[] {'Q'})
+        .size();
   }
 
   @Override

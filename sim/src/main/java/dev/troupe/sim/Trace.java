@@ -14,6 +14,8 @@ public final class Trace {
   private final int capacity;
   private final ArrayDeque<String> lines;
   private long recorded;
+  /** A running hash of every line recorded, kept or dropped: two runs that agree on it ran alike. */
+  private long fingerprint = 1;
 
   /** @param capacity the most lines kept (the oldest are dropped first); at least 1 */
   public Trace(int capacity) {
@@ -29,8 +31,15 @@ public final class Trace {
     if (lines.size() == capacity) {
       lines.removeFirst();
     }
-    lines.addLast("t=" + nowMillis + "ms #" + step + " " + description);
+    String line = "t=" + nowMillis + "ms #" + step + " " + description;
+    lines.addLast(line);
+    fingerprint = 31 * fingerprint + line.hashCode();
     recorded++;
+  }
+
+  /** A hash of every line recorded, in order (replays compare it: see {@code Simulation}). */
+  public long fingerprint() {
+    return fingerprint;
   }
 
   /** The kept lines, oldest first. */

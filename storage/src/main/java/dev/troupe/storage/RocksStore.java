@@ -856,10 +856,24 @@ public final class RocksStore implements Store {
 
   @Override
   public InDoubtResolution resolveInDoubtTransactions(Redo redo) {
+    return resolveInDoubtTransactions(redo, transactionId -> true, entity -> true);
+  }
+
+  /**
+   * As {@link #resolveInDoubtTransactions(Redo)}, on one node of several ({@link
+   * InDoubtResolution#of(List, List, java.util.function.LongPredicate,
+   * java.util.function.Predicate)}): a prepared part whose coordinator is on another node stays
+   * prepared ({@code toAsk}, for its entity to ask that node), and a decision naming a participant
+   * on another node is kept.
+   */
+  public InDoubtResolution resolveInDoubtTransactions(Redo redo,
+      java.util.function.LongPredicate coordinatedHere,
+      java.util.function.Predicate<EntityId> hostedHere) {
     TransactionState state = recoveredTransactionState != null
         ? recoveredTransactionState : readTransactionState();
     recoveredTransactionState = null;
-    InDoubtResolution resolution = InDoubtResolution.of(state.prepared(), state.decided());
+    InDoubtResolution resolution =
+        InDoubtResolution.of(state.prepared(), state.decided(), coordinatedHere, hostedHere);
     List<CompletableFuture<?>> writes = new ArrayList<>();
     List<PreparedTransaction> redone = new ArrayList<>();
     for (PreparedTransaction commit : resolution.toCommit()) {
