@@ -7,7 +7,7 @@ import dev.troupe.model.spec.CompiledType;
 import dev.troupe.storage.IdempotencyRecord;
 import dev.troupe.storage.Store;
 import dev.troupe.storage.StoreHealth;
-import dev.troupe.txn.InteractiveCore;
+import dev.troupe.txn.interactive.InteractiveCore;
 import dev.troupe.txn.Turn;
 import java.time.Duration;
 import java.util.List;
