@@ -17,6 +17,9 @@ import java.util.Map;
  * AdmissionPolicy#KEYS}. Known before the turn runs, from the request and the type alone.
  *
  * <p>Pure; thread-safe (stateless).
+ *
+ * <p>Public because the dependency planner ({@code txn.planned}) works out the locks a planned
+ * transaction reserves with it; the entity core takes the same locks.
  */
 public final class AccessSets {
   private AccessSets() {}

@@ -31,6 +31,9 @@ import java.util.Map;
  * <p>Pure and single-threaded (owned by one entity's actor). Re-requests by a holder merge into its
  * locks (an upgrade from read to write follows the same wait-die rule against the other holders).
  *
+ * <p>Public only for its value types ({@link Mode}, {@link LockSet}): coordinators, planners and
+ * the wire name the keys a planned part reserves. The table itself is the entity core's.
+ *
  * @param <P> what a waiter carries (the shell's prepare request)
  */
 public final class LockTable<P> {
@@ -128,7 +131,7 @@ public final class LockTable<P> {
   }
 
   /** What a request got. */
-  public sealed interface Outcome {
+  sealed interface Outcome {
     /** The locks are held now. */
     record Granted() implements Outcome {}
 
@@ -144,7 +147,7 @@ public final class LockTable<P> {
   }
 
   /** A waiter granted by a release, with what it carried. */
-  public record Grant<P>(long transactionId, P payload) {}
+  record Grant<P>(long transactionId, P payload) {}
 
   private record Waiter<P>(long transactionId, Age age, LockSet locks, P payload,
       boolean mayDie) {}
@@ -169,12 +172,12 @@ public final class LockTable<P> {
    * @param startTimestamp the transaction's age (kept across retries of the same transaction)
    */
   /** Whether {@code transactionId} holds locks covering {@code wanted} (none held: empty only). */
-  public boolean holds(long transactionId, LockSet wanted) {
+  boolean holds(long transactionId, LockSet wanted) {
     Held held = holders.get(transactionId);
     return wanted.isEmpty() || held != null && held.locks().covers(wanted);
   }
 
-  public Outcome request(long transactionId, long startTimestamp, LockSet locks, P payload) {
+  Outcome request(long transactionId, long startTimestamp, LockSet locks, P payload) {
     return request(transactionId, startTimestamp, locks, payload, true);
   }
 
@@ -190,7 +193,7 @@ public final class LockTable<P> {
    * that earlier one dies (its coordinator retries it with the same position): every wait between
    * requests that may not die points from a younger to an older one, and waits stay acyclic.
    */
-  public Outcome request(long transactionId, long startTimestamp, LockSet locks, P payload,
+  Outcome request(long transactionId, long startTimestamp, LockSet locks, P payload,
       boolean mayDie) {
     Invariants.check(!isWaiting(transactionId),
         "transaction %d requested locks while already waiting for some", transactionId);
@@ -242,7 +245,7 @@ public final class LockTable<P> {
   }
 
   /** Releases every lock of a transaction; returns the waiters this grants, in arrival order. */
-  public List<Grant<P>> release(long transactionId) {
+  List<Grant<P>> release(long transactionId) {
     if (holders.remove(transactionId) == null) {
       return List.of();
     }
@@ -255,7 +258,7 @@ public final class LockTable<P> {
    * Mutations.Mutation#RELEASE_KEY_LOCK_EARLY} calls it: a correct participant holds every lock
    * until the decision.
    */
-  public List<Grant<P>> releaseReadKeys(long transactionId) {
+  List<Grant<P>> releaseReadKeys(long transactionId) {
     Held held = holders.get(transactionId);
     if (held == null) {
       return List.of();
@@ -278,16 +281,16 @@ public final class LockTable<P> {
    * Withdraws a waiting request (its transaction aborted while it waited); returns the waiters this
    * grants.
    */
-  public List<Grant<P>> cancel(long transactionId) {
+  List<Grant<P>> cancel(long transactionId) {
     boolean removed = waiters.removeIf(waiter -> waiter.transactionId() == transactionId);
     return removed ? grantWaiters() : List.of();
   }
 
-  public boolean holds(long transactionId) {
+  boolean holds(long transactionId) {
     return holders.containsKey(transactionId);
   }
 
-  public boolean isWaiting(long transactionId) {
+  boolean isWaiting(long transactionId) {
     for (Waiter<P> waiter : waiters) {
       if (waiter.transactionId() == transactionId) {
         return true;
@@ -297,7 +300,7 @@ public final class LockTable<P> {
   }
 
   /** Whether a lock-free turn with this access would conflict with a holder now. */
-  public boolean conflictsWithHolders(LockSet access) {
+  boolean conflictsWithHolders(LockSet access) {
     return conflictsWithHoldersOtherThan(Long.MIN_VALUE, access);
   }
 
@@ -311,20 +314,20 @@ public final class LockTable<P> {
   }
 
   /** No holder and no waiter. */
-  public boolean isEmpty() {
+  boolean isEmpty() {
     return holders.isEmpty() && waiters.isEmpty();
   }
 
-  public int holderCount() {
+  int holderCount() {
     return holders.size();
   }
 
-  public int waiterCount() {
+  int waiterCount() {
     return waiters.size();
   }
 
   /** The transactions holding locks, in the order they were granted. */
-  public List<Long> holders() {
+  List<Long> holders() {
     return List.copyOf(holders.keySet());
   }
 

@@ -57,10 +57,10 @@ import java.util.function.BiFunction;
  *
  * @param <T> an action: a transaction's part or a single turn
  */
-public final class PsacGate<T> {
+final class PsacGate<T> {
 
   /** The gate's bounds, from the type spec. */
-  public record Limits(int maxInFlight, int maxOvertakes) {
+  record Limits(int maxInFlight, int maxOvertakes) {
     public Limits {
       Invariants.check(maxInFlight >= 1 && maxOvertakes >= 0, "bad PSAC limits %d, %d",
           maxInFlight, maxOvertakes);
@@ -68,7 +68,7 @@ public final class PsacGate<T> {
   }
 
   /** An action's evaluation on one state. */
-  public sealed interface Evaluation {
+  sealed interface Evaluation {
     /** Its preconditions hold; {@code after} is the state with its effects applied. */
     record Holds(EntityState after) implements Evaluation {}
 
@@ -76,7 +76,7 @@ public final class PsacGate<T> {
   }
 
   /** What the gate decided about an offered action. */
-  public sealed interface Decision<T> {
+  sealed interface Decision<T> {
     T item();
 
     /** Independent: start it (prepare and vote yes, or for a turn, commit). */
@@ -119,7 +119,7 @@ public final class PsacGate<T> {
   private final List<Entry<T>> delayed = new ArrayList<>();
 
   /** @param evaluator evaluates an action on a state (deterministic, no side effects) */
-  public PsacGate(Limits limits, BiFunction<T, EntityState, Evaluation> evaluator) {
+  PsacGate(Limits limits, BiFunction<T, EntityState, Evaluation> evaluator) {
     this(limits, evaluator, (item, state) -> false);
   }
 
@@ -127,7 +127,7 @@ public final class PsacGate<T> {
    * @param exclusive whether an action must be admitted alone, judged on the state it would be
    *     admitted against (deterministic, no side effects)
    */
-  public PsacGate(Limits limits, BiFunction<T, EntityState, Evaluation> evaluator,
+  PsacGate(Limits limits, BiFunction<T, EntityState, Evaluation> evaluator,
       java.util.function.BiPredicate<T, EntityState> exclusive) {
     this.limits = limits;
     this.evaluator = evaluator;
@@ -142,7 +142,7 @@ public final class PsacGate<T> {
    * @param readsState whether it reads the whole state: then it is independent only when every
    *     outcome leaves the state the same
    */
-  public Decision<T> offer(T item, long age, boolean mayDie, boolean readsState,
+  Decision<T> offer(T item, long age, boolean mayDie, boolean readsState,
       EntityState current) {
     return offer(item, age, mayDie, readsState, false, current);
   }
@@ -156,7 +156,7 @@ public final class PsacGate<T> {
    * progresses. An earlier one arriving after a later one (another node's sequencer, a resent
    * prepare) dies instead of waiting for it.
    */
-  public Decision<T> offer(T item, long age, boolean mayDie, boolean readsState,
+  Decision<T> offer(T item, long age, boolean mayDie, boolean readsState,
       boolean planned, EntityState current) {
     Entry<T> entry = new Entry<>(item, age, mayDie && !planned, readsState, planned);
     boolean fairnessHolds = true;
@@ -173,7 +173,7 @@ public final class PsacGate<T> {
   }
 
   /** The transaction of an admitted action committed; its effects wait for their turn. */
-  public void commit(T item) {
+  void commit(T item) {
     Entry<T> entry = find(inProgress, item);
     Invariants.check(entry != null && !entry.committed, "commit of %s, which is not undecided in"
         + " progress", item);
@@ -184,7 +184,7 @@ public final class PsacGate<T> {
    * An action aborted (or its turn was withdrawn): removes it wherever it is. Returns whether it
    * was in progress (its prepared state may need dropping) rather than delayed or unknown.
    */
-  public boolean abort(T item) {
+  boolean abort(T item) {
     Entry<T> entry = find(inProgress, item);
     if (entry != null) {
       Invariants.check(!entry.committed, "abort of committed %s", item);
@@ -202,7 +202,7 @@ public final class PsacGate<T> {
    * The oldest action in progress if it is committed: the caller applies its effects to the
    * current state now (in arrival order) and must then {@link #retryDelayed}. Null otherwise.
    */
-  public T pollApplicable() {
+  T pollApplicable() {
     if (inProgress.isEmpty() || !inProgress.get(0).committed) {
       return null;
     }
@@ -213,7 +213,7 @@ public final class PsacGate<T> {
    * Re-offers every delayed action, in arrival order, after the actions in progress changed.
    * Returns the decisions that moved an action out of the delayed list.
    */
-  public List<Decision<T>> retryDelayed(EntityState current) {
+  List<Decision<T>> retryDelayed(EntityState current) {
     List<Decision<T>> changed = new ArrayList<>();
     List<Entry<T>> retry = new ArrayList<>(delayed);
     delayed.clear();
@@ -226,31 +226,31 @@ public final class PsacGate<T> {
     return changed;
   }
 
-  public boolean isEmpty() {
+  boolean isEmpty() {
     return inProgress.isEmpty() && delayed.isEmpty();
   }
 
-  public int inProgressCount() {
+  int inProgressCount() {
     return inProgress.size();
   }
 
-  public int delayedCount() {
+  int delayedCount() {
     return delayed.size();
   }
 
   /** Delayed actions, in arrival order (to fail them all). */
-  public List<T> delayedItems() {
+  List<T> delayedItems() {
     return delayed.stream().map(entry -> entry.item).toList();
   }
 
   /** Whether an action in progress was admitted alone (see the class comment). */
-  public boolean isExclusive(T item) {
+  boolean isExclusive(T item) {
     Entry<T> entry = find(inProgress, item);
     return entry != null && entry.exclusive;
   }
 
   /** Actions in progress, in arrival order. */
-  public List<T> inProgressItems() {
+  List<T> inProgressItems() {
     return inProgress.stream().map(entry -> entry.item).toList();
   }
 

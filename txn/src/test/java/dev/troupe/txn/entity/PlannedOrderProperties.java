@@ -1,10 +1,10 @@
-package dev.troupe.txn.planned;
+package dev.troupe.txn.entity;
 
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.troupe.txn.entity.LockTable;
 import dev.troupe.txn.entity.LockTable.LockSet;
 import dev.troupe.txn.entity.LockTable.Mode;
+import dev.troupe.txn.planned.SequencerCore;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.HashSet;
