@@ -117,7 +117,7 @@ public final class ActivationCore<M> {
     return active.size();
   }
 
-  public int stoppingCount() {
+  int stoppingCount() {
     return stopping.size();
   }
 

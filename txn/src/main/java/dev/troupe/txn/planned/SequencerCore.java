@@ -71,7 +71,7 @@ public final class SequencerCore<T> {
   }
 
   /** Whether an age is a planned transaction's position (dynamic ages are not negative). */
-  public static boolean isPlannedAge(long age) {
+  static boolean isPlannedAge(long age) {
     return age < 0;
   }
 
@@ -81,7 +81,7 @@ public final class SequencerCore<T> {
   }
 
   /** Whether a transaction waits for a position. */
-  public boolean hasQueued() {
+  boolean hasQueued() {
     return !queued.isEmpty();
   }
 
@@ -106,7 +106,7 @@ public final class SequencerCore<T> {
   }
 
   /** The last position handed out, or {@link Long#MIN_VALUE} before the first. */
-  public long lastPosition() {
+  long lastPosition() {
     return lastTimestamp < 0 ? Long.MIN_VALUE : positionOf(lastTimestamp);
   }
 }
