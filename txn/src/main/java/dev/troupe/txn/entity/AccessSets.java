@@ -19,7 +19,8 @@ import java.util.Map;
  * <p>Pure; thread-safe (stateless).
  *
  * <p>Public because the dependency planner ({@code txn.planned}) works out the locks a planned
- * transaction reserves with it; the entity core takes the same locks.
+ * transaction reserves with it, and the dependency evaluator the keys a transaction writes; the
+ * entity core takes the same locks.
  */
 public final class AccessSets {
   private AccessSets() {}
