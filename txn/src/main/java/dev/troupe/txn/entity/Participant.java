@@ -117,7 +117,7 @@ final class Participant<R> {
    * Asks for a part's locks (more of them, for an amended part): evaluates it once granted; a
    * wait-die death votes no (and forgets the part, releasing what it held).
    */
-  void requestLocks(Participation<R> participation, LockTable.LockSet access,
+  private void requestLocks(Participation<R> participation, LockTable.LockSet access,
       boolean mayDie, List<Effect<R>> effects) {
     long transactionId = participation.request.transactionId();
     switch (side.locks.request(transactionId, participation.request.startTimestamp(), access,
@@ -241,7 +241,7 @@ final class Participant<R> {
   }
 
   /** {@link Mutations.Mutation#RELEASE_KEY_LOCK_EARLY}, a deliberate bug (simulator tests only). */
-  void releaseKeyLocksEarly(long transactionId, List<Effect<R>> effects) {
+  private void releaseKeyLocksEarly(long transactionId, List<Effect<R>> effects) {
     if (side.mutations.contains(Mutations.Mutation.RELEASE_KEY_LOCK_EARLY)) {
       grant(side.locks.releaseReadKeys(transactionId), effects);
     }
@@ -262,7 +262,7 @@ final class Participant<R> {
     scheduleInDoubtCheck(participation, effects);
   }
 
-  void scheduleInDoubtCheck(Participation<R> participation, List<Effect<R>> effects) {
+  private void scheduleInDoubtCheck(Participation<R> participation, List<Effect<R>> effects) {
     if (!participation.inDoubtCheckScheduled) {
       participation.inDoubtCheckScheduled = true;
       effects.add(new Effect.ScheduleInDoubtQuery<>(participation.request.transactionId(),
@@ -380,7 +380,7 @@ final class Participant<R> {
   }
 
   /** Locks held: evaluate the step after the earlier ones and answer with what the txn sees. */
-  void runStep(Participation<R> participation, Input.StepRequested<R> step,
+  private void runStep(Participation<R> participation, Input.StepRequested<R> step,
       List<Effect<R>> effects) {
     List<Turn> turns = new ArrayList<>(participation.steps);
     if (step.turn() != null) {
@@ -520,7 +520,7 @@ final class Participant<R> {
    * A commit of a part already committed here (or forgotten: see the class doc): acknowledged
    * again, never applied again.
    */
-  void acknowledgeCommitAgain(long transactionId, RememberedCommit<R> committed,
+  private void acknowledgeCommitAgain(long transactionId, RememberedCommit<R> committed,
       R acknowledgeTo, List<Effect<R>> effects) {
     if (committed != null && side.mutations.contains(Mutations.Mutation.APPLY_DUPLICATE_DECISION)
         && !committed.operations.isEmpty()) {
@@ -551,7 +551,7 @@ final class Participant<R> {
     }
   }
 
-  void rememberAbort(long transactionId) {
+  private void rememberAbort(long transactionId) {
     side.rememberedAborts.remove(transactionId);
     side.rememberedAborts.add(transactionId);
     if (side.rememberedAborts.size() > side.limits.rememberedAborts()) {
@@ -559,7 +559,7 @@ final class Participant<R> {
     }
   }
 
-  void acknowledgeAbort(Input.DecisionReceived<R> decision, List<Effect<R>> effects) {
+  private void acknowledgeAbort(Input.DecisionReceived<R> decision, List<Effect<R>> effects) {
     if (decision.acknowledgeTo() != null) {
       effects.add(new Effect.Reply<>(decision.acknowledgeTo(), new TurnResult.Failed(
           new TroupeException(ErrorCode.ABORTED, TransactionAbort.DECIDED,
@@ -568,7 +568,7 @@ final class Participant<R> {
   }
 
   /** The transaction is over here: release its locks and let waiters and turns in. */
-  void finish(long transactionId, List<Effect<R>> effects) {
+  private void finish(long transactionId, List<Effect<R>> effects) {
     Participation<R> participation = side.participations.remove(transactionId);
     if (participation != null && participation.gateItem != null) {
       side.gate.abort(participation.gateItem); // a no-op once it was applied
@@ -578,7 +578,7 @@ final class Participant<R> {
     grant(side.locks.release(transactionId), effects);
   }
 
-  void grant(List<LockTable.Grant<Long>> granted, List<Effect<R>> effects) {
+  private void grant(List<LockTable.Grant<Long>> granted, List<Effect<R>> effects) {
     for (LockTable.Grant<Long> grant : granted) {
       Participation<R> participation = side.participations.get(grant.transactionId());
       if (participation != null && participation.phase == Phase.OPEN

@@ -215,7 +215,7 @@ final class PsacAdmission<R> {
   }
 
   /** Applies one committed action at the head of the gate to the tentative state. */
-  void applyGated(CompiledType type, List<Turn> turns, long transactionId, R replyTo,
+  private void applyGated(CompiledType type, List<Turn> turns, long transactionId, R replyTo,
       boolean prepared, boolean transactionPart, List<Effect<R>> effects) {
     TurnEvaluator.Sequence evaluated = side.evaluateTurns(type, turns, transactionId,
         side.tentative);

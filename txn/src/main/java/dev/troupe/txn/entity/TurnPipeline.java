@@ -84,7 +84,7 @@ final class TurnPipeline<R> {
     }
   }
 
-  boolean canRun(Waiting<R> turn) {
+  private boolean canRun(Waiting<R> turn) {
     // The lock set is only worked out when a transaction holds locks here (rarely): a turn's
     // access under key-level admission binds its arguments.
     return side.inFlight.size() < side.limits.maxInFlightCommitsPerEntity()
@@ -121,7 +121,7 @@ final class TurnPipeline<R> {
     effects.add(new Effect.SubmitCommit<>(serial, transactionId, operations, prepared, true));
   }
 
-  void run(Waiting<R> turn, List<Effect<R>> effects) {
+  private void run(Waiting<R> turn, List<Effect<R>> effects) {
     TurnEvaluator.Decision decision = TurnEvaluator.evaluate(
         side.entity, turn.type(), side.tentative, turn.turn(), turn.transactionId(), side.originDc,
             side.limits);
@@ -190,7 +190,7 @@ final class TurnPipeline<R> {
    * it. Roll the tentative state back to before it; every turn that observed it fails with the
    * refusal (it may be retried), since its result was computed on a state that never became real.
    */
-  void refuseFrom(long serial, TroupeException error, List<Effect<R>> effects) {
+  private void refuseFrom(long serial, TroupeException error, List<Effect<R>> effects) {
     Invariants.check(serial > side.lastDurableSerial && serial <= side.lastSubmittedSerial,
         "%s: refused commit %d is not in flight (durable %d, submitted %d)", side.entity, serial,
         side.lastDurableSerial, side.lastSubmittedSerial);
@@ -222,7 +222,7 @@ final class TurnPipeline<R> {
    * Whether rolling back to before {@code serial} would drop a decided transaction's commit: that
    * cannot be redone here, so the entity fails instead and recovery applies the decision.
    */
-  boolean rollbackLosesADecision(long serial) {
+  private boolean rollbackLosesADecision(long serial) {
     for (InFlight commit : side.inFlight) {
       if (commit.serial() >= serial && commit.resolvesPrepared()) {
         return true;
@@ -235,14 +235,14 @@ final class TurnPipeline<R> {
    * With nothing in flight the tentative state equals the durable one: give it the real version
    * instead of the provisional one.
    */
-  void rebaseWhenSettled() {
+  private void rebaseWhenSettled() {
     if (side.inFlight.isEmpty()) {
       side.tentative = new EntityState(side.tentative.values(), side.lastDurableVersion,
           side.tentative.exists());
     }
   }
 
-  void failEverything(TroupeException cause, List<Effect<R>> effects) {
+  private void failEverything(TroupeException cause, List<Effect<R>> effects) {
     for (PendingReply<R> reply : side.replies) {
       TroupeException error = reply.wrote()
           ? new TroupeException(ErrorCode.OUTCOME_UNKNOWN,
