@@ -139,33 +139,28 @@ final class EntitySide<R> {
     }
   }
 
+  // Who the entity is and its bounds (fixed for the incarnation).
   final EntityId entity;
-
   final TurnLimits limits;
-
   final int originDc;
+  final EntityTurnCore.ParticipantLimits participantLimits;
+  /** Deliberate breakages (empty outside the simulator's tests). */
+  final java.util.Set<Mutations.Mutation> mutations;
 
+  // The turn pipeline's: the tentative state, commits in flight, replies in order, queued turns.
   EntityState tentative;
-
   long lastDurableVersion;
-
   /** The durable version before the last durable commit: what that commit's turn read. */
   long versionBeforeLastDurable;
-
   long lastSubmittedSerial;
-
   long lastDurableSerial;
-
   final ArrayDeque<InFlight> inFlight = new ArrayDeque<>();
-
   final ArrayDeque<PendingReply<R>> replies = new ArrayDeque<>();
-
   final ArrayDeque<Waiting<R>> waiting = new ArrayDeque<>();
 
+  // The participant's: locks, open parts, and the memory of decided ones.
   final LockTable<Long> locks = new LockTable<>();
-
   final java.util.Map<Long, Participation<R>> participations = new java.util.HashMap<>();
-
   /**
    * Transactions whose abort arrived while they had no part here, newest last, at most {@code
    * limits.rememberedAborts()}: a prepare of one of them arrived late (its abort overtook it) and
@@ -173,39 +168,27 @@ final class EntitySide<R> {
    * reordering shell make this happen; the simulator's per-connection mailboxes do.
    */
   final java.util.LinkedHashSet<Long> rememberedAborts = new java.util.LinkedHashSet<>();
-
   /**
    * Recently committed parts, oldest first, at most {@code participantLimits.rememberedCommits()}:
    * a duplicated or resent commit is acknowledged again from here instead of applied twice.
    */
   final java.util.LinkedHashMap<Long, RememberedCommit<R>> rememberedCommits =
       new java.util.LinkedHashMap<>();
-
-  final EntityTurnCore.ParticipantLimits participantLimits;
-
   long lockWaits;
 
+  // The PSAC admission's: the gate (created with the type's bounds on first use).
   PsacGate<GateItem<R>> gate;
-
   PsacSettings gateSettings;
-
   long gateArrivals;
-
   long psacDelays;
-
   boolean gateChanged;
-
   boolean drainingGate;
 
+  // The core's: passivation and idleness.
   boolean passivationRequested;
-
   boolean stopped;
-
   /** Whether any input other than an idle check arrived since the last idle check. */
   boolean activeSinceIdleCheck = true;
-
-  /** Deliberate breakages (empty outside the simulator's tests). */
-  final java.util.Set<Mutations.Mutation> mutations;
 
   EntitySide(EntityId entity, EntityState durable, TurnLimits limits,
       EntityTurnCore.ParticipantLimits participantLimits, int originDc,

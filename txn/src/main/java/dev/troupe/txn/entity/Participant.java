@@ -43,6 +43,7 @@ final class Participant<R> {
     this.side = side;
   }
 
+  /** Wired once by the core's constructor: the collaborators call each other (not the shell). */
   void connect(TurnPipeline<R> pipeline, PsacAdmission<R> admission) {
     this.pipeline = pipeline;
     this.admission = admission;

@@ -40,6 +40,7 @@ final class PsacAdmission<R> {
     this.side = side;
   }
 
+  /** Wired once by the core's constructor: the collaborators call each other (not the shell). */
   void connect(TurnPipeline<R> pipeline, Participant<R> participant) {
     this.pipeline = pipeline;
     this.participant = participant;
