@@ -1,7 +1,7 @@
 package dev.troupe.runtime;
 
-import dev.troupe.txn.CoordinatorCore;
-import dev.troupe.txn.DecisionQueryCore;
+import dev.troupe.txn.coordinator.CoordinatorCore;
+import dev.troupe.txn.coordinator.DecisionQueryCore;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 

@@ -11,9 +11,9 @@ import dev.troupe.storage.DurableStore;
 import dev.troupe.storage.EntityWrite;
 import dev.troupe.storage.PreparedTransaction;
 import dev.troupe.storage.StoreHealth;
-import dev.troupe.txn.EntityTurnCore;
-import dev.troupe.txn.EntityTurnCore.Effect;
-import dev.troupe.txn.EntityTurnCore.Input;
+import dev.troupe.txn.entity.EntityTurnCore;
+import dev.troupe.txn.entity.EntityTurnCore.Effect;
+import dev.troupe.txn.entity.EntityTurnCore.Input;
 import dev.troupe.txn.Turn;
 import dev.troupe.txn.TurnCodec;
 import dev.troupe.txn.TurnResult;
@@ -74,7 +74,7 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
   /** Prepare this entity's part of a transaction and vote (see {@link EntityTurnCore}). */
   record Prepare(long transactionId, long startTimestamp, List<Turn> turns, boolean readsState,
       CompiledType type, boolean planned, List<dev.troupe.txn.Forward> forwards,
-      java.util.Map<String, dev.troupe.txn.LockTable.Mode> reserved, Recipient voteTo)
+      java.util.Map<String, dev.troupe.txn.entity.LockTable.Mode> reserved, Recipient voteTo)
       implements Routed {
     @Override
     public void refuse(TroupeException reason) {

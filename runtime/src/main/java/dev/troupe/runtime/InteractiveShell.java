@@ -7,7 +7,7 @@ import dev.troupe.model.spec.CompiledType;
 import dev.troupe.storage.DurableStore;
 import dev.troupe.storage.IdempotencyRecord;
 import dev.troupe.storage.StoreHealth;
-import dev.troupe.txn.InteractiveCore;
+import dev.troupe.txn.interactive.InteractiveCore;
 import dev.troupe.txn.Turn;
 import dev.troupe.txn.port.Timers;
 import java.util.List;

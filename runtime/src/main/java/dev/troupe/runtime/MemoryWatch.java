@@ -3,7 +3,7 @@ package dev.troupe.runtime;
 import dev.troupe.model.ErrorCode;
 import dev.troupe.model.TroupeException;
 import dev.troupe.storage.Store;
-import dev.troupe.txn.MemoryBudgetCore;
+import dev.troupe.txn.entity.MemoryBudgetCore;
 import java.lang.management.GarbageCollectorMXBean;
 import java.lang.management.ManagementFactory;
 import java.lang.management.MemoryNotificationInfo;

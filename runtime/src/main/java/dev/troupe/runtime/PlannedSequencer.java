@@ -1,6 +1,6 @@
 package dev.troupe.runtime;
 
-import dev.troupe.txn.SequencerCore;
+import dev.troupe.txn.planned.SequencerCore;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.LongConsumer;

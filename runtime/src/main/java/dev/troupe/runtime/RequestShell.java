@@ -11,7 +11,7 @@ import dev.troupe.storage.DurableStore;
 import dev.troupe.storage.IdempotencyRecord;
 import dev.troupe.storage.InDoubtResolution;
 import dev.troupe.storage.Store;
-import dev.troupe.txn.CoordinatorCore;
+import dev.troupe.txn.coordinator.CoordinatorCore;
 import dev.troupe.txn.Turn;
 import dev.troupe.txn.TurnCodec;
 import dev.troupe.txn.TurnEvaluator;

@@ -6,7 +6,7 @@ import dev.troupe.model.ValueLimits;
 import dev.troupe.model.time.TransactionIds;
 import dev.troupe.storage.Durability;
 import dev.troupe.storage.StorageSettings;
-import dev.troupe.txn.MemoryBudgetCore;
+import dev.troupe.txn.entity.MemoryBudgetCore;
 import dev.troupe.txn.TurnLimits;
 import java.nio.file.Path;
 import java.util.Locale;
@@ -99,8 +99,8 @@ public record RuntimeSettings(
     }
 
     /** The participant side's bounds over a network, for every entity core. */
-    public dev.troupe.txn.EntityTurnCore.ParticipantLimits participantLimits() {
-      return new dev.troupe.txn.EntityTurnCore.ParticipantLimits(inDoubtQueryIntervalMillis,
+    public dev.troupe.txn.entity.EntityTurnCore.ParticipantLimits participantLimits() {
+      return new dev.troupe.txn.entity.EntityTurnCore.ParticipantLimits(inDoubtQueryIntervalMillis,
           rememberedCommits);
     }
   }

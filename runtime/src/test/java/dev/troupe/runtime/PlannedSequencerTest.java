@@ -3,7 +3,7 @@ package dev.troupe.runtime;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.troupe.txn.SequencerCore;
+import dev.troupe.txn.planned.SequencerCore;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;

@@ -9,7 +9,7 @@ import dev.troupe.model.spec.CompiledType;
 import dev.troupe.model.spec.SpecParser;
 import dev.troupe.model.value.CounterValue;
 import dev.troupe.model.value.SetValue;
-import dev.troupe.txn.CoordinatorCore;
+import dev.troupe.txn.coordinator.CoordinatorCore;
 import dev.troupe.txn.Turn;
 import dev.troupe.txn.TurnResult;
 import java.nio.charset.StandardCharsets;

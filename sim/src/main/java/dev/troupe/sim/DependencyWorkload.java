@@ -13,7 +13,7 @@ import dev.troupe.model.spec.SpecParser;
 import dev.troupe.model.value.DependencyTable;
 import dev.troupe.model.value.RegisterValue;
 import dev.troupe.model.value.Value;
-import dev.troupe.txn.CoordinatorCore;
+import dev.troupe.txn.coordinator.CoordinatorCore;
 import dev.troupe.txn.Turn;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;

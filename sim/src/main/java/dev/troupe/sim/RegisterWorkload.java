@@ -8,7 +8,7 @@ import dev.troupe.model.Json;
 import dev.troupe.model.spec.CompiledType;
 import dev.troupe.model.spec.SpecParser;
 import dev.troupe.model.value.RegisterValue;
-import dev.troupe.txn.CoordinatorCore;
+import dev.troupe.txn.coordinator.CoordinatorCore;
 import dev.troupe.txn.Turn;
 import dev.troupe.txn.TurnResult;
 import dev.troupe.txn.check.RecordedTransaction;

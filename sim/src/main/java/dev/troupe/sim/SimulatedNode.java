@@ -5,13 +5,13 @@ import dev.troupe.model.EntityState;
 import dev.troupe.model.Invariants;
 import dev.troupe.model.Operation;
 import dev.troupe.model.spec.CompiledType;
-import dev.troupe.txn.CoordinatorCore;
+import dev.troupe.txn.coordinator.CoordinatorCore;
 import dev.troupe.storage.DecidedTransaction;
 import dev.troupe.storage.InDoubtResolution;
 import dev.troupe.storage.PreparedTransaction;
-import dev.troupe.txn.EntityTurnCore;
+import dev.troupe.txn.entity.EntityTurnCore;
 import dev.troupe.txn.Mutations;
-import dev.troupe.txn.SequencerCore;
+import dev.troupe.txn.planned.SequencerCore;
 import dev.troupe.txn.Turn;
 import dev.troupe.txn.TurnCodec;
 import dev.troupe.txn.TurnLimits;
@@ -186,7 +186,7 @@ final class SimulatedNode {
   /** Coordinators whose messages cross the lossy network (not an interactive commit's). */
   private final Set<Long> lossyCoordinators = new java.util.HashSet<>();
   /** Answers in-doubt questions from the live coordinators and the decision records. */
-  private dev.troupe.txn.DecisionQueryCore decisionQueries = new dev.troupe.txn.DecisionQueryCore();
+  private dev.troupe.txn.coordinator.DecisionQueryCore decisionQueries = new dev.troupe.txn.coordinator.DecisionQueryCore();
   /** In-doubt questions asked and answered (commit or abort), for the run's summary. */
   private long inDoubtQuestions;
   private long inDoubtAnswers;
@@ -194,7 +194,7 @@ final class SimulatedNode {
   private SequencerCore<Long> sequencer = new SequencerCore<>();
   private boolean drainScheduled;
   /** Open interactive transactions (idle timeout 300 simulated ms); lost on a crash. */
-  private dev.troupe.txn.InteractiveCore interactive = newInteractiveCore();
+  private dev.troupe.txn.interactive.InteractiveCore interactive = newInteractiveCore();
   private final Map<Long, String> requestOfInteractive = new HashMap<>();
   private long nextCoordinator;
   private long crashes;
@@ -445,7 +445,7 @@ final class SimulatedNode {
       noteCorrupt(request, outcome);
       client.accept(outcome);
     };
-    dev.troupe.txn.InteractiveCore.Commit commit;
+    dev.troupe.txn.interactive.InteractiveCore.Commit commit;
     try {
       commit = interactive.commit(id);
     } catch (dev.troupe.model.TroupeException refused) {
@@ -520,7 +520,7 @@ final class SimulatedNode {
     coordinatorOfAttempt.clear();
     lossyCoordinators.clear();
     // Its view of the decision records is memory; recovery forgets every one of them on one node.
-    decisionQueries = new dev.troupe.txn.DecisionQueryCore();
+    decisionQueries = new dev.troupe.txn.coordinator.DecisionQueryCore();
     sequencer = new SequencerCore<>();
     drainScheduled = false;
     interactive = newInteractiveCore();
@@ -890,7 +890,7 @@ final class SimulatedNode {
               cluster.decidedCommit(decision.transactionId());
               send("storage", "coordinator-" + key,
                   "decision durable tx " + decision.transactionId(), () -> {
-                    decisionQueries.handle(new dev.troupe.txn.DecisionQueryCore.Input
+                    decisionQueries.handle(new dev.troupe.txn.coordinator.DecisionQueryCore.Input
                         .DecisionRecorded(decision.transactionId()));
                     feedCoordinator(key,
                         new CoordinatorCore.Input.DecisionPersisted(null, false));
@@ -901,7 +901,7 @@ final class SimulatedNode {
                   CoordinatorCore.Input.DecisionPersisted persisted =
                       CoordinatorCore.Input.DecisionPersisted.ofStoreAnswer(failure);
                   if (persisted.unknown()) {
-                    decisionQueries.handle(new dev.troupe.txn.DecisionQueryCore.Input
+                    decisionQueries.handle(new dev.troupe.txn.coordinator.DecisionQueryCore.Input
                         .DecisionWriteUncertain(decision.transactionId()));
                   }
                   feedCoordinator(key, persisted);
@@ -927,7 +927,7 @@ final class SimulatedNode {
         case CoordinatorCore.Effect.ForgetDecision forget -> {
           storage.forgetDecision(
               new DecidedTransaction(forget.transactionId(), forget.participants()));
-          decisionQueries.handle(new dev.troupe.txn.DecisionQueryCore.Input.DecisionForgotten(
+          decisionQueries.handle(new dev.troupe.txn.coordinator.DecisionQueryCore.Input.DecisionForgotten(
               forget.transactionId()));
         }
         case CoordinatorCore.Effect.Reply reply -> {
@@ -972,15 +972,15 @@ final class SimulatedNode {
           CoordinatorCore core = live == null ? null : coordinators.get(live);
           CoordinatorCore.Knowledge knowledge =
               core == null ? CoordinatorCore.Knowledge.NOT_MINE : core.knowledgeOf(transactionId);
-          for (dev.troupe.txn.DecisionQueryCore.Effect effect : decisionQueries.handle(
-              new dev.troupe.txn.DecisionQueryCore.Input.Asked(transactionId, knowledge))) {
+          for (dev.troupe.txn.coordinator.DecisionQueryCore.Effect effect : decisionQueries.handle(
+              new dev.troupe.txn.coordinator.DecisionQueryCore.Input.Asked(transactionId, knowledge))) {
             switch (effect) {
-              case dev.troupe.txn.DecisionQueryCore.Effect.Answered answered -> {
-                if (answered.answer() == dev.troupe.txn.DecisionQueryCore.Answer.UNDECIDED) {
+              case dev.troupe.txn.coordinator.DecisionQueryCore.Effect.Answered answered -> {
+                if (answered.answer() == dev.troupe.txn.coordinator.DecisionQueryCore.Answer.UNDECIDED) {
                   continue;
                 }
                 boolean commit =
-                    answered.answer() == dev.troupe.txn.DecisionQueryCore.Answer.COMMITTED;
+                    answered.answer() == dev.troupe.txn.coordinator.DecisionQueryCore.Answer.COMMITTED;
                 if (!commit) {
                   cluster.decidedAbort(transactionId); // presumed abort is an abort decision
                 }
@@ -1026,15 +1026,15 @@ final class SimulatedNode {
     CoordinatorCore core = live == null ? null : coordinators.get(live);
     CoordinatorCore.Knowledge knowledge =
         core == null ? CoordinatorCore.Knowledge.NOT_MINE : core.knowledgeOf(transactionId);
-    for (dev.troupe.txn.DecisionQueryCore.Effect effect : decisionQueries.handle(
-        new dev.troupe.txn.DecisionQueryCore.Input.Asked(transactionId, knowledge))) {
+    for (dev.troupe.txn.coordinator.DecisionQueryCore.Effect effect : decisionQueries.handle(
+        new dev.troupe.txn.coordinator.DecisionQueryCore.Input.Asked(transactionId, knowledge))) {
       switch (effect) {
-        case dev.troupe.txn.DecisionQueryCore.Effect.Answered answered -> {
-          if (answered.answer() == dev.troupe.txn.DecisionQueryCore.Answer.UNDECIDED) {
+        case dev.troupe.txn.coordinator.DecisionQueryCore.Effect.Answered answered -> {
+          if (answered.answer() == dev.troupe.txn.coordinator.DecisionQueryCore.Answer.UNDECIDED) {
             return null;
           }
           boolean commit =
-              answered.answer() == dev.troupe.txn.DecisionQueryCore.Answer.COMMITTED;
+              answered.answer() == dev.troupe.txn.coordinator.DecisionQueryCore.Answer.COMMITTED;
           if (!commit) {
             cluster.decidedAbort(transactionId); // presumed abort is an abort decision
           }
@@ -1060,7 +1060,7 @@ final class SimulatedNode {
   private void keepRecoveredInDoubt(InDoubtResolution resolution) {
     if (!resolution.decisionsToKeep().isEmpty()) {
       // Records of commits whose participants elsewhere may still ask: this node answers commit.
-      decisionQueries.handle(new dev.troupe.txn.DecisionQueryCore.Input.DecisionsRecovered(
+      decisionQueries.handle(new dev.troupe.txn.coordinator.DecisionQueryCore.Input.DecisionsRecovered(
           resolution.decisionsToKeep().stream().map(DecidedTransaction::transactionId).toList()));
     }
     List<PreparedTransaction> parts = new java.util.ArrayList<>(resolution.toAsk());
@@ -1325,8 +1325,8 @@ final class SimulatedNode {
     return reissuedIds;
   }
 
-  private static dev.troupe.txn.InteractiveCore newInteractiveCore() {
-    return new dev.troupe.txn.InteractiveCore(
-        new dev.troupe.txn.InteractiveCore.Limits(10_000, 64, 300));
+  private static dev.troupe.txn.interactive.InteractiveCore newInteractiveCore() {
+    return new dev.troupe.txn.interactive.InteractiveCore(
+        new dev.troupe.txn.interactive.InteractiveCore.Limits(10_000, 64, 300));
   }
 }

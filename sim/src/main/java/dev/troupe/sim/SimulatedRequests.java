@@ -5,7 +5,7 @@ import dev.troupe.model.EntityState;
 import dev.troupe.model.dependency.Dependency;
 import dev.troupe.model.dependency.KeyReference;
 import dev.troupe.model.spec.CompiledType;
-import dev.troupe.txn.CoordinatorCore;
+import dev.troupe.txn.coordinator.CoordinatorCore;
 import dev.troupe.txn.Turn;
 import dev.troupe.txn.TurnResult;
 import dev.troupe.txn.request.RequestCore;

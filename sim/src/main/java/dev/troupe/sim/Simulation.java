@@ -3,7 +3,7 @@ package dev.troupe.sim;
 import dev.troupe.model.EntityId;
 import dev.troupe.model.Invariants;
 import dev.troupe.model.spec.CompiledType;
-import dev.troupe.txn.CoordinatorCore;
+import dev.troupe.txn.coordinator.CoordinatorCore;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -297,7 +297,7 @@ public final class Simulation {
         options.mailboxes().equals("per-receiver")
             ? SimulatedNetwork.Ordering.PER_RECEIVER : SimulatedNetwork.Ordering.PER_CONNECTION,
         options.internalNetwork().equals("lossy"),
-        new dev.troupe.txn.EntityTurnCore.ParticipantLimits(100, 64)),
+        new dev.troupe.txn.entity.EntityTurnCore.ParticipantLimits(100, 64)),
         (EntityId entity) -> {
           CompiledType type = types.get(entity.type());
           Invariants.check(type != null, "no workload has the type of %s", entity);

@@ -11,7 +11,7 @@ import dev.troupe.model.TransactionAbort;
 import dev.troupe.model.TroupeException;
 import dev.troupe.model.ValueLimits;
 import dev.troupe.model.spec.CompiledType;
-import dev.troupe.txn.CoordinatorCore;
+import dev.troupe.txn.coordinator.CoordinatorCore;
 import dev.troupe.txn.Turn;
 import dev.troupe.txn.TurnResult;
 import dev.troupe.txn.request.RequestCore;

@@ -21,6 +21,8 @@ import dev.troupe.model.spec.CompiledType;
 import dev.troupe.model.spec.DependencyExpression;
 import dev.troupe.model.value.DependencyTable;
 import dev.troupe.model.value.KeyKind;
+import dev.troupe.txn.entity.AccessSets;
+import dev.troupe.txn.entity.LockTable;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;

@@ -9,7 +9,7 @@ import dev.troupe.model.TroupeException;
 import dev.troupe.model.dependency.Dependency;
 import dev.troupe.runtime.Troupe;
 import dev.troupe.storage.IdempotencyRecord;
-import dev.troupe.txn.IdempotencyCore;
+import dev.troupe.txn.request.IdempotencyCore;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;

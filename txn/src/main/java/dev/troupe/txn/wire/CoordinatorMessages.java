@@ -1,9 +1,9 @@
 package dev.troupe.txn.wire;
 
-import dev.troupe.txn.CoordinatorCore;
-import dev.troupe.txn.CoordinatorCore.Effect.SendDecision;
-import dev.troupe.txn.CoordinatorCore.Effect.SendForwards;
-import dev.troupe.txn.CoordinatorCore.Effect.SendPrepare;
+import dev.troupe.txn.coordinator.CoordinatorCore;
+import dev.troupe.txn.coordinator.CoordinatorCore.Effect.SendDecision;
+import dev.troupe.txn.coordinator.CoordinatorCore.Effect.SendForwards;
+import dev.troupe.txn.coordinator.CoordinatorCore.Effect.SendPrepare;
 import dev.troupe.txn.wire.WireMessage.Acknowledgement;
 import dev.troupe.txn.wire.WireMessage.Decision;
 import dev.troupe.txn.wire.WireMessage.DecisionAnswer;

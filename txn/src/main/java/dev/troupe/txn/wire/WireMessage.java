@@ -2,8 +2,8 @@ package dev.troupe.txn.wire;
 
 import dev.troupe.model.EntityId;
 import dev.troupe.txn.Forward;
-import dev.troupe.txn.LockTable;
 import dev.troupe.txn.Turn;
+import dev.troupe.txn.entity.LockTable;
 import java.util.List;
 import java.util.Map;
 

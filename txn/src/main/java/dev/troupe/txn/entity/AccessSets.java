@@ -1,0 +1,142 @@
+package dev.troupe.txn.entity;
+
+import dev.troupe.model.TroupeException;
+import dev.troupe.model.spec.AdmissionPolicy;
+import dev.troupe.model.spec.CompiledType;
+import dev.troupe.txn.Forward;
+import dev.troupe.txn.Turn;
+import dev.troupe.txn.entity.LockTable.LockSet;
+import dev.troupe.txn.entity.LockTable.Mode;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * The locks a turn or a transaction's part on one entity needs, by the type's admission policy:
+ * the whole entity under {@link AdmissionPolicy#SERIAL}, the keys it touches under {@link
+ * AdmissionPolicy#KEYS}. Known before the turn runs, from the request and the type alone.
+ *
+ * <p>Pure; thread-safe (stateless).
+ *
+ * <p>Public because the dependency planner ({@code txn.planned}) works out the locks a planned
+ * transaction reserves with it, and the dependency evaluator the keys a transaction writes; the
+ * entity core takes the same locks.
+ */
+public final class AccessSets {
+  private AccessSets() {}
+
+  /** Whether the action is declared and has no effects (only preconditions and sync calls). */
+  private static boolean readsOnly(CompiledType type, String action) {
+    return !type.isSchemaless() && type.spec().actions().containsKey(action)
+        && !type.writes(action);
+  }
+
+  /** The locks of one single-entity turn. */
+  public static LockSet forTurn(CompiledType type, Turn turn) {
+    return forTransaction(type, List.of(turn), false);
+  }
+
+  /**
+   * The locks of a transaction's part: its operations' and those the forwards to it need (the
+   * key each forward writes, or reads for a registration's walk). A dependency's hidden records
+   * are locked as the key they describe, so a forward and a write of its key conflict.
+   */
+  public static LockSet forPart(CompiledType type, List<Turn> turns, boolean readsState,
+      List<Forward> forwards) {
+    // A part with no operations of its own (a follower a dependency brought in) locks only what
+    // its forwards need.
+    LockSet base = turns.isEmpty() && !readsState
+        ? new LockSet(null, Map.of()) : forTransaction(type, turns, readsState);
+    boolean locking = false;
+    for (Forward forward : forwards) {
+      locking |= !forward.needsNoLock();
+    }
+    if (!locking) {
+      return base;
+    }
+    if (type.spec().admission() != AdmissionPolicy.KEYS) {
+      boolean writes = base.entityMode() == Mode.WRITE;
+      for (Forward forward : forwards) {
+        writes |= !forward.readsOnly() && !forward.needsNoLock();
+      }
+      return LockSet.wholeEntity(writes ? Mode.WRITE : Mode.READ);
+    }
+    Map<String, Mode> keys = new HashMap<>(base.keys());
+    for (Forward forward : forwards) {
+      if (forward.needsNoLock()) {
+        continue;
+      }
+      if (forward.readsOnly()) {
+        keys.putIfAbsent(forward.keyAtTarget(), Mode.READ);
+      } else {
+        keys.put(forward.keyAtTarget(), Mode.WRITE);
+      }
+    }
+    return new LockSet(base.entityMode(), keys);
+  }
+
+  /** The locks a part reserves for forwards it may receive, by the type's admission policy. */
+  public static LockSet reservation(CompiledType type, Map<String, Mode> keys) {
+    if (keys.isEmpty()) {
+      return new LockSet(null, Map.of());
+    }
+    if (type.spec().admission() != AdmissionPolicy.KEYS) {
+      return LockSet.wholeEntity(keys.containsValue(Mode.WRITE) ? Mode.WRITE : Mode.READ);
+    }
+    return new LockSet(null, keys);
+  }
+
+  /**
+   * The locks of a transaction's operations on one entity.
+   *
+   * @param readsState whether the transaction also reads the entity's whole state
+   */
+  public static LockSet forTransaction(CompiledType type, List<Turn> turns, boolean readsState) {
+    if (type.spec().admission() != AdmissionPolicy.KEYS) {
+      // serial (psac types never reach the lock table: their gate admits instead)
+      boolean writes = false;
+      for (Turn turn : turns) {
+        writes |= !(turn instanceof Turn.InvokeAction invoke && readsOnly(type, invoke.action()));
+      }
+      return LockSet.wholeEntity(writes ? Mode.WRITE : Mode.READ);
+    }
+    Mode entityMode = readsState ? Mode.READ : null;
+    Map<String, Mode> keys = new HashMap<>();
+    for (Turn turn : turns) {
+      switch (turn) {
+        case Turn.AssignKeys assign ->
+            assign.assignments().keySet().forEach(key -> keys.put(key, Mode.WRITE));
+        case Turn.DeleteKey delete -> keys.put(delete.key(), Mode.WRITE);
+        case Turn.IncrementKey increment -> keys.put(increment.key(), Mode.WRITE);
+        case Turn.AddElement add -> keys.put(add.key(), Mode.WRITE);
+        case Turn.RemoveElement remove -> keys.put(remove.key(), Mode.WRITE);
+        case Turn.DeleteEntity ignored -> entityMode = Mode.WRITE;
+        case Turn.DiscardHiddenValues ignored -> entityMode = Mode.WRITE;
+        case Turn.RegisterDependency register ->
+            keys.put(register.dependency().leader().key(), Mode.WRITE);
+        case Turn.DeregisterDependency deregister -> keys.put(deregister.leaderKey(), Mode.WRITE);
+        case Turn.InvokeAction invoke -> {
+          if (type.isSchemaless() || !type.spec().actions().containsKey(invoke.action())) {
+            // Evaluation rejects it; lock the whole entity meanwhile rather than guess.
+            entityMode = Mode.WRITE;
+            continue;
+          }
+          CompiledType.ActionAccess access;
+          try {
+            access = type.access(invoke.action(), invoke.params());
+          } catch (TroupeException badArguments) {
+            // Evaluation rejects them with the same message; lock the whole entity meanwhile.
+            entityMode = Mode.WRITE;
+            continue;
+          }
+          if (access.readsWholeState() && entityMode != Mode.WRITE) {
+            entityMode = Mode.READ;
+          }
+          access.reads().forEach(key -> keys.putIfAbsent(key, Mode.READ));
+          access.writes().forEach(key -> keys.put(key, Mode.WRITE));
+        }
+      }
+    }
+    return new LockSet(entityMode, keys);
+  }
+}

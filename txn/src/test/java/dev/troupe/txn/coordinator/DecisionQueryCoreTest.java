@@ -1,0 +1,46 @@
+package dev.troupe.txn.coordinator;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import dev.troupe.txn.coordinator.CoordinatorCore.Knowledge;
+import dev.troupe.txn.coordinator.DecisionQueryCore.Answer;
+import dev.troupe.txn.coordinator.DecisionQueryCore.Effect;
+import dev.troupe.txn.coordinator.DecisionQueryCore.Input;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+/** The coordinator's node answering participants in doubt, under presumed abort. */
+class DecisionQueryCoreTest {
+  private static Answer ask(DecisionQueryCore core, long transactionId, Knowledge live) {
+    List<Effect> effects = core.handle(new Input.Asked(transactionId, live));
+    return ((Effect.Answered) effects.get(0)).answer();
+  }
+
+  @Test
+  void aLiveCoordinatorAnswersFirstAndUndecidedIsNeverAbort() {
+    DecisionQueryCore core = new DecisionQueryCore();
+    assertEquals(Answer.UNDECIDED, ask(core, 7, Knowledge.UNDECIDED));
+    assertEquals(Answer.COMMITTED, ask(core, 7, Knowledge.COMMITTED));
+    assertEquals(Answer.ABORTED, ask(core, 7, Knowledge.ABORTED));
+  }
+
+  @Test
+  void withoutACoordinatorARecordMeansCommitAndNothingMeansAbort() {
+    DecisionQueryCore core = new DecisionQueryCore();
+    assertEquals(Answer.ABORTED, ask(core, 7, Knowledge.NOT_MINE), "presumed abort");
+    core.handle(new Input.DecisionRecorded(7));
+    assertEquals(Answer.COMMITTED, ask(core, 7, Knowledge.NOT_MINE));
+    core.handle(new Input.DecisionForgotten(7));
+    assertEquals(Answer.ABORTED, ask(core, 7, Knowledge.NOT_MINE));
+    core.handle(new Input.DecisionsRecovered(List.of(8L, 9L)));
+    assertEquals(Answer.COMMITTED, ask(core, 9, Knowledge.NOT_MINE));
+    assertEquals(2, core.recordedDecisions());
+  }
+
+  @Test
+  void aDecisionWriteOfUnknownFateIsNeverPresumedAborted() {
+    DecisionQueryCore core = new DecisionQueryCore();
+    core.handle(new Input.DecisionWriteUncertain(7));
+    assertEquals(Answer.UNDECIDED, ask(core, 7, Knowledge.NOT_MINE));
+  }
+}

@@ -1,0 +1,141 @@
+package dev.troupe.txn.entity;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.node.LongNode;
+import dev.troupe.model.EntityId;
+import dev.troupe.model.EntityState;
+import dev.troupe.model.Json;
+import dev.troupe.model.Operation;
+import dev.troupe.model.TransactionAbort;
+import dev.troupe.model.dependency.Dependency;
+import dev.troupe.model.spec.CompiledType;
+import dev.troupe.model.spec.SpecParser;
+import dev.troupe.txn.Forward;
+import dev.troupe.txn.Turn;
+import dev.troupe.txn.TurnLimits;
+import dev.troupe.txn.TurnResult;
+import dev.troupe.txn.entity.EntityTurnCore.Effect;
+import dev.troupe.txn.entity.EntityTurnCore.Input;
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The participant side of dependency enforcement: a prepared part asked to evaluate again with
+ * forwarded operations, its locks, its prepared record, and single turns that must become
+ * transactions.
+ */
+class ParticipantForwardingTest {
+  private static final EntityId CART = EntityId.parse("Cart/c");
+  private static final Dependency ITEM = Dependency.fromJson(Json.parse(
+      "{\"kind\":\"update\",\"leader\":{\"entity\":\"Product/p\",\"key\":\"price\"},"
+          + "\"follower\":{\"entity\":\"Cart/c\",\"key\":\"item\"},\"function\":\"replicate\"}"));
+  private static final CompiledType KEYS = CompiledType.compile(SpecParser.parse("Cart",
+      ("{\"admission\": \"keys\", \"keys\": {\"item\": {\"kind\": \"register\"},"
+          + " \"note\": {\"kind\": \"register\"}}}").getBytes(StandardCharsets.UTF_8), false));
+
+  private final EntityTurnCore<String> core =
+      new EntityTurnCore<>(CART, EntityState.ABSENT, TurnLimits.DEFAULTS, 1);
+
+  private static <T> T only(List<Effect<String>> effects, Class<T> kind) {
+    return effects.stream().filter(kind::isInstance).map(kind::cast).findFirst()
+        .orElseThrow(() -> new AssertionError("no " + kind.getSimpleName() + " in " + effects));
+  }
+
+  private List<Effect<String>> prepare(long id, Turn turn) {
+    return core.handle(new Input.PrepareRequested<>(id, id, List.of(turn), false, KEYS,
+        "vote-" + id));
+  }
+
+  @Test
+  void aPreparedPartEvaluatesAgainWithForwardsAndReplacesItsPreparedRecord() {
+    prepare(5, new Turn.AssignKeys(Map.of("note", Json.parse("\"hi\""))));
+    only(core.handle(new Input.PrepareSucceeded<>(5)), Effect.Reply.class);
+    Forward registered = new Forward.Registered(ITEM, LongNode.valueOf(7));
+    Effect.SubmitPrepare<String> amended = only(core.handle(
+        new Input.ForwardsReceived<>(5, List.of(registered), "again")), Effect.SubmitPrepare.class);
+    assertTrue(amended.operations().contains(new Operation.Assign("item", LongNode.valueOf(7))),
+        amended.operations().toString());
+    assertTrue(amended.operations().contains(new Operation.Assign("note", Json.parse("\"hi\""))),
+        "the client's own operations are evaluated again with the forwards");
+    Effect.Reply<String> vote = only(core.handle(new Input.PrepareSucceeded<>(5)),
+        Effect.Reply.class);
+    assertEquals("again", vote.replyTo());
+    Effect.SubmitCommit<String> commit = only(core.handle(new Input.DecisionReceived<>(5, true,
+        "ack")), Effect.SubmitCommit.class);
+    assertEquals(amended.operations(), commit.operations());
+  }
+
+  @Test
+  void anAmendmentWaitsForTheForwardedKeysLockAndAnAbortThenDropsTheRecord() {
+    // Transaction 3 (older) holds the item key; transaction 5's part is prepared on the note.
+    prepare(3, new Turn.AssignKeys(Map.of("item", LongNode.valueOf(1))));
+    core.handle(new Input.PrepareSucceeded<>(3));
+    prepare(5, new Turn.AssignKeys(Map.of("note", Json.parse("\"hi\""))));
+    core.handle(new Input.PrepareSucceeded<>(5));
+    Forward registered = new Forward.Registered(ITEM, LongNode.valueOf(7));
+    List<Effect<String>> waiting =
+        core.handle(new Input.ForwardsReceived<>(5, List.of(registered), "again"));
+    // Younger than the holder: wait-die kills it at once; its earlier record is dropped.
+    Effect.Reply<String> died = only(waiting, Effect.Reply.class);
+    assertEquals(TransactionAbort.LOCK_CONFLICT,
+        assertInstanceOf(TurnResult.Failed.class, died.result()).error().reason());
+    only(waiting, Effect.AbandonPrepared.class);
+    assertEquals(1, core.openTransactions());
+  }
+
+  @Test
+  void anOlderAmendmentWaitsAndRunsWhenTheHolderCommits() {
+    prepare(7, new Turn.AssignKeys(Map.of("item", LongNode.valueOf(1))));
+    core.handle(new Input.PrepareSucceeded<>(7));
+    prepare(5, new Turn.AssignKeys(Map.of("note", Json.parse("\"hi\""))));
+    core.handle(new Input.PrepareSucceeded<>(5));
+    Forward registered = new Forward.Registered(ITEM, LongNode.valueOf(7));
+    assertTrue(core.handle(new Input.ForwardsReceived<>(5, List.of(registered), "again"))
+        .stream().noneMatch(Effect.SubmitPrepare.class::isInstance), "waits for the item lock");
+    List<Effect<String>> committed = core.handle(new Input.DecisionReceived<>(7, true, "ack7"));
+    Effect.SubmitPrepare<String> amended = only(committed, Effect.SubmitPrepare.class);
+    assertEquals(5, amended.transactionId());
+  }
+
+  @Test
+  void aSingleTurnOnALeaderKeyIsSentBackToRunAsATransaction() {
+    EntityState leading = EntityState.ABSENT.apply(List.of(
+        new Operation.Assign("price", LongNode.valueOf(1)),
+        new Operation.RecordDependency("$out:price", ITEM, null)), 1, 1);
+    EntityTurnCore<String> product =
+        new EntityTurnCore<>(EntityId.parse("Product/p"), leading, TurnLimits.DEFAULTS, 1);
+    CompiledType schemaless = CompiledType.schemaless("Product");
+    Effect.Reply<String> reply = only(product.handle(new Input.TurnRequested<>(
+        new Turn.AssignKeys(Map.of("price", LongNode.valueOf(2))), schemaless, 9, "client")),
+        Effect.Reply.class);
+    assertEquals(TransactionAbort.NEEDS_TRANSACTION,
+        assertInstanceOf(TurnResult.Failed.class, reply.result()).error().reason());
+    List<Effect<String>> other = product.handle(new Input.TurnRequested<>(
+        new Turn.AssignKeys(Map.of("name", LongNode.valueOf(2))), schemaless, 10, "client"));
+    only(other, Effect.SubmitCommit.class);
+  }
+
+  @Test
+  void aPlannedPartAppliesForwardsOnlyOnTheKeysItReserved() {
+    Forward registered = new Forward.Registered(ITEM, LongNode.valueOf(7));
+    // Reserved: prepared in its order holding the item key, it applies the forward at once.
+    core.handle(new Input.PrepareRequested<>(5, 1, List.of(), false, KEYS, "vote", true,
+        List.of(), Map.of("item", LockTable.Mode.WRITE)));
+    only(core.handle(new Input.ForwardsReceived<>(5, List.of(registered), "again")),
+        Effect.SubmitPrepare.class);
+    // Not reserved: it gives the planned attempt up rather than wait outside its order.
+    EntityTurnCore<String> other =
+        new EntityTurnCore<>(CART, EntityState.ABSENT, TurnLimits.DEFAULTS, 1);
+    other.handle(new Input.PrepareRequested<>(6, 2, List.of(), false, KEYS, "vote", true,
+        List.of(), Map.of("note", LockTable.Mode.WRITE)));
+    Effect.Reply<String> refused = only(other.handle(
+        new Input.ForwardsReceived<>(6, List.of(registered), "again")), Effect.Reply.class);
+    assertEquals(TransactionAbort.DEPENDENCIES_INVOLVED,
+        assertInstanceOf(TurnResult.Failed.class, refused.result()).error().reason());
+  }
+}
