@@ -1,9 +1,11 @@
 package dev.troupe.sim;
 
 import dev.troupe.model.EntityId;
+import dev.troupe.model.EntityLocator;
 import dev.troupe.model.EntityState;
 import dev.troupe.model.Invariants;
 import dev.troupe.model.Operation;
+import dev.troupe.model.SingleNodeLocator;
 import dev.troupe.model.spec.CompiledType;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -15,6 +17,12 @@ import java.util.Set;
 import java.util.TreeMap;
 import java.util.function.Consumer;
 import java.util.function.Function;
+import dev.troupe.txn.port.Transport;
+import dev.troupe.txn.wire.CorruptMessageException;
+import dev.troupe.txn.wire.Envelope;
+import dev.troupe.txn.wire.TypeRegistry;
+import dev.troupe.txn.wire.WireCodec;
+import dev.troupe.txn.wire.WireMessage;
 
 /**
  * Several {@link SimulatedNode}s, each with its own cores, its own storage (the production engine
@@ -22,8 +30,8 @@ import java.util.function.Function;
  * jumping at crashes), over a {@link SimulatedNetwork} between nodes that delays, loses and
  * duplicates messages and is cut by partitions. Each connection (a pair of nodes) is FIFO, as TCP
  * and Pekko's Artery are; messages of different connections, and resent or duplicated ones,
- * arrive in any order. Every entity lives on one node, {@link Locator#nodeOf}: a hash of its id
- * modulo the number of nodes. A client reaches a random node, which coordinates its transaction,
+ * arrive in any order. Every entity lives on one node, {@link EntityLocator#nodeOf} of the
+ * cluster's {@link HashPlacement}: the placement hash of its id modulo the number of nodes. A client reaches a random node, which coordinates its transaction,
  * so coordinators and participants are mostly on different nodes; planned transactions are all
  * ordered and coordinated by the sequencer's node ({@link #SEQUENCER_NODE}). Inside a node,
  * messages keep the local-mailbox rules; a message to another node crosses this network and joins
@@ -53,31 +61,48 @@ import java.util.function.Function;
  * presumed abort). {@link #decidedBothWays} checks them against each other and against the parts
  * the nodes' journals applied.
  *
- * <p><b>Wire seam.</b> Messages between nodes are the closures of the node's shells, not bytes:
- * {@link #sendBetweenNodes} and {@link #sendReliably} are where each would be encoded to its
- * wire record and decoded on arrival (package {@code dev.troupe.txn.wire}).
+ * <p><b>Wire formats and ports.</b> Every core message that crosses nodes is an {@link Envelope}
+ * handed to the sending node's {@link Transport} ({@link #transportOf}): encoded with {@link
+ * WireCodec} at the sender, carried as bytes, decoded at the receiver ({@link
+ * SimulatedNode#receive}), which resolves the types it names (by name and version) in its own
+ * {@link TypeRegistry} and converts it into a core input with the {@code txn.wire} converters.
+ * While faults last, a frame on the lossy channel may arrive with a byte flipped ({@link
+ * #FRAME_DAMAGE_PROBABILITY}): the checksum refuses it and it is dropped, never decoded into
+ * another message. Only a planned transaction forwarded to the sequencer's node, and its outcome,
+ * still cross as a closure ({@link #sendRequestBetweenNodes}): a client request with no wire
+ * record yet. Placement is an {@link EntityLocator} ({@link HashPlacement}).
  *
  * <p>Not thread-safe: the simulation is single-threaded.
  */
 final class SimulatedCluster {
-  /** Where an entity lives: the simulator's stand-in for the {@code EntityLocator} port. */
-  @FunctionalInterface
-  interface Locator {
-    /** The node (0 to nodes - 1) hosting {@code entity}; the same answer on every node. */
-    int nodeOf(EntityId entity);
+  /**
+   * The cluster's placement ({@link EntityLocator}): one partition per node, an entity's partition
+   * the placement hash every store uses ({@link EntityLocator#partitionOf(EntityId, int)}), so the
+   * same answer on every node and in every run. One node is {@link SingleNodeLocator}.
+   */
+  record HashPlacement(int nodes) implements EntityLocator {
+    HashPlacement {
+      Invariants.check(nodes >= 1 && nodes <= 64, "a cluster has 1 to 64 nodes, not %s", nodes);
+    }
 
-    /** A hash of the entity id (type and id) modulo {@code nodes}. */
-    static Locator hashing(int nodes) {
-      return entity -> {
-        int hash = 0;
-        for (byte each : entity.toBytes()) {
-          hash = 31 * hash + each;
-        }
-        hash ^= hash >>> 16; // the low bits of a string hash alone spread few ids poorly
-        hash *= 0x45d9f3b;
-        hash ^= hash >>> 16;
-        return Math.floorMod(hash, nodes);
-      };
+    /** The placement of a cluster of {@code nodes}: {@link SingleNodeLocator} for one. */
+    static EntityLocator of(int nodes) {
+      return nodes == 1 ? new SingleNodeLocator(1, 0) : new HashPlacement(nodes);
+    }
+
+    @Override
+    public int partitions() {
+      return nodes;
+    }
+
+    @Override
+    public int partitionOf(EntityId entity) {
+      return EntityLocator.partitionOf(entity, nodes);
+    }
+
+    @Override
+    public int nodeOf(EntityId entity) {
+      return partitionOf(entity);
     }
   }
 
@@ -85,7 +110,7 @@ final class SimulatedCluster {
   static final int SEQUENCER_NODE = 0;
 
   private final Scheduler scheduler;
-  private final Locator locator;
+  private final EntityLocator locator;
   private final SimulatedNetwork network;
   private final List<SimulatedNode> nodes = new ArrayList<>();
   /** Which client request each transaction id belongs to (all nodes issue ids). */
@@ -102,14 +127,26 @@ final class SimulatedCluster {
    *     node's skew is drawn in [0, this]; node 0 has none)
    */
   SimulatedCluster(Scheduler scheduler, int size, SimulatedNode.Settings settings,
-      Function<EntityId, CompiledType> typeOf, SimulatedNetwork.Faults faults,
-      long clockSkewMillis) {
+      Map<String, CompiledType> types, SimulatedNetwork.Faults faults, long clockSkewMillis) {
     Invariants.check(size >= 1 && size <= 64, "a cluster has 1 to 64 nodes, not %s", size);
     this.scheduler = scheduler;
-    this.locator = size == 1 ? entity -> 0 : Locator.hashing(size);
+    this.locator = HashPlacement.of(size);
     this.network = new SimulatedNetwork(scheduler, faults, SimulatedNetwork.Ordering.PER_CONNECTION);
+    Function<EntityId, CompiledType> typeOf = entity -> {
+      CompiledType type = types.get(entity.type());
+      Invariants.check(type != null, "no workload has the type of %s", entity);
+      return type;
+    };
+    this.frameDamageProbability = size == 1 ? 0 : FRAME_DAMAGE_PROBABILITY;
     for (int node = 0; node < size; node++) {
-      nodes.add(new SimulatedNode(scheduler, settings, typeOf, node, this, requestOfTransaction));
+      // Each node resolves the types messages name in its own registry (by name and version);
+      // the workloads compiled them once for the run, so every node knows the same ones.
+      Map<String, CompiledType> known = Map.copyOf(types);
+      TypeRegistry registry = (name, version) -> version == SimulatedNode.TYPE_VERSION
+          ? java.util.Optional.ofNullable(known.get(name)) : java.util.Optional.empty();
+      transports.add(new NodeTransport(node));
+      nodes.add(new SimulatedNode(scheduler, settings, typeOf, registry, node, this,
+          requestOfTransaction));
       if (node > 0 && clockSkewMillis > 0) {
         nodes.get(node).jumpClock(scheduler.random().nextLong(clockSkewMillis + 1));
       }
@@ -137,6 +174,11 @@ final class SimulatedCluster {
     return locator.nodeOf(entity);
   }
 
+  /** Where entities live: the cluster's {@link EntityLocator}. */
+  EntityLocator locator() {
+    return locator;
+  }
+
   /**
    * The node that issued {@code transactionId}, where its coordinator (or interactive session)
    * runs: the id's low 6 bits (the shared decision of issue 16, {@code TransactionIds.nodeOf}).
@@ -149,34 +191,166 @@ final class SimulatedCluster {
     return network;
   }
 
+  /** Chance that a frame crossing the lossy network arrives with one byte flipped, while faults last. */
+  static final double FRAME_DAMAGE_PROBABILITY = 0.002;
+
+  private final List<NodeTransport> transports = new ArrayList<>();
+  private double frameDamageProbability;
+  private long damagedFrames;
+
+  /** Node {@code node}'s {@link Transport}: what its cores send to other nodes goes through it. */
+  Transport transportOf(int node) {
+    return transports.get(node);
+  }
+
+  /** Sets the chance a frame on the lossy network arrives damaged (0 once faults stop). */
+  void setFrameDamageProbability(double probability) {
+    this.frameDamageProbability = probability;
+  }
+
+  /** Frames that arrived damaged and were dropped (the checksum refused them). */
+  long damagedFrames() {
+    return damagedFrames;
+  }
+
   /**
-   * Sends a message from node {@code from} to node {@code to}; {@code atArrival} runs on each copy
-   * that arrives while {@code to} is up. A message already sent survives its sender's crash (it is
-   * on the wire). Only the commit protocol's messages ({@code duplicable}) may arrive twice.
+   * The {@link Transport} of one node: encodes each {@link Envelope} with {@link WireCodec}, sends
+   * the frame over the network between nodes to the node of its destination ({@link #locator} for
+   * an entity), and the receiving node decodes it ({@link SimulatedNode#receive}). Which channel
+   * carries it is the transport's choice by message, as a real transport's sessions are: an
+   * interactive transaction's messages on a session that neither loses nor duplicates; a single
+   * turn and its answer at most once; the commit protocol's messages may be lost and duplicated.
    */
-  void sendBetweenNodes(int from, int to, String what, boolean duplicable,
-      Consumer<SimulatedNode> atArrival) {
-    // WIRE SEAM: encode the message to its wire record here and decode it on arrival.
+  private final class NodeTransport implements Transport {
+    private final int node;
+
+    NodeTransport(int node) {
+      this.node = node;
+    }
+
+    @Override
+    public void send(Envelope envelope) {
+      int to = switch (envelope.destination()) {
+        case Envelope.Destination.ToEntity entity -> locator.nodeOf(entity.entity());
+        case Envelope.Destination.ToNode named -> named.nodeId();
+      };
+      Invariants.check(to != node && to < nodes.size(),
+          "node %s sent %s to node %s over the network", node, envelope, to);
+      byte[] frame = WireCodec.encode(envelope);
+      String what = describe(envelope.message());
+      WireMessage message = envelope.message();
+      boolean session = switch (message) {
+        case WireMessage.StepRequest ignored -> true;
+        case WireMessage.StepAnswer ignored -> true;
+        case WireMessage.DecisionQuery ignored -> false;
+        case WireMessage.DecisionAnswer ignored -> false;
+        case WireMessage.TurnRequest ignored -> false;
+        case WireMessage.TurnAnswer ignored -> false;
+        // An interactive transaction's commit protocol and release travel on its session.
+        default -> isInteractive(transactionIdOf(message));
+      };
+      if (session) {
+        sendReliably(node, to, what, frame);
+      } else {
+        boolean duplicable = !(message instanceof WireMessage.TurnRequest
+            || message instanceof WireMessage.TurnAnswer);
+        sendBetweenNodes(node, to, what, duplicable, frame);
+      }
+    }
+
+    @Override
+    public int localNode() {
+      return node;
+    }
+  }
+
+  private static long transactionIdOf(WireMessage message) {
+    return switch (message) {
+      case WireMessage.Prepare prepare -> prepare.transactionId();
+      case WireMessage.Vote vote -> vote.transactionId();
+      case WireMessage.ForwardsChanged changed -> changed.transactionId();
+      case WireMessage.Decision decision -> decision.transactionId();
+      case WireMessage.Acknowledgement acknowledgement -> acknowledgement.transactionId();
+      case WireMessage.StepRequest step -> step.transactionId();
+      case WireMessage.StepAnswer answer -> answer.transactionId();
+      case WireMessage.TurnRequest request -> request.transactionId();
+      case WireMessage.TurnAnswer answer -> answer.transactionId();
+      case WireMessage.DecisionQuery query -> query.transactionId();
+      case WireMessage.DecisionAnswer answer -> answer.transactionId();
+    };
+  }
+
+  /** What the trace calls a message. */
+  private static String describe(WireMessage message) {
+    return message.getClass().getSimpleName() + " tx " + transactionIdOf(message);
+  }
+
+  /**
+   * Sends a frame from node {@code from} to node {@code to}; each copy that arrives while {@code
+   * to} is up is decoded there (a damaged one is dropped). A frame already sent survives its
+   * sender's crash (it is on the wire). Only the commit protocol's messages ({@code duplicable})
+   * may arrive twice.
+   */
+  private void sendBetweenNodes(int from, int to, String what, boolean duplicable, byte[] frame) {
     network.send(nameOf(from), nameOf(to), what, duplicable, ignored -> {
       SimulatedNode receiver = nodes.get(to);
       if (receiver.isUp()) {
-        atArrival.accept(receiver);
+        arrive(receiver, maybeDamaged(frame), what);
       }
     });
   }
 
   /**
-   * As {@link #sendBetweenNodes}, never lost or duplicated: a message that meets a partition is
-   * delivered once it heals (a session that retransmits). Still only while {@code to} is up, and
-   * only if the incarnation of {@code from} that sent it is still alive (the session dies with it).
+   * As {@link #sendBetweenNodes}, never lost, duplicated or damaged: a frame that meets a partition
+   * is delivered once it heals (a session that retransmits). Still only while {@code to} is up,
+   * and only if the incarnation of {@code from} that sent it is still alive (the session dies with
+   * it).
    */
-  void sendReliably(int from, int to, String what, Consumer<SimulatedNode> atArrival) {
-    // WIRE SEAM, as in sendBetweenNodes.
-    // A session dies with its process: what its sender's crashed incarnation sent never arrives.
+  private void sendReliably(int from, int to, String what, byte[] frame) {
     int sentBy = nodes.get(from).incarnation();
     network.sendReliably(nameOf(from), nameOf(to), what, ignored -> {
       SimulatedNode receiver = nodes.get(to);
       if (receiver.isUp() && nodes.get(from).incarnation() == sentBy) {
+        arrive(receiver, frame, what);
+      }
+    });
+  }
+
+  /** A copy of the frame with one byte flipped, by chance (the same frame otherwise). */
+  private byte[] maybeDamaged(byte[] frame) {
+    if (frameDamageProbability <= 0
+        || scheduler.random().nextDouble() >= frameDamageProbability) {
+      return frame;
+    }
+    byte[] damaged = frame.clone();
+    damaged[scheduler.random().nextInt(damaged.length)] ^= (byte) (1 + scheduler.random().nextInt(255));
+    return damaged;
+  }
+
+  /** Decodes a frame on its receiver; a damaged one is dropped, never decoded into another. */
+  private void arrive(SimulatedNode receiver, byte[] frame, String what) {
+    Envelope envelope;
+    try {
+      envelope = WireCodec.decode(frame);
+    } catch (CorruptMessageException damaged) {
+      damagedFrames++;
+      scheduler.trace().record(scheduler.nowMillis(), scheduler.steps(), "damaged frame dropped at "
+          + nameOf(receiver.nodeId) + " (" + what + "): " + damaged.damage());
+      return;
+    }
+    receiver.receive(envelope);
+  }
+
+  /**
+   * A message between nodes that has no wire record yet (a planned transaction forwarded to the
+   * sequencer's node, and its outcome back: a client request, the request core's, not a core
+   * message): still a closure. As the frames, lost but never duplicated; {@code atArrival} runs
+   * on the copy that arrives while {@code to} is up.
+   */
+  void sendRequestBetweenNodes(int from, int to, String what, Consumer<SimulatedNode> atArrival) {
+    network.send(nameOf(from), nameOf(to), what, false, ignored -> {
+      SimulatedNode receiver = nodes.get(to);
+      if (receiver.isUp()) {
         atArrival.accept(receiver);
       }
     });

@@ -298,11 +298,7 @@ public final class Simulation {
             ? SimulatedNetwork.Ordering.PER_RECEIVER : SimulatedNetwork.Ordering.PER_CONNECTION,
         options.internalNetwork().equals("lossy"),
         new dev.troupe.txn.entity.EntityTurnCore.ParticipantLimits(100, 64)),
-        (EntityId entity) -> {
-          CompiledType type = types.get(entity.type());
-          Invariants.check(type != null, "no workload has the type of %s", entity);
-          return type;
-        }, betweenNodes(options.nodeLossProbability(), options.nodeDuplicateProbability()),
+        types, betweenNodes(options.nodeLossProbability(), options.nodeDuplicateProbability()),
         MAX_CLOCK_SKEW_MILLIS);
   }
 
@@ -352,6 +348,7 @@ public final class Simulation {
       clientNetwork.setFaults(SimulatedNetwork.Faults.NONE);
       // The network between nodes heals: nothing is lost or duplicated any more.
       cluster.network().setFaults(betweenNodes(0, 0));
+      cluster.setFrameDamageProbability(0);
       cluster.nodes().forEach(SimulatedNode::healTransactionNetwork);
     });
     String failure;

@@ -118,13 +118,13 @@ class ClusterSimulationTest {
 
   @Test
   void theLocatorSpreadsEntitiesOverEveryNodeAndAgreesWithItself() {
-    SimulatedCluster.Locator locator = SimulatedCluster.Locator.hashing(3);
+    dev.troupe.model.EntityLocator locator = SimulatedCluster.HashPlacement.of(3);
     Set<Integer> used = new HashSet<>();
     for (int account = 0; account < 12; account++) {
       EntityId entity = new EntityId("Account", "a" + account);
       int node = locator.nodeOf(entity);
       assertTrue(node >= 0 && node < 3, "node " + node);
-      assertEquals(node, SimulatedCluster.Locator.hashing(3).nodeOf(entity));
+      assertEquals(node, SimulatedCluster.HashPlacement.of(3).nodeOf(entity));
       used.add(node);
     }
     assertEquals(Set.of(0, 1, 2), used);

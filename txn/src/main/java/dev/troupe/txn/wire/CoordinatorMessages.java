@@ -50,13 +50,12 @@ public final class CoordinatorMessages {
   }
 
   /**
-   * The vote as the coordinator's input. A coordinator that numbers its rounds takes {@code
-   * vote.round()} too (to ignore duplicates and votes of earlier rounds); this one counts the
-   * latest vote of the attempt.
+   * The vote as the coordinator's input, with the round it answers (the coordinator ignores a
+   * duplicate and a vote of an earlier round).
    */
   public static CoordinatorCore.Input.VoteReceived voteReceived(Vote vote) {
     return new CoordinatorCore.Input.VoteReceived(vote.participant(), vote.transactionId(),
-        WireResults.fromWire(vote.vote()));
+        WireResults.fromWire(vote.vote()), vote.round());
   }
 
   /** The coordinator's node's answer to a participant's question, sent back to its node. */

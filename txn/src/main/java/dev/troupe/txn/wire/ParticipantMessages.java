@@ -51,7 +51,7 @@ public final class ParticipantMessages {
   public static <R> EntityTurnCore.Input.ForwardsReceived<R> forwardsReceived(
       ForwardsChanged changed, R voteTo) {
     return new EntityTurnCore.Input.ForwardsReceived<>(changed.transactionId(),
-        changed.forwards(), voteTo);
+        changed.forwards(), voteTo, changed.round());
   }
 
   /** @param acknowledgeTo where a commit's acknowledgement goes; may be null for an abort */

@@ -81,6 +81,12 @@ public final class WireCodec {
 
   private static final byte DONE = 1;
   private static final byte FAILED = 2;
+  /**
+   * A {@link WireResult.Done} whose entity is absent after the turn (deleted, or never written):
+   * its state is null, so it is written without one. Part of version 1 of every message with a
+   * result (the format had not been released when the simulator's first deletes crossed a node).
+   */
+  private static final byte DONE_ABSENT = 3;
 
   private static final byte ASSIGN_KEYS = 1;
   private static final byte DELETE_KEY = 2;
@@ -358,9 +364,11 @@ public final class WireCodec {
   private static void writeResult(BinaryWriter out, WireResult result) {
     switch (result) {
       case WireResult.Done done -> {
-        out.type(DONE);
+        out.type(done.state() == null ? DONE_ABSENT : DONE);
         out.fixedLong(done.version());
-        ValueEncoding.writeState(out, done.state());
+        if (done.state() != null) {
+          ValueEncoding.writeState(out, done.state());
+        }
         out.flag(done.wrote());
         out.fixedLong(done.readVersion());
         writeForwards(out, done.forwards());
@@ -383,6 +391,8 @@ public final class WireCodec {
     byte kind = in.type();
     return switch (kind) {
       case DONE -> new WireResult.Done(in.fixedLong(), ValueEncoding.readState(in), in.flag(),
+          in.fixedLong(), readForwards(in), readDepths(in), readDepths(in));
+      case DONE_ABSENT -> new WireResult.Done(in.fixedLong(), null, in.flag(),
           in.fixedLong(), readForwards(in), readDepths(in), readDepths(in));
       case FAILED -> {
         String codeName = in.string();

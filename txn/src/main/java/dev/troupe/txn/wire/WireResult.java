@@ -13,7 +13,8 @@ import java.util.Map;
  */
 public sealed interface WireResult {
   /**
-   * Yes, or done: the fields of {@code TurnResult.Done}, its forwarding flattened.
+   * Yes, or done: the fields of {@code TurnResult.Done}, its forwarding flattened. {@code state}
+   * is null when the entity is absent after the turn (it deleted the entity).
    *
    * @param deepestUpstream per dependency registered in the part, the longest walk up from its
    *     leader

@@ -153,4 +153,12 @@ class WireFormatTest {
     examples().forEach((name, envelope) ->
         assertEquals(envelope, WireCodec.decode(HEX.parseHex(VECTORS.get(name))), name));
   }
+
+  @Test
+  void aResultOfAnAbsentEntityRoundTripsWithoutAState() {
+    // A turn or part that deleted its entity answers Done with a null state.
+    Envelope deleted = new Envelope(2, new Destination.ToNode(5), new WireMessage.Vote(7L,
+        CART, 1, new WireResult.Done(5000L, null, true, 4242L, List.of(), Map.of(), Map.of())));
+    assertEquals(deleted, WireCodec.decode(WireCodec.encode(deleted)));
+  }
 }
