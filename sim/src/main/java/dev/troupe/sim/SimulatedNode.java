@@ -959,8 +959,7 @@ final class SimulatedNode {
     int coordinatorNode = cluster.nodeOfTransaction(transactionId);
     if (coordinatorNode != nodeId) {
       askElsewhere(entity, transactionId, coordinatorNode, "in-doubt",
-          (arrived, commit) -> arrived.deliverToEntity(entity,
-              new EntityTurnCore.Input.DecisionReceived<>(transactionId, commit, null)));
+          (arrived, commit) -> arrived.deliverAnswer(entity, transactionId, commit));
       return;
     }
     Long coordinator = coordinatorOfAttempt.get(transactionId);
@@ -981,15 +980,11 @@ final class SimulatedNode {
                 }
                 boolean commit =
                     answered.answer() == dev.troupe.txn.coordinator.DecisionQueryCore.Answer.COMMITTED;
-                if (!commit) {
-                  cluster.decidedAbort(transactionId); // presumed abort is an abort decision
-                }
                 sendTransactional(route, "decisions", entity.toString(),
                     "in-doubt answer " + (commit ? "commit" : "abort") + " tx " + transactionId,
                     () -> {
                       inDoubtAnswers++;
-                      deliverToEntity(entity,
-                          new EntityTurnCore.Input.DecisionReceived<>(transactionId, commit, null));
+                      deliverAnswer(entity, transactionId, commit);
                     });
               }
             }
@@ -1018,6 +1013,20 @@ final class SimulatedNode {
   }
 
   /**
+   * Delivers the answer to an in-doubt question. A presumed abort is an abort decision for the
+   * ledger only if it resolves a part still in doubt: a question that crossed the commit gets a
+   * presumed abort from a coordinator that was acknowledged and forgot, which the part ignores
+   * (EntityTurnCore.Input.DecisionAnswered), so it decided nothing.
+   */
+  private void deliverAnswer(EntityId entity, long transactionId, boolean commit) {
+    EntityTurnCore<Recipient> core = entities.get(entity);
+    if (!commit && core != null && core.awaitsDecision(transactionId)) {
+      cluster.decidedAbort(transactionId);
+    }
+    deliverToEntity(entity, new EntityTurnCore.Input.DecisionAnswered<>(transactionId, commit));
+  }
+
+  /**
    * This node's answer about a transaction it issued: commit (true), abort (false, presumed when
    * no live coordinator knows it and no record commits it) or undecided (null).
    */
@@ -1033,12 +1042,9 @@ final class SimulatedNode {
           if (answered.answer() == dev.troupe.txn.coordinator.DecisionQueryCore.Answer.UNDECIDED) {
             return null;
           }
-          boolean commit =
-              answered.answer() == dev.troupe.txn.coordinator.DecisionQueryCore.Answer.COMMITTED;
-          if (!commit) {
-            cluster.decidedAbort(transactionId); // presumed abort is an abort decision
-          }
-          return commit;
+          // A presumed abort counts in the ledger only where it resolves a part in doubt (see
+          // deliverAnswer): it may cross the commit of a part that no longer asks.
+          return answered.answer() == dev.troupe.txn.coordinator.DecisionQueryCore.Answer.COMMITTED;
         }
       }
     }
@@ -1106,6 +1112,7 @@ final class SimulatedNode {
       return; // a duplicate answer, or one about a part already resolved
     }
     if (!commit) {
+      cluster.decidedAbort(transactionId); // it resolved a part in doubt
       cluster.abandoned(transactionId, entity);
       storage.abandonPrepared(transactionId, entity);
       recoveredResolved(entity);
@@ -1158,6 +1165,11 @@ final class SimulatedNode {
         && parts.peekFirst().transactionId() == decision.transactionId()) {
       recoveredDecided(entity, decision.transactionId(), decision.commit());
       return true; // acknowledged by the entity's core once unfenced (the coordinator resends)
+    }
+    if (input instanceof EntityTurnCore.Input.DecisionAnswered<Recipient> answer
+        && parts.peekFirst().transactionId() == answer.transactionId()) {
+      recoveredDecided(entity, answer.transactionId(), answer.commit());
+      return true;
     }
     refuse(entity, input, new dev.troupe.model.TroupeException(
         dev.troupe.model.ErrorCode.UNAVAILABLE, "in doubt since recovery"));
