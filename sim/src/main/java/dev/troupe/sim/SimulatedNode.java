@@ -293,29 +293,21 @@ final class SimulatedNode {
 
   /**
    * Runs a multi-entity transaction; {@code answer} receives its outcome, unless the node crashes
-   * first. Must be up. In a cluster, a planned transaction is ordered and coordinated by the
-   * sequencer's node ({@link SimulatedCluster#SEQUENCER_NODE}): one order for every planned
-   * transaction, which the participants receive in position order over FIFO connections, so
-   * planned transactions never wait for each other in a cycle (two sequencers would interleave
-   * their prepares and deadlock until the prepare timeout).
+   * first. Must be up. A planned transaction is ordered by this node's sequencer (a position
+   * from this node's clock) and coordinated here, as in the runtime; another node's planned
+   * requests may reach a participant out of position order, and the participant rule (a planned
+   * request dies rather than wait for a later planned one; retried with the same position) keeps
+   * waits acyclic (docs/design/multi-entity-transactions.md).
    */
   void transact(String request, Map<EntityId, CoordinatorCore.Part> parts, boolean planned,
       Consumer<CoordinatorCore.Outcome> answer) {
     Invariants.check(up, "transaction submitted to a node that is down");
-    if (planned && nodeId != SimulatedCluster.SEQUENCER_NODE) {
-      route(SimulatedCluster.SEQUENCER_NODE, "client-connection", "sequencer",
-          "planned transaction " + request, false, sequencing -> sequencing.transact(request,
-              parts, true, outcome -> sequencing.route(nodeId, "coordinator", "client-connection",
-                  "planned outcome " + request, false, origin -> answer.accept(outcome))));
-      return;
-    }
     long key = nextCoordinator++;
     requestOfCoordinator.put(key, request);
-    // Planned transactions never die, so they are never retried (as in Troupe).
-    CoordinatorCore.Limits limits = planned
-        ? settings.coordinatorLimits().withoutRetries()
-        : settings.coordinatorLimits();
-    coordinators.put(key, new CoordinatorCore(parts, limits, planned, coreMutations()));
+    // A planned part may die for a later planned one of another node's sequencer (the participant
+    // rule), so planned transactions are retried like dynamic ones, keeping their position.
+    coordinators.put(key, new CoordinatorCore(parts, settings.coordinatorLimits(), planned,
+        coreMutations()));
     if (settings.lossyTransactionNetwork()) {
       lossyCoordinators.add(key);
     }
