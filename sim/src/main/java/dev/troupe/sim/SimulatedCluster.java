@@ -32,7 +32,7 @@ import java.util.function.Function;
  * receives it.
  *
  * <p><b>Which messages may be lost.</b> Requests and their answers (a turn, a planned
- * transaction forwarded to the sequencer's node) may be lost, never duplicated (the transport's
+ * transaction request) may be lost, never duplicated (the transport's
  * sessions drop copies): the client times out. The commit protocol's messages (prepares, forwards,
  * votes, decisions, acknowledgements, in-doubt questions and answers) may be lost and duplicated:
  * the coordinator resends its decision, participants in doubt ask the coordinator's node. An
