@@ -31,15 +31,17 @@ import dev.troupe.txn.wire.WireMessage;
  * duplicates messages and is cut by partitions. Each connection (a pair of nodes) is FIFO, as TCP
  * and Pekko's Artery are; messages of different connections, and resent or duplicated ones,
  * arrive in any order. Every entity lives on one node, {@link EntityLocator#nodeOf} of the
- * cluster's {@link HashPlacement}: the placement hash of its id modulo the number of nodes. A client reaches a random node, which coordinates its transaction,
- * so coordinators and participants are mostly on different nodes; planned transactions are all
- * ordered and coordinated by the sequencer's node ({@link #SEQUENCER_NODE}). Inside a node,
+ * cluster's {@link HashPlacement}: the placement hash of its id modulo the number of nodes. A
+ * client reaches a random node, which coordinates its transaction,
+ * so coordinators and participants are mostly on different nodes; each node's sequencer orders
+ * the planned transactions it coordinates (positions from its own clock, the participant rule
+ * keeping waits acyclic: docs/design/multi-entity-transactions.md). Inside a node,
  * messages keep the local-mailbox rules; a message to another node crosses this network and joins
  * the receiver's mailboxes when it arrives. A node that is down when a message arrives never
  * receives it.
  *
  * <p><b>Which messages may be lost.</b> Requests and their answers (a turn, a planned
- * transaction forwarded to the sequencer's node) may be lost, never duplicated (the transport's
+ * transaction request) may be lost, never duplicated (the transport's
  * sessions drop copies): the client times out. The commit protocol's messages (prepares, forwards,
  * votes, decisions, acknowledgements, in-doubt questions and answers) may be lost and duplicated:
  * the coordinator resends its decision, participants in doubt ask the coordinator's node. An
@@ -68,9 +70,8 @@ import dev.troupe.txn.wire.WireMessage;
  * {@link TypeRegistry} and converts it into a core input with the {@code txn.wire} converters.
  * While faults last, a frame on the lossy channel may arrive with a byte flipped ({@link
  * #FRAME_DAMAGE_PROBABILITY}): the checksum refuses it and it is dropped, never decoded into
- * another message. Only a planned transaction forwarded to the sequencer's node, and its outcome,
- * still cross as a closure ({@link #sendRequestBetweenNodes}): a client request with no wire
- * record yet. Placement is an {@link EntityLocator} ({@link HashPlacement}).
+ * another message. Nothing else crosses nodes: a client's request runs on the node it reached.
+ * Placement is an {@link EntityLocator} ({@link HashPlacement}).
  *
  * <p>Not thread-safe: the simulation is single-threaded.
  */
@@ -105,9 +106,6 @@ final class SimulatedCluster {
       return partitionOf(entity);
     }
   }
-
-  /** The node whose sequencer orders, and coordinates, every planned transaction. */
-  static final int SEQUENCER_NODE = 0;
 
   private final Scheduler scheduler;
   private final EntityLocator locator;
@@ -339,21 +337,6 @@ final class SimulatedCluster {
       return;
     }
     receiver.receive(envelope);
-  }
-
-  /**
-   * A message between nodes that has no wire record yet (a planned transaction forwarded to the
-   * sequencer's node, and its outcome back: a client request, the request core's, not a core
-   * message): still a closure. As the frames, lost but never duplicated; {@code atArrival} runs
-   * on the copy that arrives while {@code to} is up.
-   */
-  void sendRequestBetweenNodes(int from, int to, String what, Consumer<SimulatedNode> atArrival) {
-    network.send(nameOf(from), nameOf(to), what, false, ignored -> {
-      SimulatedNode receiver = nodes.get(to);
-      if (receiver.isUp()) {
-        atArrival.accept(receiver);
-      }
-    });
   }
 
   /** Per interactive transaction not yet ended, the entities its steps reached. */
