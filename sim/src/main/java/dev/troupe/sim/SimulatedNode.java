@@ -16,6 +16,7 @@ import dev.troupe.txn.Turn;
 import dev.troupe.txn.TurnCodec;
 import dev.troupe.txn.TurnLimits;
 import dev.troupe.txn.TurnResult;
+import dev.troupe.txn.request.RequestCore;
 import dev.troupe.txn.wire.CoordinatorMessages;
 import dev.troupe.txn.wire.Envelope;
 import dev.troupe.txn.wire.ParticipantMessages;
@@ -200,6 +201,8 @@ final class SimulatedNode {
    */
   private final TypeRegistry types;
   private final SimulatedNetwork mailboxes;
+  /** Every client request's decisions: the request core's shell. */
+  private final SimulatedRequests requests;
   /** The node's timers: a crashed incarnation's never fire. */
   private final SimulatedTimers timers;
   /** Between coordinators and participants when lossy (see the class doc); else the mailboxes. */
@@ -268,6 +271,9 @@ final class SimulatedNode {
     this.typeOf = typeOf;
     this.types = types;
     this.timers = new SimulatedTimers(scheduler, () -> up, () -> incarnation);
+    // Plans from no cached state (the simulator's shell has no read cache), as before the core.
+    this.requests = new SimulatedRequests(requestLimits(settings), typeOf,
+        entity -> java.util.Optional.empty(), new RequestMachinery());
     this.mailboxes = new SimulatedNetwork(scheduler,
         new SimulatedNetwork.Faults(0, settings.internalMaxDelayMillis(), 0, 0, false),
         settings.mailboxOrdering());
@@ -338,22 +344,43 @@ final class SimulatedNode {
   void transact(String request, Map<EntityId, CoordinatorCore.Part> parts, boolean planned,
       Consumer<CoordinatorCore.Outcome> answer) {
     Invariants.check(up, "transaction submitted to a node that is down");
+    // The request core plans (planned, replanned, then dynamic) and picks each coordinator's
+    // limits; planned ones it schedules AUTO, as the API's static transactions.
+    requests.transact(request, parts,
+        planned ? RequestCore.Scheduling.AUTO : RequestCore.Scheduling.DYNAMIC,
+        reply -> answer.accept(asOutcome(request, reply)));
+  }
+
+  /**
+   * Starts a coordinator as the request core says ({@link SimulatedRequests.Machinery}): a
+   * dynamic one under a new id, an interactive commit under its transaction's id, a planned one
+   * through this node's sequencer.
+   */
+  private void startCoordinator(String request, RequestCore.Effect.StartCoordinator start,
+      Consumer<CoordinatorCore.Outcome> answer) {
     long key = nextCoordinator++;
     requestOfCoordinator.put(key, request);
-    // A planned part may die for a later planned one of another node's sequencer (the participant
-    // rule), so planned transactions are retried like dynamic ones, keeping their position.
-    coordinators.put(key, new CoordinatorCore(parts, settings.coordinatorLimits(), planned,
+    coordinators.put(key, new CoordinatorCore(start.parts(), start.limits(), start.planned(),
         coreMutations()));
-    if (settings.lossyTransactionNetwork()) {
+    if (settings.lossyTransactionNetwork()
+        && start.start() != RequestCore.Start.INTERACTIVE_COMMIT) {
       lossyCoordinators.add(key);
     }
     coordinatorAnswers.put(key, outcome -> {
+      lastAnswerOf.put(request, outcome);
       noteCorrupt(request, outcome);
       answer.accept(outcome);
     });
-    if (!planned) {
-      feedCoordinator(key, new CoordinatorCore.Input.Started(newTransactionId()));
-      return;
+    switch (start.start()) {
+      case DYNAMIC -> {
+        feedCoordinator(key, new CoordinatorCore.Input.Started(newTransactionId()));
+        return;
+      }
+      case INTERACTIVE_COMMIT -> {
+        feedCoordinator(key, new CoordinatorCore.Input.Started(start.transactionId()));
+        return;
+      }
+      case PLANNED -> { }
     }
     sequencer.submit(key);
     if (!drainScheduled) {
@@ -380,9 +407,19 @@ final class SimulatedNode {
    */
   void turn(String request, EntityId entity, Turn turn, Consumer<TurnResult> answer) {
     Invariants.check(up, "turn submitted to a node that is down");
-    long id = newTransactionId();
+    // The request core decides: run it, or escalate it to a transaction when it reaches
+    // declared dependencies.
+    requests.turn(request, entity, turn, 0,
+        reply -> answer.accept(asTurnResult(request, entity, reply)));
+  }
+
+  /** Runs one turn on its entity for the request core ({@link SimulatedRequests.Machinery}). */
+  private void runTurn(String request, EntityId entity, Turn turn, long transactionId,
+      Consumer<TurnResult> answer) {
+    long id = transactionId == 0 ? newTransactionId() : transactionId;
     recordTransaction(id, request);
     Consumer<TurnResult> noted = result -> {
+      lastAnswerOf.put(request, result);
       noteCorrupt(request, result);
       answer.accept(result);
     };
@@ -419,11 +456,19 @@ final class SimulatedNode {
    */
   void stepInteractive(long id, EntityId entity, Turn turn, Consumer<TurnResult> client) {
     String request = requestOfInteractive.get(id);
+    // The request core ends the transaction when its step failed by an abort (wait-die).
+    requests.step(request, id, entity, turn,
+        reply -> client.accept(asTurnResult(request, entity, reply)));
+  }
+
+  /** Runs one step for the request core ({@link SimulatedRequests.Machinery}). */
+  private void runStep(String request, long id, EntityId entity, CompiledType type, Turn turn,
+      Consumer<TurnResult> client) {
     Consumer<TurnResult> answer = result -> {
+      lastAnswerOf.put(request, result);
       noteCorrupt(request, result);
       client.accept(result);
     };
-    CompiledType type = typeOf.apply(entity);
     try {
       interactive.stepStarted(id, entity, type, scheduler.nowMillis());
     } catch (dev.troupe.model.TroupeException refused) {
@@ -469,11 +514,8 @@ final class SimulatedNode {
     interactive.stepFinished(step.transactionId(), step.entity(), step.turn(),
         result instanceof TurnResult.Done, scheduler.nowMillis());
     scheduleIdleCheck(step.transactionId());
-    if (result instanceof TurnResult.Failed failed
-        && failed.error().code() == dev.troupe.model.ErrorCode.ABORTED) {
-      abortInteractive(step.transactionId()); // wait-die killed it
-    }
-    step.answer().accept(result);
+    step.answer().accept(result); // an abort ends the transaction: the request core says so
+
   }
 
   /** Commits an interactive transaction; {@code answer} receives the outcome. */
@@ -490,17 +532,95 @@ final class SimulatedNode {
       answer.accept(new CoordinatorCore.Outcome.Failed(refused));
       return;
     }
-    if (commit.parts().isEmpty()) {
-      answer.accept(new CoordinatorCore.Outcome.Committed(id, Map.of()));
-      return;
+    // The request core answers an empty commit and picks the coordinator's limits.
+    requests.commitInteractive(request, id, commit.parts(), commit.types(),
+        reply -> client.accept(asOutcome(request, reply)));
+  }
+
+  // ------------------------------------------------------------------ the request core
+
+  /**
+   * The last answer a request's turn, step or coordinator gave, by request: the request core's
+   * replies carry the entity's version and state but not the version the turn read, which the
+   * simulator's histories need, so a reply is answered with the full result it came from.
+   */
+  private final Map<String, Object> lastAnswerOf = new HashMap<>();
+
+  /** The request core's reply to a turn or a step as the entity's result. */
+  private TurnResult asTurnResult(String request, EntityId entity, RequestCore.Effect reply) {
+    Object last = lastAnswerOf.remove(request);
+    return switch (reply) {
+      case RequestCore.Effect.ReplyFailure failure -> new TurnResult.Failed(failure.error());
+      case RequestCore.Effect.ReplyTurn turn -> fullResult(last, entity,
+          new TurnResult.Done(turn.version(), turn.state(), turn.wrote()));
+      case RequestCore.Effect.ReplyView view -> fullResult(last, entity,
+          new TurnResult.Done(view.version(), view.state(), false));
+      case RequestCore.Effect.ReplyTransaction transaction -> fullResult(transaction.committed(),
+          entity, null);
+      default -> throw new IllegalStateException("not a reply: " + reply);
+    };
+  }
+
+  /** The entity's own result behind a reply: its turn's, or its part's in a transaction. */
+  private static TurnResult fullResult(Object last, EntityId entity, TurnResult otherwise) {
+    if (last instanceof TurnResult.Done done) {
+      return done;
     }
-    long key = nextCoordinator++;
-    requestOfCoordinator.put(key, requestOfInteractive.get(id));
-    // Its locks are held under its id already: no retries (as in Troupe).
-    coordinators.put(key, new CoordinatorCore(commit.parts(),
-        settings.coordinatorLimits().withoutRetries(), false, coreMutations()));
-    coordinatorAnswers.put(key, answer);
-    feedCoordinator(key, new CoordinatorCore.Input.Started(id));
+    if (last instanceof CoordinatorCore.Outcome.Committed committed
+        && committed.results().get(entity) != null) {
+      CoordinatorCore.ParticipantResult result = committed.results().get(entity);
+      return new TurnResult.Done(result.version(), result.state(), result.wrote(),
+          result.readVersion());
+    }
+    Invariants.check(otherwise != null, "no result of %s behind the reply", entity);
+    return otherwise;
+  }
+
+  /** The request core's reply to a transaction as the coordinator's outcome. */
+  private CoordinatorCore.Outcome asOutcome(String request, RequestCore.Effect reply) {
+    lastAnswerOf.remove(request);
+    return switch (reply) {
+      case RequestCore.Effect.ReplyTransaction transaction -> transaction.committed();
+      case RequestCore.Effect.ReplyFailure failure ->
+          new CoordinatorCore.Outcome.Failed(failure.error());
+      default -> throw new IllegalStateException("not a transaction's reply: " + reply);
+    };
+  }
+
+  /** The node's machinery as the request core's shell runs it. */
+  private final class RequestMachinery implements SimulatedRequests.Machinery {
+    @Override
+    public void runTurn(String request, EntityId entity, CompiledType type, Turn turn,
+        long transactionId, Consumer<TurnResult> answer) {
+      SimulatedNode.this.runTurn(request, entity, turn, transactionId, answer);
+    }
+
+    @Override
+    public void runStep(String request, long transactionId, EntityId entity, CompiledType type,
+        Turn turn, Consumer<TurnResult> answer) {
+      SimulatedNode.this.runStep(request, transactionId, entity, type, turn, answer);
+    }
+
+    @Override
+    public void startCoordinator(String request, RequestCore.Effect.StartCoordinator start,
+        Consumer<CoordinatorCore.Outcome> answer) {
+      SimulatedNode.this.startCoordinator(request, start, answer);
+    }
+
+    @Override
+    public void abortInteractive(long transactionId) {
+      SimulatedNode.this.abortInteractive(transactionId);
+    }
+  }
+
+  /**
+   * The request core's limits: the runtime's defaults ({@code reference.conf}: 256 operations,
+   * 64 participants, sync depth 4, 10 replans, the turn limits' value limits and dependency
+   * chain, the 30 s turn timeout), with the simulation's coordinator limits.
+   */
+  private static RequestCore.Limits requestLimits(Settings settings) {
+    return new RequestCore.Limits(256, 64, 4, 10, TurnLimits.DEFAULTS.values(),
+        TurnLimits.DEFAULTS.maxDependencyChain(), settings.coordinatorLimits(), 30_000);
   }
 
   /** Aborts an interactive transaction: its parts are dropped and its locks released. */
@@ -555,6 +675,8 @@ final class SimulatedNode {
     }
     remoteSteps.clear();
     remoteTurns.clear();
+    requests.crashed();
+    lastAnswerOf.clear();
     entities.clear();
     recoveredInDoubt.clear();
     resolvingRecovered.clear();

@@ -25,24 +25,29 @@ import java.util.function.Function;
  * the answers fed back, until it replies. With it the simulator takes the runtime's request
  * decisions (escalation to a transaction, planned then replanned then dynamic, which
  * coordinators retry, how a failed interactive step ends its transaction) instead of
- * re-implementing them. Not yet wired into {@link SimulatedNode} (see the issue 16 report).
+ * re-implementing them. {@link SimulatedNode} routes every client request through it.
  *
  * <p>Not thread-safe: the simulation is single-threaded. A request whose node crashes never hears
  * from its machinery again and simply never replies (its client times out), as in production.
  */
 final class SimulatedRequests {
-  /** What a simulated node offers the requests; every answer arrives later, as a message. */
+  /**
+   * What a simulated node offers the requests; every answer arrives later, as a message. {@code
+   * request} names the client request (the simulator's histories record which transaction ids
+   * belong to which request).
+   */
   interface Machinery {
     /** Runs one turn on its entity ({@code transactionId} 0: the node issues one). */
-    void runTurn(EntityId entity, CompiledType type, Turn turn, long transactionId,
-        Consumer<TurnResult> answer);
+    void runTurn(String request, EntityId entity, CompiledType type, Turn turn,
+        long transactionId, Consumer<TurnResult> answer);
 
     /** Runs one step of an interactive transaction (the lifecycle core told of its start). */
-    void runStep(long transactionId, EntityId entity, CompiledType type, Turn turn,
-        Consumer<TurnResult> answer);
+    void runStep(String request, long transactionId, EntityId entity, CompiledType type,
+        Turn turn, Consumer<TurnResult> answer);
 
     /** Starts a coordinator as {@code start} says (planned ones through the sequencer). */
-    void startCoordinator(Effect.StartCoordinator start, Consumer<CoordinatorCore.Outcome> answer);
+    void startCoordinator(String request, Effect.StartCoordinator start,
+        Consumer<CoordinatorCore.Outcome> answer);
 
     /** Ends an interactive transaction: its parts aborted, its locks released. */
     void abortInteractive(long transactionId);
@@ -67,13 +72,14 @@ final class SimulatedRequests {
   }
 
   /** A client's turn; {@code reply} receives the core's reply effect. */
-  void turn(EntityId entity, Turn turn, long transactionId, Consumer<Effect> reply) {
-    start(new Input.TurnRequested(entity, turn, transactionId), reply);
+  void turn(String request, EntityId entity, Turn turn, long transactionId,
+      Consumer<Effect> reply) {
+    start(request, new Input.TurnRequested(entity, turn, transactionId), reply);
   }
 
   /** A workload's transaction, given as parts: their turns are the operations, in order. */
-  void transact(Map<EntityId, CoordinatorCore.Part> parts, RequestCore.Scheduling scheduling,
-      Consumer<Effect> reply) {
+  void transact(String request, Map<EntityId, CoordinatorCore.Part> parts,
+      RequestCore.Scheduling scheduling, Consumer<Effect> reply) {
     List<RequestCore.Operation> operations = new ArrayList<>();
     List<EntityId> reads = new ArrayList<>();
     parts.forEach((entity, part) -> {
@@ -82,18 +88,20 @@ final class SimulatedRequests {
         reads.add(entity);
       }
     });
-    start(new Input.TransactionRequested(operations, reads, scheduling), reply);
+    start(request, new Input.TransactionRequested(operations, reads, scheduling), reply);
   }
 
   /** One step of an open interactive transaction ({@code turn} null: a read). */
-  void step(long transactionId, EntityId entity, Turn turn, Consumer<Effect> reply) {
-    start(new Input.StepRequested(transactionId, entity, turn), reply);
+  void step(String request, long transactionId, EntityId entity, Turn turn,
+      Consumer<Effect> reply) {
+    start(request, new Input.StepRequested(transactionId, entity, turn), reply);
   }
 
   /** An interactive transaction's commit over what its lifecycle core says it touched. */
-  void commitInteractive(long transactionId, Map<EntityId, CoordinatorCore.Part> parts,
-      Map<EntityId, CompiledType> types, Consumer<Effect> reply) {
-    start(new Input.InteractiveCommitRequested(transactionId, parts, types), reply);
+  void commitInteractive(String request, long transactionId,
+      Map<EntityId, CoordinatorCore.Part> parts, Map<EntityId, CompiledType> types,
+      Consumer<Effect> reply) {
+    start(request, new Input.InteractiveCommitRequested(transactionId, parts, types), reply);
   }
 
   /** Planned transactions planned again, and those that ran dynamic after all (metrics). */
@@ -110,7 +118,7 @@ final class SimulatedRequests {
     pending.clear();
   }
 
-  private void start(Input request, Consumer<Effect> reply) {
+  private void start(String request, Input input, Consumer<Effect> reply) {
     RequestCore core = new RequestCore(limits, new RequestCore.Lookups() {
       @Override
       public CompiledType typeOf(EntityId entity) {
@@ -127,18 +135,21 @@ final class SimulatedRequests {
         return List.copyOf(pending.getOrDefault(leader, Map.of()).keySet());
       }
     });
-    feed(core, request, reply);
+    feed(request, core, input, reply);
   }
 
-  private void feed(RequestCore core, Input input, Consumer<Effect> reply) {
+  private void feed(String request, RequestCore core, Input input, Consumer<Effect> reply) {
     for (Effect effect : core.handle(input)) {
       switch (effect) {
-        case Effect.RunTurn turn -> machinery.runTurn(turn.entity(), turn.type(), turn.turn(),
-            turn.transactionId(), result -> feed(core, new Input.TurnAnswered(result), reply));
-        case Effect.RunStep step -> machinery.runStep(step.transactionId(), step.entity(),
-            step.type(), step.turn(), result -> feed(core, new Input.TurnAnswered(result), reply));
-        case Effect.StartCoordinator coordinator -> machinery.startCoordinator(coordinator,
-            outcome -> feed(core, new Input.CoordinatorAnswered(outcome), reply));
+        case Effect.RunTurn turn -> machinery.runTurn(request, turn.entity(), turn.type(),
+            turn.turn(), turn.transactionId(),
+            result -> feed(request, core, new Input.TurnAnswered(result), reply));
+        case Effect.RunStep step -> machinery.runStep(request, step.transactionId(),
+            step.entity(), step.type(), step.turn(),
+            result -> feed(request, core, new Input.TurnAnswered(result), reply));
+        case Effect.StartCoordinator coordinator -> machinery.startCoordinator(request,
+            coordinator,
+            outcome -> feed(request, core, new Input.CoordinatorAnswered(outcome), reply));
         case Effect.AnnounceRegistrations announce -> announce.dependencies().forEach(
             dependency -> pending.computeIfAbsent(dependency.leader(), ignored -> new HashMap<>())
                 .merge(dependency, 1, Integer::sum));

@@ -38,23 +38,23 @@ class SimulatedRequestsTest {
       entity -> CompiledType.schemaless(entity.type()), entity -> Optional.empty(),
       new SimulatedRequests.Machinery() {
         @Override
-        public void runTurn(EntityId entity, CompiledType type, Turn turn, long transactionId,
-            Consumer<TurnResult> answer) {
+        public void runTurn(String request, EntityId entity, CompiledType type, Turn turn,
+            long transactionId, Consumer<TurnResult> answer) {
           ran.add("turn " + entity);
           deliveries.add(() -> answer.accept(new TurnResult.Failed(new TroupeException(
               ErrorCode.ABORTED, TransactionAbort.NEEDS_TRANSACTION, "dependencies"))));
         }
 
         @Override
-        public void runStep(long transactionId, EntityId entity, CompiledType type, Turn turn,
-            Consumer<TurnResult> answer) {
+        public void runStep(String request, long transactionId, EntityId entity,
+            CompiledType type, Turn turn, Consumer<TurnResult> answer) {
           ran.add("step " + transactionId);
           deliveries.add(() -> answer.accept(new TurnResult.Failed(new TroupeException(
               ErrorCode.ABORTED, TransactionAbort.LOCK_CONFLICT, "died"))));
         }
 
         @Override
-        public void startCoordinator(RequestCore.Effect.StartCoordinator start,
+        public void startCoordinator(String request, RequestCore.Effect.StartCoordinator start,
             Consumer<CoordinatorCore.Outcome> answer) {
           ran.add("coordinator " + start.start());
           boolean first = ran.stream().filter(what -> what.startsWith("coordinator")).count() == 1;
@@ -80,7 +80,7 @@ class SimulatedRequestsTest {
   @Test
   void aTurnThatNeedsATransactionIsPlannedThenReplannedAndAnsweredAsATurn() {
     List<RequestCore.Effect> replies = new ArrayList<>();
-    requests.turn(PRODUCT, SET_PRICE, 0, replies::add);
+    requests.turn("request", PRODUCT, SET_PRICE, 0, replies::add);
     deliverAll();
     assertEquals(List.of("turn Thing/product", "coordinator PLANNED", "coordinator PLANNED"), ran);
     assertEquals(9, assertInstanceOf(RequestCore.Effect.ReplyTurn.class, replies.getFirst())
@@ -91,7 +91,7 @@ class SimulatedRequestsTest {
   @Test
   void aStepKilledByWaitDieAbortsItsTransactionBeforeTheAnswer() {
     List<RequestCore.Effect> replies = new ArrayList<>();
-    requests.step(7, PRODUCT, SET_PRICE, reply -> {
+    requests.step("request", 7, PRODUCT, SET_PRICE, reply -> {
       ran.add("reply");
       replies.add(reply);
     });

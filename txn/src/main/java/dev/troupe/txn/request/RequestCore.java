@@ -97,8 +97,8 @@ public final class RequestCore {
       ValueLimits values, int maxDependencyChain, CoordinatorCore.Limits coordinator,
       long answerTimeoutMillis) {
     /**
-     * Planned transactions never die in a lock table and an interactive one's commit already
-     * holds its locks (a conflict during its steps ends it instead): neither retries.
+     * An interactive transaction's commit already holds its locks (a conflict during its steps
+     * ends it instead): it never retries.
      */
     public CoordinatorCore.Limits coordinatorWithoutRetries() {
       return new CoordinatorCore.Limits(coordinator.prepareTimeoutMillis(), 0,
@@ -494,8 +494,11 @@ public final class RequestCore {
       return;
     }
     phase = Phase.PLANNED;
+    // Retried like a dynamic one, keeping its position: in a cluster a planned part dies rather
+    // than wait for a later planned one of another node's sequencer (the participant rule,
+    // docs/design/multi-entity-transactions.md); on one node planned parts never die.
     effects.add(new Effect.StartCoordinator(planned.get(), types, Start.PLANNED,
-        limits.coordinatorWithoutRetries(), 0));
+        limits.coordinator(), 0));
   }
 
   private void startDynamic(List<Effect> effects) {

@@ -337,7 +337,8 @@ class RequestCoreTest {
     Effect.StartCoordinator first = started(core.handle(
         transaction(RequestCore.Scheduling.PLANNED, PRODUCT, SET_PRICE)));
     assertEquals(RequestCore.Start.PLANNED, first.start());
-    assertEquals(0, first.limits().maxLockConflictRetries(), "planned never retries");
+    assertEquals(5, first.limits().maxLockConflictRetries(),
+        "planned retries too: in a cluster the participant rule may kill it");
     List<Effect> second = core.handle(aborted(TransactionAbort.DEPENDENCIES_INVOLVED));
     assertEquals(new Effect.CountPlanning(true), second.getFirst());
     assertEquals(RequestCore.Start.PLANNED, started(second).start());
