@@ -105,9 +105,16 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
 
   /**
    * The decision of a transaction this entity took part in; acknowledgeTo is null for aborts and
-   * for a decision learned by asking (in doubt).
+   * for a decision learned by asking (in doubt: {@code answersQuestion}, fed as the core's {@code
+   * DecisionAnswered}, which a part no longer in doubt ignores).
    */
-  record Decide(long transactionId, boolean commit, Recipient acknowledgeTo) implements Routed {
+  record Decide(long transactionId, boolean commit, Recipient acknowledgeTo,
+      boolean answersQuestion) implements Routed {
+    /** A coordinator's decision (not an answer to a question). */
+    Decide(long transactionId, boolean commit, Recipient acknowledgeTo) {
+      this(transactionId, commit, acknowledgeTo, false);
+    }
+
     @Override
     public void refuse(TroupeException reason) {
       // The first commit goes only to a participant that voted yes, which stays active until it
@@ -324,8 +331,10 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
           if (inDoubtTimer != null) {
             inDoubtTimer.cancel();
           }
-          yield runEffects(core.handle(new Input.DecisionReceived<>(
-              decide.transactionId(), decide.commit(), decide.acknowledgeTo())));
+          yield runEffects(core.handle(decide.answersQuestion()
+              ? new Input.DecisionAnswered<>(decide.transactionId(), decide.commit())
+              : new Input.DecisionReceived<>(decide.transactionId(), decide.commit(),
+                  decide.acknowledgeTo())));
         }
         case InDoubtCheck check -> {
           inDoubtTimers.remove(check.transactionId());

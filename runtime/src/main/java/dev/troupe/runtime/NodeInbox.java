@@ -56,7 +56,7 @@ final class NodeInbox {
         EntityId participant = answer.participant();
         registryOf.apply(participant).tell(new EntityRegistry.Route(participant,
             new EntityActor.Decide(answer.transactionId(),
-                answer.state() == DecisionState.COMMITTED, null)));
+                answer.state() == DecisionState.COMMITTED, null, true)));
       }
       case WireMessage.Prepare ignored -> notRoutedYet(envelope);
       case WireMessage.Vote ignored -> notRoutedYet(envelope);

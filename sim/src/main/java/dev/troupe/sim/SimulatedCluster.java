@@ -24,14 +24,15 @@ import java.util.function.Function;
  * and Pekko's Artery are; messages of different connections, and resent or duplicated ones,
  * arrive in any order. Every entity lives on one node, {@link Locator#nodeOf}: a hash of its id
  * modulo the number of nodes. A client reaches a random node, which coordinates its transaction,
- * so coordinators and participants are mostly on different nodes; planned transactions are all
- * ordered and coordinated by the sequencer's node ({@link #SEQUENCER_NODE}). Inside a node,
+ * so coordinators and participants are mostly on different nodes; each node's sequencer orders
+ * the planned transactions it coordinates (positions from its own clock, the participant rule
+ * keeping waits acyclic: docs/design/multi-entity-transactions.md). Inside a node,
  * messages keep the local-mailbox rules; a message to another node crosses this network and joins
  * the receiver's mailboxes when it arrives. A node that is down when a message arrives never
  * receives it.
  *
  * <p><b>Which messages may be lost.</b> Requests and their answers (a turn, a planned
- * transaction forwarded to the sequencer's node) may be lost, never duplicated (the transport's
+ * transaction request) may be lost, never duplicated (the transport's
  * sessions drop copies): the client times out. The commit protocol's messages (prepares, forwards,
  * votes, decisions, acknowledgements, in-doubt questions and answers) may be lost and duplicated:
  * the coordinator resends its decision, participants in doubt ask the coordinator's node. An
@@ -80,9 +81,6 @@ final class SimulatedCluster {
       };
     }
   }
-
-  /** The node whose sequencer orders, and coordinates, every planned transaction. */
-  static final int SEQUENCER_NODE = 0;
 
   private final Scheduler scheduler;
   private final Locator locator;

@@ -293,29 +293,21 @@ final class SimulatedNode {
 
   /**
    * Runs a multi-entity transaction; {@code answer} receives its outcome, unless the node crashes
-   * first. Must be up. In a cluster, a planned transaction is ordered and coordinated by the
-   * sequencer's node ({@link SimulatedCluster#SEQUENCER_NODE}): one order for every planned
-   * transaction, which the participants receive in position order over FIFO connections, so
-   * planned transactions never wait for each other in a cycle (two sequencers would interleave
-   * their prepares and deadlock until the prepare timeout).
+   * first. Must be up. A planned transaction is ordered by this node's sequencer (a position
+   * from this node's clock) and coordinated here, as in the runtime; another node's planned
+   * requests may reach a participant out of position order, and the participant rule (a planned
+   * request dies rather than wait for a later planned one; retried with the same position) keeps
+   * waits acyclic (docs/design/multi-entity-transactions.md).
    */
   void transact(String request, Map<EntityId, CoordinatorCore.Part> parts, boolean planned,
       Consumer<CoordinatorCore.Outcome> answer) {
     Invariants.check(up, "transaction submitted to a node that is down");
-    if (planned && nodeId != SimulatedCluster.SEQUENCER_NODE) {
-      route(SimulatedCluster.SEQUENCER_NODE, "client-connection", "sequencer",
-          "planned transaction " + request, false, sequencing -> sequencing.transact(request,
-              parts, true, outcome -> sequencing.route(nodeId, "coordinator", "client-connection",
-                  "planned outcome " + request, false, origin -> answer.accept(outcome))));
-      return;
-    }
     long key = nextCoordinator++;
     requestOfCoordinator.put(key, request);
-    // Planned transactions never die, so they are never retried (as in Troupe).
-    CoordinatorCore.Limits limits = planned
-        ? settings.coordinatorLimits().withoutRetries()
-        : settings.coordinatorLimits();
-    coordinators.put(key, new CoordinatorCore(parts, limits, planned, coreMutations()));
+    // A planned part may die for a later planned one of another node's sequencer (the participant
+    // rule), so planned transactions are retried like dynamic ones, keeping their position.
+    coordinators.put(key, new CoordinatorCore(parts, settings.coordinatorLimits(), planned,
+        coreMutations()));
     if (settings.lossyTransactionNetwork()) {
       lossyCoordinators.add(key);
     }
@@ -959,8 +951,7 @@ final class SimulatedNode {
     int coordinatorNode = cluster.nodeOfTransaction(transactionId);
     if (coordinatorNode != nodeId) {
       askElsewhere(entity, transactionId, coordinatorNode, "in-doubt",
-          (arrived, commit) -> arrived.deliverToEntity(entity,
-              new EntityTurnCore.Input.DecisionReceived<>(transactionId, commit, null)));
+          (arrived, commit) -> arrived.deliverAnswer(entity, transactionId, commit));
       return;
     }
     Long coordinator = coordinatorOfAttempt.get(transactionId);
@@ -981,15 +972,11 @@ final class SimulatedNode {
                 }
                 boolean commit =
                     answered.answer() == dev.troupe.txn.coordinator.DecisionQueryCore.Answer.COMMITTED;
-                if (!commit) {
-                  cluster.decidedAbort(transactionId); // presumed abort is an abort decision
-                }
                 sendTransactional(route, "decisions", entity.toString(),
                     "in-doubt answer " + (commit ? "commit" : "abort") + " tx " + transactionId,
                     () -> {
                       inDoubtAnswers++;
-                      deliverToEntity(entity,
-                          new EntityTurnCore.Input.DecisionReceived<>(transactionId, commit, null));
+                      deliverAnswer(entity, transactionId, commit);
                     });
               }
             }
@@ -1018,6 +1005,20 @@ final class SimulatedNode {
   }
 
   /**
+   * Delivers the answer to an in-doubt question. A presumed abort is an abort decision for the
+   * ledger only if it resolves a part still in doubt: a question that crossed the commit gets a
+   * presumed abort from a coordinator that was acknowledged and forgot, which the part ignores
+   * (EntityTurnCore.Input.DecisionAnswered), so it decided nothing.
+   */
+  private void deliverAnswer(EntityId entity, long transactionId, boolean commit) {
+    EntityTurnCore<Recipient> core = entities.get(entity);
+    if (!commit && core != null && core.awaitsDecision(transactionId)) {
+      cluster.decidedAbort(transactionId);
+    }
+    deliverToEntity(entity, new EntityTurnCore.Input.DecisionAnswered<>(transactionId, commit));
+  }
+
+  /**
    * This node's answer about a transaction it issued: commit (true), abort (false, presumed when
    * no live coordinator knows it and no record commits it) or undecided (null).
    */
@@ -1033,12 +1034,9 @@ final class SimulatedNode {
           if (answered.answer() == dev.troupe.txn.coordinator.DecisionQueryCore.Answer.UNDECIDED) {
             return null;
           }
-          boolean commit =
-              answered.answer() == dev.troupe.txn.coordinator.DecisionQueryCore.Answer.COMMITTED;
-          if (!commit) {
-            cluster.decidedAbort(transactionId); // presumed abort is an abort decision
-          }
-          return commit;
+          // A presumed abort counts in the ledger only where it resolves a part in doubt (see
+          // deliverAnswer): it may cross the commit of a part that no longer asks.
+          return answered.answer() == dev.troupe.txn.coordinator.DecisionQueryCore.Answer.COMMITTED;
         }
       }
     }
@@ -1106,6 +1104,7 @@ final class SimulatedNode {
       return; // a duplicate answer, or one about a part already resolved
     }
     if (!commit) {
+      cluster.decidedAbort(transactionId); // it resolved a part in doubt
       cluster.abandoned(transactionId, entity);
       storage.abandonPrepared(transactionId, entity);
       recoveredResolved(entity);
@@ -1158,6 +1157,11 @@ final class SimulatedNode {
         && parts.peekFirst().transactionId() == decision.transactionId()) {
       recoveredDecided(entity, decision.transactionId(), decision.commit());
       return true; // acknowledged by the entity's core once unfenced (the coordinator resends)
+    }
+    if (input instanceof EntityTurnCore.Input.DecisionAnswered<Recipient> answer
+        && parts.peekFirst().transactionId() == answer.transactionId()) {
+      recoveredDecided(entity, answer.transactionId(), answer.commit());
+      return true;
     }
     refuse(entity, input, new dev.troupe.model.TroupeException(
         dev.troupe.model.ErrorCode.UNAVAILABLE, "in doubt since recovery"));

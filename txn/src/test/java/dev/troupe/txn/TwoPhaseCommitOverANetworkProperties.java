@@ -143,8 +143,8 @@ class TwoPhaseCommitOverANetworkProperties {
                   .Asked(query.transactionId(), coordinator.knowledgeOf(query.transactionId())))) {
                 DecisionQueryCore.Answer said = ((DecisionQueryCore.Effect.Answered) answer).answer();
                 if (said != DecisionQueryCore.Answer.UNDECIDED) {
-                  send(() -> participant(entity, new EntityTurnCore.Input.DecisionReceived<>(
-                      query.transactionId(), said == DecisionQueryCore.Answer.COMMITTED, null)));
+                  send(() -> participant(entity, new EntityTurnCore.Input.DecisionAnswered<>(
+                      query.transactionId(), said == DecisionQueryCore.Answer.COMMITTED)));
                 }
               }
             });

@@ -85,10 +85,15 @@ import java.util.List;
  *   <li>A part that voted yes and hears no decision within {@code inDoubtQueryIntervalMillis}
  *       asks the coordinator's node ({@link Effect.QueryDecision}, node {@link
  *       dev.troupe.model.time.TransactionIds#nodeOf}), and again every interval until a decision
- *       arrives. The answer comes back as an ordinary {@link Input.DecisionReceived} with nobody
- *       to acknowledge to (a live coordinator resends, and the resend is acknowledged); "undecided,
+ *       arrives. The answer comes back as an {@link Input.DecisionAnswered}, with nobody to
+ *       acknowledge to (a live coordinator resends, and the resend is acknowledged); "undecided,
  *       ask later" is not fed at all. Under presumed abort the answering node says abort only for
- *       a transaction that can no longer commit ({@link DecisionQueryCore}).
+ *       a transaction that can no longer commit ({@link DecisionQueryCore}), which is true only
+ *       while the part is still in doubt: a question can cross the commit itself, and the
+ *       coordinator forgets a commit once every participant acknowledged it, after which its
+ *       node presumes abort. An answer about a part no longer in doubt here (decided, or
+ *       committed and waiting in the PSAC gate) is therefore stale and ignored, whereas an abort
+ *       {@link Input.DecisionReceived decision} of a part committed here stays an invariant.
  * </ul>
  *
  * <p><b>Structure.</b> This class is the one core the shell sees: its inputs, effects,
@@ -189,6 +194,13 @@ public final class EntityTurnCore<R> {
      */
     record DecisionReceived<R>(long transactionId, boolean commit, R acknowledgeTo)
         implements Input<R> {}
+
+    /**
+     * The coordinator's node answered this part's in-doubt question ({@link
+     * Effect.QueryDecision}): applied as the decision if the part is still in doubt here, ignored
+     * otherwise (a stale answer: see the class doc; a presumed abort may cross the commit).
+     */
+    record DecisionAnswered<R>(long transactionId, boolean commit) implements Input<R> {}
 
     /**
      * The in-doubt interval of a part that voted yes elapsed: if no decision arrived yet, ask the
@@ -356,6 +368,7 @@ public final class EntityTurnCore<R> {
           participant.prepared(prepared.transactionId(), effects);
       case Input.PrepareFailed<R> failed -> participant.prepareFailed(failed, effects);
       case Input.DecisionReceived<R> decision -> participant.decide(decision, effects);
+      case Input.DecisionAnswered<R> answered -> participant.answered(answered, effects);
       case Input.InDoubtQueryDue<R> due ->
           participant.inDoubtQueryDue(due.transactionId(), effects);
       case Input.PreparedPartRecovered<R> recovered ->
@@ -376,6 +389,14 @@ public final class EntityTurnCore<R> {
   }
 
   /** Nothing in flight, nothing waiting, nobody waiting for a reply, no transaction open. */
+  /**
+   * Whether this entity holds a part of {@code transactionId} that waits for its decision (so an
+   * answer to its in-doubt question would resolve it: see {@link Input.DecisionAnswered}).
+   */
+  public boolean awaitsDecision(long transactionId) {
+    return participant.awaitsDecision(transactionId);
+  }
+
   public boolean isIdle() {
     return side.inFlight.isEmpty() && side.waiting.isEmpty() && side.replies.isEmpty()
         && side.participations.isEmpty() && (side.gate == null || side.gate.isEmpty());

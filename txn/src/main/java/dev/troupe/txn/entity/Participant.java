@@ -420,7 +420,10 @@ final class Participant<R> {
       acknowledgeAbort(decision, effects);
       return;
     }
-    if (participation.commitReceived && decision.commit()) {
+    Invariants.check(!participation.commitReceived || decision.commit(),
+        "%s: abort of transaction %d, which committed here (waiting in the PSAC gate)",
+        side.entity, transactionId);
+    if (participation.commitReceived) {
       return; // a duplicate while the commit waits in the PSAC gate: acknowledged once applied
     }
     if (participation.gateItem != null && decision.commit()) {
@@ -499,6 +502,24 @@ final class Participant<R> {
     }
     pipeline.releaseReplies(effects);
     finish(transactionId, effects);
+  }
+
+  /**
+   * The answer to this part's in-doubt question. Applied only to a part still in doubt: one
+   * decided meanwhile (forgotten here, or committed and waiting in the PSAC gate) hears a stale
+   * answer, possibly a presumed abort from a coordinator that finished and forgot the commit this
+   * part applied (the question crossed the commit), which must not abort it.
+   */
+  void answered(Input.DecisionAnswered<R> answer, List<Effect<R>> effects) {
+    if (!awaitsDecision(answer.transactionId())) {
+      return;
+    }
+    decide(new Input.DecisionReceived<>(answer.transactionId(), answer.commit(), null), effects);
+  }
+
+  boolean awaitsDecision(long transactionId) {
+    Participation<R> participation = side.participations.get(transactionId);
+    return participation != null && !participation.commitReceived;
   }
 
   /** Remembers a commit applied here (bounded: the oldest is forgotten first). */

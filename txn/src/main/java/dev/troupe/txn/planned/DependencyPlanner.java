@@ -36,8 +36,8 @@ import java.util.function.Function;
  * never correctness.
  *
  * <p>Predicted: the followers of every key a part writes (their follower key, written), along
- * update chains and delete cascades; the leaders of every key a part deletes (no lock: a leader
- * forgets a deleted follower's dependency without one); for a registration (explicit, or one a
+ * update chains and delete cascades; the leaders of every key a part deletes (their key reserved
+ * for writing: a leader forgets a deleted follower's dependency under its lock); for a registration (explicit, or one a
  * type declares for a key written), its follower or leader. An entity whose state is not at hand
  * (not cached) is assumed to keep no dependency. Unpredictable, so the transaction runs dynamic:
  * a registration whose walk would visit other entities, a chain longer than the limit.
@@ -117,7 +117,9 @@ public final class DependencyPlanner {
     }
     if (deleted) {
       for (DependencyTable.Entry entry : table(state, DependencyKeys.incoming(key)).all()) {
-        participate(entry.dependency().leader().entity(), reserved);
+        // It forgets the dependency under its key's lock (see Forward.needsNoLock).
+        reserve(entry.dependency().leader().entity(), entry.dependency().leader().key(),
+            LockTable.Mode.WRITE, reserved);
       }
     }
   }
@@ -223,11 +225,6 @@ public final class DependencyPlanner {
     reserve(dependency.follower().entity(), dependency.follower().key(), LockTable.Mode.WRITE,
         reserved);
     return new Reach(dependency.follower().entity(), dependency.follower().key(), deleted);
-  }
-
-  private static void participate(EntityId entity,
-      Map<EntityId, Map<String, LockTable.Mode>> reserved) {
-    reserved.computeIfAbsent(entity, ignored -> new LinkedHashMap<>());
   }
 
   private static void reserve(EntityId entity, String key, LockTable.Mode mode,

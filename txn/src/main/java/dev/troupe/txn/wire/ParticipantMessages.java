@@ -30,6 +30,7 @@ import java.util.Optional;
  * <p>Assumes {@code EntityTurnCore}'s {@code PrepareRequested(transactionId, startTimestamp, turns,
  * readsState, type, voteTo, planned, forwards, reserved)}, {@code ForwardsReceived(transactionId,
  * forwards, voteTo)}, {@code DecisionReceived(transactionId, commit, acknowledgeTo)}, {@code
+ * DecisionAnswered(transactionId, commit)}, {@code
  * StepRequested(transactionId, startTimestamp, turn, type, replyTo)} and {@code
  * TurnRequested(turn, type, transactionId, replyTo)}.
  */
@@ -105,16 +106,17 @@ public final class ParticipantMessages {
   }
 
   /**
-   * The answer to a participant's question as its decision input; empty while the coordinator
-   * has not decided (the participant asks again at its next in-doubt check).
+   * The answer to a participant's question as its input ({@code DecisionAnswered}: applied only
+   * while the part is still in doubt, since a presumed abort may cross the commit); empty while
+   * the coordinator has not decided (the participant asks again at its next in-doubt check).
    */
-  public static <R> Optional<EntityTurnCore.Input.DecisionReceived<R>> decisionReceived(
-      DecisionAnswer answer, R acknowledgeTo) {
+  public static <R> Optional<EntityTurnCore.Input.DecisionAnswered<R>> decisionAnswered(
+      DecisionAnswer answer) {
     return switch (answer.state()) {
-      case COMMITTED -> Optional.of(new EntityTurnCore.Input.DecisionReceived<>(
-          answer.transactionId(), true, acknowledgeTo));
-      case ABORTED -> Optional.of(new EntityTurnCore.Input.DecisionReceived<>(
-          answer.transactionId(), false, acknowledgeTo));
+      case COMMITTED -> Optional.of(new EntityTurnCore.Input.DecisionAnswered<>(
+          answer.transactionId(), true));
+      case ABORTED -> Optional.of(new EntityTurnCore.Input.DecisionAnswered<>(
+          answer.transactionId(), false));
       case UNDECIDED -> Optional.empty();
     };
   }

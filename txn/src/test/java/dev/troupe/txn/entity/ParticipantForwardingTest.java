@@ -11,6 +11,7 @@ import dev.troupe.model.Json;
 import dev.troupe.model.Operation;
 import dev.troupe.model.TransactionAbort;
 import dev.troupe.model.dependency.Dependency;
+import dev.troupe.model.dependency.DependencyKeys;
 import dev.troupe.model.spec.CompiledType;
 import dev.troupe.model.spec.SpecParser;
 import dev.troupe.txn.Forward;
@@ -100,6 +101,35 @@ class ParticipantForwardingTest {
     List<Effect<String>> committed = core.handle(new Input.DecisionReceived<>(7, true, "ack7"));
     Effect.SubmitPrepare<String> amended = only(committed, Effect.SubmitPrepare.class);
     assertEquals(5, amended.transactionId());
+  }
+
+  /**
+   * Cluster simulator seed 509: a registration (transaction 7) committed at the cart and is still
+   * only prepared at the product when the removal that followed it at the cart (transaction 5)
+   * asks the product to forget the dependency. Forgetting it there without a lock saw no record
+   * yet and forgot nothing, and the registration then committed a record the cart no longer had.
+   * It must wait for the registration's lock and forget the record once it is committed.
+   */
+  @Test
+  void aLeaderForgetsADeletedFollowerOnlyAfterAPreparedRegistrationOfItCommits() {
+    CompiledType product = CompiledType.compile(SpecParser.parse("Product",
+        "{\"admission\": \"keys\", \"keys\": {\"price\": {\"kind\": \"register\"}}}"
+            .getBytes(StandardCharsets.UTF_8), false));
+    EntityTurnCore<String> leader = new EntityTurnCore<>(EntityId.parse("Product/p"),
+        EntityState.ABSENT.apply(List.of(new Operation.Assign("price", LongNode.valueOf(1))), 1,
+            1), TurnLimits.DEFAULTS, 1);
+    leader.handle(new Input.PrepareRequested<>(7, 7, List.of(), false, product, "vote-7", false,
+        List.of(new Forward.RegistrationRequested(ITEM)), Map.of()));
+    only(leader.handle(new Input.PrepareSucceeded<>(7)), Effect.Reply.class);
+    List<Effect<String>> forget = leader.handle(new Input.PrepareRequested<>(5, 5, List.of(),
+        false, product, "vote-5", false, List.of(new Forward.FollowerDeleted(ITEM)), Map.of()));
+    assertTrue(forget.stream().noneMatch(Effect.Reply.class::isInstance),
+        "waits for the registration's lock: " + forget);
+    Effect.SubmitPrepare<String> forgotten = only(
+        leader.handle(new Input.DecisionReceived<>(7, true, "ack7")), Effect.SubmitPrepare.class);
+    assertEquals(5, forgotten.transactionId());
+    assertEquals(List.of(new Operation.ForgetDependency(DependencyKeys.outgoing("price"), ITEM.id())),
+        forgotten.operations());
   }
 
   @Test

@@ -209,8 +209,8 @@ class CoreMessagesTest {
           CoordinatorMessages.decisionAnswer(query, state)));
       WireMessage.DecisionAnswer received = (WireMessage.DecisionAnswer) answer.message();
       assertEquals(ALICE, received.participant());
-      Optional<EntityTurnCore.Input.DecisionReceived<String>> decision =
-          ParticipantMessages.decisionReceived(received, "ack");
+      Optional<EntityTurnCore.Input.DecisionAnswered<String>> decision =
+          ParticipantMessages.decisionAnswered(received);
       switch (state) {
         case COMMITTED -> assertTrue(decision.orElseThrow().commit());
         case ABORTED -> assertEquals(false, decision.orElseThrow().commit());
