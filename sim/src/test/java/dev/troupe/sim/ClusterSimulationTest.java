@@ -39,6 +39,7 @@ class ClusterSimulationTest {
     long heldToLiveness = 0;
     long crashes = 0;
     long questions = 0;
+    long damagedFrames = 0;
     for (String[] configuration : CONFIGURATIONS) {
       Simulation.Options options =
           CLUSTER.withAdmission(configuration[0], configuration[1].equals("planned"));
@@ -52,17 +53,27 @@ class ClusterSimulationTest {
         heldToLiveness += result.livenessChecked();
         crashes += result.crashes();
         questions += result.inDoubtQuestions();
+        damagedFrames += damagedFramesOf(result);
       }
     }
     System.out.println(CONFIGURATIONS.length * SEEDS_PER_CONFIGURATION + " seeds of 3 nodes: "
         + committed + " committed, " + edges + " serialization-graph edges checked, "
         + heldToLiveness + " requests held to liveness, " + crashes + " crashes, " + questions
-        + " in-doubt questions");
-    // The faults really happened: crashes, and parts in doubt asking their coordinator's node.
+        + " in-doubt questions, " + damagedFrames + " damaged frames dropped");
+    // The faults really happened: crashes, parts in doubt asking their coordinator's node, and
+    // frames damaged on the way (each refused by its checksum and dropped, the runs still pass).
     assertTrue(crashes > 300, "crashes " + crashes);
     assertTrue(questions > 300, "in-doubt questions " + questions);
     assertTrue(committed > 10_000, "committed " + committed);
     assertTrue(heldToLiveness > 5_000, "held to liveness " + heldToLiveness);
+    assertTrue(damagedFrames > 50, "damaged frames " + damagedFrames);
+  }
+
+  /** The damaged frames a run's receivers dropped, from its cluster summary. */
+  private static long damagedFramesOf(Simulation.Result result) {
+    java.util.regex.Matcher matcher = java.util.regex.Pattern
+        .compile("(\\d+) damaged frames dropped").matcher(result.cluster());
+    return matcher.find() ? Long.parseLong(matcher.group(1)) : 0;
   }
 
   /**
