@@ -53,9 +53,10 @@ import java.util.Set;
  * <p><b>Planned, replanned, dynamic</b> (Calvin-style ordering, Thomson et al., SIGMOD 2012;
  * smsa.txt §3.1 for dependencies). A transaction runs planned unless the client asked for dynamic:
  * the {@link DependencyPlanner} predicts the followers its dependencies reach from cached states
- * (and the registrations in progress) and reserves their keys, and the sequencer orders it. A
- * planned transaction never dies, so it runs without lock-conflict retries. One the planner cannot
- * predict runs dynamic (wait-die with retries). One whose forwards reach beyond its plan aborts
+ * (and the registrations in progress) and reserves their keys, and the sequencer orders it. On one
+ * node a planned transaction never dies; in a cluster a planned part dies rather than wait for a
+ * later planned one of another node's sequencer, so planned attempts are retried like dynamic ones,
+ * at the same position. One the planner cannot predict runs dynamic (wait-die with retries). One whose forwards reach beyond its plan aborts
  * with {@code dependencies_involved} having changed nothing; it is planned again from fresher
  * states, at most {@code maxReplans} times, then run dynamic. So a request always ends: at most
  * {@code maxReplans + 2} coordinators run for it, one after the other, never two at once.
