@@ -169,21 +169,13 @@ final class BankWorkload implements Workload {
                     Map.of(account(transfer.to), done.readVersion()),
                     done.wrote() ? Map.of(account(transfer.to), done.version()) : Map.of()));
               }
-              answer.accept(switch (result) {
-                case dev.troupe.txn.TurnResult.Done done -> ClientCall.Outcome.COMMITTED;
-                case dev.troupe.txn.TurnResult.Failed failed ->
-                    ClientCall.Outcome.ofFailure(failed.error().code());
-              });
+              answer.accept(ClientCall.Outcome.of(result));
             });
       } else {
         node.transact(transfer.id, transfer.isAudit() ? audit(transfer) : parts(transfer),
             options.planned(), outcome -> {
           observe(transfer, outcome);
-          answer.accept(switch (outcome) {
-            case CoordinatorCore.Outcome.Committed committed -> ClientCall.Outcome.COMMITTED;
-            case CoordinatorCore.Outcome.Failed failed ->
-                ClientCall.Outcome.ofFailure(failed.error().code());
-          });
+          answer.accept(ClientCall.Outcome.of(outcome));
         });
       }
     });
@@ -234,11 +226,7 @@ final class BankWorkload implements Workload {
         node.commitInteractive(id, outcome -> simulation.toClient(clientName,
             "committed " + transfer.id, () -> {
               observe(transfer, outcome);
-              finish.accept(switch (outcome) {
-                case CoordinatorCore.Outcome.Committed ignoredToo -> ClientCall.Outcome.COMMITTED;
-                case CoordinatorCore.Outcome.Failed failed ->
-                    ClientCall.Outcome.ofFailure(failed.error().code());
-              });
+              finish.accept(ClientCall.Outcome.of(outcome));
             })));
       return;
     }

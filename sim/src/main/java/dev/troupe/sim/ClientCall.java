@@ -14,6 +14,32 @@ class ClientCall {
     static Outcome ofFailure(dev.troupe.model.ErrorCode code) {
       return code == dev.troupe.model.ErrorCode.OUTCOME_UNKNOWN ? UNKNOWN : ABORTED;
     }
+
+    /** A single turn's answer as its client sees it. */
+    static Outcome of(dev.troupe.txn.TurnResult result) {
+      return switch (result) {
+        case dev.troupe.txn.TurnResult.Done done -> COMMITTED;
+        case dev.troupe.txn.TurnResult.Failed failed -> ofFailure(failed.error().code());
+      };
+    }
+
+    /** A transaction's answer as its client sees it. */
+    static Outcome of(dev.troupe.txn.coordinator.CoordinatorCore.Outcome outcome) {
+      return switch (outcome) {
+        case dev.troupe.txn.coordinator.CoordinatorCore.Outcome.Committed committed -> COMMITTED;
+        case dev.troupe.txn.coordinator.CoordinatorCore.Outcome.Failed failed ->
+            ofFailure(failed.error().code());
+      };
+    }
+
+    /** The outcome a history checker records: a request still pending is unknown. */
+    dev.troupe.txn.check.RecordedTransaction.Outcome recorded() {
+      return switch (this) {
+        case COMMITTED -> dev.troupe.txn.check.RecordedTransaction.Outcome.COMMITTED;
+        case ABORTED -> dev.troupe.txn.check.RecordedTransaction.Outcome.ABORTED;
+        case UNKNOWN, PENDING -> dev.troupe.txn.check.RecordedTransaction.Outcome.UNKNOWN;
+      };
+    }
   }
 
   final String id;

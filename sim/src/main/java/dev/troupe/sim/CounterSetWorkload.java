@@ -11,7 +11,6 @@ import dev.troupe.model.value.CounterValue;
 import dev.troupe.model.value.SetValue;
 import dev.troupe.txn.coordinator.CoordinatorCore;
 import dev.troupe.txn.Turn;
-import dev.troupe.txn.TurnResult;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -136,21 +135,14 @@ final class CounterSetWorkload implements Workload {
       Turn turn = action(issued.kind == Kind.REVOKE ? "revoke" : "add", issued);
       if (issued.kind != Kind.PAIR_ADD) {
         node.turn(id, tally(issued.tally), turn, result -> answer(client, issued,
-            switch (result) {
-              case TurnResult.Done done -> ClientCall.Outcome.COMMITTED;
-              case TurnResult.Failed failed -> ClientCall.Outcome.ofFailure(failed.error().code());
-            }));
+            ClientCall.Outcome.of(result)));
         return;
       }
       Map<EntityId, CoordinatorCore.Part> parts = new LinkedHashMap<>();
       parts.put(tally(issued.tally), new CoordinatorCore.Part(List.of(turn), false));
       parts.put(tally(issued.second), new CoordinatorCore.Part(List.of(turn), false));
       node.transact(id, parts, options.planned(), outcome -> answer(client, issued,
-          switch (outcome) {
-            case CoordinatorCore.Outcome.Committed committed -> ClientCall.Outcome.COMMITTED;
-            case CoordinatorCore.Outcome.Failed failed ->
-              ClientCall.Outcome.ofFailure(failed.error().code());
-          }));
+          ClientCall.Outcome.of(outcome)));
     });
     return change;
   }

@@ -188,11 +188,7 @@ final class DependencyWorkload implements Workload {
         // Dynamic: a planned transaction that forwards gives up and the runtime (not modelled
         // here) runs it again dynamic.
         node.transact(request.id, parts, false, outcome -> simulation.toClient(client,
-            "answer " + request.id, () -> request.decide(switch (outcome) {
-              case CoordinatorCore.Outcome.Committed committed -> ClientCall.Outcome.COMMITTED;
-              case CoordinatorCore.Outcome.Failed failed ->
-                  ClientCall.Outcome.ofFailure(failed.error().code());
-            }))));
+            "answer " + request.id, () -> request.decide(ClientCall.Outcome.of(outcome)))));
     return request;
   }
 

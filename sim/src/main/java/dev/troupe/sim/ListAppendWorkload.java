@@ -10,7 +10,6 @@ import dev.troupe.model.spec.SpecParser;
 import dev.troupe.model.value.RegisterValue;
 import dev.troupe.txn.coordinator.CoordinatorCore;
 import dev.troupe.txn.Turn;
-import dev.troupe.txn.TurnResult;
 import dev.troupe.txn.check.ListAppendChecker;
 import dev.troupe.txn.check.RecordedTransaction;
 import dev.troupe.txn.check.SerializabilityChecker;
@@ -114,14 +113,10 @@ final class ListAppendWorkload implements Workload {
   public ClientCall issue(String client, int sequence, Runnable next) {
     var random = scheduler.random();
     String id = "list-" + client + "-" + sequence;
-    List<String> chosen = new ArrayList<>(allLists());
-    // A seeded Fisher-Yates shuffle, then the first one to three lists.
-    for (int index = chosen.size() - 1; index > 0; index--) {
-      int other = random.nextInt(index + 1);
-      chosen.set(other, chosen.set(index, chosen.get(other)));
-    }
-    boolean single = random.nextInt(4) == 0;
-    int width = single ? 1 : 1 + random.nextInt(Math.min(3, chosen.size()));
+    TransactionShape shape = TransactionShape.draw(random, allLists());
+    List<String> chosen = shape.chosen();
+    boolean single = shape.single();
+    int width = shape.width();
     List<ListAppendChecker.Operation> operations = new ArrayList<>();
     for (int index = 0; index < width; index++) {
       String list = chosen.get(index);
@@ -143,10 +138,7 @@ final class ListAppendWorkload implements Workload {
         ListAppendChecker.Operation.Append append =
             (ListAppendChecker.Operation.Append) operations.get(0);
         node.turn(id, entity(append.list()), appendTurn(append.list(), append.element()),
-            result -> answer(client, transaction, switch (result) {
-              case TurnResult.Done done -> ClientCall.Outcome.COMMITTED;
-              case TurnResult.Failed failed -> ClientCall.Outcome.ofFailure(failed.error().code());
-            }));
+            result -> answer(client, transaction, ClientCall.Outcome.of(result)));
         return;
       }
       node.transact(id, parts(operations), options.planned(), outcome -> {
@@ -160,11 +152,7 @@ final class ListAppendWorkload implements Workload {
             }
           }
         }
-        answer(client, transaction, switch (outcome) {
-          case CoordinatorCore.Outcome.Committed committed -> ClientCall.Outcome.COMMITTED;
-          case CoordinatorCore.Outcome.Failed failed ->
-              ClientCall.Outcome.ofFailure(failed.error().code());
-        });
+        answer(client, transaction, ClientCall.Outcome.of(outcome));
       });
     });
     return transaction;
@@ -250,11 +238,7 @@ final class ListAppendWorkload implements Workload {
     }
     List<ListAppendChecker.Transaction> history = new ArrayList<>();
     for (ListTransaction transaction : transactions) {
-      RecordedTransaction.Outcome outcome = switch (transaction.outcome()) {
-        case COMMITTED -> RecordedTransaction.Outcome.COMMITTED;
-        case ABORTED -> RecordedTransaction.Outcome.ABORTED;
-        case UNKNOWN, PENDING -> RecordedTransaction.Outcome.UNKNOWN;
-      };
+      RecordedTransaction.Outcome outcome = transaction.outcome().recorded();
       List<ListAppendChecker.Operation> operations = new ArrayList<>();
       for (ListAppendChecker.Operation operation : transaction.planned) {
         if (operation instanceof ListAppendChecker.Operation.Read read) {

@@ -10,7 +10,6 @@ import dev.troupe.model.spec.SpecParser;
 import dev.troupe.model.value.RegisterValue;
 import dev.troupe.txn.coordinator.CoordinatorCore;
 import dev.troupe.txn.Turn;
-import dev.troupe.txn.TurnResult;
 import dev.troupe.txn.check.RecordedTransaction;
 import dev.troupe.txn.check.RegisterChecker;
 import dev.troupe.txn.check.SerializabilityChecker;
@@ -112,13 +111,10 @@ final class RegisterWorkload implements Workload {
   public ClientCall issue(String client, int sequence, Runnable next) {
     var random = scheduler.random();
     String id = "register-" + client + "-" + sequence;
-    List<String> chosen = new ArrayList<>(allRegisters());
-    for (int index = chosen.size() - 1; index > 0; index--) {
-      int other = random.nextInt(index + 1);
-      chosen.set(other, chosen.set(index, chosen.get(other)));
-    }
-    boolean single = random.nextInt(4) == 0;
-    int width = single ? 1 : 1 + random.nextInt(Math.min(3, chosen.size()));
+    TransactionShape shape = TransactionShape.draw(random, allRegisters());
+    List<String> chosen = shape.chosen();
+    boolean single = shape.single();
+    int width = shape.width();
     List<RegisterChecker.Operation> operations = new ArrayList<>();
     for (int index = 0; index < width; index++) {
       String register = chosen.get(index);
@@ -134,10 +130,7 @@ final class RegisterWorkload implements Workload {
       if (single) {
         RegisterChecker.Operation.Write write = (RegisterChecker.Operation.Write) operations.get(0);
         node.turn(id, entity(write.register()), writeTurn(write),
-            result -> answer(client, transaction, switch (result) {
-              case TurnResult.Done done -> ClientCall.Outcome.COMMITTED;
-              case TurnResult.Failed failed -> ClientCall.Outcome.ofFailure(failed.error().code());
-            }));
+            result -> answer(client, transaction, ClientCall.Outcome.of(result)));
         return;
       }
       node.transact(id, parts(operations), options.planned(), outcome -> {
@@ -151,11 +144,7 @@ final class RegisterWorkload implements Workload {
             }
           }
         }
-        answer(client, transaction, switch (outcome) {
-          case CoordinatorCore.Outcome.Committed committed -> ClientCall.Outcome.COMMITTED;
-          case CoordinatorCore.Outcome.Failed failed ->
-              ClientCall.Outcome.ofFailure(failed.error().code());
-        });
+        answer(client, transaction, ClientCall.Outcome.of(outcome));
       });
     });
     return transaction;
@@ -219,11 +208,7 @@ final class RegisterWorkload implements Workload {
     }
     List<RegisterChecker.Transaction> history = new ArrayList<>();
     for (RegisterTransaction transaction : transactions) {
-      RecordedTransaction.Outcome outcome = switch (transaction.outcome()) {
-        case COMMITTED -> RecordedTransaction.Outcome.COMMITTED;
-        case ABORTED -> RecordedTransaction.Outcome.ABORTED;
-        case UNKNOWN, PENDING -> RecordedTransaction.Outcome.UNKNOWN;
-      };
+      RecordedTransaction.Outcome outcome = transaction.outcome().recorded();
       List<RegisterChecker.Operation> operations = new ArrayList<>();
       for (RegisterChecker.Operation operation : transaction.planned) {
         if (unreadable.contains(operation.register())) {
