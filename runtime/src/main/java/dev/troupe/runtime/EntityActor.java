@@ -157,18 +157,6 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
   private final long overheadBytes;
   private long weightBytes;
 
-  public static Behavior<Command> create(
-      EntityId entity,
-      DurableStore store,
-      RuntimeSettings settings,
-      ActorRef<EntityRegistry.Command> registry,
-      FatalErrorHandler fatalErrorHandler,
-      TurnMetrics metrics,
-      TransactionMetrics transactionMetrics) {
-    return create(entity, store, settings, registry, fatalErrorHandler, metrics,
-        transactionMetrics, null, null);
-  }
-
   /**
    * @param timers runs the core's timer effects (null only with {@code transport} null)
    * @param transport what a part in doubt sends its question through (null: nowhere)

@@ -55,14 +55,6 @@ public final class EntityRegistry extends AbstractBehavior<EntityRegistry.Comman
   private final Timers timers;
   private long nextIncarnation;
 
-  public static Behavior<Command> create(
-      DurableStore store, RuntimeSettings settings, int maxActive,
-      FatalErrorHandler fatalErrorHandler, TurnMetrics metrics,
-      TransactionMetrics transactionMetrics) {
-    return create(store, settings, maxActive, fatalErrorHandler, metrics, transactionMetrics,
-        null, null);
-  }
-
   /**
    * @param timers runs the entities' cores' timer effects (null only with {@code transport} null)
    * @param transport what the entities' parts in doubt ask through (null: nowhere)
