@@ -278,7 +278,10 @@ public final class CoordinatorCore {
     /** Feed RetryDue with a fresh transaction id after the delay. */
     record ScheduleRetry(long delayMillis) implements Effect {}
 
-    /** Durably record the commit decision; report with DecisionPersisted. */
+    /**
+     * Durably record the commit decision, naming the participants that hold a prepared record;
+     * report with DecisionPersisted.
+     */
     record PersistDecision(long transactionId, List<EntityId> participants) implements Effect {}
 
     /** Send the decision; a commit's acknowledgement comes back as Acknowledged. */
@@ -291,7 +294,10 @@ public final class CoordinatorCore {
      */
     record ScheduleDecisionResend(long transactionId, long delayMillis) implements Effect {}
 
-    /** Every participant applied the commit: drop the decision record (needs no sync). */
+    /**
+     * Every participant applied the commit: drop the decision record (needs no sync); the same
+     * participants as the PersistDecision.
+     */
     record ForgetDecision(long transactionId, List<EntityId> participants) implements Effect {}
 
     record Reply(Outcome outcome) implements Effect {}
@@ -672,7 +678,24 @@ public final class CoordinatorCore {
       return;
     }
     phase = Phase.PERSISTING_DECISION;
-    effects.add(new Effect.PersistDecision(transactionId, List.copyOf(parts.keySet())));
+    effects.add(new Effect.PersistDecision(transactionId, writers()));
+  }
+
+  /**
+   * The participants that hold a prepared record (voted yes with {@code wrote}), in part order:
+   * what the decision record names. Only they have anything to resolve at recovery, and only they
+   * commit a journal record, so a replication log's decision entry that names them names exactly
+   * the parts a receiver must wait for (a read-only participant commits nothing and would be
+   * waited for forever). The first of them places the record, for persisting and forgetting alike.
+   */
+  private List<EntityId> writers() {
+    List<EntityId> writers = new ArrayList<>();
+    for (EntityId participant : parts.keySet()) {
+      if (votes.get(participant) instanceof TurnResult.Done done && done.wrote()) {
+        writers.add(participant);
+      }
+    }
+    return List.copyOf(writers);
   }
 
   private void sendCommit(List<Effect> effects) {
@@ -709,7 +732,7 @@ public final class CoordinatorCore {
       return;
     }
     if (decisionPersisted) {
-      effects.add(new Effect.ForgetDecision(transactionId, List.copyOf(parts.keySet())));
+      effects.add(new Effect.ForgetDecision(transactionId, writers()));
     }
     finish(new Outcome.Committed(transactionId, results), effects);
   }

@@ -143,6 +143,22 @@ class CoordinatorCoreTest {
     assertInstanceOf(CoordinatorCore.Outcome.Committed.class, ((Effect.Reply) done.get(0)).outcome());
   }
 
+  @Test
+  void theDecisionRecordNamesOnlyTheParticipantsThatWrote() {
+    // A read-only participant holds no prepared record and commits no journal record: a decision
+    // (and a replication log's decision entry) naming it would wait for a part that never comes.
+    CoordinatorCore core = coordinator();
+    core.handle(new Input.Started(10));
+    core.handle(new Input.VoteReceived(A, 10, new TurnResult.Done(3, EntityState.ABSENT, false)));
+    assertEquals(List.of(new Effect.PersistDecision(10, List.of(B))),
+        core.handle(new Input.VoteReceived(B, 10, yes(4))));
+    core.handle(new Input.DecisionPersisted(null, false));
+    core.handle(new Input.Acknowledged(A, 10, new TurnResult.Done(3, EntityState.ABSENT, false)));
+    List<Effect> done = core.handle(new Input.Acknowledged(B, 10, yes(21)));
+    assertEquals(new Effect.ForgetDecision(10, List.of(B)), done.get(0),
+        "forgotten where it was persisted: the same participants");
+  }
+
   /** A coordinator whose commit decision is durable and sent, with no acknowledgement yet. */
   private static CoordinatorCore committing() {
     CoordinatorCore core = coordinator();
