@@ -50,8 +50,8 @@ import java.util.TreeSet;
  * the applying vector is raised to the transaction's timestamp ({@link
  * Effect.PublishApplyingVector}): the shell publishes it to the store before it runs the
  * application, so every local transaction that could see the remote one records it among its
- * dependencies (TTCC's "dependencies of a transaction are what was visible when it started";
- * Cure's causal snapshot). Application is idempotent (the entity's {@code $replicated:<origin>}
+ * dependencies (as in Cure, a transaction depends on every remote transaction visible where it
+ * ran). Application is idempotent (the entity's {@code $replicated:<origin>}
  * marker), so a failed one is emitted again after {@code retryDelayMillis} and a crash re-feeds
  * whatever may not have been applied.
  *
@@ -74,7 +74,8 @@ import java.util.TreeSet;
  * {@link Input.PeerReported}). The stable vector's entry for DC d is the minimum, over every
  * configured DC other than d (this one included, with its own received vector; a DC that never
  * reported counts as 0), of its received entry for d: every DC holds d's entries up to it, so no
- * one will ask for them again. The log is truncated ({@link Effect.Truncate}, throttled by {@code
+ * one will ask for them again (ttcc.txt's globally stable snapshot, {@code vv_GSS = min(kvv[i])},
+ * over received rather than applied vectors). The log is truncated ({@link Effect.Truncate}, throttled by {@code
  * truncateIntervalMillis}) below the stable vector met with the last recorded applied vector (this
  * DC's own entries: below the stable entry), so neither a peer's pull nor this DC's recovery ever
  * needs a truncated entry. The shell performs a {@code Truncate} only after every {@code
