@@ -451,6 +451,9 @@ public final class ReceiverCore {
       return; // a duplicate report
     }
     origin.pending.remove(pending.key);
+    if (pending.participants != null) {
+      origin.openDecisions.remove(pending.key.transactionId());
+    }
     retries.remove(pending);
     release(origin, pending);
     RemoteTransaction applied = pending.transaction;
@@ -664,7 +667,7 @@ public final class ReceiverCore {
     boolean multiEntityInFlight;
     /** Received transactions not yet applied (complete or not, in flight or not), in order. */
     final TreeMap<Key, Pending> pending = new TreeMap<>();
-    /** Multi-entity transactions still waiting for parts, by transaction id. */
+    /** Pending transactions opened by a decision, by transaction id (until applied). */
     final Map<Long, Pending> openDecisions = new LinkedHashMap<>();
     /** Applied transactions whose entries span several timestamps: first entry -> last. */
     final TreeMap<Key, Long> appliedSpans = new TreeMap<>();
@@ -700,9 +703,6 @@ public final class ReceiverCore {
           }
           owner.parts.put(part.entity(), part);
           owner.dependencies = owner.dependencies.merge(part.dependencies());
-          if (owner.participants != null && owner.complete()) {
-            openDecisions.remove(part.transactionId());
-          }
         }
       }
     }

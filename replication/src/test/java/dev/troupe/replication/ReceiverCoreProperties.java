@@ -43,7 +43,7 @@ class ReceiverCoreProperties {
       new EntityId("Item", "b"), new EntityId("Item", "c"), new EntityId("Item", "d"),
       new EntityId("Item", "e"));
 
-  @Property(tries = 300)
+  @Property(tries = 200)
   void everyApplicationIsCausalAtomicAndExactlyOnce(@ForAll long seed) {
     try {
       new Run(seed, Set.of()).run();
