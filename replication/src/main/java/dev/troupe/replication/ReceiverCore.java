@@ -8,6 +8,7 @@ import dev.troupe.model.causal.ReplicationEntry;
 import dev.troupe.replication.ReplicationMutations.Mutation;
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.Collections;
 import java.util.Comparator;
 import java.util.EnumSet;
 import java.util.HashSet;
@@ -35,7 +36,8 @@ import java.util.TreeSet;
  *
  * <p><b>Grouping.</b> Per origin, entries become {@link RemoteTransaction}s in log order: a
  * decision opens a multi-entity transaction that is complete once a part of every participant it
- * names arrived (parts with its transaction id); parts with no decision are the transaction of one
+ * names arrived (parts with its transaction id; so a decision must name exactly the participants
+ * that commit a part, never one that only read); parts with no decision are the transaction of one
  * journal record, complete on arrival (a batch never splits a timestamp). A transaction's place is
  * the timestamp of its first entry; its dependencies are the merge of its entries'.
  *
@@ -103,7 +105,8 @@ public final class ReceiverCore {
     /**
      * At start, before any other input: the durable received and applied vectors and the log's
      * entries of remote origins above the applied vector, in log order per origin. A new DC feeds
-     * empty vectors and no entries.
+     * empty vectors and no entries. Its first effect publishes the applying vector: the shell
+     * makes it the store's before any local transaction commits.
      */
     record RecoveredEntries(DependencyVector receivedVector, DependencyVector appliedVector,
         List<ReplicationEntry> entries) implements Input {
@@ -183,7 +186,7 @@ public final class ReceiverCore {
     this.dataCentreId = dataCentreId;
     TreeSet<Integer> others = new TreeSet<>(peerDcs);
     others.remove(dataCentreId);
-    this.peers = java.util.Collections.unmodifiableSortedSet(others);
+    this.peers = Collections.unmodifiableSortedSet(others);
     this.limits = limits;
     this.mutations = mutations.isEmpty() ? Set.of() : EnumSet.copyOf(mutations);
     for (int peer : peers) {
