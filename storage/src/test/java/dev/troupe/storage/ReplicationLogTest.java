@@ -420,6 +420,47 @@ class ReplicationLogTest {
   // ------------------------------------------------------------------------------------ RocksDB
 
   @Test
+  void aDatabaseFromBeforeTheLogOpensForInspectionAndForServing() throws Exception {
+    Path directory = Fixtures.createTempDirectory();
+    try {
+      // The column families of a store written before the replication log existed.
+      org.rocksdb.RocksDB.loadLibrary();
+      List<org.rocksdb.ColumnFamilyHandle> handles = new ArrayList<>();
+      try (org.rocksdb.DBOptions options = new org.rocksdb.DBOptions().setCreateIfMissing(true)
+          .setCreateMissingColumnFamilies(true)) {
+        List<org.rocksdb.ColumnFamilyDescriptor> descriptors = new ArrayList<>();
+        descriptors.add(new org.rocksdb.ColumnFamilyDescriptor(
+            org.rocksdb.RocksDB.DEFAULT_COLUMN_FAMILY));
+        for (String name : List.of("journal", "index", "checkpoints", "meta", "transactions")) {
+          descriptors.add(new org.rocksdb.ColumnFamilyDescriptor(
+              name.getBytes(java.nio.charset.StandardCharsets.UTF_8)));
+        }
+        try (org.rocksdb.RocksDB raw = org.rocksdb.RocksDB.open(options, directory.toString(),
+            descriptors, handles)) {
+          assertTrue(raw.get(handles.get(4), Keys.META_PARTITIONS) == null);
+        } finally {
+          handles.forEach(org.rocksdb.ColumnFamilyHandle::close);
+        }
+      }
+      try (RocksDisk inspected = RocksDisk.open(directory, RocksDisk.OpenMode.INSPECT);
+          KeyValueDisk.Cursor cursor = inspected.cursor(KeyValueDisk.Column.REPLICATION)) {
+        cursor.seekToFirst();
+        assertFalse(cursor.isValid(), "the missing column family reads as empty");
+        assertEquals(null, inspected.get(KeyValueDisk.Column.REPLICATION, new byte[24]));
+      }
+      StorageSettings settings = Fixtures.settings(directory).withDataCentreId(LOCAL)
+          .withReplicationLog(true);
+      try (RocksStore store = RocksStore.open(settings, new FakeClock(Fixtures.START_MILLIS))) {
+        store.commit(store.newTransactionId(), List.of(Fixtures.write(entities.get(0),
+            new Operation.Increment("n", 1)))).join();
+        assertEquals(1, readAll(store.replicationLog(), LOCAL, 10).size(), "created when served");
+      }
+    } finally {
+      Fixtures.deleteRecursively(directory);
+    }
+  }
+
+  @Test
   void onRocksDbTheLogAndItsVectorsSurviveAReopen() {
     Path directory = Fixtures.createTempDirectory();
     try {
