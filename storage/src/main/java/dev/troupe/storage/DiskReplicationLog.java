@@ -338,6 +338,11 @@ final class DiskReplicationLog implements ReplicationLog {
       if (store.failure() != null) {
         return CompletableFuture.failedFuture(RocksStore.unavailable(store.failure()));
       }
+      // Truncating local entries above the safe timestamp would let later ones at or below the
+      // bound survive, and drop entries no peer can have received.
+      Invariants.check(below.get(localDc) <= localSafeTimestamp(),
+          "truncating the local replication log up to %d, above its safe timestamp %d",
+          below.get(localDc), localSafeTimestamp());
       long deleted = 0;
       try (KeyValueDisk.Batch batch = store.disk.newBatch()) {
         for (Map.Entry<Integer, Long> entry : below.entries().entrySet()) {
