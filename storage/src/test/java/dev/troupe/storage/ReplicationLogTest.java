@@ -484,6 +484,36 @@ class ReplicationLogTest {
   // ------------------------------------------------------------------------------------ RocksDB
 
   @Test
+  void theStoreCheckReadsEveryEntryAndReportsOneThatFailsItsChecksum() throws Exception {
+    Path directory = Fixtures.createTempDirectory();
+    try {
+      StorageSettings settings = Fixtures.settings(directory).withDataCentreId(LOCAL)
+          .withReplicationLog(true);
+      try (RocksStore store = RocksStore.open(settings, new FakeClock(Fixtures.START_MILLIS))) {
+        store.commit(store.newTransactionId(), List.of(Fixtures.write(entities.get(0),
+            new Operation.Increment("n", 1)))).join();
+        store.replicationLog().appendReceived(REMOTE, List.of(remotePart(REMOTE, 3, 0)), 4).join();
+      }
+      StoreCheck.Report clean = StoreCheck.check(directory);
+      assertTrue(clean.clean(), clean.render());
+      assertEquals(2L, clean.keysRead().get("replication"));
+      byte[] key = Keys.replication(REMOTE, 3, 1003, 0);
+      try (RocksDisk disk = RocksDisk.open(directory);
+          KeyValueDisk.Batch batch = disk.newBatch()) {
+        byte[] value = disk.get(KeyValueDisk.Column.REPLICATION, key);
+        value[value.length / 2] ^= 1;
+        batch.put(KeyValueDisk.Column.REPLICATION, key, value);
+        disk.write(batch, true);
+      }
+      StoreCheck.Report damaged = StoreCheck.check(directory);
+      assertEquals(1, damaged.findings().size(), damaged.render());
+      assertTrue(damaged.findings().get(0).where().startsWith("replication"), damaged.render());
+    } finally {
+      Fixtures.deleteRecursively(directory);
+    }
+  }
+
+  @Test
   void aDatabaseFromBeforeTheLogOpensForInspectionAndForServing() throws Exception {
     Path directory = Fixtures.createTempDirectory();
     try {
