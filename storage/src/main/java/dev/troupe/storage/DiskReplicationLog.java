@@ -141,7 +141,11 @@ final class DiskReplicationLog implements ReplicationLog {
     entries.incrementAndGet();
   }
 
-  /** Adds a local transaction's decision to a group commit's batch. */
+  /**
+   * Adds a local transaction's decision to a group commit's batch. Its participants are the
+   * coordinator's, as persisted for two-phase commit: a participant that wrote nothing (read only,
+   * or whose operations came to nothing) commits no part.
+   */
   void putDecision(KeyValueDisk.Batch batch, long timestamp, long transactionId,
       List<dev.troupe.model.EntityId> participants, DependencyVector dependencies)
       throws DiskException {
