@@ -233,10 +233,12 @@ class ReplicationLogTest {
     long local = store.newTransactionId();
     store.prepare(new PreparedTransaction(local, a, List.of(new Operation.Increment("n", -3))));
     store.prepare(new PreparedTransaction(local, b, List.of(new Operation.Increment("n", 3))));
+    settle(store); // every vote follows its durable prepare
     store.persistDecision(new DecidedTransaction(local, List.of(a, b)));
     long remote = store.newTransactionId();
     store.prepare(new PreparedTransaction(remote, a, replicaOperations(5)));
     store.prepare(new PreparedTransaction(remote, b, replicaOperations(5)));
+    settle(store);
     store.persistDecision(new DecidedTransaction(remote, List.of(a, b), null, true));
     settle(store);
     store.commitPrepared(local, a, List.of(new Operation.Increment("n", -3)));
@@ -258,6 +260,35 @@ class ReplicationLogTest {
       assertTrue(part.timestamp() > decision.timestamp(), "a part below its decision");
     }
     recovered.close();
+  }
+
+  @Test
+  void aDecisionNamesOnlyTheParticipantsThatWillCommitAPart() {
+    FakeClock clock = new FakeClock(Fixtures.START_MILLIS);
+    RocksStore store = open(settings(true), clock, new MemoryDisk());
+    EntityId writer = entities.get(0);
+    EntityId reader = entities.get(1); // read only: prepares nothing
+    EntityId amended = entities.get(2); // its amendment took every operation back
+    EntityId psac = entities.get(3); // operations computed at the commit
+    long transaction = store.newTransactionId();
+    store.prepare(new PreparedTransaction(transaction, writer,
+        List.of(new Operation.Increment("n", 1))));
+    store.prepare(new PreparedTransaction(transaction, amended, List.of()));
+    store.prepare(new PreparedTransaction(transaction, psac, List.of(), new byte[] {'+', '1'}, 1));
+    settle(store);
+    store.persistDecision(new DecidedTransaction(transaction,
+        List.of(writer, reader, amended, psac)));
+    long readOnly = store.newTransactionId();
+    store.prepare(new PreparedTransaction(readOnly, amended, List.of()));
+    settle(store);
+    store.persistDecision(new DecidedTransaction(readOnly, List.of(reader, amended)));
+    settle(store);
+    List<ReplicationEntry> entries = readAll(store.replicationLog(), LOCAL, 100);
+    assertEquals(1, entries.size(), "no decision when no participant commits a part: " + entries);
+    ReplicationEntry.Decision decision =
+        assertInstanceOf(ReplicationEntry.Decision.class, entries.get(0));
+    assertEquals(List.of(writer, psac), decision.participants());
+    store.close();
   }
 
   @Test
@@ -300,10 +331,13 @@ class ReplicationLogTest {
           List<CompletableFuture<?>> commits = new ArrayList<>();
           for (int i = 0; i < 1_500; i++) {
             EntityId entity = new EntityId("Account", "w" + writer + "-" + random.nextInt(20));
+            long transaction = store.newTransactionId();
             CompletableFuture<?> done = random.nextInt(10) == 0
-                ? store.persistDecision(new DecidedTransaction(store.newTransactionId(),
-                    List.of(entity, new EntityId("Account", "other"))))
-                : store.commit(store.newTransactionId(),
+                ? store.prepare(new PreparedTransaction(transaction, entity,
+                        List.of(new Operation.Increment("n", 1))))
+                    .thenCompose(prepared -> store.persistDecision(new DecidedTransaction(
+                        transaction, List.of(entity, new EntityId("Account", "other")))))
+                : store.commit(transaction,
                     List.of(Fixtures.write(entity, new Operation.Increment("n", 1))));
             commits.add(done);
             if (random.nextInt(8) == 0) {
