@@ -1,12 +1,13 @@
 package dev.troupe.storage;
 
+import dev.troupe.model.EntityId;
 import dev.troupe.model.ErrorCode;
 import dev.troupe.model.Invariants;
 import dev.troupe.model.TroupeException;
+import dev.troupe.model.causal.CorruptReplicationDataException;
 import dev.troupe.model.causal.DataCentreIds;
 import dev.troupe.model.causal.DependencyVector;
 import dev.troupe.model.causal.ReplicaApplication;
-import dev.troupe.model.causal.CorruptReplicationDataException;
 import dev.troupe.model.causal.ReplicationBatch;
 import dev.troupe.model.causal.ReplicationCodec;
 import dev.troupe.model.causal.ReplicationEntry;
@@ -14,6 +15,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Supplier;
@@ -107,7 +109,7 @@ final class DiskReplicationLog implements ReplicationLog {
   }
 
   private DependencyVector readVector(byte tag) {
-    java.util.TreeMap<Integer, Long> vector = new java.util.TreeMap<>();
+    TreeMap<Integer, Long> vector = new TreeMap<>();
     byte[] lower = {tag};
     byte[] upper = {(byte) (tag + 1)};
     try (KeyValueDisk.Cursor cursor =
@@ -162,11 +164,11 @@ final class DiskReplicationLog implements ReplicationLog {
    * decision is marked in meta ({@link Keys#metaLoggedDecision}) for that, until truncation.
    */
   void putDecision(KeyValueDisk.Batch batch, long timestamp, long transactionId,
-      List<dev.troupe.model.EntityId> coordinatorParticipants, DependencyVector dependencies)
+      List<EntityId> coordinatorParticipants, DependencyVector dependencies)
       throws DiskException {
-    List<dev.troupe.model.EntityId> participants = new ArrayList<>();
+    List<EntityId> participants = new ArrayList<>();
     boolean awaitsRedo = false;
-    for (dev.troupe.model.EntityId participant : coordinatorParticipants) {
+    for (EntityId participant : coordinatorParticipants) {
       byte[] prepared = store.disk.get(KeyValueDisk.Column.TRANSACTIONS,
           Keys.prepared(store.partitionOf(participant), transactionId,
               Keys.entityPrefix(participant)));
