@@ -139,6 +139,19 @@ class ReplicatedConvergenceProperties {
     assertEquals(new RegisterValue(Json.parse("\"local\""), 501, 1), later.get("r"));
   }
 
+  /** Writes of one key in one record share its stamp: the last of them is the value. */
+  @Test
+  void theLastWriteOfOneRecordWins() {
+    EntityState local = EntityState.ABSENT.apply(List.of(
+        new Operation.Assign("r", Json.parse("1")), new Operation.Assign("r", Json.parse("2"))),
+        10, 1);
+    assertEquals(2, local.get("r").toJson().asLong());
+    EntityState remote = EntityState.ABSENT.apply(List.of(
+        new Operation.AssignReplicated("r", Json.parse("1"), 5, 7),
+        new Operation.AssignReplicated("r", Json.parse("2"), 5, 7)), 10, 1);
+    assertEquals(2, remote.get("r").toJson().asLong());
+  }
+
   private static RegisterValue tie(int dataCentre, String value) {
     return new RegisterValue(Json.parse("\"" + value + "\""), 100, dataCentre);
   }
