@@ -71,7 +71,8 @@ public record EntityState(Map<String, Value> values, long version, boolean exist
         // keep its value while every other one keeps the remote write (they merge it as an
         // AssignReplicated with this commit's stamp): merging keeps the replicas convergent, the
         // last-writer-wins meaning of a register. In a single data centre every register's stamp
-        // is an earlier commit of this entity, so a local Assign always replaces it.
+        // is an earlier commit of this entity or this record's (an equal stamp, which the written
+        // one replaces), so a local Assign always replaces it.
         case Assign assign -> next = mergeRegister(next, assign.key(),
             new RegisterValue(assign.value(), commitTimestamp, originDc));
         case AssignReplicated assign -> next = mergeRegister(next, assign.key(),
