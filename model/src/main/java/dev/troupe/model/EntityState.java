@@ -2,6 +2,7 @@ package dev.troupe.model;
 
 import dev.troupe.model.Operation.AddElement;
 import dev.troupe.model.Operation.Assign;
+import dev.troupe.model.Operation.AssignReplicated;
 import dev.troupe.model.Operation.DeleteEntity;
 import dev.troupe.model.Operation.DeleteKey;
 import dev.troupe.model.Operation.ForgetDependency;
@@ -9,6 +10,7 @@ import dev.troupe.model.Operation.RecordDependency;
 import dev.troupe.model.value.DependencyTable;
 import dev.troupe.model.Operation.Increment;
 import dev.troupe.model.Operation.RemoveElement;
+import dev.troupe.model.causal.ReplicaApplication;
 import dev.troupe.model.value.CounterValue;
 import dev.troupe.model.value.RegisterValue;
 import dev.troupe.model.value.SetValue;
@@ -23,7 +25,9 @@ import org.pcollections.PMap;
  *
  * <p>Invariants: immutable; {@code version} is the commit timestamp of the last record applied (0
  * for an entity never written); versions only grow through {@link #apply}. An entity exists once
- * written and until deleted; a deleted entity has no keys.
+ * written and until deleted; a deleted entity has no keys but its replication markers ({@link
+ * ReplicaApplication}: they must outlive a deletion, or a part applied before it would be applied
+ * again after a crash, resurrecting its writes or deleting later ones).
  *
  * <p>Applying the journal's records in commit-timestamp order from any checkpoint always yields the
  * same state: this is the materializer (AntidoteDB's "materializer", antidote-cache.txt §3).
@@ -60,9 +64,19 @@ public record EntityState(Map<String, Value> values, long version, boolean exist
     boolean nowExists = exists;
     for (Operation operation : operations) {
       switch (operation) {
-        case Assign assign ->
-            next = next.plus(assign.key(),
-                new RegisterValue(assign.value(), commitTimestamp, originDc));
+        // A local Assign merges like a remote one. The replication shell advances the clock past
+        // every received timestamp before applying, so a local commit's timestamp exceeds every
+        // stamp already applied and the local write always wins: the merge changes nothing then.
+        // Were the clock ever behind a received stamp, overwriting would make this data centre
+        // keep its value while every other one keeps the remote write (they merge it as an
+        // AssignReplicated with this commit's stamp): merging keeps the replicas convergent, the
+        // last-writer-wins meaning of a register. In a single data centre every register's stamp
+        // is an earlier commit of this entity or this record's (an equal stamp, which the written
+        // one replaces), so a local Assign always replaces it.
+        case Assign assign -> next = mergeRegister(next, assign.key(),
+            new RegisterValue(assign.value(), commitTimestamp, originDc));
+        case AssignReplicated assign -> next = mergeRegister(next, assign.key(),
+            new RegisterValue(assign.value(), assign.timestamp(), assign.originDc()));
         case DeleteKey delete -> next = next.minus(delete.key());
         case Increment increment -> {
           Value current = next.get(increment.key());
@@ -94,7 +108,7 @@ public record EntityState(Map<String, Value> values, long version, boolean exist
           }
         }
         case DeleteEntity ignored -> {
-          next = HashTreePMap.empty();
+          next = replicationMarkers(next);
           nowExists = false;
         }
       }
@@ -104,5 +118,32 @@ public record EntityState(Map<String, Value> values, long version, boolean exist
       }
     }
     return new EntityState(next, commitTimestamp, nowExists);
+  }
+
+  /** The replication markers among the values: what a deletion keeps (none in one DC). */
+  private static PMap<String, Value> replicationMarkers(PMap<String, Value> values) {
+    PMap<String, Value> markers = HashTreePMap.empty();
+    for (Map.Entry<String, Value> entry : values.entrySet()) {
+      if (ReplicaApplication.isMarkerKey(entry.getKey())) {
+        markers = markers.plus(entry.getKey(), entry.getValue());
+      }
+    }
+    return markers;
+  }
+
+  /**
+   * Last writer wins: the written register replaces the key unless the present one is strictly
+   * later. An equal stamp is a later operation of the same record (an action's effects, a
+   * transaction's turns on one key: one commit timestamp) or the same write again, so the written
+   * one replaces it.
+   */
+  private static PMap<String, Value> mergeRegister(
+      PMap<String, Value> values, String key, RegisterValue written) {
+    if (values.get(key) instanceof RegisterValue present && present.supersedes(written)
+        && !(ModelMutations.registerMergeWithoutTieBreak
+            && present.timestamp() == written.timestamp())) {
+      return values;
+    }
+    return values.plus(key, written);
   }
 }
