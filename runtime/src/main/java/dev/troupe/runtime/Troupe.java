@@ -8,6 +8,7 @@ import dev.troupe.model.dependency.Dependency;
 import dev.troupe.model.spec.CompiledType;
 import dev.troupe.model.spec.TypeEvolution;
 import dev.troupe.model.spec.TypeSpec;
+import dev.troupe.model.time.Clock;
 import dev.troupe.model.value.DependencyTable;
 import dev.troupe.storage.IdempotencyRecord;
 import dev.troupe.storage.RocksStore;
@@ -63,6 +64,12 @@ public final class Troupe implements AutoCloseable {
 
   private final RuntimeSettings settings;
   private final Store store;
+  /**
+   * The node's clock, which the store issues every timestamp from (and owns: only the store
+   * ticks it). Kept here so that timestamps issued elsewhere (a remote DC's commits, applied
+   * here) can be observed: every later local timestamp is above them.
+   */
+  private final Clock clock;
   private final ActorSystem<Void> system;
   private final List<ActorRef<EntityRegistry.Command>> registries = new ArrayList<>();
   /** The node's answers to participants in doubt (DecisionQueryCore's shell). */
@@ -84,7 +91,8 @@ public final class Troupe implements AutoCloseable {
 
   private Troupe(RuntimeSettings settings, FatalErrorHandler fatalErrorHandler) {
     this.settings = settings;
-    this.store = RocksStore.open(settings.storage(), System::currentTimeMillis);
+    this.clock = RocksStore.defaultClock(settings.storage(), System::currentTimeMillis);
+    this.store = RocksStore.open(settings.storage(), clock);
     store.setEvents(storageEvents);
     storageEvents.useHealth(store::health);
     RenderedStates renderedStates =
@@ -227,6 +235,15 @@ public final class Troupe implements AutoCloseable {
   /** The greatest commit timestamp issued so far: a read at it sees every acknowledged write. */
   public long currentTimestamp() {
     return store.currentTimestamp();
+  }
+
+  /**
+   * Observes a timestamp issued elsewhere (a remote DC's commit, about to be applied here): every
+   * later timestamp this node issues, commit timestamps included, is greater. So a local write
+   * that may have seen a remote one is ordered after it everywhere, last writer wins included.
+   */
+  public void observeTimestamp(long timestamp) {
+    clock.advancePast(timestamp);
   }
 
   // ---------------------------------------------------------------- writes
