@@ -292,6 +292,41 @@ public final class Troupe implements AutoCloseable {
     return admitted(() -> requests.turn(entity, turn, idempotency));
   }
 
+  // ---------------------------------------------------------------- replica applications
+
+  /**
+   * Applies one entity's part of a remote DC's single-entity transaction ({@link
+   * Turn.ApplyReplicated}; docs/ARCHITECTURE.md, "Several data centres"). Unlike {@link #turn}, the
+   * entity's type is not checked (reserved types included: a remote DC's own entities are applied
+   * like any other) and no idempotency record is taken (the turn's marker makes a second
+   * application a no-op). Fails like {@link #turn} (unavailable, overloaded: the caller retries).
+   */
+  public CompletableFuture<TurnOutcome> applyReplicated(EntityId entity,
+      Turn.ApplyReplicated turn) {
+    return admitted(() -> requests.run(entity, replicaTypeOf(entity), turn));
+  }
+
+  /**
+   * Applies a remote DC's multi-entity transaction atomically: one dynamic transaction of one
+   * {@link Turn.ApplyReplicated} per participant, whose commit decision is flagged as a replica
+   * application (the store does not ship it again as a local transaction). Types as in {@link
+   * #applyReplicated(EntityId, Turn.ApplyReplicated)}.
+   */
+  public CompletableFuture<TransactionOutcome> applyReplicated(
+      Map<EntityId, Turn.ApplyReplicated> parts) {
+    List<TransactionRequest.Operation> operations = new ArrayList<>();
+    parts.forEach((entity, turn) -> operations.add(new TransactionRequest.Operation(entity, turn)));
+    TransactionRequest request =
+        new TransactionRequest(operations, List.of(), TransactionRequest.Mode.DYNAMIC);
+    return admitted(() -> requests.transact(request, null, this::replicaTypeOf));
+  }
+
+  /** The type a replica application runs with: the declared one, schemaless for reserved ones. */
+  private CompiledType replicaTypeOf(EntityId entity) {
+    return entity.type().startsWith("$")
+        ? CompiledType.schemaless(entity.type()) : types.typeOf(entity);
+  }
+
   // ---------------------------------------------------------------- idempotent writes
 
   /**
