@@ -110,6 +110,8 @@ public final class ReplicationShell implements AutoCloseable {
    */
   private CompletableFuture<Void> lastRecord = CompletableFuture.completedFuture(null);
   private volatile boolean closed;
+  /** When this shell started (physical time): lags count from here at most. */
+  private final long startedMillis = System.currentTimeMillis();
 
   /** An input, with the future to complete once the batch it carries is durable (or null). */
   private record Pending(Input input, CompletableFuture<Void> durable) {}
@@ -307,9 +309,13 @@ public final class ReplicationShell implements AutoCloseable {
         replicationLog.entryCount());
   }
 
-  /** How far behind physical time a timestamp is (0 for one ahead of it). */
-  private static long ageMillis(long timestamp, long nowMillis) {
-    return Math.max(0, nowMillis - HybridLogicalClock.toMillis(timestamp));
+  /**
+   * How far behind physical time a timestamp is (0 for one ahead of it); no timestamp yet (0)
+   * counts from this shell's start, so a DC that never heard of a peer shows its uptime.
+   */
+  private long ageMillis(long timestamp, long nowMillis) {
+    long since = timestamp == 0 ? startedMillis : HybridLogicalClock.toMillis(timestamp);
+    return Math.max(0, nowMillis - since);
   }
 
   // ---------------------------------------------------------------- the core and its effects
@@ -472,6 +478,18 @@ public final class ReplicationShell implements AutoCloseable {
    */
   @Override
   public void close() {
+    close(true);
+  }
+
+  /**
+   * Stops as a crash would leave the store: without recording the applied vector, so a restart
+   * re-feeds everything received since the last periodic record (tests of exactly-once).
+   */
+  void closeAsCrash() {
+    close(false);
+  }
+
+  private void close(boolean recordApplied) {
     DependencyVector applied;
     synchronized (this) {
       if (closed) {
@@ -481,10 +499,12 @@ public final class ReplicationShell implements AutoCloseable {
       ticks.cancel();
       applied = core.appliedVector();
     }
-    try {
-      replicationLog.recordApplied(applied).get();
-    } catch (Exception e) {
-      log.warn("replication: recording the applied vector at close failed: {}", e.toString());
+    if (recordApplied) {
+      try {
+        lastRecord.thenCompose(ignored -> replicationLog.recordApplied(applied)).get();
+      } catch (Exception e) {
+        log.warn("replication: recording the applied vector at close failed: {}", e.toString());
+      }
     }
     List<Waiter> waiting;
     synchronized (waiters) {

@@ -109,6 +109,17 @@ final class DataCentres implements AutoCloseable {
   }
 
   /**
+   * Restarts a DC as after a crash of its replication: the applied vector is not recorded at
+   * close, so everything received since its last periodic record is fed again at start.
+   */
+  void restartAfterCrash(String name) {
+    Dc dc = dcs.get(name);
+    dc.shell.closeAsCrash();
+    dc.troupe.close();
+    open(dc);
+  }
+
+  /**
    * One round of every pull {@code puller} plans from {@code peer}; a cut link fails them. Returns
    * how many entries arrived.
    */
@@ -128,6 +139,20 @@ final class DataCentres implements AutoCloseable {
       entries += batch.entries().size();
     }
     return entries;
+  }
+
+  /**
+   * One pull of {@code origin}'s entries by {@code puller} from {@code peer}, whatever the
+   * puller's plan (to hold back what the plan would ask for too). Returns how many arrived.
+   */
+  int pullOrigin(String puller, String peer, String origin) {
+    Dc to = dcs.get(puller);
+    Dc from = dcs.get(peer);
+    int originDc = dcs.get(origin).id();
+    ReplicationBatch batch = from.shell.serve(to.id(), to.shell.receivedVector(), originDc,
+        to.shell.receivedVector().get(originDc), 50);
+    to.shell.received(from.id(), batch).join();
+    return batch.entries().size();
   }
 
   /** One round of pulls over every link (both directions). */
