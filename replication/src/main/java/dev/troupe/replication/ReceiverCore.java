@@ -8,6 +8,7 @@ import dev.troupe.model.causal.ReplicationEntry;
 import dev.troupe.replication.ReplicationMutations.Mutation;
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.Collections;
 import java.util.Comparator;
 import java.util.EnumSet;
 import java.util.HashSet;
@@ -35,7 +36,8 @@ import java.util.TreeSet;
  *
  * <p><b>Grouping.</b> Per origin, entries become {@link RemoteTransaction}s in log order: a
  * decision opens a multi-entity transaction that is complete once a part of every participant it
- * names arrived (parts with its transaction id); parts with no decision are the transaction of one
+ * names arrived (parts with its transaction id; so a decision must name exactly the participants
+ * that commit a part, never one that only read); parts with no decision are the transaction of one
  * journal record, complete on arrival (a batch never splits a timestamp). A transaction's place is
  * the timestamp of its first entry; its dependencies are the merge of its entries'.
  *
@@ -50,8 +52,8 @@ import java.util.TreeSet;
  * the applying vector is raised to the transaction's timestamp ({@link
  * Effect.PublishApplyingVector}): the shell publishes it to the store before it runs the
  * application, so every local transaction that could see the remote one records it among its
- * dependencies (TTCC's "dependencies of a transaction are what was visible when it started";
- * Cure's causal snapshot). Application is idempotent (the entity's {@code $replicated:<origin>}
+ * dependencies (as in Cure, a transaction depends on every remote transaction visible where it
+ * ran). Application is idempotent (the entity's {@code $replicated:<origin>}
  * marker), so a failed one is emitted again after {@code retryDelayMillis} and a crash re-feeds
  * whatever may not have been applied.
  *
@@ -74,7 +76,8 @@ import java.util.TreeSet;
  * {@link Input.PeerReported}). The stable vector's entry for DC d is the minimum, over every
  * configured DC other than d (this one included, with its own received vector; a DC that never
  * reported counts as 0), of its received entry for d: every DC holds d's entries up to it, so no
- * one will ask for them again. The log is truncated ({@link Effect.Truncate}, throttled by {@code
+ * one will ask for them again (ttcc.txt's globally stable snapshot, {@code vv_GSS = min(kvv[i])},
+ * over received rather than applied vectors). The log is truncated ({@link Effect.Truncate}, throttled by {@code
  * truncateIntervalMillis}) below the stable vector met with the last recorded applied vector (this
  * DC's own entries: below the stable entry), so neither a peer's pull nor this DC's recovery ever
  * needs a truncated entry. The shell performs a {@code Truncate} only after every {@code
@@ -102,7 +105,8 @@ public final class ReceiverCore {
     /**
      * At start, before any other input: the durable received and applied vectors and the log's
      * entries of remote origins above the applied vector, in log order per origin. A new DC feeds
-     * empty vectors and no entries.
+     * empty vectors and no entries. Its first effect publishes the applying vector: the shell
+     * makes it the store's before any local transaction commits.
      */
     record RecoveredEntries(DependencyVector receivedVector, DependencyVector appliedVector,
         List<ReplicationEntry> entries) implements Input {
@@ -182,7 +186,7 @@ public final class ReceiverCore {
     this.dataCentreId = dataCentreId;
     TreeSet<Integer> others = new TreeSet<>(peerDcs);
     others.remove(dataCentreId);
-    this.peers = java.util.Collections.unmodifiableSortedSet(others);
+    this.peers = Collections.unmodifiableSortedSet(others);
     this.limits = limits;
     this.mutations = mutations.isEmpty() ? Set.of() : EnumSet.copyOf(mutations);
     for (int peer : peers) {
@@ -450,6 +454,9 @@ public final class ReceiverCore {
       return; // a duplicate report
     }
     origin.pending.remove(pending.key);
+    if (pending.participants != null) {
+      origin.openDecisions.remove(pending.key.transactionId());
+    }
     retries.remove(pending);
     release(origin, pending);
     RemoteTransaction applied = pending.transaction;
@@ -663,7 +670,7 @@ public final class ReceiverCore {
     boolean multiEntityInFlight;
     /** Received transactions not yet applied (complete or not, in flight or not), in order. */
     final TreeMap<Key, Pending> pending = new TreeMap<>();
-    /** Multi-entity transactions still waiting for parts, by transaction id. */
+    /** Pending transactions opened by a decision, by transaction id (until applied). */
     final Map<Long, Pending> openDecisions = new LinkedHashMap<>();
     /** Applied transactions whose entries span several timestamps: first entry -> last. */
     final TreeMap<Key, Long> appliedSpans = new TreeMap<>();
@@ -699,9 +706,6 @@ public final class ReceiverCore {
           }
           owner.parts.put(part.entity(), part);
           owner.dependencies = owner.dependencies.merge(part.dependencies());
-          if (owner.participants != null && owner.complete()) {
-            openDecisions.remove(part.transactionId());
-          }
         }
       }
     }
