@@ -325,7 +325,8 @@ public final class ReplicationShell implements AutoCloseable {
     synchronized (this) {
       if (closed) {
         if (durable != null) {
-          durable.completeExceptionally(new IllegalStateException("replication is closed"));
+          durable.completeExceptionally(
+              new TroupeException(ErrorCode.UNAVAILABLE, "replication is closed"));
         }
         return;
       }
@@ -338,7 +339,19 @@ public final class ReplicationShell implements AutoCloseable {
         Pending next;
         while ((next = pending.poll()) != null) {
           List<CompletableFuture<Void>> persisted = new ArrayList<>();
-          for (Effect effect : core.handle(next.input(), System.currentTimeMillis())) {
+          List<Effect> effects;
+          try {
+            effects = core.handle(next.input(), System.currentTimeMillis());
+          } catch (RuntimeException violated) {
+            // A violated invariant: the core's state can no longer be trusted. Replication
+            // stops (every later input is refused) rather than apply anything wrongly; the
+            // store keeps what was received, and a restart re-feeds it.
+            log.error("replication stopped: the receiver core refused {}", next.input(),
+                violated);
+            stop(next, violated);
+            return;
+          }
+          for (Effect effect : effects) {
             run(effect, persisted);
           }
           completeWhenDurable(next.durable(), persisted);
@@ -351,6 +364,25 @@ public final class ReplicationShell implements AutoCloseable {
       }
     }
     wakeWaiters();
+  }
+
+  /** After a violated invariant: refuses everything from here on (see {@link #feed}). */
+  private void stop(Pending failed, RuntimeException violated) {
+    closed = true;
+    if (ticks != null) { // null while recovering, in the constructor
+      ticks.cancel();
+    }
+    TroupeException stopped = new TroupeException(ErrorCode.UNAVAILABLE,
+        "replication stopped after an internal error; see the log");
+    if (failed.durable() != null) {
+      failed.durable().completeExceptionally(stopped);
+    }
+    Pending queued;
+    while ((queued = pending.poll()) != null) {
+      if (queued.durable() != null) {
+        queued.durable().completeExceptionally(stopped);
+      }
+    }
   }
 
   /**
@@ -471,40 +503,28 @@ public final class ReplicationShell implements AutoCloseable {
   }
 
   /**
-   * Stops ticking and feeding the core, records the applied vector (so a restart re-applies
-   * less), and answers every waiting {@link #whenVisible} with false. Applications in flight
-   * finish in the engine; their completions are ignored (a restart re-feeds them, idempotently).
+   * Stops ticking and feeding the core, waits for the applied vector's record in flight, and
+   * answers every waiting {@link #whenVisible} with false. Nothing more is recorded: only the
+   * core knows which applied vector is safe to restart from (one that cuts no applied
+   * multi-entity transaction between its decision and its parts), and a restart re-feeds the rest
+   * idempotently. Applications in flight finish in the engine; their completions are ignored.
    * Close before the engine.
    */
   @Override
   public void close() {
-    close(true);
-  }
-
-  /**
-   * Stops as a crash would leave the store: without recording the applied vector, so a restart
-   * re-feeds everything received since the last periodic record (tests of exactly-once).
-   */
-  void closeAsCrash() {
-    close(false);
-  }
-
-  private void close(boolean recordApplied) {
-    DependencyVector applied;
+    CompletableFuture<Void> record;
     synchronized (this) {
       if (closed) {
         return;
       }
       closed = true;
       ticks.cancel();
-      applied = core.appliedVector();
+      record = lastRecord;
     }
-    if (recordApplied) {
-      try {
-        lastRecord.thenCompose(ignored -> replicationLog.recordApplied(applied)).get();
-      } catch (Exception e) {
-        log.warn("replication: recording the applied vector at close failed: {}", e.toString());
-      }
+    try {
+      record.get();
+    } catch (Exception e) {
+      log.warn("replication: the applied vector's last record failed: {}", e.toString());
     }
     List<Waiter> waiting;
     synchronized (waiters) {

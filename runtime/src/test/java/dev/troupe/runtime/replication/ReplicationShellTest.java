@@ -291,8 +291,9 @@ class ReplicationShellTest {
 
   @Test
   void aReceiverRestartedMidStreamLosesNothingAndAppliesNothingTwice() {
-    // The applied vector is never recorded periodically here: every restart feeds again all
-    // that was received, most of it applied already; only the markers keep it from counting twice.
+    // The applied vector is never recorded here (the first record is due after an hour): every
+    // restart feeds again all that was received, most of it applied already; only the markers
+    // keep it from counting twice.
     try (DataCentres dcs = open(Map.of("troupe.replication.applied-record-interval-millis",
         3_600_000), "a", "b")) {
       int entities = 10;
@@ -312,10 +313,10 @@ class ReplicationShellTest {
       // b receives part of the stream and restarts with applications in flight, twice.
       dcs.pull("b", "a");
       dcs.pull("b", "a");
-      dcs.restartAfterCrash("b");
+      dcs.restart("b");
       dcs.pull("b", "a");
       dcs.pull("b", "a");
-      dcs.restartAfterCrash("b");
+      dcs.restart("b");
       dcs.pull("b", "a");
       dcs.restart("b");
       Map<String, DependencyVector> tokens = tokens(dcs, "a");
@@ -325,6 +326,38 @@ class ReplicationShellTest {
         long expected = increments + (e < 2 ? 100 : 0);
         assertEquals(expected, counter(dcs.troupe("b"), account("c" + e)), "c" + e);
       }
+    }
+  }
+
+  @Test
+  void theLogIsTruncatedOnceEveryDataCentreReceivedAndAppliedIt() {
+    try (DataCentres dcs = open("a", "b", "c")) {
+      for (int i = 0; i < 30; i++) {
+        dcs.troupe("a").increment(account("log"), "n", 1).join();
+        dcs.troupe("b").increment(account("log"), "n", 1).join();
+      }
+      long before = dcs.shell("a").status().logEntries();
+      assertTrue(before >= 30, "a's own entries are in its log: " + before);
+      // c is cut from both: nothing is stable, nothing of a or b may be truncated at a or b.
+      dcs.cut("a", "c");
+      dcs.cut("b", "c");
+      Map<String, DependencyVector> tokens = tokens(dcs, "a", "b");
+      dcs.pullUntil(() -> dcs.shell("b").appliedVector().coversExcept(tokens.get("a"),
+          dcs.shell("b").dataCentreId()), TIMEOUT_MILLIS, "b applied a's writes");
+      for (int i = 0; i < 20; i++) {
+        dcs.pullAll(); // ticks pass: truncation would be due
+      }
+      assertTrue(dcs.shell("a").status().logEntries() >= before,
+          "nothing truncated while c has not received it: " + dcs.shell("a").status());
+
+      dcs.heal("a", "c");
+      dcs.heal("b", "c");
+      dcs.pullUntil(() -> dcs.shell("a").status().logEntries() < before
+              && dcs.shell("b").status().logEntries() < before,
+          TIMEOUT_MILLIS, "the logs truncated once c received everything");
+      assertEquals(60, counter(dcs.troupe("c"), account("log")));
+      int a = dcs.shell("a").dataCentreId();
+      assertTrue(dcs.shell("a").stableVector().get(a) > 0, "a's entries are stable");
     }
   }
 
