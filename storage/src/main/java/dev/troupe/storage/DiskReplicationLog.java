@@ -141,10 +141,35 @@ final class DiskReplicationLog implements ReplicationLog {
     entries.incrementAndGet();
   }
 
-  /** Adds a local transaction's decision to a group commit's batch. */
+  /**
+   * Adds a local transaction's decision to a group commit's batch, naming the participants that
+   * will commit a part (a receiver waits for a part of each): those with a prepared record here
+   * that holds operations, or turns to redo. The coordinator's list also names participants that
+   * only read (they prepare nothing) and parts whose amendments took every operation back (an empty
+   * record, abandoned at the commit): they commit no part. Every participant's prepared record is
+   * durable before its vote, so before the decision. No decision entry when none is left.
+   * Remaining gap: a PSAC part whose redo computes no operation commits no part either, and is
+   * named (its outcome is not known yet).
+   */
   void putDecision(KeyValueDisk.Batch batch, long timestamp, long transactionId,
-      List<dev.troupe.model.EntityId> participants, DependencyVector dependencies)
+      List<dev.troupe.model.EntityId> coordinatorParticipants, DependencyVector dependencies)
       throws DiskException {
+    List<dev.troupe.model.EntityId> participants = new ArrayList<>();
+    for (dev.troupe.model.EntityId participant : coordinatorParticipants) {
+      byte[] prepared = store.disk.get(KeyValueDisk.Column.TRANSACTIONS,
+          Keys.prepared(store.partitionOf(participant), transactionId,
+              Keys.entityPrefix(participant)));
+      if (prepared == null) {
+        continue;
+      }
+      PreparedTransaction part = Codec.decodePrepared(prepared);
+      if (!part.operations().isEmpty() || part.needsRedo()) {
+        participants.add(participant);
+      }
+    }
+    if (participants.isEmpty()) {
+      return;
+    }
     ReplicationEntry.Decision decision = new ReplicationEntry.Decision(localDc, timestamp,
         transactionId, 0, participants, dependencies);
     batch.put(KeyValueDisk.Column.REPLICATION, Keys.replication(localDc, timestamp, transactionId, 0),
@@ -338,6 +363,11 @@ final class DiskReplicationLog implements ReplicationLog {
       if (store.failure() != null) {
         return CompletableFuture.failedFuture(RocksStore.unavailable(store.failure()));
       }
+      // Truncating local entries above the safe timestamp would let later ones at or below the
+      // bound survive, and drop entries no peer can have received.
+      Invariants.check(below.get(localDc) <= localSafeTimestamp(),
+          "truncating the local replication log up to %d, above its safe timestamp %d",
+          below.get(localDc), localSafeTimestamp());
       long deleted = 0;
       try (KeyValueDisk.Batch batch = store.disk.newBatch()) {
         for (Map.Entry<Integer, Long> entry : below.entries().entrySet()) {
