@@ -26,6 +26,11 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Supplier;
 import org.apache.pekko.actor.Cancellable;
 import org.apache.pekko.actor.typed.Scheduler;
 import org.slf4j.Logger;
@@ -66,9 +71,10 @@ import scala.concurrent.ExecutionContextExecutor;
  * the core one at a time under this object's monitor; an input arriving while effects run on the
  * same thread (a future completed at once) is queued and fed after them, so the core never sees a
  * nested call (the pattern of {@code TransactionRun}). Every effect only starts asynchronous work
- * (a store write, a turn), so the monitor is held for microseconds. An actor would serialize the
- * same way but force the server's synchronous questions ({@link #pullsFrom}, the vectors) through
- * asks; the core is pure and cheap, so a monitor is the thinner shell. What readers ask without
+ * (a turn; the replication log's synced writes run on the shell's own storage thread, in order),
+ * so the monitor is held briefly. An actor would serialize the same way but force the server's
+ * synchronous questions ({@link #pullsFrom}, the vectors) through asks; the core is pure and
+ * cheap, so a monitor is the thinner shell. What readers ask without
  * the lock ({@link #appliedVector}, {@link #causalToken}, the applying-vector source the store's
  * writers call) is a volatile snapshot refreshed after every input.
  *
@@ -104,6 +110,12 @@ public final class ReplicationShell implements AutoCloseable {
   private final Scheduler scheduler;
   private final ExecutionContextExecutor executor;
   private final Cancellable ticks;
+  /** Where the replication log's writes run, one at a time in order ({@link #onStorageThread}). */
+  private final ExecutorService storageThread = Executors.newSingleThreadExecutor(runnable -> {
+    Thread thread = new Thread(runnable, "troupe-replication-storage");
+    thread.setDaemon(true);
+    return thread;
+  });
   /**
    * The latest record of the applied vector: a truncation waits for it, so the log never loses
    * an entry that the recorded applied vector (what a restart re-feeds from) does not cover.
@@ -150,7 +162,10 @@ public final class ReplicationShell implements AutoCloseable {
   /**
    * Starts replication for the engine's DC: {@code settings} must name the DC whose id the
    * engine's store stamps its commits with (a {@link dev.troupe.runtime.RuntimeSettings} with
-   * {@code troupe.dc.name}). Re-feeds what was received and not applied before a restart.
+   * {@code troupe.dc.name}). Re-feeds what was received and not applied before a restart. Start
+   * it before the engine takes client writes: until then the store stamps local entries with an
+   * empty applying vector, so a write that read a remote transaction applied before a restart
+   * would not depend on it.
    */
   public static ReplicationShell start(Troupe troupe, ReplicationSettings settings) {
     return new ReplicationShell(troupe, settings);
@@ -414,8 +429,8 @@ public final class ReplicationShell implements AutoCloseable {
     switch (effect) {
       case Effect.PersistBatch persist -> {
         ReplicationBatch batch = persist.batch();
-        CompletableFuture<Void> write = replicationLog.appendReceived(batch.originDc(),
-            batch.entries(), batch.upToTimestamp());
+        CompletableFuture<Void> write = onStorageThread(() -> replicationLog.appendReceived(
+            batch.originDc(), batch.entries(), batch.upToTimestamp()));
         persisted.add(write);
         write.whenComplete((ignored, failure) -> {
           if (failure != null) {
@@ -436,7 +451,8 @@ public final class ReplicationShell implements AutoCloseable {
           applyingVector = applyingVector.merge(publish.applying());
       case Effect.ApplyTransaction apply -> apply(apply);
       case Effect.RecordAppliedVector record -> {
-        CompletableFuture<Void> recorded = replicationLog.recordApplied(record.applied());
+        CompletableFuture<Void> recorded =
+            onStorageThread(() -> replicationLog.recordApplied(record.applied()));
         recorded.whenComplete((ignored, failure) -> {
           if (failure != null) {
             log.warn("replication: recording the applied vector failed: {}", failure.toString());
@@ -447,12 +463,28 @@ public final class ReplicationShell implements AutoCloseable {
       case Effect.Truncate truncate ->
           // Only once every record emitted before it is durable (the core's contract); a failed
           // record skips the truncation (the next one comes with the next record).
-          lastRecord.thenCompose(ignored -> replicationLog.truncate(truncate.below()))
+          lastRecord.thenCompose(ignored ->
+                  onStorageThread(() -> replicationLog.truncate(truncate.below())))
               .whenComplete((ignored, failure) -> {
                 if (failure != null) {
                   log.warn("replication: truncating the log failed: {}", failure.toString());
                 }
               });
+    }
+  }
+
+  /**
+   * Runs a replication log write (a synced RocksDB write in the caller's thread) on the shell's
+   * storage thread, in submission order, so the monitor is never held across a sync and no
+   * actor or writer thread that happened to drain the queue blocks on one.
+   */
+  private CompletableFuture<Void> onStorageThread(
+      Supplier<CompletableFuture<Void>> write) {
+    try {
+      return CompletableFuture.supplyAsync(write, storageThread).thenCompose(future -> future);
+    } catch (RejectedExecutionException closing) {
+      return CompletableFuture.failedFuture(
+          new TroupeException(ErrorCode.UNAVAILABLE, "replication is closed"));
     }
   }
 
@@ -525,6 +557,15 @@ public final class ReplicationShell implements AutoCloseable {
       record.get();
     } catch (Exception e) {
       log.warn("replication: the applied vector's last record failed: {}", e.toString());
+    }
+    // Writes already submitted finish (the engine closes the store after this).
+    storageThread.shutdown();
+    try {
+      if (!storageThread.awaitTermination(30, TimeUnit.SECONDS)) {
+        log.warn("replication: the log's writes did not finish within 30 s of close");
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
     }
     List<Waiter> waiting;
     synchronized (waiters) {
