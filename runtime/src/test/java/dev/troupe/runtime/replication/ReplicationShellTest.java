@@ -11,6 +11,7 @@ import dev.troupe.model.EntityId;
 import dev.troupe.model.ErrorCode;
 import dev.troupe.model.TroupeException;
 import dev.troupe.model.causal.DependencyVector;
+import dev.troupe.model.causal.ReplicationEntry;
 import dev.troupe.model.spec.SpecParser;
 import dev.troupe.runtime.TransactionOutcome;
 import dev.troupe.runtime.TransactionRequest;
@@ -250,7 +251,7 @@ class ReplicationShellTest {
       EntityId x = account("x");
       EntityId y = account("y");
       dcs.cut("a", "c");
-      dcs.troupe("a").assign(x, "r", LongNode.valueOf(1)).join();
+      long xVersion = dcs.troupe("a").assign(x, "r", LongNode.valueOf(1)).join().version();
       // b sees x, then writes y: y depends on x.
       long deadline = System.currentTimeMillis() + TIMEOUT_MILLIS;
       while (value(dcs.troupe("b"), x, "r") == null) {
@@ -258,7 +259,15 @@ class ReplicationShellTest {
         dcs.pull("b", "a");
         Thread.sleep(5);
       }
-      dcs.troupe("b").assign(y, "r", LongNode.valueOf(2)).join();
+      TurnOutcome yAtB = dcs.troupe("b").assign(y, "r", LongNode.valueOf(2)).join();
+      // b published its applying vector before applying x: y's log entry depends on x.
+      int aId = dcs.shell("a").dataCentreId();
+      int bId = dcs.shell("b").dataCentreId();
+      ReplicationEntry yEntry = dcs.troupe("b").store().replicationLog()
+          .read(bId, 0, 100).entries().stream()
+          .filter(entry -> entry.timestamp() == yAtB.version()).findFirst().orElseThrow();
+      assertTrue(yEntry.dependencies().get(aId) >= xVersion,
+          "y depends on x: " + yEntry.dependencies() + " vs x at " + xVersion);
 
       // c receives b's y alone: it is durable at c, and held back, since x is not there.
       assertTrue(dcs.pullOrigin("c", "b", "b") > 0, "c received y");
