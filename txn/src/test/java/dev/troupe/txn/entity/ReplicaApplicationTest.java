@@ -173,6 +173,12 @@ class ReplicaApplicationTest {
       assertTrue(later.wrote(), admission);
       assertEquals(5, type.render(later.state()).get("hits").asLong(), admission);
       assertEquals(LongNode.valueOf(150), later.state().get(MARKER).toJson(), admission);
+      // The marker keeps no dependency: local turns, a deletion of the entity too, still run
+      // alone (not sent back to run as transactions).
+      assertTrue(turn(core, type, new Turn.AssignKeys(Map.of("name", Json.parse("\"x\""))), 220)
+          .wrote(), admission);
+      assertFalse(DependencyEvaluator.hasDependencies(later.state()), admission);
+      assertTrue(turn(core, type, new Turn.DeleteEntity(), 230).wrote(), admission);
       assertTrue(core.isIdle(), admission);
     }
   }
