@@ -147,14 +147,16 @@ final class DiskReplicationLog implements ReplicationLog {
    * that holds operations, or turns to redo. The coordinator's list also names participants that
    * only read (they prepare nothing) and parts whose amendments took every operation back (an empty
    * record, abandoned at the commit): they commit no part. Every participant's prepared record is
-   * durable before its vote, so before the decision. No decision entry when none is left.
-   * Remaining gap: a PSAC part whose redo computes no operation commits no part either, and is
-   * named (its outcome is not known yet).
+   * durable before its vote, so before the decision. No decision entry when none is left. A PSAC
+   * part is named before its operations are known; if they come to nothing its prepared record is
+   * abandoned instead of committed, and {@link #putAbandonedPart} logs an empty part for it: the
+   * decision is marked in meta ({@link Keys#metaLoggedDecision}) for that, until truncation.
    */
   void putDecision(KeyValueDisk.Batch batch, long timestamp, long transactionId,
       List<dev.troupe.model.EntityId> coordinatorParticipants, DependencyVector dependencies)
       throws DiskException {
     List<dev.troupe.model.EntityId> participants = new ArrayList<>();
+    boolean awaitsRedo = false;
     for (dev.troupe.model.EntityId participant : coordinatorParticipants) {
       byte[] prepared = store.disk.get(KeyValueDisk.Column.TRANSACTIONS,
           Keys.prepared(store.partitionOf(participant), transactionId,
@@ -166,15 +168,45 @@ final class DiskReplicationLog implements ReplicationLog {
       if (!part.operations().isEmpty() || part.needsRedo()) {
         participants.add(participant);
       }
+      awaitsRedo |= part.needsRedo();
     }
     if (participants.isEmpty()) {
       return;
+    }
+    if (awaitsRedo) {
+      batch.put(KeyValueDisk.Column.META, Keys.metaLoggedDecision(transactionId),
+          Codec.encodePosition(new JournalPosition(0, timestamp)));
     }
     ReplicationEntry.Decision decision = new ReplicationEntry.Decision(localDc, timestamp,
         transactionId, 0, participants, dependencies);
     batch.put(KeyValueDisk.Column.REPLICATION, Keys.replication(localDc, timestamp, transactionId, 0),
         ReplicationCodec.encodeEntry(decision));
     entries.incrementAndGet();
+  }
+
+  /**
+   * A prepared record about to be deleted without a commit (an abort, or a part that commits
+   * nothing): if it is a PSAC part named by a logged decision, which exists only for a commit, adds
+   * an empty part for it at a timestamp ticked now (above the decision), so that receivers waiting
+   * for a part of every named participant get one. Returns whether it added one.
+   */
+  boolean putAbandonedPart(KeyValueDisk.Batch batch, byte[] preparedKey, long transactionId,
+      DependencyVector dependencies) throws DiskException {
+    if (preparedKey[0] != Keys.PREPARED_TAG) {
+      return false;
+    }
+    byte[] value = store.disk.get(KeyValueDisk.Column.TRANSACTIONS, preparedKey);
+    if (value == null) {
+      return false;
+    }
+    PreparedTransaction part = Codec.decodePrepared(value);
+    if (!part.needsRedo() || store.disk.get(KeyValueDisk.Column.META,
+        Keys.metaLoggedDecision(transactionId)) == null) {
+      return false;
+    }
+    putPart(batch, store.tick(), transactionId, 0, new Partition.EntityEffect(part.entity(),
+        Keys.entityPrefix(part.entity()), List.of()), dependencies);
+    return true;
   }
 
   // ------------------------------------------------------------------------------------ the API
@@ -382,6 +414,19 @@ final class DiskReplicationLog implements ReplicationLog {
             }
           }
           batch.deleteRange(KeyValueDisk.Column.REPLICATION, from, to);
+        }
+        // Marks of logged decisions with PSAC parts: every part of theirs is at or below the
+        // bound once the decision is (receivers applied the transaction whole).
+        byte[] lower = {Keys.META_LOGGED_DECISION};
+        byte[] upper = {(byte) (Keys.META_LOGGED_DECISION + 1)};
+        long localBound = below.get(localDc);
+        try (KeyValueDisk.Cursor cursor =
+            store.disk.cursor(KeyValueDisk.Column.META, null, lower, upper)) {
+          for (cursor.seek(lower); localBound > 0 && cursor.isValid(); cursor.next()) {
+            if (Codec.decodePosition(cursor.value()).timestamp() <= localBound) {
+              batch.delete(KeyValueDisk.Column.META, cursor.key());
+            }
+          }
         }
         // Not synced, as the journal's truncation: entries that come back after a crash are
         // deleted again by the next truncation.

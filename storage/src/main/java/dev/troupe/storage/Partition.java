@@ -420,6 +420,10 @@ final class Partition {
       for (int i = 0; i < count; i++) {
         Commit commit = commits.get(i);
         TransactionStateChange change = commit.stateChange();
+        if (logging && change != null && change.value() == null && commit.encodedRecord() == null) {
+          // Before the deletion below: it reads the prepared record.
+          log.putAbandonedPart(batch, change.key(), commit.transactionId(), dependencies);
+        }
         if (change != null && change.value() != null) {
           batch.put(KeyValueDisk.Column.TRANSACTIONS, change.key(), change.value());
         } else if (change != null) {

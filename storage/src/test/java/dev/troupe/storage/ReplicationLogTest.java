@@ -292,6 +292,59 @@ class ReplicationLogTest {
   }
 
   @Test
+  void aPsacPartThatCommitsNothingLogsAnEmptyPartAfterItsDecision() {
+    FakeClock clock = new FakeClock(Fixtures.START_MILLIS);
+    MemoryDisk disk = new MemoryDisk();
+    RocksStore store = open(settings(true), clock, disk);
+    EntityId writer = entities.get(0);
+    EntityId psac = entities.get(3);
+    EntityId inDoubt = entities.get(4);
+    long transaction = store.newTransactionId();
+    store.prepare(new PreparedTransaction(transaction, writer,
+        List.of(new Operation.Increment("n", 1))));
+    store.prepare(new PreparedTransaction(transaction, psac, List.of(), new byte[] {'+', '0'}, 1));
+    store.prepare(new PreparedTransaction(transaction, inDoubt, List.of(), new byte[] {'+', '0'},
+        1));
+    settle(store);
+    store.persistDecision(new DecidedTransaction(transaction, List.of(writer, psac, inDoubt)));
+    settle(store);
+    store.commitPrepared(transaction, writer, List.of(new Operation.Increment("n", 1)));
+    store.abandonPrepared(transaction, psac); // its redo computed nothing
+    // An aborted PSAC part (no decision) logs nothing.
+    long aborted = store.newTransactionId();
+    store.prepare(new PreparedTransaction(aborted, psac, List.of(), new byte[] {'+', '0'}, 2));
+    settle(store);
+    store.abandonPrepared(aborted, psac);
+    settle(store);
+    // The third part is in doubt at the crash; recovery's redo computes nothing for it either.
+    disk = disk.crash(new SplittableRandom(6), 0);
+    RocksStore recovered = open(settings(true), clock, disk);
+    recovered.resolveInDoubtTransactions((part, state) -> List.of());
+    ReplicationLog log = recovered.replicationLog();
+    List<ReplicationEntry> entries = readAll(log, LOCAL, 100);
+    assertEquals(4, entries.size(), entries.toString());
+    ReplicationEntry.Decision decision =
+        assertInstanceOf(ReplicationEntry.Decision.class, entries.get(0));
+    assertEquals(List.of(writer, psac, inDoubt), decision.participants());
+    Map<EntityId, List<Operation>> parts = new java.util.HashMap<>();
+    for (ReplicationEntry entry : entries.subList(1, 4)) {
+      ReplicationEntry.Part part = assertInstanceOf(ReplicationEntry.Part.class, entry);
+      assertEquals(transaction, part.transactionId());
+      assertTrue(part.timestamp() > decision.timestamp());
+      parts.put(part.entity(), part.operations());
+    }
+    assertEquals(Map.of(writer, List.of(new Operation.Increment("n", 1)), psac, List.of(),
+        inDoubt, List.of()), parts);
+    assertTrue(disk.storedKeys(KeyValueDisk.Column.META, Keys.metaLoggedDecision(transaction),
+        Keys.metaLoggedDecision(transaction + 1)).size() == 1, "marked until truncation");
+    log.truncate(DependencyVector.of(Map.of(LOCAL, decision.timestamp()))).join();
+    assertTrue(disk.storedKeys(KeyValueDisk.Column.META, Keys.metaLoggedDecision(transaction),
+        Keys.metaLoggedDecision(transaction + 1)).isEmpty(), "the mark goes with the decision");
+    assertEquals(3, readAll(log, LOCAL, 100).size());
+    recovered.close();
+  }
+
+  @Test
   void theLocalSafeTimestampIsNeverPassedByALaterWrite() throws Exception {
     for (int run = 0; run < 3; run++) {
       StorageSettings settings = Fixtures.settings(NO_DIRECTORY).withDataCentreId(LOCAL)
