@@ -155,7 +155,7 @@ public final class ReplicationShell implements AutoCloseable {
     this.executor = troupe.actorSystem().executionContext();
     recover(recordedApplied);
     Duration interval = Duration.ofMillis(settings.tickIntervalMillis());
-    this.ticks = scheduler.scheduleAtFixedRate(interval, interval,
+    this.ticks = scheduler.scheduleWithFixedDelay(interval, interval,
         () -> feed(new Input.Tick(), null), executor);
   }
 

@@ -11,6 +11,7 @@ import dev.troupe.model.EntityId;
 import dev.troupe.model.ErrorCode;
 import dev.troupe.model.TroupeException;
 import dev.troupe.model.causal.DependencyVector;
+import dev.troupe.model.causal.ReplicationBatch;
 import dev.troupe.model.causal.ReplicationEntry;
 import dev.troupe.model.spec.SpecParser;
 import dev.troupe.runtime.TransactionOutcome;
@@ -367,6 +368,23 @@ class ReplicationShellTest {
       assertEquals(60, counter(dcs.troupe("c"), account("log")));
       int a = dcs.shell("a").dataCentreId();
       assertTrue(dcs.shell("a").stableVector().get(a) > 0, "a's entries are stable");
+    }
+  }
+
+  @Test
+  void aClosedShellAnswersItsWaitersAndRefusesBatches() {
+    try (DataCentres dcs = open("a", "b")) {
+      int a = dcs.shell("a").dataCentreId();
+      ReplicationShell b = dcs.shell("b");
+      DependencyVector unreachable = DependencyVector.EMPTY.atLeast(a, Long.MAX_VALUE / 2);
+      CompletableFuture<Boolean> waiting = b.whenVisible(unreachable, TIMEOUT_MILLIS);
+      assertFalse(waiting.isDone());
+      b.close();
+      assertFalse(waiting.join(), "a closed shell answers its waiters: not visible");
+      CompletionException refused = org.junit.jupiter.api.Assertions.assertThrows(
+          CompletionException.class,
+          () -> b.received(a, new ReplicationBatch(a, List.of(), 1)).join());
+      assertEquals(ErrorCode.UNAVAILABLE, ((TroupeException) refused.getCause()).code());
     }
   }
 
