@@ -1,13 +1,13 @@
 package dev.troupe.runtime.replication;
 
 import dev.troupe.model.EntityId;
+import dev.troupe.model.ErrorCode;
 import dev.troupe.model.Invariants;
+import dev.troupe.model.TroupeException;
 import dev.troupe.model.causal.DependencyVector;
 import dev.troupe.model.causal.ReplicationBatch;
 import dev.troupe.model.causal.ReplicationEntry;
 import dev.troupe.model.time.HybridLogicalClock;
-import dev.troupe.model.ErrorCode;
-import dev.troupe.model.TroupeException;
 import dev.troupe.replication.PullRequest;
 import dev.troupe.replication.ReceiverCore;
 import dev.troupe.replication.ReceiverCore.Effect;
@@ -66,7 +66,7 @@ import scala.concurrent.ExecutionContextExecutor;
  *
  * <p><b>Concurrency: one lock, not an actor.</b> Inputs arrive on many threads: the server's
  * pullers ({@link #received}, {@link #pullsFrom}, {@link #linkFailed}), its request threads
- * ({@link #serve} reports the puller's received vector), the store's writer threads (a persisted
+ * ({@link #serve} reports the puller's received vector), the shell's storage thread (a persisted
  * batch), the entity actors' completions (an applied transaction) and the tick. They are fed to
  * the core one at a time under this object's monitor; an input arriving while effects run on the
  * same thread (a future completed at once) is queued and fed after them, so the core never sees a
@@ -74,9 +74,9 @@ import scala.concurrent.ExecutionContextExecutor;
  * (a turn; the replication log's synced writes run on the shell's own storage thread, in order),
  * so the monitor is held briefly. An actor would serialize the same way but force the server's
  * synchronous questions ({@link #pullsFrom}, the vectors) through asks; the core is pure and
- * cheap, so a monitor is the thinner shell. What readers ask without
- * the lock ({@link #appliedVector}, {@link #causalToken}, the applying-vector source the store's
- * writers call) is a volatile snapshot refreshed after every input.
+ * cheap, so a monitor is the thinner shell. What readers ask without the lock ({@link
+ * #appliedVector}, {@link #causalToken}, the applying-vector source the store's writers call) is a
+ * volatile snapshot refreshed after every input.
  *
  * <p><b>Time.</b> The core receives physical milliseconds with every input and a tick every
  * {@code tick-interval-millis} (on the engine's Pekko scheduler): forwarding, retries, the applied
@@ -90,6 +90,8 @@ import scala.concurrent.ExecutionContextExecutor;
  */
 public final class ReplicationShell implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(ReplicationShell.class);
+  /** The longest {@link #whenVisible} waits, whatever it is asked (the scheduler's range). */
+  private static final long MAX_WAIT_MILLIS = TimeUnit.DAYS.toMillis(1);
 
   private final Troupe troupe;
   private final ReplicationSettings settings;
@@ -262,8 +264,8 @@ public final class ReplicationShell implements AutoCloseable {
 
   /**
    * Completes with true once this DC's applied vector covers {@code token} (its entry for this DC
-   * ignored: everything of this DC is visible here), with false after {@code timeoutMillis} or
-   * when the shell closes.
+   * ignored: everything of this DC is visible here), with false after {@code timeoutMillis} (at
+   * most a day; the server waits {@code token-wait-max-millis}) or when the shell closes.
    */
   public CompletableFuture<Boolean> whenVisible(DependencyVector token, long timeoutMillis) {
     if (isVisible(token)) {
@@ -278,7 +280,8 @@ public final class ReplicationShell implements AutoCloseable {
     synchronized (waiters) {
       waiters.add(waiter);
     }
-    Cancellable timeout = scheduler.scheduleOnce(Duration.ofMillis(timeoutMillis), () -> {
+    long waitMillis = Math.min(timeoutMillis, MAX_WAIT_MILLIS);
+    Cancellable timeout = scheduler.scheduleOnce(Duration.ofMillis(waitMillis), () -> {
       synchronized (waiters) {
         waiters.remove(waiter);
       }
