@@ -365,6 +365,12 @@ class ReplicationShellTest {
       dcs.pullUntil(() -> dcs.shell("a").status().logEntries() < before
               && dcs.shell("b").status().logEntries() < before,
           TIMEOUT_MILLIS, "the logs truncated once c received everything");
+      // Truncation needs every DC to have received the entries, not applied them.
+      dcs.pullUntil(() -> dcs.shell("c").appliedVector().coversExcept(tokens.get("a"),
+              dcs.shell("c").dataCentreId())
+              && dcs.shell("c").appliedVector().coversExcept(tokens.get("b"),
+              dcs.shell("c").dataCentreId()),
+          TIMEOUT_MILLIS, "c applied everything");
       assertEquals(60, counter(dcs.troupe("c"), account("log")));
       int a = dcs.shell("a").dataCentreId();
       assertTrue(dcs.shell("a").stableVector().get(a) > 0, "a's entries are stable");
