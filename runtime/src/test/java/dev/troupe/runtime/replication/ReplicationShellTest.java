@@ -274,8 +274,8 @@ class ReplicationShellTest {
       assertTrue(dcs.pullOrigin("c", "b", "b") > 0, "c received y");
       Thread.sleep(200);
       assertEquals(null, value(dcs.troupe("c"), y, "r"), "y is not visible without x");
-      assertEquals(1, dcs.shell("c").status().pendingRemoteTransactions(),
-          dcs.shell("c").status().toString());
+      assertTrue(dcs.shell("c").status().pendingRemoteTransactions() >= 1,
+          "y waits at c: " + dcs.shell("c").status());
 
       // With a-c cut, a's x reaches c through b (transitive forwarding); then y is applied.
       int checks = 0;
