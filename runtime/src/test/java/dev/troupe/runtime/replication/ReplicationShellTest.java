@@ -260,7 +260,10 @@ class ReplicationShellTest {
         dcs.pull("b", "a");
         Thread.sleep(5);
       }
+      assertTrue(dcs.troupe("b").currentTimestamp() > xVersion,
+          "b's clock observed x before applying it: whatever b writes next is later than x");
       TurnOutcome yAtB = dcs.troupe("b").assign(y, "r", LongNode.valueOf(2)).join();
+      assertTrue(yAtB.version() > xVersion);
       // b published its applying vector before applying x: y's log entry depends on x.
       int aId = dcs.shell("a").dataCentreId();
       int bId = dcs.shell("b").dataCentreId();
