@@ -238,6 +238,14 @@ class ReplicationShellTest {
       assertTrue(reads.get() > 0, "the reader read");
       assertEquals(transactions, counter(receiver, left));
       assertEquals(transactions, counter(receiver, right));
+      // Applied here, not committed here: b's log ships none of it as b's own (no part, and the
+      // decision of the applying transaction is flagged as a replica application).
+      int b = dcs.shell("b").dataCentreId();
+      List<ReplicationEntry> own = receiver.store().replicationLog().read(b, 0, 10_000).entries();
+      assertTrue(own.stream().noneMatch(entry -> entry instanceof ReplicationEntry.Decision),
+          own.toString());
+      assertTrue(own.stream().noneMatch(entry -> entry instanceof ReplicationEntry.Part part
+          && (part.entity().equals(left) || part.entity().equals(right))), own.toString());
     }
   }
 
