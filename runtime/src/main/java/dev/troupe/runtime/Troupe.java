@@ -89,6 +89,9 @@ public final class Troupe implements AutoCloseable {
   /** The memory budget's shell: actor limits, cache sizes, refusals when the heap is full. */
   private final MemoryWatch memory;
 
+  /** Marks the engine failed, logs, and tells the embedding application (see {@link #reportFatalError}). */
+  private final FatalErrorHandler fatalErrors;
+
   private Troupe(RuntimeSettings settings, FatalErrorHandler fatalErrorHandler) {
     this.settings = settings;
     this.clock = RocksStore.defaultClock(settings.storage(), System::currentTimeMillis);
@@ -100,7 +103,7 @@ public final class Troupe implements AutoCloseable {
     this.types = new TypeRegistry(settings.types(), store,
         this::runTyped, this::turn);
     this.reads = new ReadPath(settings, store, types::typeOf, renderedStates, this::checkOpen);
-    FatalErrorHandler handler = (where, error) -> {
+    FatalErrorHandler handler = this.fatalErrors = (where, error) -> {
       failed.set(true);
       log.error("fatal error in {}: the engine refuses all further work", where, error);
       fatalErrorHandler.onFatalError(where, error);
@@ -145,6 +148,15 @@ public final class Troupe implements AutoCloseable {
   /** Opens the engine with a handler for fatal errors (the server halts the process). */
   public static Troupe open(RuntimeSettings settings, FatalErrorHandler fatalErrorHandler) {
     return new Troupe(settings, fatalErrorHandler);
+  }
+
+  /**
+   * For the engine's own shells outside this package (the replication shell): a violated
+   * invariant there is a bug like one in an entity, so the engine refuses all further work and the
+   * embedding application's {@link FatalErrorHandler} decides (the server halts the process).
+   */
+  public void reportFatalError(String where, Throwable error) {
+    fatalErrors.onFatalError(where, error);
   }
 
   public RuntimeSettings settings() {

@@ -362,11 +362,13 @@ public final class ReplicationShell implements AutoCloseable {
             effects = core.handle(next.input(), System.currentTimeMillis());
           } catch (RuntimeException violated) {
             // A violated invariant: the core's state can no longer be trusted. Replication
-            // stops (every later input is refused) rather than apply anything wrongly; the
-            // store keeps what was received, and a restart re-feeds it.
+            // stops (every later input is refused) rather than apply anything wrongly, and the
+            // node with it (a bug stops the node); the store keeps what was received, and a
+            // restart re-feeds it.
             log.error("replication stopped: the receiver core refused {}", next.input(),
                 violated);
             stop(next, violated);
+            troupe.reportFatalError("replication", violated);
             return;
           }
           for (Effect effect : effects) {
