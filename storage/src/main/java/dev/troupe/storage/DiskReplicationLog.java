@@ -39,7 +39,8 @@ import java.util.function.Supplier;
  * inside a group commit, after the writer published its visibility floor {@code F =
  * clock.current() + 1} (so every tick of the batch is at least F) and before it resets the floor to
  * "none" once the batch is written (synced under SYNC) or failed. {@link #localSafeTimestamp()}
- * reads the clock's current value C first, then every partition's floor, and answers S = min(C,
+ * ticks the clock first (C, so that an idle DC's safe timestamp follows physical time and its
+ * heartbeats advance), then reads every partition's floor, and answers S = min(C,
  * min(floors) - 1). Claim: every local entry with timestamp T ≤ S is already in the disk, and
  * every later entry is above S. Proof: T ≤ S ≤ C, and every later tick exceeds C, so T was ticked
  * before C was read; its writer had set its floor F ≤ T before ticking T, hence before the reader
@@ -233,11 +234,19 @@ final class DiskReplicationLog implements ReplicationLog {
     return store.syncCommits ? written : Math.min(written, syncedSafeTimestamp);
   }
 
+  /** The highest {@link #writtenSafeTimestamp()} answered. */
+  private final AtomicLong highestWrittenSafe = new AtomicLong();
+
   /** Every local entry at or below it is written (see the class comment), maybe not synced. */
   long writtenSafeTimestamp() {
-    // The clock first, then the floors: see the class comment for why this order is safe.
-    long safe = store.clock.current();
-    return Math.min(safe, store.lowestVisibilityFloor() - 1);
+    // The clock first, then the floors: see the class comment for why this order is safe. A
+    // tick, not the current value: an idle DC's clock would otherwise stand still, and so would
+    // its heartbeats (its peers' lag and stable vector age would grow while nothing is late).
+    long safe = Math.min(store.clock.tick(), store.lowestVisibilityFloor() - 1);
+    // Once answered, a safe timestamp stays true (no later entry falls at or below it), so the
+    // answers never go back even when a writer that read the clock before this call's tick
+    // publishes its floor after it (its entries come above this tick all the same).
+    return highestWrittenSafe.accumulateAndGet(safe, Math::max);
   }
 
   /**
