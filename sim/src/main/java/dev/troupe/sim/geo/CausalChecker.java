@@ -199,10 +199,12 @@ public final class CausalChecker {
   static void checkValues(Index index, String object, ObjectRead read, String where,
       List<Violation> violations) {
     List<Integer> observed = new ArrayList<>();
+    java.util.HashSet<Integer> observedSet = new java.util.HashSet<>();
     for (String writer : read.writers()) {
       Integer position = index.positions.get(writer);
       if (position != null && index.transactions.get(position).writes().containsKey(object)) {
         observed.add(position);
+        observedSet.add(position);
       }
     }
     // Registers.
@@ -219,7 +221,7 @@ public final class CausalChecker {
         continue;
       }
       Integer source = index.registerWriters.get(registerKey(object, key, value));
-      if (source == null || !observed.contains(source)) {
+      if (source == null || !observedSet.contains(source)) {
         violations.add(new Violation(Kind.REGISTER_VALUE, where, object + "." + key + " = "
             + value + ", a value no observed write wrote"));
         continue;
@@ -250,18 +252,25 @@ public final class CausalChecker {
       }
     }
     // Sets: an observed addition stays unless an observed removal of its element observed it.
+    Map<String, List<Transaction>> removals = new HashMap<>();
+    for (int position : observed) {
+      Transaction removal = index.transactions.get(position);
+      removal.writes().get(object).removes().forEach((key, elements) -> {
+        for (String element : elements) {
+          removals.computeIfAbsent(key + "\u0000" + element, ignored -> new ArrayList<>())
+              .add(removal);
+        }
+      });
+    }
     Map<String, Set<String>> expected = new TreeMap<>();
     for (int position : observed) {
       Transaction adder = index.transactions.get(position);
       adder.writes().get(object).adds().forEach((key, elements) -> {
         for (String element : elements) {
           boolean removed = false;
-          for (int remover : observed) {
-            Transaction removal = index.transactions.get(remover);
+          for (Transaction removal : removals.getOrDefault(key + "\u0000" + element, List.of())) {
             ObjectRead removalSaw = removal.reads().get(object);
-            if (removal.writes().get(object).removes().getOrDefault(key, Set.of())
-                .contains(element) && removalSaw != null
-                && removalSaw.writers().contains(adder.id())) {
+            if (removalSaw != null && removalSaw.writers().contains(adder.id())) {
               removed = true;
               break;
             }

@@ -30,7 +30,7 @@ public record GeoOptions(int dataCentres, int entities, int clientsPerDataCentre
     double linkLoss, double linkDuplication, long maxClockSkewMillis, long pullIntervalMillis,
     int pullBatchMaxEntries, long appliedRecordIntervalMillis, long truncateIntervalMillis,
     long tokenWaitMaxMillis, long quiescenceMaxMillis, Set<String> mutations) {
-  public static final GeoOptions DEFAULTS = new GeoOptions(3, 4, 2, 1500, 0.3, 400, 250, 0.05,
+  public static final GeoOptions DEFAULTS = new GeoOptions(3, 6, 2, 1000, 0.3, 300, 200, 0.05,
       0.05, 40, 10, 16, 25, 50, 300, 20_000, Set.of());
 
   public GeoOptions {

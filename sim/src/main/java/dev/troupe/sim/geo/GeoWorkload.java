@@ -127,7 +127,7 @@ final class GeoWorkload {
     }
     run(client, dataCentre);
     client.token = client.token.merge(dataCentre.causalToken());
-    scheduler.schedule(1 + scheduler.random().nextLong(15), client.name + " thinks",
+    scheduler.schedule(2 + scheduler.random().nextLong(30), client.name + " thinks",
         () -> next(client));
   }
 

@@ -1,6 +1,5 @@
 package dev.troupe.sim.geo;
 
-import com.fasterxml.jackson.databind.JsonNode;
 import dev.troupe.model.EntityId;
 import dev.troupe.model.EntityState;
 import dev.troupe.model.Invariants;
@@ -246,10 +245,9 @@ final class SimulatedDataCentre {
     TreeMap<ReplicationEntry, ReplicationEntry> origin = log.get(originDc);
     long upTo = Math.max(bound, after);
     if (origin != null) {
-      for (ReplicationEntry entry : origin.values()) {
-        if (entry.timestamp() <= after) {
-          continue;
-        }
+      ReplicationEntry from = new ReplicationEntry.Decision(originDc, after, Long.MAX_VALUE,
+          Integer.MAX_VALUE, List.of(), DependencyVector.EMPTY);
+      for (ReplicationEntry entry : origin.tailMap(from, false).keySet()) {
         if (entry.timestamp() > bound) {
           break;
         }
@@ -395,8 +393,8 @@ final class SimulatedDataCentre {
         case CounterValue counter -> counters.put(key, counter.total());
         case SetValue set -> {
           TreeSet<String> elements = new TreeSet<>();
-          for (JsonNode element : set.toJson()) {
-            elements.add(element.asText());
+          for (SetValue.Element element : set.elements().values()) {
+            elements.add(element.value().asText());
           }
           if (key.equals(GeoWorkload.WRITE_LOG)) {
             writers.addAll(elements);

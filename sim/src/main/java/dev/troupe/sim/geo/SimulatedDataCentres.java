@@ -27,7 +27,12 @@ import java.util.function.Function;
  */
 final class SimulatedDataCentres {
   private record PullRequest(int pullerIndex, DependencyVector pullerReceived, int originDc,
-      long afterTimestamp) {}
+      long afterTimestamp) {
+    @Override
+    public String toString() {
+      return "pull of " + originDc + " after " + afterTimestamp;
+    }
+  }
 
   private record PullAnswer(int serverIndex, long afterTimestamp, ReplicationBatch batch,
       DependencyVector serverReceived) {
