@@ -18,6 +18,7 @@ import java.util.Set;
  * @param maxClockSkewMillis each DC's physical clock is off by up to this much (either way)
  * @param pullIntervalMillis how often a DC pulls from each peer
  * @param pullBatchMaxEntries most entries one pull answers
+ * @param maxApplyingTransactions most remote transactions a DC applies at once
  * @param appliedRecordIntervalMillis how often a DC records its applied vector durably
  * @param truncateIntervalMillis how often a DC truncates its log below its truncation bound
  * @param tokenWaitMaxMillis how long a DC keeps a client whose causal token it does not cover yet
@@ -28,10 +29,11 @@ import java.util.Set;
 public record GeoOptions(int dataCentres, int entities, int clientsPerDataCentre,
     long durationMillis, double faultFreeShare, long crashMeanMillis, long partitionMeanMillis,
     double linkLoss, double linkDuplication, long maxClockSkewMillis, long pullIntervalMillis,
-    int pullBatchMaxEntries, long appliedRecordIntervalMillis, long truncateIntervalMillis,
-    long tokenWaitMaxMillis, long quiescenceMaxMillis, Set<String> mutations) {
+    int pullBatchMaxEntries, int maxApplyingTransactions, long appliedRecordIntervalMillis,
+    long truncateIntervalMillis, long tokenWaitMaxMillis, long quiescenceMaxMillis,
+    Set<String> mutations) {
   public static final GeoOptions DEFAULTS = new GeoOptions(3, 6, 2, 1000, 0.3, 300, 200, 0.05,
-      0.05, 40, 10, 16, 25, 50, 300, 20_000, Set.of());
+      0.05, 40, 10, 16, 1, 25, 50, 300, 20_000, Set.of());
 
   public GeoOptions {
     if (dataCentres < 2 || dataCentres > 5) {
@@ -46,21 +48,24 @@ public record GeoOptions(int dataCentres, int entities, int clientsPerDataCentre
   public GeoOptions withDataCentres(int count) {
     return new GeoOptions(count, entities, clientsPerDataCentre, durationMillis, faultFreeShare,
         crashMeanMillis, partitionMeanMillis, linkLoss, linkDuplication, maxClockSkewMillis,
-        pullIntervalMillis, pullBatchMaxEntries, appliedRecordIntervalMillis,
-        truncateIntervalMillis, tokenWaitMaxMillis, quiescenceMaxMillis, mutations);
+        pullIntervalMillis, pullBatchMaxEntries, maxApplyingTransactions,
+        appliedRecordIntervalMillis, truncateIntervalMillis, tokenWaitMaxMillis,
+        quiescenceMaxMillis, mutations);
   }
 
   public GeoOptions withMutations(Set<String> breakages) {
     return new GeoOptions(dataCentres, entities, clientsPerDataCentre, durationMillis,
         faultFreeShare, crashMeanMillis, partitionMeanMillis, linkLoss, linkDuplication,
-        maxClockSkewMillis, pullIntervalMillis, pullBatchMaxEntries, appliedRecordIntervalMillis,
-        truncateIntervalMillis, tokenWaitMaxMillis, quiescenceMaxMillis, breakages);
+        maxClockSkewMillis, pullIntervalMillis, pullBatchMaxEntries, maxApplyingTransactions,
+        appliedRecordIntervalMillis, truncateIntervalMillis, tokenWaitMaxMillis,
+        quiescenceMaxMillis, breakages);
   }
 
   public GeoOptions withDurationMillis(long duration) {
     return new GeoOptions(dataCentres, entities, clientsPerDataCentre, duration, faultFreeShare,
         crashMeanMillis, partitionMeanMillis, linkLoss, linkDuplication, maxClockSkewMillis,
-        pullIntervalMillis, pullBatchMaxEntries, appliedRecordIntervalMillis,
-        truncateIntervalMillis, tokenWaitMaxMillis, quiescenceMaxMillis, mutations);
+        pullIntervalMillis, pullBatchMaxEntries, maxApplyingTransactions,
+        appliedRecordIntervalMillis, truncateIntervalMillis, tokenWaitMaxMillis,
+        quiescenceMaxMillis, mutations);
   }
 }

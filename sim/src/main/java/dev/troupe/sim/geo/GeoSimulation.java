@@ -4,7 +4,12 @@ import dev.troupe.model.ModelMutations;
 import dev.troupe.sim.Scheduler;
 import dev.troupe.sim.geo.CausalChecker.Violation;
 import dev.troupe.sim.geo.CausalHistory.ObjectRead;
+import dev.troupe.replication.ReceiverCore;
+import dev.troupe.replication.ReceiverLimits;
+import dev.troupe.replication.ReplicationMutations;
 import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.Set;
 import java.util.List;
 import java.util.SortedMap;
 import java.util.TreeMap;
@@ -57,6 +62,36 @@ public final class GeoSimulation {
     }
   }
 
+  /** The production receiver core, with the breakages the options name. */
+  private static ReceiverCore receiver(SimulatedDataCentre dataCentre, GeoOptions options,
+      int[] ids) {
+    List<Integer> peers = new ArrayList<>();
+    for (int id : ids) {
+      peers.add(id);
+    }
+    Set<ReplicationMutations.Mutation> mutations = new HashSet<>();
+    for (ReplicationMutations.Mutation mutation : ReplicationMutations.Mutation.values()) {
+      if (options.mutations().contains(mutation.name())) {
+        mutations.add(mutation);
+      }
+    }
+    return new ReceiverCore(dataCentre.id, peers, new ReceiverLimits(
+        options.maxApplyingTransactions(), 4 * options.pullIntervalMillis(), 20,
+        options.appliedRecordIntervalMillis(), options.truncateIntervalMillis()), mutations);
+  }
+
+  /** Every breakage a run may switch on, by name: the replication core's and the model's. */
+  public static List<String> mutationNames() {
+    List<String> names = new ArrayList<>();
+    for (ReplicationMutations.Mutation mutation : ReplicationMutations.Mutation.values()) {
+      names.add(mutation.name());
+    }
+    for (ModelMutations.Mutation mutation : ModelMutations.Mutation.values()) {
+      names.add(mutation.name());
+    }
+    return names;
+  }
+
   private static Result runWith(long seed, GeoOptions options) {
     Scheduler scheduler = new Scheduler(seed, 300);
     int[] ids = new int[options.dataCentres()];
@@ -64,7 +99,7 @@ public final class GeoSimulation {
       ids[index] = dev.troupe.model.causal.DataCentreIds.of("dc" + index);
     }
     SimulatedDataCentres dataCentres = new SimulatedDataCentres(scheduler, options,
-        dataCentre -> Receivers.create(dataCentre, options, ids));
+        dataCentre -> receiver(dataCentre, options, ids));
     GeoWorkload workload = new GeoWorkload(scheduler, options, dataCentres);
     workload.start();
     dataCentres.scheduleFaults();
@@ -116,7 +151,7 @@ public final class GeoSimulation {
         + history.transactions().size() + " transactions " + workload.counts() + ", "
         + applied + " remote applications, " + skipped + " re-applications skipped, "
         + crashes + " crashes, " + dataCentres.partitions + " partitions, " + truncated
-        + " log entries truncated, " + dataCentres.gapsRefused + " batches refused for a gap, "
+        + " log entries truncated, " + dataCentres.batchesRefused + " batches refused, "
         + (quiescentAt < 0 ? "never quiescent" : "quiescent at " + quiescentAt + " ms") + ", "
         + scheduler.steps() + " steps)";
     String trace = violations.isEmpty() ? "" : scheduler.trace().toString();

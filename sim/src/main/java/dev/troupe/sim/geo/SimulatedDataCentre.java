@@ -10,6 +10,8 @@ import dev.troupe.model.causal.ReplicationBatch;
 import dev.troupe.model.causal.ReplicationEntry;
 import dev.troupe.model.time.HybridLogicalClock;
 import dev.troupe.model.value.CounterValue;
+import dev.troupe.replication.ReceiverCore;
+import dev.troupe.replication.RemoteTransaction;
 import dev.troupe.model.value.RegisterValue;
 import dev.troupe.model.value.SetValue;
 import dev.troupe.sim.Scheduler;
@@ -31,7 +33,7 @@ import java.util.function.Function;
  * its clock, modelling the store's contract (docs/ARCHITECTURE.md, "Several data centres"), with
  * the production materializer ({@link EntityState#apply}), the production evaluation of a remote
  * part ({@link TurnEvaluator#evaluate} of a {@link Turn.ApplyReplicated}) and the production causal
- * receiver behind {@link Receiver}.
+ * receiver ({@link ReceiverCore}, whose effects {@link SimulatedDataCentres} performs).
  *
  * <p><b>Durable</b> (survives a crash): entity states; the replication log (local commits append
  * their parts, and the decision of a multi-entity transaction, in the same atomic step as the
@@ -42,11 +44,10 @@ import java.util.function.Function;
  *
  * <p>A local transaction commits in one scheduler step (its log entries with it), so nothing
  * local is ever in flight and the local safe timestamp is the clock's current value. A restart
- * builds a new clock past the ceiling and a new receiver from the durable vectors, and re-feeds
- * the log's remote entries above the recorded applied vector; an entity's replica marker skips
- * what was applied already. Until the re-fed entries are applied again, the applying vector is
- * the received vector (everything durable received may have been applied before the crash), so a
- * local commit never depends on less than it may have seen.
+ * builds a new clock past the ceiling and a new receiver, fed the durable vectors and the log's
+ * remote entries above the recorded applied vector; an entity's replica marker skips what was
+ * applied already, and local commits depend on the applying vector the receiver publishes at
+ * recovery (whether that is enough is what the causal checker judges).
  */
 final class SimulatedDataCentre {
   /** A log key: (timestamp, transaction id, index), the order the store reads entries in. */
@@ -59,7 +60,7 @@ final class SimulatedDataCentre {
   final int id;
   final long clockOffsetMillis;
   private final Scheduler scheduler;
-  private final Function<SimulatedDataCentre, Receiver> receivers;
+  private final Function<SimulatedDataCentre, ReceiverCore> receivers;
 
   // Durable.
   private final TreeMap<String, EntityState> entities = new TreeMap<>();
@@ -71,11 +72,11 @@ final class SimulatedDataCentre {
 
   // Volatile.
   private HybridLogicalClock clock;
-  private Receiver receiver;
+  private ReceiverCore receiver;
+  /** The applying vector the receiver published last (the store's applying-vector source). */
+  private DependencyVector applying = DependencyVector.EMPTY;
   private boolean up;
   private int incarnation;
-  /** Until the re-fed entries are applied again after a restart: the received vector. */
-  private DependencyVector restartFloor = DependencyVector.EMPTY;
 
   long crashes;
   long truncatedEntries;
@@ -83,7 +84,7 @@ final class SimulatedDataCentre {
   long skippedReapplications;
 
   SimulatedDataCentre(String name, int id, long clockOffsetMillis, Scheduler scheduler,
-      Function<SimulatedDataCentre, Receiver> receivers) {
+      Function<SimulatedDataCentre, ReceiverCore> receivers) {
     this.name = name;
     this.id = id;
     this.clockOffsetMillis = clockOffsetMillis;
@@ -100,7 +101,7 @@ final class SimulatedDataCentre {
     return incarnation;
   }
 
-  Receiver receiver() {
+  ReceiverCore receiver() {
     return receiver;
   }
 
@@ -123,8 +124,7 @@ final class SimulatedDataCentre {
     up = true;
     incarnation++;
     receiver = receivers.apply(this);
-    restartFloor = durableReceived;
-    receiver.localSafe(clock.current());
+    applying = DependencyVector.EMPTY;
   }
 
   /** Loses the volatile state: the receiver, appends and applications in flight. */
@@ -142,24 +142,21 @@ final class SimulatedDataCentre {
     start();
   }
 
-  /** The log's remote entries above the recorded applied vector, per origin, to re-feed. */
-  List<ReplicationBatch> refeed() {
-    List<ReplicationBatch> batches = new ArrayList<>();
+  /** The log's remote entries above the recorded applied vector, in log order per origin. */
+  List<ReplicationEntry> entriesToRefeed() {
+    List<ReplicationEntry> entries = new ArrayList<>();
     for (Map.Entry<Integer, TreeMap<ReplicationEntry, ReplicationEntry>> origin : log.entrySet()) {
       if (origin.getKey() == id) {
         continue;
       }
       long after = recordedApplied.get(origin.getKey());
-      List<ReplicationEntry> entries = new ArrayList<>();
       for (ReplicationEntry entry : origin.getValue().values()) {
         if (entry.timestamp() > after) {
           entries.add(entry);
         }
       }
-      batches.add(new ReplicationBatch(origin.getKey(), entries,
-          Math.max(durableReceived.get(origin.getKey()), after)));
     }
-    return batches;
+    return entries;
   }
 
   private long tick() {
@@ -168,10 +165,14 @@ final class SimulatedDataCentre {
     return timestamp;
   }
 
+  /** The receiver published a new applying vector: local commits depend on it from now on. */
+  void publishApplying(DependencyVector vector) {
+    applying = vector;
+  }
+
   /** The vector a local commit depends on: what may have become visible here. */
   DependencyVector applyingVector() {
-    TreeMap<Integer, Long> entries = new TreeMap<>(receiver.applyingVector().entries());
-    restartFloor.entries().forEach((dc, timestamp) -> entries.merge(dc, timestamp, Math::max));
+    TreeMap<Integer, Long> entries = new TreeMap<>(applying.entries());
     entries.remove(id);
     return DependencyVector.of(entries);
   }
@@ -222,7 +223,6 @@ final class SimulatedDataCentre {
       own.put(entry, entry);
       highestLocal = Math.max(highestLocal, commitTimestamp);
     }
-    receiver.localSafe(clock.current());
   }
 
   /** The local safe timestamp: no local commit in flight, so the clock's current value. */
@@ -263,14 +263,11 @@ final class SimulatedDataCentre {
   }
 
   /**
-   * Appends received entries durably and raises the received vector, if the batch continues what
-   * is durable ({@code after} at or below the received entry); false if it would leave a gap.
+   * Appends a received batch's entries durably and raises the received vector to its bound (the
+   * receiver asks only for what continues its received prefix, and drops what it holds already).
    */
-  boolean appendReceived(long after, ReplicationBatch batch) {
+  void appendReceived(ReplicationBatch batch) {
     int origin = batch.originDc();
-    if (after > durableReceived.get(origin)) {
-      return false;
-    }
     TreeMap<ReplicationEntry, ReplicationEntry> entries = logOf(origin);
     for (ReplicationEntry entry : batch.entries()) {
       if (entry.timestamp() > durableReceived.get(origin)) {
@@ -280,7 +277,6 @@ final class SimulatedDataCentre {
     }
     durableReceived = durableReceived.atLeast(origin, batch.upToTimestamp());
     clockCeiling = Math.max(clockCeiling, batch.upToTimestamp());
-    return true;
   }
 
   /** Advances the clock past a received timestamp (before applying, as the shell does). */
@@ -294,13 +290,13 @@ final class SimulatedDataCentre {
    * {@code ApplyReplicated} turn (marker first, assignments stamped as at the origin; nothing if
    * the marker shows it applied), committed at a local tick with the materializer.
    */
-  void applyRemote(Receiver.Transaction transaction) {
-    long transactionTimestamp = transaction.timestamp();
+  void applyRemote(RemoteTransaction transaction) {
+    long transactionTimestamp = transaction.transactionTimestamp();
     observe(transactionTimestamp);
-    for (Receiver.Transaction.Part part : transaction.parts()) {
+    for (RemoteTransaction.Part part : transaction.parts()) {
       observe(part.stampTimestamp());
     }
-    for (Receiver.Transaction.Part part : transaction.parts()) {
+    for (RemoteTransaction.Part part : transaction.parts()) {
       String entity = name(part.entity());
       EntityState state = state(entity);
       TurnEvaluator.Decision decision = TurnEvaluator.evaluate(part.entity(), null, state,
@@ -318,12 +314,9 @@ final class SimulatedDataCentre {
     remoteApplications++;
   }
 
-  /** Records the applied vector durably (every applied-record interval). */
-  void recordApplied() {
-    recordedApplied = recordedApplied.merge(receiver.appliedVector());
-    if (!restartFloor.entries().isEmpty() && receiver.appliedVector().covers(restartFloor)) {
-      restartFloor = DependencyVector.EMPTY;
-    }
+  /** Records the applied vector durably (the receiver throttles these). */
+  void recordApplied(DependencyVector applied) {
+    recordedApplied = applied;
   }
 
   /** Drops log entries at or below {@code below}'s entry of their origin. */

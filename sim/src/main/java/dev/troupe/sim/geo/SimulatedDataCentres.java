@@ -3,6 +3,10 @@ package dev.troupe.sim.geo;
 import dev.troupe.model.causal.DataCentreIds;
 import dev.troupe.model.causal.DependencyVector;
 import dev.troupe.model.causal.ReplicationBatch;
+import dev.troupe.replication.PullRequest;
+import dev.troupe.replication.ReceiverCore;
+import dev.troupe.replication.ReceiverCore.Effect;
+import dev.troupe.replication.ReceiverCore.Input;
 import dev.troupe.sim.Scheduler;
 import dev.troupe.sim.SimulatedNetwork;
 import java.util.ArrayList;
@@ -13,10 +17,12 @@ import java.util.function.Function;
 
 /**
  * Several simulated data centres (DCs) replicating to each other under one seeded {@link
- * Scheduler}: each DC pulls every origin's log entries from its peers (the receiver plans which
- * pulls go where, forwarding included), appends what arrives durably, feeds it to its receiver and
- * applies what the receiver releases; it records its applied vector and truncates its log on
- * timers. Between DCs, a {@link SimulatedNetwork} delays, loses, duplicates and reorders messages,
+ * Scheduler}: the shell around each DC's production {@link ReceiverCore}, as the runtime's
+ * replication shell is. Each DC pulls every origin's log entries from its peers (the core plans
+ * which pulls go where, forwarding included), hands what arrives to the core, and performs its
+ * effects: appends batches durably (a moment later; a crash before loses them), publishes the
+ * applying vector, applies remote transactions (a moment later, atomically), records the applied
+ * vector and truncates the log. The core is ticked at every pull interval. Between DCs, a {@link SimulatedNetwork} delays, loses, duplicates and reorders messages,
  * and partitions cut chosen pairs of DCs (or one DC from all) for a while; DCs crash and restart
  * from their durable state. Faults stop at {@link #heal}.
  *
@@ -26,7 +32,7 @@ import java.util.function.Function;
  * planned again at the next interval (pulls are idempotent, duplicates harmless).
  */
 final class SimulatedDataCentres {
-  private record PullRequest(int pullerIndex, DependencyVector pullerReceived, int originDc,
+  private record PullAsked(int pullerIndex, DependencyVector pullerReceived, int originDc,
       long afterTimestamp) {
     @Override
     public String toString() {
@@ -34,8 +40,7 @@ final class SimulatedDataCentres {
     }
   }
 
-  private record PullAnswer(int serverIndex, long afterTimestamp, ReplicationBatch batch,
-      DependencyVector serverReceived) {
+  private record PullAnswer(int serverIndex, long afterTimestamp, ReplicationBatch batch) {
     @Override
     public String toString() {
       return "batch of " + batch.originDc() + " after " + afterTimestamp + ": "
@@ -52,10 +57,10 @@ final class SimulatedDataCentres {
   long partitions;
   long pulls;
   long batchesAppended;
-  long gapsRefused;
+  long batchesRefused;
 
   SimulatedDataCentres(Scheduler scheduler, GeoOptions options,
-      Function<SimulatedDataCentre, Receiver> receivers) {
+      Function<SimulatedDataCentre, ReceiverCore> receivers) {
     this.scheduler = scheduler;
     this.options = options;
     this.network = new SimulatedNetwork(scheduler, new SimulatedNetwork.Faults(2, 30,
@@ -74,9 +79,55 @@ final class SimulatedDataCentres {
           receivers));
     }
     for (SimulatedDataCentre dataCentre : dataCentres) {
+      recover(dataCentre);
       schedulePulls(dataCentre);
-      scheduleRecording(dataCentre);
-      scheduleTruncation(dataCentre);
+    }
+  }
+
+  /** Feeds the core its durable state (at the first start and after every restart). */
+  private void recover(SimulatedDataCentre dataCentre) {
+    feed(dataCentre, new Input.RecoveredEntries(dataCentre.durableReceived(),
+        dataCentre.recordedApplied(), dataCentre.entriesToRefeed()));
+  }
+
+  private void feed(SimulatedDataCentre dataCentre, Input input) {
+    if (!dataCentre.up()) {
+      return;
+    }
+    perform(dataCentre, dataCentre.receiver().handle(input, dataCentre.physicalMillis()));
+  }
+
+  /** Performs the core's effects in order, as the runtime's shell does. */
+  private void perform(SimulatedDataCentre dataCentre, List<Effect> effects) {
+    int incarnation = dataCentre.incarnation();
+    for (Effect effect : effects) {
+      switch (effect) {
+        case Effect.PersistBatch persist -> scheduler.schedule(
+            1 + scheduler.random().nextLong(3), dataCentre.name + " appends " + persist.batch()
+                .entries().size() + " entries of " + persist.batch().originDc() + " up to "
+                + persist.batch().upToTimestamp(),
+            () -> {
+              if (dataCentre.incarnation() == incarnation) {
+                dataCentre.appendReceived(persist.batch());
+                batchesAppended++;
+                feed(dataCentre, new Input.BatchPersisted(persist.peerDc(), persist.batch()));
+              }
+            });
+        case Effect.PublishApplyingVector publish -> dataCentre.publishApplying(publish.applying());
+        case Effect.ApplyTransaction apply -> scheduler.schedule(
+            1 + scheduler.random().nextLong(3), dataCentre.name + " applies "
+                + apply.transaction().originDc() + "@"
+                + apply.transaction().transactionTimestamp(),
+            () -> {
+              if (dataCentre.incarnation() == incarnation) {
+                dataCentre.applyRemote(apply.transaction());
+                feed(dataCentre, new Input.TransactionApplied(apply.transaction()));
+              }
+            });
+        case Effect.RecordAppliedVector record -> dataCentre.recordApplied(record.applied());
+        case Effect.Truncate truncate -> dataCentre.truncate(truncate.below());
+        case Effect.BatchRefused refused -> batchesRefused++;
+      }
     }
   }
 
@@ -122,6 +173,7 @@ final class SimulatedDataCentres {
     long delay = options.pullIntervalMillis() / 2
         + scheduler.random().nextLong(options.pullIntervalMillis() + 1);
     scheduler.schedule(delay, dataCentre.name + " pulls", () -> {
+      feed(dataCentre, new Input.Tick());
       pullAll(dataCentre);
       schedulePulls(dataCentre);
     });
@@ -131,94 +183,36 @@ final class SimulatedDataCentres {
     if (!puller.up()) {
       return;
     }
-    puller.receiver().localSafe(puller.localSafeTimestamp());
     int pullerIndex = dataCentres.indexOf(puller);
     for (SimulatedDataCentre server : dataCentres) {
       if (server == puller) {
         continue;
       }
-      for (Receiver.Pull pull : puller.receiver().pullsFrom(server.id, scheduler.nowMillis())) {
+      for (PullRequest pull : puller.receiver().pullsFrom(server.id, puller.physicalMillis())) {
         pulls++;
-        PullRequest request = new PullRequest(pullerIndex, puller.receiver().receivedVector(),
+        PullAsked request = new PullAsked(pullerIndex, puller.receiver().receivedVector(),
             pull.originDc(), pull.afterTimestamp());
         send(puller, server, request, arrived -> serve(server, arrived));
       }
     }
   }
 
-  private void serve(SimulatedDataCentre server, PullRequest request) {
+  private void serve(SimulatedDataCentre server, PullAsked request) {
     if (!server.up()) {
       return;
     }
     SimulatedDataCentre puller = dataCentres.get(request.pullerIndex());
-    server.receiver().peerReported(puller.id, request.pullerReceived());
+    feed(server, new Input.PeerReported(puller.id, request.pullerReceived()));
     ReplicationBatch batch = server.read(request.originDc(), request.afterTimestamp(),
         options.pullBatchMaxEntries());
     PullAnswer answer = new PullAnswer(dataCentres.indexOf(server), request.afterTimestamp(),
-        batch, server.receiver().receivedVector());
+        batch);
     send(server, puller, answer, arrived -> receive(puller, arrived));
   }
 
   private void receive(SimulatedDataCentre puller, PullAnswer answer) {
-    if (!puller.up()) {
-      return;
-    }
-    int incarnation = puller.incarnation();
-    // The append is durable a moment later; a crash before then loses it.
-    scheduler.schedule(1 + scheduler.random().nextLong(3), puller.name + " appends " + answer,
-        () -> {
-          if (puller.incarnation() != incarnation) {
-            return;
-          }
-          if (!puller.appendReceived(answer.afterTimestamp(), answer.batch())) {
-            gapsRefused++;
-            return;
-          }
-          batchesAppended++;
-          SimulatedDataCentre server = dataCentres.get(answer.serverIndex());
-          puller.receiver().received(server.id, answer.batch(), answer.serverReceived(),
-              scheduler.nowMillis());
-          pump(puller);
-        });
-  }
-
-  /** Starts applying whatever the receiver releases. */
-  void pump(SimulatedDataCentre dataCentre) {
-    if (!dataCentre.up()) {
-      return;
-    }
-    int incarnation = dataCentre.incarnation();
-    for (Receiver.Transaction transaction : dataCentre.receiver().ready(scheduler.nowMillis())) {
-      scheduler.schedule(1 + scheduler.random().nextLong(3),
-          dataCentre.name + " applies " + transaction.originDc() + "@" + transaction.timestamp(),
-          () -> {
-            if (dataCentre.incarnation() != incarnation) {
-              return;
-            }
-            dataCentre.applyRemote(transaction);
-            dataCentre.receiver().applied(transaction, scheduler.nowMillis());
-            pump(dataCentre);
-          });
-    }
-  }
-
-  private void scheduleRecording(SimulatedDataCentre dataCentre) {
-    scheduler.schedule(options.appliedRecordIntervalMillis(), dataCentre.name + " records",
-        () -> {
-          if (dataCentre.up()) {
-            dataCentre.recordApplied();
-          }
-          scheduleRecording(dataCentre);
-        });
-  }
-
-  private void scheduleTruncation(SimulatedDataCentre dataCentre) {
-    scheduler.schedule(options.truncateIntervalMillis(), dataCentre.name + " truncates", () -> {
-      if (dataCentre.up()) {
-        dataCentre.truncate(dataCentre.receiver().truncationBound());
-      }
-      scheduleTruncation(dataCentre);
-    });
+    feed(puller, new Input.BatchReceived(dataCentres.get(answer.serverIndex()).id,
+        answer.batch()));
   }
 
   /** Crashes and partitions, drawn from the seed, until {@link #heal}. */
@@ -255,11 +249,7 @@ final class SimulatedDataCentres {
 
   private void restart(SimulatedDataCentre dataCentre) {
     dataCentre.restart();
-    for (ReplicationBatch batch : dataCentre.refeed()) {
-      dataCentre.receiver().received(dataCentre.id, batch, DependencyVector.EMPTY,
-          scheduler.nowMillis());
-    }
-    pump(dataCentre);
+    recover(dataCentre);
   }
 
   private void schedulePartition() {
@@ -294,7 +284,8 @@ final class SimulatedDataCentres {
   /** Whether every DC is up and has applied every other DC's every commit. */
   boolean converged() {
     for (SimulatedDataCentre dataCentre : dataCentres) {
-      if (!dataCentre.up() || dataCentre.receiver().pending() > 0) {
+      if (!dataCentre.up() || dataCentre.receiver().pendingTransactions() > 0
+          || dataCentre.receiver().transactionsInFlight() > 0) {
         return false;
       }
       for (SimulatedDataCentre origin : dataCentres) {
@@ -319,7 +310,9 @@ final class SimulatedDataCentres {
       text.append(" highest local commit ").append(dataCentre.highestLocalCommit())
           .append(", received ").append(dataCentre.receiver().receivedVector().entries())
           .append(", applied ").append(dataCentre.receiver().appliedVector().entries())
-          .append(", pending ").append(dataCentre.receiver().pending()).append("; ");
+          .append(", pending ").append(dataCentre.receiver().pendingTransactions())
+          .append(", in flight ").append(dataCentre.receiver().transactionsInFlight())
+          .append("; ");
     }
     return text.toString();
   }
