@@ -61,6 +61,22 @@ public record GeoOptions(int dataCentres, int entities, int clientsPerDataCentre
         quiescenceMaxMillis, breakages);
   }
 
+  /** Few objects, several clients per DC, every DC on one physical clock: equal timestamps. */
+  public GeoOptions withContention(int objects, int clients) {
+    return new GeoOptions(dataCentres, objects, clients, durationMillis, faultFreeShare,
+        crashMeanMillis, partitionMeanMillis, linkLoss, linkDuplication, 0, pullIntervalMillis,
+        pullBatchMaxEntries, maxApplyingTransactions, appliedRecordIntervalMillis,
+        truncateIntervalMillis, tokenWaitMaxMillis, quiescenceMaxMillis, mutations);
+  }
+
+  public GeoOptions withMaxApplyingTransactions(int count) {
+    return new GeoOptions(dataCentres, entities, clientsPerDataCentre, durationMillis,
+        faultFreeShare, crashMeanMillis, partitionMeanMillis, linkLoss, linkDuplication,
+        maxClockSkewMillis, pullIntervalMillis, pullBatchMaxEntries, count,
+        appliedRecordIntervalMillis, truncateIntervalMillis, tokenWaitMaxMillis,
+        quiescenceMaxMillis, mutations);
+  }
+
   public GeoOptions withDurationMillis(long duration) {
     return new GeoOptions(dataCentres, entities, clientsPerDataCentre, duration, faultFreeShare,
         crashMeanMillis, partitionMeanMillis, linkLoss, linkDuplication, maxClockSkewMillis,

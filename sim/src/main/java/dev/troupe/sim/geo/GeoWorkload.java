@@ -137,6 +137,7 @@ final class GeoWorkload {
     int kind = scheduler.random().nextInt(100);
     int objectCount = kind < 30 ? 1 + scheduler.random().nextInt(3)
         : kind < 80 ? 1 : 2 + scheduler.random().nextInt(2);
+    objectCount = Math.min(objectCount, options.entities());
     List<String> objects = new ArrayList<>();
     while (objects.size() < objectCount) {
       String object = object(scheduler.random().nextInt(options.entities()));
