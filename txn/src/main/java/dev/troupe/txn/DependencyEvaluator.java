@@ -143,7 +143,8 @@ public final class DependencyEvaluator {
   /** Whether the entity keeps any dependency record (a scan of its keys). */
   public static boolean hasDependencies(EntityState state) {
     for (String key : state.values().keySet()) {
-      if (DependencyKeys.isHidden(key)) {
+      // Not every hidden key: a replication marker keeps no dependency.
+      if (DependencyKeys.isDependencyKey(key)) {
         return true;
       }
     }

@@ -174,7 +174,7 @@ public final class DependencyPlanner {
     Set<String> keys = new TreeSet<>();
     if (wholeEntity || clears) {
       for (String stored : state.values().keySet()) {
-        if (DependencyKeys.isHidden(stored)) {
+        if (DependencyKeys.isDependencyKey(stored)) {
           keys.add(DependencyKeys.describedKey(stored));
         }
       }
