@@ -33,8 +33,8 @@ public final class ConvergenceChecker {
   /**
    * @param history every committed transaction
    * @param finalReads per DC name, each object's final state as a read
-   * @param finalStates per DC name, each object's user-visible state rendered canonically (what
-   *     a client could see), compared for equality
+   * @param finalStates per DC name, the user-visible state (what a client could see) rendered
+   *     canonically, per object and key, compared for equality
    */
   public static List<Violation> check(CausalHistory history,
       SortedMap<String, SortedMap<String, ObjectRead>> finalReads,

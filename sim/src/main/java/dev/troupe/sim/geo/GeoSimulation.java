@@ -150,7 +150,8 @@ public final class GeoSimulation {
     String summary = "seed " + seed + ": " + (violations.isEmpty() ? "ok" : "FAILED") + " ("
         + history.transactions().size() + " transactions " + workload.counts() + ", "
         + applied + " remote applications, " + skipped + " re-applications skipped, "
-        + crashes + " crashes, " + dataCentres.partitions + " partitions, " + truncated
+        + crashes + " crashes, " + dataCentres.partitions + " partitions, "
+        + dataCentres.forwardedPulls + " forwarded pulls, " + truncated
         + " log entries truncated, " + dataCentres.batchesRefused + " batches refused, "
         + (quiescentAt < 0 ? "never quiescent" : "quiescent at " + quiescentAt + " ms") + ", "
         + scheduler.steps() + " steps)";

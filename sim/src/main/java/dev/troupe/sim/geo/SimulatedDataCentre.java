@@ -357,17 +357,19 @@ final class SimulatedDataCentre {
     return read(new ArrayList<>(entities.keySet()));
   }
 
-  /** Every entity's user-visible state (markers left out), canonically rendered. */
+  /**
+   * Every entity's user-visible state (markers left out), canonically rendered: per entity
+   * whether it exists, and per key ({@code entity.key}) its JSON.
+   */
   SortedMap<String, String> canonicalStates() {
     TreeMap<String, String> states = new TreeMap<>();
     for (Map.Entry<String, EntityState> entity : entities.entrySet()) {
-      TreeMap<String, String> keys = new TreeMap<>();
+      states.put(entity.getKey(), entity.getValue().exists() ? "exists" : "deleted");
       entity.getValue().values().forEach((key, value) -> {
         if (!ReplicaApplication.isMarkerKey(key)) {
-          keys.put(key, value.toJson().toString());
+          states.put(entity.getKey() + "." + key, value.toJson().toString());
         }
       });
-      states.put(entity.getKey(), (entity.getValue().exists() ? "" : "(deleted) ") + keys);
     }
     return states;
   }

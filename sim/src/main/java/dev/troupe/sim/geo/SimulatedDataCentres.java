@@ -56,6 +56,8 @@ final class SimulatedDataCentres {
   private boolean faulty = true;
   long partitions;
   long pulls;
+  /** Pulls of an origin's entries from another peer than the origin (transitive forwarding). */
+  long forwardedPulls;
   long batchesAppended;
   long batchesRefused;
 
@@ -190,6 +192,9 @@ final class SimulatedDataCentres {
       }
       for (PullRequest pull : puller.receiver().pullsFrom(server.id, puller.physicalMillis())) {
         pulls++;
+        if (pull.originDc() != server.id) {
+          forwardedPulls++;
+        }
         PullAsked request = new PullAsked(pullerIndex, puller.receiver().receivedVector(),
             pull.originDc(), pull.afterTimestamp());
         send(puller, server, request, arrived -> serve(server, arrived));
