@@ -51,7 +51,9 @@ public final class CausalChecker {
     COUNTER_VALUE,
     SET_VALUE,
     CONVERGENCE,
-    LOST_WRITE
+    LOST_WRITE,
+    /** The run itself stopped: an invariant of a core or of the simulated shell broke. */
+    RUN_STOPPED
   }
 
   /** One violation, with the transaction (or DC, for final states) where it shows. */

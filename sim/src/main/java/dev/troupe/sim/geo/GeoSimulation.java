@@ -118,8 +118,8 @@ public final class GeoSimulation {
         scheduler.runUntil(scheduler.nowMillis() + 20);
       }
     } catch (RuntimeException failure) {
-      violations.add(new Violation(CausalChecker.Kind.CONVERGENCE, "t="
-          + scheduler.nowMillis(), "the run stopped: " + failure));
+      violations.add(new Violation(CausalChecker.Kind.RUN_STOPPED, "t="
+          + scheduler.nowMillis(), failure.toString()));
     }
     CausalHistory history = workload.history();
     if (violations.isEmpty()) {

@@ -217,6 +217,7 @@ final class GeoWorkload {
     counts.put("multi-object writes", multiObjectWrites);
     counts.put("moves", moves);
     counts.put("token waits given up", tokenWaitsGivenUp);
+    counts.put("requests at a DC that was down", requestsAtDownDataCentre);
     return counts;
   }
 }
