@@ -147,7 +147,8 @@ public final class SimCommand implements Callable<Integer> {
   @Option(names = "--breakage",
       description = "With --dcs: switch on a deliberate breakage (repeatable) to see the checkers"
           + " catch it: APPLY_BEFORE_DEPENDENCIES, TRUNCATE_BEFORE_STABLE,"
-          + " SPLIT_MULTI_ENTITY_TRANSACTIONS, REGISTER_MERGE_WITHOUT_TIE_BREAK.")
+          + " SPLIT_MULTI_ENTITY_TRANSACTIONS, REGISTER_MERGE_WITHOUT_TIE_BREAK,"
+          + " IGNORE_CAUSAL_TOKENS.")
   List<String> breakages = new ArrayList<>();
 
   @Override

@@ -89,6 +89,7 @@ public final class GeoSimulation {
     for (ModelMutations.Mutation mutation : ModelMutations.Mutation.values()) {
       names.add(mutation.name());
     }
+    names.add(GeoWorkload.IGNORE_CAUSAL_TOKENS);
     return names;
   }
 

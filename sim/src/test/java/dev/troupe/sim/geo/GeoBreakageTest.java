@@ -48,6 +48,12 @@ class GeoBreakageTest {
     caught("SPLIT_MULTI_ENTITY_TRANSACTIONS", GeoOptions.DEFAULTS, 10);
   }
 
+  /** DCs that serve a moving client without waiting for its token break its session. */
+  @Test
+  void ignoringCausalTokensBreaksSessionGuarantees() {
+    caught(GeoWorkload.IGNORE_CAUSAL_TOKENS, GeoOptions.DEFAULTS, 10);
+  }
+
   /** Needs equal timestamps on one register from two DCs: few objects, one physical clock. */
   @Test
   void aRegisterMergedWithoutTheTieBreakDiverges() {
