@@ -9,17 +9,32 @@ import org.junit.jupiter.api.Test;
 
 /** Several simulated data centres under faults: every checker passes, and seeds replay. */
 class GeoSimulationTest {
-  @Test
-  void threeDataCentresPassEveryCheck() {
+  private static void passes(GeoOptions options, int seeds) {
     List<String> failures = new ArrayList<>();
-    for (long seed = 1; seed <= 200; seed++) {
-      GeoSimulation.Result result = GeoSimulation.run(seed, GeoOptions.DEFAULTS);
+    for (long seed = 1; seed <= seeds; seed++) {
+      GeoSimulation.Result result = GeoSimulation.run(seed, options);
       if (!result.passed()) {
         failures.add(result.summary() + ": " + result.failure() + "\n" + result.trace());
       }
     }
     assertTrue(failures.isEmpty(), failures.size() + " seeds failed; first: "
         + (failures.isEmpty() ? "" : failures.get(0)));
+  }
+
+  @Test
+  void threeDataCentresPassEveryCheck() {
+    passes(GeoOptions.DEFAULTS, 200);
+  }
+
+  @Test
+  void twoAndFiveDataCentresPassEveryCheck() {
+    passes(GeoOptions.DEFAULTS.withDataCentres(2), 40);
+    passes(GeoOptions.DEFAULTS.withDataCentres(5), 30);
+  }
+
+  @Test
+  void contendedRegistersOnOneClockConverge() {
+    passes(GeoOptions.DEFAULTS.withContention(2, 3), 30);
   }
 
   @Test
