@@ -33,7 +33,7 @@ public record GeoOptions(int dataCentres, int entities, int clientsPerDataCentre
     long truncateIntervalMillis, long tokenWaitMaxMillis, long quiescenceMaxMillis,
     Set<String> mutations) {
   public static final GeoOptions DEFAULTS = new GeoOptions(3, 6, 2, 1000, 0.3, 300, 200, 0.05,
-      0.05, 40, 10, 16, 1, 25, 50, 300, 20_000, Set.of());
+      0.05, 40, 10, 16, 8, 25, 50, 300, 20_000, Set.of());
 
   public GeoOptions {
     if (dataCentres < 2 || dataCentres > 5) {
