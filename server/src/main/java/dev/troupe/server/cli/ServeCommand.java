@@ -9,9 +9,12 @@ import dev.troupe.runtime.RuntimeSettings;
 import dev.troupe.runtime.Troupe;
 import dev.troupe.server.http.HttpSettings;
 import dev.troupe.server.http.TroupeServer;
+import dev.troupe.server.replication.ReplicationServerSettings;
 import dev.troupe.storage.CorruptDataException;
 import java.io.File;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
@@ -48,6 +51,21 @@ public final class ServeCommand implements Callable<Integer> {
       description = "The PKCS#8 PEM private key of --tls-certificate.")
   File tlsKey;
 
+  @Option(names = "--dc", paramLabel = "NAME",
+      description = {"This data centre's name (troupe.dc.name): 1-63 letters, digits, '.', '_', '-'.",
+          "Needed for --peer; a named node issues causal tokens (docs/OPERATIONS.md)."})
+  String dataCentre;
+
+  @Option(names = "--peer", paramLabel = "NAME=URL",
+      description = {"Another data centre and the base URL of its REST server, e.g.",
+          "--peer paris=http://10.0.0.2:8080 (repeatable; troupe.dc.peers)."})
+  List<String> peers = List.of();
+
+  @Option(names = "--replication-secret-file", paramLabel = "FILE",
+      description = {"File holding the secret every data centre shares, checked on every pull",
+          "(troupe.replication.secret-file)."})
+  File replicationSecretFile;
+
   @Option(names = "--config", description = "HOCON file overriding reference.conf settings.")
   File configFile;
 
@@ -57,15 +75,28 @@ public final class ServeCommand implements Callable<Integer> {
 
   @Override
   public Integer call() throws Exception {
-    Config config = configuration();
-    RuntimeSettings settings = RuntimeSettings.fromConfig(config);
+    Config config;
+    try {
+      config = configuration();
+    } catch (IllegalArgumentException e) {
+      System.err.println("troupe: invalid settings: " + e.getMessage());
+      return EXIT_CONFIGURATION;
+    }
     HttpSettings http;
+    ReplicationServerSettings replication;
     try {
       http = HttpSettings.fromConfig(config);
+      replication = ReplicationServerSettings.fromConfig(config);
     } catch (RuntimeException e) {
       System.err.println("troupe: invalid settings: " + e.getMessage());
       return EXIT_CONFIGURATION;
     }
+    if (replication.named()) {
+      // Every local commit is stamped with this DC's id as its origin.
+      config = config.withValue("troupe.data-centre-id",
+          ConfigValueFactory.fromAnyRef(replication.dataCentreId()));
+    }
+    RuntimeSettings settings = RuntimeSettings.fromConfig(config);
     // Before the store is opened: an API exposed without authentication never starts at all.
     if (http.exposureProblem().isPresent()) {
       System.err.println("troupe: " + http.exposureProblem().get());
@@ -138,6 +169,35 @@ public final class ServeCommand implements Callable<Integer> {
   /** Exit status after a storage failure under on-storage-failure = exit (EX_IOERR). */
   static final int EXIT_STORAGE_FAILED = 74;
 
+  /**
+   * {@code --dc}, {@code --peer} and {@code --replication-secret-file} onto {@code troupe.dc.name},
+   * {@code troupe.dc.peers} (replacing the configured list: the command line names every peer) and
+   * {@code troupe.replication.secret-file}; the storage's origin id follows the name.
+   */
+  Config withDataCentres(Config config) {
+    if (dataCentre != null) {
+      config = config.withValue("troupe.dc.name", ConfigValueFactory.fromAnyRef(dataCentre));
+    }
+    if (!peers.isEmpty()) {
+      List<Map<String, String>> listed = new ArrayList<>();
+      for (String peer : peers) {
+        int equals = peer.indexOf('=');
+        if (equals <= 0) {
+          throw new IllegalArgumentException(
+              "--peer: expected NAME=URL (e.g. --peer paris=http://10.0.0.2:8080), was '" + peer
+                  + "'");
+        }
+        listed.add(Map.of("name", peer.substring(0, equals), "url", peer.substring(equals + 1)));
+      }
+      config = config.withValue("troupe.dc.peers", ConfigValueFactory.fromIterable(listed));
+    }
+    if (replicationSecretFile != null) {
+      config = config.withValue("troupe.replication.secret-file",
+          ConfigValueFactory.fromAnyRef(replicationSecretFile.getPath()));
+    }
+    return config;
+  }
+
   /** {@code troupe.server.on-storage-failure}: {@code exit} or {@code stay-up}. */
   static boolean exitOnStorageFailure(Config config) {
     String policy = config.getString("troupe.server.on-storage-failure");
@@ -166,6 +226,7 @@ public final class ServeCommand implements Callable<Integer> {
       config = config.withValue("troupe.http.tls.key-path",
           ConfigValueFactory.fromAnyRef(tlsKey.getPath()));
     }
+    config = withDataCentres(config);
     return config
         .withValue("troupe.data-directory", ConfigValueFactory.fromAnyRef(data.toString()))
         .withValue("troupe.http.port", ConfigValueFactory.fromAnyRef(port))
