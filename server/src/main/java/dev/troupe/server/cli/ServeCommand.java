@@ -91,11 +91,6 @@ public final class ServeCommand implements Callable<Integer> {
       System.err.println("troupe: invalid settings: " + e.getMessage());
       return EXIT_CONFIGURATION;
     }
-    if (replication.named()) {
-      // Every local commit is stamped with this DC's id as its origin.
-      config = config.withValue("troupe.data-centre-id",
-          ConfigValueFactory.fromAnyRef(replication.dataCentreId()));
-    }
     RuntimeSettings settings = RuntimeSettings.fromConfig(config);
     // Before the store is opened: an API exposed without authentication never starts at all.
     if (http.exposureProblem().isPresent()) {
@@ -171,15 +166,16 @@ public final class ServeCommand implements Callable<Integer> {
 
   /**
    * {@code --dc}, {@code --peer} and {@code --replication-secret-file} onto {@code troupe.dc.name},
-   * {@code troupe.dc.peers} (replacing the configured list: the command line names every peer) and
-   * {@code troupe.replication.secret-file}; the storage's origin id follows the name.
+   * {@code troupe.dc.peers} and {@code troupe.dc.peer-urls} (replacing the configured ones: the
+   * command line names every peer) and {@code troupe.replication.secret-file}.
    */
   Config withDataCentres(Config config) {
     if (dataCentre != null) {
       config = config.withValue("troupe.dc.name", ConfigValueFactory.fromAnyRef(dataCentre));
     }
     if (!peers.isEmpty()) {
-      List<Map<String, String>> listed = new ArrayList<>();
+      List<String> names = new ArrayList<>();
+      Map<String, String> urls = new java.util.LinkedHashMap<>();
       for (String peer : peers) {
         int equals = peer.indexOf('=');
         if (equals <= 0) {
@@ -187,9 +183,12 @@ public final class ServeCommand implements Callable<Integer> {
               "--peer: expected NAME=URL (e.g. --peer paris=http://10.0.0.2:8080), was '" + peer
                   + "'");
         }
-        listed.add(Map.of("name", peer.substring(0, equals), "url", peer.substring(equals + 1)));
+        names.add(peer.substring(0, equals));
+        urls.put(peer.substring(0, equals), peer.substring(equals + 1));
       }
-      config = config.withValue("troupe.dc.peers", ConfigValueFactory.fromIterable(listed));
+      // A map's keys are taken as they are (not as paths), so names with dots stay whole.
+      config = config.withValue("troupe.dc.peers", ConfigValueFactory.fromIterable(names))
+          .withValue("troupe.dc.peer-urls", ConfigValueFactory.fromMap(urls));
     }
     if (replicationSecretFile != null) {
       config = config.withValue("troupe.replication.secret-file",

@@ -1,6 +1,8 @@
 package dev.troupe.server.replication;
 
 import com.typesafe.config.Config;
+import com.typesafe.config.ConfigValue;
+import com.typesafe.config.ConfigValueType;
 import dev.troupe.model.causal.DataCentreIds;
 import java.io.IOException;
 import java.net.URI;
@@ -10,13 +12,15 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 
 /**
  * What the server needs to replicate between data centres over HTTP, parsed and checked once from
- * {@code troupe.dc} and {@code troupe.replication} ({@code serve --dc NAME --peer NAME=URL
+ * {@code troupe.dc} ({@code name}, {@code peers}: the names, and {@code peer-urls}: name to URL)
+ * and {@code troupe.replication} ({@code serve --dc NAME --peer NAME=URL
  * --replication-secret-file FILE} set the same settings). The causal rules themselves (batch sizes,
  * forwarding, the token wait) are the runtime's {@code ReplicationSettings}.
  *
@@ -96,8 +100,8 @@ public record ReplicationServerSettings(
   }
 
   /**
-   * Parses {@code troupe.dc.name}, {@code troupe.dc.peers} (a list of {@code {name, url}}) and
-   * {@code troupe.replication.*}.
+   * Parses {@code troupe.dc.name}, {@code troupe.dc.peers} (names), {@code troupe.dc.peer-urls}
+   * ({@code { NAME = "http://host:port" }}) and {@code troupe.replication.*}.
    *
    * @throws IllegalArgumentException naming the setting, when anything is invalid or unsafe
    */
@@ -129,12 +133,26 @@ public record ReplicationServerSettings(
         positive(replication, "pull-timeout-millis"));
   }
 
+  /**
+   * The peers: {@code troupe.dc.peers} names them (the engine's setting), {@code
+   * troupe.dc.peer-urls} maps each name to its REST server's URL; each peer needs a URL and each URL
+   * a peer.
+   */
   private static List<Peer> peers(Config config, String ownName) {
-    if (!config.hasPath("troupe.dc.peers")) {
-      return List.of();
+    List<String> names = config.hasPath("troupe.dc.peers")
+        ? config.getStringList("troupe.dc.peers") : List.of();
+    Map<String, String> urls = new LinkedHashMap<>();
+    if (config.hasPath("troupe.dc.peer-urls")) {
+      for (Map.Entry<String, ConfigValue> entry
+          : config.getObject("troupe.dc.peer-urls").entrySet()) {
+        if (entry.getValue().valueType() != ConfigValueType.STRING) {
+          throw new IllegalArgumentException("troupe.dc.peer-urls: the URL of '" + entry.getKey()
+              + "' is not a string (quote a name with dots: \"eu.paris\" = \"http://...\")");
+        }
+        urls.put(entry.getKey(), (String) entry.getValue().unwrapped());
+      }
     }
-    List<? extends Config> listed = config.getConfigList("troupe.dc.peers");
-    if (!listed.isEmpty() && ownName.isEmpty()) {
+    if (!names.isEmpty() && ownName.isEmpty()) {
       throw new IllegalArgumentException(
           "troupe.dc.peers (--peer) needs this DC's own name (troupe.dc.name, --dc NAME)");
     }
@@ -143,12 +161,8 @@ public record ReplicationServerSettings(
     if (!ownName.isEmpty()) {
       namesById.put(DataCentreIds.of(ownName), ownName);
     }
-    for (Config entry : listed) {
-      if (!entry.hasPath("name") || !entry.hasPath("url")) {
-        throw new IllegalArgumentException(
-            "troupe.dc.peers: every peer is { name = NAME, url = \"http://host:port\" }");
-      }
-      String name = entry.getString("name").trim();
+    for (String listed : names) {
+      String name = listed.trim();
       if (!DataCentreIds.isValidName(name)) {
         throw new IllegalArgumentException("troupe.dc.peers (--peer): '" + name
             + "' is not a valid data centre name (1-63 letters, digits, '.', '_' or '-')");
@@ -165,7 +179,16 @@ public record ReplicationServerSettings(
             : "troupe.dc.peers (--peer): DC names '" + clash + "' and '" + name
                 + "' have the same id " + id + " (a CRC32C collision): rename one of them");
       }
-      peers.add(new Peer(name, id, url(name, entry.getString("url").trim())));
+      String url = urls.remove(name);
+      if (url == null) {
+        throw new IllegalArgumentException("troupe.dc.peer-urls: peer '" + name
+            + "' has no URL (--peer " + name + "=http://host:port)");
+      }
+      peers.add(new Peer(name, id, url(name, url.trim())));
+    }
+    if (!urls.isEmpty()) {
+      throw new IllegalArgumentException("troupe.dc.peer-urls: " + urls.keySet()
+          + " not in troupe.dc.peers; list every peer in both");
     }
     return peers;
   }

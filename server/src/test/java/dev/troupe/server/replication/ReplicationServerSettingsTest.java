@@ -43,8 +43,8 @@ class ReplicationServerSettingsTest {
   void threeDataCentres() {
     ReplicationServerSettings settings = parse("""
         troupe.dc.name = lisbon
-        troupe.dc.peers = [ { name = paris, url = "http://127.0.0.1:8081" },
-                            { name = oslo, url = "https://oslo.example:443/" } ]
+        troupe.dc.peers = [paris, oslo]
+        troupe.dc.peer-urls { paris = "http://127.0.0.1:8081", oslo = "https://oslo.example:443/" }
         troupe.replication.secret = "%s"
         """.formatted(SECRET));
     assertEquals(DataCentreIds.of("lisbon"), settings.dataCentreId());
@@ -65,7 +65,8 @@ class ReplicationServerSettingsTest {
     Files.writeString(file, SECRET + "\n");
     ReplicationServerSettings settings = parse("""
         troupe.dc.name = a
-        troupe.dc.peers = [ { name = b, url = "http://127.0.0.1:8081" } ]
+        troupe.dc.peers = [b]
+        troupe.dc.peer-urls.b = "http://127.0.0.1:8081"
         troupe.replication.secret-file = "%s"
         """.formatted(file));
     assertEquals(Optional.of(SECRET), settings.secret());
@@ -73,26 +74,41 @@ class ReplicationServerSettingsTest {
         .contains("cannot read"));
   }
 
+  /** {@code troupe.dc.peers} and {@code peer-urls} for {@code name=url} pairs. */
+  private static String peers(String... pairs) {
+    StringBuilder names = new StringBuilder("troupe.dc.peers = [");
+    StringBuilder urls = new StringBuilder("troupe.dc.peer-urls {");
+    for (String pair : pairs) {
+      String[] parts = pair.split("=", 2);
+      names.append('"').append(parts[0]).append("\", ");
+      if (parts.length == 2) {
+        urls.append('"').append(parts[0]).append("\" = \"").append(parts[1]).append("\"\n");
+      }
+    }
+    return names.append("]\n").append(urls).append("}\n").toString();
+  }
+
   @Test
   void refusals() {
     assertTrue(refusal("troupe.dc.name = \"-bad\"").contains("not a valid data centre name"));
-    assertTrue(refusal("troupe.dc.peers = [ { name = b, url = \"http://h:1\" } ]\n"
-        + "troupe.replication.secret = \"" + SECRET + "\"").contains("needs this DC's own name"));
-    String peers = "troupe.dc.name = a\ntroupe.replication.secret = \"" + SECRET + "\"\n";
-    assertTrue(refusal(peers + "troupe.dc.peers = [ { name = a, url = \"http://h:1\" } ]")
-        .contains("own name"));
-    assertTrue(refusal(peers + "troupe.dc.peers = [ { name = b, url = \"http://h:1\" },"
-        + " { name = b, url = \"http://h:2\" } ]").contains("listed twice"));
-    assertTrue(refusal(peers + "troupe.dc.peers = [ { name = \"b c\", url = \"http://h:1\" } ]")
-        .contains("not a valid"));
+    String named = "troupe.dc.name = a\ntroupe.replication.secret = \"" + SECRET + "\"\n";
+    assertTrue(refusal("troupe.replication.secret = \"" + SECRET + "\"\n" + peers("b=http://h:1"))
+        .contains("needs this DC's own name"));
+    assertTrue(refusal(named + peers("a=http://h:1")).contains("own name"));
+    assertTrue(refusal(named + peers("b=http://h:1", "b=http://h:2")).contains("listed twice"));
+    assertTrue(refusal(named + peers("b c=http://h:1")).contains("not a valid"));
     for (String url : new String[] {"h:1", "ftp://h:1", "http://h", "http://h:1/v1",
         "http://u@h:1", "http://h:1?x=1", "http://h:1#f", "not a url"}) {
-      assertTrue(refusal(peers + "troupe.dc.peers = [ { name = b, url = \"" + url + "\" } ]")
-          .contains("expected the base URL"), url);
+      assertTrue(refusal(named + peers("b=" + url)).contains("expected the base URL"), url);
     }
-    assertTrue(refusal(peers + "troupe.dc.peers = [ { name = b } ]").contains("every peer is"));
-    assertTrue(refusal("troupe.dc.name = a\ntroupe.dc.peers = [ { name = b, url = \"http://h:1\""
-        + " } ]").contains("no replication secret"));
+    assertTrue(refusal(named + peers("b")).contains("has no URL"));
+    assertTrue(refusal(named + "troupe.dc.peer-urls.b = \"http://h:1\"")
+        .contains("not in troupe.dc.peers"));
+    assertTrue(refusal(named + "troupe.dc.peers = [eu.b]\ntroupe.dc.peer-urls.eu.b = \"http://h:1\"")
+        .contains("quote a name with dots"));
+    assertEquals(1, parse(named + peers("eu.b=http://h:1")).peers().size());
+    assertTrue(refusal("troupe.dc.name = a\n" + peers("b=http://h:1"))
+        .contains("no replication secret"));
     assertTrue(refusal("troupe.replication.secret = short").contains("at least 16"));
     assertTrue(refusal("troupe.replication.secret = \"" + SECRET + "\"\n"
         + "troupe.replication.secret-file = x").contains("not both"));
@@ -101,7 +117,7 @@ class ReplicationServerSettingsTest {
     assertTrue(refusal("troupe.replication.pull-interval-millis = 0").contains("positive"));
     // Tests may replicate without a secret, deliberately.
     assertEquals(1, parse("troupe.dc.name = a\ntroupe.replication.allow-unauthenticated = true\n"
-        + "troupe.dc.peers = [ { name = b, url = \"http://h:1\" } ]").peers().size());
+        + peers("b=http://h:1")).peers().size());
   }
 
   @Test
@@ -109,8 +125,7 @@ class ReplicationServerSettingsTest {
     // Two distinct names with one CRC32C id: found by search over short names.
     String[] pair = collision();
     String refusal = refusal("troupe.dc.name = zz-own\ntroupe.replication.secret = \"" + SECRET
-        + "\"\ntroupe.dc.peers = [ { name = \"" + pair[0] + "\", url = \"http://h:1\" },"
-        + " { name = \"" + pair[1] + "\", url = \"http://h:2\" } ]");
+        + "\"\n" + peers(pair[0] + "=http://h:1", pair[1] + "=http://h:2"));
     assertTrue(refusal.contains("the same id"), refusal);
   }
 
