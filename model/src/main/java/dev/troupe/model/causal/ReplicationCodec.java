@@ -1,0 +1,276 @@
+package dev.troupe.model.causal;
+
+import dev.troupe.model.EntityId;
+import dev.troupe.model.Operation;
+import dev.troupe.model.codec.BinaryReader;
+import dev.troupe.model.codec.BinaryWriter;
+import dev.troupe.model.codec.ValueEncoding;
+import dev.troupe.model.causal.CorruptReplicationDataException.Damage;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.TreeMap;
+
+/**
+ * The binary form of replication log entries (what the store keeps in its {@code replication}
+ * column family) and of {@link ReplicationBatch}es (what a pull answers between DCs). Shares the
+ * model's field encodings ({@link ValueEncoding}: operations and entity ids) with the journal and
+ * the messages between cores; no Java serialization.
+ *
+ * <p><b>Frame.</b> {@code type id (1 byte), version (1 byte), length (4 bytes, big-endian: the
+ * bytes of the fields), the fields, CRC32C (4 bytes, big-endian) of everything before it}. Type
+ * ids: 1 a {@link ReplicationEntry.Part}, 2 a {@link ReplicationEntry.Decision}, 3 a batch.
+ * Decoding checks the length, then the checksum, then the type id and version before it reads a
+ * field, so a frame flipped in any one byte, cut short or extended is refused with a {@link
+ * CorruptReplicationDataException}, never decoded into a different entry.
+ *
+ * <p><b>Fields.</b> An entry: origin DC (varint), timestamp (8 bytes), transaction id (8 bytes),
+ * index (varint), then a part's entity and operations (varint count, each {@link
+ * ValueEncoding#writeOperation}) or a decision's participants (varint count, each an entity id),
+ * then its dependency vector. A dependency vector: varint count, then per entry in increasing DC
+ * order (varint DC id, varint timestamp); a decoder refuses any other order or a 0 timestamp, so
+ * equal vectors have equal bytes. A batch: origin DC (varint), up-to timestamp (8 bytes), varint
+ * count, then per entry its type id (1 byte) and its fields (one checksum covers the batch). A
+ * batch whose entry is of another origin or above the up-to timestamp is refused as malformed.
+ *
+ * <p><b>Versions.</b> Each type has its own version ({@link #VERSIONS}); a change of fields takes a
+ * new version and a reader for the old one (stored logs and mixed-version DCs read these bytes).
+ * The fixed byte vectors of {@code ReplicationCodecTest} fail on any change that forgets this.
+ *
+ * <p>Thread-safe (stateless).
+ */
+public final class ReplicationCodec {
+  static final byte PART = 1;
+  static final byte DECISION = 2;
+  static final byte BATCH = 3;
+
+  /** The version this build writes (and the newest it reads) of each type id, by index. */
+  static final byte[] VERSIONS = {0, 1, 1, 1};
+
+  private static final int HEADER_BYTES = 6;
+  private static final int CHECKSUM_BYTES = 4;
+
+  private ReplicationCodec() {}
+
+  // ---------------------------------------------------------------- entries
+
+  public static byte[] encodeEntry(ReplicationEntry entry) {
+    BinaryWriter out = begin(entryType(entry), 64);
+    writeEntryFields(out, entry);
+    return finish(out);
+  }
+
+  /**
+   * @throws CorruptReplicationDataException for anything that is not an entry this build reads
+   */
+  public static ReplicationEntry decodeEntry(byte[] bytes) {
+    byte typeId = checkFrame(bytes);
+    if (typeId != PART && typeId != DECISION) {
+      throw new CorruptReplicationDataException(Damage.UNKNOWN_TYPE,
+          "replication type id " + typeId + " where an entry was expected");
+    }
+    BinaryReader in = reader(bytes, typeId);
+    try {
+      ReplicationEntry entry = readEntryFields(in, typeId);
+      in.end();
+      return entry;
+    } catch (CorruptReplicationDataException e) {
+      throw e;
+    } catch (RuntimeException e) {
+      throw in.corrupt("malformed content: " + e.getMessage(), e);
+    }
+  }
+
+  // ---------------------------------------------------------------- batches
+
+  public static byte[] encodeBatch(ReplicationBatch batch) {
+    BinaryWriter out = begin(BATCH, 64 + 64 * batch.entries().size());
+    out.varInt(batch.originDc());
+    out.fixedLong(batch.upToTimestamp());
+    out.varInt(batch.entries().size());
+    for (ReplicationEntry entry : batch.entries()) {
+      out.type(entryType(entry));
+      writeEntryFields(out, entry);
+    }
+    return finish(out);
+  }
+
+  /**
+   * @throws CorruptReplicationDataException for anything that is not a batch this build reads, or
+   *     a batch that breaks its contract (an entry of another origin or above its up-to timestamp)
+   */
+  public static ReplicationBatch decodeBatch(byte[] bytes) {
+    byte typeId = checkFrame(bytes);
+    if (typeId != BATCH) {
+      throw new CorruptReplicationDataException(Damage.UNKNOWN_TYPE,
+          "replication type id " + typeId + " where a batch was expected");
+    }
+    BinaryReader in = reader(bytes, typeId);
+    try {
+      int originDc = in.varInt();
+      long upToTimestamp = in.fixedLong();
+      int count = in.count();
+      List<ReplicationEntry> entries = new ArrayList<>(count);
+      for (int i = 0; i < count; i++) {
+        byte entryType = in.type();
+        if (entryType != PART && entryType != DECISION) {
+          throw in.corrupt("unknown entry type " + entryType + " in a batch", null);
+        }
+        ReplicationEntry entry = readEntryFields(in, entryType);
+        if (entry.originDc() != originDc || entry.timestamp() > upToTimestamp) {
+          throw in.corrupt("entry of DC " + entry.originDc() + " at " + entry.timestamp()
+              + " in a batch of DC " + originDc + " up to " + upToTimestamp, null);
+        }
+        entries.add(entry);
+      }
+      in.end();
+      return new ReplicationBatch(originDc, entries, upToTimestamp);
+    } catch (CorruptReplicationDataException e) {
+      throw e;
+    } catch (RuntimeException e) {
+      throw in.corrupt("malformed content: " + e.getMessage(), e);
+    }
+  }
+
+  // ---------------------------------------------------------------- dependency vectors
+
+  /** Appends {@code vector}: varint count, then (varint DC id, varint timestamp) by DC id. */
+  public static void writeDependencies(BinaryWriter out, DependencyVector vector) {
+    out.varInt(vector.entries().size());
+    vector.entries().forEach((dc, timestamp) -> {
+      out.varInt(dc);
+      out.varLong(timestamp);
+    });
+  }
+
+  /** Reads what {@link #writeDependencies} wrote; refuses a non-canonical form. */
+  public static DependencyVector readDependencies(BinaryReader in) {
+    int count = in.count();
+    TreeMap<Integer, Long> entries = new TreeMap<>();
+    long previous = -1;
+    for (int i = 0; i < count; i++) {
+      int dc = in.varInt();
+      long timestamp = in.varLong();
+      if ((dc & 0xFFFFFFFFL) <= previous) {
+        throw in.corrupt("dependency vector entries out of order at DC " + dc, null);
+      }
+      if (timestamp == 0) {
+        throw in.corrupt("dependency vector entry of DC " + dc + " is 0", null);
+      }
+      previous = dc & 0xFFFFFFFFL;
+      entries.put(dc, timestamp);
+    }
+    return new DependencyVector(entries);
+  }
+
+  // ---------------------------------------------------------------- fields
+
+  static byte entryType(ReplicationEntry entry) {
+    return switch (entry) {
+      case ReplicationEntry.Part ignored -> PART;
+      case ReplicationEntry.Decision ignored -> DECISION;
+    };
+  }
+
+  private static void writeEntryFields(BinaryWriter out, ReplicationEntry entry) {
+    out.varInt(entry.originDc());
+    out.fixedLong(entry.timestamp());
+    out.fixedLong(entry.transactionId());
+    out.varInt(entry.index());
+    switch (entry) {
+      case ReplicationEntry.Part part -> {
+        ValueEncoding.writeEntity(out, part.entity());
+        out.varInt(part.operations().size());
+        for (Operation operation : part.operations()) {
+          ValueEncoding.writeOperation(out, operation);
+        }
+      }
+      case ReplicationEntry.Decision decision -> {
+        out.varInt(decision.participants().size());
+        for (EntityId participant : decision.participants()) {
+          ValueEncoding.writeEntity(out, participant);
+        }
+      }
+    }
+    writeDependencies(out, entry.dependencies());
+  }
+
+  private static ReplicationEntry readEntryFields(BinaryReader in, byte typeId) {
+    int originDc = in.varInt();
+    long timestamp = in.fixedLong();
+    long transactionId = in.fixedLong();
+    int index = in.varInt();
+    if (typeId == PART) {
+      EntityId entity = ValueEncoding.readEntity(in);
+      int count = in.count();
+      List<Operation> operations = new ArrayList<>(count);
+      for (int i = 0; i < count; i++) {
+        operations.add(ValueEncoding.readOperation(in));
+      }
+      DependencyVector dependencies = readDependencies(in);
+      return new ReplicationEntry.Part(originDc, timestamp, transactionId, index, entity,
+          operations, dependencies);
+    }
+    int count = in.count();
+    List<EntityId> participants = new ArrayList<>(count);
+    for (int i = 0; i < count; i++) {
+      participants.add(ValueEncoding.readEntity(in));
+    }
+    DependencyVector dependencies = readDependencies(in);
+    return new ReplicationEntry.Decision(originDc, timestamp, transactionId, index, participants,
+        dependencies);
+  }
+
+  // ---------------------------------------------------------------- framing
+
+  private static BinaryWriter begin(byte typeId, int capacity) {
+    BinaryWriter out = new BinaryWriter(capacity);
+    out.type(typeId);
+    out.type(VERSIONS[typeId]);
+    out.fixedInt(0); // the length, set by finish
+    return out;
+  }
+
+  private static byte[] finish(BinaryWriter out) {
+    out.fixedIntAt(2, out.length() - HEADER_BYTES);
+    out.appendChecksum();
+    return out.toByteArray();
+  }
+
+  /** Checks length, checksum, type id and version; answers the type id. */
+  private static byte checkFrame(byte[] bytes) {
+    if (bytes == null || bytes.length < HEADER_BYTES + CHECKSUM_BYTES) {
+      throw new CorruptReplicationDataException(Damage.TOO_SHORT, "replication frame too short ("
+          + (bytes == null ? "null" : bytes.length + " bytes") + ")");
+    }
+    int limit = bytes.length - CHECKSUM_BYTES;
+    long declared = BinaryReader.intAt(bytes, 2) & 0xFFFFFFFFL;
+    if (declared != limit - HEADER_BYTES) {
+      throw new CorruptReplicationDataException(Damage.LENGTH_MISMATCH, "replication frame declares "
+          + declared + " bytes of fields but carries " + (limit - HEADER_BYTES));
+    }
+    int stored = BinaryReader.intAt(bytes, limit);
+    int computed = BinaryReader.checksum(bytes, limit);
+    if (stored != computed) {
+      throw new CorruptReplicationDataException(Damage.CHECKSUM_MISMATCH,
+          "replication frame checksum mismatch (stored " + Integer.toHexString(stored)
+              + ", computed " + Integer.toHexString(computed) + ")");
+    }
+    byte typeId = bytes[0];
+    if (typeId < 1 || typeId >= VERSIONS.length) {
+      throw new CorruptReplicationDataException(Damage.UNKNOWN_TYPE, "unknown replication type id "
+          + typeId + " (this build knows 1.." + (VERSIONS.length - 1) + "; written by a newer node?)");
+    }
+    byte version = bytes[1];
+    if (version < 1 || version > VERSIONS[typeId]) {
+      throw new CorruptReplicationDataException(Damage.NEWER_VERSION, "replication type " + typeId
+          + " version " + version + ": this build reads up to version " + VERSIONS[typeId]);
+    }
+    return typeId;
+  }
+
+  private static BinaryReader reader(byte[] bytes, byte typeId) {
+    return new BinaryReader(bytes, HEADER_BYTES, bytes.length - CHECKSUM_BYTES,
+        (position, message, cause) -> new CorruptReplicationDataException(Damage.MALFORMED,
+            "replication type " + typeId + " at byte " + position + ": " + message, cause));
+  }
+}
