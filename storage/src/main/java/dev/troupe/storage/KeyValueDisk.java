@@ -45,7 +45,13 @@ public interface KeyValueDisk extends AutoCloseable {
     /** Per partition: completed rounds, history horizon; the partition count; the clock ceiling. */
     META,
     /** Two-phase commit state: prepared parts and commit decisions. */
-    TRANSACTIONS
+    TRANSACTIONS,
+    /**
+     * The replication log: (origin DC, timestamp, transaction id, index) → {@link
+     * dev.troupe.model.causal.ReplicationEntry} ({@link ReplicationLog}). Added with issue 17: a
+     * database created before it gets it, empty, when opened for serving.
+     */
+    REPLICATION
   }
 
   /** A new, empty write batch; close it once written or abandoned. */

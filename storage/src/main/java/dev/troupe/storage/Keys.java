@@ -21,6 +21,8 @@ import java.util.Arrays;
  *   <li>transactions: {@code 'P', partition u16, transactionId u64, entityPrefix} for a prepared
  *       transaction's part, {@code 'D', transactionId u64} for a commit decision, {@code 'I',
  *       qualifiedKey UTF-8} for an idempotency record ({@link IdempotencyRecord})
+ *   <li>replication: {@code originDc u32, timestamp u64, transactionId u64, index u32} (every
+ *       field non-negative, so byte order is (origin, timestamp, transaction, index) order)
  * </ul>
  *
  * <p>The entity prefix starts with the length, so no entity's prefix is a prefix of another's.
@@ -37,6 +39,11 @@ final class Keys {
    * whose timestamp is the ceiling), so that a restart never issues one again.
    */
   static final byte[] META_CLOCK_CEILING = {'C'};
+
+  /** meta: {@code 'V', originDc u32}: the received entry of an origin (replication log). */
+  static final byte META_RECEIVED = 'V';
+  /** meta: {@code 'A', dc u32}: an entry of the recorded applied vector (replication log). */
+  static final byte META_APPLIED = 'A';
 
   private static final byte META_LAST_ROUND = 'R';
   private static final byte META_HORIZON = 'H';
@@ -70,6 +77,43 @@ final class Keys {
     key[0] = DECIDED_TAG;
     putLong(key, 1, transactionId);
     return key;
+  }
+
+  static byte[] replication(int originDc, long timestamp, long transactionId, int index) {
+    byte[] key = new byte[24];
+    putInt(key, 0, originDc);
+    putLong(key, 4, timestamp);
+    putLong(key, 12, transactionId);
+    putInt(key, 20, index);
+    return key;
+  }
+
+  static int replicationOrigin(byte[] key) {
+    return getInt(key, 0);
+  }
+
+  static long replicationTimestamp(byte[] key) {
+    return getLong(key, 4);
+  }
+
+  /** meta key {@code tag, dc u32} (received or applied vector entry). */
+  static byte[] metaVectorEntry(byte tag, int dataCentre) {
+    byte[] key = new byte[5];
+    key[0] = tag;
+    putInt(key, 1, dataCentre);
+    return key;
+  }
+
+  static void putInt(byte[] target, int offset, int value) {
+    target[offset] = (byte) (value >>> 24);
+    target[offset + 1] = (byte) (value >>> 16);
+    target[offset + 2] = (byte) (value >>> 8);
+    target[offset + 3] = (byte) value;
+  }
+
+  static int getInt(byte[] source, int offset) {
+    return ((source[offset] & 0xFF) << 24) | ((source[offset + 1] & 0xFF) << 16)
+        | ((source[offset + 2] & 0xFF) << 8) | (source[offset + 3] & 0xFF);
   }
 
   static byte[] journal(int partition, long sequence) {

@@ -74,7 +74,10 @@ final class Partition {
    * decision), which gets no timestamp and no journal position; {@code stateChange} is that state
    * (or, with a record, the prepared record the commit resolves), or null. {@code idempotency}, or
    * null, is written in the same batch (with the record's commit timestamp when there is a record):
-   * an idempotent write and its key become durable together.
+   * an idempotent write and its key become durable together. {@code loggedDecision}, or null, are
+   * the participants of a commit decision of a local transaction: with the replication log on, the
+   * batch also writes its {@code Decision} entry, at a timestamp ticked there ({@link
+   * DiskReplicationLog}).
    */
   record Commit(
       long transactionId,
@@ -82,6 +85,7 @@ final class Partition {
       List<EntityEffect> effects,
       TransactionStateChange stateChange,
       IdempotencyRecord idempotency,
+      List<EntityId> loggedDecision,
       CompletableFuture<Committed> future)
       implements Task {}
 
@@ -399,8 +403,15 @@ final class Partition {
     long[] timestamps = new long[count];
     int originDc = store.settings.dataCentreId();
     boolean written = false;
-    // Set before any timestamp is assigned: the ticks below are all greater than this.
+    // Set before any timestamp is assigned: the ticks below are all greater than this. It is also
+    // what bounds the replication log's local safe timestamp (DiskReplicationLog).
     visibilityFloor = store.clock.current() + 1;
+    DiskReplicationLog log = store.replicationLog;
+    boolean logging = log.writesLocal();
+    // Read once per batch, after the batch's transactions ran: at least the vector any of them
+    // could have seen (the shell raises it before a remote transaction becomes visible).
+    dev.troupe.model.causal.DependencyVector dependencies =
+        logging ? log.applyingVector() : null;
     try (KeyValueDisk.Batch batch = store.disk.newBatch()) {
       long previous = lastTimestamp;
       List<EntityId> due = new ArrayList<>();
@@ -414,6 +425,12 @@ final class Partition {
           batch.delete(KeyValueDisk.Column.TRANSACTIONS, change.key());
         }
         if (commit.encodedRecord() == null) {
+          if (logging && commit.loggedDecision() != null) {
+            // Ticked here, before the decision is durable and so before any participant commits
+            // its part: below every part's commit timestamp.
+            log.putDecision(batch, store.tick(), commit.transactionId(), commit.loggedDecision(),
+                dependencies);
+          }
           if (commit.idempotency() != null) {
             IdempotencyRecord decided = commit.idempotency().decidedAs(commit.transactionId());
             batch.put(KeyValueDisk.Column.TRANSACTIONS, Keys.idempotency(decided.qualifiedKey()),
@@ -441,7 +458,12 @@ final class Partition {
           batch.put(KeyValueDisk.Column.TRANSACTIONS, Keys.idempotency(committed.qualifiedKey()),
               Codec.encodeIdempotency(committed));
         }
-        for (EntityEffect effect : commit.effects()) {
+        List<EntityEffect> recordEffects = commit.effects();
+        for (int place = 0; place < recordEffects.size(); place++) {
+          EntityEffect effect = recordEffects.get(place);
+          if (logging) {
+            log.putPart(batch, timestamp, commit.transactionId(), place, effect, dependencies);
+          }
           batch.put(KeyValueDisk.Column.INDEX,
               Keys.index(effect.prefix(), timestamp, number, sequence), Keys.EMPTY);
           int operations =

@@ -82,8 +82,14 @@ public final class RocksDisk implements KeyValueDisk {
     this.resources = resources;
     this.columns = new ColumnFamilyHandle[Column.values().length];
     for (Column column : Column.values()) {
-      // Handle 0 is the default column family, which the engine does not use.
-      columns[column.ordinal()] = handles.get(column.ordinal() + 1);
+      // Handle 0 is the default column family, which the engine does not use. Matched by name: a
+      // read-only open of a database created before a column family existed lacks it (null).
+      byte[] name = columnFamilyName(column).getBytes(StandardCharsets.UTF_8);
+      for (int i = 1; i < descriptors.size(); i++) {
+        if (java.util.Arrays.equals(descriptors.get(i).getName(), name)) {
+          columns[column.ordinal()] = handles.get(i);
+        }
+      }
     }
     this.syncedWriteOptions = new WriteOptions().setSync(true);
     this.unsyncedWriteOptions = new WriteOptions().setSync(false);
@@ -172,6 +178,15 @@ public final class RocksDisk implements KeyValueDisk {
             columnFamilyName(column).getBytes(StandardCharsets.UTF_8),
             column == Column.JOURNAL ? journalOptions : plainOptions));
       }
+      if (readOnly) {
+        // Opening read-only cannot create a column family that a database written by an older
+        // version lacks (the replication log's): inspect it without, as empty.
+        try (org.rocksdb.Options listOptions = new org.rocksdb.Options()) {
+          List<byte[]> existing = RocksDB.listColumnFamilies(listOptions, directory.toString());
+          descriptors.removeIf(descriptor -> existing.stream()
+              .noneMatch(name -> java.util.Arrays.equals(name, descriptor.getName())));
+        }
+      }
       RocksDB database = readOnly
           ? RocksDB.openReadOnly(databaseOptions, directory.toString(), descriptors, handles)
           : RocksDB.open(databaseOptions, directory.toString(), descriptors, handles);
@@ -201,6 +216,7 @@ public final class RocksDisk implements KeyValueDisk {
       case CHECKPOINTS -> "checkpoints";
       case META -> "meta";
       case TRANSACTIONS -> "transactions";
+      case REPLICATION -> "replication";
     };
   }
 
@@ -281,7 +297,7 @@ public final class RocksDisk implements KeyValueDisk {
 
   /** The handles of the engine's column families, for tests and tools that flush or verify. */
   List<ColumnFamilyHandle> columnHandles() {
-    return List.of(columns);
+    return java.util.Arrays.stream(columns).filter(java.util.Objects::nonNull).toList();
   }
 
   /** The database itself, for tests that read RocksDB's own counters. */
@@ -305,6 +321,9 @@ public final class RocksDisk implements KeyValueDisk {
 
   @Override
   public byte[] get(Column column, byte[] key) throws DiskException {
+    if (columns[column.ordinal()] == null) {
+      return null; // absent from a database inspected read-only (see the constructor)
+    }
     try {
       return database.get(columns[column.ordinal()], latestReadOptions, key);
     } catch (RocksDBException e) {
@@ -315,6 +334,9 @@ public final class RocksDisk implements KeyValueDisk {
   @Override
   public List<byte[]> multiGet(Column column, List<byte[]> keys, Snapshot snapshot)
       throws DiskException {
+    if (columns[column.ordinal()] == null) {
+      return new ArrayList<>(Collections.nCopies(keys.size(), (byte[]) null));
+    }
     ReadOptions options = snapshot == null ? latestReadOptions : ((RocksSnapshot) snapshot).options;
     try {
       List<byte[]> values = database.multiGetAsList(
@@ -356,6 +378,9 @@ public final class RocksDisk implements KeyValueDisk {
   @Override
   public Cursor cursor(Column column, Snapshot snapshot, byte[] lowerBound, byte[] upperBound) {
     ColumnFamilyHandle handle = columns[column.ordinal()];
+    if (handle == null) {
+      return new EmptyCursor(); // absent from a database inspected read-only
+    }
     if (lowerBound == null && upperBound == null) {
       RocksIterator iterator = snapshot == null
           ? database.newIterator(handle)
@@ -464,6 +489,39 @@ public final class RocksDisk implements KeyValueDisk {
       options.close();
       database.releaseSnapshot(snapshot);
     }
+  }
+
+  /** The cursor of a column family a read-only database lacks: always at the end. */
+  private static final class EmptyCursor implements Cursor {
+    @Override
+    public void seekToFirst() {}
+
+    @Override
+    public void seek(byte[] target) {}
+
+    @Override
+    public void seekForPrev(byte[] target) {}
+
+    @Override
+    public void next() {}
+
+    @Override
+    public boolean isValid() {
+      return false;
+    }
+
+    @Override
+    public byte[] key() {
+      throw new IllegalStateException("an empty cursor has no key");
+    }
+
+    @Override
+    public byte[] value() {
+      throw new IllegalStateException("an empty cursor has no value");
+    }
+
+    @Override
+    public void close() {}
   }
 
   /**

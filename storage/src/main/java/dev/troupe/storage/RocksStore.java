@@ -43,9 +43,11 @@ import java.util.function.LongSupplier;
  *
  * <p><b>Layout.</b> One RocksDB database, column families {@code journal} (partition, sequence →
  * {@link TransactionRecord}), {@code index} (entity, commit timestamp, partition, sequence → empty),
- * {@code checkpoints} (entity, version → {@link EntityState}) and {@code meta} (per partition: last
+ * {@code checkpoints} (entity, version → {@link EntityState}), {@code meta} (per partition: last
  * completed checkpoint round, history horizon, completed rounds above it; the partition count; the
- * clock ceiling). Key
+ * clock ceiling; the replication log's received and applied vectors), {@code transactions}
+ * (two-phase commit state, idempotency records) and {@code replication} (the replication log,
+ * {@link DiskReplicationLog}). Key
  * layouts in {@link Keys}, value formats in {@link Codec}. The engine reaches the database only
  * through {@link KeyValueDisk} (RocksDB's batches, snapshots, bounded iterators and write-ahead-log
  * contract): {@link RocksDisk} in production, {@link MemoryDisk} (simulated power loss) in the
@@ -215,6 +217,8 @@ public final class RocksStore implements Store {
     }
   }
   private final Partition[] partitions;
+  /** The replication log; its local entries are written by the partitions' group commits. */
+  final DiskReplicationLog replicationLog;
   /** Entity → partition (and node): this node's placement, the partitions' count from settings. */
   private final EntityLocator locator;
   /** Guards {@link #pins} and the choice and publication of history horizons. */
@@ -257,6 +261,7 @@ public final class RocksStore implements Store {
     for (int i = 0; i < partitions.length; i++) {
       partitions[i] = new Partition(this, i, execution == Execution.THREADS);
     }
+    this.replicationLog = new DiskReplicationLog(this);
   }
 
   /**
@@ -403,6 +408,7 @@ public final class RocksStore implements Store {
     TransactionState state = readTransactionState();
     state.prepared().forEach(part -> clock.advancePast(part.transactionId()));
     state.decided().forEach(decision -> clock.advancePast(decision.transactionId()));
+    replicationLog.recover();
     // Kept for resolveInDoubtTransactions, which runs next, so the column is read once.
     recoveredTransactionState = state;
     // And past everything the last incarnation may have issued without recording it (ids of
@@ -746,7 +752,7 @@ public final class RocksStore implements Store {
     try {
       return enqueue(partition,
           new Partition.Commit(transactionId, encoded, effects, stateChange,
-              stateChange == null ? idempotentCommits.get(transactionId) : null,
+              stateChange == null ? idempotentCommits.get(transactionId) : null, null,
               new CompletableFuture<>()),
           bypassQueueLimit);
     } finally {
@@ -786,11 +792,22 @@ public final class RocksStore implements Store {
   private CompletableFuture<Void> writeTransactionState(
       int number, long transactionId, Partition.TransactionStateChange change,
       IdempotencyRecord idempotency, boolean bypassQueueLimit) {
+    return writeTransactionState(number, transactionId, change, idempotency, null,
+        bypassQueueLimit);
+  }
+
+  /**
+   * Like the above; {@code loggedDecision}, or null, are the participants of a local transaction's
+   * decision, whose replication log entry is written in the same batch.
+   */
+  private CompletableFuture<Void> writeTransactionState(
+      int number, long transactionId, Partition.TransactionStateChange change,
+      IdempotencyRecord idempotency, List<EntityId> loggedDecision, boolean bypassQueueLimit) {
     closeLock.readLock().lock();
     try {
       return enqueue(partitions[number],
           new Partition.Commit(transactionId, null, List.of(), change, idempotency,
-              new CompletableFuture<>()),
+              loggedDecision, new CompletableFuture<>()),
           bypassQueueLimit).thenApply(committed -> null);
     } finally {
       closeLock.readLock().unlock();
@@ -836,7 +853,8 @@ public final class RocksStore implements Store {
     Invariants.check(!decision.participants().isEmpty(), "a decision without participants");
     return writeTransactionState(decisionPartition(decision), decision.transactionId(),
         new Partition.TransactionStateChange(Keys.decided(decision.transactionId()),
-            Codec.encodeDecided(decision)), decision.idempotency(), false);
+            Codec.encodeDecided(decision)), decision.idempotency(),
+        decision.replicaApplication() ? null : decision.participants(), false);
   }
 
   @Override
@@ -1172,6 +1190,29 @@ public final class RocksStore implements Store {
   @Override
   public long currentTimestamp() {
     return clock.current();
+  }
+
+  @Override
+  public ReplicationLog replicationLog() {
+    return replicationLog;
+  }
+
+  /** The lowest partition visibility floor ({@code Long.MAX_VALUE}: no batch in flight). */
+  long lowestVisibilityFloor() {
+    long lowest = Long.MAX_VALUE;
+    for (Partition partition : partitions) {
+      lowest = Math.min(lowest, partition.visibilityFloor);
+    }
+    return lowest;
+  }
+
+  /** Enters an API call that uses the disk (unavailable once closed); {@link #exitOpen} after. */
+  void enterOpen() {
+    enter();
+  }
+
+  void exitOpen() {
+    closeLock.readLock().unlock();
   }
 
   @Override

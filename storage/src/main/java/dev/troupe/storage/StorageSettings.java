@@ -35,6 +35,10 @@ import java.nio.file.Path;
  *     RocksStore#open(StorageSettings, java.util.function.LongSupplier)}) puts it in the low bits of
  *     every timestamp it issues, so transaction ids are unique across nodes ({@link
  *     dev.troupe.model.time.TransactionIds})
+ * @param replicationLog whether local commits also write the replication log ({@link
+ *     ReplicationLog}): one entry per entity written, in the commit's own write batch. Has an effect
+ *     only with a {@code dataCentreId} other than 0; off by default (the runtime turns it on when
+ *     the node has a DC name)
  */
 public record StorageSettings(
     Path directory,
@@ -51,14 +55,27 @@ public record StorageSettings(
     int dataCentreId,
     long clockCeilingMillis,
     int checkpointBytesPerOperation,
-    int nodeId) {
+    int nodeId,
+    boolean replicationLog) {
   /** The default clock ceiling distance, as in reference.conf. */
   public static final long DEFAULT_CLOCK_CEILING_MILLIS = 1_000;
 
   /** The default bytes of object per operation between checkpoints, as in reference.conf. */
   public static final int DEFAULT_CHECKPOINT_BYTES_PER_OPERATION = 256;
 
-  /** All but the node id, which is 0 (a single node). */
+  /** All but the replication log, which is off. */
+  public StorageSettings(Path directory, int partitions, Durability durability,
+      int groupCommitMaxRecords, int groupCommitQueueLimit, long asyncFlushIntervalMillis,
+      long cacheMaxWeightBytes, int checkpointEveryOperations, long checkpointIntervalMillis,
+      long checkpointJournalRecords, long historyRetentionMillis, int dataCentreId,
+      long clockCeilingMillis, int checkpointBytesPerOperation, int nodeId) {
+    this(directory, partitions, durability, groupCommitMaxRecords, groupCommitQueueLimit,
+        asyncFlushIntervalMillis, cacheMaxWeightBytes, checkpointEveryOperations,
+        checkpointIntervalMillis, checkpointJournalRecords, historyRetentionMillis, dataCentreId,
+        clockCeilingMillis, checkpointBytesPerOperation, nodeId, false);
+  }
+
+  /** All but the node id, which is 0 (a single node), and the replication log, which is off. */
   public StorageSettings(Path directory, int partitions, Durability durability,
       int groupCommitMaxRecords, int groupCommitQueueLimit, long asyncFlushIntervalMillis,
       long cacheMaxWeightBytes, int checkpointEveryOperations, long checkpointIntervalMillis,
@@ -105,28 +122,28 @@ public record StorageSettings(
         groupCommitQueueLimit, asyncFlushIntervalMillis, cacheMaxWeightBytes,
         checkpointEveryOperations, checkpointIntervalMillis, checkpointJournalRecords,
         historyRetentionMillis, dataCentreId, clockCeilingMillis, checkpointBytesPerOperation,
-        nodeId);
+        nodeId, replicationLog);
   }
 
   public StorageSettings withCheckpoints(int everyOperations, long intervalMillis, long journalRecords) {
     return new StorageSettings(directory, partitions, durability, groupCommitMaxRecords,
         groupCommitQueueLimit, asyncFlushIntervalMillis, cacheMaxWeightBytes, everyOperations,
         intervalMillis, journalRecords, historyRetentionMillis, dataCentreId, clockCeilingMillis,
-        checkpointBytesPerOperation, nodeId);
+        checkpointBytesPerOperation, nodeId, replicationLog);
   }
 
   public StorageSettings withHistoryRetentionMillis(long value) {
     return new StorageSettings(directory, partitions, durability, groupCommitMaxRecords,
         groupCommitQueueLimit, asyncFlushIntervalMillis, cacheMaxWeightBytes,
         checkpointEveryOperations, checkpointIntervalMillis, checkpointJournalRecords, value,
-        dataCentreId, clockCeilingMillis, checkpointBytesPerOperation, nodeId);
+        dataCentreId, clockCeilingMillis, checkpointBytesPerOperation, nodeId, replicationLog);
   }
 
   public StorageSettings withCacheMaxWeightBytes(long value) {
     return new StorageSettings(directory, partitions, durability, groupCommitMaxRecords,
         groupCommitQueueLimit, asyncFlushIntervalMillis, value, checkpointEveryOperations,
         checkpointIntervalMillis, checkpointJournalRecords, historyRetentionMillis, dataCentreId,
-        clockCeilingMillis, checkpointBytesPerOperation, nodeId);
+        clockCeilingMillis, checkpointBytesPerOperation, nodeId, replicationLog);
   }
 
   public StorageSettings withNodeId(int value) {
@@ -134,6 +151,29 @@ public record StorageSettings(
         groupCommitQueueLimit, asyncFlushIntervalMillis, cacheMaxWeightBytes,
         checkpointEveryOperations, checkpointIntervalMillis, checkpointJournalRecords,
         historyRetentionMillis, dataCentreId, clockCeilingMillis, checkpointBytesPerOperation,
-        value);
+        value, replicationLog);
+  }
+
+  /** With the replication log on or off (it writes only with a data centre id other than 0). */
+  public StorageSettings withReplicationLog(boolean value) {
+    return new StorageSettings(directory, partitions, durability, groupCommitMaxRecords,
+        groupCommitQueueLimit, asyncFlushIntervalMillis, cacheMaxWeightBytes,
+        checkpointEveryOperations, checkpointIntervalMillis, checkpointJournalRecords,
+        historyRetentionMillis, dataCentreId, clockCeilingMillis, checkpointBytesPerOperation,
+        nodeId, value);
+  }
+
+  /** With another data centre id (0: unnamed, nothing is written to the replication log). */
+  public StorageSettings withDataCentreId(int value) {
+    return new StorageSettings(directory, partitions, durability, groupCommitMaxRecords,
+        groupCommitQueueLimit, asyncFlushIntervalMillis, cacheMaxWeightBytes,
+        checkpointEveryOperations, checkpointIntervalMillis, checkpointJournalRecords,
+        historyRetentionMillis, value, clockCeilingMillis, checkpointBytesPerOperation,
+        nodeId, replicationLog);
+  }
+
+  /** Whether local commits write the replication log: on, and a named data centre. */
+  public boolean writesReplicationLog() {
+    return replicationLog && dataCentreId != 0;
   }
 }

@@ -117,6 +117,12 @@ public interface Store extends DurableStore, AutoCloseable {
   long currentTimestamp();
 
   /**
+   * The replication log: local commits' entries (when the settings turn it on for a named data
+   * centre) and entries received from other data centres.
+   */
+  ReplicationLog replicationLog();
+
+  /**
    * Where entities live (entity → partition → node): this store's partitioning, and this node for
    * every entity it stores.
    */

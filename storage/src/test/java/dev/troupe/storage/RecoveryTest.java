@@ -61,8 +61,9 @@ class RecoveryTest {
     try (DBOptions options = new DBOptions()) {
       List<ColumnFamilyDescriptor> descriptors = new ArrayList<>();
       descriptors.add(new ColumnFamilyDescriptor(RocksDB.DEFAULT_COLUMN_FAMILY));
-      for (String name : List.of("journal", "index", "checkpoints", "meta", "transactions")) {
-        descriptors.add(new ColumnFamilyDescriptor(name.getBytes(StandardCharsets.UTF_8)));
+      for (KeyValueDisk.Column column : KeyValueDisk.Column.values()) {
+        descriptors.add(new ColumnFamilyDescriptor(
+            RocksDisk.columnFamilyName(column).getBytes(StandardCharsets.UTF_8)));
       }
       try (RocksDB raw = RocksDB.open(options, directory.toString(), descriptors, handles)) {
         ColumnFamilyHandle meta = handles.get(4);

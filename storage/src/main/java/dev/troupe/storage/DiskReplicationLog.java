@@ -1,0 +1,386 @@
+package dev.troupe.storage;
+
+import dev.troupe.model.ErrorCode;
+import dev.troupe.model.Invariants;
+import dev.troupe.model.TroupeException;
+import dev.troupe.model.causal.DataCentreIds;
+import dev.troupe.model.causal.DependencyVector;
+import dev.troupe.model.causal.ReplicaApplication;
+import dev.troupe.model.causal.CorruptReplicationDataException;
+import dev.troupe.model.causal.ReplicationBatch;
+import dev.troupe.model.causal.ReplicationCodec;
+import dev.troupe.model.causal.ReplicationEntry;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Supplier;
+
+/**
+ * {@link RocksStore}'s {@link ReplicationLog}: the {@code replication} column of its {@link
+ * KeyValueDisk} (keys in {@link Keys#replication}, values {@code ReplicationCodec} entries), the
+ * received and applied vectors in {@code meta} (one key per DC, {@link Keys#META_RECEIVED}, {@link
+ * Keys#META_APPLIED}, each a {@link JournalPosition} (dc, timestamp) for its type id, version and
+ * checksum).
+ *
+ * <p><b>Writing local entries.</b> The partition writers call {@link #putPart} and {@link
+ * #putDecision} while they build a group commit's batch, so an entry is durable exactly when the
+ * journal record (or the decision) it describes is: a crash keeps both or neither (RocksDB applies
+ * a batch atomically). The applying vector is read once per batch, after the batch's transactions
+ * ran, so every entry's dependencies cover what its transaction could have seen. Nothing of a
+ * replica application is written: its operations start with the {@code $replicated:} marker, and
+ * the coordinator flags its decision ({@link DecidedTransaction#replicaApplication}).
+ *
+ * <p><b>Local safe timestamp.</b> Every timestamp of a local entry is ticked by a partition writer
+ * inside a group commit, after the writer published its visibility floor {@code F =
+ * clock.current() + 1} (so every tick of the batch is at least F) and before it resets the floor to
+ * "none" once the batch is written (synced under SYNC) or failed. {@link #localSafeTimestamp()}
+ * reads the clock's current value C first, then every partition's floor, and answers S = min(C,
+ * min(floors) - 1). Claim: every local entry with timestamp T ≤ S is already in the disk, and
+ * every later entry is above S. Proof: T ≤ S ≤ C, and every later tick exceeds C, so T was ticked
+ * before C was read; its writer had set its floor F ≤ T before ticking T, hence before the reader
+ * read C and then the floor (both volatile, so the reads see that write or a later one). If the
+ * reader saw F, S ≤ F - 1 < T, a contradiction; if it saw "none" or another batch's floor, the
+ * writer (one per partition, one batch at a time) had finished T's batch, so T is in the disk.
+ * Entries written after the call are ticked after C was read: above C ≥ S. S never decreases
+ * between calls: a floor seen by a later call was either set after the earlier call read C (so it
+ * is above C) or already set when the earlier call read it (the earlier call read it after C).
+ * Decisions are ticked inside the same group commits, so the same argument holds for them.
+ *
+ * <p>A failed store's last batch may or may not be durable, so reading the local origin then fails
+ * with {@code unavailable} rather than ship past it. Under {@link Durability#ASYNC}, "in the disk"
+ * means written, not synced: a power loss may lose shipped entries at the origin, as it loses the
+ * commits themselves.
+ *
+ * <p><b>Received entries</b> ({@link #appendReceived}) are written with the origin's received
+ * entry in one synced batch, under {@link #receivedLock} so that received entries only rise; the
+ * in-memory copy is raised after the write, so a reader that reads it and then the column sees
+ * every entry at or below it.
+ *
+ * <p><b>Recovery</b> ({@link #recover}): the received and applied vectors are read from meta and
+ * the entries counted (the log's length is bounded by truncation).
+ */
+final class DiskReplicationLog implements ReplicationLog {
+  private final RocksStore store;
+  private final int localDc;
+  private final boolean writesLocal;
+  private volatile Supplier<DependencyVector> applyingVectorSource = () -> DependencyVector.EMPTY;
+  /** Serializes the writes of the received and applied vectors (each read-modify-write). */
+  private final Object receivedLock = new Object();
+  private final Object appliedLock = new Object();
+  /** Remote origins' received entries, as durable. */
+  private volatile DependencyVector received = DependencyVector.EMPTY;
+  private volatile DependencyVector applied = DependencyVector.EMPTY;
+  /** Per origin, the bound of the last truncation (not durable): received entries below it are
+   * not stored again. */
+  private volatile DependencyVector truncated = DependencyVector.EMPTY;
+  private final AtomicLong entries = new AtomicLong();
+
+  DiskReplicationLog(RocksStore store) {
+    this.store = store;
+    this.localDc = store.settings.dataCentreId();
+    this.writesLocal = store.settings.writesReplicationLog();
+  }
+
+  /** Reads the vectors and counts the entries; at open, before the writers start. */
+  void recover() throws DiskException {
+    received = readVector(Keys.META_RECEIVED);
+    applied = readVector(Keys.META_APPLIED);
+    long count = 0;
+    try (KeyValueDisk.Cursor cursor = store.disk.cursor(KeyValueDisk.Column.REPLICATION)) {
+      for (cursor.seekToFirst(); cursor.isValid(); cursor.next()) {
+        count++;
+      }
+    }
+    entries.set(count);
+  }
+
+  private DependencyVector readVector(byte tag) {
+    java.util.TreeMap<Integer, Long> vector = new java.util.TreeMap<>();
+    byte[] lower = {tag};
+    byte[] upper = {(byte) (tag + 1)};
+    try (KeyValueDisk.Cursor cursor =
+        store.disk.cursor(KeyValueDisk.Column.META, null, lower, upper)) {
+      for (cursor.seek(lower); cursor.isValid(); cursor.next()) {
+        byte[] key = cursor.key();
+        Invariants.check(key.length == 5, "meta key of tag %s with %d bytes", (char) tag,
+            key.length);
+        JournalPosition entry = Codec.decodePosition(cursor.value());
+        Invariants.check(entry.sequence() == Keys.getInt(key, 1),
+            "meta vector entry of dc %d holds dc %d", Keys.getInt(key, 1), entry.sequence());
+        vector.put(Keys.getInt(key, 1), entry.timestamp());
+      }
+    }
+    return new DependencyVector(vector);
+  }
+
+  // ------------------------------------------------------------------ writer side (partitions)
+
+  /** Whether local commits write entries: a named DC with the log on. */
+  boolean writesLocal() {
+    return writesLocal;
+  }
+
+  /** The applying vector now (once per group commit). */
+  DependencyVector applyingVector() {
+    return Objects.requireNonNull(applyingVectorSource.get(), "applying vector");
+  }
+
+  /** Adds a local part to a group commit's batch, unless it applies a remote transaction. */
+  void putPart(KeyValueDisk.Batch batch, long timestamp, long transactionId, int index,
+      Partition.EntityEffect effect, DependencyVector dependencies) throws DiskException {
+    if (ReplicaApplication.isReplicaApplication(effect.operations())) {
+      return;
+    }
+    ReplicationEntry.Part part = new ReplicationEntry.Part(localDc, timestamp, transactionId, index,
+        effect.entity(), effect.operations(), dependencies);
+    batch.put(KeyValueDisk.Column.REPLICATION,
+        Keys.replication(localDc, timestamp, transactionId, index), ReplicationCodec.encodeEntry(part));
+    entries.incrementAndGet();
+  }
+
+  /** Adds a local transaction's decision to a group commit's batch. */
+  void putDecision(KeyValueDisk.Batch batch, long timestamp, long transactionId,
+      List<dev.troupe.model.EntityId> participants, DependencyVector dependencies)
+      throws DiskException {
+    ReplicationEntry.Decision decision = new ReplicationEntry.Decision(localDc, timestamp,
+        transactionId, 0, participants, dependencies);
+    batch.put(KeyValueDisk.Column.REPLICATION, Keys.replication(localDc, timestamp, transactionId, 0),
+        ReplicationCodec.encodeEntry(decision));
+    entries.incrementAndGet();
+  }
+
+  // ------------------------------------------------------------------------------------ the API
+
+  @Override
+  public void setApplyingVectorSource(Supplier<DependencyVector> source) {
+    applyingVectorSource = Objects.requireNonNull(source, "source");
+  }
+
+  @Override
+  public long localSafeTimestamp() {
+    // The clock first, then the floors: see the class comment for why this order is safe.
+    long safe = store.clock.current();
+    return Math.min(safe, store.lowestVisibilityFloor() - 1);
+  }
+
+  @Override
+  public ReplicationBatch read(int originDc, long afterTimestamp, int maxEntries) {
+    Invariants.check(maxEntries > 0, "a replication batch of at most %d entries", maxEntries);
+    Invariants.check(afterTimestamp >= 0, "reading the replication log after %d", afterTimestamp);
+    Invariants.check(originDc != DataCentreIds.UNNAMED,
+        "reading the replication log of the unnamed data centre");
+    store.enterOpen();
+    try {
+      long bound;
+      if (originDc == localDc) {
+        Invariants.check(writesLocal,
+            "reading the local replication log of data centre %d, which does not write it",
+            localDc);
+        if (store.failure() != null) {
+          throw RocksStore.unavailable(store.failure());
+        }
+        bound = localSafeTimestamp();
+      } else {
+        bound = received.get(originDc);
+      }
+      if (bound <= afterTimestamp) {
+        return new ReplicationBatch(originDc, List.of(), bound);
+      }
+      byte[] lower = Keys.replication(originDc, afterTimestamp + 1, 0, 0);
+      byte[] upper = Keys.replication(originDc, bound + 1, 0, 0);
+      List<ReplicationEntry> batch = new ArrayList<>();
+      long lastTimestamp = -1;
+      boolean cut = false;
+      // The bound was read before the cursor opens: every entry at or below it is visible to it.
+      try (KeyValueDisk.Cursor cursor =
+          store.disk.cursor(KeyValueDisk.Column.REPLICATION, null, lower, upper)) {
+        for (cursor.seek(lower); cursor.isValid(); cursor.next()) {
+          long timestamp = Keys.replicationTimestamp(cursor.key());
+          if (batch.size() >= maxEntries && timestamp != lastTimestamp) {
+            cut = true;
+            break;
+          }
+          ReplicationEntry entry = decode(cursor.value());
+          Invariants.check(entry.originDc() == originDc && entry.timestamp() == timestamp,
+              "replication log entry of %d at %d under the key of %d at %d", entry.originDc(),
+              entry.timestamp(), originDc, timestamp);
+          batch.add(entry);
+          lastTimestamp = timestamp;
+        }
+      }
+      if (batch.size() > maxEntries) {
+        // The last timestamp ran past the limit: leave it whole to the next batch, unless it is
+        // the batch's only timestamp (then it comes whole now, or no batch could ever hold it).
+        int firstOfLast = batch.size();
+        while (firstOfLast > 0 && batch.get(firstOfLast - 1).timestamp() == lastTimestamp) {
+          firstOfLast--;
+        }
+        if (firstOfLast > 0) {
+          batch.subList(firstOfLast, batch.size()).clear();
+          lastTimestamp = batch.get(firstOfLast - 1).timestamp();
+          cut = true;
+        }
+      }
+      return new ReplicationBatch(originDc, List.copyOf(batch), cut ? lastTimestamp : bound);
+    } finally {
+      store.exitOpen();
+    }
+  }
+
+  @Override
+  public CompletableFuture<Void> appendReceived(int originDc, List<ReplicationEntry> received,
+      long upToTimestamp) {
+    // A peer must never send this DC its own entries: they would shadow the local ones.
+    Invariants.check(originDc != localDc && originDc != DataCentreIds.UNNAMED,
+        "received replication entries of origin %d at data centre %d", originDc, localDc);
+    for (ReplicationEntry entry : received) {
+      Invariants.check(entry.originDc() == originDc,
+          "a replication batch of origin %d holds an entry of %d", originDc, entry.originDc());
+    }
+    try {
+      store.enterOpen();
+    } catch (TroupeException closed) {
+      return CompletableFuture.failedFuture(closed);
+    }
+    try {
+      if (store.failure() != null) {
+        return CompletableFuture.failedFuture(RocksStore.unavailable(store.failure()));
+      }
+      synchronized (receivedLock) {
+        long truncatedUpTo = truncated.get(originDc);
+        long raised = Math.max(this.received.get(originDc), upToTimestamp);
+        int stored = 0;
+        try (KeyValueDisk.Batch batch = store.disk.newBatch()) {
+          for (ReplicationEntry entry : received) {
+            if (entry.timestamp() <= truncatedUpTo) {
+              continue; // applied everywhere and truncated: storing it again would only leak
+            }
+            batch.put(KeyValueDisk.Column.REPLICATION, Keys.replication(originDc,
+                entry.timestamp(), entry.transactionId(), entry.index()),
+                ReplicationCodec.encodeEntry(entry));
+            stored++;
+          }
+          batch.put(KeyValueDisk.Column.META, Keys.metaVectorEntry(Keys.META_RECEIVED, originDc),
+              Codec.encodePosition(new JournalPosition(originDc, raised)));
+          store.disk.write(batch, true);
+        }
+        entries.addAndGet(stored);
+        this.received = this.received.atLeast(originDc, raised);
+      }
+      return CompletableFuture.completedFuture(null);
+    } catch (DiskException e) {
+      return CompletableFuture.failedFuture(new TroupeException(ErrorCode.UNAVAILABLE,
+          "cannot append received replication entries: " + e.getMessage()));
+    } finally {
+      store.exitOpen();
+    }
+  }
+
+  @Override
+  public DependencyVector receivedVector() {
+    DependencyVector vector = received;
+    return localDc == DataCentreIds.UNNAMED ? vector
+        : vector.atLeast(localDc, localSafeTimestamp());
+  }
+
+  @Override
+  public CompletableFuture<Void> recordApplied(DependencyVector vector) {
+    Objects.requireNonNull(vector, "vector");
+    try {
+      store.enterOpen();
+    } catch (TroupeException closed) {
+      return CompletableFuture.failedFuture(closed);
+    }
+    try {
+      if (store.failure() != null) {
+        return CompletableFuture.failedFuture(RocksStore.unavailable(store.failure()));
+      }
+      synchronized (appliedLock) {
+        try (KeyValueDisk.Batch batch = store.disk.newBatch()) {
+          // The whole vector replaces the last one: entries it no longer has go.
+          batch.deleteRange(KeyValueDisk.Column.META, new byte[] {Keys.META_APPLIED},
+              new byte[] {(byte) (Keys.META_APPLIED + 1)});
+          for (Map.Entry<Integer, Long> entry : vector.entries().entrySet()) {
+            batch.put(KeyValueDisk.Column.META,
+                Keys.metaVectorEntry(Keys.META_APPLIED, entry.getKey()),
+                Codec.encodePosition(new JournalPosition(entry.getKey(), entry.getValue())));
+          }
+          store.disk.write(batch, true);
+        }
+        applied = vector;
+      }
+      return CompletableFuture.completedFuture(null);
+    } catch (DiskException e) {
+      return CompletableFuture.failedFuture(new TroupeException(ErrorCode.UNAVAILABLE,
+          "cannot record the applied vector: " + e.getMessage()));
+    } finally {
+      store.exitOpen();
+    }
+  }
+
+  @Override
+  public DependencyVector appliedVector() {
+    return applied;
+  }
+
+  @Override
+  public CompletableFuture<Void> truncate(DependencyVector below) {
+    Objects.requireNonNull(below, "below");
+    try {
+      store.enterOpen();
+    } catch (TroupeException closed) {
+      return CompletableFuture.failedFuture(closed);
+    }
+    try {
+      if (store.failure() != null) {
+        return CompletableFuture.failedFuture(RocksStore.unavailable(store.failure()));
+      }
+      long deleted = 0;
+      try (KeyValueDisk.Batch batch = store.disk.newBatch()) {
+        for (Map.Entry<Integer, Long> entry : below.entries().entrySet()) {
+          int origin = entry.getKey();
+          byte[] from = Keys.replication(origin, 0, 0, 0);
+          byte[] to = Keys.replication(origin, entry.getValue() + 1, 0, 0);
+          // Counted for entryCount only; the range deletion does the work.
+          try (KeyValueDisk.Cursor cursor =
+              store.disk.cursor(KeyValueDisk.Column.REPLICATION, null, from, to)) {
+            for (cursor.seek(from); cursor.isValid(); cursor.next()) {
+              deleted++;
+            }
+          }
+          batch.deleteRange(KeyValueDisk.Column.REPLICATION, from, to);
+        }
+        // Not synced, as the journal's truncation: entries that come back after a crash are
+        // deleted again by the next truncation.
+        store.disk.write(batch, false);
+      }
+      synchronized (receivedLock) {
+        truncated = truncated.merge(below);
+      }
+      entries.addAndGet(-deleted);
+      return CompletableFuture.completedFuture(null);
+    } catch (DiskException e) {
+      return CompletableFuture.failedFuture(new TroupeException(ErrorCode.UNAVAILABLE,
+          "cannot truncate the replication log: " + e.getMessage()));
+    } finally {
+      store.exitOpen();
+    }
+  }
+
+  /** A stored entry; damage is the store's {@link CorruptDataException}, as everywhere else. */
+  private static ReplicationEntry decode(byte[] value) {
+    try {
+      return ReplicationCodec.decodeEntry(value);
+    } catch (CorruptReplicationDataException damage) {
+      throw new CorruptDataException("replication log entry: " + damage.getMessage(), damage);
+    }
+  }
+
+  @Override
+  public long entryCount() {
+    return Math.max(0, entries.get());
+  }
+}

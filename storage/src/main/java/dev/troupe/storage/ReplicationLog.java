@@ -1,0 +1,89 @@
+package dev.troupe.storage;
+
+import dev.troupe.model.causal.DependencyVector;
+import dev.troupe.model.causal.ReplicationBatch;
+import dev.troupe.model.causal.ReplicationEntry;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.function.Supplier;
+
+/**
+ * The store's replication log ({@link Store#replicationLog()}): what a data centre (DC) ships to
+ * the others, and what it received from them, in one ordered column of the store keyed by {@code
+ * (originDc, timestamp, transactionId, index)}.
+ *
+ * <p><b>Local entries.</b> With a DC id other than 0 and {@link StorageSettings#replicationLog} on,
+ * every local commit writes one {@link ReplicationEntry.Part} per entity in the same write batch as
+ * its journal record (so a crash keeps both or neither), at the record's commit timestamp, and
+ * every commit decision of a local multi-entity transaction writes a {@link
+ * ReplicationEntry.Decision} at a timestamp ticked in its own batch (below every part's). Commits
+ * that apply a remote transaction ({@link dev.troupe.model.causal.ReplicaApplication}) and their
+ * decisions ({@link DecidedTransaction#replicaApplication}) write nothing: they are in the log
+ * under their origin already.
+ *
+ * <p><b>Remote entries</b> arrive through {@link #appendReceived}, durably, with the origin's
+ * received entry raised in the same write.
+ *
+ * <p>Thread-safe.
+ */
+public interface ReplicationLog {
+
+  /**
+   * Where each local entry takes its {@code dependencies} from: the DC's applying vector, read by
+   * the writer when it writes the entry's batch. {@link DependencyVector#EMPTY} until set.
+   */
+  void setApplyingVectorSource(Supplier<DependencyVector> source);
+
+  /**
+   * Entries of {@code originDc} with a timestamp above {@code afterTimestamp}, in key order: at
+   * most {@code maxEntries} of them, except that the entries of one timestamp are never split
+   * across batches (a first timestamp with more entries than that comes whole). Its {@code
+   * upToTimestamp}: for the local origin the {@link #localSafeTimestamp()} (local entries above it
+   * are not returned), for a remote origin its received entry; when the batch was cut by {@code
+   * maxEntries}, the last timestamp returned. So every entry of the origin with a timestamp in
+   * {@code (afterTimestamp, upToTimestamp]} is in the batch. Reading the local origin of a failed
+   * store fails with {@code unavailable}: the outcome of its last batch is unknown.
+   */
+  ReplicationBatch read(int originDc, long afterTimestamp, int maxEntries);
+
+  /**
+   * Appends entries a peer sent ({@code originDc}'s, never this DC's own) and raises the received
+   * entry of {@code originDc} to at least {@code upToTimestamp}, in one synced write. Idempotent:
+   * an entry is stored under its key, so receiving it again changes nothing. Completes once
+   * durable; fails with {@code unavailable} when the store is closed or failed.
+   */
+  CompletableFuture<Void> appendReceived(int originDc, List<ReplicationEntry> entries,
+      long upToTimestamp);
+
+  /**
+   * For each remote origin, the timestamp up to which its entries are durably here (as raised by
+   * {@link #appendReceived}); this DC's own entry is {@link #localSafeTimestamp()}.
+   */
+  DependencyVector receivedVector();
+
+  /** Records the DC's applied vector, synced; completes once durable. */
+  CompletableFuture<Void> recordApplied(DependencyVector applied);
+
+  /** The applied vector as last recorded (read at open; empty if never recorded). */
+  DependencyVector appliedVector();
+
+  /**
+   * A timestamp such that every local entry at or below it is durably in the log already, and
+   * every local entry written later has a timestamp above it. Never decreases.
+   */
+  long localSafeTimestamp();
+
+  /**
+   * Deletes, per origin named in {@code below}, the entries with a timestamp at or below its entry
+   * (origins absent from the vector keep everything). Not synced: entries that come back after a
+   * crash are deleted by the next truncation.
+   */
+  CompletableFuture<Void> truncate(DependencyVector below);
+
+  /**
+   * The number of entries in the log, approximately: counted at open, then raised by every entry
+   * written or received and lowered by every entry truncated; an entry received twice counts twice
+   * until the next open.
+   */
+  long entryCount();
+}

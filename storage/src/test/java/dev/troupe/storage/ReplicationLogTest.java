@@ -1,0 +1,492 @@
+package dev.troupe.storage;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+import com.fasterxml.jackson.databind.node.LongNode;
+import com.fasterxml.jackson.databind.node.TextNode;
+import dev.troupe.model.EntityId;
+import dev.troupe.model.Invariants;
+import dev.troupe.model.Operation;
+import dev.troupe.model.causal.DependencyVector;
+import dev.troupe.model.causal.ReplicaApplication;
+import dev.troupe.model.causal.ReplicationBatch;
+import dev.troupe.model.causal.ReplicationEntry;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.SplittableRandom;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The replication log of {@link RocksStore} ({@link DiskReplicationLog}): local entries written
+ * with their journal records (crashes keep both or neither), decisions below their parts, replica
+ * applications skipped, reading in bounded batches, the local safe timestamp under concurrent
+ * writers, received entries, truncation and the vectors across restarts.
+ */
+class ReplicationLogTest {
+  private static final Path NO_DIRECTORY = Path.of("memory-disk");
+  private static final int LOCAL = 1001;
+  private static final int REMOTE = 2002;
+  private static final int OTHER = 3003;
+  private static final int ENTITY_COUNT = 12;
+  private static final Store.Redo NO_REDO = (part, state) -> {
+    throw new AssertionError("no part needs a redo here");
+  };
+
+  private final List<EntityId> entities = new ArrayList<>();
+
+  ReplicationLogTest() {
+    for (int i = 0; i < ENTITY_COUNT; i++) {
+      entities.add(new EntityId("Account", "a" + i));
+    }
+  }
+
+  private static StorageSettings settings(boolean log) {
+    return Fixtures.settings(NO_DIRECTORY).withDataCentreId(LOCAL).withReplicationLog(log)
+        .withCheckpoints(2, 10, 5);
+  }
+
+  private static RocksStore open(StorageSettings settings, FakeClock clock, KeyValueDisk disk) {
+    return RocksStore.open(settings, clock, disk, RocksStore.Execution.STEPPED);
+  }
+
+  private static void settle(RocksStore store) {
+    for (int passes = 0; store.runPendingWork(); passes++) {
+      if (passes > 1_000_000) {
+        fail("the stepped store never ran out of work");
+      }
+    }
+  }
+
+  /** Every entry of {@code origin} the log serves, read in batches of {@code max}. */
+  private static List<ReplicationEntry> readAll(ReplicationLog log, int origin, int max) {
+    List<ReplicationEntry> all = new ArrayList<>();
+    long after = 0;
+    while (true) {
+      ReplicationBatch batch = log.read(origin, after, max);
+      all.addAll(batch.entries());
+      if (batch.upToTimestamp() <= after) {
+        return all;
+      }
+      after = batch.upToTimestamp();
+    }
+  }
+
+  private static Set<Long> journalTransactions(MemoryDisk disk) {
+    Set<Long> ids = new HashSet<>();
+    try (KeyValueDisk.Cursor cursor = disk.cursor(KeyValueDisk.Column.JOURNAL)) {
+      for (cursor.seekToFirst(); cursor.isValid(); cursor.next()) {
+        TransactionRecord record = Codec.decodeRecord(cursor.value());
+        if (!ReplicaApplication.isReplicaApplication(record.writes().get(0).operations())) {
+          ids.add(record.commitTimestamp());
+        }
+      }
+    }
+    return ids;
+  }
+
+  private static List<Operation> replicaOperations(long position) {
+    return List.of(new Operation.Assign(ReplicaApplication.markerKey(REMOTE),
+        LongNode.valueOf(position)), new Operation.Increment("n", 1));
+  }
+
+  // --------------------------------------------------------------------------------- local side
+
+  @Test
+  void aCrashKeepsEachPartWithItsJournalRecordOrNeither() {
+    for (int seed = 0; seed < 60; seed++) {
+      SplittableRandom random = new SplittableRandom(seed);
+      FakeClock clock = new FakeClock(Fixtures.START_MILLIS);
+      MemoryDisk disk = new MemoryDisk();
+      StorageSettings settings = settings(true).withHistoryRetentionMillis(Long.MAX_VALUE / 4);
+      RocksStore store = open(settings, clock, disk);
+      for (int i = 0; i < 80; i++) {
+        EntityId entity = entities.get(random.nextInt(ENTITY_COUNT));
+        List<Operation> operations = random.nextInt(5) == 0
+            ? replicaOperations(i + 1)
+            : List.of(new Operation.Increment("n", random.nextLong(1, 9)));
+        store.commit(store.newTransactionId(), List.of(new EntityWrite(entity, operations)));
+        if (random.nextInt(3) == 0) {
+          store.runPendingWork();
+        }
+        clock.advance(random.nextInt(0, 3));
+      }
+      store.runPendingWork();
+      disk = disk.crash(random, 0.5);
+      RocksStore recovered = open(settings, clock, disk);
+      recovered.resolveInDoubtTransactions(NO_REDO);
+      Set<Long> parts = new HashSet<>();
+      for (ReplicationEntry entry : readAll(recovered.replicationLog(), LOCAL, 7)) {
+        ReplicationEntry.Part part = assertInstanceOf(ReplicationEntry.Part.class, entry);
+        assertFalse(ReplicaApplication.isReplicaApplication(part.operations()),
+            "seed " + seed + ": a replica application was logged");
+        assertTrue(parts.add(part.timestamp()), "seed " + seed + ": one part per record");
+      }
+      assertEquals(journalTransactions(disk), parts,
+          "seed " + seed + ": parts and local journal records survive together");
+      assertEquals(parts.size(), recovered.replicationLog().entryCount(), "seed " + seed);
+      recovered.close();
+    }
+  }
+
+  @Test
+  void nothingIsLoggedWhenTheLogIsOffOrTheDataCentreUnnamed() {
+    for (StorageSettings settings : List.of(settings(false),
+        settings(true).withDataCentreId(0))) {
+      FakeClock clock = new FakeClock(Fixtures.START_MILLIS);
+      RocksStore store = open(settings, clock, new MemoryDisk());
+      store.commit(store.newTransactionId(), List.of(Fixtures.write(entities.get(0),
+          new Operation.Increment("n", 1))));
+      settle(store);
+      assertEquals(0, store.replicationLog().entryCount());
+      assertFalse(settings.writesReplicationLog());
+      store.close();
+    }
+  }
+
+  @Test
+  void partsCarryTheirEntityOperationsPlaceAndTheApplyingVector() {
+    FakeClock clock = new FakeClock(Fixtures.START_MILLIS);
+    RocksStore store = open(settings(true), clock, new MemoryDisk());
+    ReplicationLog log = store.replicationLog();
+    DependencyVector applying = DependencyVector.of(Map.of(REMOTE, 77L));
+    log.setApplyingVectorSource(() -> applying);
+    // Two entities of one partition in one record: two parts at one timestamp, places 0 and 1.
+    EntityId a = entities.get(0);
+    EntityId b = entities.stream().skip(1)
+        .filter(e -> store.partitionOf(e) == store.partitionOf(a)).findFirst().orElseThrow();
+    long transaction = store.newTransactionId();
+    CompletableFuture<Committed> committed = store.commit(transaction, List.of(
+        Fixtures.write(a, new Operation.Increment("n", 2)),
+        Fixtures.write(b, new Operation.Assign("name", TextNode.valueOf("x")))));
+    settle(store);
+    long timestamp = committed.join().commitTimestamp();
+    List<ReplicationEntry> entries = readAll(log, LOCAL, 100);
+    assertEquals(List.of(
+        new ReplicationEntry.Part(LOCAL, timestamp, transaction, 0, a,
+            List.of(new Operation.Increment("n", 2)), applying),
+        new ReplicationEntry.Part(LOCAL, timestamp, transaction, 1, b,
+            List.of(new Operation.Assign("name", TextNode.valueOf("x"))), applying)), entries);
+    store.close();
+  }
+
+  @Test
+  void aDecisionPrecedesItsPartsAndReplicaApplicationsAreSkipped() {
+    FakeClock clock = new FakeClock(Fixtures.START_MILLIS);
+    MemoryDisk disk = new MemoryDisk();
+    RocksStore store = open(settings(true), clock, disk);
+    EntityId a = entities.get(0);
+    EntityId b = entities.get(1);
+    long local = store.newTransactionId();
+    store.prepare(new PreparedTransaction(local, a, List.of(new Operation.Increment("n", -3))));
+    store.prepare(new PreparedTransaction(local, b, List.of(new Operation.Increment("n", 3))));
+    store.persistDecision(new DecidedTransaction(local, List.of(a, b)));
+    long remote = store.newTransactionId();
+    store.prepare(new PreparedTransaction(remote, a, replicaOperations(5)));
+    store.prepare(new PreparedTransaction(remote, b, replicaOperations(5)));
+    store.persistDecision(new DecidedTransaction(remote, List.of(a, b), null, true));
+    settle(store);
+    store.commitPrepared(local, a, List.of(new Operation.Increment("n", -3)));
+    store.commitPrepared(remote, a, replicaOperations(5));
+    settle(store);
+    // b's parts are left in doubt: recovery commits them.
+    disk = disk.crash(new SplittableRandom(2), 0);
+    RocksStore recovered = open(settings(true), clock, disk);
+    recovered.resolveInDoubtTransactions(NO_REDO);
+    List<ReplicationEntry> entries = readAll(recovered.replicationLog(), LOCAL, 100);
+    assertEquals(3, entries.size(), entries.toString());
+    ReplicationEntry.Decision decision =
+        assertInstanceOf(ReplicationEntry.Decision.class, entries.get(0));
+    assertEquals(local, decision.transactionId());
+    assertEquals(List.of(a, b), decision.participants());
+    for (ReplicationEntry part : entries.subList(1, 3)) {
+      assertInstanceOf(ReplicationEntry.Part.class, part);
+      assertEquals(local, part.transactionId());
+      assertTrue(part.timestamp() > decision.timestamp(), "a part below its decision");
+    }
+    recovered.close();
+  }
+
+  @Test
+  void theLocalSafeTimestampIsNeverPassedByALaterWrite() throws Exception {
+    // Writers on their own threads; a puller reads behind them as a peer would, and what it got
+    // up to each upTo must be exactly what the log holds there at the end.
+    FakeClock physical = new FakeClock(Fixtures.START_MILLIS);
+    StorageSettings settings = Fixtures.settings(NO_DIRECTORY).withDataCentreId(LOCAL)
+        .withReplicationLog(true).withHistoryRetentionMillis(Long.MAX_VALUE / 4);
+    RocksStore store = RocksStore.open(settings, RocksStore.defaultClock(settings, physical),
+        new MemoryDisk(), RocksStore.Execution.THREADS);
+    ReplicationLog log = store.replicationLog();
+    AtomicBoolean writing = new AtomicBoolean(true);
+    AtomicReference<Throwable> failure = new AtomicReference<>();
+    List<Thread> writers = new ArrayList<>();
+    for (int w = 0; w < 4; w++) {
+      int writer = w;
+      writers.add(Thread.ofPlatform().start(() -> {
+        SplittableRandom random = new SplittableRandom(writer);
+        try {
+          List<CompletableFuture<?>> commits = new ArrayList<>();
+          for (int i = 0; i < 1_500; i++) {
+            EntityId entity = new EntityId("Account", "w" + writer + "-" + random.nextInt(20));
+            CompletableFuture<?> done = store.commit(store.newTransactionId(),
+                List.of(Fixtures.write(entity, new Operation.Increment("n", 1))));
+            commits.add(done);
+            if (random.nextInt(8) == 0) {
+              done.join();
+            }
+          }
+          commits.forEach(CompletableFuture::join);
+        } catch (Throwable t) {
+          failure.compareAndSet(null, t);
+        }
+      }));
+    }
+    List<ReplicationEntry> pulled = new ArrayList<>();
+    long after = 0;
+    long previousSafe = 0;
+    Thread watcher = Thread.ofPlatform().start(() -> {
+      for (Thread writer : writers) {
+        try {
+          writer.join();
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+        }
+      }
+      writing.set(false);
+    });
+    while (writing.get() || after < log.localSafeTimestamp()) {
+      long safe = log.localSafeTimestamp();
+      assertTrue(safe >= previousSafe, "the safe timestamp went back");
+      previousSafe = safe;
+      ReplicationBatch batch = log.read(LOCAL, after, 1 + (int) (safe % 50));
+      pulled.addAll(batch.entries());
+      after = Math.max(after, batch.upToTimestamp());
+    }
+    watcher.join();
+    if (failure.get() != null) {
+      throw new AssertionError(failure.get());
+    }
+    List<ReplicationEntry> all = readAll(log, LOCAL, 1_000_000);
+    assertEquals(6_000, all.size());
+    assertEquals(all.size(), pulled.size(), "entries appeared at or below an upTo already served");
+    assertTrue(all.equals(pulled), "the puller got the log's entries in order");
+    store.close();
+  }
+
+  // -------------------------------------------------------------------------------- remote side
+
+  private static ReplicationEntry.Part remotePart(int origin, long timestamp, int index) {
+    return new ReplicationEntry.Part(origin, timestamp, timestamp + 1_000, index,
+        new EntityId("Account", "r" + timestamp), List.of(new Operation.Increment("n", 1)),
+        DependencyVector.of(Map.of(LOCAL, 5L)));
+  }
+
+  @Test
+  void receivedEntriesAreDurableIdempotentAndRaiseOnlyTheirOrigin() {
+    FakeClock clock = new FakeClock(Fixtures.START_MILLIS);
+    MemoryDisk disk = new MemoryDisk();
+    RocksStore store = open(settings(true), clock, disk);
+    ReplicationLog log = store.replicationLog();
+    List<ReplicationEntry> first = List.of(remotePart(REMOTE, 10, 0), remotePart(REMOTE, 10, 1),
+        remotePart(REMOTE, 20, 0));
+    log.appendReceived(REMOTE, first, 25).join();
+    log.appendReceived(REMOTE, first, 15).join(); // again, with a lower upTo
+    log.appendReceived(OTHER, List.of(), 40).join(); // a heartbeat
+    assertEquals(25, log.receivedVector().get(REMOTE));
+    assertEquals(40, log.receivedVector().get(OTHER));
+    assertEquals(log.localSafeTimestamp(), log.receivedVector().get(LOCAL));
+    assertEquals(first, readAll(log, REMOTE, 100));
+    assertEquals(new ReplicationBatch(REMOTE, List.of(), 25), log.read(REMOTE, 25, 10));
+    assertEquals(new ReplicationBatch(OTHER, List.of(), 40), log.read(OTHER, 0, 10));
+    // Synced: a power loss right after keeps them.
+    store.close();
+    disk = disk.crash(new SplittableRandom(4), 0);
+    RocksStore recovered = open(settings(true), clock, disk);
+    ReplicationLog after = recovered.replicationLog();
+    assertEquals(first, readAll(after, REMOTE, 2));
+    assertEquals(25, after.receivedVector().get(REMOTE));
+    assertEquals(40, after.receivedVector().get(OTHER));
+    assertThrows(Invariants.InvariantViolation.class,
+        () -> after.appendReceived(LOCAL, List.of(), 5),
+        "a peer never sends this data centre its own entries");
+    assertThrows(Invariants.InvariantViolation.class,
+        () -> after.appendReceived(REMOTE, List.of(remotePart(OTHER, 30, 0)), 30));
+    recovered.close();
+  }
+
+  @Test
+  void readsCutBetweenTimestampsNeverInsideOne() {
+    FakeClock clock = new FakeClock(Fixtures.START_MILLIS);
+    RocksStore store = open(settings(true), clock, new MemoryDisk());
+    ReplicationLog log = store.replicationLog();
+    List<ReplicationEntry> entries = new ArrayList<>();
+    long[] timestamps = {3, 3, 3, 5, 8, 8, 9};
+    for (int i = 0; i < timestamps.length; i++) {
+      int index = i == 0 ? 0 : timestamps[i] == timestamps[i - 1]
+          ? entries.get(i - 1).index() + 1 : 0;
+      entries.add(remotePart(REMOTE, timestamps[i], index));
+    }
+    log.appendReceived(REMOTE, entries, 12).join();
+    // A first timestamp larger than the limit comes whole.
+    assertEquals(new ReplicationBatch(REMOTE, entries.subList(0, 3), 3), log.read(REMOTE, 0, 2));
+    assertEquals(new ReplicationBatch(REMOTE, entries.subList(0, 3), 3), log.read(REMOTE, 0, 3));
+    assertEquals(new ReplicationBatch(REMOTE, entries.subList(0, 4), 5), log.read(REMOTE, 0, 5));
+    assertEquals(new ReplicationBatch(REMOTE, entries.subList(3, 4), 5), log.read(REMOTE, 3, 2));
+    assertEquals(new ReplicationBatch(REMOTE, entries.subList(4, 7), 12), log.read(REMOTE, 5, 3));
+    assertEquals(new ReplicationBatch(REMOTE, entries.subList(4, 6), 8), log.read(REMOTE, 5, 2));
+    assertEquals(new ReplicationBatch(REMOTE, entries, 12), log.read(REMOTE, 0, 100));
+    for (int max = 1; max <= 8; max++) {
+      assertEquals(entries, readAll(log, REMOTE, max), "in batches of " + max);
+    }
+    store.close();
+  }
+
+  @Test
+  void truncationDeletesPerOriginAtOrBelowItsEntryOnly() {
+    FakeClock clock = new FakeClock(Fixtures.START_MILLIS);
+    MemoryDisk disk = new MemoryDisk();
+    RocksStore store = open(settings(true), clock, disk);
+    ReplicationLog log = store.replicationLog();
+    List<ReplicationEntry> remote = List.of(remotePart(REMOTE, 10, 0), remotePart(REMOTE, 20, 0),
+        remotePart(REMOTE, 30, 0));
+    List<ReplicationEntry> other = List.of(remotePart(OTHER, 10, 0), remotePart(OTHER, 20, 0));
+    log.appendReceived(REMOTE, remote, 30).join();
+    log.appendReceived(OTHER, other, 20).join();
+    store.commit(store.newTransactionId(),
+        List.of(Fixtures.write(entities.get(0), new Operation.Increment("n", 1))));
+    settle(store);
+    assertEquals(6, log.entryCount());
+    log.truncate(DependencyVector.of(Map.of(REMOTE, 20L))).join();
+    assertEquals(remote.subList(2, 3), readAll(log, REMOTE, 10));
+    assertEquals(other, readAll(log, OTHER, 10), "an origin absent from the vector keeps all");
+    assertEquals(1, readAll(log, LOCAL, 10).size());
+    assertEquals(4, log.entryCount());
+    // Received again after truncation (a peer re-sending): not stored again.
+    log.appendReceived(REMOTE, remote, 30).join();
+    assertEquals(remote.subList(2, 3), readAll(log, REMOTE, 10));
+    log.truncate(DependencyVector.of(Map.of(LOCAL, log.localSafeTimestamp(), OTHER, 10L))).join();
+    assertEquals(List.of(), readAll(log, LOCAL, 10));
+    assertEquals(other.subList(1, 2), readAll(log, OTHER, 10));
+    store.close();
+    RocksStore reopened = open(settings(true), clock, disk.restart());
+    assertEquals(2, reopened.replicationLog().entryCount(), "counted again at open");
+    reopened.close();
+  }
+
+  @Test
+  void theAppliedAndReceivedVectorsSurviveARestart() {
+    FakeClock clock = new FakeClock(Fixtures.START_MILLIS);
+    MemoryDisk disk = new MemoryDisk();
+    RocksStore store = open(settings(true), clock, disk);
+    ReplicationLog log = store.replicationLog();
+    assertEquals(DependencyVector.EMPTY, log.appliedVector());
+    log.recordApplied(DependencyVector.of(Map.of(REMOTE, 7L, OTHER, 9L))).join();
+    DependencyVector applied = DependencyVector.of(Map.of(REMOTE, 12L));
+    log.recordApplied(applied).join();
+    log.appendReceived(REMOTE, List.of(remotePart(REMOTE, 12, 0)), 14).join();
+    assertEquals(applied, log.appliedVector());
+    disk = disk.crash(new SplittableRandom(9), 0);
+    RocksStore recovered = open(settings(true), clock, disk);
+    assertEquals(applied, recovered.replicationLog().appliedVector(), "the last one, whole");
+    assertEquals(14, recovered.replicationLog().receivedVector().get(REMOTE));
+    recovered.close();
+  }
+
+  @Test
+  void aClosedStoreRefusesAndAFailedOneDoesNotShipItsLocalEntries() {
+    FakeClock clock = new FakeClock(Fixtures.START_MILLIS);
+    RocksStore store = open(settings(true), clock, new MemoryDisk());
+    ReplicationLog log = store.replicationLog();
+    store.fail(new DiskException("simulated"));
+    assertThrows(dev.troupe.model.TroupeException.class, () -> log.read(LOCAL, 0, 10));
+    assertTrue(log.appendReceived(REMOTE, List.of(), 5).isCompletedExceptionally());
+    store.close();
+    assertThrows(dev.troupe.model.TroupeException.class, () -> log.read(REMOTE, 0, 10));
+    assertTrue(log.recordApplied(DependencyVector.EMPTY).isCompletedExceptionally());
+  }
+
+  // ------------------------------------------------------------------------------------ RocksDB
+
+  @Test
+  void aDatabaseFromBeforeTheLogOpensForInspectionAndForServing() throws Exception {
+    Path directory = Fixtures.createTempDirectory();
+    try {
+      // The column families of a store written before the replication log existed.
+      org.rocksdb.RocksDB.loadLibrary();
+      List<org.rocksdb.ColumnFamilyHandle> handles = new ArrayList<>();
+      try (org.rocksdb.DBOptions options = new org.rocksdb.DBOptions().setCreateIfMissing(true)
+          .setCreateMissingColumnFamilies(true)) {
+        List<org.rocksdb.ColumnFamilyDescriptor> descriptors = new ArrayList<>();
+        descriptors.add(new org.rocksdb.ColumnFamilyDescriptor(
+            org.rocksdb.RocksDB.DEFAULT_COLUMN_FAMILY));
+        for (String name : List.of("journal", "index", "checkpoints", "meta", "transactions")) {
+          descriptors.add(new org.rocksdb.ColumnFamilyDescriptor(
+              name.getBytes(java.nio.charset.StandardCharsets.UTF_8)));
+        }
+        try (org.rocksdb.RocksDB raw = org.rocksdb.RocksDB.open(options, directory.toString(),
+            descriptors, handles)) {
+          assertTrue(raw.get(handles.get(4), Keys.META_PARTITIONS) == null);
+        } finally {
+          handles.forEach(org.rocksdb.ColumnFamilyHandle::close);
+        }
+      }
+      try (RocksDisk inspected = RocksDisk.open(directory, RocksDisk.OpenMode.INSPECT);
+          KeyValueDisk.Cursor cursor = inspected.cursor(KeyValueDisk.Column.REPLICATION)) {
+        cursor.seekToFirst();
+        assertFalse(cursor.isValid(), "the missing column family reads as empty");
+        assertEquals(null, inspected.get(KeyValueDisk.Column.REPLICATION, new byte[24]));
+      }
+      StorageSettings settings = Fixtures.settings(directory).withDataCentreId(LOCAL)
+          .withReplicationLog(true);
+      try (RocksStore store = RocksStore.open(settings, new FakeClock(Fixtures.START_MILLIS))) {
+        store.commit(store.newTransactionId(), List.of(Fixtures.write(entities.get(0),
+            new Operation.Increment("n", 1)))).join();
+        assertEquals(1, readAll(store.replicationLog(), LOCAL, 10).size(), "created when served");
+      }
+    } finally {
+      Fixtures.deleteRecursively(directory);
+    }
+  }
+
+  @Test
+  void onRocksDbTheLogAndItsVectorsSurviveAReopen() {
+    Path directory = Fixtures.createTempDirectory();
+    try {
+      StorageSettings settings = Fixtures.settings(directory).withDataCentreId(LOCAL)
+          .withReplicationLog(true);
+      FakeClock clock = new FakeClock(Fixtures.START_MILLIS);
+      List<ReplicationEntry> local;
+      try (RocksStore store = RocksStore.open(settings, clock)) {
+        for (int i = 0; i < 20; i++) {
+          store.commit(store.newTransactionId(), List.of(Fixtures.write(entities.get(i % 5),
+              new Operation.Increment("n", i)))).join();
+        }
+        store.replicationLog().appendReceived(REMOTE, List.of(remotePart(REMOTE, 3, 0)), 4).join();
+        store.replicationLog().recordApplied(DependencyVector.of(Map.of(REMOTE, 3L))).join();
+        local = readAll(store.replicationLog(), LOCAL, 6);
+        assertEquals(20, local.size());
+      }
+      try (RocksStore store = RocksStore.open(settings, clock)) {
+        ReplicationLog log = store.replicationLog();
+        assertEquals(local, readAll(log, LOCAL, 100));
+        assertEquals(List.of(remotePart(REMOTE, 3, 0)), readAll(log, REMOTE, 100));
+        assertEquals(DependencyVector.of(Map.of(REMOTE, 3L)), log.appliedVector());
+        assertEquals(21, log.entryCount());
+      }
+    } finally {
+      Fixtures.deleteRecursively(directory);
+    }
+  }
+}
