@@ -247,7 +247,9 @@ public record RuntimeSettings(
             dataCentreId,
             positiveLong(storage, "clock-ceiling-millis"),
             positive(storage, "checkpoint-bytes-per-operation"),
-            nodeId(troupe));
+            nodeId(troupe),
+            // A named DC ships its commits: every one also writes the replication log.
+            replication.enabled());
     Config valueLimits = troupe.getConfig("limits");
     TurnLimits limits =
         new TurnLimits(
