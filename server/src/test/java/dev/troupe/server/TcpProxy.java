@@ -31,7 +31,7 @@ public final class TcpProxy implements AutoCloseable {
   private static final byte[] END = new byte[0];
 
   private final ServerSocket listener;
-  private final int targetPort;
+  private volatile int targetPort;
   private final Set<Socket> open = ConcurrentHashMap.newKeySet();
   private volatile boolean partitioned;
   private volatile long latencyMillis;
@@ -43,13 +43,21 @@ public final class TcpProxy implements AutoCloseable {
     this.targetPort = targetPort;
   }
 
-  /** A proxy on a free loopback port forwarding to {@code targetPort} on loopback. */
+  /**
+   * A proxy on a free loopback port forwarding to {@code targetPort} on loopback (0: nowhere yet;
+   * connections are closed until {@link #retarget}).
+   */
   public static TcpProxy start(int targetPort) throws IOException {
     ServerSocket listener = new ServerSocket();
     listener.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 128);
     TcpProxy proxy = new TcpProxy(listener, targetPort);
     Thread.ofVirtual().name("tcp-proxy-accept-" + listener.getLocalPort()).start(proxy::accept);
     return proxy;
+  }
+
+  /** Forwards new connections to {@code port} from now on (a restarted server's new port). */
+  public void retarget(int port) {
+    targetPort = port;
   }
 
   public int port() {

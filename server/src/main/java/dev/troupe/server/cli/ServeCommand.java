@@ -9,6 +9,7 @@ import dev.troupe.runtime.RuntimeSettings;
 import dev.troupe.runtime.Troupe;
 import dev.troupe.server.http.HttpSettings;
 import dev.troupe.server.http.TroupeServer;
+import dev.troupe.server.replication.DataCentreReplication;
 import dev.troupe.server.replication.ReplicationServerSettings;
 import dev.troupe.storage.CorruptDataException;
 import java.io.File;
@@ -16,6 +17,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
 import org.slf4j.Logger;
@@ -128,10 +130,15 @@ public final class ServeCommand implements Callable<Integer> {
         exit.start();
       });
     }
+    // A named DC replicates (with peers) and issues causal tokens; the shell re-feeds what was
+    // received and not applied before a restart.
+    Optional<DataCentreReplication> replicating = replication.named()
+        ? Optional.of(DataCentreReplication.start(troupe, replication)) : Optional.empty();
     TroupeServer server;
     try {
-      server = TroupeServer.start(troupe, http);
+      server = TroupeServer.start(troupe, http, replicating);
     } catch (RuntimeException e) {
+      replicating.ifPresent(DataCentreReplication::close);
       troupe.close();
       System.err.println("troupe: " + e.getMessage());
       return 2;
@@ -139,9 +146,14 @@ public final class ServeCommand implements Callable<Integer> {
     CountDownLatch stopped = new CountDownLatch(1);
     Runtime.getRuntime().addShutdownHook(new Thread(() -> {
       server.close();
+      replicating.ifPresent(DataCentreReplication::close);
       troupe.close();
       stopped.countDown();
     }, "troupe-shutdown"));
+    replicating.ifPresent(node -> System.out.printf("Data centre %s (id %d), pulling from %s%n",
+        replication.dataCentreName(), replication.dataCentreId(),
+        replication.peers().isEmpty() ? "no peers" : String.join(", ",
+            replication.peers().stream().map(peer -> peer.name() + " at " + peer.url()).toList())));
     log.info("storage recovered in {} ms", troupe.storageStatistics().recoveryMillis());
     System.out.printf("Troupe listening on %s://%s:%d (data: %s, durability: %s)%n",
         server.scheme(), server.host(), server.port(), settings.storage().directory().toAbsolutePath(),

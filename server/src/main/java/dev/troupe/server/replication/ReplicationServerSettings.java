@@ -39,6 +39,7 @@ import java.util.Optional;
  * @param pullBackoffInitialMillis the wait after a first failed pull; doubled per failure
  * @param pullBackoffMaxMillis the longest wait between failed pulls
  * @param pullTimeoutMillis how long one pull request may take, connection included
+ * @param pullMaxAnswerBytes the largest answer to one pull a puller accepts
  */
 public record ReplicationServerSettings(
     String dataCentreName,
@@ -48,7 +49,8 @@ public record ReplicationServerSettings(
     long pullIntervalMillis,
     long pullBackoffInitialMillis,
     long pullBackoffMaxMillis,
-    long pullTimeoutMillis) {
+    long pullTimeoutMillis,
+    long pullMaxAnswerBytes) {
 
   /** Shortest secret accepted: a guessable secret would let anyone read every DC's log. */
   public static final int MIN_SECRET_LENGTH = 16;
@@ -130,7 +132,8 @@ public record ReplicationServerSettings(
     }
     return new ReplicationServerSettings(name, peers, secret, allowUnauthenticated,
         positive(replication, "pull-interval-millis"), initial, max,
-        positive(replication, "pull-timeout-millis"));
+        positive(replication, "pull-timeout-millis"),
+        positive(replication, "pull-max-answer-bytes"));
   }
 
   /**
