@@ -116,14 +116,18 @@ public record EntityState(Map<String, Value> values, long version, boolean exist
     return new EntityState(next, commitTimestamp, nowExists);
   }
 
-  /** Last writer wins: the written register replaces the key unless the present one wins. */
+  /**
+   * Last writer wins: the written register replaces the key unless the present one is strictly
+   * later. An equal stamp is a later operation of the same record (an action's effects, a
+   * transaction's turns on one key: one commit timestamp) or the same write again, so the written
+   * one replaces it.
+   */
   private static PMap<String, Value> mergeRegister(
       PMap<String, Value> values, String key, RegisterValue written) {
-    if (values.get(key) instanceof RegisterValue present && !written.supersedes(present)) {
-      if (!ModelMutations.registerMergeWithoutTieBreak
-          || present.timestamp() != written.timestamp()) {
-        return values;
-      }
+    if (values.get(key) instanceof RegisterValue present && present.supersedes(written)
+        && !(ModelMutations.registerMergeWithoutTieBreak
+            && present.timestamp() == written.timestamp())) {
+      return values;
     }
     return values.plus(key, written);
   }
