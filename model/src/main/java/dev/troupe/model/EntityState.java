@@ -2,6 +2,7 @@ package dev.troupe.model;
 
 import dev.troupe.model.Operation.AddElement;
 import dev.troupe.model.Operation.Assign;
+import dev.troupe.model.Operation.AssignReplicated;
 import dev.troupe.model.Operation.DeleteEntity;
 import dev.troupe.model.Operation.DeleteKey;
 import dev.troupe.model.Operation.ForgetDependency;
@@ -60,9 +61,18 @@ public record EntityState(Map<String, Value> values, long version, boolean exist
     boolean nowExists = exists;
     for (Operation operation : operations) {
       switch (operation) {
-        case Assign assign ->
-            next = next.plus(assign.key(),
-                new RegisterValue(assign.value(), commitTimestamp, originDc));
+        // A local Assign merges like a remote one. The replication shell advances the clock past
+        // every received timestamp before applying, so a local commit's timestamp exceeds every
+        // stamp already applied and the local write always wins: the merge changes nothing then.
+        // Were the clock ever behind a received stamp, overwriting would make this data centre
+        // keep its value while every other one keeps the remote write (they merge it as an
+        // AssignReplicated with this commit's stamp): merging keeps the replicas convergent, the
+        // last-writer-wins meaning of a register. In a single data centre every register's stamp
+        // is an earlier commit of this entity, so a local Assign always replaces it.
+        case Assign assign -> next = mergeRegister(next, assign.key(),
+            new RegisterValue(assign.value(), commitTimestamp, originDc));
+        case AssignReplicated assign -> next = mergeRegister(next, assign.key(),
+            new RegisterValue(assign.value(), assign.timestamp(), assign.originDc()));
         case DeleteKey delete -> next = next.minus(delete.key());
         case Increment increment -> {
           Value current = next.get(increment.key());
@@ -104,5 +114,21 @@ public record EntityState(Map<String, Value> values, long version, boolean exist
       }
     }
     return new EntityState(next, commitTimestamp, nowExists);
+  }
+
+  /**
+   * Last writer wins: the written register replaces the key unless the present one is strictly
+   * later. An equal stamp is a later operation of the same record (an action's effects, a
+   * transaction's turns on one key: one commit timestamp) or the same write again, so the written
+   * one replaces it.
+   */
+  private static PMap<String, Value> mergeRegister(
+      PMap<String, Value> values, String key, RegisterValue written) {
+    if (values.get(key) instanceof RegisterValue present && present.supersedes(written)
+        && !(ModelMutations.registerMergeWithoutTieBreak
+            && present.timestamp() == written.timestamp())) {
+      return values;
+    }
+    return values.plus(key, written);
   }
 }

@@ -9,14 +9,27 @@ import java.util.Set;
  * Operations are downstream effects, self-contained and deterministic to apply: an add carries its
  * unique tag, a remove the tags it observed, so replaying the journal in commit order always
  * rebuilds the same state (incremental logging, never whole states). Register timestamps come from
- * the record's commit timestamp at apply time.
+ * the record's commit timestamp at apply time, except for {@link AssignReplicated}, which carries
+ * the stamp it had at its origin data centre.
  */
 public sealed interface Operation {
   /** The key this operation touches; the empty string for {@link DeleteEntity}. */
   String key();
 
-  /** Register assignment (last writer wins across data centres). */
+  /**
+   * Register assignment (last writer wins across data centres), stamped with the record's commit
+   * timestamp and data centre at apply time.
+   */
   record Assign(String key, JsonNode value) implements Operation {}
+
+  /**
+   * A register write made in another data centre, applied here with the stamp it had there: the
+   * commit timestamp of its journal record at the origin and the origin's id. Merged last writer
+   * wins on (timestamp, originDc): the register already present is kept if it wins, so every data
+   * centre ends with the same value whatever order concurrent writes arrive in.
+   */
+  record AssignReplicated(String key, JsonNode value, long timestamp, int originDc)
+      implements Operation {}
 
   /** Removes one key, whatever its kind. */
   record DeleteKey(String key) implements Operation {}

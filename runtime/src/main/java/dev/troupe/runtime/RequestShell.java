@@ -164,6 +164,12 @@ final class RequestShell {
 
   CompletableFuture<TransactionOutcome> transact(TransactionRequest request,
       IdempotencyRecord idempotency) {
+    return transact(request, idempotency, typeOf);
+  }
+
+  /** A transaction whose entities' types come from {@code types} (replica applications). */
+  CompletableFuture<TransactionOutcome> transact(TransactionRequest request,
+      IdempotencyRecord idempotency, Function<EntityId, CompiledType> types) {
     List<RequestCore.Operation> operations = new ArrayList<>();
     for (TransactionRequest.Operation operation : request.operations()) {
       operations.add(new RequestCore.Operation(operation.entity(), operation.turn()));
@@ -173,7 +179,7 @@ final class RequestShell {
       case PLANNED -> RequestCore.Scheduling.PLANNED;
       case DYNAMIC -> RequestCore.Scheduling.DYNAMIC;
     };
-    Running running = new Running(lookups(typeOf), idempotency);
+    Running running = new Running(lookups(types), idempotency);
     running.feed(new Input.TransactionRequested(operations, request.reads(), scheduling));
     return running.answer.thenApply(running::transactionOutcome);
   }

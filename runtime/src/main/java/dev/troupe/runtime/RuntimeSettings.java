@@ -4,6 +4,7 @@ import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
 import dev.troupe.model.ValueLimits;
 import dev.troupe.model.time.TransactionIds;
+import dev.troupe.runtime.replication.ReplicationSettings;
 import dev.troupe.storage.Durability;
 import dev.troupe.storage.StorageSettings;
 import dev.troupe.txn.entity.MemoryBudgetCore;
@@ -26,6 +27,7 @@ public record RuntimeSettings(
     TransactionSettings transactions,
     TypeSettings types,
     TransportSettings transport,
+    ReplicationSettings replication,
     Config config) {
 
   /**
@@ -224,6 +226,10 @@ public record RuntimeSettings(
     Config storage = troupe.getConfig("storage");
     Config entity = troupe.getConfig("entity");
     MemorySettings memory = MemorySettings.fromConfig(troupe, Runtime.getRuntime().maxMemory());
+    ReplicationSettings replication = ReplicationSettings.fromConfig(troupe);
+    // A named DC's commits carry the id derived from its name, the same in every DC.
+    int dataCentreId = replication.enabled()
+        ? replication.dataCentreId() : troupe.getInt("data-centre-id");
     String durability = storage.getString("durability").toUpperCase(Locale.ROOT);
     StorageSettings storageSettings =
         new StorageSettings(
@@ -238,10 +244,12 @@ public record RuntimeSettings(
             positiveLong(storage, "checkpoint-interval-millis"),
             positiveLong(storage, "checkpoint-journal-records"),
             storage.getLong("history-retention-millis"),
-            troupe.getInt("data-centre-id"),
+            dataCentreId,
             positiveLong(storage, "clock-ceiling-millis"),
             positive(storage, "checkpoint-bytes-per-operation"),
-            nodeId(troupe));
+            nodeId(troupe),
+            // A named DC ships its commits: every one also writes the replication log.
+            replication.enabled());
     Config valueLimits = troupe.getConfig("limits");
     TurnLimits limits =
         new TurnLimits(
@@ -265,6 +273,7 @@ public record RuntimeSettings(
         TransactionSettings.fromConfig(troupe),
         TypeSettings.fromConfig(troupe),
         TransportSettings.fromConfig(troupe),
+        replication,
         config);
   }
 

@@ -9,6 +9,7 @@ import dev.troupe.storage.OutcomeUnknownException;
 import dev.troupe.txn.coordinator.CoordinatorCore;
 import dev.troupe.txn.coordinator.CoordinatorCore.Effect;
 import dev.troupe.txn.coordinator.CoordinatorCore.Input;
+import dev.troupe.txn.Turn;
 import dev.troupe.txn.TurnResult;
 import dev.troupe.txn.port.Timers;
 import java.util.ArrayDeque;
@@ -51,6 +52,13 @@ final class TransactionRun {
   /** The latest decision resend scheduled, cancelled when the run finishes (null: none). */
   private Timers.Scheduled resendTimer;
 
+  /**
+   * Whether every turn of every part applies a remote DC's transaction ({@code
+   * Turn.ApplyReplicated}): its decision is flagged so that the store does not ship it as a local
+   * transaction (it is in the replication log under its origin already).
+   */
+  private final boolean replicaApplication;
+
   /** Written with the commit decision, in the same atomic write (an idempotent request's key). */
   private volatile IdempotencyRecord idempotency;
 
@@ -76,6 +84,9 @@ final class TransactionRun {
       Timers timers, DecisionDirectory decisions) {
     this.decisions = decisions;
     this.core = new CoordinatorCore(parts, limits, planned);
+    this.replicaApplication = !parts.isEmpty() && parts.values().stream().allMatch(part ->
+        !part.turns().isEmpty()
+            && part.turns().stream().allMatch(turn -> turn instanceof Turn.ApplyReplicated));
     this.types = types;
     this.typeOf = typeOf;
     this.registryOf = registryOf;
@@ -170,7 +181,7 @@ final class TransactionRun {
           () -> handle(new Input.RetryDue(store.newTransactionId())));
       case Effect.PersistDecision persist ->
           store.persistDecision(new DecidedTransaction(persist.transactionId(),
-                  persist.participants(), idempotency))
+                  persist.participants(), idempotency, replicaApplication))
               .whenComplete((ignored, failure) -> {
                 Input.DecisionPersisted persisted = Input.DecisionPersisted.ofStoreAnswer(failure);
                 if (decisions != null && persisted.error() == null) {

@@ -8,6 +8,7 @@ import dev.troupe.model.dependency.Dependency;
 import dev.troupe.model.spec.CompiledType;
 import dev.troupe.model.spec.TypeEvolution;
 import dev.troupe.model.spec.TypeSpec;
+import dev.troupe.model.time.Clock;
 import dev.troupe.model.value.DependencyTable;
 import dev.troupe.storage.IdempotencyRecord;
 import dev.troupe.storage.RocksStore;
@@ -63,6 +64,12 @@ public final class Troupe implements AutoCloseable {
 
   private final RuntimeSettings settings;
   private final Store store;
+  /**
+   * The node's clock, which the store issues every timestamp from (and owns: only the store
+   * ticks it). Kept here so that timestamps issued elsewhere (a remote DC's commits, applied
+   * here) can be observed: every later local timestamp is above them.
+   */
+  private final Clock clock;
   private final ActorSystem<Void> system;
   private final List<ActorRef<EntityRegistry.Command>> registries = new ArrayList<>();
   /** The node's answers to participants in doubt (DecisionQueryCore's shell). */
@@ -84,7 +91,8 @@ public final class Troupe implements AutoCloseable {
 
   private Troupe(RuntimeSettings settings, FatalErrorHandler fatalErrorHandler) {
     this.settings = settings;
-    this.store = RocksStore.open(settings.storage(), System::currentTimeMillis);
+    this.clock = RocksStore.defaultClock(settings.storage(), System::currentTimeMillis);
+    this.store = RocksStore.open(settings.storage(), clock);
     store.setEvents(storageEvents);
     storageEvents.useHealth(store::health);
     RenderedStates renderedStates =
@@ -229,6 +237,15 @@ public final class Troupe implements AutoCloseable {
     return store.currentTimestamp();
   }
 
+  /**
+   * Observes a timestamp issued elsewhere (a remote DC's commit, about to be applied here): every
+   * later timestamp this node issues, commit timestamps included, is greater. So a local write
+   * that may have seen a remote one is ordered after it everywhere, last writer wins included.
+   */
+  public void observeTimestamp(long timestamp) {
+    clock.advancePast(timestamp);
+  }
+
   // ---------------------------------------------------------------- writes
 
   public CompletableFuture<TurnOutcome> assign(EntityId entity, String key, JsonNode value) {
@@ -273,6 +290,41 @@ public final class Troupe implements AutoCloseable {
   public CompletableFuture<TurnOutcome> turn(EntityId entity, Turn turn) {
     IdempotencyRecord idempotency = claimIdempotency();
     return admitted(() -> requests.turn(entity, turn, idempotency));
+  }
+
+  // ---------------------------------------------------------------- replica applications
+
+  /**
+   * Applies one entity's part of a remote DC's single-entity transaction ({@link
+   * Turn.ApplyReplicated}; docs/ARCHITECTURE.md, "Several data centres"). Unlike {@link #turn}, the
+   * entity's type is not checked (reserved types included: a remote DC's own entities are applied
+   * like any other) and no idempotency record is taken (the turn's marker makes a second
+   * application a no-op). Fails like {@link #turn} (unavailable, overloaded: the caller retries).
+   */
+  public CompletableFuture<TurnOutcome> applyReplicated(EntityId entity,
+      Turn.ApplyReplicated turn) {
+    return admitted(() -> requests.run(entity, replicaTypeOf(entity), turn));
+  }
+
+  /**
+   * Applies a remote DC's multi-entity transaction atomically: one dynamic transaction of one
+   * {@link Turn.ApplyReplicated} per participant, whose commit decision is flagged as a replica
+   * application (the store does not ship it again as a local transaction). Types as in {@link
+   * #applyReplicated(EntityId, Turn.ApplyReplicated)}.
+   */
+  public CompletableFuture<TransactionOutcome> applyReplicated(
+      Map<EntityId, Turn.ApplyReplicated> parts) {
+    List<TransactionRequest.Operation> operations = new ArrayList<>();
+    parts.forEach((entity, turn) -> operations.add(new TransactionRequest.Operation(entity, turn)));
+    TransactionRequest request =
+        new TransactionRequest(operations, List.of(), TransactionRequest.Mode.DYNAMIC);
+    return admitted(() -> requests.transact(request, null, this::replicaTypeOf));
+  }
+
+  /** The type a replica application runs with: the declared one, schemaless for reserved ones. */
+  private CompiledType replicaTypeOf(EntityId entity) {
+    return entity.type().startsWith("$")
+        ? CompiledType.schemaless(entity.type()) : types.typeOf(entity);
   }
 
   // ---------------------------------------------------------------- idempotent writes

@@ -7,6 +7,7 @@ import dev.troupe.model.EntityState;
 import dev.troupe.model.ErrorCode;
 import dev.troupe.model.Json;
 import dev.troupe.model.TroupeException;
+import dev.troupe.model.causal.ReplicaApplication;
 import dev.troupe.model.spec.CompiledType;
 import dev.troupe.model.spec.SpecParser;
 import dev.troupe.model.spec.TypeEvolution;
@@ -256,6 +257,10 @@ final class TypeRegistry {
   void loadTypes() {
     EntityState state = store.read(TYPES_ENTITY);
     for (Map.Entry<String, Value> entry : state.values().entrySet()) {
+      if (ReplicaApplication.isMarkerKey(entry.getKey())) {
+        // The marker of another DC's type definitions applied here (replication), not a type.
+        continue;
+      }
       if (entry.getKey().startsWith(MIGRATION_KEY_PREFIX)) {
         JsonNode record = entry.getValue().toJson();
         if (!TypeEvolution.Migration.DISCARD.wireName().equals(record.path("migration").asText())

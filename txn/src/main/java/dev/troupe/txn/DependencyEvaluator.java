@@ -94,6 +94,9 @@ public final class DependencyEvaluator {
     if (turn instanceof Turn.RegisterDependency || turn instanceof Turn.DeregisterDependency) {
       return true;
     }
+    if (turn instanceof Turn.ApplyReplicated) {
+      return false; // forwards nothing: see evaluate
+    }
     return touchesDependencies(entity, type, before, operations);
   }
 
@@ -103,6 +106,9 @@ public final class DependencyEvaluator {
    */
   public static boolean mayForward(EntityId entity, CompiledType type, EntityState state,
       List<Turn> turns, boolean readsState) {
+    if (!turns.isEmpty() && !readsState && replicaApplications(turns) == turns.size()) {
+      return false; // forwards nothing: see evaluate
+    }
     boolean declares = !type.spec().dependencies().isEmpty();
     LockTable.LockSet access = AccessSets.forTransaction(type, turns, readsState);
     for (Turn turn : turns) {
@@ -137,7 +143,8 @@ public final class DependencyEvaluator {
   /** Whether the entity keeps any dependency record (a scan of its keys). */
   public static boolean hasDependencies(EntityState state) {
     for (String key : state.values().keySet()) {
-      if (DependencyKeys.isHidden(key)) {
+      // Not every hidden key: a replication marker keeps no dependency.
+      if (DependencyKeys.isDependencyKey(key)) {
         return true;
       }
     }
@@ -184,10 +191,24 @@ public final class DependencyEvaluator {
   public static Evaluation evaluate(EntityId entity, CompiledType type, EntityState before,
       List<Turn> turns, List<Forward> incoming, long transactionId, int originDc,
       TurnLimits limits) {
+    int replicaApplications = replicaApplications(turns);
+    if (replicaApplications > 0
+        && (replicaApplications < turns.size() || !incoming.isEmpty())) {
+      // Nothing builds such a part: the replication shell's transactions hold replica
+      // applications only, and they forward nothing, so nothing forwards to them.
+      return failed(before, TroupeException.invalid(("%s: a replica application shares its part"
+          + " with other turns or forwards").formatted(entity)));
+    }
     TurnEvaluator.Sequence user = TurnEvaluator.evaluateSequence(entity, type, before, turns,
         transactionId, originDc, limits);
     if (user.error() != null) {
       return failed(before, user.error());
+    }
+    if (replicaApplications > 0) {
+      // A remote transaction's part forwards nothing: its origin computed the forwards when it
+      // committed, and they are in the same remote transaction as other entities' parts (or
+      // arrive as their own transactions); forwarding here would apply them twice.
+      return new Evaluation(user.operations(), user.after(), Forwarding.NONE, null);
     }
     boolean dependencyTurns = false;
     for (Turn turn : turns) {
@@ -204,6 +225,16 @@ public final class DependencyEvaluator {
     } catch (TroupeException rejection) {
       return failed(before, rejection);
     }
+  }
+
+  private static int replicaApplications(List<Turn> turns) {
+    int count = 0;
+    for (Turn turn : turns) {
+      if (turn instanceof Turn.ApplyReplicated) {
+        count++;
+      }
+    }
+    return count;
   }
 
   private static Evaluation failed(EntityState before, TroupeException error) {

@@ -1,6 +1,8 @@
 package dev.troupe.txn;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import dev.troupe.model.Operation;
+import java.util.List;
 import java.util.Map;
 
 /**
@@ -44,4 +46,32 @@ public sealed interface Turn {
 
   /** Deregisters a dependency by its id; runs on its leader, like {@link RegisterDependency}. */
   record DeregisterDependency(String dependencyId, String leaderKey) implements Turn {}
+
+  /**
+   * Applies one entity's part of a transaction committed in another data centre (docs/
+   * ARCHITECTURE.md, "Applying a remote transaction"). Evaluation writes, first, the entity's
+   * replication marker for the origin ({@link
+   * dev.troupe.model.causal.ReplicaApplication#markerKey}) set to {@code transactionTimestamp},
+   * then the operations, each register assignment stamped with ({@code stampTimestamp}, {@code
+   * originDc}) ({@link Operation.AssignReplicated}) and the rest as they are. When the marker
+   * already holds {@code transactionTimestamp} or more the part was applied before and the turn
+   * writes nothing, so applying it again (after a crash, a duplicate) changes nothing.
+   *
+   * <p>No type checks, preconditions or limits (the origin committed it: refusing it here would
+   * make the data centres diverge) and no dependency forwards (the origin's transaction already
+   * holds its followers' operations).
+   *
+   * @param originDc the data centre where the transaction committed
+   * @param transactionTimestamp the timestamp of the transaction's first replication log entry at
+   *     the origin (its decision, or its only part): the marker's value
+   * @param stampTimestamp the commit timestamp of this entity's part at the origin: its register
+   *     writes' stamp
+   * @param operations the part's operations as the origin committed them
+   */
+  record ApplyReplicated(int originDc, long transactionTimestamp, long stampTimestamp,
+      List<Operation> operations) implements Turn {
+    public ApplyReplicated {
+      operations = List.copyOf(operations);
+    }
+  }
 }

@@ -4,7 +4,11 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.troupe.model.Json;
+import dev.troupe.model.codec.BinaryReader;
+import dev.troupe.model.codec.BinaryWriter;
+import dev.troupe.model.codec.ValueEncoding;
 import java.util.ArrayList;
+import java.util.Base64;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -58,6 +62,19 @@ public final class TurnCodec {
         }
         case Turn.DeregisterDependency deregister -> node.put("t", "deregister")
             .put("id", deregister.dependencyId()).put("key", deregister.leaderKey());
+        case Turn.ApplyReplicated replicated -> {
+          // The operations in their journal encoding (tags, dependency records and all), as
+          // base64 text: one encoding of operations, pinned by the storage format tests.
+          BinaryWriter out = new BinaryWriter(64);
+          out.varInt(replicated.operations().size());
+          for (dev.troupe.model.Operation operation : replicated.operations()) {
+            ValueEncoding.writeOperation(out, operation);
+          }
+          node.put("t", "applyReplicated").put("origin", replicated.originDc())
+              .put("transaction", replicated.transactionTimestamp())
+              .put("stamp", replicated.stampTimestamp())
+              .put("operations", Base64.getEncoder().encodeToString(out.toByteArray()));
+        }
       }
     }
     byte[] json = Json.writeBytes(array);
@@ -101,9 +118,31 @@ public final class TurnCodec {
         case "register" -> new Turn.RegisterDependency(
             dev.troupe.model.dependency.Dependency.fromJson(node.get("dependency")));
         case "deregister" -> new Turn.DeregisterDependency(node.get("id").asText(), key);
+        case "applyReplicated" -> new Turn.ApplyReplicated(node.get("origin").asInt(),
+            node.get("transaction").asLong(), node.get("stamp").asLong(),
+            decodeOperations(node.get("operations").asText()));
         default -> throw new IllegalArgumentException("unknown turn kind " + node.path("t"));
       });
     }
     return turns;
+  }
+
+  private static List<dev.troupe.model.Operation> decodeOperations(String base64) {
+    byte[] bytes;
+    try {
+      bytes = Base64.getDecoder().decode(base64);
+    } catch (IllegalArgumentException notBase64) {
+      throw new IllegalArgumentException("replicated operations that are not base64", notBase64);
+    }
+    BinaryReader in = new BinaryReader(bytes, 0, bytes.length,
+        (position, message, cause) -> new IllegalArgumentException(
+            "replicated operations damaged at byte " + position + ": " + message, cause));
+    int count = in.count();
+    List<dev.troupe.model.Operation> operations = new ArrayList<>(count);
+    for (int i = 0; i < count; i++) {
+      operations.add(ValueEncoding.readOperation(in));
+    }
+    in.end();
+    return operations;
   }
 }

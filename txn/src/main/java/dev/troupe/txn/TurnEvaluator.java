@@ -17,7 +17,10 @@ import dev.troupe.model.TroupeException;
 import dev.troupe.model.ValueLimits;
 import dev.troupe.model.spec.ActionOutcome;
 import dev.troupe.model.spec.CompiledType;
+import dev.troupe.model.causal.ReplicaApplication;
 import dev.troupe.model.value.KeyKind;
+import dev.troupe.model.value.RegisterValue;
+import com.fasterxml.jackson.databind.node.LongNode;
 import dev.troupe.model.value.SetValue;
 import dev.troupe.model.value.Tag;
 import dev.troupe.model.value.Value;
@@ -87,7 +90,10 @@ public final class TurnEvaluator {
         case Decision.Write write -> {
           List<Operation> renumbered = new ArrayList<>(write.operations().size());
           for (Operation operation : write.operations()) {
-            if (operation instanceof Operation.AddElement add && turns.size() > 1) {
+            // A remote part's additions keep the tags they got at their origin: they are the
+            // same additions everywhere (a set's removes there name those tags).
+            if (operation instanceof Operation.AddElement add && turns.size() > 1
+                && !(turn instanceof Turn.ApplyReplicated)) {
               renumbered.add(new Operation.AddElement(add.key(), add.element(),
                   new Tag(originDc, transactionId, additions++)));
             } else {
@@ -113,6 +119,10 @@ public final class TurnEvaluator {
       int originDc,
       TurnLimits limits) {
     try {
+      if (turn instanceof Turn.ApplyReplicated replicated) {
+        // No limits either: the origin committed it, refusing it here would diverge.
+        return new Decision.Write(replicaApplication(state, replicated));
+      }
       List<Operation> operations =
           operations(entity, type, state, turn, transactionId, originDc, limits);
       checkLimits(state, operations, limits);
@@ -206,6 +216,7 @@ public final class TurnEvaluator {
         }
         yield List.of(new Operation.ForgetDependency(hidden, deregister.dependencyId()));
       }
+      case Turn.ApplyReplicated replicated -> replicaApplication(state, replicated);
       case Turn.InvokeAction invoke -> {
         if (type.isSchemaless()) {
           throw new TroupeException(
@@ -221,6 +232,36 @@ public final class TurnEvaluator {
         };
       }
     };
+  }
+
+  /**
+   * A remote part's operations (docs/ARCHITECTURE.md, "Applying a remote transaction"): nothing
+   * when the entity's marker for the origin shows it applied, else the marker first, then the
+   * operations with register assignments stamped as at the origin.
+   *
+   * <p>Applied whatever the local type declares: a key the origin wrote as one kind and this data
+   * centre's type declares as another (the types differ while a type change reaches the data
+   * centres one by one) still takes the operation. The materializer never fails on a mismatch (an
+   * increment of a register key replaces it by a counter, a remove from a non-set does nothing),
+   * and every data centre applies the same operations, so they converge; the type's rendering
+   * decides what clients see, as for any stored value the type does not describe.
+   */
+  static List<Operation> replicaApplication(EntityState state, Turn.ApplyReplicated replicated) {
+    String marker = ReplicaApplication.markerKey(replicated.originDc());
+    if (state.get(marker) instanceof RegisterValue applied
+        && applied.value().canConvertToLong()
+        && applied.value().asLong() >= replicated.transactionTimestamp()) {
+      return List.of();
+    }
+    List<Operation> operations = new ArrayList<>(replicated.operations().size() + 1);
+    operations.add(new Operation.Assign(marker, LongNode.valueOf(replicated.transactionTimestamp())));
+    for (Operation operation : replicated.operations()) {
+      operations.add(operation instanceof Operation.Assign assign
+          ? new Operation.AssignReplicated(assign.key(), assign.value(),
+              replicated.stampTimestamp(), replicated.originDc())
+          : operation);
+    }
+    return operations;
   }
 
   /**
@@ -320,6 +361,7 @@ public final class TurnEvaluator {
     for (Operation operation : operations) {
       switch (operation) {
         case Operation.Assign assign -> present.put(assign.key(), true);
+        case Operation.AssignReplicated assign -> present.put(assign.key(), true);
         case Operation.Increment increment -> present.put(increment.key(), true);
         case Operation.AddElement add -> {
           present.put(add.key(), true);

@@ -6,6 +6,7 @@ import dev.troupe.model.EntityState;
 import dev.troupe.model.Operation;
 import dev.troupe.model.Operation.AddElement;
 import dev.troupe.model.Operation.Assign;
+import dev.troupe.model.Operation.AssignReplicated;
 import dev.troupe.model.Operation.DeleteEntity;
 import dev.troupe.model.Operation.DeleteKey;
 import dev.troupe.model.Operation.ForgetDependency;
@@ -47,6 +48,7 @@ public final class ValueEncoding {
   private static final byte DELETE_ENTITY = 6;
   private static final byte RECORD_DEPENDENCY = 7;
   private static final byte FORGET_DEPENDENCY = 8;
+  private static final byte ASSIGN_REPLICATED = 9;
 
   private static final byte REGISTER = 1;
   private static final byte COUNTER = 2;
@@ -74,6 +76,13 @@ public final class ValueEncoding {
         out.type(ASSIGN);
         out.string(assign.key());
         out.json(assign.value());
+      }
+      case AssignReplicated assign -> {
+        out.type(ASSIGN_REPLICATED);
+        out.string(assign.key());
+        out.json(assign.value());
+        out.fixedLong(assign.timestamp());
+        out.varInt(assign.originDc());
       }
       case DeleteKey delete -> {
         out.type(DELETE_KEY);
@@ -117,6 +126,8 @@ public final class ValueEncoding {
     byte type = in.type();
     return switch (type) {
       case ASSIGN -> new Assign(in.string(), in.json());
+      case ASSIGN_REPLICATED ->
+          new AssignReplicated(in.string(), in.json(), in.fixedLong(), in.varInt());
       case DELETE_KEY -> new DeleteKey(in.string());
       case INCREMENT -> new Increment(in.string(), in.signedVarLong());
       case ADD_ELEMENT -> new AddElement(in.string(), in.json(), readTag(in));

@@ -6,7 +6,8 @@ package dev.troupe.model.dependency;
  * ones (with each leader's last forwarded value) in {@code $in:k}. Keys starting with '$' are
  * Troupe's own: clients cannot write them, states never render them, and key-level locking treats
  * them as part of the key they describe (so a dependency's registration and a write of its leader
- * key conflict).
+ * key conflict). Other hidden keys (a data centre's replication marker, {@code $replicated:<dc>})
+ * describe no key: they are locked as themselves and keep no dependency.
  */
 public final class DependencyKeys {
   private static final String OUTGOING = "$out:";
@@ -40,6 +41,11 @@ public final class DependencyKeys {
       return key.substring(INCOMING.length());
     }
     return key;
+  }
+
+  /** Whether the key holds dependency records ({@code $out:k} or {@code $in:k}). */
+  public static boolean isDependencyKey(String key) {
+    return key.startsWith(OUTGOING) || key.startsWith(INCOMING);
   }
 
   public static boolean isOutgoing(String key) {

@@ -1,6 +1,9 @@
 package dev.troupe.txn.entity;
 
+import dev.troupe.model.Operation;
 import dev.troupe.model.TroupeException;
+import dev.troupe.model.causal.ReplicaApplication;
+import dev.troupe.model.dependency.DependencyKeys;
 import dev.troupe.model.spec.AdmissionPolicy;
 import dev.troupe.model.spec.CompiledType;
 import dev.troupe.txn.Forward;
@@ -115,6 +118,18 @@ public final class AccessSets {
         case Turn.RegisterDependency register ->
             keys.put(register.dependency().leader().key(), Mode.WRITE);
         case Turn.DeregisterDependency deregister -> keys.put(deregister.leaderKey(), Mode.WRITE);
+        case Turn.ApplyReplicated replicated -> {
+          // Its own lock key for the marker ($replicated:<dc> describes no other key), so two
+          // parts of one origin on disjoint keys still conflict on it: applied one at a time.
+          keys.put(ReplicaApplication.markerKey(replicated.originDc()), Mode.WRITE);
+          for (Operation operation : replicated.operations()) {
+            if (operation instanceof Operation.DeleteEntity) {
+              entityMode = Mode.WRITE;
+            } else {
+              keys.put(DependencyKeys.describedKey(operation.key()), Mode.WRITE);
+            }
+          }
+        }
         case Turn.InvokeAction invoke -> {
           if (type.isSchemaless() || !type.spec().actions().containsKey(invoke.action())) {
             // Evaluation rejects it; lock the whole entity meanwhile rather than guess.

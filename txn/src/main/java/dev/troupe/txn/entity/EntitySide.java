@@ -30,8 +30,13 @@ import java.util.List;
  * @param <R> the shell's reply target
  */
 final class EntitySide<R> {
-  /** @param resolvesPrepared a decided transaction's commit, which must never be rolled back */
-  record InFlight(long serial, EntityState stateBefore, boolean resolvesPrepared) {}
+  /**
+   * @param resolvesPrepared a decided transaction's commit, which must never be rolled back
+   * @param operations what it commits: applied to {@link #durable} at its real commit timestamp
+   *     once durable
+   */
+  record InFlight(long serial, EntityState stateBefore, boolean resolvesPrepared,
+      List<dev.troupe.model.Operation> operations) {}
 
   /**
    * @param committedBySerial the reply is for the commit with serial {@code dependsOnSerial} itself
@@ -149,6 +154,15 @@ final class EntitySide<R> {
 
   // The turn pipeline's: the tentative state, commits in flight, replies in order, queued turns.
   EntityState tentative;
+  /**
+   * The durable state as the journal materializes it: every durable commit applied at its real
+   * commit timestamp. The tentative state applies commits in flight at provisional timestamps
+   * (the real one is known once durable), so its register stamps are provisional and a
+   * last-writer-wins merge against a remote write's stamp ({@code AssignReplicated}) may decide
+   * differently there; once nothing is in flight the tentative state becomes this one again, so
+   * the entity never keeps serving a merge the journal decided otherwise.
+   */
+  EntityState durable;
   long lastDurableVersion;
   /** The durable version before the last durable commit: what that commit's turn read. */
   long versionBeforeLastDurable;
@@ -199,6 +213,7 @@ final class EntitySide<R> {
     this.limits = limits;
     this.originDc = originDc;
     this.tentative = durable;
+    this.durable = durable;
     this.lastDurableVersion = durable.version();
   }
 

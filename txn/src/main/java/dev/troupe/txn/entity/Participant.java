@@ -495,7 +495,7 @@ final class Participant<R> {
       side.tentative = side.tentative.apply(participation.operations, side.tentative.version() + 1,
           side.originDc);
       long serial = ++side.lastSubmittedSerial;
-      side.inFlight.add(new InFlight(serial, before, true));
+      side.inFlight.add(new InFlight(serial, before, true, participation.operations));
       side.replies.add(new PendingReply<>(serial, decision.acknowledgeTo(), side.tentative, true,
           null, true, DependencyEvaluator.Forwarding.NONE, remembered));
       effects.add(new Effect.SubmitCommit<>(serial, transactionId, participation.operations, true));
@@ -551,7 +551,7 @@ final class Participant<R> {
       side.tentative = side.tentative.apply(committed.operations, side.tentative.version() + 1,
           side.originDc);
       long serial = ++side.lastSubmittedSerial;
-      side.inFlight.add(new InFlight(serial, before, false));
+      side.inFlight.add(new InFlight(serial, before, false, committed.operations));
       side.replies.add(new PendingReply<>(serial, acknowledgeTo, side.tentative, true, null, true));
       effects.add(new Effect.SubmitCommit<>(serial, transactionId, committed.operations, false,
           true));

@@ -62,6 +62,7 @@ final class TurnPipeline<R> {
     Invariants.check(success.commitTimestamp() > side.lastDurableVersion,
         "%s: commit timestamps must grow (%d after %d)", side.entity, success.commitTimestamp(),
         side.lastDurableVersion);
+    side.durable = side.durable.apply(head.operations(), success.commitTimestamp(), side.originDc);
     side.lastDurableSerial = success.serial();
     side.versionBeforeLastDurable = side.lastDurableVersion;
     side.lastDurableVersion = success.commitTimestamp();
@@ -113,7 +114,7 @@ final class TurnPipeline<R> {
     EntityState before = side.tentative;
     side.tentative = side.tentative.apply(operations, side.tentative.version() + 1, side.originDc);
     long serial = ++side.lastSubmittedSerial;
-    side.inFlight.add(new InFlight(serial, before, prepared));
+    side.inFlight.add(new InFlight(serial, before, prepared, operations));
     side.replies.add(new PendingReply<>(serial, replyTo, side.tentative, true, null, true,
         DependencyEvaluator.Forwarding.NONE, remembered));
     // Never refused for load: rolling back an applied PSAC action would invalidate the outcome
@@ -144,7 +145,7 @@ final class TurnPipeline<R> {
         side.tentative = side.tentative.apply(write.operations(), side.tentative.version() + 1,
             side.originDc);
         long serial = ++side.lastSubmittedSerial;
-        side.inFlight.add(new InFlight(serial, before, false));
+        side.inFlight.add(new InFlight(serial, before, false, write.operations()));
         side.replies.add(new PendingReply<>(serial, turn.replyTo(), side.tentative, true, null,
             true));
         effects.add(
@@ -197,6 +198,7 @@ final class TurnPipeline<R> {
     while (!side.inFlight.isEmpty() && side.inFlight.peekLast().serial() >= serial) {
       side.tentative = side.inFlight.pollLast().stateBefore();
     }
+    rebaseWhenSettled();
     side.lastSubmittedSerial = serial - 1;
     ArrayDeque<PendingReply<R>> kept = new ArrayDeque<>();
     for (PendingReply<R> reply : side.replies) {
@@ -232,13 +234,12 @@ final class TurnPipeline<R> {
   }
 
   /**
-   * With nothing in flight the tentative state equals the durable one: give it the real version
-   * instead of the provisional one.
+   * With nothing in flight the tentative state is the durable one: take it, with the real
+   * version and register stamps instead of the provisional ones.
    */
   private void rebaseWhenSettled() {
     if (side.inFlight.isEmpty()) {
-      side.tentative = new EntityState(side.tentative.values(), side.lastDurableVersion,
-          side.tentative.exists());
+      side.tentative = side.durable;
     }
   }
 

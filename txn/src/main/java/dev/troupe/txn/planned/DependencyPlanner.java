@@ -131,6 +131,17 @@ public final class DependencyPlanner {
   private static boolean direct(EntityId entity, CompiledType type, EntityState state,
       CoordinatorCore.Part part, Function<KeyReference, List<Dependency>> pending,
       Map<EntityId, Map<String, LockTable.Mode>> reserved, ArrayDeque<Reach> changed) {
+    int replicaApplications = 0;
+    for (Turn turn : part.turns()) {
+      if (turn instanceof Turn.ApplyReplicated) {
+        replicaApplications++;
+      }
+    }
+    if (replicaApplications > 0) {
+      // A remote transaction's part forwards nothing (DependencyEvaluator.evaluate), so it
+      // reaches no other entity; mixed with other turns its evaluation refuses it: run dynamic.
+      return replicaApplications == part.turns().size();
+    }
     LockTable.LockSet access = AccessSets.forTransaction(type, part.turns(), part.readsState());
     boolean wholeEntity = access.entityMode() == LockTable.Mode.WRITE;
     boolean clears = false;
@@ -163,7 +174,7 @@ public final class DependencyPlanner {
     Set<String> keys = new TreeSet<>();
     if (wholeEntity || clears) {
       for (String stored : state.values().keySet()) {
-        if (DependencyKeys.isHidden(stored)) {
+        if (DependencyKeys.isDependencyKey(stored)) {
           keys.add(DependencyKeys.describedKey(stored));
         }
       }

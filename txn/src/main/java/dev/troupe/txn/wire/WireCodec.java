@@ -98,6 +98,9 @@ public final class WireCodec {
   private static final byte INVOKE_ACTION = 8;
   private static final byte REGISTER_DEPENDENCY = 9;
   private static final byte DEREGISTER_DEPENDENCY = 10;
+  // Added without a new message version: no earlier message's bytes change, and a build that
+  // does not know the kind refuses the message (unknown turn kind), never misreads it.
+  private static final byte APPLY_REPLICATED = 11;
 
   private static final byte LEADER_CHANGED = 1;
   private static final byte LEADER_DELETED = 2;
@@ -494,6 +497,16 @@ public final class WireCodec {
         out.string(deregister.dependencyId());
         out.string(deregister.leaderKey());
       }
+      case Turn.ApplyReplicated replicated -> {
+        out.type(APPLY_REPLICATED);
+        out.varInt(replicated.originDc());
+        out.fixedLong(replicated.transactionTimestamp());
+        out.fixedLong(replicated.stampTimestamp());
+        out.varInt(replicated.operations().size());
+        for (dev.troupe.model.Operation operation : replicated.operations()) {
+          ValueEncoding.writeOperation(out, operation);
+        }
+      }
     }
   }
 
@@ -517,6 +530,17 @@ public final class WireCodec {
       case INVOKE_ACTION -> new Turn.InvokeAction(in.string(), in.optionalJson());
       case REGISTER_DEPENDENCY -> new Turn.RegisterDependency(ValueEncoding.readDependency(in));
       case DEREGISTER_DEPENDENCY -> new Turn.DeregisterDependency(in.string(), in.string());
+      case APPLY_REPLICATED -> {
+        int originDc = in.varInt();
+        long transactionTimestamp = in.fixedLong();
+        long stampTimestamp = in.fixedLong();
+        int count = in.count();
+        List<dev.troupe.model.Operation> operations = new ArrayList<>(count);
+        for (int i = 0; i < count; i++) {
+          operations.add(ValueEncoding.readOperation(in));
+        }
+        yield new Turn.ApplyReplicated(originDc, transactionTimestamp, stampTimestamp, operations);
+      }
       default -> throw in.corrupt("unknown turn kind " + kind, null);
     };
   }

@@ -135,7 +135,28 @@ final class WireArbitraries {
         Arbitraries.just(new Turn.DiscardHiddenValues()),
         Combinators.combine(name(), json().injectNull(0.2)).as(Turn.InvokeAction::new),
         dependencies().map(Turn.RegisterDependency::new),
-        Combinators.combine(name(), name()).as(Turn.DeregisterDependency::new));
+        Combinators.combine(name(), name()).as(Turn.DeregisterDependency::new),
+        Combinators.combine(Arbitraries.integers().between(0, Integer.MAX_VALUE),
+            Arbitraries.longs(), Arbitraries.longs(), replicatedOperations().list().ofMaxSize(4))
+            .as(Turn.ApplyReplicated::new));
+  }
+
+  /** The operations a remote part carries (one of each shape the materializer applies). */
+  static Arbitrary<dev.troupe.model.Operation> replicatedOperations() {
+    Arbitrary<dev.troupe.model.value.Tag> tags = Combinators.combine(
+        Arbitraries.integers().between(0, 300), Arbitraries.longs(),
+        Arbitraries.integers().between(0, 9)).as(dev.troupe.model.value.Tag::new);
+    return Arbitraries.oneOf(
+        Combinators.combine(name(), json()).as(dev.troupe.model.Operation.Assign::new),
+        Combinators.combine(name(), json(), Arbitraries.longs(),
+            Arbitraries.integers().between(0, Integer.MAX_VALUE))
+            .as(dev.troupe.model.Operation.AssignReplicated::new),
+        name().map(dev.troupe.model.Operation.DeleteKey::new),
+        Combinators.combine(name(), Arbitraries.longs()).as(dev.troupe.model.Operation.Increment::new),
+        Combinators.combine(name(), json(), tags).as(dev.troupe.model.Operation.AddElement::new),
+        Combinators.combine(name(), json(), tags.set().ofMaxSize(3))
+            .as(dev.troupe.model.Operation.RemoveElement::new),
+        Arbitraries.just(new dev.troupe.model.Operation.DeleteEntity()));
   }
 
   static Arbitrary<Forward> forwards() {

@@ -154,6 +154,35 @@ class WireFormatTest {
         assertEquals(envelope, WireCodec.decode(HEX.parseHex(VECTORS.get(name))), name));
   }
 
+  /**
+   * A turn request carrying a replica application, pinned apart from the per-message vectors
+   * (turn kind 11 came after them: adding it changed no earlier bytes).
+   */
+  static final String APPLY_REPLICATED_TURN_REQUEST =
+      "08010000006c03010743617274006331000000000000006707436172740063310443617274000001"
+      + "8bcfe5687b0b8803000000000000012c000000000000012e0502036f6c640305636f756e74090104"
+      + "6e616d650522416e6e22040474616773052272656422880300000000000000020306bc100a05";
+
+  static Envelope applyReplicatedRequest() {
+    Turn turn = new Turn.ApplyReplicated(392, 300L, 302L, List.of(
+        new dev.troupe.model.Operation.DeleteKey("old"),
+        new dev.troupe.model.Operation.Increment("count", -5),
+        new dev.troupe.model.Operation.Assign("name", Json.parse("\"Ann\"")),
+        new dev.troupe.model.Operation.AddElement("tags", Json.parse("\"red\""),
+            new Tag(392, 2, 3)),
+        new dev.troupe.model.Operation.DeleteEntity()));
+    return new Envelope(3, new Destination.ToEntity(CART),
+        new WireMessage.TurnRequest(103L, CART, CART_TYPE, turn));
+  }
+
+  @Test
+  void aReplicaApplicationKeepsItsBytes() {
+    assertEquals(APPLY_REPLICATED_TURN_REQUEST,
+        HEX.formatHex(WireCodec.encode(applyReplicatedRequest())));
+    assertEquals(applyReplicatedRequest(),
+        WireCodec.decode(HEX.parseHex(APPLY_REPLICATED_TURN_REQUEST)));
+  }
+
   @Test
   void aResultOfAnAbsentEntityRoundTripsWithoutAState() {
     // A turn or part that deleted its entity answers Done with a null state.

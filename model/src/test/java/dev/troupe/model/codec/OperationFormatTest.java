@@ -1,0 +1,35 @@
+package dev.troupe.model.codec;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import dev.troupe.model.Json;
+import dev.troupe.model.Operation;
+import java.util.HexFormat;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The binary form of {@link Operation.AssignReplicated} pinned byte for byte (the other operations
+ * are pinned by {@code storage}'s {@code CodecFormatTest}, inside the journal's records): it is in
+ * journals and replication logs, so a change here needs a new operation type id.
+ */
+class OperationFormatTest {
+  private static final HexFormat HEX = HexFormat.of();
+
+  /** Type 9, key "name", value "Ann", stamp 1234567890123 (fixed 8 bytes), origin 300 (varint). */
+  static final String ASSIGN_REPLICATED = "09" + "046e616d65" + "0522416e6e22"
+      + "0000011f71fb04cb" + "ac02";
+
+  @Test
+  void stampedRegisterWritesKeepTheirBytes() {
+    Operation operation = new Operation.AssignReplicated("name", Json.parse("\"Ann\""),
+        1234567890123L, 300);
+    BinaryWriter out = new BinaryWriter(16);
+    ValueEncoding.writeOperation(out, operation);
+    assertEquals(ASSIGN_REPLICATED, HEX.formatHex(out.toByteArray()));
+    byte[] bytes = HEX.parseHex(ASSIGN_REPLICATED);
+    BinaryReader in = new BinaryReader(bytes, 0, bytes.length,
+        (position, message, cause) -> new IllegalStateException(message, cause));
+    assertEquals(operation, ValueEncoding.readOperation(in));
+    in.end();
+  }
+}

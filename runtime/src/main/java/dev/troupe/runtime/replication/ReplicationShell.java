@@ -1,0 +1,516 @@
+package dev.troupe.runtime.replication;
+
+import dev.troupe.model.EntityId;
+import dev.troupe.model.Invariants;
+import dev.troupe.model.causal.DependencyVector;
+import dev.troupe.model.causal.ReplicationBatch;
+import dev.troupe.model.causal.ReplicationEntry;
+import dev.troupe.model.time.HybridLogicalClock;
+import dev.troupe.model.ErrorCode;
+import dev.troupe.model.TroupeException;
+import dev.troupe.replication.PullRequest;
+import dev.troupe.replication.ReceiverCore;
+import dev.troupe.replication.ReceiverCore.Effect;
+import dev.troupe.replication.ReceiverCore.Input;
+import dev.troupe.replication.ReceiverLimits;
+import dev.troupe.replication.RemoteTransaction;
+import dev.troupe.runtime.Troupe;
+import dev.troupe.storage.DurableStore;
+import dev.troupe.storage.ReplicationLog;
+import dev.troupe.txn.Turn;
+import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import org.apache.pekko.actor.Cancellable;
+import org.apache.pekko.actor.typed.Scheduler;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import scala.concurrent.ExecutionContextExecutor;
+
+/**
+ * The runtime shell of causal replication between data centres (docs/ARCHITECTURE.md, "Several
+ * data centres", "The replication shell"): runs one DC's {@link ReceiverCore} over the store's
+ * {@link ReplicationLog} and applies remote transactions through {@link Troupe}. The core decides
+ * everything (what to pull from whom, when a received transaction may be applied, the received,
+ * applied and stable vectors, when to record and truncate); this shell only feeds it inputs and
+ * executes its effects:
+ *
+ * <ul>
+ *   <li>{@code PersistBatch}: {@link ReplicationLog#appendReceived}, then {@code BatchPersisted}
+ *       (the future {@link #received} returned completes then: a pull is acknowledged only once
+ *       durable).
+ *   <li>{@code PublishApplyingVector}: the vector the store's applying-vector source returns from
+ *       then on. Executed before the {@code ApplyTransaction} that follows it, so a local
+ *       transaction that could see the remote one records a dependency on it.
+ *   <li>{@code ApplyTransaction}: the node's clock observes every timestamp of the transaction (a
+ *       local write after it is ordered after it everywhere, last writer wins included); then one
+ *       {@link Turn.ApplyReplicated} through {@link Troupe#applyReplicated(EntityId,
+ *       Turn.ApplyReplicated)} for a single-entity transaction, or one dynamic transaction of one
+ *       per participant ({@link Troupe#applyReplicated(Map)}, whose decision the store flags as a
+ *       replica application) for a multi-entity one; its completion feeds {@code
+ *       TransactionApplied} or {@code ApplicationFailed} (the core retries after {@code
+ *       retry-delay-millis}).
+ *   <li>{@code RecordAppliedVector}: {@link ReplicationLog#recordApplied}; {@code Truncate}: {@link
+ *       ReplicationLog#truncate}.
+ * </ul>
+ *
+ * <p><b>Concurrency: one lock, not an actor.</b> Inputs arrive on many threads: the server's
+ * pullers ({@link #received}, {@link #pullsFrom}, {@link #linkFailed}), its request threads
+ * ({@link #serve} reports the puller's received vector), the store's writer threads (a persisted
+ * batch), the entity actors' completions (an applied transaction) and the tick. They are fed to
+ * the core one at a time under this object's monitor; an input arriving while effects run on the
+ * same thread (a future completed at once) is queued and fed after them, so the core never sees a
+ * nested call (the pattern of {@code TransactionRun}). Every effect only starts asynchronous work
+ * (a store write, a turn), so the monitor is held for microseconds. An actor would serialize the
+ * same way but force the server's synchronous questions ({@link #pullsFrom}, the vectors) through
+ * asks; the core is pure and cheap, so a monitor is the thinner shell. What readers ask without
+ * the lock ({@link #appliedVector}, {@link #causalToken}, the applying-vector source the store's
+ * writers call) is a volatile snapshot refreshed after every input.
+ *
+ * <p><b>Time.</b> The core receives physical milliseconds with every input and a tick every
+ * {@code tick-interval-millis} (on the engine's Pekko scheduler): forwarding, retries, the applied
+ * vector's record and truncation are decided on them.
+ *
+ * <p><b>Recovery.</b> At start the core begins from the log's durable received and applied
+ * vectors, and the shell re-feeds it the received entries above the applied vector ({@code
+ * RecoveredEntries}, read per origin with {@link ReplicationLog#read}); those applied before the
+ * crash but after the last record are applied again, which their markers turn into no-ops
+ * ({@link Turn.ApplyReplicated}): nothing is lost, nothing applied twice.
+ */
+public final class ReplicationShell implements AutoCloseable {
+  private static final Logger log = LoggerFactory.getLogger(ReplicationShell.class);
+
+  private final Troupe troupe;
+  private final ReplicationSettings settings;
+  private final ReplicationLog replicationLog;
+  private final int dataCentreId;
+  /** Guarded by this object's monitor, like {@link #pending} and {@link #draining}. */
+  private final ReceiverCore core;
+  private final ArrayDeque<Pending> pending = new ArrayDeque<>();
+  private boolean draining;
+  /** What the store's writers stamp local entries with; raised before each application. */
+  private volatile DependencyVector applyingVector;
+  /** The core's vectors after the last input, for readers that take no lock. */
+  private volatile DependencyVector appliedVector;
+  private volatile DependencyVector receivedVector;
+  private volatile DependencyVector stableVector;
+  /** {@link #whenVisible} callers waiting, guarded by its own monitor. */
+  private final List<Waiter> waiters = new ArrayList<>();
+  private final Scheduler scheduler;
+  private final ExecutionContextExecutor executor;
+  private final Cancellable ticks;
+  /**
+   * The latest record of the applied vector: a truncation waits for it, so the log never loses
+   * an entry that the recorded applied vector (what a restart re-feeds from) does not cover.
+   */
+  private CompletableFuture<Void> lastRecord = CompletableFuture.completedFuture(null);
+  private volatile boolean closed;
+  /** When this shell started (physical time): lags count from here at most. */
+  private final long startedMillis = System.currentTimeMillis();
+
+  /** An input, with the future to complete once the batch it carries is durable (or null). */
+  private record Pending(Input input, CompletableFuture<Void> durable) {}
+
+  private record Waiter(DependencyVector token, CompletableFuture<Boolean> visible) {}
+
+  private ReplicationShell(Troupe troupe, ReplicationSettings settings) {
+    Invariants.check(settings.enabled(), "replication needs a data centre name");
+    Invariants.check(troupe.settings().storage().dataCentreId() == settings.dataCentreId(),
+        "the store's data centre id %s is not the id %s of the data centre's name %s",
+        troupe.settings().storage().dataCentreId(), settings.dataCentreId(),
+        settings.dataCentreName());
+    this.troupe = troupe;
+    this.settings = settings;
+    this.dataCentreId = settings.dataCentreId();
+    this.replicationLog = troupe.store().replicationLog();
+    this.core = new ReceiverCore(dataCentreId, settings.peerIds(), new ReceiverLimits(
+        settings.maxApplyingTransactions(), settings.forwardAfterMillis(),
+        settings.retryDelayMillis(), settings.appliedRecordIntervalMillis(),
+        settings.truncateIntervalMillis()));
+    DependencyVector recordedApplied = replicationLog.appliedVector();
+    // Everything applied before the last record is visible; the core raises it from here on.
+    this.applyingVector = recordedApplied;
+    this.appliedVector = recordedApplied;
+    this.receivedVector = replicationLog.receivedVector();
+    this.stableVector = DependencyVector.EMPTY;
+    replicationLog.setApplyingVectorSource(() -> applyingVector);
+    this.scheduler = troupe.actorSystem().scheduler();
+    this.executor = troupe.actorSystem().executionContext();
+    recover(recordedApplied);
+    Duration interval = Duration.ofMillis(settings.tickIntervalMillis());
+    this.ticks = scheduler.scheduleAtFixedRate(interval, interval,
+        () -> feed(new Input.Tick(), null), executor);
+  }
+
+  /**
+   * Starts replication for the engine's DC: {@code settings} must name the DC whose id the
+   * engine's store stamps its commits with (a {@link dev.troupe.runtime.RuntimeSettings} with
+   * {@code troupe.dc.name}). Re-feeds what was received and not applied before a restart.
+   */
+  public static ReplicationShell start(Troupe troupe, ReplicationSettings settings) {
+    return new ReplicationShell(troupe, settings);
+  }
+
+  /**
+   * The core's first input: the durable vectors and the received entries above the recorded
+   * applied vector, read per origin in log order (a new DC feeds empty ones).
+   */
+  private void recover(DependencyVector applied) {
+    DependencyVector received = replicationLog.receivedVector();
+    List<ReplicationEntry> entries = new ArrayList<>();
+    for (int origin : settings.peerIds()) {
+      long after = applied.get(origin);
+      long upTo = received.get(origin);
+      while (after < upTo) {
+        ReplicationBatch batch =
+            replicationLog.read(origin, after, settings.pullBatchMaxEntries());
+        entries.addAll(batch.entries());
+        if (batch.upToTimestamp() <= after) {
+          break;
+        }
+        after = batch.upToTimestamp();
+      }
+    }
+    feed(new Input.RecoveredEntries(received, applied, entries), null);
+    if (!entries.isEmpty()) {
+      log.info("replication: {} received entries above the recorded applied vector are fed again"
+          + " (those applied already are skipped by their markers)", entries.size());
+    }
+  }
+
+  /** This DC's id. */
+  public int dataCentreId() {
+    return dataCentreId;
+  }
+
+  /**
+   * A peer's pull of {@code originDc}'s entries after {@code afterTimestamp} (at most {@code
+   * maxEntries}, and at most {@code pull-batch-max-entries}); {@code pullerReceived} is the
+   * puller's received vector, which the stable vector (and so truncation) is taken over. The
+   * origin may be this DC or, for transitive forwarding, another one whose entries this DC holds.
+   */
+  public ReplicationBatch serve(int pullerDc, DependencyVector pullerReceived, int originDc,
+      long afterTimestamp, int maxEntries) {
+    feed(new Input.PeerReported(pullerDc, pullerReceived), null);
+    int limit = Math.max(1, Math.min(maxEntries, settings.pullBatchMaxEntries()));
+    return replicationLog.read(originDc, afterTimestamp, limit);
+  }
+
+  /** The pulls to make from {@code peerDc} now (its own entries, and others' while forwarding). */
+  public synchronized List<PullRequest> pullsFrom(int peerDc, long nowMillis) {
+    return core.pullsFrom(peerDc, nowMillis);
+  }
+
+  /**
+   * A batch pulled from {@code fromDc}; completes once durable here (then the puller may ask
+   * for what follows). Entries received twice are harmless.
+   */
+  public CompletableFuture<Void> received(int fromDc, ReplicationBatch batch) {
+    CompletableFuture<Void> durable = new CompletableFuture<>();
+    feed(new Input.BatchReceived(fromDc, batch), durable);
+    return durable;
+  }
+
+  /** A pull from {@code peerDc} failed (unreachable, refused, bad bytes). */
+  public void linkFailed(int peerDc) {
+    feed(new Input.LinkFailed(peerDc), null);
+  }
+
+  /** Per remote DC, the timestamp up to which its entries are durably here. */
+  public DependencyVector receivedVector() {
+    return receivedVector;
+  }
+
+  /** Per remote DC, the timestamp up to which its transactions are visible here. */
+  public DependencyVector appliedVector() {
+    return appliedVector;
+  }
+
+  /** Per DC, what every configured DC has received (the replication log is kept above it). */
+  public DependencyVector stableVector() {
+    return stableVector;
+  }
+
+  /**
+   * The causal token of a client that read or wrote here now: the applied vector, with this DC's
+   * own entry at the clock's current timestamp (every commit acknowledged here so far is at or
+   * below it). Another DC serves the client only once its applied vector covers the token.
+   */
+  public DependencyVector causalToken() {
+    return appliedVector.atLeast(dataCentreId, troupe.currentTimestamp());
+  }
+
+  /**
+   * Completes with true once this DC's applied vector covers {@code token} (its entry for this DC
+   * ignored: everything of this DC is visible here), with false after {@code timeoutMillis} or
+   * when the shell closes.
+   */
+  public CompletableFuture<Boolean> whenVisible(DependencyVector token, long timeoutMillis) {
+    if (isVisible(token)) {
+      return CompletableFuture.completedFuture(true);
+    }
+    CompletableFuture<Boolean> visible = new CompletableFuture<>();
+    if (closed || timeoutMillis <= 0) {
+      visible.complete(false);
+      return visible;
+    }
+    Waiter waiter = new Waiter(token, visible);
+    synchronized (waiters) {
+      waiters.add(waiter);
+    }
+    Cancellable timeout = scheduler.scheduleOnce(Duration.ofMillis(timeoutMillis), () -> {
+      synchronized (waiters) {
+        waiters.remove(waiter);
+      }
+      visible.complete(false);
+    }, executor);
+    visible.whenComplete((result, failure) -> timeout.cancel());
+    // The applied vector may have moved between the first check and the registration.
+    if (isVisible(token)) {
+      synchronized (waiters) {
+        waiters.remove(waiter);
+      }
+      visible.complete(true);
+    }
+    return visible;
+  }
+
+  private boolean isVisible(DependencyVector token) {
+    return appliedVector.coversExcept(token, dataCentreId);
+  }
+
+  /** Lags, pending remote transactions and the stable vector's age, for metrics and the CLI. */
+  public synchronized ReplicationStatus status() {
+    long nowMillis = System.currentTimeMillis();
+    DependencyVector applied = core.appliedVector();
+    DependencyVector received = core.receivedVector();
+    DependencyVector stable = core.stableVector();
+    List<ReplicationStatus.PeerStatus> peers = new ArrayList<>();
+    List<String> names = settings.peerNames();
+    long pendingTotal = 0;
+    for (int i = 0; i < names.size(); i++) {
+      int peer = settings.peerIds().get(i);
+      long pendingOfPeer = core.pendingTransactions(peer);
+      pendingTotal += pendingOfPeer;
+      peers.add(new ReplicationStatus.PeerStatus(names.get(i), peer, pendingOfPeer,
+          ageMillis(applied.get(peer), nowMillis), received.get(peer), applied.get(peer)));
+    }
+    long oldestStable = Long.MAX_VALUE;
+    for (int dc : settings.allDataCentreIds()) {
+      oldestStable = Math.min(oldestStable, stable.get(dc));
+    }
+    return new ReplicationStatus(dataCentreId, peers, pendingTotal, core.transactionsInFlight(),
+        ageMillis(oldestStable, nowMillis), received, applied, stable,
+        replicationLog.entryCount());
+  }
+
+  /**
+   * How far behind physical time a timestamp is (0 for one ahead of it); no timestamp yet (0)
+   * counts from this shell's start, so a DC that never heard of a peer shows its uptime.
+   */
+  private long ageMillis(long timestamp, long nowMillis) {
+    long since = timestamp == 0 ? startedMillis : HybridLogicalClock.toMillis(timestamp);
+    return Math.max(0, nowMillis - since);
+  }
+
+  // ---------------------------------------------------------------- the core and its effects
+
+  /** Feeds one input to the core and runs its effects (see the class comment's concurrency). */
+  private void feed(Input input, CompletableFuture<Void> durable) {
+    synchronized (this) {
+      if (closed) {
+        if (durable != null) {
+          durable.completeExceptionally(new IllegalStateException("replication is closed"));
+        }
+        return;
+      }
+      pending.add(new Pending(input, durable));
+      if (draining) {
+        return;
+      }
+      draining = true;
+      try {
+        Pending next;
+        while ((next = pending.poll()) != null) {
+          List<CompletableFuture<Void>> persisted = new ArrayList<>();
+          for (Effect effect : core.handle(next.input(), System.currentTimeMillis())) {
+            run(effect, persisted);
+          }
+          completeWhenDurable(next.durable(), persisted);
+        }
+      } finally {
+        draining = false;
+        appliedVector = core.appliedVector();
+        receivedVector = core.receivedVector();
+        stableVector = core.stableVector();
+      }
+    }
+    wakeWaiters();
+  }
+
+  /**
+   * Completes {@code durable} (a {@link #received} caller's future, may be null) once every batch
+   * its input asked to persist is durable: at once if none (nothing new in it), exceptionally if
+   * one was refused (a null among {@code persisted}) or failed.
+   */
+  private static void completeWhenDurable(CompletableFuture<Void> durable,
+      List<CompletableFuture<Void>> persisted) {
+    if (durable == null) {
+      return;
+    }
+    if (persisted.contains(null)) {
+      durable.completeExceptionally(new TroupeException(ErrorCode.INVALID_REQUEST,
+          "the replication batch was refused; see the log"));
+      return;
+    }
+    CompletableFuture.allOf(persisted.toArray(CompletableFuture[]::new))
+        .whenComplete((ignored, failure) -> {
+          if (failure != null) {
+            durable.completeExceptionally(failure);
+          } else {
+            durable.complete(null);
+          }
+        });
+  }
+
+  private void run(Effect effect, List<CompletableFuture<Void>> persisted) {
+    switch (effect) {
+      case Effect.PersistBatch persist -> {
+        ReplicationBatch batch = persist.batch();
+        CompletableFuture<Void> write = replicationLog.appendReceived(batch.originDc(),
+            batch.entries(), batch.upToTimestamp());
+        persisted.add(write);
+        write.whenComplete((ignored, failure) -> {
+          if (failure != null) {
+            // Not durable, so not received: the core asks for it again with the next pull.
+            log.warn("replication: persisting {} entries of DC {} failed: {}",
+                batch.entries().size(), batch.originDc(), failure.toString());
+          } else {
+            feed(new Input.BatchPersisted(persist.peerDc(), batch), null);
+          }
+        });
+      }
+      case Effect.BatchRefused refused -> {
+        log.warn("replication: a batch of DC {} from DC {} was refused: {}", refused.originDc(),
+            refused.peerDc(), refused.reason());
+        persisted.add(null);
+      }
+      case Effect.PublishApplyingVector publish ->
+          applyingVector = applyingVector.merge(publish.applying());
+      case Effect.ApplyTransaction apply -> apply(apply);
+      case Effect.RecordAppliedVector record -> {
+        CompletableFuture<Void> recorded = replicationLog.recordApplied(record.applied());
+        recorded.whenComplete((ignored, failure) -> {
+          if (failure != null) {
+            log.warn("replication: recording the applied vector failed: {}", failure.toString());
+          }
+        });
+        lastRecord = recorded;
+      }
+      case Effect.Truncate truncate ->
+          // Only once every record emitted before it is durable (the core's contract); a failed
+          // record skips the truncation (the next one comes with the next record).
+          lastRecord.thenCompose(ignored -> replicationLog.truncate(truncate.below()))
+              .whenComplete((ignored, failure) -> {
+                if (failure != null) {
+                  log.warn("replication: truncating the log failed: {}", failure.toString());
+                }
+              });
+    }
+  }
+
+  /** Applies one remote transaction (never blocks: completions are fed back). */
+  private void apply(Effect.ApplyTransaction apply) {
+    RemoteTransaction transaction = apply.transaction();
+    int origin = transaction.originDc();
+    long transactionTimestamp = transaction.transactionTimestamp();
+    Map<EntityId, Turn.ApplyReplicated> turns = new LinkedHashMap<>();
+    for (RemoteTransaction.Part part : transaction.parts()) {
+      Turn.ApplyReplicated previous = turns.put(part.entity(), new Turn.ApplyReplicated(origin,
+          transactionTimestamp, part.stampTimestamp(), part.operations()));
+      Invariants.check(previous == null, "remote transaction %s of DC %s has two parts on %s",
+          transactionTimestamp, origin, part.entity());
+    }
+    troupe.observeTimestamp(transaction.lastTimestamp());
+    CompletableFuture<?> applied;
+    if (turns.size() == 1) {
+      Map.Entry<EntityId, Turn.ApplyReplicated> only = turns.entrySet().iterator().next();
+      applied = troupe.applyReplicated(only.getKey(), only.getValue());
+    } else {
+      applied = troupe.applyReplicated(turns);
+    }
+    applied.whenComplete((ignored, failure) -> {
+      if (failure == null) {
+        feed(new Input.TransactionApplied(transaction), null);
+      } else {
+        String reason = DurableStore.failureOf(failure).getMessage();
+        log.debug("replication: applying transaction {} of DC {} failed ({}); retried",
+            transactionTimestamp, origin, reason);
+        feed(new Input.ApplicationFailed(transaction, reason), null);
+      }
+    });
+  }
+
+  private void wakeWaiters() {
+    List<Waiter> ready = new ArrayList<>();
+    synchronized (waiters) {
+      for (Iterator<Waiter> it = waiters.iterator(); it.hasNext(); ) {
+        Waiter waiter = it.next();
+        if (isVisible(waiter.token())) {
+          it.remove();
+          ready.add(waiter);
+        }
+      }
+    }
+    ready.forEach(waiter -> waiter.visible().complete(true));
+  }
+
+  /**
+   * Stops ticking and feeding the core, records the applied vector (so a restart re-applies
+   * less), and answers every waiting {@link #whenVisible} with false. Applications in flight
+   * finish in the engine; their completions are ignored (a restart re-feeds them, idempotently).
+   * Close before the engine.
+   */
+  @Override
+  public void close() {
+    close(true);
+  }
+
+  /**
+   * Stops as a crash would leave the store: without recording the applied vector, so a restart
+   * re-feeds everything received since the last periodic record (tests of exactly-once).
+   */
+  void closeAsCrash() {
+    close(false);
+  }
+
+  private void close(boolean recordApplied) {
+    DependencyVector applied;
+    synchronized (this) {
+      if (closed) {
+        return;
+      }
+      closed = true;
+      ticks.cancel();
+      applied = core.appliedVector();
+    }
+    if (recordApplied) {
+      try {
+        lastRecord.thenCompose(ignored -> replicationLog.recordApplied(applied)).get();
+      } catch (Exception e) {
+        log.warn("replication: recording the applied vector at close failed: {}", e.toString());
+      }
+    }
+    List<Waiter> waiting;
+    synchronized (waiters) {
+      waiting = List.copyOf(waiters);
+      waiters.clear();
+    }
+    waiting.forEach(waiter -> waiter.visible().complete(false));
+  }
+}
