@@ -179,8 +179,11 @@ final class VisibilityBenchmark extends Benchmark {
         }
       });
       Workload workload;
+      long pullsBefore = pulls(dcs, "b", "a");
+      long pullsAfter;
       try {
         workload = runWorkload(origin, warmup, measurement);
+        pullsAfter = pulls(dcs, "b", "a");
         awaitProbes(pollFailure);
       } finally {
         polling.set(false);
@@ -192,6 +195,10 @@ final class VisibilityBenchmark extends Benchmark {
       }
       report.parameter("load_average_at_end", loadAverage());
       summarize(report, workload, oneWayMillis, polls[0]);
+      // How often b pulled a (each pull a round trip): the replication's own cadence.
+      report.result("link", "pulls_b_from_a_per_second",
+          (pullsAfter - pullsBefore) / ((workload.windowEndNanos() - workload.windowStartNanos()
+              + warmup.toNanos()) / 1e9));
     }
     return report;
   }
@@ -206,6 +213,16 @@ final class VisibilityBenchmark extends Benchmark {
       System.out.println("report written to "
           + htmlReport.directory.resolve("index.html").toAbsolutePath());
     }
+  }
+
+  /** Pulls {@code puller} made of {@code peer}'s log so far (its replication status). */
+  private static long pulls(DataCentreSet dcs, String puller, String peer) throws IOException {
+    for (JsonNode link : dcs.status(puller).path("peers")) {
+      if (link.path("name").asText().equals(peer)) {
+        return link.path("link").path("pulls").asLong();
+      }
+    }
+    throw new BenchmarkException(puller + " reports no link to " + peer);
   }
 
   /** The 1-minute load average of the machine (other processes included). */
