@@ -141,15 +141,72 @@ final class DiskReplicationLog implements ReplicationLog {
     entries.incrementAndGet();
   }
 
-  /** Adds a local transaction's decision to a group commit's batch. */
+  /**
+   * Adds a local transaction's decision to a group commit's batch, naming the participants that
+   * will commit a part (a receiver waits for a part of each): those with a prepared record here
+   * that holds operations, or turns to redo. The coordinator's list also names participants that
+   * only read (they prepare nothing) and parts whose amendments took every operation back (an empty
+   * record, abandoned at the commit): they commit no part. Every participant's prepared record is
+   * durable before its vote, so before the decision. No decision entry when none is left. A PSAC
+   * part is named before its operations are known; if they come to nothing its prepared record is
+   * abandoned instead of committed, and {@link #putAbandonedPart} logs an empty part for it: the
+   * decision is marked in meta ({@link Keys#metaLoggedDecision}) for that, until truncation.
+   */
   void putDecision(KeyValueDisk.Batch batch, long timestamp, long transactionId,
-      List<dev.troupe.model.EntityId> participants, DependencyVector dependencies)
+      List<dev.troupe.model.EntityId> coordinatorParticipants, DependencyVector dependencies)
       throws DiskException {
+    List<dev.troupe.model.EntityId> participants = new ArrayList<>();
+    boolean awaitsRedo = false;
+    for (dev.troupe.model.EntityId participant : coordinatorParticipants) {
+      byte[] prepared = store.disk.get(KeyValueDisk.Column.TRANSACTIONS,
+          Keys.prepared(store.partitionOf(participant), transactionId,
+              Keys.entityPrefix(participant)));
+      if (prepared == null) {
+        continue;
+      }
+      PreparedTransaction part = Codec.decodePrepared(prepared);
+      if (!part.operations().isEmpty() || part.needsRedo()) {
+        participants.add(participant);
+      }
+      awaitsRedo |= part.needsRedo();
+    }
+    if (participants.isEmpty()) {
+      return;
+    }
+    if (awaitsRedo) {
+      batch.put(KeyValueDisk.Column.META, Keys.metaLoggedDecision(transactionId),
+          Codec.encodePosition(new JournalPosition(0, timestamp)));
+    }
     ReplicationEntry.Decision decision = new ReplicationEntry.Decision(localDc, timestamp,
         transactionId, 0, participants, dependencies);
     batch.put(KeyValueDisk.Column.REPLICATION, Keys.replication(localDc, timestamp, transactionId, 0),
         ReplicationCodec.encodeEntry(decision));
     entries.incrementAndGet();
+  }
+
+  /**
+   * A prepared record about to be deleted without a commit (an abort, or a part that commits
+   * nothing): if it is a PSAC part named by a logged decision, which exists only for a commit, adds
+   * an empty part for it at a timestamp ticked now (above the decision), so that receivers waiting
+   * for a part of every named participant get one. Returns whether it added one.
+   */
+  boolean putAbandonedPart(KeyValueDisk.Batch batch, byte[] preparedKey, long transactionId,
+      DependencyVector dependencies) throws DiskException {
+    if (preparedKey[0] != Keys.PREPARED_TAG) {
+      return false;
+    }
+    byte[] value = store.disk.get(KeyValueDisk.Column.TRANSACTIONS, preparedKey);
+    if (value == null) {
+      return false;
+    }
+    PreparedTransaction part = Codec.decodePrepared(value);
+    if (!part.needsRedo() || store.disk.get(KeyValueDisk.Column.META,
+        Keys.metaLoggedDecision(transactionId)) == null) {
+      return false;
+    }
+    putPart(batch, store.tick(), transactionId, 0, new Partition.EntityEffect(part.entity(),
+        Keys.entityPrefix(part.entity()), List.of()), dependencies);
+    return true;
   }
 
   // ------------------------------------------------------------------------------------ the API
@@ -338,6 +395,11 @@ final class DiskReplicationLog implements ReplicationLog {
       if (store.failure() != null) {
         return CompletableFuture.failedFuture(RocksStore.unavailable(store.failure()));
       }
+      // Truncating local entries above the safe timestamp would let later ones at or below the
+      // bound survive, and drop entries no peer can have received.
+      Invariants.check(below.get(localDc) <= localSafeTimestamp(),
+          "truncating the local replication log up to %d, above its safe timestamp %d",
+          below.get(localDc), localSafeTimestamp());
       long deleted = 0;
       try (KeyValueDisk.Batch batch = store.disk.newBatch()) {
         for (Map.Entry<Integer, Long> entry : below.entries().entrySet()) {
@@ -352,6 +414,19 @@ final class DiskReplicationLog implements ReplicationLog {
             }
           }
           batch.deleteRange(KeyValueDisk.Column.REPLICATION, from, to);
+        }
+        // Marks of logged decisions with PSAC parts: every part of theirs is at or below the
+        // bound once the decision is (receivers applied the transaction whole).
+        byte[] lower = {Keys.META_LOGGED_DECISION};
+        byte[] upper = {(byte) (Keys.META_LOGGED_DECISION + 1)};
+        long localBound = below.get(localDc);
+        try (KeyValueDisk.Cursor cursor =
+            store.disk.cursor(KeyValueDisk.Column.META, null, lower, upper)) {
+          for (cursor.seek(lower); localBound > 0 && cursor.isValid(); cursor.next()) {
+            if (Codec.decodePosition(cursor.value()).timestamp() <= localBound) {
+              batch.delete(KeyValueDisk.Column.META, cursor.key());
+            }
+          }
         }
         // Not synced, as the journal's truncation: entries that come back after a crash are
         // deleted again by the next truncation.

@@ -45,6 +45,12 @@ final class Keys {
   /** meta: {@code 'A', dc u32}: an entry of the recorded applied vector (replication log). */
   static final byte META_APPLIED = 'A';
 
+  /**
+   * meta: {@code 'G', transactionId u64}: a local decision whose replication log entry names a PSAC
+   * part (a position whose timestamp is the decision's), kept until the log is truncated past it.
+   */
+  static final byte META_LOGGED_DECISION = 'G';
+
   private static final byte META_LAST_ROUND = 'R';
   private static final byte META_HORIZON = 'H';
   private static final byte META_ROUND_LIST = 'L';
@@ -101,6 +107,13 @@ final class Keys {
     byte[] key = new byte[5];
     key[0] = tag;
     putInt(key, 1, dataCentre);
+    return key;
+  }
+
+  static byte[] metaLoggedDecision(long transactionId) {
+    byte[] key = new byte[9];
+    key[0] = META_LOGGED_DECISION;
+    putLong(key, 1, transactionId);
     return key;
   }
 

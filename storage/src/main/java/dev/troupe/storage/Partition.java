@@ -408,17 +408,22 @@ final class Partition {
     visibilityFloor = store.clock.current() + 1;
     DiskReplicationLog log = store.replicationLog;
     boolean logging = log.writesLocal();
-    // Read once per batch, after the batch's transactions ran: at least the vector any of them
-    // could have seen (the shell raises it before a remote transaction becomes visible).
-    dev.troupe.model.causal.DependencyVector dependencies =
-        logging ? log.applyingVector() : null;
     try (KeyValueDisk.Batch batch = store.disk.newBatch()) {
+      // Read once per batch, after the batch's transactions ran: at least the vector any of them
+      // could have seen (the shell raises it before a remote transaction becomes visible). Inside
+      // the try: a source that throws fails the batch like any bug, and the floor is restored.
+      dev.troupe.model.causal.DependencyVector dependencies =
+          logging ? log.applyingVector() : null;
       long previous = lastTimestamp;
       List<EntityId> due = new ArrayList<>();
       int records = 0;
       for (int i = 0; i < count; i++) {
         Commit commit = commits.get(i);
         TransactionStateChange change = commit.stateChange();
+        if (logging && change != null && change.value() == null && commit.encodedRecord() == null) {
+          // Before the deletion below: it reads the prepared record.
+          log.putAbandonedPart(batch, change.key(), commit.transactionId(), dependencies);
+        }
         if (change != null && change.value() != null) {
           batch.put(KeyValueDisk.Column.TRANSACTIONS, change.key(), change.value());
         } else if (change != null) {

@@ -24,6 +24,9 @@ import java.util.function.Supplier;
  * <p><b>Remote entries</b> arrive through {@link #appendReceived}, durably, with the origin's
  * received entry raised in the same write.
  *
+ * <p>One log per store, so per node: a DC of several nodes has as many local logs, each with its
+ * own safe timestamp (merging them is not built).
+ *
  * <p>Thread-safe.
  */
 public interface ReplicationLog {
@@ -49,8 +52,10 @@ public interface ReplicationLog {
   /**
    * Appends entries a peer sent ({@code originDc}'s, never this DC's own) and raises the received
    * entry of {@code originDc} to at least {@code upToTimestamp}, in one synced write. Idempotent:
-   * an entry is stored under its key, so receiving it again changes nothing. Completes once
-   * durable; fails with {@code unavailable} when the store is closed or failed.
+   * an entry is stored under its key, so receiving it again changes nothing. The synced write runs
+   * on the calling thread (an fsync: milliseconds), and the future is complete on return; a caller
+   * on a shared dispatcher hands the call to a thread that may block. Fails with {@code
+   * unavailable} when the store is closed or failed or the write fails.
    */
   CompletableFuture<Void> appendReceived(int originDc, List<ReplicationEntry> entries,
       long upToTimestamp);
@@ -61,7 +66,10 @@ public interface ReplicationLog {
    */
   DependencyVector receivedVector();
 
-  /** Records the DC's applied vector, synced; completes once durable. */
+  /**
+   * Records the DC's applied vector (replacing the last one whole), synced on the calling thread
+   * as {@link #appendReceived}; complete on return.
+   */
   CompletableFuture<Void> recordApplied(DependencyVector applied);
 
   /** The applied vector as last recorded (read at open; empty if never recorded). */

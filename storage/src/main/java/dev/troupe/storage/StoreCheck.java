@@ -23,7 +23,7 @@ import java.util.stream.Stream;
  * Every block checksum of every table file (RocksDB's, file by file, so each damaged file is
  * named). (3) Every key of every column family is read in order (cursor status checked), and every
  * value decoded with its own CRC32C and format checks: journal records, checkpoints, prepared parts
- * and decisions, positions in meta. (4) The index and the journal agree: every index entry points
+ * and decisions, positions in meta, replication log entries (each under its own key). (4) The index and the journal agree: every index entry points
  * to a journal record that exists, has the entry's commit timestamp and writes the entry's entity,
  * and every journal record's entities have their index entries. (5) A checkpoint's state is not
  * newer than its key.
@@ -201,6 +201,7 @@ public final class StoreCheck {
       checkIndex(disk);
       checkCheckpoints(disk);
       checkTransactions(disk);
+      checkReplicationLog(disk);
     } catch (DiskException e) {
       throw new UncheckedIOException(new IOException("check failed: " + e.getMessage(), e));
     }
@@ -378,6 +379,23 @@ public final class StoreCheck {
         case Keys.DECIDED_TAG -> Codec.decodeDecided(value);
         case Keys.IDEMPOTENCY_TAG -> Codec.decodeIdempotency(value);
         default -> throw new CorruptDataException("unknown key tag " + key[0]);
+      }
+    });
+  }
+
+  /** Every replication log entry decodes (its own CRC32C) and sits under its own key. */
+  private void checkReplicationLog(KeyValueDisk disk) throws DiskException {
+    scan(disk, KeyValueDisk.Column.REPLICATION, (key, value) -> {
+      dev.troupe.model.causal.ReplicationEntry entry;
+      try {
+        entry = dev.troupe.model.causal.ReplicationCodec.decodeEntry(value);
+      } catch (dev.troupe.model.causal.CorruptReplicationDataException damage) {
+        throw new CorruptDataException(damage.getMessage(), damage);
+      }
+      if (key.length != 24 || !Arrays.equals(key, Keys.replication(entry.originDc(),
+          entry.timestamp(), entry.transactionId(), entry.index()))) {
+        throw new CorruptDataException("the entry of origin " + entry.originDc() + " at "
+            + entry.timestamp() + " is stored under another key");
       }
     });
   }

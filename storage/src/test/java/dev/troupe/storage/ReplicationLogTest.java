@@ -106,18 +106,42 @@ class ReplicationLogTest {
 
   @Test
   void aCrashKeepsEachPartWithItsJournalRecordOrNeither() {
+    int decisionsSeen = 0;
+    int multiEntityPartsSeen = 0;
     for (int seed = 0; seed < 60; seed++) {
       SplittableRandom random = new SplittableRandom(seed);
       FakeClock clock = new FakeClock(Fixtures.START_MILLIS);
       MemoryDisk disk = new MemoryDisk();
       StorageSettings settings = settings(true).withHistoryRetentionMillis(Long.MAX_VALUE / 4);
       RocksStore store = open(settings, clock, disk);
+      Set<Long> multiEntity = new HashSet<>();
       for (int i = 0; i < 80; i++) {
         EntityId entity = entities.get(random.nextInt(ENTITY_COUNT));
-        List<Operation> operations = random.nextInt(5) == 0
-            ? replicaOperations(i + 1)
-            : List.of(new Operation.Increment("n", random.nextLong(1, 9)));
-        store.commit(store.newTransactionId(), List.of(new EntityWrite(entity, operations)));
+        if (random.nextInt(6) == 0) {
+          // A two-phase commit: prepare, decide, and commit each part once the decision is
+          // durable, as the coordinator does (a crash may leave any of it in doubt).
+          EntityId other = entities.get((entities.indexOf(entity) + 1) % ENTITY_COUNT);
+          long transaction = store.newTransactionId();
+          multiEntity.add(transaction);
+          boolean replica = random.nextInt(3) == 0;
+          List<Operation> operations = replica ? replicaOperations(i + 1)
+              : List.of(new Operation.Increment("n", 1));
+          CompletableFuture<Void> first =
+              store.prepare(new PreparedTransaction(transaction, entity, operations));
+          CompletableFuture<Void> second =
+              store.prepare(new PreparedTransaction(transaction, other, operations));
+          CompletableFuture.allOf(first, second).thenCompose(prepared -> store.persistDecision(
+                  new DecidedTransaction(transaction, List.of(entity, other), null, replica)))
+              .thenRun(() -> {
+                store.commitPrepared(transaction, entity, operations);
+                store.commitPrepared(transaction, other, operations);
+              });
+        } else {
+          List<Operation> operations = random.nextInt(5) == 0
+              ? replicaOperations(i + 1)
+              : List.of(new Operation.Increment("n", random.nextLong(1, 9)));
+          store.commit(store.newTransactionId(), List.of(new EntityWrite(entity, operations)));
+        }
         if (random.nextInt(3) == 0) {
           store.runPendingWork();
         }
@@ -128,17 +152,34 @@ class ReplicationLogTest {
       RocksStore recovered = open(settings, clock, disk);
       recovered.resolveInDoubtTransactions(NO_REDO);
       Set<Long> parts = new HashSet<>();
-      for (ReplicationEntry entry : readAll(recovered.replicationLog(), LOCAL, 7)) {
+      Map<Long, Long> decisions = new java.util.HashMap<>();
+      List<ReplicationEntry> logged = readAll(recovered.replicationLog(), LOCAL, 7);
+      for (ReplicationEntry entry : logged) {
+        if (entry instanceof ReplicationEntry.Decision decision) {
+          assertTrue(multiEntity.contains(decision.transactionId()), "seed " + seed);
+          assertEquals(null, decisions.put(decision.transactionId(), decision.timestamp()),
+              "seed " + seed + ": one decision per transaction");
+          decisionsSeen++;
+          continue;
+        }
         ReplicationEntry.Part part = assertInstanceOf(ReplicationEntry.Part.class, entry);
         assertFalse(ReplicaApplication.isReplicaApplication(part.operations()),
             "seed " + seed + ": a replica application was logged");
         assertTrue(parts.add(part.timestamp()), "seed " + seed + ": one part per record");
+        if (multiEntity.contains(part.transactionId())) {
+          Long decided = decisions.get(part.transactionId());
+          assertTrue(decided != null && decided < part.timestamp(),
+              "seed " + seed + ": a part of a multi-entity transaction before its decision");
+          multiEntityPartsSeen++;
+        }
       }
       assertEquals(journalTransactions(disk), parts,
           "seed " + seed + ": parts and local journal records survive together");
-      assertEquals(parts.size(), recovered.replicationLog().entryCount(), "seed " + seed);
+      assertEquals(logged.size(), recovered.replicationLog().entryCount(), "seed " + seed);
       recovered.close();
     }
+    assertTrue(decisionsSeen > 50 && multiEntityPartsSeen > 50,
+        decisionsSeen + " decisions and " + multiEntityPartsSeen + " of their parts survived");
   }
 
   @Test
@@ -192,10 +233,12 @@ class ReplicationLogTest {
     long local = store.newTransactionId();
     store.prepare(new PreparedTransaction(local, a, List.of(new Operation.Increment("n", -3))));
     store.prepare(new PreparedTransaction(local, b, List.of(new Operation.Increment("n", 3))));
+    settle(store); // every vote follows its durable prepare
     store.persistDecision(new DecidedTransaction(local, List.of(a, b)));
     long remote = store.newTransactionId();
     store.prepare(new PreparedTransaction(remote, a, replicaOperations(5)));
     store.prepare(new PreparedTransaction(remote, b, replicaOperations(5)));
+    settle(store);
     store.persistDecision(new DecidedTransaction(remote, List.of(a, b), null, true));
     settle(store);
     store.commitPrepared(local, a, List.of(new Operation.Increment("n", -3)));
@@ -220,14 +263,115 @@ class ReplicationLogTest {
   }
 
   @Test
+  void aDecisionNamesOnlyTheParticipantsThatWillCommitAPart() {
+    FakeClock clock = new FakeClock(Fixtures.START_MILLIS);
+    RocksStore store = open(settings(true), clock, new MemoryDisk());
+    EntityId writer = entities.get(0);
+    EntityId reader = entities.get(1); // read only: prepares nothing
+    EntityId amended = entities.get(2); // its amendment took every operation back
+    EntityId psac = entities.get(3); // operations computed at the commit
+    long transaction = store.newTransactionId();
+    store.prepare(new PreparedTransaction(transaction, writer,
+        List.of(new Operation.Increment("n", 1))));
+    store.prepare(new PreparedTransaction(transaction, amended, List.of()));
+    store.prepare(new PreparedTransaction(transaction, psac, List.of(), new byte[] {'+', '1'}, 1));
+    settle(store);
+    store.persistDecision(new DecidedTransaction(transaction,
+        List.of(writer, reader, amended, psac)));
+    long readOnly = store.newTransactionId();
+    store.prepare(new PreparedTransaction(readOnly, amended, List.of()));
+    settle(store);
+    store.persistDecision(new DecidedTransaction(readOnly, List.of(reader, amended)));
+    settle(store);
+    List<ReplicationEntry> entries = readAll(store.replicationLog(), LOCAL, 100);
+    assertEquals(1, entries.size(), "no decision when no participant commits a part: " + entries);
+    ReplicationEntry.Decision decision =
+        assertInstanceOf(ReplicationEntry.Decision.class, entries.get(0));
+    assertEquals(List.of(writer, psac), decision.participants());
+    store.close();
+  }
+
+  @Test
+  void aPsacPartThatCommitsNothingLogsAnEmptyPartAfterItsDecision() {
+    FakeClock clock = new FakeClock(Fixtures.START_MILLIS);
+    MemoryDisk disk = new MemoryDisk();
+    RocksStore store = open(settings(true), clock, disk);
+    EntityId writer = entities.get(0);
+    EntityId psac = entities.get(3);
+    EntityId inDoubt = entities.get(4);
+    long transaction = store.newTransactionId();
+    store.prepare(new PreparedTransaction(transaction, writer,
+        List.of(new Operation.Increment("n", 1))));
+    store.prepare(new PreparedTransaction(transaction, psac, List.of(), new byte[] {'+', '0'}, 1));
+    store.prepare(new PreparedTransaction(transaction, inDoubt, List.of(), new byte[] {'+', '0'},
+        1));
+    settle(store);
+    store.persistDecision(new DecidedTransaction(transaction, List.of(writer, psac, inDoubt)));
+    settle(store);
+    store.commitPrepared(transaction, writer, List.of(new Operation.Increment("n", 1)));
+    store.abandonPrepared(transaction, psac); // its redo computed nothing
+    // An aborted PSAC part (no decision) logs nothing.
+    long aborted = store.newTransactionId();
+    store.prepare(new PreparedTransaction(aborted, psac, List.of(), new byte[] {'+', '0'}, 2));
+    settle(store);
+    store.abandonPrepared(aborted, psac);
+    settle(store);
+    // The third part is in doubt at the crash; recovery's redo computes nothing for it either.
+    disk = disk.crash(new SplittableRandom(6), 0);
+    RocksStore recovered = open(settings(true), clock, disk);
+    recovered.resolveInDoubtTransactions((part, state) -> List.of());
+    ReplicationLog log = recovered.replicationLog();
+    List<ReplicationEntry> entries = readAll(log, LOCAL, 100);
+    assertEquals(4, entries.size(), entries.toString());
+    ReplicationEntry.Decision decision =
+        assertInstanceOf(ReplicationEntry.Decision.class, entries.get(0));
+    assertEquals(List.of(writer, psac, inDoubt), decision.participants());
+    Map<EntityId, List<Operation>> parts = new java.util.HashMap<>();
+    for (ReplicationEntry entry : entries.subList(1, 4)) {
+      ReplicationEntry.Part part = assertInstanceOf(ReplicationEntry.Part.class, entry);
+      assertEquals(transaction, part.transactionId());
+      assertTrue(part.timestamp() > decision.timestamp());
+      parts.put(part.entity(), part.operations());
+    }
+    assertEquals(Map.of(writer, List.of(new Operation.Increment("n", 1)), psac, List.of(),
+        inDoubt, List.of()), parts);
+    assertTrue(disk.storedKeys(KeyValueDisk.Column.META, Keys.metaLoggedDecision(transaction),
+        Keys.metaLoggedDecision(transaction + 1)).size() == 1, "marked until truncation");
+    log.truncate(DependencyVector.of(Map.of(LOCAL, decision.timestamp()))).join();
+    assertTrue(disk.storedKeys(KeyValueDisk.Column.META, Keys.metaLoggedDecision(transaction),
+        Keys.metaLoggedDecision(transaction + 1)).isEmpty(), "the mark goes with the decision");
+    assertEquals(3, readAll(log, LOCAL, 100).size());
+    recovered.close();
+  }
+
+  @Test
   void theLocalSafeTimestampIsNeverPassedByALaterWrite() throws Exception {
-    // Writers on their own threads; a puller reads behind them as a peer would, and what it got
-    // up to each upTo must be exactly what the log holds there at the end.
-    FakeClock physical = new FakeClock(Fixtures.START_MILLIS);
-    StorageSettings settings = Fixtures.settings(NO_DIRECTORY).withDataCentreId(LOCAL)
-        .withReplicationLog(true).withHistoryRetentionMillis(Long.MAX_VALUE / 4);
-    RocksStore store = RocksStore.open(settings, RocksStore.defaultClock(settings, physical),
-        new MemoryDisk(), RocksStore.Execution.THREADS);
+    for (int run = 0; run < 3; run++) {
+      StorageSettings settings = Fixtures.settings(NO_DIRECTORY).withDataCentreId(LOCAL)
+          .withReplicationLog(true);
+      assertPullerSeesEveryEntry(RocksStore.open(settings,
+          RocksStore.defaultClock(settings, System::currentTimeMillis), new MemoryDisk(),
+          RocksStore.Execution.THREADS));
+    }
+  }
+
+  @Test
+  void theLocalSafeTimestampIsNeverPassedByALaterWriteOnRocksDb() throws Exception {
+    Path directory = Fixtures.createTempDirectory();
+    try {
+      StorageSettings settings = Fixtures.settings(directory).withDataCentreId(LOCAL)
+          .withReplicationLog(true);
+      assertPullerSeesEveryEntry(RocksStore.open(settings, System::currentTimeMillis));
+    } finally {
+      Fixtures.deleteRecursively(directory);
+    }
+  }
+
+  /**
+   * Writers (commits and decisions) on their own threads; a puller reads behind them as a peer
+   * would, and what it got up to each upTo must be exactly what the log holds there at the end.
+   */
+  private static void assertPullerSeesEveryEntry(RocksStore store) throws Exception {
     ReplicationLog log = store.replicationLog();
     AtomicBoolean writing = new AtomicBoolean(true);
     AtomicReference<Throwable> failure = new AtomicReference<>();
@@ -240,8 +384,14 @@ class ReplicationLogTest {
           List<CompletableFuture<?>> commits = new ArrayList<>();
           for (int i = 0; i < 1_500; i++) {
             EntityId entity = new EntityId("Account", "w" + writer + "-" + random.nextInt(20));
-            CompletableFuture<?> done = store.commit(store.newTransactionId(),
-                List.of(Fixtures.write(entity, new Operation.Increment("n", 1))));
+            long transaction = store.newTransactionId();
+            CompletableFuture<?> done = random.nextInt(10) == 0
+                ? store.prepare(new PreparedTransaction(transaction, entity,
+                        List.of(new Operation.Increment("n", 1))))
+                    .thenCompose(prepared -> store.persistDecision(new DecidedTransaction(
+                        transaction, List.of(entity, new EntityId("Account", "other")))))
+                : store.commit(transaction,
+                    List.of(Fixtures.write(entity, new Operation.Increment("n", 1))));
             commits.add(done);
             if (random.nextInt(8) == 0) {
               done.join();
@@ -280,6 +430,7 @@ class ReplicationLogTest {
     }
     List<ReplicationEntry> all = readAll(log, LOCAL, 1_000_000);
     assertEquals(6_000, all.size());
+    assertTrue(all.stream().anyMatch(ReplicationEntry.Decision.class::isInstance));
     assertEquals(all.size(), pulled.size(), "entries appeared at or below an upTo already served");
     assertTrue(all.equals(pulled), "the puller got the log's entries in order");
     store.close();
@@ -418,6 +569,36 @@ class ReplicationLogTest {
   }
 
   // ------------------------------------------------------------------------------------ RocksDB
+
+  @Test
+  void theStoreCheckReadsEveryEntryAndReportsOneThatFailsItsChecksum() throws Exception {
+    Path directory = Fixtures.createTempDirectory();
+    try {
+      StorageSettings settings = Fixtures.settings(directory).withDataCentreId(LOCAL)
+          .withReplicationLog(true);
+      try (RocksStore store = RocksStore.open(settings, new FakeClock(Fixtures.START_MILLIS))) {
+        store.commit(store.newTransactionId(), List.of(Fixtures.write(entities.get(0),
+            new Operation.Increment("n", 1)))).join();
+        store.replicationLog().appendReceived(REMOTE, List.of(remotePart(REMOTE, 3, 0)), 4).join();
+      }
+      StoreCheck.Report clean = StoreCheck.check(directory);
+      assertTrue(clean.clean(), clean.render());
+      assertEquals(2L, clean.keysRead().get("replication"));
+      byte[] key = Keys.replication(REMOTE, 3, 1003, 0);
+      try (RocksDisk disk = RocksDisk.open(directory);
+          KeyValueDisk.Batch batch = disk.newBatch()) {
+        byte[] value = disk.get(KeyValueDisk.Column.REPLICATION, key);
+        value[value.length / 2] ^= 1;
+        batch.put(KeyValueDisk.Column.REPLICATION, key, value);
+        disk.write(batch, true);
+      }
+      StoreCheck.Report damaged = StoreCheck.check(directory);
+      assertEquals(1, damaged.findings().size(), damaged.render());
+      assertTrue(damaged.findings().get(0).where().startsWith("replication"), damaged.render());
+    } finally {
+      Fixtures.deleteRecursively(directory);
+    }
+  }
 
   @Test
   void aDatabaseFromBeforeTheLogOpensForInspectionAndForServing() throws Exception {
