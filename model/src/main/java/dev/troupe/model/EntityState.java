@@ -10,6 +10,7 @@ import dev.troupe.model.Operation.RecordDependency;
 import dev.troupe.model.value.DependencyTable;
 import dev.troupe.model.Operation.Increment;
 import dev.troupe.model.Operation.RemoveElement;
+import dev.troupe.model.causal.ReplicaApplication;
 import dev.troupe.model.value.CounterValue;
 import dev.troupe.model.value.RegisterValue;
 import dev.troupe.model.value.SetValue;
@@ -24,7 +25,9 @@ import org.pcollections.PMap;
  *
  * <p>Invariants: immutable; {@code version} is the commit timestamp of the last record applied (0
  * for an entity never written); versions only grow through {@link #apply}. An entity exists once
- * written and until deleted; a deleted entity has no keys.
+ * written and until deleted; a deleted entity has no keys but its replication markers ({@link
+ * ReplicaApplication}: they must outlive a deletion, or a part applied before it would be applied
+ * again after a crash, resurrecting its writes or deleting later ones).
  *
  * <p>Applying the journal's records in commit-timestamp order from any checkpoint always yields the
  * same state: this is the materializer (AntidoteDB's "materializer", antidote-cache.txt §3).
@@ -68,7 +71,8 @@ public record EntityState(Map<String, Value> values, long version, boolean exist
         // keep its value while every other one keeps the remote write (they merge it as an
         // AssignReplicated with this commit's stamp): merging keeps the replicas convergent, the
         // last-writer-wins meaning of a register. In a single data centre every register's stamp
-        // is an earlier commit of this entity, so a local Assign always replaces it.
+        // is an earlier commit of this entity or this record's (an equal stamp, which the written
+        // one replaces), so a local Assign always replaces it.
         case Assign assign -> next = mergeRegister(next, assign.key(),
             new RegisterValue(assign.value(), commitTimestamp, originDc));
         case AssignReplicated assign -> next = mergeRegister(next, assign.key(),
@@ -104,7 +108,7 @@ public record EntityState(Map<String, Value> values, long version, boolean exist
           }
         }
         case DeleteEntity ignored -> {
-          next = HashTreePMap.empty();
+          next = replicationMarkers(next);
           nowExists = false;
         }
       }
@@ -114,6 +118,17 @@ public record EntityState(Map<String, Value> values, long version, boolean exist
       }
     }
     return new EntityState(next, commitTimestamp, nowExists);
+  }
+
+  /** The replication markers among the values: what a deletion keeps (none in one DC). */
+  private static PMap<String, Value> replicationMarkers(PMap<String, Value> values) {
+    PMap<String, Value> markers = HashTreePMap.empty();
+    for (Map.Entry<String, Value> entry : values.entrySet()) {
+      if (ReplicaApplication.isMarkerKey(entry.getKey())) {
+        markers = markers.plus(entry.getKey(), entry.getValue());
+      }
+    }
+    return markers;
   }
 
   /**

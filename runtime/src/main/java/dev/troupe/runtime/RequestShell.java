@@ -73,6 +73,8 @@ final class RequestShell {
   private final Function<EntityId, ActorRef<EntityRegistry.Command>> registryOf;
   private final Function<EntityId, CompiledType> typeOf;
   private final RequestCore.Limits limits;
+  /** {@link #limits} without the bounds on one transaction's size (replica applications). */
+  private final RequestCore.Limits replicaLimits;
   private final Duration turnTimeout;
   private final TurnMetrics metrics;
   private final TransactionMetrics transactionMetrics;
@@ -117,6 +119,9 @@ final class RequestShell {
         transactions.maxParticipants(), transactions.maxSyncDepth(), transactions.maxReplans(),
         settings.turnLimits().values(), settings.turnLimits().maxDependencyChain(), coordinator,
         settings.turnTimeoutMillis());
+    this.replicaLimits = new RequestCore.Limits(Integer.MAX_VALUE, Integer.MAX_VALUE,
+        limits.maxSyncDepth(), limits.maxReplans(), limits.values(),
+        limits.maxDependencyChain(), coordinator, limits.answerTimeoutMillis());
   }
 
   void useInteractive(Interactive interactive) {
@@ -164,12 +169,24 @@ final class RequestShell {
 
   CompletableFuture<TransactionOutcome> transact(TransactionRequest request,
       IdempotencyRecord idempotency) {
-    return transact(request, idempotency, typeOf);
+    return transact(request, idempotency, typeOf, limits);
   }
 
-  /** A transaction whose entities' types come from {@code types} (replica applications). */
-  CompletableFuture<TransactionOutcome> transact(TransactionRequest request,
-      IdempotencyRecord idempotency, Function<EntityId, CompiledType> types) {
+  /**
+   * A remote DC's multi-entity transaction applied here ({@link Troupe#applyReplicated(Map)}),
+   * its entities' types from {@code types}. Not held to this node's bounds on one transaction's
+   * operations and participants: the origin's bounds held it already (its dependencies' followers
+   * included), and a refusal here would be refused again at every retry, stopping the origin's
+   * replication for good.
+   */
+  CompletableFuture<TransactionOutcome> transactReplicated(TransactionRequest request,
+      Function<EntityId, CompiledType> types) {
+    return transact(request, null, types, replicaLimits);
+  }
+
+  private CompletableFuture<TransactionOutcome> transact(TransactionRequest request,
+      IdempotencyRecord idempotency, Function<EntityId, CompiledType> types,
+      RequestCore.Limits requestLimits) {
     List<RequestCore.Operation> operations = new ArrayList<>();
     for (TransactionRequest.Operation operation : request.operations()) {
       operations.add(new RequestCore.Operation(operation.entity(), operation.turn()));
@@ -179,7 +196,7 @@ final class RequestShell {
       case PLANNED -> RequestCore.Scheduling.PLANNED;
       case DYNAMIC -> RequestCore.Scheduling.DYNAMIC;
     };
-    Running running = new Running(lookups(types), idempotency);
+    Running running = new Running(lookups(types), idempotency, requestLimits);
     running.feed(new Input.TransactionRequested(operations, request.reads(), scheduling));
     return running.answer.thenApply(running::transactionOutcome);
   }
@@ -262,7 +279,12 @@ final class RequestShell {
     private Map<EntityId, CompiledType> coordinatorTypes = Map.of();
 
     Running(RequestCore.Lookups lookups, IdempotencyRecord idempotency) {
-      this.core = new RequestCore(limits, lookups);
+      this(lookups, idempotency, limits);
+    }
+
+    Running(RequestCore.Lookups lookups, IdempotencyRecord idempotency,
+        RequestCore.Limits requestLimits) {
+      this.core = new RequestCore(requestLimits, lookups);
       this.idempotency = idempotency;
     }
 

@@ -310,7 +310,9 @@ public final class Troupe implements AutoCloseable {
    * Applies a remote DC's multi-entity transaction atomically: one dynamic transaction of one
    * {@link Turn.ApplyReplicated} per participant, whose commit decision is flagged as a replica
    * application (the store does not ship it again as a local transaction). Types as in {@link
-   * #applyReplicated(EntityId, Turn.ApplyReplicated)}.
+   * #applyReplicated(EntityId, Turn.ApplyReplicated)}; not held to {@code max-operations} and
+   * {@code max-participants} (the origin's bounds held it, its dependencies' followers included,
+   * and a refusal here would repeat at every retry).
    */
   public CompletableFuture<TransactionOutcome> applyReplicated(
       Map<EntityId, Turn.ApplyReplicated> parts) {
@@ -318,7 +320,7 @@ public final class Troupe implements AutoCloseable {
     parts.forEach((entity, turn) -> operations.add(new TransactionRequest.Operation(entity, turn)));
     TransactionRequest request =
         new TransactionRequest(operations, List.of(), TransactionRequest.Mode.DYNAMIC);
-    return admitted(() -> requests.transact(request, null, this::replicaTypeOf));
+    return admitted(() -> requests.transactReplicated(request, this::replicaTypeOf));
   }
 
   /** The type a replica application runs with: the declared one, schemaless for reserved ones. */

@@ -78,6 +78,8 @@ class MultiDataCentreTest {
   private final AtomicLong sessionSteps = new AtomicLong();
   private final AtomicLong notYetVisible = new AtomicLong();
   private final AtomicLong transactions = new AtomicLong();
+  /** How long each session read with a token took (its wait for visibility included), in µs. */
+  private final List<Long> sessionReadMicros = new CopyOnWriteArrayList<>();
   /** Refusals the writers met, by operation and status, with the last message: diagnostics. */
   private final Map<String, String> refusals = new ConcurrentHashMap<>();
 
@@ -120,6 +122,14 @@ class MultiDataCentreTest {
       }
       run(new Random(seed));
       System.out.println("MultiDataCentreTest: writers' refusals: " + refusals);
+      List<Long> reads = new ArrayList<>(sessionReadMicros);
+      java.util.Collections.sort(reads);
+      if (!reads.isEmpty()) {
+        System.out.printf("MultiDataCentreTest: session reads in the next DC with the token"
+                + " (visibility wait included): p50 %.1f ms, p90 %.1f ms, max %.1f ms (%d)%n",
+            reads.get(reads.size() / 2) / 1e3, reads.get(reads.size() * 9 / 10) / 1e3,
+            reads.getLast() / 1e3, reads.size());
+      }
       System.out.printf("MultiDataCentreTest: %d session steps, %d not_yet_visible retries,"
               + " %d transactions, %.1f s%n", sessionSteps.get(), notYetVisible.get(),
           transactions.get(),
@@ -297,7 +307,9 @@ class MultiDataCentreTest {
     while (writing.get()) {
       String dc = NAMES.get(step % NAMES.size());
       try {
+        long readStart = System.nanoTime();
         ServerProcess.Answer read = send(dc, "GET", "/v1/entities/Session/s1/keys/n", null, token);
+        sessionReadMicros.add((System.nanoTime() - readStart) / 1_000);
         if (read.status() == 503 && "not_yet_visible".equals(read.errorCode())) {
           notYetVisible.incrementAndGet();
           continue;

@@ -152,6 +152,21 @@ class ReplicatedConvergenceProperties {
     assertEquals(2, remote.get("r").toJson().asLong());
   }
 
+  /** A deletion keeps the replication markers (and nothing else): the entity does not exist. */
+  @Test
+  void aDeletionKeepsTheReplicationMarkers() {
+    String marker = ReplicaApplication.markerKey(7);
+    EntityState state = EntityState.ABSENT.apply(List.of(
+        new Operation.Assign(marker, LongNode.valueOf(100)),
+        new Operation.Assign("r", Json.parse("1"))), 10, 1);
+    EntityState deleted = state.apply(List.of(new Operation.DeleteEntity()), 11, 1);
+    assertEquals(false, deleted.exists());
+    assertEquals(Map.of(marker, state.get(marker)), deleted.values());
+    EntityState plain = EntityState.ABSENT.apply(List.of(new Operation.Assign("r",
+        Json.parse("1"))), 10, 1).apply(List.of(new Operation.DeleteEntity()), 11, 1);
+    assertEquals(Map.of(), plain.values());
+  }
+
   private static RegisterValue tie(int dataCentre, String value) {
     return new RegisterValue(Json.parse("\"" + value + "\""), 100, dataCentre);
   }

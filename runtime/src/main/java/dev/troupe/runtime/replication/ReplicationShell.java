@@ -1,13 +1,13 @@
 package dev.troupe.runtime.replication;
 
 import dev.troupe.model.EntityId;
+import dev.troupe.model.ErrorCode;
 import dev.troupe.model.Invariants;
+import dev.troupe.model.TroupeException;
 import dev.troupe.model.causal.DependencyVector;
 import dev.troupe.model.causal.ReplicationBatch;
 import dev.troupe.model.causal.ReplicationEntry;
 import dev.troupe.model.time.HybridLogicalClock;
-import dev.troupe.model.ErrorCode;
-import dev.troupe.model.TroupeException;
 import dev.troupe.replication.PullRequest;
 import dev.troupe.replication.ReceiverCore;
 import dev.troupe.replication.ReceiverCore.Effect;
@@ -26,6 +26,11 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Supplier;
 import org.apache.pekko.actor.Cancellable;
 import org.apache.pekko.actor.typed.Scheduler;
 import org.slf4j.Logger;
@@ -61,16 +66,17 @@ import scala.concurrent.ExecutionContextExecutor;
  *
  * <p><b>Concurrency: one lock, not an actor.</b> Inputs arrive on many threads: the server's
  * pullers ({@link #received}, {@link #pullsFrom}, {@link #linkFailed}), its request threads
- * ({@link #serve} reports the puller's received vector), the store's writer threads (a persisted
+ * ({@link #serve} reports the puller's received vector), the shell's storage thread (a persisted
  * batch), the entity actors' completions (an applied transaction) and the tick. They are fed to
  * the core one at a time under this object's monitor; an input arriving while effects run on the
  * same thread (a future completed at once) is queued and fed after them, so the core never sees a
  * nested call (the pattern of {@code TransactionRun}). Every effect only starts asynchronous work
- * (a store write, a turn), so the monitor is held for microseconds. An actor would serialize the
- * same way but force the server's synchronous questions ({@link #pullsFrom}, the vectors) through
- * asks; the core is pure and cheap, so a monitor is the thinner shell. What readers ask without
- * the lock ({@link #appliedVector}, {@link #causalToken}, the applying-vector source the store's
- * writers call) is a volatile snapshot refreshed after every input.
+ * (a turn; the replication log's synced writes run on the shell's own storage thread, in order),
+ * so the monitor is held briefly. An actor would serialize the same way but force the server's
+ * synchronous questions ({@link #pullsFrom}, the vectors) through asks; the core is pure and
+ * cheap, so a monitor is the thinner shell. What readers ask without the lock ({@link
+ * #appliedVector}, {@link #causalToken}, the applying-vector source the store's writers call) is a
+ * volatile snapshot refreshed after every input.
  *
  * <p><b>Time.</b> The core receives physical milliseconds with every input and a tick every
  * {@code tick-interval-millis} (on the engine's Pekko scheduler): forwarding, retries, the applied
@@ -84,6 +90,8 @@ import scala.concurrent.ExecutionContextExecutor;
  */
 public final class ReplicationShell implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(ReplicationShell.class);
+  /** The longest {@link #whenVisible} waits, whatever it is asked (the scheduler's range). */
+  private static final long MAX_WAIT_MILLIS = TimeUnit.DAYS.toMillis(1);
 
   private final Troupe troupe;
   private final ReplicationSettings settings;
@@ -104,6 +112,12 @@ public final class ReplicationShell implements AutoCloseable {
   private final Scheduler scheduler;
   private final ExecutionContextExecutor executor;
   private final Cancellable ticks;
+  /** Where the replication log's writes run, one at a time in order ({@link #onStorageThread}). */
+  private final ExecutorService storageThread = Executors.newSingleThreadExecutor(runnable -> {
+    Thread thread = new Thread(runnable, "troupe-replication-storage");
+    thread.setDaemon(true);
+    return thread;
+  });
   /**
    * The latest record of the applied vector: a truncation waits for it, so the log never loses
    * an entry that the recorded applied vector (what a restart re-feeds from) does not cover.
@@ -143,14 +157,17 @@ public final class ReplicationShell implements AutoCloseable {
     this.executor = troupe.actorSystem().executionContext();
     recover(recordedApplied);
     Duration interval = Duration.ofMillis(settings.tickIntervalMillis());
-    this.ticks = scheduler.scheduleAtFixedRate(interval, interval,
+    this.ticks = scheduler.scheduleWithFixedDelay(interval, interval,
         () -> feed(new Input.Tick(), null), executor);
   }
 
   /**
    * Starts replication for the engine's DC: {@code settings} must name the DC whose id the
    * engine's store stamps its commits with (a {@link dev.troupe.runtime.RuntimeSettings} with
-   * {@code troupe.dc.name}). Re-feeds what was received and not applied before a restart.
+   * {@code troupe.dc.name}). Re-feeds what was received and not applied before a restart. Start
+   * it before the engine takes client writes: until then the store stamps local entries with an
+   * empty applying vector, so a write that read a remote transaction applied before a restart
+   * would not depend on it.
    */
   public static ReplicationShell start(Troupe troupe, ReplicationSettings settings) {
     return new ReplicationShell(troupe, settings);
@@ -247,8 +264,8 @@ public final class ReplicationShell implements AutoCloseable {
 
   /**
    * Completes with true once this DC's applied vector covers {@code token} (its entry for this DC
-   * ignored: everything of this DC is visible here), with false after {@code timeoutMillis} or
-   * when the shell closes.
+   * ignored: everything of this DC is visible here), with false after {@code timeoutMillis} (at
+   * most a day; the server waits {@code token-wait-max-millis}) or when the shell closes.
    */
   public CompletableFuture<Boolean> whenVisible(DependencyVector token, long timeoutMillis) {
     if (isVisible(token)) {
@@ -263,7 +280,8 @@ public final class ReplicationShell implements AutoCloseable {
     synchronized (waiters) {
       waiters.add(waiter);
     }
-    Cancellable timeout = scheduler.scheduleOnce(Duration.ofMillis(timeoutMillis), () -> {
+    long waitMillis = Math.min(timeoutMillis, MAX_WAIT_MILLIS);
+    Cancellable timeout = scheduler.scheduleOnce(Duration.ofMillis(waitMillis), () -> {
       synchronized (waiters) {
         waiters.remove(waiter);
       }
@@ -325,7 +343,8 @@ public final class ReplicationShell implements AutoCloseable {
     synchronized (this) {
       if (closed) {
         if (durable != null) {
-          durable.completeExceptionally(new IllegalStateException("replication is closed"));
+          durable.completeExceptionally(
+              new TroupeException(ErrorCode.UNAVAILABLE, "replication is closed"));
         }
         return;
       }
@@ -338,7 +357,19 @@ public final class ReplicationShell implements AutoCloseable {
         Pending next;
         while ((next = pending.poll()) != null) {
           List<CompletableFuture<Void>> persisted = new ArrayList<>();
-          for (Effect effect : core.handle(next.input(), System.currentTimeMillis())) {
+          List<Effect> effects;
+          try {
+            effects = core.handle(next.input(), System.currentTimeMillis());
+          } catch (RuntimeException violated) {
+            // A violated invariant: the core's state can no longer be trusted. Replication
+            // stops (every later input is refused) rather than apply anything wrongly; the
+            // store keeps what was received, and a restart re-feeds it.
+            log.error("replication stopped: the receiver core refused {}", next.input(),
+                violated);
+            stop(next, violated);
+            return;
+          }
+          for (Effect effect : effects) {
             run(effect, persisted);
           }
           completeWhenDurable(next.durable(), persisted);
@@ -351,6 +382,25 @@ public final class ReplicationShell implements AutoCloseable {
       }
     }
     wakeWaiters();
+  }
+
+  /** After a violated invariant: refuses everything from here on (see {@link #feed}). */
+  private void stop(Pending failed, RuntimeException violated) {
+    closed = true;
+    if (ticks != null) { // null while recovering, in the constructor
+      ticks.cancel();
+    }
+    TroupeException stopped = new TroupeException(ErrorCode.UNAVAILABLE,
+        "replication stopped after an internal error; see the log");
+    if (failed.durable() != null) {
+      failed.durable().completeExceptionally(stopped);
+    }
+    Pending queued;
+    while ((queued = pending.poll()) != null) {
+      if (queued.durable() != null) {
+        queued.durable().completeExceptionally(stopped);
+      }
+    }
   }
 
   /**
@@ -382,8 +432,8 @@ public final class ReplicationShell implements AutoCloseable {
     switch (effect) {
       case Effect.PersistBatch persist -> {
         ReplicationBatch batch = persist.batch();
-        CompletableFuture<Void> write = replicationLog.appendReceived(batch.originDc(),
-            batch.entries(), batch.upToTimestamp());
+        CompletableFuture<Void> write = onStorageThread(() -> replicationLog.appendReceived(
+            batch.originDc(), batch.entries(), batch.upToTimestamp()));
         persisted.add(write);
         write.whenComplete((ignored, failure) -> {
           if (failure != null) {
@@ -404,7 +454,8 @@ public final class ReplicationShell implements AutoCloseable {
           applyingVector = applyingVector.merge(publish.applying());
       case Effect.ApplyTransaction apply -> apply(apply);
       case Effect.RecordAppliedVector record -> {
-        CompletableFuture<Void> recorded = replicationLog.recordApplied(record.applied());
+        CompletableFuture<Void> recorded =
+            onStorageThread(() -> replicationLog.recordApplied(record.applied()));
         recorded.whenComplete((ignored, failure) -> {
           if (failure != null) {
             log.warn("replication: recording the applied vector failed: {}", failure.toString());
@@ -415,12 +466,28 @@ public final class ReplicationShell implements AutoCloseable {
       case Effect.Truncate truncate ->
           // Only once every record emitted before it is durable (the core's contract); a failed
           // record skips the truncation (the next one comes with the next record).
-          lastRecord.thenCompose(ignored -> replicationLog.truncate(truncate.below()))
+          lastRecord.thenCompose(ignored ->
+                  onStorageThread(() -> replicationLog.truncate(truncate.below())))
               .whenComplete((ignored, failure) -> {
                 if (failure != null) {
                   log.warn("replication: truncating the log failed: {}", failure.toString());
                 }
               });
+    }
+  }
+
+  /**
+   * Runs a replication log write (a synced RocksDB write in the caller's thread) on the shell's
+   * storage thread, in submission order, so the monitor is never held across a sync and no
+   * actor or writer thread that happened to drain the queue blocks on one.
+   */
+  private CompletableFuture<Void> onStorageThread(
+      Supplier<CompletableFuture<Void>> write) {
+    try {
+      return CompletableFuture.supplyAsync(write, storageThread).thenCompose(future -> future);
+    } catch (RejectedExecutionException closing) {
+      return CompletableFuture.failedFuture(
+          new TroupeException(ErrorCode.UNAVAILABLE, "replication is closed"));
     }
   }
 
@@ -471,40 +538,37 @@ public final class ReplicationShell implements AutoCloseable {
   }
 
   /**
-   * Stops ticking and feeding the core, records the applied vector (so a restart re-applies
-   * less), and answers every waiting {@link #whenVisible} with false. Applications in flight
-   * finish in the engine; their completions are ignored (a restart re-feeds them, idempotently).
+   * Stops ticking and feeding the core, waits for the applied vector's record in flight, and
+   * answers every waiting {@link #whenVisible} with false. Nothing more is recorded: only the
+   * core knows which applied vector is safe to restart from (one that cuts no applied
+   * multi-entity transaction between its decision and its parts), and a restart re-feeds the rest
+   * idempotently. Applications in flight finish in the engine; their completions are ignored.
    * Close before the engine.
    */
   @Override
   public void close() {
-    close(true);
-  }
-
-  /**
-   * Stops as a crash would leave the store: without recording the applied vector, so a restart
-   * re-feeds everything received since the last periodic record (tests of exactly-once).
-   */
-  void closeAsCrash() {
-    close(false);
-  }
-
-  private void close(boolean recordApplied) {
-    DependencyVector applied;
+    CompletableFuture<Void> record;
     synchronized (this) {
       if (closed) {
         return;
       }
       closed = true;
       ticks.cancel();
-      applied = core.appliedVector();
+      record = lastRecord;
     }
-    if (recordApplied) {
-      try {
-        lastRecord.thenCompose(ignored -> replicationLog.recordApplied(applied)).get();
-      } catch (Exception e) {
-        log.warn("replication: recording the applied vector at close failed: {}", e.toString());
+    try {
+      record.get();
+    } catch (Exception e) {
+      log.warn("replication: the applied vector's last record failed: {}", e.toString());
+    }
+    // Writes already submitted finish (the engine closes the store after this).
+    storageThread.shutdown();
+    try {
+      if (!storageThread.awaitTermination(30, TimeUnit.SECONDS)) {
+        log.warn("replication: the log's writes did not finish within 30 s of close");
       }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
     }
     List<Waiter> waiting;
     synchronized (waiters) {

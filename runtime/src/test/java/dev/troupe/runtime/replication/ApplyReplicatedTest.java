@@ -63,4 +63,22 @@ class ApplyReplicatedTest {
       assertEquals("local", troupe.get(a).join().state().get("r").asText());
     }
   }
+
+  @Test
+  void aRemoteTransactionLargerThanThisNodesTransactionBoundsIsApplied() {
+    // The origin may commit more participants (its dependencies' followers) than a client's
+    // transaction may name here (max-participants, 64 by default): refusing it would refuse it
+    // at every retry and stop the origin's replication.
+    int there = DataCentreIds.of("there");
+    try (Troupe troupe = open()) {
+      Map<EntityId, Turn.ApplyReplicated> parts = new LinkedHashMap<>();
+      for (int i = 0; i < 100; i++) {
+        parts.put(new EntityId("Item", "i" + i), new Turn.ApplyReplicated(there, 5000, 5001 + i,
+            List.of(new Operation.Assign("r", TextNode.valueOf("v" + i)))));
+      }
+      troupe.applyReplicated(parts).join();
+      assertEquals("v99", troupe.get(new EntityId("Item", "i99")).join().state().get("r")
+          .asText());
+    }
+  }
 }

@@ -109,17 +109,6 @@ final class DataCentres implements AutoCloseable {
   }
 
   /**
-   * Restarts a DC as after a crash of its replication: the applied vector is not recorded at
-   * close, so everything received since its last periodic record is fed again at start.
-   */
-  void restartAfterCrash(String name) {
-    Dc dc = dcs.get(name);
-    dc.shell.closeAsCrash();
-    dc.troupe.close();
-    open(dc);
-  }
-
-  /**
    * One round of every pull {@code puller} plans from {@code peer}; a cut link fails them. Returns
    * how many entries arrived.
    */

@@ -11,6 +11,8 @@ import dev.troupe.model.EntityId;
 import dev.troupe.model.ErrorCode;
 import dev.troupe.model.TroupeException;
 import dev.troupe.model.causal.DependencyVector;
+import dev.troupe.model.causal.ReplicationBatch;
+import dev.troupe.model.causal.ReplicationEntry;
 import dev.troupe.model.spec.SpecParser;
 import dev.troupe.runtime.TransactionOutcome;
 import dev.troupe.runtime.TransactionRequest;
@@ -250,7 +252,7 @@ class ReplicationShellTest {
       EntityId x = account("x");
       EntityId y = account("y");
       dcs.cut("a", "c");
-      dcs.troupe("a").assign(x, "r", LongNode.valueOf(1)).join();
+      long xVersion = dcs.troupe("a").assign(x, "r", LongNode.valueOf(1)).join().version();
       // b sees x, then writes y: y depends on x.
       long deadline = System.currentTimeMillis() + TIMEOUT_MILLIS;
       while (value(dcs.troupe("b"), x, "r") == null) {
@@ -258,7 +260,15 @@ class ReplicationShellTest {
         dcs.pull("b", "a");
         Thread.sleep(5);
       }
-      dcs.troupe("b").assign(y, "r", LongNode.valueOf(2)).join();
+      TurnOutcome yAtB = dcs.troupe("b").assign(y, "r", LongNode.valueOf(2)).join();
+      // b published its applying vector before applying x: y's log entry depends on x.
+      int aId = dcs.shell("a").dataCentreId();
+      int bId = dcs.shell("b").dataCentreId();
+      ReplicationEntry yEntry = dcs.troupe("b").store().replicationLog()
+          .read(bId, 0, 100).entries().stream()
+          .filter(entry -> entry.timestamp() == yAtB.version()).findFirst().orElseThrow();
+      assertTrue(yEntry.dependencies().get(aId) >= xVersion,
+          "y depends on x: " + yEntry.dependencies() + " vs x at " + xVersion);
 
       // c receives b's y alone: it is durable at c, and held back, since x is not there.
       assertTrue(dcs.pullOrigin("c", "b", "b") > 0, "c received y");
@@ -291,8 +301,9 @@ class ReplicationShellTest {
 
   @Test
   void aReceiverRestartedMidStreamLosesNothingAndAppliesNothingTwice() {
-    // The applied vector is never recorded periodically here: every restart feeds again all
-    // that was received, most of it applied already; only the markers keep it from counting twice.
+    // The applied vector is never recorded here (the first record is due after an hour): every
+    // restart feeds again all that was received, most of it applied already; only the markers
+    // keep it from counting twice.
     try (DataCentres dcs = open(Map.of("troupe.replication.applied-record-interval-millis",
         3_600_000), "a", "b")) {
       int entities = 10;
@@ -312,10 +323,10 @@ class ReplicationShellTest {
       // b receives part of the stream and restarts with applications in flight, twice.
       dcs.pull("b", "a");
       dcs.pull("b", "a");
-      dcs.restartAfterCrash("b");
+      dcs.restart("b");
       dcs.pull("b", "a");
       dcs.pull("b", "a");
-      dcs.restartAfterCrash("b");
+      dcs.restart("b");
       dcs.pull("b", "a");
       dcs.restart("b");
       Map<String, DependencyVector> tokens = tokens(dcs, "a");
@@ -325,6 +336,61 @@ class ReplicationShellTest {
         long expected = increments + (e < 2 ? 100 : 0);
         assertEquals(expected, counter(dcs.troupe("b"), account("c" + e)), "c" + e);
       }
+    }
+  }
+
+  @Test
+  void theLogIsTruncatedOnceEveryDataCentreReceivedAndAppliedIt() {
+    try (DataCentres dcs = open("a", "b", "c")) {
+      for (int i = 0; i < 30; i++) {
+        dcs.troupe("a").increment(account("log"), "n", 1).join();
+        dcs.troupe("b").increment(account("log"), "n", 1).join();
+      }
+      long before = dcs.shell("a").status().logEntries();
+      assertTrue(before >= 30, "a's own entries are in its log: " + before);
+      // c is cut from both: nothing is stable, nothing of a or b may be truncated at a or b.
+      dcs.cut("a", "c");
+      dcs.cut("b", "c");
+      Map<String, DependencyVector> tokens = tokens(dcs, "a", "b");
+      dcs.pullUntil(() -> dcs.shell("b").appliedVector().coversExcept(tokens.get("a"),
+          dcs.shell("b").dataCentreId()), TIMEOUT_MILLIS, "b applied a's writes");
+      for (int i = 0; i < 20; i++) {
+        dcs.pullAll(); // ticks pass: truncation would be due
+      }
+      assertTrue(dcs.shell("a").status().logEntries() >= before,
+          "nothing truncated while c has not received it: " + dcs.shell("a").status());
+
+      dcs.heal("a", "c");
+      dcs.heal("b", "c");
+      dcs.pullUntil(() -> dcs.shell("a").status().logEntries() < before
+              && dcs.shell("b").status().logEntries() < before,
+          TIMEOUT_MILLIS, "the logs truncated once c received everything");
+      // Truncation needs every DC to have received the entries, not applied them.
+      dcs.pullUntil(() -> dcs.shell("c").appliedVector().coversExcept(tokens.get("a"),
+              dcs.shell("c").dataCentreId())
+              && dcs.shell("c").appliedVector().coversExcept(tokens.get("b"),
+              dcs.shell("c").dataCentreId()),
+          TIMEOUT_MILLIS, "c applied everything");
+      assertEquals(60, counter(dcs.troupe("c"), account("log")));
+      int a = dcs.shell("a").dataCentreId();
+      assertTrue(dcs.shell("a").stableVector().get(a) > 0, "a's entries are stable");
+    }
+  }
+
+  @Test
+  void aClosedShellAnswersItsWaitersAndRefusesBatches() {
+    try (DataCentres dcs = open("a", "b")) {
+      int a = dcs.shell("a").dataCentreId();
+      ReplicationShell b = dcs.shell("b");
+      DependencyVector unreachable = DependencyVector.EMPTY.atLeast(a, Long.MAX_VALUE / 2);
+      CompletableFuture<Boolean> waiting = b.whenVisible(unreachable, TIMEOUT_MILLIS);
+      assertFalse(waiting.isDone());
+      b.close();
+      assertFalse(waiting.join(), "a closed shell answers its waiters: not visible");
+      CompletionException refused = org.junit.jupiter.api.Assertions.assertThrows(
+          CompletionException.class,
+          () -> b.received(a, new ReplicationBatch(a, List.of(), 1)).join());
+      assertEquals(ErrorCode.UNAVAILABLE, ((TroupeException) refused.getCause()).code());
     }
   }
 

@@ -132,8 +132,16 @@ public final class ServeCommand implements Callable<Integer> {
     }
     // A named DC replicates (with peers) and issues causal tokens; the shell re-feeds what was
     // received and not applied before a restart.
-    Optional<DataCentreReplication> replicating = replication.named()
-        ? Optional.of(DataCentreReplication.start(troupe, replication)) : Optional.empty();
+    Optional<DataCentreReplication> replicating;
+    try {
+      replicating = replication.named()
+          ? Optional.of(DataCentreReplication.start(troupe, replication)) : Optional.empty();
+    } catch (RuntimeException e) {
+      log.error("replication did not start", e);
+      troupe.close();
+      System.err.println("troupe: replication did not start: " + e.getMessage());
+      return 2;
+    }
     TroupeServer server;
     try {
       server = TroupeServer.start(troupe, http, replicating);

@@ -7,6 +7,7 @@ import dev.troupe.model.EntityId;
 import dev.troupe.model.ErrorCode;
 import dev.troupe.model.Json;
 import dev.troupe.model.TroupeException;
+import dev.troupe.model.causal.DependencyVector;
 import dev.troupe.model.dependency.Dependency;
 import dev.troupe.model.value.DependencyTable;
 import dev.troupe.model.spec.SpecParser;
@@ -95,8 +96,10 @@ public final class RestApi
    * the token its route needs is refused with 401 or 403, before admission counting and before its
    * body is read. Then health and {@code /metrics} are routed at once, never counted against a
    * limit; every other request is admitted by its class's limit ({@link RequestAdmission}) or
-   * refused at once with 429 and {@code Retry-After}, before its body is read. Every answer gets
-   * the CORS headers its origin is due.
+   * refused at once with 429 and {@code Retry-After}, before its body is read. Between the two, a
+   * request carrying a causal token waits until the token is visible here, or is answered 503
+   * {@code not_yet_visible} ({@link CausalTokens}). Every answer gets the CORS headers its origin
+   * is due, and a named DC's causal token.
    */
   @Override
   public CompletionStage<HttpResponse> apply(HttpRequest request) {
@@ -114,7 +117,7 @@ public final class RestApi
     }
     // Idempotency keys are the client's namespace: two tokens' keys never meet.
     String idempotencyNamespace = allowed.tokenName().orElse(IdempotentRequests.NO_NAMESPACE);
-    Optional<dev.troupe.model.causal.DependencyVector> token;
+    Optional<DependencyVector> token;
     try {
       token = causalTokens.of(request);
     } catch (TroupeException malformed) {

@@ -193,13 +193,21 @@ public final class ReplicationPuller implements AutoCloseable {
         system.executionContext());
   }
 
-  /** {@code initial * 2^(failures-1)}, at most the maximum. */
-  long backoffMillis(long consecutiveFailures) {
-    long wait = settings.pullBackoffInitialMillis();
-    for (long i = 1; i < consecutiveFailures && wait < settings.pullBackoffMaxMillis(); i++) {
+  private long backoffMillis(long consecutiveFailures) {
+    return backoffMillis(consecutiveFailures, settings.pullBackoffInitialMillis(),
+        settings.pullBackoffMaxMillis());
+  }
+
+  /**
+   * The wait after {@code consecutiveFailures} failed pulls (at least 1): {@code initial * 2^(n-1)},
+   * at most {@code max}.
+   */
+  static long backoffMillis(long consecutiveFailures, long initialMillis, long maxMillis) {
+    long wait = initialMillis;
+    for (long i = 1; i < consecutiveFailures && wait < maxMillis; i++) {
       wait *= 2;
     }
-    return Math.min(wait, settings.pullBackoffMaxMillis());
+    return Math.min(wait, maxMillis);
   }
 
   private String describe(Throwable cause) {

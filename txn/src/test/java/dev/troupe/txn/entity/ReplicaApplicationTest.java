@@ -184,6 +184,25 @@ class ReplicaApplicationTest {
   }
 
   @Test
+  void aRemoteDeletionIsNotAppliedAgainOverLaterWrites() {
+    CompiledType type = type("serial");
+    EntityTurnCore<String> core =
+        new EntityTurnCore<>(PRODUCT, EntityState.ABSENT, TurnLimits.DEFAULTS, LOCAL_DC);
+    turn(core, type, replicated(100, 100, new Operation.Assign("name", Json.parse("\"a\""))),
+        200);
+    TurnResult.Done deleted = turn(core, type, replicated(150, 150, new Operation.DeleteEntity()),
+        210);
+    assertFalse(deleted.state().exists());
+    turn(core, type, new Turn.AssignKeys(Map.of("name", Json.parse("\"local\""))), 220);
+    // Re-fed after a crash: the markers outlived the deletion, so neither part applies again.
+    assertFalse(turn(core, type, replicated(150, 150, new Operation.DeleteEntity()), 230).wrote());
+    TurnResult.Done last = turn(core, type, replicated(100, 100,
+        new Operation.Assign("name", Json.parse("\"a\""))), 240);
+    assertFalse(last.wrote());
+    assertEquals("local", type.render(last.state()).get("name").asText());
+  }
+
+  @Test
   void anOlderStampKeepsTheNewerLocalValue() {
     for (String admission : ADMISSIONS) {
       CompiledType type = type(admission);
