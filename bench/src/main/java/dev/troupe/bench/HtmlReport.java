@@ -195,7 +195,8 @@ final class HtmlReport {
       chart.getStyler().setMarkerSize(0);
       chart.getStyler().setYAxisMin(0.0);
       chart.getStyler().setYAxisMax(1.0);
-      chart.getStyler().setYAxisDecimalPattern("0.00");
+      chart.getStyler().setYAxisDecimalPattern("0.0");
+      chart.getStyler().setYAxisTickMarkSpacingHint(60);
       for (Map.Entry<String, double[]> each : series.entrySet()) {
         double[] values = each.getValue();
         if (values.length == 0) {

@@ -540,7 +540,10 @@ final class VisibilityBenchmark extends Benchmark {
     }
     double p95 = visibility.getValueAtPercentile(95) / 1e3;
     report.goal("visibility p95 - RTT/2 (ms)", p95, GOAL);
-    report.ratio("visibility p95 / RTT", p95 + oneWayMillis, Math.max(1, rttMillis), null);
+    if (rttMillis > 0) {
+      // How many round trips an update takes to be visible (the one-way delay included).
+      report.ratio("visibility p95 / RTT", p95 + oneWayMillis, rttMillis, null);
+    }
   }
 
   private static double percentile(Histogram histogram, double percentile) {
