@@ -1,12 +1,13 @@
 package dev.troupe.storage;
 
+import dev.troupe.model.EntityId;
 import dev.troupe.model.ErrorCode;
 import dev.troupe.model.Invariants;
 import dev.troupe.model.TroupeException;
+import dev.troupe.model.causal.CorruptReplicationDataException;
 import dev.troupe.model.causal.DataCentreIds;
 import dev.troupe.model.causal.DependencyVector;
 import dev.troupe.model.causal.ReplicaApplication;
-import dev.troupe.model.causal.CorruptReplicationDataException;
 import dev.troupe.model.causal.ReplicationBatch;
 import dev.troupe.model.causal.ReplicationCodec;
 import dev.troupe.model.causal.ReplicationEntry;
@@ -14,6 +15,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Supplier;
@@ -50,9 +52,11 @@ import java.util.function.Supplier;
  * Decisions are ticked inside the same group commits, so the same argument holds for them.
  *
  * <p>A failed store's last batch may or may not be durable, so reading the local origin then fails
- * with {@code unavailable} rather than ship past it. Under {@link Durability#ASYNC}, "in the disk"
- * means written, not synced: a power loss may lose shipped entries at the origin, as it loses the
- * commits themselves.
+ * with {@code unavailable} rather than ship past it. Under {@link Durability#ASYNC} a written batch
+ * is not yet durable, and shipping it would let a power loss at the origin lose what other DCs
+ * keep: there the safe timestamp is also at most the written safe timestamp taken before the last
+ * completed sync of the write-ahead log ({@link RocksStore#flushWriteAheadLog}), so it lags by up
+ * to {@code asyncFlushIntervalMillis}.
  *
  * <p><b>Received entries</b> ({@link #appendReceived}) are written with the origin's received
  * entry in one synced batch, under {@link #receivedLock} so that received entries only rise; the
@@ -77,6 +81,12 @@ final class DiskReplicationLog implements ReplicationLog {
    * not stored again. */
   private volatile DependencyVector truncated = DependencyVector.EMPTY;
   private final AtomicLong entries = new AtomicLong();
+  /**
+   * Under ASYNC durability, a written safe timestamp taken before a completed sync of the
+   * write-ahead log (everything recovered at open counts as durable).
+   */
+  private volatile long syncedSafeTimestamp;
+  private final Object syncLock = new Object();
 
   DiskReplicationLog(RocksStore store) {
     this.store = store;
@@ -95,10 +105,11 @@ final class DiskReplicationLog implements ReplicationLog {
       }
     }
     entries.set(count);
+    syncedSafeTimestamp = store.clock.current();
   }
 
   private DependencyVector readVector(byte tag) {
-    java.util.TreeMap<Integer, Long> vector = new java.util.TreeMap<>();
+    TreeMap<Integer, Long> vector = new TreeMap<>();
     byte[] lower = {tag};
     byte[] upper = {(byte) (tag + 1)};
     try (KeyValueDisk.Cursor cursor =
@@ -153,11 +164,11 @@ final class DiskReplicationLog implements ReplicationLog {
    * decision is marked in meta ({@link Keys#metaLoggedDecision}) for that, until truncation.
    */
   void putDecision(KeyValueDisk.Batch batch, long timestamp, long transactionId,
-      List<dev.troupe.model.EntityId> coordinatorParticipants, DependencyVector dependencies)
+      List<EntityId> coordinatorParticipants, DependencyVector dependencies)
       throws DiskException {
-    List<dev.troupe.model.EntityId> participants = new ArrayList<>();
+    List<EntityId> participants = new ArrayList<>();
     boolean awaitsRedo = false;
-    for (dev.troupe.model.EntityId participant : coordinatorParticipants) {
+    for (EntityId participant : coordinatorParticipants) {
       byte[] prepared = store.disk.get(KeyValueDisk.Column.TRANSACTIONS,
           Keys.prepared(store.partitionOf(participant), transactionId,
               Keys.entityPrefix(participant)));
@@ -218,9 +229,26 @@ final class DiskReplicationLog implements ReplicationLog {
 
   @Override
   public long localSafeTimestamp() {
+    long written = writtenSafeTimestamp();
+    return store.syncCommits ? written : Math.min(written, syncedSafeTimestamp);
+  }
+
+  /** Every local entry at or below it is written (see the class comment), maybe not synced. */
+  long writtenSafeTimestamp() {
     // The clock first, then the floors: see the class comment for why this order is safe.
     long safe = store.clock.current();
     return Math.min(safe, store.lowestVisibilityFloor() - 1);
+  }
+
+  /**
+   * Under {@link Durability#ASYNC}: the write-ahead log was synced after {@link
+   * #writtenSafeTimestamp()} answered {@code written}, so every local entry at or below it is
+   * durable.
+   */
+  void synced(long written) {
+    synchronized (syncLock) {
+      syncedSafeTimestamp = Math.max(syncedSafeTimestamp, written);
+    }
   }
 
   @Override

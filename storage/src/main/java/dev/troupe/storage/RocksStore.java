@@ -530,7 +530,10 @@ public final class RocksStore implements Store {
       if (closed || failure.get() != null) {
         return;
       }
+      // Taken before the sync: every local replication log entry at or below it is then durable.
+      long written = replicationLog.writtenSafeTimestamp();
       disk.flushWriteAheadLog(true);
+      replicationLog.synced(written);
     } catch (DiskException e) {
       // Acknowledged ASYNC commits may not be durable: stop acknowledging more.
       fail(e);

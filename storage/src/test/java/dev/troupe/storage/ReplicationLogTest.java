@@ -345,6 +345,28 @@ class ReplicationLogTest {
   }
 
   @Test
+  void underAsyncDurabilityOnlySyncedEntriesAreShipped() {
+    FakeClock clock = new FakeClock(Fixtures.START_MILLIS);
+    MemoryDisk disk = new MemoryDisk();
+    StorageSettings settings = settings(true).withDurability(Durability.ASYNC);
+    RocksStore store = open(settings, clock, disk);
+    ReplicationLog log = store.replicationLog();
+    long opened = log.localSafeTimestamp();
+    CompletableFuture<Committed> committed = store.commit(store.newTransactionId(),
+        List.of(Fixtures.write(entities.get(0), new Operation.Increment("n", 1))));
+    settle(store);
+    long timestamp = committed.join().commitTimestamp();
+    assertTrue(log.localSafeTimestamp() < timestamp, "acknowledged but not synced");
+    assertEquals(new ReplicationBatch(LOCAL, List.of(), log.localSafeTimestamp()),
+        log.read(LOCAL, 0, 10));
+    assertTrue(log.localSafeTimestamp() >= opened);
+    store.flushWriteAheadLog();
+    assertTrue(log.localSafeTimestamp() >= timestamp);
+    assertEquals(1, log.read(LOCAL, 0, 10).entries().size());
+    store.close();
+  }
+
+  @Test
   void theLocalSafeTimestampIsNeverPassedByALaterWrite() throws Exception {
     for (int run = 0; run < 3; run++) {
       StorageSettings settings = Fixtures.settings(NO_DIRECTORY).withDataCentreId(LOCAL)
@@ -357,13 +379,15 @@ class ReplicationLogTest {
 
   @Test
   void theLocalSafeTimestampIsNeverPassedByALaterWriteOnRocksDb() throws Exception {
-    Path directory = Fixtures.createTempDirectory();
-    try {
-      StorageSettings settings = Fixtures.settings(directory).withDataCentreId(LOCAL)
-          .withReplicationLog(true);
-      assertPullerSeesEveryEntry(RocksStore.open(settings, System::currentTimeMillis));
-    } finally {
-      Fixtures.deleteRecursively(directory);
+    for (Durability durability : Durability.values()) {
+      Path directory = Fixtures.createTempDirectory();
+      try {
+        StorageSettings settings = Fixtures.settings(directory).withDataCentreId(LOCAL)
+            .withReplicationLog(true).withDurability(durability);
+        assertPullerSeesEveryEntry(RocksStore.open(settings, System::currentTimeMillis));
+      } finally {
+        Fixtures.deleteRecursively(directory);
+      }
     }
   }
 
@@ -414,6 +438,7 @@ class ReplicationLogTest {
           Thread.currentThread().interrupt();
         }
       }
+      store.flushWriteAheadLog(); // under ASYNC, what is shipped waits for the sync
       writing.set(false);
     });
     while (writing.get() || after < log.localSafeTimestamp()) {
