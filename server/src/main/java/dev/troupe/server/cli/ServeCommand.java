@@ -54,18 +54,18 @@ public final class ServeCommand implements Callable<Integer> {
   File tlsKey;
 
   @Option(names = "--dc", paramLabel = "NAME",
-      description = {"This data centre's name (troupe.dc.name): 1-63 letters, digits, '.', '_', '-'.",
-          "Needed for --peer; a named node issues causal tokens (docs/OPERATIONS.md)."})
+      description = "This data centre's name (troupe.dc.name): 1-63 letters, digits, '.', '_',"
+          + " '-'. Needed for --peer; a named node issues causal tokens (docs/OPERATIONS.md).")
   String dataCentre;
 
   @Option(names = "--peer", paramLabel = "NAME=URL",
-      description = {"Another data centre and the base URL of its REST server, e.g.",
-          "--peer paris=http://10.0.0.2:8080 (repeatable; troupe.dc.peers)."})
+      description = "Another data centre and the base URL of its REST server, e.g. --peer"
+          + " paris=http://10.0.0.2:8080 (repeatable; troupe.dc.peers, troupe.dc.peer-urls).")
   List<String> peers = List.of();
 
   @Option(names = "--replication-secret-file", paramLabel = "FILE",
-      description = {"File holding the secret every data centre shares, checked on every pull",
-          "(troupe.replication.secret-file)."})
+      description = "File holding the secret every data centre shares, checked on every pull"
+          + " (troupe.replication.secret-file).")
   File replicationSecretFile;
 
   @Option(names = "--config", description = "HOCON file overriding reference.conf settings.")
