@@ -72,7 +72,7 @@ public final class SpecParser {
       List.of("follower", "kind", "leader", "function");
   private static final List<String> KEY_FIELDS = List.of("kind", "default", "family");
   private static final List<String> ACTION_FIELDS =
-      List.of("params", "members", "pre", "effect", "sync");
+      List.of("params", "members", "pre", "effect", "sync", "send");
   private static final List<String> SYNC_FIELDS = List.of("entity", "action", "args");
 
   private SpecParser() {}
@@ -347,7 +347,18 @@ public final class SpecParser {
         sync.add(syncSpec(path + ".sync[" + i + "]", syncNode.get(i)));
       }
     }
-    return new ActionSpec(name, params, members, preconditions, effects, sync);
+    List<SyncSpec> send = new ArrayList<>();
+    JsonNode sendNode = node.get("send");
+    if (sendNode != null) {
+      if (!sendNode.isArray()) {
+        throw TroupeException.invalid(
+            path + ".send: must be an array of messages, got " + describe(sendNode));
+      }
+      for (int i = 0; i < sendNode.size(); i++) {
+        send.add(syncSpec(path + ".send[" + i + "]", sendNode.get(i)));
+      }
+    }
+    return new ActionSpec(name, params, members, preconditions, effects, sync, send);
   }
 
   private static SyncSpec syncSpec(String path, JsonNode node) {
