@@ -262,6 +262,10 @@ public final class TurnEvaluator {
     List<Operation> result = new ArrayList<>(operations);
     for (dev.troupe.model.spec.SyncInvocation message :
         type.messages(invoke.action(), invoke.params(), limits.values())) {
+      if (message.entity().type().startsWith("$")) {
+        // Reserved entities (type definitions, idempotency records) take no actions.
+        throw TroupeException.invalid("a message to the reserved entity " + message.entity());
+      }
       result.add(new Operation.SendMessage(message.entity(), message.action(),
           message.arguments()));
     }
