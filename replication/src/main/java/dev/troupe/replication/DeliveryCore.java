@@ -40,7 +40,8 @@ import java.util.TreeMap;
  * maxDelivering}.
  *
  * <p><b>Rules 10 and 11.</b> A message is delivered only after its sender's transaction is durable
- * and below the safe timestamp, so the receiving turn, which runs at this data centre afterwards,
+ * and below the safe timestamp (for a multi-entity transaction: every part its decision names is
+ * read, since the parts commit one by one, each at its own timestamp), so the receiving turn, which runs at this data centre afterwards,
  * sees everything the sender saw and wrote; it commits later than the sender, so every other data
  * centre applies it after the sender's transaction (origin order).
  *
@@ -100,8 +101,14 @@ public final class DeliveryCore {
 
   private final int originDc;
   private final DeliveryLimits limits;
-  /** Every message read and not yet delivered, in log order. */
-  private final TreeMap<Message, Boolean> pending = new TreeMap<>(LOG_ORDER);
+  /** Every message read and not yet delivered, in log order, with its transaction's id. */
+  private final TreeMap<Message, Long> pending = new TreeMap<>(LOG_ORDER);
+  /**
+   * Multi-entity transactions whose decision was read but not yet every part: participant
+   * entities still to come, by transaction id. Their messages wait (rule 11: a part below the
+   * safe timestamp does not mean the transaction's other parts are).
+   */
+  private final Map<Long, Set<EntityId>> incomplete = new HashMap<>();
   /** Receivers with a message emitted and not yet reported (or waiting for its retry). */
   private final Set<EntityId> busyReceivers = new HashSet<>();
   /** Failed deliveries and when they are emitted again. */
@@ -194,11 +201,22 @@ public final class DeliveryCore {
         lastTimestamp = entry.timestamp();
         index = 0;
       }
-      if (entry instanceof ReplicationEntry.Part part) {
-        for (Operation operation : part.operations()) {
-          if (operation instanceof Operation.SendMessage send) {
-            pending.put(new Message(part.timestamp(), index++, part.entity(), send.receiver(),
-                send.action(), send.args()), Boolean.TRUE);
+      switch (entry) {
+        case ReplicationEntry.Decision decision ->
+            incomplete.put(decision.transactionId(), new HashSet<>(decision.participants()));
+        case ReplicationEntry.Part part -> {
+          Set<EntityId> waiting = incomplete.get(part.transactionId());
+          if (waiting != null) {
+            waiting.remove(part.entity());
+            if (waiting.isEmpty()) {
+              incomplete.remove(part.transactionId());
+            }
+          }
+          for (Operation operation : part.operations()) {
+            if (operation instanceof Operation.SendMessage send) {
+              pending.put(new Message(part.timestamp(), index++, part.entity(), send.receiver(),
+                  send.action(), send.args()), part.transactionId());
+            }
           }
         }
       }
@@ -212,12 +230,15 @@ public final class DeliveryCore {
       return;
     }
     Set<EntityId> seen = new HashSet<>();
-    for (Message message : pending.keySet()) {
+    for (Map.Entry<Message, Long> entry : pending.entrySet()) {
       if (inFlight >= limits.maxDelivering()) {
         return;
       }
-      // Only a receiver's first pending message may go: the ones after it wait their turn.
-      if (seen.add(message.receiver()) && busyReceivers.add(message.receiver())) {
+      Message message = entry.getKey();
+      // Only a receiver's first pending message may go: the ones after it wait their turn, and
+      // all of them while it waits for the rest of its transaction.
+      if (seen.add(message.receiver()) && !incomplete.containsKey(entry.getValue())
+          && busyReceivers.add(message.receiver())) {
         inFlight++;
         effects.add(new Effect.Deliver(message));
       }
@@ -242,7 +263,10 @@ public final class DeliveryCore {
     }
   }
 
-  /** The largest timestamp at or below which every message is read and delivered. */
+  /**
+   * The largest timestamp at or below which every message is read and delivered. (A message
+   * waiting for the rest of its transaction is pending, so it holds the watermark too.)
+   */
   public long watermark() {
     return pending.isEmpty() ? readUpTo
         : Math.min(readUpTo, pending.firstKey().timestamp() - 1);

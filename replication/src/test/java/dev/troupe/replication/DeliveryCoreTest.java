@@ -158,4 +158,24 @@ class DeliveryCoreTest {
     List<Effect> after = core.handle(new Input.Delivered(first), 1);
     assertTrue(after.contains(new Effect.Read(30, 100)), after.toString());
   }
+
+  @Test
+  void aMultiEntityTransactionsMessageWaitsForEveryPartItsDecisionNames() {
+    DeliveryCore core = new DeliveryCore(DC, 0, LIMITS);
+    core.handle(new Input.Started(), 0);
+    long transaction = 77;
+    ReplicationEntry decision = new ReplicationEntry.Decision(DC, 10, transaction, 0,
+        List.of(S1, R), DependencyVector.EMPTY);
+    ReplicationEntry senderPart = new ReplicationEntry.Part(DC, 11, transaction, 0, S1,
+        List.of(new Operation.SendMessage(R, "hear", Json.parse("{}"))), DependencyVector.EMPTY);
+    // The receiver's part (what the sender wrote to it through a sync call) is not committed
+    // yet: it is above the safe timestamp, so not in this batch.
+    List<Effect> early = core.handle(read(11, decision, senderPart), 0);
+    assertEquals(List.of(), delivers(early));
+    assertEquals(10, core.watermark());
+    ReplicationEntry receiverPart = new ReplicationEntry.Part(DC, 12, transaction, 0, R,
+        List.of(new Operation.Increment("n", 1)), DependencyVector.EMPTY);
+    List<Message> later = delivers(core.handle(read(12, receiverPart), 1));
+    assertEquals(List.of(new Message(11, 0, S1, R, "hear", Json.parse("{}"))), later);
+  }
 }
