@@ -44,7 +44,7 @@ import java.util.stream.Collectors;
  * {@code psac} (with {@code psac} admission only: {@code {maxInFlight, maxOvertakes}}, see {@link
  * PsacSettings}), {@code schemaless} (default false), {@code keys}
  * (name to {@code {kind, default, family}}), {@code actions} (name to {@code {params, members,
- * pre, effect, sync}}). Parsing is strict: an unknown field, a value of the wrong JSON type, a duplicate field
+ * pre, effect, sync, send}}). Parsing is strict: an unknown field, a value of the wrong JSON type, a duplicate field
  * name, an unknown key kind, parameter type or admission policy, and every rule of {@link
  * TypeSpec}, {@link ActionSpec} and {@link KeySpec} is reported as a {@link TroupeException} with
  * {@code INVALID_REQUEST} whose message starts with the offending path, e.g. {@code
