@@ -78,6 +78,7 @@ final class DiskReplicationLog implements ReplicationLog {
   /** Remote origins' received entries, as durable. */
   private volatile DependencyVector received = DependencyVector.EMPTY;
   private volatile DependencyVector applied = DependencyVector.EMPTY;
+  private volatile long deliveredWatermark;
   /** Per origin, the bound of the last truncation (not durable): received entries below it are
    * not stored again. */
   private volatile DependencyVector truncated = DependencyVector.EMPTY;
@@ -99,6 +100,8 @@ final class DiskReplicationLog implements ReplicationLog {
   void recover() throws DiskException {
     received = readVector(Keys.META_RECEIVED);
     applied = readVector(Keys.META_APPLIED);
+    byte[] delivered = store.disk.get(KeyValueDisk.Column.META, Keys.META_DELIVERED);
+    deliveredWatermark = delivered == null ? 0 : Codec.decodePosition(delivered).timestamp();
     long count = 0;
     try (KeyValueDisk.Cursor cursor = store.disk.cursor(KeyValueDisk.Column.REPLICATION)) {
       for (cursor.seekToFirst(); cursor.isValid(); cursor.next()) {
@@ -264,7 +267,8 @@ final class DiskReplicationLog implements ReplicationLog {
   public ReplicationBatch read(int originDc, long afterTimestamp, int maxEntries) {
     Invariants.check(maxEntries > 0, "a replication batch of at most %d entries", maxEntries);
     Invariants.check(afterTimestamp >= 0, "reading the replication log after %d", afterTimestamp);
-    Invariants.check(originDc != DataCentreIds.UNNAMED,
+    // An unnamed data centre reads its own log (its messages), never another's.
+    Invariants.check(originDc != DataCentreIds.UNNAMED || localDc == DataCentreIds.UNNAMED,
         "reading the replication log of the unnamed data centre");
     store.enterOpen();
     try {
@@ -418,6 +422,42 @@ final class DiskReplicationLog implements ReplicationLog {
   @Override
   public DependencyVector appliedVector() {
     return applied;
+  }
+
+  @Override
+  public CompletableFuture<Void> recordDelivered(long watermark) {
+    try {
+      store.enterOpen();
+    } catch (TroupeException closed) {
+      return CompletableFuture.failedFuture(closed);
+    }
+    try {
+      if (store.failure() != null) {
+        return CompletableFuture.failedFuture(RocksStore.unavailable(store.failure()));
+      }
+      synchronized (appliedLock) {
+        if (watermark <= deliveredWatermark) {
+          return CompletableFuture.completedFuture(null);
+        }
+        try (KeyValueDisk.Batch batch = store.disk.newBatch()) {
+          batch.put(KeyValueDisk.Column.META, Keys.META_DELIVERED,
+              Codec.encodePosition(new JournalPosition(0, watermark)));
+          store.disk.write(batch, true);
+        }
+        deliveredWatermark = watermark;
+      }
+      return CompletableFuture.completedFuture(null);
+    } catch (DiskException e) {
+      return CompletableFuture.failedFuture(new TroupeException(ErrorCode.UNAVAILABLE,
+          "cannot record the delivered watermark: " + e.getMessage()));
+    } finally {
+      store.exitOpen();
+    }
+  }
+
+  @Override
+  public long deliveredWatermark() {
+    return deliveredWatermark;
   }
 
   @Override

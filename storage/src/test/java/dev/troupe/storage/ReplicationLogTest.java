@@ -186,18 +186,48 @@ class ReplicationLogTest {
   }
 
   @Test
-  void nothingIsLoggedWhenTheLogIsOffOrTheDataCentreUnnamed() {
-    for (StorageSettings settings : List.of(settings(false),
-        settings(true).withDataCentreId(0))) {
-      FakeClock clock = new FakeClock(Fixtures.START_MILLIS);
-      RocksStore store = open(settings, clock, new MemoryDisk());
-      store.commit(store.newTransactionId(), List.of(Fixtures.write(entities.get(0),
-          new Operation.Increment("n", 1))));
-      settle(store);
-      assertEquals(0, store.replicationLog().entryCount());
-      assertFalse(settings.writesReplicationLog());
-      store.close();
-    }
+  void nothingIsLoggedWhenTheLogIsOff() {
+    StorageSettings settings = settings(false);
+    FakeClock clock = new FakeClock(Fixtures.START_MILLIS);
+    RocksStore store = open(settings, clock, new MemoryDisk());
+    store.commit(store.newTransactionId(), List.of(Fixtures.write(entities.get(0),
+        new Operation.Increment("n", 1))));
+    settle(store);
+    assertEquals(0, store.replicationLog().entryCount());
+    assertFalse(settings.writesReplicationLog());
+    store.close();
+  }
+
+  @Test
+  void anUnnamedDataCentreLogsUnderOriginZeroForItsMessages() {
+    StorageSettings settings = settings(true).withDataCentreId(0);
+    FakeClock clock = new FakeClock(Fixtures.START_MILLIS);
+    RocksStore store = open(settings, clock, new MemoryDisk());
+    Operation message = new Operation.SendMessage(entities.get(1), "hear",
+        dev.troupe.model.Json.parse("{}"));
+    store.commit(store.newTransactionId(), List.of(Fixtures.write(entities.get(0),
+        new Operation.Increment("n", 1), message)));
+    settle(store);
+    List<ReplicationEntry> entries = readAll(store.replicationLog(), 0, 100);
+    assertEquals(1, entries.size(), entries.toString());
+    ReplicationEntry.Part part = assertInstanceOf(ReplicationEntry.Part.class, entries.get(0));
+    assertEquals(0, part.originDc());
+    assertEquals(message, part.operations().get(1));
+    store.close();
+  }
+
+  @Test
+  void theDeliveredWatermarkIsDurableAndOnlyRises() {
+    FakeClock clock = new FakeClock(Fixtures.START_MILLIS);
+    MemoryDisk disk = new MemoryDisk();
+    RocksStore store = open(settings(true), clock, disk);
+    assertEquals(0, store.replicationLog().deliveredWatermark());
+    store.replicationLog().recordDelivered(500).join();
+    store.replicationLog().recordDelivered(400).join();
+    assertEquals(500, store.replicationLog().deliveredWatermark());
+    RocksStore recovered = open(settings(true), clock, disk.crash(new SplittableRandom(3), 0));
+    assertEquals(500, recovered.replicationLog().deliveredWatermark());
+    recovered.close();
   }
 
   @Test
