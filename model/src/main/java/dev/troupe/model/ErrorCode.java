@@ -49,6 +49,12 @@ public enum ErrorCode {
   OVERLOADED("overloaded", 429),
   UNAVAILABLE("unavailable", 503),
   /**
+   * The request carried a causal token (Troupe-Causal-Token) naming writes of other data centres
+   * that have not become visible in this one within the token wait; nothing was done. Retry after
+   * Retry-After, or send the request to the data centre that issued the token.
+   */
+  NOT_YET_VISIBLE("not_yet_visible", 503),
+  /**
    * Stored data the request needs failed its integrity check (a checksum): the server will not
    * answer from it, not even "not found", and will not write on top of it. Retrying does not help;
    * an operator must check and repair the store (docs/OPERATIONS.md).

@@ -76,7 +76,9 @@ class OpenApiContractTest {
       "POST /v1/snapshot-read",
       "POST /v1/dependencies",
       "GET /v1/dependencies/{id}",
-      "DELETE /v1/dependencies/{id}");
+      "DELETE /v1/dependencies/{id}",
+      "GET /v1/replication/log",
+      "GET /v1/replication/status");
 
   static final String ACCOUNT_YAML = RestEndToEndTest.ACCOUNT_YAML;
 
@@ -321,6 +323,11 @@ class OpenApiContractTest {
     }
     Answer reused = callWithKey("PUT", key, keyPath, "\"closed\"", "contract-retry-1");
     assertTrue(reused.status() == 200 || reused.status() == 422, reused.text());
+
+    // Replication is off on a node without a DC name: no status, and no pull without a secret.
+    // (ReplicationEndpointTest exercises both on a named DC.)
+    call("GET", "/v1/replication/status", "/v1/replication/status", null, 404);
+    call("GET", "/v1/replication/log", "/v1/replication/log?origin=a&after=0", null, 401);
 
     // Deleting an entity.
     call("DELETE", entity, "/v1/entities/Account/bob", null, 200);

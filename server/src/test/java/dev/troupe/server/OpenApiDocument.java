@@ -128,6 +128,11 @@ final class OpenApiDocument {
       if (!contentType.startsWith("text/plain")) {
         problems.add("the " + status + " answer is " + contentType + ", documented text/plain");
       }
+    } else if (content.has("application/octet-stream")) {
+      if (!contentType.startsWith("application/octet-stream")) {
+        problems.add("the " + status + " answer is " + contentType
+            + ", documented application/octet-stream");
+      }
     } else if (!content.isMissingNode()) {
       problems.add("the test does not know the content of " + responsePointer);
     }

@@ -81,6 +81,15 @@ public final class ServerProcess implements AutoCloseable {
   }
 
   /**
+   * Starts {@code troupe ARGUMENTS} like {@link #launch} with {@code jvmOptions} instead of the
+   * default heap, collector and compiler options.
+   */
+  public static ServerProcess launchWithJvmOptions(List<String> jvmOptions, List<String> arguments)
+      throws IOException, InterruptedException {
+    return launchCommand(javaCommand(jvmOptions, arguments));
+  }
+
+  /**
    * Starts a server like {@link #start} whose files may not grow past {@code maxFileKilobytes}
    * ({@code ulimit -f}): a write past it fails with EFBIG ("File too large"), which the JVM and
    * RocksDB meet exactly as they meet a full disk, an I/O error on write, without root or a small

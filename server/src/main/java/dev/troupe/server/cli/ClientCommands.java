@@ -39,6 +39,16 @@ final class ClientCommands {
     private final HttpClient client =
         HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
 
+    /** {@code GET path}: the answer, whatever its status. */
+    HttpResponse<String> get(String path) throws IOException, InterruptedException {
+      HttpRequest.Builder request = HttpRequest.newBuilder(URI.create(url + path))
+          .timeout(Duration.ofSeconds(60)).GET();
+      if (token != null && !token.isBlank()) {
+        request.header("Authorization", "Bearer " + token.trim());
+      }
+      return client.send(request.build(), HttpResponse.BodyHandlers.ofString());
+    }
+
     int send(String method, String path, String body, String contentType) {
       HttpRequest.Builder request = HttpRequest.newBuilder(URI.create(url + path))
           .timeout(Duration.ofSeconds(60))
@@ -70,7 +80,7 @@ final class ClientCommands {
       }
     }
 
-    private static String pretty(String body) {
+    static String pretty(String body) {
       try {
         return Json.MAPPER.writerWithDefaultPrettyPrinter().writeValueAsString(Json.parse(body));
       } catch (RuntimeException | IOException e) {

@@ -9,10 +9,15 @@ import dev.troupe.runtime.RuntimeSettings;
 import dev.troupe.runtime.Troupe;
 import dev.troupe.server.http.HttpSettings;
 import dev.troupe.server.http.TroupeServer;
+import dev.troupe.server.replication.DataCentreReplication;
+import dev.troupe.server.replication.ReplicationServerSettings;
 import dev.troupe.storage.CorruptDataException;
 import java.io.File;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
 import org.slf4j.Logger;
@@ -48,6 +53,21 @@ public final class ServeCommand implements Callable<Integer> {
       description = "The PKCS#8 PEM private key of --tls-certificate.")
   File tlsKey;
 
+  @Option(names = "--dc", paramLabel = "NAME",
+      description = "This data centre's name (troupe.dc.name): 1-63 letters, digits, '.', '_',"
+          + " '-'. Needed for --peer; a named node issues causal tokens (docs/OPERATIONS.md).")
+  String dataCentre;
+
+  @Option(names = "--peer", paramLabel = "NAME=URL",
+      description = "Another data centre and the base URL of its REST server, e.g. --peer"
+          + " paris=http://10.0.0.2:8080 (repeatable; troupe.dc.peers, troupe.dc.peer-urls).")
+  List<String> peers = List.of();
+
+  @Option(names = "--replication-secret-file", paramLabel = "FILE",
+      description = "File holding the secret every data centre shares, checked on every pull"
+          + " (troupe.replication.secret-file).")
+  File replicationSecretFile;
+
   @Option(names = "--config", description = "HOCON file overriding reference.conf settings.")
   File configFile;
 
@@ -57,15 +77,23 @@ public final class ServeCommand implements Callable<Integer> {
 
   @Override
   public Integer call() throws Exception {
-    Config config = configuration();
-    RuntimeSettings settings = RuntimeSettings.fromConfig(config);
+    Config config;
+    try {
+      config = configuration();
+    } catch (IllegalArgumentException e) {
+      System.err.println("troupe: invalid settings: " + e.getMessage());
+      return EXIT_CONFIGURATION;
+    }
     HttpSettings http;
+    ReplicationServerSettings replication;
     try {
       http = HttpSettings.fromConfig(config);
+      replication = ReplicationServerSettings.fromConfig(config);
     } catch (RuntimeException e) {
       System.err.println("troupe: invalid settings: " + e.getMessage());
       return EXIT_CONFIGURATION;
     }
+    RuntimeSettings settings = RuntimeSettings.fromConfig(config);
     // Before the store is opened: an API exposed without authentication never starts at all.
     if (http.exposureProblem().isPresent()) {
       System.err.println("troupe: " + http.exposureProblem().get());
@@ -102,10 +130,23 @@ public final class ServeCommand implements Callable<Integer> {
         exit.start();
       });
     }
+    // A named DC replicates (with peers) and issues causal tokens; the shell re-feeds what was
+    // received and not applied before a restart.
+    Optional<DataCentreReplication> replicating;
+    try {
+      replicating = replication.named()
+          ? Optional.of(DataCentreReplication.start(troupe, replication)) : Optional.empty();
+    } catch (RuntimeException e) {
+      log.error("replication did not start", e);
+      troupe.close();
+      System.err.println("troupe: replication did not start: " + e.getMessage());
+      return 2;
+    }
     TroupeServer server;
     try {
-      server = TroupeServer.start(troupe, http);
+      server = TroupeServer.start(troupe, http, replicating);
     } catch (RuntimeException e) {
+      replicating.ifPresent(DataCentreReplication::close);
       troupe.close();
       System.err.println("troupe: " + e.getMessage());
       return 2;
@@ -113,9 +154,14 @@ public final class ServeCommand implements Callable<Integer> {
     CountDownLatch stopped = new CountDownLatch(1);
     Runtime.getRuntime().addShutdownHook(new Thread(() -> {
       server.close();
+      replicating.ifPresent(DataCentreReplication::close);
       troupe.close();
       stopped.countDown();
     }, "troupe-shutdown"));
+    replicating.ifPresent(node -> System.out.printf("Data centre %s (id %d), pulling from %s%n",
+        replication.dataCentreName(), replication.dataCentreId(),
+        replication.peers().isEmpty() ? "no peers" : String.join(", ",
+            replication.peers().stream().map(peer -> peer.name() + " at " + peer.url()).toList())));
     log.info("storage recovered in {} ms", troupe.storageStatistics().recoveryMillis());
     System.out.printf("Troupe listening on %s://%s:%d (data: %s, durability: %s)%n",
         server.scheme(), server.host(), server.port(), settings.storage().directory().toAbsolutePath(),
@@ -137,6 +183,39 @@ public final class ServeCommand implements Callable<Integer> {
   static final int EXIT_CONFIGURATION = 78;
   /** Exit status after a storage failure under on-storage-failure = exit (EX_IOERR). */
   static final int EXIT_STORAGE_FAILED = 74;
+
+  /**
+   * {@code --dc}, {@code --peer} and {@code --replication-secret-file} onto {@code troupe.dc.name},
+   * {@code troupe.dc.peers} and {@code troupe.dc.peer-urls} (replacing the configured ones: the
+   * command line names every peer) and {@code troupe.replication.secret-file}.
+   */
+  Config withDataCentres(Config config) {
+    if (dataCentre != null) {
+      config = config.withValue("troupe.dc.name", ConfigValueFactory.fromAnyRef(dataCentre));
+    }
+    if (!peers.isEmpty()) {
+      List<String> names = new ArrayList<>();
+      Map<String, String> urls = new java.util.LinkedHashMap<>();
+      for (String peer : peers) {
+        int equals = peer.indexOf('=');
+        if (equals <= 0) {
+          throw new IllegalArgumentException(
+              "--peer: expected NAME=URL (e.g. --peer paris=http://10.0.0.2:8080), was '" + peer
+                  + "'");
+        }
+        names.add(peer.substring(0, equals));
+        urls.put(peer.substring(0, equals), peer.substring(equals + 1));
+      }
+      // A map's keys are taken as they are (not as paths), so names with dots stay whole.
+      config = config.withValue("troupe.dc.peers", ConfigValueFactory.fromIterable(names))
+          .withValue("troupe.dc.peer-urls", ConfigValueFactory.fromMap(urls));
+    }
+    if (replicationSecretFile != null) {
+      config = config.withValue("troupe.replication.secret-file",
+          ConfigValueFactory.fromAnyRef(replicationSecretFile.getPath()));
+    }
+    return config;
+  }
 
   /** {@code troupe.server.on-storage-failure}: {@code exit} or {@code stay-up}. */
   static boolean exitOnStorageFailure(Config config) {
@@ -166,6 +245,7 @@ public final class ServeCommand implements Callable<Integer> {
       config = config.withValue("troupe.http.tls.key-path",
           ConfigValueFactory.fromAnyRef(tlsKey.getPath()));
     }
+    config = withDataCentres(config);
     return config
         .withValue("troupe.data-directory", ConfigValueFactory.fromAnyRef(data.toString()))
         .withValue("troupe.http.port", ConfigValueFactory.fromAnyRef(port))

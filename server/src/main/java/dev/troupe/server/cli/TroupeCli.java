@@ -24,6 +24,7 @@ import picocli.CommandLine.Command;
       ClientCommands.Delete.class,
       ClientCommands.Act.class,
       ClientCommands.Types.class,
+      StatusCommand.class,
       TokenCommand.class,
       CommandLine.HelpCommand.class
     },
@@ -31,6 +32,8 @@ import picocli.CommandLine.Command;
       "",
       "Examples:",
       "  troupe serve --data ./data --port 8080",
+      "  troupe serve --dc lisbon --peer paris=http://10.0.0.2:8080 --replication-secret-file s",
+      "  troupe status      (a data centre's peers, links and lags)",
       "  troupe token create --name app --scopes read,write",
       "  troupe check --data ./data      (a stopped store; see docs/OPERATIONS.md)",
       "  troupe types apply account.yaml",

@@ -30,6 +30,11 @@ import java.util.Set;
  * valid token. A path no route knows needs {@code read} for GET and HEAD and {@code write}
  * otherwise, so that probing unknown paths takes a token too.
  *
+ * <p>Peers: {@code /v1/replication/log} (another data centre pulling this one's replication log)
+ * takes no client token and no client token opens it: it needs the replication secret all DCs share
+ * ({@link PeerAccess}), as {@code Bearer <secret>}, compared in constant time the same way. Without
+ * a secret it is refused, unless {@code troupe.replication.allow-unauthenticated} (tests only).
+ *
  * <p>Invariants: with no tokens configured every request is allowed (the server then only listens
  * on loopback: {@link HttpSettings#exposureProblem}); the comparison of a presented token's hash
  * with the stored ones takes the same time whichever entry matches, or none (every entry is
@@ -88,6 +93,29 @@ public final class Authorization {
 
     /** A valid token with {@code scope}. */
     record Needs(Scope scope) implements Requirement {}
+
+    /** The replication secret of {@link PeerAccess}: a peer data centre pulling the log. */
+    record PeerSecret() implements Requirement {}
+  }
+
+  /**
+   * Who may pull this DC's replication log: the peers presenting {@code secret} (kept as the hex of
+   * its SHA-256, like tokens), or anyone when {@code allowUnauthenticated} (tests only).
+   */
+  public record PeerAccess(Optional<String> secretSha256, boolean allowUnauthenticated) {
+    /** No secret, nobody allowed: a node that replicates nowhere. */
+    public static final PeerAccess NONE = new PeerAccess(Optional.empty(), false);
+
+    public PeerAccess {
+      if (secretSha256.isPresent() && !secretSha256.get().matches("[0-9a-f]{64}")) {
+        throw new IllegalArgumentException("the replication secret's hash must be 64 hex digits");
+      }
+    }
+
+    /** Access for the peers presenting {@code secret} (empty: none configured). */
+    public static PeerAccess of(Optional<String> secret, boolean allowUnauthenticated) {
+      return new PeerAccess(secret.map(Authorization::sha256Hex), allowUnauthenticated);
+    }
   }
 
   /** The decision on one request. */
@@ -106,8 +134,16 @@ public final class Authorization {
 
   private final List<Token> tokens;
   private final byte[][] hashes;
+  private final PeerAccess peerAccess;
+  private final byte[] peerSecretHash;
 
   public Authorization(List<Token> tokens) {
+    this(tokens, PeerAccess.NONE);
+  }
+
+  public Authorization(List<Token> tokens, PeerAccess peerAccess) {
+    this.peerAccess = peerAccess;
+    this.peerSecretHash = peerAccess.secretSha256().map(HexFormat.of()::parseHex).orElse(null);
     this.tokens = List.copyOf(tokens);
     this.hashes = new byte[this.tokens.size()][];
     for (int i = 0; i < hashes.length; i++) {
@@ -132,6 +168,9 @@ public final class Authorization {
     if (path.equals("/metrics")) {
       return new Requirement.AnyToken();
     }
+    if (path.equals("/v1/replication/log") || path.startsWith("/v1/replication/log/")) {
+      return new Requirement.PeerSecret();
+    }
     String resource = RequestAdmission.resource(path);
     if (resource.equals("transactions")) {
       return new Requirement.Needs(Scope.WRITE);
@@ -154,6 +193,9 @@ public final class Authorization {
    */
   public Decision decide(String method, String path, Optional<String> authorizationHeader) {
     Requirement requirement = requirement(method, path);
+    if (requirement instanceof Requirement.PeerSecret) {
+      return decidePeer(authorizationHeader);
+    }
     if (!enabled() || requirement instanceof Requirement.Open) {
       return new Decision.Allowed(Optional.empty());
     }
@@ -176,6 +218,25 @@ public final class Authorization {
           + scope.label() + "' that " + method + " " + path + " needs");
     }
     return new Decision.Allowed(Optional.of(token.get().name()));
+  }
+
+  /** A pull of the replication log: the shared secret, compared in constant time. */
+  private Decision decidePeer(Optional<String> authorizationHeader) {
+    if (peerSecretHash == null) {
+      return peerAccess.allowUnauthenticated() ? new Decision.Allowed(Optional.empty())
+          : new Decision.Unauthenticated("this server takes no replication pulls: it has no"
+              + " replication secret (troupe.replication.secret, --replication-secret-file)");
+    }
+    String header = authorizationHeader.map(String::trim).orElse("");
+    if (!header.toLowerCase(Locale.ROOT).startsWith(BEARER)) {
+      return new Decision.Unauthenticated(
+          "a replication pull needs 'Authorization: Bearer <replication secret>'");
+    }
+    byte[] presented = sha256(header.substring(BEARER.length()).trim());
+    if (!MessageDigest.isEqual(presented, peerSecretHash)) {
+      return new Decision.Unauthenticated("the bearer secret is not this DC's replication secret");
+    }
+    return new Decision.Allowed(Optional.empty());
   }
 
   /** The configured token whose secret is {@code secret}, compared in constant time. */

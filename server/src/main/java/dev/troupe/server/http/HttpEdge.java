@@ -23,11 +23,12 @@ import org.apache.pekko.http.javadsl.model.headers.WWWAuthenticate;
  */
 final class HttpEdge {
   /** Headers a page may send: the token, JSON bodies, idempotent retries. */
-  static final String ALLOWED_HEADERS = "Authorization, Content-Type, Idempotency-Key";
+  static final String ALLOWED_HEADERS =
+      "Authorization, Content-Type, Idempotency-Key, Troupe-Causal-Token";
   static final String ALLOWED_METHODS = "GET, HEAD, PUT, PATCH, POST, DELETE";
   /** Answer headers a page may read beyond the CORS-safelisted ones. */
   static final String EXPOSED_HEADERS =
-      "Location, Retry-After, WWW-Authenticate, Allow, Idempotent-Replayed";
+      "Location, Retry-After, WWW-Authenticate, Allow, Idempotent-Replayed, Troupe-Causal-Token";
   private static final HttpHeader BEARER_CHALLENGE =
       WWWAuthenticate.create(HttpChallenge.create("Bearer", "troupe"));
 
@@ -36,8 +37,12 @@ final class HttpEdge {
   private final HttpResponse timeoutResponse;
 
   HttpEdge(HttpSettings settings) {
+    this(settings, Authorization.PeerAccess.NONE);
+  }
+
+  HttpEdge(HttpSettings settings, Authorization.PeerAccess peerAccess) {
     this.settings = settings;
-    this.authorization = new Authorization(settings.tokens());
+    this.authorization = new Authorization(settings.tokens(), peerAccess);
     this.timeoutResponse = RequestSupport.error(new TroupeException(ErrorCode.UNAVAILABLE,
             "no answer within " + settings.requestTimeoutMillis()
                 + " ms (troupe.http.request-timeout-millis); a write may or may not have been"

@@ -6,9 +6,13 @@ import dev.troupe.runtime.MemoryStatus;
 import dev.troupe.runtime.Troupe;
 import dev.troupe.runtime.TransactionMetrics;
 import dev.troupe.runtime.TurnMetrics;
+import dev.troupe.runtime.replication.ReplicationStatus;
+import dev.troupe.server.replication.DataCentreReplication;
+import dev.troupe.server.replication.ReplicationPuller;
 import dev.troupe.storage.StorageStatistics;
 import java.lang.management.GarbageCollectorMXBean;
 import java.lang.management.ManagementFactory;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.atomic.LongAdder;
 import org.HdrHistogram.Histogram;
@@ -23,11 +27,14 @@ final class PrometheusMetrics {
   private final Troupe troupe;
   private final LongAdder requests;
   private final RequestAdmission admission;
+  private final java.util.Optional<DataCentreReplication> replication;
 
-  PrometheusMetrics(Troupe troupe, LongAdder requests, RequestAdmission admission) {
+  PrometheusMetrics(Troupe troupe, LongAdder requests, RequestAdmission admission,
+      java.util.Optional<DataCentreReplication> replication) {
     this.troupe = troupe;
     this.requests = requests;
     this.admission = admission;
+    this.replication = replication;
   }
 
   String render() {
@@ -132,7 +139,75 @@ final class PrometheusMetrics {
         "HTTP requests admitted and being served (all classes; health and metrics not counted).",
         admission.inFlight());
     requestClasses(out);
+    replication.ifPresent(node -> replication(out, node));
     return out.toString();
+  }
+
+  /**
+   * A named DC's replication: per peer the lag (its transactions received and not yet applied
+   * here, and how far behind physical time its applied entry is) and the puller's counts; the
+   * stable vector's age and the pending remote transactions.
+   */
+  private static void replication(StringBuilder out, DataCentreReplication node) {
+    ReplicationStatus status = node.shell().status();
+    out.append("# HELP troupe_replication_lag_transactions A peer's transactions received here and"
+        + " not yet applied.\n");
+    out.append("# TYPE troupe_replication_lag_transactions gauge\n");
+    for (ReplicationStatus.PeerStatus peer : status.peers()) {
+      peerLine(out, "troupe_replication_lag_transactions", peer.name(), peer.pendingTransactions());
+    }
+    out.append("# HELP troupe_replication_lag_millis How far behind physical time this DC's"
+        + " applied entry of a peer is: its younger transactions may not be visible here yet.\n");
+    out.append("# TYPE troupe_replication_lag_millis gauge\n");
+    for (ReplicationStatus.PeerStatus peer : status.peers()) {
+      peerLine(out, "troupe_replication_lag_millis", peer.name(), peer.lagMillis());
+    }
+    gauge(out, "troupe_replication_stable_vector_age_millis",
+        "How far behind physical time the oldest entry of the stable vector (what every DC"
+            + " received) is.", status.stableVectorAgeMillis());
+    gauge(out, "troupe_replication_pending_transactions",
+        "Remote transactions received here and not yet applied (all origins).",
+        status.pendingRemoteTransactions());
+    gauge(out, "troupe_replication_applying_transactions",
+        "Remote transactions being applied right now.", status.applyingTransactions());
+    gauge(out, "troupe_replication_log_entries", "Entries in the replication log (approximate).",
+        status.logEntries());
+    List<ReplicationPuller> pullers = node.pullers();
+    out.append("# HELP troupe_replication_pulls_total Pulls from a peer answered with a batch.\n");
+    out.append("# TYPE troupe_replication_pulls_total counter\n");
+    for (ReplicationPuller puller : pullers) {
+      peerLine(out, "troupe_replication_pulls_total", puller.peer().name(),
+          puller.statistics().pulls());
+    }
+    out.append("# HELP troupe_replication_pulled_entries_total Replication log entries pulled"
+        + " from a peer.\n");
+    out.append("# TYPE troupe_replication_pulled_entries_total counter\n");
+    for (ReplicationPuller puller : pullers) {
+      peerLine(out, "troupe_replication_pulled_entries_total", puller.peer().name(),
+          puller.statistics().entries());
+    }
+    out.append("# HELP troupe_replication_pull_failures_total Pulls from a peer that failed"
+        + " (unreachable, timed out, refused, bad bytes).\n");
+    out.append("# TYPE troupe_replication_pull_failures_total counter\n");
+    for (ReplicationPuller puller : pullers) {
+      peerLine(out, "troupe_replication_pull_failures_total", puller.peer().name(),
+          puller.statistics().failures());
+    }
+    out.append("# HELP troupe_replication_last_pull_success_seconds When the last pull round from"
+        + " a peer succeeded (Unix seconds; 0: none yet).\n");
+    out.append("# TYPE troupe_replication_last_pull_success_seconds gauge\n");
+    for (ReplicationPuller puller : pullers) {
+      peerLine(out, "troupe_replication_last_pull_success_seconds", puller.peer().name(),
+          puller.statistics().lastSuccessMillis() / 1000.0);
+    }
+  }
+
+  private static void peerLine(StringBuilder out, String name, String peer, double value) {
+    out.append(name).append("{peer=\"").append(peer).append("\"} ").append(value).append('\n');
+  }
+
+  private static void peerLine(StringBuilder out, String name, String peer, long value) {
+    out.append(name).append("{peer=\"").append(peer).append("\"} ").append(value).append('\n');
   }
 
   /** Per class of work: its current limit, its admitted requests and its refusals. */

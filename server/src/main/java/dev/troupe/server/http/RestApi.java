@@ -7,6 +7,7 @@ import dev.troupe.model.EntityId;
 import dev.troupe.model.ErrorCode;
 import dev.troupe.model.Json;
 import dev.troupe.model.TroupeException;
+import dev.troupe.model.causal.DependencyVector;
 import dev.troupe.model.dependency.Dependency;
 import dev.troupe.model.value.DependencyTable;
 import dev.troupe.model.spec.SpecParser;
@@ -15,6 +16,7 @@ import dev.troupe.model.spec.TypeSpec;
 import dev.troupe.runtime.Troupe;
 import dev.troupe.runtime.TransactionRequest;
 import dev.troupe.runtime.TurnOutcome;
+import dev.troupe.server.replication.DataCentreReplication;
 import java.nio.charset.StandardCharsets;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
@@ -59,14 +61,30 @@ public final class RestApi
   private final TransactionRequests transactionRequests;
   private final RequestAdmission admission;
   private final HttpEdge edge;
+  private final CausalTokens causalTokens;
+  private final ReplicationEndpoint replicationEndpoint;
   private final LongAdder requests = new LongAdder();
 
   public RestApi(Troupe troupe, HttpSettings settings, Materializer materializer) {
+    this(troupe, settings, materializer, Optional.empty());
+  }
+
+  /**
+   * The API of a node; with {@code replication}, a named DC's: peers pull its log, answers carry
+   * causal tokens and requests wait for theirs ({@link CausalTokens}).
+   */
+  public RestApi(Troupe troupe, HttpSettings settings, Materializer materializer,
+      Optional<DataCentreReplication> replication) {
     this.troupe = troupe;
     this.materializer = materializer;
     this.admission = new RequestAdmission(settings);
-    this.edge = new HttpEdge(settings);
-    this.metrics = new PrometheusMetrics(troupe, requests, admission);
+    this.edge = new HttpEdge(settings, replication
+        .map(node -> Authorization.PeerAccess.of(node.settings().secret(),
+            node.settings().allowUnauthenticated()))
+        .orElse(Authorization.PeerAccess.NONE));
+    this.causalTokens = new CausalTokens(replication, settings, materializer);
+    this.replicationEndpoint = new ReplicationEndpoint(replication);
+    this.metrics = new PrometheusMetrics(troupe, requests, admission, replication);
     this.support = new RequestSupport(settings, materializer);
     this.transactionRequests = new TransactionRequests(support);
     this.idempotentRequests = new IdempotentRequests(troupe,
@@ -78,8 +96,10 @@ public final class RestApi
    * the token its route needs is refused with 401 or 403, before admission counting and before its
    * body is read. Then health and {@code /metrics} are routed at once, never counted against a
    * limit; every other request is admitted by its class's limit ({@link RequestAdmission}) or
-   * refused at once with 429 and {@code Retry-After}, before its body is read. Every answer gets
-   * the CORS headers its origin is due.
+   * refused at once with 429 and {@code Retry-After}, before its body is read. Between the two, a
+   * request carrying a causal token waits until the token is visible here, or is answered 503
+   * {@code not_yet_visible} ({@link CausalTokens}). Every answer gets the CORS headers its origin
+   * is due, and a named DC's causal token.
    */
   @Override
   public CompletionStage<HttpResponse> apply(HttpRequest request) {
@@ -97,8 +117,22 @@ public final class RestApi
     }
     // Idempotency keys are the client's namespace: two tokens' keys never meet.
     String idempotencyNamespace = allowed.tokenName().orElse(IdempotentRequests.NO_NAMESPACE);
-    return admitted(request, idempotencyNamespace)
-        .thenApply(response -> edge.withCors(request, response));
+    Optional<DependencyVector> token;
+    try {
+      token = causalTokens.of(request);
+    } catch (TroupeException malformed) {
+      request.discardEntityBytes(materializer);
+      return CompletableFuture.completedFuture(edge.withCors(request,
+          causalTokens.withToken(RequestSupport.error(malformed), Optional.empty())));
+    }
+    // A causal token is waited for before admission: a wait holds no permit.
+    CompletionStage<HttpResponse> answered =
+        token.isPresent() && CausalTokens.honoured(request.getUri().path())
+            ? causalTokens.whenVisible(request, token.get(),
+                visible -> admitted(visible, idempotencyNamespace), support)
+            : admitted(request, idempotencyNamespace);
+    return answered.thenApply(response ->
+        edge.withCors(request, causalTokens.withToken(response, token)));
   }
 
   private CompletionStage<HttpResponse> admitted(HttpRequest request, String idempotencyNamespace) {
@@ -158,6 +192,15 @@ public final class RestApi
           return RequestSupport.completed(RequestSupport.json(200, LIVE));
         }
         return RequestSupport.completed(readiness());
+      }
+      case "replication" -> {
+        if (size != 3 || !(path.get(2).equals("log") || path.get(2).equals("status"))) {
+          return support.notFound(request);
+        }
+        support.requireMethod(request, HttpMethods.GET);
+        request.discardEntityBytes(materializer);
+        return RequestSupport.completed(path.get(2).equals("log")
+            ? replicationEndpoint.log(request) : replicationEndpoint.status());
       }
       case "openapi.json" -> {
         if (size != 2) {

@@ -21,11 +21,20 @@ public final class TroupeServer implements AutoCloseable {
    *     ({@link HttpSettings#exposureProblem}) or the address cannot be bound
    */
   public static TroupeServer start(Troupe troupe, HttpSettings settings) {
+    return start(troupe, settings, java.util.Optional.empty());
+  }
+
+  /**
+   * Like {@link #start(Troupe, HttpSettings)}, for a named DC with {@code replication} running:
+   * peers pull its log here, and answers carry causal tokens.
+   */
+  public static TroupeServer start(Troupe troupe, HttpSettings settings,
+      java.util.Optional<dev.troupe.server.replication.DataCentreReplication> replication) {
     settings.exposureProblem().ifPresent(problem -> {
       throw new IllegalStateException(problem);
     });
     Materializer materializer = Materializer.matFromSystem(troupe.actorSystem());
-    RestApi api = new RestApi(troupe, settings, materializer);
+    RestApi api = new RestApi(troupe, settings, materializer, replication);
     return new TroupeServer(Bindings.bind(troupe.actorSystem(), settings, api),
         settings.tls().enabled());
   }

@@ -123,4 +123,37 @@ class AuthorizationTest {
     assertThrows(IllegalArgumentException.class, () -> Scope.parse("root"));
     assertEquals(Scope.ADMIN, Scope.parse("admin"));
   }
+
+  @Test
+  void replicationPullsNeedTheSharedSecretAndNoClientTokenOpensThem() {
+    String secret = "0123456789abcdef0123";
+    Authorization peers = new Authorization(List.of(new Token("reader",
+        Authorization.sha256Hex(READER), Set.of(Scope.READ))),
+        Authorization.PeerAccess.of(Optional.of(secret), false));
+    assertEquals(new Authorization.Requirement.PeerSecret(),
+        Authorization.requirement("GET", "/v1/replication/log"));
+    assertEquals(new Decision.Allowed(Optional.empty()),
+        peers.decide("GET", "/v1/replication/log", Optional.of("Bearer " + secret)));
+    assertInstanceOf(Decision.Unauthenticated.class,
+        peers.decide("GET", "/v1/replication/log", Optional.empty()));
+    assertInstanceOf(Decision.Unauthenticated.class,
+        peers.decide("GET", "/v1/replication/log", Optional.of("Bearer " + secret + "x")));
+    assertInstanceOf(Decision.Unauthenticated.class,
+        peers.decide("GET", "/v1/replication/log", Optional.of("Bearer " + READER)));
+    assertInstanceOf(Decision.Unauthenticated.class,
+        peers.decide("GET", "/v1/replication/log", Optional.of(secret)));
+    // The secret is no client token.
+    assertInstanceOf(Decision.Unauthenticated.class,
+        peers.decide("GET", "/v1/types", Optional.of("Bearer " + secret)));
+    // The status is a client's read.
+    assertEquals(new Decision.Allowed(Optional.of("reader")),
+        peers.decide("GET", "/v1/replication/status", Optional.of("Bearer " + READER)));
+    // Without a secret nobody pulls, even from a server without client tokens...
+    assertInstanceOf(Decision.Unauthenticated.class, new Authorization(List.of())
+        .decide("GET", "/v1/replication/log", Optional.empty()));
+    // ...unless allowed outright (tests).
+    assertEquals(new Decision.Allowed(Optional.empty()), new Authorization(List.of(),
+        Authorization.PeerAccess.of(Optional.empty(), true))
+        .decide("GET", "/v1/replication/log", Optional.empty()));
+  }
 }

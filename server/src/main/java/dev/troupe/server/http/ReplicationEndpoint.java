@@ -1,0 +1,170 @@
+package dev.troupe.server.http;
+
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.troupe.model.ErrorCode;
+import dev.troupe.model.Json;
+import dev.troupe.model.TroupeException;
+import dev.troupe.model.causal.DataCentreIds;
+import dev.troupe.model.causal.DependencyVector;
+import dev.troupe.model.causal.ReplicationBatch;
+import dev.troupe.model.causal.ReplicationCodec;
+import dev.troupe.runtime.replication.ReplicationStatus;
+import dev.troupe.server.replication.DataCentreReplication;
+import dev.troupe.server.replication.PullStatistics;
+import dev.troupe.server.replication.ReplicationProtocol;
+import dev.troupe.server.replication.ReplicationPuller;
+import dev.troupe.server.replication.ReplicationServerSettings;
+import dev.troupe.server.replication.VectorText;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import org.apache.pekko.http.javadsl.model.ContentTypes;
+import org.apache.pekko.http.javadsl.model.HttpHeader;
+import org.apache.pekko.http.javadsl.model.HttpRequest;
+import org.apache.pekko.http.javadsl.model.HttpResponse;
+
+/**
+ * {@code /v1/replication/...}: the log a peer DC pulls, and the replication status a client or
+ * {@code troupe status} reads. Authentication happened before ({@link Authorization}: the log
+ * needs the replication secret, the status a {@code read} token).
+ *
+ * <p>{@code GET /v1/replication/log?origin=&after=&limit=} with {@code Troupe-Dc: <puller's
+ * name>} and {@code Troupe-Received-Vector: <the puller's received vector>}: the entries of
+ * {@code origin}'s log after timestamp {@code after}, at most {@code limit} (default and ceiling
+ * {@code troupe.replication.pull-batch-max-entries}), one batch in {@link ReplicationCodec}'s
+ * encoding. Every parameter is checked before anything is read or recorded: a request that fails
+ * is {@code 400 invalid_request} (or {@code 403 forbidden} for a puller that is not a configured
+ * peer) and changes nothing. A node without a DC name answers {@code 404 not_found}.
+ *
+ * <p>Concurrency: stateless; the shell is thread-safe. The log read runs on the request's thread:
+ * it is one bounded RocksDB iteration.
+ */
+final class ReplicationEndpoint {
+  private static final Set<String> LOG_PARAMETERS = Set.of("origin", "after", "limit");
+
+  private final Optional<DataCentreReplication> replication;
+
+  ReplicationEndpoint(Optional<DataCentreReplication> replication) {
+    this.replication = replication;
+  }
+
+  /** {@code GET /v1/replication/log}. */
+  HttpResponse log(HttpRequest request) {
+    DataCentreReplication node = named();
+    ReplicationServerSettings settings = node.settings();
+    String pullerName = header(request, ReplicationProtocol.DC_HEADER);
+    if (!DataCentreIds.isValidName(pullerName)) {
+      throw TroupeException.invalid(ReplicationProtocol.DC_HEADER + ": '" + pullerName
+          + "' is not a data centre name");
+    }
+    int puller = DataCentreIds.of(pullerName);
+    if (settings.peer(puller).filter(peer -> peer.name().equals(pullerName)).isEmpty()) {
+      throw new TroupeException(ErrorCode.FORBIDDEN, "data centre '" + pullerName
+          + "' is not a peer of '" + settings.dataCentreName() + "' (troupe.dc.peers)");
+    }
+    DependencyVector received = VectorText.parse(
+        header(request, ReplicationProtocol.RECEIVED_VECTOR_HEADER),
+        ReplicationProtocol.RECEIVED_VECTOR_HEADER);
+    Map<String, String> query = request.getUri().query().toMap();
+    for (String name : query.keySet()) {
+      if (!LOG_PARAMETERS.contains(name)) {
+        throw TroupeException.invalid("unknown parameter '" + name
+            + "'; the parameters are origin, after and limit");
+      }
+    }
+    String originText = required(query, "origin");
+    int origin = settings.idOf(originText).orElseThrow(() -> TroupeException.invalid(
+        "origin: '" + originText + "' is neither this data centre nor one of its peers"));
+    long after = number(required(query, "after"), "after", 0);
+    int maxEntries = node.engineSettings().pullBatchMaxEntries();
+    int limit = query.containsKey("limit")
+        ? (int) Math.min(number(query.get("limit"), "limit", 1), maxEntries) : maxEntries;
+    ReplicationBatch batch = node.shell().serve(puller, received, origin, after, limit);
+    return HttpResponse.create().withStatus(200)
+        .withEntity(ContentTypes.APPLICATION_OCTET_STREAM, ReplicationCodec.encodeBatch(batch));
+  }
+
+  /** {@code GET /v1/replication/status}: this DC, its vectors, and every peer's link and lag. */
+  HttpResponse status() {
+    DataCentreReplication node = named();
+    ReplicationServerSettings settings = node.settings();
+    ReplicationStatus status = node.shell().status();
+    ObjectNode body = Json.NODES.objectNode();
+    body.put("dataCentre", settings.dataCentreName());
+    body.put("dataCentreId", settings.dataCentreId());
+    body.put("pendingRemoteTransactions", status.pendingRemoteTransactions());
+    body.put("applyingTransactions", status.applyingTransactions());
+    body.put("stableVectorAgeMillis", status.stableVectorAgeMillis());
+    body.put("logEntries", status.logEntries());
+    body.set("receivedVector", vector(settings, status.receivedVector()));
+    body.set("appliedVector", vector(settings, status.appliedVector()));
+    body.set("stableVector", vector(settings, status.stableVector()));
+    ArrayNode peers = body.putArray("peers");
+    for (ReplicationStatus.PeerStatus peer : status.peers()) {
+      ObjectNode peerNode = peers.addObject();
+      peerNode.put("name", peer.name());
+      peerNode.put("dataCentreId", peer.dataCentreId());
+      settings.peer(peer.dataCentreId()).ifPresent(configured ->
+          peerNode.put("url", configured.url().toString()));
+      peerNode.put("lagTransactions", peer.pendingTransactions());
+      peerNode.put("lagMillis", peer.lagMillis());
+      peerNode.put("receivedTimestamp", peer.receivedTimestamp());
+      peerNode.put("appliedTimestamp", peer.appliedTimestamp());
+      node.pullers().stream().filter(puller -> puller.peer().id() == peer.dataCentreId())
+          .findFirst().map(ReplicationPuller::statistics)
+          .ifPresent(pulls -> link(peerNode.putObject("link"), pulls));
+    }
+    return RequestSupport.json(200, body);
+  }
+
+  private static void link(ObjectNode link, PullStatistics.Snapshot pulls) {
+    link.put("up", pulls.consecutiveFailures() == 0 && pulls.lastSuccessMillis() > 0);
+    link.put("pulls", pulls.pulls());
+    link.put("entries", pulls.entries());
+    link.put("failures", pulls.failures());
+    link.put("consecutiveFailures", pulls.consecutiveFailures());
+    link.put("lastSuccessMillis", pulls.lastSuccessMillis());
+    link.put("lastFailure", pulls.lastFailure());
+  }
+
+  /** {@code {"<dc name>": timestamp, ...}}; an unknown DC by its id. */
+  private static ObjectNode vector(ReplicationServerSettings settings, DependencyVector vector) {
+    ObjectNode node = Json.NODES.objectNode();
+    vector.entries().forEach((dc, timestamp) -> node.put(settings.nameOf(dc), timestamp));
+    return node;
+  }
+
+  private DataCentreReplication named() {
+    return replication.orElseThrow(() -> new TroupeException(ErrorCode.NOT_FOUND,
+        "replication is off: this server has no data centre name (serve --dc NAME,"
+            + " troupe.dc.name)"));
+  }
+
+  private static String header(HttpRequest request, String name) {
+    return request.getHeader(name).map(HttpHeader::value).orElseThrow(() ->
+        TroupeException.invalid("a replication pull needs the header " + name));
+  }
+
+  private static String required(Map<String, String> query, String name) {
+    String value = query.get(name);
+    if (value == null) {
+      throw TroupeException.invalid("the parameter '" + name + "' is required");
+    }
+    return value;
+  }
+
+  private static long number(String text, String name, long minimum) {
+    long value;
+    try {
+      value = Long.parseLong(text);
+    } catch (NumberFormatException e) {
+      throw TroupeException.invalid(name + " must be an integer, was '" + text + "'");
+    }
+    if (value < minimum || text.startsWith("+")) {
+      throw TroupeException.invalid(name + " must be an integer of at least " + minimum
+          + ", was " + text);
+    }
+    return value;
+  }
+}

@@ -1,0 +1,230 @@
+package dev.troupe.server.replication;
+
+import dev.troupe.model.causal.ReplicationBatch;
+import dev.troupe.model.causal.ReplicationCodec;
+import dev.troupe.runtime.replication.ReplicationShell;
+import dev.troupe.replication.PullRequest;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import org.apache.pekko.actor.Cancellable;
+import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.http.javadsl.Http;
+import org.apache.pekko.http.javadsl.model.HttpHeader;
+import org.apache.pekko.http.javadsl.model.HttpRequest;
+import org.apache.pekko.http.javadsl.model.HttpResponse;
+import org.apache.pekko.http.javadsl.model.headers.RawHeader;
+import org.apache.pekko.stream.Materializer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Pulls one peer's replication log into this DC, in rounds: the shell says what to pull from the
+ * peer now ({@link ReplicationShell#pullsFrom}: the peer's own entries after what this DC received
+ * of them, and other origins' while forwarding), each pull is one {@code GET /v1/replication/log}
+ * on the peer's REST server (Pekko HTTP's pooled client), each answer's batch is decoded and handed
+ * to {@link ReplicationShell#received}, and the next pull waits until that batch is durable. A
+ * round that brought entries is followed by the next at once; a round that brought none (the peer
+ * is idle: its answers are heartbeats that still advance its received entry) waits {@code
+ * pull-interval-millis}.
+ *
+ * <p>Failures: an unreachable or partitioned peer, a timeout ({@code pull-timeout-millis}), an
+ * answer other than 200 (a refusal, an overloaded peer) and bytes that do not decode all end the
+ * round the same way: counted, reported to the shell ({@link ReplicationShell#linkFailed}, which
+ * may then pull that peer's entries from another peer), and followed by a wait that starts at
+ * {@code pull-backoff-initial-millis} and doubles per consecutive failure up to {@code
+ * pull-backoff-max-millis}. Nothing a failed pull brought is kept but what was already durable, and
+ * pulls restart from the received vector, so a failure loses nothing and duplicates are harmless.
+ *
+ * <p>Concurrency: at most one round in flight per peer; its steps run on Pekko's threads (the HTTP
+ * client's completions, the store's) and the scheduler's. {@link #close} stops scheduling; a
+ * round in flight ends by itself.
+ */
+public final class ReplicationPuller implements AutoCloseable {
+  private static final Logger log = LoggerFactory.getLogger(ReplicationPuller.class);
+  /** How much of a refusal's body a failure's description quotes. */
+  private static final int QUOTED_BODY_CHARACTERS = 300;
+
+  private final ActorSystem<?> system;
+  private final Http http;
+  private final Materializer materializer;
+  private final ReplicationShell shell;
+  private final ReplicationServerSettings.Peer peer;
+  private final ReplicationServerSettings settings;
+  private final int maxEntries;
+  private final List<HttpHeader> fixedHeaders;
+  private final PullStatistics statistics = new PullStatistics();
+  private volatile boolean closed;
+  private volatile Cancellable next;
+
+  ReplicationPuller(ActorSystem<?> system, ReplicationShell shell,
+      ReplicationServerSettings.Peer peer, ReplicationServerSettings settings, int maxEntries) {
+    this.system = system;
+    this.http = Http.get(system);
+    this.materializer = Materializer.matFromSystem(system);
+    this.shell = shell;
+    this.peer = peer;
+    this.settings = settings;
+    this.maxEntries = maxEntries;
+    List<HttpHeader> headers = new ArrayList<>();
+    headers.add(RawHeader.create(ReplicationProtocol.DC_HEADER, settings.dataCentreName()));
+    settings.secret().ifPresent(secret ->
+        headers.add(RawHeader.create("Authorization", "Bearer " + secret)));
+    this.fixedHeaders = List.copyOf(headers);
+  }
+
+  /** Starts pulling at once. */
+  void start() {
+    system.executionContext().execute(this::round);
+  }
+
+  public ReplicationServerSettings.Peer peer() {
+    return peer;
+  }
+
+  public PullStatistics.Snapshot statistics() {
+    return statistics.snapshot();
+  }
+
+  @Override
+  public void close() {
+    closed = true;
+    Cancellable scheduled = next;
+    if (scheduled != null) {
+      scheduled.cancel();
+    }
+  }
+
+  private void round() {
+    if (closed) {
+      return;
+    }
+    List<PullRequest> pulls;
+    try {
+      pulls = shell.pullsFrom(peer.id(), System.currentTimeMillis());
+    } catch (RuntimeException e) {
+      // The shell closed under us (shutting down).
+      log.debug("replication: no pulls from {}: {}", peer.name(), e.toString());
+      return;
+    }
+    pullEach(pulls, 0, false).whenComplete((brought, failure) -> {
+      if (failure == null) {
+        statistics.succeeded(System.currentTimeMillis());
+        schedule(brought ? 0 : settings.pullIntervalMillis());
+        return;
+      }
+      Throwable cause = failure instanceof CompletionException && failure.getCause() != null
+          ? failure.getCause() : failure;
+      String why = describe(cause);
+      long consecutive = statistics.failed(why);
+      if (consecutive == 1) {
+        log.warn("replication: pulling from {} ({}) failed: {}; retrying with backoff",
+            peer.name(), peer.url(), why);
+      } else {
+        log.debug("replication: pulling from {} failed again ({} in a row): {}", peer.name(),
+            consecutive, why);
+      }
+      if (!closed) {
+        shell.linkFailed(peer.id());
+      }
+      schedule(backoffMillis(consecutive));
+    });
+  }
+
+  /** Pulls {@code pulls[index..]} one after another; whether any brought entries. */
+  private CompletableFuture<Boolean> pullEach(List<PullRequest> pulls, int index,
+      boolean brought) {
+    if (index == pulls.size() || closed) {
+      return CompletableFuture.completedFuture(brought);
+    }
+    return pull(pulls.get(index)).thenCompose(entries ->
+        pullEach(pulls, index + 1, brought || entries > 0));
+  }
+
+  /** One pull: request, decode, hand over; completes once the batch is durable here. */
+  private CompletableFuture<Integer> pull(PullRequest pull) {
+    String uri = peer.url() + ReplicationProtocol.LOG_PATH + "?origin=" + pull.originDc()
+        + "&after=" + pull.afterTimestamp() + "&limit=" + maxEntries;
+    HttpRequest request = HttpRequest.GET(uri).addHeaders(fixedHeaders)
+        .addHeader(RawHeader.create(ReplicationProtocol.RECEIVED_VECTOR_HEADER,
+            VectorText.encode(shell.receivedVector())));
+    return http.singleRequest(request).toCompletableFuture()
+        .thenCompose(response -> response.entity()
+            .withSizeLimit(settings.pullMaxAnswerBytes())
+            .toStrict(settings.pullTimeoutMillis(), materializer)
+            .thenApply(strict -> answer(pull, response, strict.getData().toArray())))
+        .orTimeout(settings.pullTimeoutMillis(), TimeUnit.MILLISECONDS)
+        .thenCompose(batch -> {
+          statistics.pulled(batch.entries().size());
+          return shell.received(peer.id(), batch).thenApply(durable -> batch.entries().size());
+        });
+  }
+
+  /** The batch a 200 answer carries, for the origin asked for; anything else is a failure. */
+  private ReplicationBatch answer(PullRequest pull, HttpResponse response, byte[] body) {
+    int status = response.status().intValue();
+    if (status != 200) {
+      String text = new String(body, 0, Math.min(body.length, QUOTED_BODY_CHARACTERS),
+          StandardCharsets.UTF_8);
+      throw new PullFailed("HTTP " + status + " " + text);
+    }
+    ReplicationBatch batch = ReplicationCodec.decodeBatch(body);
+    if (batch.originDc() != pull.originDc()) {
+      throw new PullFailed("asked for origin " + pull.originDc() + ", got a batch of "
+          + batch.originDc());
+    }
+    return batch;
+  }
+
+  private void schedule(long delayMillis) {
+    if (closed) {
+      return;
+    }
+    if (delayMillis == 0) {
+      system.executionContext().execute(this::round);
+      return;
+    }
+    next = system.scheduler().scheduleOnce(Duration.ofMillis(delayMillis), this::round,
+        system.executionContext());
+  }
+
+  private long backoffMillis(long consecutiveFailures) {
+    return backoffMillis(consecutiveFailures, settings.pullBackoffInitialMillis(),
+        settings.pullBackoffMaxMillis());
+  }
+
+  /**
+   * The wait after {@code consecutiveFailures} failed pulls (at least 1): {@code initial * 2^(n-1)},
+   * at most {@code max}.
+   */
+  static long backoffMillis(long consecutiveFailures, long initialMillis, long maxMillis) {
+    long wait = initialMillis;
+    for (long i = 1; i < consecutiveFailures && wait < maxMillis; i++) {
+      wait *= 2;
+    }
+    return Math.min(wait, maxMillis);
+  }
+
+  private String describe(Throwable cause) {
+    if (cause instanceof TimeoutException) {
+      return "no answer within " + settings.pullTimeoutMillis()
+          + " ms (troupe.replication.pull-timeout-millis)";
+    }
+    if (cause instanceof PullFailed failed) {
+      return failed.getMessage();
+    }
+    return cause.getClass().getSimpleName() + ": " + cause.getMessage();
+  }
+
+  /** A pull answered with something other than the batch asked for. */
+  private static final class PullFailed extends RuntimeException {
+    PullFailed(String message) {
+      super(message, null, false, false);
+    }
+  }
+}
