@@ -63,6 +63,7 @@ public final class RestApi
   private final HttpEdge edge;
   private final CausalTokens causalTokens;
   private final ReplicationEndpoint replicationEndpoint;
+  private final HomeForwarding homeForwarding;
   private final LongAdder requests = new LongAdder();
 
   public RestApi(Troupe troupe, HttpSettings settings, Materializer materializer) {
@@ -84,6 +85,8 @@ public final class RestApi
         .orElse(Authorization.PeerAccess.NONE));
     this.causalTokens = new CausalTokens(replication, settings, materializer);
     this.replicationEndpoint = new ReplicationEndpoint(replication);
+    this.homeForwarding =
+        new HomeForwarding(replication, settings, materializer, troupe.actorSystem());
     this.metrics = new PrometheusMetrics(troupe, requests, admission, replication);
     this.support = new RequestSupport(settings, materializer);
     this.transactionRequests = new TransactionRequests(support);
@@ -135,7 +138,23 @@ public final class RestApi
         edge.withCors(request, causalTokens.withToken(response, token)));
   }
 
+  /**
+   * A write of a DC with peers has its body read first, so that when the engine refuses it as
+   * {@code not_home} (a strong type homed elsewhere) it can be forwarded to the home and the
+   * home's answer relayed ({@link HomeForwarding}); the local permit is released before.
+   */
   private CompletionStage<HttpResponse> admitted(HttpRequest request, String idempotencyNamespace) {
+    if (!homeForwarding.mayForward(request)) {
+      return admittedHere(request, idempotencyNamespace);
+    }
+    return homeForwarding.strict(request)
+        .thenCompose(strict -> admittedHere(strict, idempotencyNamespace)
+            .thenCompose(answer -> homeForwarding.relayIfNotHome(strict, answer)))
+        .exceptionally(support::failureResponse);
+  }
+
+  private CompletionStage<HttpResponse> admittedHere(HttpRequest request,
+      String idempotencyNamespace) {
     RequestAdmission.WorkClass workClass =
         RequestAdmission.classify(request.method().name(), request.getUri().path());
     java.util.function.Function<HttpRequest, CompletionStage<HttpResponse>> route =

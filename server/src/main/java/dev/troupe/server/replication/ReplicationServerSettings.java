@@ -40,6 +40,8 @@ import java.util.Optional;
  * @param pullBackoffMaxMillis the longest wait between failed pulls
  * @param pullTimeoutMillis how long one pull request may take, connection included
  * @param pullMaxAnswerBytes the largest answer to one pull a puller accepts
+ * @param forwardTimeoutMillis how long a write forwarded to a strong type's home DC may take,
+ *     connection and the whole answer included
  */
 public record ReplicationServerSettings(
     String dataCentreName,
@@ -50,7 +52,8 @@ public record ReplicationServerSettings(
     long pullBackoffInitialMillis,
     long pullBackoffMaxMillis,
     long pullTimeoutMillis,
-    long pullMaxAnswerBytes) {
+    long pullMaxAnswerBytes,
+    long forwardTimeoutMillis) {
 
   /** Shortest secret accepted: a guessable secret would let anyone read every DC's log. */
   public static final int MIN_SECRET_LENGTH = 16;
@@ -60,6 +63,11 @@ public record ReplicationServerSettings(
 
   public ReplicationServerSettings {
     peers = List.copyOf(peers);
+  }
+
+  /** The peer named {@code name}, if it is one. */
+  public Optional<Peer> peerNamed(String name) {
+    return peers.stream().filter(peer -> peer.name().equals(name)).findFirst();
   }
 
   /** Whether this node has a DC name (and so replicates, given peers, and issues causal tokens). */
@@ -133,7 +141,8 @@ public record ReplicationServerSettings(
     return new ReplicationServerSettings(name, peers, secret, allowUnauthenticated,
         positive(replication, "pull-interval-millis"), initial, max,
         positive(replication, "pull-timeout-millis"),
-        positive(replication, "pull-max-answer-bytes"));
+        positive(replication, "pull-max-answer-bytes"),
+        positive(replication, "forward-timeout-millis"));
   }
 
   /**
