@@ -336,7 +336,17 @@ public final class Troupe implements AutoCloseable {
    */
   public CompletableFuture<TurnOutcome> applyReplicated(EntityId entity,
       Turn.ApplyReplicated turn) {
-    return admitted(() -> requests.run(entity, replicaTypeOf(entity), turn));
+    CompletableFuture<TurnOutcome> applied =
+        admitted(() -> requests.run(entity, replicaTypeOf(entity), turn));
+    if (!types.holdsDefinitions(entity)) {
+      return applied;
+    }
+    // Another DC declared or redeclared types: this DC serves them from now on, not only after
+    // a restart (a type definition travels like any write to the types' entity).
+    return applied.thenApply(outcome -> {
+      types.loadReplicatedDefinitions();
+      return outcome;
+    });
   }
 
   /**

@@ -280,6 +280,36 @@ final class TypeRegistry {
     log.info("loaded {} type definitions", declaredTypes.size());
   }
 
+  /** Whether {@code entity} is the entity that stores the type definitions. */
+  boolean holdsDefinitions(EntityId entity) {
+    return TYPES_ENTITY.equals(entity);
+  }
+
+  /**
+   * After another DC's write to the types' entity was applied here: declares every definition it
+   * holds that is newer than the one served (last writer wins per type, as the register does).
+   * Migration records are the origin's business (it rewrites the entities, and those rewrites
+   * replicate as ordinary writes), so they are not resumed here.
+   */
+  void loadReplicatedDefinitions() {
+    EntityState state = store.read(TYPES_ENTITY);
+    for (Map.Entry<String, Value> entry : state.values().entrySet()) {
+      String name = entry.getKey();
+      if (ReplicaApplication.isMarkerKey(name) || name.startsWith(MIGRATION_KEY_PREFIX)
+          || name.startsWith("$")) {
+        continue;
+      }
+      try {
+        declare(name, CompiledType.compile(SpecParser.fromJson(name, entry.getValue().toJson())),
+            state.version());
+      } catch (RuntimeException e) {
+        // A definition this version cannot compile (a newer DC's): keep serving the one we have.
+        log.error("the replicated definition of type {} cannot be used here: {}", name,
+            e.getMessage());
+      }
+    }
+  }
+
   /**
    * An entity's type: its declared one, or a schemaless one. A schemaless type compiles to a few
    * objects (no keys, no actions), so it is built per use rather than cached: a cache keyed by

@@ -138,6 +138,22 @@ class ReplicationShellTest {
   }
 
   @Test
+  void aTypeDeclaredInOneDataCentreIsServedByTheOthersWithoutARestart() {
+    try (DataCentres dcs = new DataCentres(root, Map.of(), "a", "b")) {
+      dcs.troupe("a").defineType(SpecParser.parse("Wallet", ("{\"keys\": {\"coins\":"
+          + " {\"kind\": \"counter\"}}}").getBytes(StandardCharsets.UTF_8), false)).join();
+      Map<String, DependencyVector> tokens = tokens(dcs, "a", "b");
+      dcs.pullUntil(() -> caughtUp(dcs, tokens), TIMEOUT_MILLIS, "b applied a's declaration");
+      assertTrue(dcs.troupe("b").type("Wallet").isPresent(),
+          "b serves the type a declared, as a running engine");
+      // And b runs turns against it: a counter key, as declared (schemaless would refuse an
+      // increment of an undeclared key's register).
+      dcs.troupe("b").increment(new EntityId("Wallet", "w"), "coins", 3).join();
+      assertEquals(3, value(dcs.troupe("b"), new EntityId("Wallet", "w"), "coins").asLong());
+    }
+  }
+
+  @Test
   void concurrentIncrementsAreAllCountedInEveryDataCentre() {
     try (DataCentres dcs = open("a", "b")) {
       EntityId entity = account("n");
