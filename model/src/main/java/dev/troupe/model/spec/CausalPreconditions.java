@@ -16,7 +16,8 @@ import java.util.regex.Pattern;
  * <p>Why: in a causal type every DC runs actions on its own state and merges the others' effects
  * later. A precondition that reads a key some action writes held against the local state only: a
  * concurrent effect in another DC can make it false once merged (two DCs each withdraw 80 of a
- * balance of 100, each seeing 100; merged, the balance is -60). A precondition that reads only
+ * balance of 100, each seeing 100: 160 is paid out; merged, the balance is 20 under
+ * last-writer-wins, -60 as a counter). A precondition that reads only
  * parameters and keys no action writes cannot be broken that way: nothing an action does in any
  * DC changes what it read.
  *
