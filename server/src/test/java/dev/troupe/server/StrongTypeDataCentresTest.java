@@ -34,7 +34,9 @@ import org.junit.jupiter.api.io.TempDir;
  *       the balance allows) never overdraw: afterwards the balance is the same in both DCs, not
  *       negative, and exactly the initial balance minus the accepted withdrawals;
  *   <li>a write sent to b is answered by a (its token names a's write) and is visible at b to a
- *       read carrying that token.
+ *       read carrying that token;
+ *   <li>a transaction sent to b writing only entities homed at a runs at a; one writing strong
+ *       entities of two homes is refused (400).
  * </ol>
  */
 class StrongTypeDataCentresTest {
@@ -117,6 +119,9 @@ class StrongTypeDataCentresTest {
       ServerProcess.Answer declared = send(dc, "PUT", "/v1/types/Account",
           "{\"consistency\": \"strong\", \"home\": \"a\", " + KEYS_AND_ACTIONS + "}", null);
       assertEquals(200, declared.status(), declared.text());
+      ServerProcess.Answer vault = send(dc, "PUT", "/v1/types/Vault",
+          "{\"consistency\": \"strong\", \"home\": \"b\", " + KEYS_AND_ACTIONS + "}", null);
+      assertEquals(200, vault.status(), vault.text());
       JsonNode shown = send(dc, "GET", "/v1/types/Account", null, null).body();
       assertEquals("strong", shown.path("consistency").asText(), shown.toString());
       assertEquals("a", shown.path("home").asText(), shown.toString());
@@ -186,6 +191,23 @@ class StrongTypeDataCentresTest {
       assertEquals(expected, balance, answer.text());
       assertTrue(balance >= 0);
     }
+
+    // 4. A transaction at b writing only entities homed at a is forwarded there as a whole; one
+    // writing strong entities of both homes is refused: no DC may run it.
+    ServerProcess.Answer transaction = send("b", "POST", "/v1/transactions", "{\"ops\": ["
+        + "{\"entity\": \"Account/shared\", \"action\": \"withdraw\", \"args\": {\"amount\": 5}},"
+        + "{\"entity\": \"Account/other\", \"action\": \"deposit\", \"args\": {\"amount\": 5}}]}",
+        null);
+    assertEquals(200, transaction.status(), transaction.text());
+    ServerProcess.Answer other = send("a", "GET", "/v1/entities/Account/other", null, null);
+    assertEquals(5, other.body().path("state").path("balance").asLong(), other.text());
+    ServerProcess.Answer twoHomes = send("b", "POST", "/v1/transactions", "{\"ops\": ["
+        + "{\"entity\": \"Account/shared\", \"action\": \"deposit\", \"args\": {\"amount\": 1}},"
+        + "{\"entity\": \"Vault/v\", \"action\": \"deposit\", \"args\": {\"amount\": 1}}]}",
+        null);
+    assertEquals(400, twoHomes.status(), twoHomes.text());
+    assertTrue(twoHomes.body().path("message").asText().contains("several home data centres"),
+        twoHomes.text());
   }
 
   private ServerProcess.Answer send(String dc, String method, String path, String body,

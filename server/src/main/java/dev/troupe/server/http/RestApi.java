@@ -138,27 +138,13 @@ public final class RestApi
         edge.withCors(request, causalTokens.withToken(response, token)));
   }
 
-  /**
-   * A write of a DC with peers has its body read first, so that when the engine refuses it as
-   * {@code not_home} (a strong type homed elsewhere) it can be forwarded to the home and the
-   * home's answer relayed ({@link HomeForwarding}); the local permit is released before.
-   */
   private CompletionStage<HttpResponse> admitted(HttpRequest request, String idempotencyNamespace) {
-    if (!homeForwarding.mayForward(request)) {
-      return admittedHere(request, idempotencyNamespace);
-    }
-    return homeForwarding.strict(request)
-        .thenCompose(strict -> admittedHere(strict, idempotencyNamespace)
-            .thenCompose(answer -> homeForwarding.relayIfNotHome(strict, answer)))
-        .exceptionally(support::failureResponse);
-  }
-
-  private CompletionStage<HttpResponse> admittedHere(HttpRequest request,
-      String idempotencyNamespace) {
     RequestAdmission.WorkClass workClass =
         RequestAdmission.classify(request.method().name(), request.getUri().path());
     java.util.function.Function<HttpRequest, CompletionStage<HttpResponse>> route =
-        admittedRequest -> route(admittedRequest, idempotencyNamespace);
+        admittedRequest -> homeForwarding.mayForward(admittedRequest)
+            ? forwardable(admittedRequest, idempotencyNamespace)
+            : route(admittedRequest, idempotencyNamespace);
     if (workClass == RequestAdmission.WorkClass.EXEMPT) {
       return support.answer(request, route);
     }
@@ -171,6 +157,20 @@ public final class RestApi
         .whenComplete((response, failure) ->
             permit.get().release(failure != null ? RequestAdmission.Outcome.DROPPED
                 : RequestAdmission.Outcome.ofStatus(response.status().intValue())));
+  }
+
+  /**
+   * A write of a DC with peers, once admitted, has its body read first, so that when the engine
+   * refuses it as {@code not_home} (a strong type homed elsewhere) it can be forwarded to the home
+   * and the home's answer relayed ({@link HomeForwarding}). The permit is held meanwhile: it
+   * bounds the forwards in flight like any other work.
+   */
+  private CompletionStage<HttpResponse> forwardable(HttpRequest request,
+      String idempotencyNamespace) {
+    return homeForwarding.strict(request)
+        .thenCompose(strict -> route(strict, idempotencyNamespace)
+            .exceptionally(support::failureResponse)
+            .thenCompose(answer -> homeForwarding.relayIfNotHome(strict, answer)));
   }
 
   /**
