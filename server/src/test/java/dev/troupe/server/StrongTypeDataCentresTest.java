@@ -105,6 +105,34 @@ class StrongTypeDataCentresTest {
     }
   }
 
+  /**
+   * A DC declared a causal Account while alone; started again with a peer it refuses to start
+   * (exit 78), naming the type and the precondition.
+   */
+  @Test
+  void aDcGivenPeersRefusesToStartWithAnUnsafeCausalType() throws Exception {
+    Path directory = data.resolve("alone");
+    Files.createDirectories(directory);
+    secretFile = data.resolve("secret");
+    Files.writeString(secretFile, SECRET);
+    ServerProcess alone = ServerProcess.launchWithJvmOptions(
+        List.of("-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"),
+        List.of("serve", "--data", directory.toString(), "--port", "0", "--dc", "a"));
+    try {
+      ServerProcess.Answer declared =
+          alone.send("PUT", "/v1/types/Account", "{" + KEYS_AND_ACTIONS + "}");
+      assertEquals(200, declared.status(), declared.text());
+    } finally {
+      alone.close();
+    }
+    ServerProcess.Finished refused = ServerProcess.run(List.of("serve", "--data",
+        directory.toString(), "--port", "0", "--dc", "a", "--peer", "b=http://127.0.0.1:9",
+        "--replication-secret-file", secretFile.toString()));
+    assertEquals(78, refused.exitStatus(), refused.output());
+    assertTrue(refused.output().contains("type 'Account': actions.withdraw.pre[1]"),
+        refused.output());
+  }
+
   private void check() throws Exception {
     // 1. Causal, the withdrawal's precondition could be broken by a concurrent one elsewhere.
     ServerProcess.Answer causal = send("b", "PUT", "/v1/types/Account",
