@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.troupe.model.spec.CausalPreconditions;
 import dev.troupe.model.spec.Consistency;
+import dev.troupe.model.spec.HomeRule;
 import dev.troupe.model.spec.SpecParser;
 import dev.troupe.model.spec.TypeSpec;
 import java.nio.charset.StandardCharsets;
@@ -41,10 +42,6 @@ class StrongTypesTest {
     assertEquals("strong", spec.toJson().get("consistency").asText());
     assertEquals("a", spec.toJson().get("home").asText());
     assertEquals(spec, SpecParser.fromJson("Account", spec.toJson()));
-    assertTrue(spec.consistency().writableAt("a"));
-    assertFalse(spec.consistency().writableAt("b"));
-    // A node without a DC name is a single DC: it runs every type's writes.
-    assertTrue(spec.consistency().writableAt(""));
   }
 
   @Test
@@ -55,7 +52,32 @@ class StrongTypesTest {
     assertFalse(spec.toJson().has("home"));
     assertEquals(Consistency.CAUSAL,
         parse("{\"consistency\": \"causal\", " + ACCOUNT_KEYS + WITHDRAW + "}").consistency());
-    assertTrue(Consistency.CAUSAL.writableAt("b"));
+  }
+
+  @Test
+  void aPerEntityHomeRuleIsParsedRenderedAndEvaluated() {
+    TypeSpec spec = parse("{\"consistency\": \"strong\", \"home\": {\"rule\":"
+        + " \"id.startsWith('eu-') ? 'paris' : 'oslo'\"}, " + ACCOUNT_KEYS + WITHDRAW + "}");
+    assertEquals(Consistency.strongByRule("id.startsWith('eu-') ? 'paris' : 'oslo'"),
+        spec.consistency());
+    assertEquals("id.startsWith('eu-') ? 'paris' : 'oslo'",
+        spec.toJson().path("home").path("rule").asText());
+    assertEquals(spec, SpecParser.fromJson("Account", spec.toJson()));
+    HomeRule rule = HomeRule.compile(spec.consistency().homeRule());
+    assertEquals("paris", rule.homeOf("eu-17"));
+    assertEquals("oslo", rule.homeOf("us-3"));
+    // A rule that gives no DC name refuses the write it was asked about.
+    TroupeException notADc = assertThrows(TroupeException.class,
+        () -> HomeRule.compile("id + ' x'").homeOf("a"));
+    assertTrue(notADc.getMessage().contains("not a data centre name"), notADc.getMessage());
+    assertTrue(invalid("{\"consistency\": \"strong\", \"home\": {\"rule\": \"size(id)\"}, "
+        + ACCOUNT_KEYS + WITHDRAW + "}").startsWith("home.rule: must give a data centre name"));
+    assertTrue(invalid("{\"consistency\": \"strong\", \"home\": {\"rule\": \"idd\"}, "
+        + ACCOUNT_KEYS + WITHDRAW + "}").startsWith("home.rule: "));
+    assertTrue(invalid("{\"consistency\": \"strong\", \"home\": {\"rules\": \"id\"}, "
+        + ACCOUNT_KEYS + WITHDRAW + "}").startsWith("home.rules"));
+    // Strong by a rule, the withdrawal's precondition is safe.
+    assertEquals(List.of(), CausalPreconditions.violations(spec));
   }
 
   @Test

@@ -7,6 +7,7 @@ import dev.troupe.model.TroupeException;
 import dev.troupe.model.spec.CausalPreconditions;
 import dev.troupe.model.spec.CompiledType;
 import dev.troupe.model.spec.Consistency;
+import dev.troupe.model.spec.HomeRule;
 import dev.troupe.model.spec.SyncInvocation;
 import dev.troupe.model.spec.TypeSpec;
 import dev.troupe.runtime.replication.ReplicationSettings;
@@ -20,6 +21,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Function;
 
 /**
@@ -27,8 +29,9 @@ import java.util.function.Function;
  * home DC"): what may be declared in this DC, and which writes this DC may run.
  *
  * <ul>
- *   <li><b>Declarations.</b> With peers, a causal type must pass {@link CausalPreconditions} and
- *       a strong type's home must be this DC or one of its peers ({@code invalid_request}). The
+ *   <li><b>Declarations.</b> With peers, a causal type must pass {@link CausalPreconditions};
+ *       in a named DC a strong type's single home must be this DC or one of its peers ({@code
+ *       invalid_request}; a per-entity {@link HomeRule}'s answers are checked per write). The
  *       types already stored are checked the same way when the engine opens: a DC given peers
  *       after declaring an unsafe causal type refuses to start (its operator redeclares the type
  *       strong, without peers, first).
@@ -53,6 +56,11 @@ final class StrongHomes {
   private final String dataCentreName;
   private final List<String> peerNames;
   private final Function<EntityId, CompiledType> typeOf;
+  /**
+   * Per-entity home rules by text, compiled once. Grows with the distinct rules declared while
+   * the engine runs (a handful): no bound needed.
+   */
+  private final Map<String, HomeRule> rules = new ConcurrentHashMap<>();
 
   StrongHomes(ReplicationSettings replication, Function<EntityId, CompiledType> typeOf) {
     this.dataCentreName = replication.dataCentreName();
@@ -94,12 +102,15 @@ final class StrongHomes {
   }
 
   private List<String> problems(TypeSpec spec) {
-    if (peerNames.isEmpty()) {
+    if (dataCentreName.isEmpty()) {
       return List.of();
     }
-    List<String> problems = new ArrayList<>(CausalPreconditions.violations(spec));
+    List<String> problems = new ArrayList<>();
+    if (!peerNames.isEmpty()) {
+      problems.addAll(CausalPreconditions.violations(spec));
+    }
     Consistency consistency = spec.consistency();
-    if (consistency.strong() && !consistency.home().equals(dataCentreName)
+    if (consistency.home() != null && !consistency.home().equals(dataCentreName)
         && !peerNames.contains(consistency.home())) {
       problems.add("home: '" + consistency.home() + "' is neither this data centre ('"
           + dataCentreName + "') nor one of its peers " + peerNames);
@@ -154,12 +165,11 @@ final class StrongHomes {
     if (dataCentreName.isEmpty()) {
       return;
     }
-    Consistency followerConsistency = consistencyOf(follower);
-    if (followerConsistency.strong()
-        && !followerConsistency.equals(consistencyOf(leader))) {
+    String followerHome = homeOf(follower);
+    if (followerHome != null && !followerHome.equals(homeOf(leader))) {
       throw TroupeException.invalid("the follower " + follower + " is of a strong type homed in '"
-          + followerConsistency.home() + "', its leader " + leader + " is not: the leader's"
-          + " writes would write the follower outside its home");
+          + followerHome + "', its leader " + leader + " is not: the leader's writes would write"
+          + " the follower outside its home");
     }
   }
 
@@ -197,9 +207,9 @@ final class StrongHomes {
         continue;
       }
       CompiledType type = typeOf.apply(operation.entity());
-      Consistency consistency = type.spec().consistency();
-      if (consistency.strong()) {
-        homes.putIfAbsent(consistency.home(), operation.entity());
+      String home = homeOf(operation.entity(), type.spec().consistency());
+      if (home != null) {
+        homes.putIfAbsent(home, operation.entity());
       }
       if (operation.turn() instanceof Turn.InvokeAction invoke) {
         for (SyncInvocation call : syncCalls(type, invoke.action(), invoke.params())) {
@@ -221,8 +231,32 @@ final class StrongHomes {
     }
   }
 
-  private Consistency consistencyOf(EntityId entity) {
+  /** The home of an entity of a strong type; null for a causal one (or a reserved type). */
+  private String homeOf(EntityId entity) {
     return entity.type().startsWith("$")
-        ? Consistency.CAUSAL : typeOf.apply(entity).spec().consistency();
+        ? null : homeOf(entity, typeOf.apply(entity).spec().consistency());
+  }
+
+  /**
+   * The entity's home under {@code consistency}: the type's, or its rule's for the entity's id.
+   *
+   * @throws TroupeException {@code invalid_request} when the rule fails or names a DC that is
+   *     neither this one nor a peer
+   */
+  private String homeOf(EntityId entity, Consistency consistency) {
+    if (!consistency.strong()) {
+      return null;
+    }
+    if (consistency.home() != null) {
+      return consistency.home();
+    }
+    String home = rules.computeIfAbsent(consistency.homeRule(), HomeRule::compile)
+        .homeOf(entity.id());
+    if (!home.equals(dataCentreName) && !peerNames.contains(home)) {
+      throw TroupeException.invalid("the home rule of type " + entity.type() + " gives '" + home
+          + "' for " + entity + ", which is neither this data centre ('" + dataCentreName
+          + "') nor one of its peers " + peerNames + "; nothing was done");
+    }
+    return home;
   }
 }

@@ -43,7 +43,8 @@ import java.util.stream.Collectors;
  * it), {@code admission} (default {@code serial}; {@code serial}, {@code keys} or {@code psac}),
  * {@code psac} (with {@code psac} admission only: {@code {maxInFlight, maxOvertakes}}, see {@link
  * PsacSettings}), {@code consistency} ({@code causal}, the default, or {@code strong}) and {@code
- * home} (a strong type's home data centre, see {@link Consistency}), {@code schemaless} (default false), {@code keys}
+ * home} (a strong type's home data centre, or {@code {rule}} giving each entity's, see {@link
+ * Consistency}), {@code schemaless} (default false), {@code keys}
  * (name to {@code {kind, default, family}}), {@code actions} (name to {@code {params, members,
  * pre, effect, sync}}). Parsing is strict: an unknown field, a value of the wrong JSON type, a duplicate field
  * name, an unknown key kind, parameter type or admission policy, and every rule of {@link
@@ -211,6 +212,15 @@ public final class SpecParser {
             + "'; expected causal or strong");
       }
       strong = wireName.equals(Consistency.STRONG_WIRE_NAME);
+    }
+    if (homeNode != null && homeNode.isObject()) {
+      checkFields(homeNode, "home.", List.of("rule"));
+      JsonNode ruleNode = homeNode.get("rule");
+      if (ruleNode == null) {
+        throw TroupeException.invalid("home.rule: missing; a per-entity home is {\"rule\": CEL"
+            + " over id}");
+      }
+      return new Consistency(strong, null, text(ruleNode, "home.rule"));
     }
     String home = homeNode == null ? null : text(homeNode, "home");
     return new Consistency(strong, home);

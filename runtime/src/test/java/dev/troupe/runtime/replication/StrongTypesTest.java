@@ -117,6 +117,40 @@ class StrongTypesTest {
     }
   }
 
+  @Test
+  void aPerEntityHomeRuleRoutesEachEntityToItsOwnHome() {
+    try (DataCentres dcs = new DataCentres(root, Map.of(), "a", "b")) {
+      String rule = "\"consistency\": \"strong\", \"home\": {\"rule\":"
+          + " \"id.startsWith('a-') ? 'a' : (id.startsWith('z-') ? 'z' : 'b')\"}, ";
+      for (String dc : List.of("a", "b")) {
+        dcs.troupe(dc).defineType(spec("Account", rule)).join();
+      }
+      Troupe b = dcs.troupe("b");
+      NotHomeException notHome = assertInstanceOf(NotHomeException.class,
+          failure(b.invoke(new EntityId("Account", "a-1"), "deposit",
+              Json.NODES.objectNode().put("amount", 5))));
+      assertEquals("a", notHome.homeDataCentre());
+      // b-1 is homed here; x as well (the rule's default).
+      b.invoke(new EntityId("Account", "b-1"), "deposit",
+          Json.NODES.objectNode().put("amount", 5)).join();
+      b.invoke(new EntityId("Account", "x"), "deposit",
+          Json.NODES.objectNode().put("amount", 5)).join();
+      // A home that is no DC of the set: refused, nothing done.
+      TroupeException unknown = failure(b.invoke(new EntityId("Account", "z-1"), "deposit",
+          Json.NODES.objectNode().put("amount", 5)));
+      assertEquals(ErrorCode.INVALID_REQUEST, unknown.code());
+      assertTrue(unknown.getMessage().contains("gives 'z'"), unknown.getMessage());
+      // Two entities of one type with two homes in one transaction: no DC may run it.
+      TroupeException twoHomes = failure(b.transact(new TransactionRequest(List.of(
+          new TransactionRequest.Operation(new EntityId("Account", "a-1"),
+              new Turn.AssignKeys(Map.of("balance", IntNode.valueOf(1)))),
+          new TransactionRequest.Operation(new EntityId("Account", "b-1"),
+              new Turn.AssignKeys(Map.of("balance", IntNode.valueOf(1))))), List.of())));
+      assertTrue(twoHomes.getMessage().contains("several home data centres"),
+          twoHomes.getMessage());
+    }
+  }
+
   private static String strong(String home) {
     return "\"consistency\": \"strong\", \"home\": \"" + home + "\", ";
   }
