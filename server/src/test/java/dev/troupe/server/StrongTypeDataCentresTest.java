@@ -236,6 +236,13 @@ class StrongTypeDataCentresTest {
     assertEquals(400, twoHomes.status(), twoHomes.text());
     assertTrue(twoHomes.body().path("message").asText().contains("several home data centres"),
         twoHomes.text());
+    // 5. A key write at b whose path holds percent-encoded characters reaches a unchanged.
+    ServerProcess.Answer keyWrite =
+        send("b", "PUT", "/v1/entities/Account/sp%20ace%5B1%5D/keys/balance", "7", null);
+    assertEquals(200, keyWrite.status(), keyWrite.text());
+    ServerProcess.Answer written = send("a", "GET", "/v1/entities/Account/sp%20ace%5B1%5D", null,
+        null);
+    assertEquals(7, written.body().path("state").path("balance").asLong(), written.text());
   }
 
   private ServerProcess.Answer send(String dc, String method, String path, String body,

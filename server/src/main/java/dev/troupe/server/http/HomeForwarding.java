@@ -109,8 +109,8 @@ final class HomeForwarding {
     }
     answered.discardEntityBytes(materializer);
     long timeoutMillis = dataCentres.forwardTimeoutMillis();
-    String target = peer.get().url() + request.getUri().path()
-        + request.getUri().rawQueryString().map(query -> "?" + query).orElse("");
+    // The path as its segments render (a segment's own '/' or '[' stays percent-encoded).
+    String target = peer.get().url() + request.getUri().toRelative().toString();
     List<HttpHeader> headers = new ArrayList<>();
     for (HttpHeader header : request.getHeaders()) {
       if (!REQUEST_HEADERS_DROPPED.contains(header.lowercaseName())) {
