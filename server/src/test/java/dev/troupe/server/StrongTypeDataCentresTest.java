@@ -36,7 +36,8 @@ import org.junit.jupiter.api.io.TempDir;
  *   <li>a write sent to b is answered by a (its token names a's write) and is visible at b to a
  *       read carrying that token;
  *   <li>a transaction sent to b writing only entities homed at a runs at a; one writing strong
- *       entities of two homes is refused (400).
+ *       entities of two homes is refused (400);
+ *   <li>with a down, a write sent to b fails at once with a typed error; reads go on.
  * </ol>
  */
 class StrongTypeDataCentresTest {
@@ -243,6 +244,21 @@ class StrongTypeDataCentresTest {
     ServerProcess.Answer written = send("a", "GET", "/v1/entities/Account/sp%20ace%5B1%5D", null,
         null);
     assertEquals(7, written.body().path("state").path("balance").asLong(), written.text());
+    // 6. The home down: b answers writes to its entities at once with a typed failure (here the
+    // proxy takes the connection and drops it, so b cannot know whether a ran it), and serves
+    // reads on.
+    servers.get("a").kill();
+    long started = System.nanoTime();
+    ServerProcess.Answer homeDown = send("b", "POST", account + "/actions/deposit",
+        "{\"amount\": 1}", null);
+    long tookMillis = (System.nanoTime() - started) / 1_000_000;
+    System.out.printf("StrongTypeDataCentresTest: with the home down, a write at b: %d %s in %d"
+        + " ms%n", homeDown.status(), homeDown.errorCode(), tookMillis);
+    assertTrue((homeDown.status() == 503 && "unavailable".equals(homeDown.errorCode()))
+        || (homeDown.status() == 500 && "outcome_unknown".equals(homeDown.errorCode())),
+        homeDown.text());
+    assertTrue(tookMillis < 20_000, "the failed forward took " + tookMillis + " ms");
+    assertEquals(200, send("b", "GET", account, null, null).status());
   }
 
   private ServerProcess.Answer send(String dc, String method, String path, String body,
