@@ -24,6 +24,8 @@ import picocli.CommandLine.Command;
       MarketplaceBenchmark.class,
       OverloadBenchmark.class,
       MemoryBenchmark.class,
+      VisibilityBenchmark.class,
+      CausalCostBenchmark.class,
       CommandLine.HelpCommand.class
     },
     footer = {
@@ -37,7 +39,9 @@ import picocli.CommandLine.Command;
       "  troupe bench bank --scenario nosync,sync,sync1000 --policy both --threads 128 --json bank.json",
       "  troupe bench smallbank --mix multitransfer,smallbank --actor-skew 1 --key-skew 100 --report smallbank-report",
       "  troupe bench marketplace --actor-skew 2 --key-skew 2 --report marketplace-report",
-      "  troupe bench overload --clients 256 --seconds 30"
+      "  troupe bench overload --clients 256 --seconds 30",
+      "  troupe bench visibility --dcs 2 --rtt-millis 100 --seconds 30 --report visibility-report",
+      "  troupe bench causal-cost --workload a,b --rounds 2 --json causal-cost.json"
     })
 public final class BenchCommand implements Runnable {
   @CommandLine.Spec CommandLine.Model.CommandSpec spec;

@@ -18,6 +18,8 @@ import java.util.Set;
 import org.knowm.xchart.BitmapEncoder;
 import org.knowm.xchart.CategoryChart;
 import org.knowm.xchart.CategoryChartBuilder;
+import org.knowm.xchart.XYChart;
+import org.knowm.xchart.XYChartBuilder;
 import org.knowm.xchart.style.Styler;
 
 /**
@@ -79,7 +81,7 @@ final class HtmlReport {
       for (Map.Entry<String, byte[]> chart : charts.entrySet()) {
         Files.write(directory.resolve(chart.getKey()), chart.getValue());
       }
-      Files.writeString(directory.resolve("index.html"), html(report, charts, layout));
+      Files.writeString(directory.resolve("index.html"), html(report, charts, layout.heading()));
     } catch (IOException e) {
       throw new UncheckedIOException("cannot write the report to " + directory + ": " + e, e);
     }
@@ -172,7 +174,55 @@ final class HtmlReport {
     return BitmapEncoder.getBitmapBytes(chart, BitmapEncoder.BitmapFormat.PNG);
   }
 
-  private static String html(ObjectNode report, Map<String, byte[]> charts, Layout layout) {
+  /**
+   * Writes {@code report.json}, {@code cdf.png} (the cumulative distribution of each series of
+   * values, e.g. one value per measured update) and {@code index.html} to {@code directory}.
+   *
+   * @param series per name, its values in ascending order
+   */
+  static void writeCdf(Path directory, ObjectNode report, String heading, String valueAxis,
+      Map<String, double[]> series) {
+    System.setProperty("java.awt.headless", "true");
+    try {
+      Files.createDirectories(directory);
+      Json.MAPPER.writerWithDefaultPrettyPrinter()
+          .writeValue(directory.resolve("report.json").toFile(), report);
+      XYChart chart = new XYChartBuilder().width(WIDTH).height(HEIGHT)
+          .title("Cumulative distribution").xAxisTitle(valueAxis)
+          .yAxisTitle("share of values at most x").build();
+      chart.getStyler().setLegendPosition(Styler.LegendPosition.InsideSE);
+      chart.getStyler().setChartBackgroundColor(java.awt.Color.WHITE);
+      chart.getStyler().setMarkerSize(0);
+      chart.getStyler().setYAxisMin(0.0);
+      chart.getStyler().setYAxisMax(1.0);
+      chart.getStyler().setYAxisDecimalPattern("0.0");
+      chart.getStyler().setYAxisTickMarkSpacingHint(60);
+      for (Map.Entry<String, double[]> each : series.entrySet()) {
+        double[] values = each.getValue();
+        if (values.length == 0) {
+          continue;
+        }
+        double[] shares = new double[values.length];
+        for (int i = 0; i < values.length; i++) {
+          shares[i] = (i + 1) / (double) values.length;
+        }
+        chart.addSeries(each.getKey(), values, shares);
+      }
+      Map<String, byte[]> charts = new LinkedHashMap<>();
+      if (!chart.getSeriesMap().isEmpty()) {
+        charts.put("cdf.png", BitmapEncoder.getBitmapBytes(chart,
+            BitmapEncoder.BitmapFormat.PNG));
+      }
+      for (Map.Entry<String, byte[]> each : charts.entrySet()) {
+        Files.write(directory.resolve(each.getKey()), each.getValue());
+      }
+      Files.writeString(directory.resolve("index.html"), html(report, charts, heading));
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot write the report to " + directory + ": " + e, e);
+    }
+  }
+
+  private static String html(ObjectNode report, Map<String, byte[]> charts, String heading) {
     StringBuilder page = new StringBuilder();
     page.append("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">")
         .append("<title>Troupe ").append(escape(report.path("benchmark").asText()))
@@ -182,7 +232,7 @@ final class HtmlReport {
         .append("td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}")
         .append("td:first-child,th:first-child{text-align:left}")
         .append(".PASS{color:#070;font-weight:bold}.MISS{color:#b00;font-weight:bold}")
-        .append("</style></head><body>\n<h1>").append(escape(layout.heading()))
+        .append("</style></head><body>\n<h1>").append(escape(heading))
         .append("</h1>\n");
     page.append("<h2>Parameters</h2><table>");
     report.get("parameters").fields().forEachRemaining(parameter -> page.append("<tr><td>")
@@ -207,6 +257,16 @@ final class HtmlReport {
           .append(escape(goal)).append("</td><td class=\"").append(verdict).append("\">")
           .append(verdict).append("</td></tr>");
     });
+    for (JsonNode goal : goals) {
+      // Absolute goals (not ratios), e.g. "p95 at most 50 ms".
+      if (!report.get("ratios").has(goal.path("name").asText())) {
+        String verdict = goal.path("verdict").asText();
+        page.append("<tr><td>").append(escape(goal.path("name").asText())).append("</td><td>")
+            .append(BenchReport.format(goal.path("value").asDouble())).append("</td><td>")
+            .append(escape(goal.path("goal").asText())).append("</td><td class=\"")
+            .append(verdict).append("\">").append(verdict).append("</td></tr>");
+      }
+    }
     page.append("</table>\n");
     for (JsonNode failure : report.get("failures")) {
       page.append("<p class=\"MISS\">FAIL: ").append(escape(failure.asText())).append("</p>\n");

@@ -58,7 +58,20 @@ final class TroupeProcess implements AutoCloseable {
       command.add("--set");
       command.add(override);
     }
-    return launch(command, log, classDataSharingFlags(), extraJvmFlags);
+    return launch(List.of(), command, log, classDataSharingFlags(), extraJvmFlags);
+  }
+
+  /**
+   * Starts {@code serve --data DIR} followed by {@code serveArguments} (e.g. {@code --dc NAME
+   * --peer NAME=URL}), with the launcher's flags and class data sharing like {@link #start}; the
+   * command line is prefixed by {@code commandPrefix} (e.g. {@code nice -n 19}; empty: none).
+   */
+  static TroupeProcess serve(Path dataDirectory, Path log, List<String> extraJvmFlags,
+      List<String> serveArguments, List<String> commandPrefix) throws IOException {
+    Files.createDirectories(dataDirectory);
+    List<String> command = new ArrayList<>(List.of("serve", "--data", dataDirectory.toString()));
+    command.addAll(serveArguments);
+    return launch(commandPrefix, command, log, classDataSharingFlags(), extraJvmFlags);
   }
 
   /**
@@ -67,13 +80,14 @@ final class TroupeProcess implements AutoCloseable {
    */
   static TroupeProcess launch(List<String> commandAndOptions, Path log,
       List<String> extraJvmFlags) throws IOException {
-    return launch(commandAndOptions, log, List.of(), extraJvmFlags);
+    return launch(List.of(), commandAndOptions, log, List.of(), extraJvmFlags);
   }
 
-  private static TroupeProcess launch(List<String> commandAndOptions, Path log,
-      List<String> classDataSharing, List<String> extraJvmFlags) throws IOException {
+  private static TroupeProcess launch(List<String> commandPrefix,
+      List<String> commandAndOptions, Path log, List<String> classDataSharing,
+      List<String> extraJvmFlags) throws IOException {
     int port = freePort();
-    List<String> command = new ArrayList<>();
+    List<String> command = new ArrayList<>(commandPrefix);
     command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
     command.addAll(LAUNCHER_JVM_FLAGS);
     command.addAll(classDataSharing);

@@ -10,6 +10,7 @@ import dev.troupe.model.Operation.RecordDependency;
 import dev.troupe.model.value.DependencyTable;
 import dev.troupe.model.Operation.Increment;
 import dev.troupe.model.Operation.RemoveElement;
+import dev.troupe.model.causal.Messages;
 import dev.troupe.model.causal.ReplicaApplication;
 import dev.troupe.model.value.CounterValue;
 import dev.troupe.model.value.RegisterValue;
@@ -111,20 +112,30 @@ public record EntityState(Map<String, Value> values, long version, boolean exist
           next = replicationMarkers(next);
           nowExists = false;
         }
+        // A message changes nothing of its sender (docs/ARCHITECTURE.md, "Causal messages").
+        case Operation.SendMessage ignored -> {}
       }
       if (!(operation instanceof DeleteEntity) && !(operation instanceof DeleteKey)
-          && !(operation instanceof ForgetDependency)) {
+          && !(operation instanceof ForgetDependency)
+          && !(operation instanceof Operation.SendMessage)
+          && !Messages.isDeliveredMarkerKey(operation.key())) {
+        // Neither sending a message nor consuming one (a delivered marker written alone when
+        // the receiving action fails) brings an entity into existence.
         nowExists = true;
       }
     }
     return new EntityState(next, commitTimestamp, nowExists);
   }
 
-  /** The replication markers among the values: what a deletion keeps (none in one DC). */
+  /**
+   * The replication and delivered markers among the values: what a deletion keeps (a message
+   * delivered before the deletion and re-delivered after a crash stays delivered once).
+   */
   private static PMap<String, Value> replicationMarkers(PMap<String, Value> values) {
     PMap<String, Value> markers = HashTreePMap.empty();
     for (Map.Entry<String, Value> entry : values.entrySet()) {
-      if (ReplicaApplication.isMarkerKey(entry.getKey())) {
+      if (ReplicaApplication.isMarkerKey(entry.getKey())
+          || Messages.isDeliveredMarkerKey(entry.getKey())) {
         markers = markers.plus(entry.getKey(), entry.getValue());
       }
     }

@@ -53,6 +53,27 @@ public sealed interface Operation {
   /** Forgets one dependency of a hidden dependency key; the key goes with its last record. */
   record ForgetDependency(String key, String dependencyId) implements Operation {}
 
+  /**
+   * A causal message (TTCC) the sending entity's turn sends: an operation of the sender's
+   * transaction, so it exists exactly when that transaction commits, is in its journal record and
+   * in the replication log's part of the sender. It changes no state (the materializer skips it,
+   * and it does not make the sender exist); the sender's data centre delivers it afterwards as a
+   * {@code Turn.DeliverMessage} to {@code receiver} (docs/ARCHITECTURE.md, "Causal messages").
+   *
+   * @param receiver the entity the message goes to
+   * @param action the receiver's action to invoke
+   * @param args the action's arguments
+   */
+  record SendMessage(EntityId receiver, String action, JsonNode args) implements Operation {
+    /** Not a key of the sender's state: messages touch none. */
+    public static final String KEY = "$message";
+
+    @Override
+    public String key() {
+      return KEY;
+    }
+  }
+
   /** Deletes the entity: all keys go, the entity no longer exists until written again. */
   record DeleteEntity() implements Operation {
     @Override

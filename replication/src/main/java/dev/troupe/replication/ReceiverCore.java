@@ -44,11 +44,12 @@ import java.util.TreeSet;
  * <p><b>When a transaction is applied</b> ({@link Effect.ApplyTransaction}): it is complete; the
  * applied vector covers its dependencies except the origin's own entry (implied by the origin's
  * order) and this DC's (its own transactions are visible here once committed); and every earlier
- * transaction of its origin is applied or in flight, under the pipelining rule: single-entity
- * transactions may be in flight together, at most {@code maxApplyingTransactions} in this DC and
- * never two on one entity; a multi-entity one is emitted only when nothing of its origin is in
- * flight, and nothing of its origin follows it until it is applied, so it is applied alone and
- * atomically (one effect, all its parts). Before the first {@code ApplyTransaction} that needs it,
+ * transaction of its origin is applied: one transaction per origin is in flight at a time (two
+ * of one origin on different entities could become visible out of order — the simulator found it,
+ * {@link ReplicationMutations.Mutation#PIPELINE_WITHIN_ORIGIN}); transactions of different origins
+ * may be in flight together, at most {@code maxApplyingTransactions} in this DC and never two on
+ * one entity. A multi-entity transaction is applied alone and atomically (one effect, all its
+ * parts). Before the first {@code ApplyTransaction} that needs it,
  * the applying vector is raised to the transaction's timestamp ({@link
  * Effect.PublishApplyingVector}): the shell publishes it to the store before it runs the
  * application, so every local transaction that could see the remote one records it among its
@@ -559,7 +560,14 @@ public final class ReceiverCore {
           return null;
         }
       }
-      if (pending.isMultiEntity() && origin.inFlight > 0) {
+      // One transaction of an origin at a time: the shell cannot make two applications on
+      // different entities visible in the order they were emitted (an entity's commit becomes
+      // readable when it is durable, whatever another entity is doing), and a reader that saw
+      // the later one must see the earlier one. Origins still apply in parallel: two
+      // transactions of different origins in flight together are causally independent, since
+      // each waits for its dependencies to be applied, not merely in flight.
+      if (origin.inFlight > 0 && (pending.isMultiEntity()
+          || !mutations.contains(Mutation.PIPELINE_WITHIN_ORIGIN))) {
         return null;
       }
       return pending;

@@ -28,6 +28,12 @@ public final class ReplicationMutations {
      * transactions, as they arrive: a reader can see some of its writes and not others, so
      * atomic visibility breaks.
      */
-    SPLIT_MULTI_ENTITY_TRANSACTIONS
+    SPLIT_MULTI_ENTITY_TRANSACTIONS,
+    /**
+     * The receiver applies several transactions of one origin at once (on different entities),
+     * as the first design did: they can become visible out of their origin's order, so a reader
+     * sees a later transaction of a session and not an earlier one (the simulator's seed 9).
+     */
+    PIPELINE_WITHIN_ORIGIN
   }
 }

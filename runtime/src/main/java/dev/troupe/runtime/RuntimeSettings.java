@@ -248,8 +248,9 @@ public record RuntimeSettings(
             positiveLong(storage, "clock-ceiling-millis"),
             positive(storage, "checkpoint-bytes-per-operation"),
             nodeId(troupe),
-            // A named DC ships its commits: every one also writes the replication log.
-            replication.enabled());
+            // Every commit also writes the replication log: a named DC ships it, and every node
+            // delivers its causal messages from it (an unnamed one under origin 0).
+            true);
     Config valueLimits = troupe.getConfig("limits");
     TurnLimits limits =
         new TurnLimits(

@@ -7,6 +7,8 @@ import dev.troupe.model.TroupeException;
 import dev.troupe.model.dependency.Dependency;
 import dev.troupe.model.spec.CompiledType;
 import dev.troupe.model.spec.TypeEvolution;
+import dev.troupe.runtime.messages.MessageDelivery;
+import dev.troupe.runtime.messages.MessageSettings;
 import dev.troupe.model.spec.TypeSpec;
 import dev.troupe.model.time.Clock;
 import dev.troupe.model.value.DependencyTable;
@@ -100,8 +102,12 @@ public final class Troupe implements AutoCloseable {
   /** Marks the engine failed, logs, and tells the embedding application (see {@link #reportFatalError}). */
   private final FatalErrorHandler fatalErrors;
 
+  private final MessageSettings messageSettings;
+  private MessageDelivery messageDelivery;
+
   private Troupe(RuntimeSettings settings, FatalErrorHandler fatalErrorHandler) {
     this.settings = settings;
+    this.messageSettings = MessageSettings.fromConfig(settings.config().getConfig("troupe"));
     this.clock = RocksStore.defaultClock(settings.storage(), System::currentTimeMillis);
     this.store = RocksStore.open(settings.storage(), clock);
     store.setEvents(storageEvents);
@@ -143,6 +149,8 @@ public final class Troupe implements AutoCloseable {
       this.memory = new MemoryWatch(settings.memory(), store, renderedStates, registries, metrics);
       reads.useMemory(memory);
       types.resumePendingMigrations();
+      // Last: deliveries run turns, so everything above must be ready.
+      this.messageDelivery = MessageDelivery.start(this, messageSettings);
     } catch (RuntimeException e) {
       types.close();
       reads.shutdownNow();
@@ -215,6 +223,13 @@ public final class Troupe implements AutoCloseable {
       homes.checkDeclaration(spec);
     } catch (TroupeException e) {
       return CompletableFuture.failedFuture(e);
+    }
+    for (var action : spec.actions().values()) {
+      if (action.send().size() > messageSettings.maxPerTurn()) {
+        return CompletableFuture.failedFuture(TroupeException.invalid(action.path()
+            + ".send: " + action.send().size() + " messages, more than troupe.messages"
+            + ".max-per-turn (" + messageSettings.maxPerTurn() + ")"));
+      }
     }
     return types.define(spec, migration, this::checkOpen);
   }
@@ -364,6 +379,33 @@ public final class Troupe implements AutoCloseable {
     TransactionRequest request =
         new TransactionRequest(operations, List.of(), TransactionRequest.Mode.DYNAMIC);
     return admitted(() -> requests.transactReplicated(request, this::replicaTypeOf));
+  }
+
+  /**
+   * Delivers one causal message sent from this data centre ({@link Turn.DeliverMessage};
+   * docs/ARCHITECTURE.md, "Causal messages"): the receiving action with the receiver's delivered
+   * marker, as one turn. No idempotency record (the marker makes a second delivery a no-op).
+   * Completes with the outcome the marker records ({@link
+   * dev.troupe.model.causal.Messages#DELIVERED} or the error code that consumed the message), or
+   * null when the turn wrote nothing (delivered before); fails like {@link #turn} when the turn
+   * could not run (the caller retries).
+   */
+  public CompletableFuture<String> deliverMessage(EntityId receiver, Turn.DeliverMessage turn) {
+    return admitted(() -> requests.run(receiver, types.typeOf(receiver), turn))
+        .thenApply(outcome -> {
+          if (!outcome.changed()) {
+            return null;
+          }
+          var marker = outcome.rawState().get(dev.troupe.model.causal.Messages.deliveredMarkerKey(
+              settings.storage().dataCentreId()));
+          return marker instanceof dev.troupe.model.value.RegisterValue register
+              ? dev.troupe.model.causal.Messages.outcome(register.value()) : null;
+        });
+  }
+
+  /** This node's delivery of causal messages (its counters, for metrics). */
+  public MessageDelivery messageDelivery() {
+    return messageDelivery;
   }
 
   /** The type a replica application runs with: the declared one, schemaless for reserved ones. */
@@ -636,6 +678,9 @@ public final class Troupe implements AutoCloseable {
   public void close() {
     if (!closed.compareAndSet(false, true)) {
       return;
+    }
+    if (messageDelivery != null) {
+      messageDelivery.close();
     }
     memory.close();
     types.close();

@@ -37,6 +37,11 @@ public final class TurnOutcome {
     return type.render(state);
   }
 
+  /** The state unrendered, hidden keys included (the engine's own use: delivered markers). */
+  EntityState rawState() {
+    return state;
+  }
+
   @Override
   public String toString() {
     return "TurnOutcome[version=" + version + ", changed=" + changed + "]";

@@ -23,7 +23,9 @@ import picocli.CommandLine.Option;
         + " network).",
     footer = {"", "Examples:", "  troupe sim --seed 42", "  troupe sim --seeds 500 --from 1",
         "  troupe sim --seeds 10000 --from 1 --admission psac --mode planned",
-        "  troupe sim --nodes 3 --seeds 1000 --from 1"})
+        "  troupe sim --nodes 3 --seeds 1000 --from 1",
+        "  troupe sim --dcs 3 --seeds 200 --from 1",
+        "  troupe sim --dcs 3 --seed 9 --history seed9.plume"})
 public final class SimCommand implements Callable<Integer> {
   @Option(names = "--seed", description = "Run this one seed (prints its trace on failure).")
   Long seed;
@@ -129,8 +131,34 @@ public final class SimCommand implements Callable<Integer> {
           + " arrives twice while faults last (default: ${DEFAULT-VALUE}).")
   double nodeDuplication;
 
+  @Option(names = "--dcs", defaultValue = "0",
+      description = "Simulate this many data centres (2 to 5) replicating to each other instead"
+          + " of one cluster: partitions between DCs, crashes, skewed clocks, clients moving"
+          + " between DCs with causal tokens, checked for causal and atomic visibility, session"
+          + " guarantees and convergence. Uses its own workload and defaults; --seed, --seeds,"
+          + " --from, --trace-lines, --history and --breakage apply (default: off).")
+  int dcs;
+
+  @Option(names = "--history",
+      description = "With --dcs: write the history of the first seed run (clients' committed"
+          + " transactions, registers only) to this file in the Plume/AWDIT text format.")
+  java.nio.file.Path history;
+
+  @Option(names = "--breakage",
+      description = "With --dcs: switch on a deliberate breakage (repeatable) to see the checkers"
+          + " catch it: APPLY_BEFORE_DEPENDENCIES, TRUNCATE_BEFORE_STABLE,"
+          + " SPLIT_MULTI_ENTITY_TRANSACTIONS, REGISTER_MERGE_WITHOUT_TIE_BREAK,"
+          + " IGNORE_CAUSAL_TOKENS.")
+  List<String> breakages = new ArrayList<>();
+
   @Override
   public Integer call() {
+    if (dcs != 0) {
+      return callDataCentres();
+    }
+    if (history != null || !breakages.isEmpty()) {
+      throw new IllegalArgumentException("--history and --breakage need --dcs");
+    }
     List<String> admissions = switch (admission) {
       case "all" -> List.of("serial", "keys", "psac");
       case "serial", "keys", "psac" -> List.of(admission);
@@ -208,5 +236,52 @@ public final class SimCommand implements Callable<Integer> {
         count * configurations.size(), failures.size(), totalSteps, seconds,
         totalSteps / seconds);
     return failures.isEmpty() ? 0 : 1;
+  }
+
+  /** {@code --dcs N}: the data-centre simulation ({@code dev.troupe.sim.geo}). */
+  private int callDataCentres() {
+    if (dcs < 2 || dcs > 5) {
+      throw new IllegalArgumentException("--dcs must be 2 to 5");
+    }
+    if (!dev.troupe.sim.geo.GeoSimulation.mutationNames().containsAll(breakages)) {
+      throw new IllegalArgumentException("--breakage must be one of "
+          + dev.troupe.sim.geo.GeoSimulation.mutationNames());
+    }
+    dev.troupe.sim.geo.GeoOptions options = dev.troupe.sim.geo.GeoOptions.DEFAULTS
+        .withDataCentres(dcs).withMutations(java.util.Set.copyOf(breakages));
+    long first = seed != null ? seed : from;
+    int count = seed != null ? 1 : seeds;
+    long started = System.nanoTime();
+    long totalSteps = 0;
+    int failed = 0;
+    for (long each = first; each < first + count; each++) {
+      dev.troupe.sim.geo.GeoSimulation.Result result =
+          dev.troupe.sim.geo.GeoSimulation.run(each, options);
+      totalSteps += result.steps();
+      if (each == first && history != null) {
+        try {
+          java.nio.file.Files.writeString(history,
+              dev.troupe.sim.geo.PlumeHistory.format(result.history()));
+        } catch (java.io.IOException failure) {
+          throw new java.io.UncheckedIOException(failure);
+        }
+      }
+      if (seed != null) {
+        System.out.println("dcs " + dcs + " " + result.summary());
+      }
+      if (!result.passed()) {
+        failed++;
+        System.out.println("FAILED: --dcs " + dcs + " --seed " + result.seed()
+            + breakages.stream().map(name -> " --breakage " + name).reduce("", String::concat)
+            + ": " + result.failure());
+        List<String> lines = result.trace().lines().toList();
+        System.out.println(String.join("\n",
+            lines.subList(Math.max(0, lines.size() - traceLines), lines.size())));
+      }
+    }
+    double seconds = (System.nanoTime() - started) / 1e9;
+    System.out.printf("%d runs, %d failed; %,d simulated steps in %.1f s (%,.0f steps/s)%n",
+        count, failed, totalSteps, seconds, totalSteps / seconds);
+    return failed == 0 ? 0 : 1;
   }
 }

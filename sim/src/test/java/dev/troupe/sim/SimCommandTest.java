@@ -51,4 +51,27 @@ class SimCommandTest {
     assertTrue(output.contains("in-doubt questions"), output);
     assertNotEquals(0, new CommandLine(new SimCommand()).execute("--internal-network", "flaky"));
   }
+
+  @Test
+  void dataCentresSweepAndWriteAPlumeHistory(@org.junit.jupiter.api.io.TempDir
+      java.nio.file.Path directory) throws java.io.IOException {
+    java.nio.file.Path file = directory.resolve("history.plume");
+    String output = run(0, "--dcs", "3", "--seeds", "3", "--from", "1", "--history",
+        file.toString());
+    assertTrue(output.contains("3 runs, 0 failed"), output);
+    String history = java.nio.file.Files.readString(file);
+    assertTrue(history.lines().allMatch(line -> line.matches("[rw]\\(\\d+,\\d+,\\d+,\\d+\\)")),
+        history);
+    assertTrue(history.contains("w("), history);
+  }
+
+  @Test
+  void aBreakageOfTheDataCentresIsReportedWithItsSeed() {
+    String output = run(1, "--dcs", "3", "--seed", "1", "--breakage",
+        "SPLIT_MULTI_ENTITY_TRANSACTIONS");
+    assertTrue(output.contains("FAILED: --dcs 3 --seed 1 --breakage"
+        + " SPLIT_MULTI_ENTITY_TRANSACTIONS: atomic visibility"), output);
+    assertNotEquals(0, new CommandLine(new SimCommand()).execute("--dcs", "6"));
+    assertNotEquals(0, new CommandLine(new SimCommand()).execute("--history", "x"));
+  }
 }

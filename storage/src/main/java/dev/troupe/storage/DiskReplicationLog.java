@@ -39,7 +39,8 @@ import java.util.function.Supplier;
  * inside a group commit, after the writer published its visibility floor {@code F =
  * clock.current() + 1} (so every tick of the batch is at least F) and before it resets the floor to
  * "none" once the batch is written (synced under SYNC) or failed. {@link #localSafeTimestamp()}
- * reads the clock's current value C first, then every partition's floor, and answers S = min(C,
+ * ticks the clock first (C, so that an idle DC's safe timestamp follows physical time and its
+ * heartbeats advance), then reads every partition's floor, and answers S = min(C,
  * min(floors) - 1). Claim: every local entry with timestamp T ≤ S is already in the disk, and
  * every later entry is above S. Proof: T ≤ S ≤ C, and every later tick exceeds C, so T was ticked
  * before C was read; its writer had set its floor F ≤ T before ticking T, hence before the reader
@@ -77,6 +78,7 @@ final class DiskReplicationLog implements ReplicationLog {
   /** Remote origins' received entries, as durable. */
   private volatile DependencyVector received = DependencyVector.EMPTY;
   private volatile DependencyVector applied = DependencyVector.EMPTY;
+  private volatile long deliveredWatermark;
   /** Per origin, the bound of the last truncation (not durable): received entries below it are
    * not stored again. */
   private volatile DependencyVector truncated = DependencyVector.EMPTY;
@@ -98,6 +100,8 @@ final class DiskReplicationLog implements ReplicationLog {
   void recover() throws DiskException {
     received = readVector(Keys.META_RECEIVED);
     applied = readVector(Keys.META_APPLIED);
+    byte[] delivered = store.disk.get(KeyValueDisk.Column.META, Keys.META_DELIVERED);
+    deliveredWatermark = delivered == null ? 0 : Codec.decodePosition(delivered).timestamp();
     long count = 0;
     try (KeyValueDisk.Cursor cursor = store.disk.cursor(KeyValueDisk.Column.REPLICATION)) {
       for (cursor.seekToFirst(); cursor.isValid(); cursor.next()) {
@@ -233,11 +237,19 @@ final class DiskReplicationLog implements ReplicationLog {
     return store.syncCommits ? written : Math.min(written, syncedSafeTimestamp);
   }
 
+  /** The highest {@link #writtenSafeTimestamp()} answered. */
+  private final AtomicLong highestWrittenSafe = new AtomicLong();
+
   /** Every local entry at or below it is written (see the class comment), maybe not synced. */
   long writtenSafeTimestamp() {
-    // The clock first, then the floors: see the class comment for why this order is safe.
-    long safe = store.clock.current();
-    return Math.min(safe, store.lowestVisibilityFloor() - 1);
+    // The clock first, then the floors: see the class comment for why this order is safe. A
+    // tick, not the current value: an idle DC's clock would otherwise stand still, and so would
+    // its heartbeats (its peers' lag and stable vector age would grow while nothing is late).
+    long safe = Math.min(store.clock.tick(), store.lowestVisibilityFloor() - 1);
+    // Once answered, a safe timestamp stays true (no later entry falls at or below it), so the
+    // answers never go back even when a writer that read the clock before this call's tick
+    // publishes its floor after it (its entries come above this tick all the same).
+    return highestWrittenSafe.accumulateAndGet(safe, Math::max);
   }
 
   /**
@@ -255,7 +267,8 @@ final class DiskReplicationLog implements ReplicationLog {
   public ReplicationBatch read(int originDc, long afterTimestamp, int maxEntries) {
     Invariants.check(maxEntries > 0, "a replication batch of at most %d entries", maxEntries);
     Invariants.check(afterTimestamp >= 0, "reading the replication log after %d", afterTimestamp);
-    Invariants.check(originDc != DataCentreIds.UNNAMED,
+    // An unnamed data centre reads its own log (its messages), never another's.
+    Invariants.check(originDc != DataCentreIds.UNNAMED || localDc == DataCentreIds.UNNAMED,
         "reading the replication log of the unnamed data centre");
     store.enterOpen();
     try {
@@ -409,6 +422,42 @@ final class DiskReplicationLog implements ReplicationLog {
   @Override
   public DependencyVector appliedVector() {
     return applied;
+  }
+
+  @Override
+  public CompletableFuture<Void> recordDelivered(long watermark) {
+    try {
+      store.enterOpen();
+    } catch (TroupeException closed) {
+      return CompletableFuture.failedFuture(closed);
+    }
+    try {
+      if (store.failure() != null) {
+        return CompletableFuture.failedFuture(RocksStore.unavailable(store.failure()));
+      }
+      synchronized (appliedLock) {
+        if (watermark <= deliveredWatermark) {
+          return CompletableFuture.completedFuture(null);
+        }
+        try (KeyValueDisk.Batch batch = store.disk.newBatch()) {
+          batch.put(KeyValueDisk.Column.META, Keys.META_DELIVERED,
+              Codec.encodePosition(new JournalPosition(0, watermark)));
+          store.disk.write(batch, true);
+        }
+        deliveredWatermark = watermark;
+      }
+      return CompletableFuture.completedFuture(null);
+    } catch (DiskException e) {
+      return CompletableFuture.failedFuture(new TroupeException(ErrorCode.UNAVAILABLE,
+          "cannot record the delivered watermark: " + e.getMessage()));
+    } finally {
+      store.exitOpen();
+    }
+  }
+
+  @Override
+  public long deliveredWatermark() {
+    return deliveredWatermark;
   }
 
   @Override

@@ -51,6 +51,12 @@ final class Keys {
    */
   static final byte META_LOGGED_DECISION = 'G';
 
+  /**
+   * meta: the delivered watermark of causal messages (a position whose timestamp is the
+   * watermark): every message of the local log at or below it is delivered.
+   */
+  static final byte[] META_DELIVERED = {'D'};
+
   private static final byte META_LAST_ROUND = 'R';
   private static final byte META_HORIZON = 'H';
   private static final byte META_ROUND_LIST = 'L';

@@ -12,7 +12,8 @@ import java.util.function.Supplier;
  * the others, and what it received from them, in one ordered column of the store keyed by {@code
  * (originDc, timestamp, transactionId, index)}.
  *
- * <p><b>Local entries.</b> With a DC id other than 0 and {@link StorageSettings#replicationLog} on,
+ * <p><b>Local entries.</b> With {@link StorageSettings#replicationLog} on (whatever the DC id: an
+ * unnamed DC, id 0, logs its own commits for its causal messages),
  * every local commit writes one {@link ReplicationEntry.Part} per entity in the same write batch as
  * its journal record (so a crash keeps both or neither), at the record's commit timestamp, and
  * every commit decision of a local multi-entity transaction writes a {@link
@@ -74,6 +75,18 @@ public interface ReplicationLog {
 
   /** The applied vector as last recorded (read at open; empty if never recorded). */
   DependencyVector appliedVector();
+
+  /**
+   * Records the delivered watermark of causal messages (docs/ARCHITECTURE.md, "Causal
+   * messages"): every message of the local log at or below it is delivered. Synced on the calling
+   * thread, complete on return; a watermark at or below the recorded one changes nothing. Local
+   * entries are truncated only at or below it (the caller's duty: {@code truncate} does not
+   * check it).
+   */
+  CompletableFuture<Void> recordDelivered(long watermark);
+
+  /** The delivered watermark as last recorded (read at open; 0 if never recorded). */
+  long deliveredWatermark();
 
   /**
    * A timestamp such that every local entry at or below it is durably in the log already, and

@@ -36,9 +36,9 @@ import java.nio.file.Path;
  *     every timestamp it issues, so transaction ids are unique across nodes ({@link
  *     dev.troupe.model.time.TransactionIds})
  * @param replicationLog whether local commits also write the replication log ({@link
- *     ReplicationLog}): one entry per entity written, in the commit's own write batch. Has an effect
- *     only with a {@code dataCentreId} other than 0; off by default (the runtime turns it on when
- *     the node has a DC name)
+ *     ReplicationLog}): one entry per entity written, in the commit's own write batch, under origin
+ *     {@code dataCentreId} (0 for an unnamed DC, whose messages are delivered from it); off by
+ *     default (the runtime turns it on always: causal messages are delivered from it)
  */
 public record StorageSettings(
     Path directory,
@@ -172,8 +172,11 @@ public record StorageSettings(
         nodeId, replicationLog);
   }
 
-  /** Whether local commits write the replication log: on, and a named data centre. */
+  /**
+   * Whether local commits write the replication log: on. An unnamed data centre (id 0) writes
+   * it too, under origin 0: its causal messages are delivered from it (nobody replicates it).
+   */
   public boolean writesReplicationLog() {
-    return replicationLog && dataCentreId != 0;
+    return replicationLog;
   }
 }

@@ -12,6 +12,7 @@ import com.fasterxml.jackson.databind.node.TextNode;
 import dev.troupe.model.EntityId;
 import dev.troupe.model.Invariants;
 import dev.troupe.model.Operation;
+import dev.troupe.model.time.HybridLogicalClock;
 import dev.troupe.model.causal.DependencyVector;
 import dev.troupe.model.causal.ReplicaApplication;
 import dev.troupe.model.causal.ReplicationBatch;
@@ -77,7 +78,9 @@ class ReplicationLogTest {
     while (true) {
       ReplicationBatch batch = log.read(origin, after, max);
       all.addAll(batch.entries());
-      if (batch.upToTimestamp() <= after) {
+      // An empty batch read everything up to its upTo; the local origin's upTo moves on with the
+      // clock (heartbeats), so waiting for it to stand still would never end.
+      if (batch.entries().isEmpty() || batch.upToTimestamp() <= after) {
         return all;
       }
       after = batch.upToTimestamp();
@@ -183,18 +186,48 @@ class ReplicationLogTest {
   }
 
   @Test
-  void nothingIsLoggedWhenTheLogIsOffOrTheDataCentreUnnamed() {
-    for (StorageSettings settings : List.of(settings(false),
-        settings(true).withDataCentreId(0))) {
-      FakeClock clock = new FakeClock(Fixtures.START_MILLIS);
-      RocksStore store = open(settings, clock, new MemoryDisk());
-      store.commit(store.newTransactionId(), List.of(Fixtures.write(entities.get(0),
-          new Operation.Increment("n", 1))));
-      settle(store);
-      assertEquals(0, store.replicationLog().entryCount());
-      assertFalse(settings.writesReplicationLog());
-      store.close();
-    }
+  void nothingIsLoggedWhenTheLogIsOff() {
+    StorageSettings settings = settings(false);
+    FakeClock clock = new FakeClock(Fixtures.START_MILLIS);
+    RocksStore store = open(settings, clock, new MemoryDisk());
+    store.commit(store.newTransactionId(), List.of(Fixtures.write(entities.get(0),
+        new Operation.Increment("n", 1))));
+    settle(store);
+    assertEquals(0, store.replicationLog().entryCount());
+    assertFalse(settings.writesReplicationLog());
+    store.close();
+  }
+
+  @Test
+  void anUnnamedDataCentreLogsUnderOriginZeroForItsMessages() {
+    StorageSettings settings = settings(true).withDataCentreId(0);
+    FakeClock clock = new FakeClock(Fixtures.START_MILLIS);
+    RocksStore store = open(settings, clock, new MemoryDisk());
+    Operation message = new Operation.SendMessage(entities.get(1), "hear",
+        dev.troupe.model.Json.parse("{}"));
+    store.commit(store.newTransactionId(), List.of(Fixtures.write(entities.get(0),
+        new Operation.Increment("n", 1), message)));
+    settle(store);
+    List<ReplicationEntry> entries = readAll(store.replicationLog(), 0, 100);
+    assertEquals(1, entries.size(), entries.toString());
+    ReplicationEntry.Part part = assertInstanceOf(ReplicationEntry.Part.class, entries.get(0));
+    assertEquals(0, part.originDc());
+    assertEquals(message, part.operations().get(1));
+    store.close();
+  }
+
+  @Test
+  void theDeliveredWatermarkIsDurableAndOnlyRises() {
+    FakeClock clock = new FakeClock(Fixtures.START_MILLIS);
+    MemoryDisk disk = new MemoryDisk();
+    RocksStore store = open(settings(true), clock, disk);
+    assertEquals(0, store.replicationLog().deliveredWatermark());
+    store.replicationLog().recordDelivered(500).join();
+    store.replicationLog().recordDelivered(400).join();
+    assertEquals(500, store.replicationLog().deliveredWatermark());
+    RocksStore recovered = open(settings(true), clock, disk.crash(new SplittableRandom(3), 0));
+    assertEquals(500, recovered.replicationLog().deliveredWatermark());
+    recovered.close();
   }
 
   @Test
@@ -441,13 +474,19 @@ class ReplicationLogTest {
       store.flushWriteAheadLog(); // under ASYNC, what is shipped waits for the sync
       writing.set(false);
     });
-    while (writing.get() || after < log.localSafeTimestamp()) {
+    while (true) {
+      // Read before reading: once the writers are done, an empty batch means everything
+      // written is pulled (the safe timestamp itself moves on with the clock: heartbeats).
+      boolean done = !writing.get();
       long safe = log.localSafeTimestamp();
       assertTrue(safe >= previousSafe, "the safe timestamp went back");
       previousSafe = safe;
       ReplicationBatch batch = log.read(LOCAL, after, 1 + (int) (safe % 50));
       pulled.addAll(batch.entries());
       after = Math.max(after, batch.upToTimestamp());
+      if (done && batch.entries().isEmpty()) {
+        break;
+      }
     }
     watcher.join();
     if (failure.get() != null) {
@@ -482,7 +521,10 @@ class ReplicationLogTest {
     log.appendReceived(OTHER, List.of(), 40).join(); // a heartbeat
     assertEquals(25, log.receivedVector().get(REMOTE));
     assertEquals(40, log.receivedVector().get(OTHER));
-    assertEquals(log.localSafeTimestamp(), log.receivedVector().get(LOCAL));
+    long safe = log.localSafeTimestamp();
+    long ownEntry = log.receivedVector().get(LOCAL);
+    assertTrue(ownEntry >= safe && ownEntry <= log.localSafeTimestamp(),
+        "the own entry is the local safe timestamp when asked");
     assertEquals(first, readAll(log, REMOTE, 100));
     assertEquals(new ReplicationBatch(REMOTE, List.of(), 25), log.read(REMOTE, 25, 10));
     assertEquals(new ReplicationBatch(OTHER, List.of(), 40), log.read(OTHER, 0, 10));
@@ -526,6 +568,21 @@ class ReplicationLogTest {
     for (int max = 1; max <= 8; max++) {
       assertEquals(entries, readAll(log, REMOTE, max), "in batches of " + max);
     }
+    store.close();
+  }
+
+  @Test
+  void anIdleDataCentresSafeTimestampFollowsPhysicalTime() {
+    // Heartbeats: with nothing committed, a peer's pull of this origin still learns that nothing
+    // happened up to about now, so its applied vector (and lag, and the stable vector) move on.
+    FakeClock clock = new FakeClock(Fixtures.START_MILLIS);
+    RocksStore store = open(settings(true), clock, new MemoryDisk());
+    ReplicationLog log = store.replicationLog();
+    long before = log.localSafeTimestamp();
+    clock.advance(5_000);
+    long after = log.read(LOCAL, before, 10).upToTimestamp();
+    assertTrue(HybridLogicalClock.toMillis(after) >= Fixtures.START_MILLIS + 5_000,
+        "an idle origin's upTo follows the physical clock: " + after);
     store.close();
   }
 

@@ -74,4 +74,23 @@ public sealed interface Turn {
       operations = List.copyOf(operations);
     }
   }
+
+  /**
+   * Delivers one causal message sent from this data centre (docs/ARCHITECTURE.md, "Causal
+   * messages"): the receiving action invoked as {@link InvokeAction} would be, plus the receiver's
+   * delivered marker {@code $delivered:<this DC>} ({@link dev.troupe.model.causal.Messages}) set to
+   * {@code [messageTimestamp, messageIndex, outcome]}. When the marker already covers the message
+   * it was delivered before and the turn writes nothing. When the action cannot run (a false
+   * precondition, an unknown type or action, bad arguments, a limit, an action with sync calls)
+   * the message is consumed: the marker alone is written, with the error code as its outcome. So
+   * it never fails for the action's sake, and is applied exactly once.
+   *
+   * @param messageTimestamp the commit timestamp of the sender's part in the replication log
+   * @param messageIndex the message's place among the messages of that timestamp, in log order
+   * @param sender the sending entity
+   * @param action the receiver's action
+   * @param args its arguments
+   */
+  record DeliverMessage(long messageTimestamp, int messageIndex,
+      dev.troupe.model.EntityId sender, String action, JsonNode args) implements Turn {}
 }

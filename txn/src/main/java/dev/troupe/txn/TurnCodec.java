@@ -75,6 +75,12 @@ public final class TurnCodec {
               .put("stamp", replicated.stampTimestamp())
               .put("operations", Base64.getEncoder().encodeToString(out.toByteArray()));
         }
+        case Turn.DeliverMessage delivery -> {
+          node.put("t", "deliverMessage").put("timestamp", delivery.messageTimestamp())
+              .put("index", delivery.messageIndex()).put("sender", delivery.sender().toString())
+              .put("action", delivery.action());
+          node.set("params", delivery.args());
+        }
       }
     }
     byte[] json = Json.writeBytes(array);
@@ -121,6 +127,9 @@ public final class TurnCodec {
         case "applyReplicated" -> new Turn.ApplyReplicated(node.get("origin").asInt(),
             node.get("transaction").asLong(), node.get("stamp").asLong(),
             decodeOperations(node.get("operations").asText()));
+        case "deliverMessage" -> new Turn.DeliverMessage(node.get("timestamp").asLong(),
+            node.get("index").asInt(), dev.troupe.model.EntityId.parse(node.get("sender").asText()),
+            node.get("action").asText(), node.get("params"));
         default -> throw new IllegalArgumentException("unknown turn kind " + node.path("t"));
       });
     }

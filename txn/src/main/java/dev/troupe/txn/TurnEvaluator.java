@@ -17,6 +17,7 @@ import dev.troupe.model.TroupeException;
 import dev.troupe.model.ValueLimits;
 import dev.troupe.model.spec.ActionOutcome;
 import dev.troupe.model.spec.CompiledType;
+import dev.troupe.model.causal.Messages;
 import dev.troupe.model.causal.ReplicaApplication;
 import dev.troupe.model.value.KeyKind;
 import dev.troupe.model.value.RegisterValue;
@@ -107,6 +108,12 @@ public final class TurnEvaluator {
         }
       }
     }
+    try {
+      // Messages of several turns of one transaction on this entity: one per destination too.
+      requireOneMessagePerDestination(operations);
+    } catch (TroupeException twice) {
+      return new Sequence(List.of(), state, twice);
+    }
     return new Sequence(List.copyOf(operations), scratch, null);
   }
 
@@ -122,6 +129,10 @@ public final class TurnEvaluator {
       if (turn instanceof Turn.ApplyReplicated replicated) {
         // No limits either: the origin committed it, refusing it here would diverge.
         return new Decision.Write(replicaApplication(state, replicated));
+      }
+      if (turn instanceof Turn.DeliverMessage delivery) {
+        return new Decision.Write(
+            delivery(entity, type, state, delivery, transactionId, originDc, limits));
       }
       List<Operation> operations =
           operations(entity, type, state, turn, transactionId, originDc, limits);
@@ -217,6 +228,8 @@ public final class TurnEvaluator {
         yield List.of(new Operation.ForgetDependency(hidden, deregister.dependencyId()));
       }
       case Turn.ApplyReplicated replicated -> replicaApplication(state, replicated);
+      case Turn.DeliverMessage delivery ->
+          delivery(entity, type, state, delivery, transactionId, originDc, limits);
       case Turn.InvokeAction invoke -> {
         if (type.isSchemaless()) {
           throw new TroupeException(
@@ -225,13 +238,94 @@ public final class TurnEvaluator {
         }
         yield switch (type.invoke(invoke.action(), invoke.params(), state, transactionId,
             originDc, limits.values())) {
-          case ActionOutcome.Applied applied -> checkComputedValues(entity, invoke.action(),
-              applied.operations(), limits.values());
+          case ActionOutcome.Applied applied -> withMessages(type, invoke,
+              checkComputedValues(entity, invoke.action(), applied.operations(),
+                  limits.values()), limits);
           case ActionOutcome.PreconditionFailed failed ->
               throw new TroupeException(ErrorCode.PRECONDITION_FAILED, failed.message());
         };
       }
     };
+  }
+
+  /**
+   * The action's operations followed by one {@link Operation.SendMessage} per message it declares
+   * ({@code send}), resolved from its arguments. Two to one entity are refused: at most one
+   * message per destination per transaction (TTCC §3.1; two templates of one action may name one
+   * entity for some arguments).
+   */
+  private static List<Operation> withMessages(CompiledType type, Turn.InvokeAction invoke,
+      List<Operation> operations, TurnLimits limits) {
+    if (!type.sendsMessages(invoke.action())) {
+      return operations;
+    }
+    List<Operation> result = new ArrayList<>(operations);
+    for (dev.troupe.model.spec.SyncInvocation message :
+        type.messages(invoke.action(), invoke.params(), limits.values())) {
+      if (message.entity().type().startsWith("$")) {
+        // Reserved entities (type definitions, idempotency records) take no actions.
+        throw TroupeException.invalid("a message to the reserved entity " + message.entity());
+      }
+      result.add(new Operation.SendMessage(message.entity(), message.action(),
+          message.arguments()));
+    }
+    requireOneMessagePerDestination(result);
+    return result;
+  }
+
+  private static void requireOneMessagePerDestination(List<Operation> operations) {
+    Set<EntityId> receivers = new java.util.HashSet<>();
+    for (Operation operation : operations) {
+      if (operation instanceof Operation.SendMessage message
+          && !receivers.add(message.receiver())) {
+        throw ValueLimits.evaluationFailed("a second message to " + message.receiver()
+            + " in one transaction; at most one message per destination is sent");
+      }
+    }
+  }
+
+  /**
+   * A message's delivery (docs/ARCHITECTURE.md, "Causal messages"): nothing when the receiver's
+   * delivered marker covers it; else the marker, then the receiving action's operations (its own
+   * messages included), or the marker alone, recording why, when the action cannot run here.
+   * Never rejected for the action's sake: a message that cannot be applied is consumed, not
+   * retried forever.
+   */
+  static List<Operation> delivery(EntityId entity, CompiledType type, EntityState state,
+      Turn.DeliverMessage delivery, long transactionId, int originDc, TurnLimits limits) {
+    String marker = Messages.deliveredMarkerKey(originDc);
+    JsonNode current = state.get(marker) instanceof RegisterValue register
+        ? register.value() : null;
+    if (Messages.covers(current, delivery.messageTimestamp(), delivery.messageIndex())) {
+      return List.of();
+    }
+    String outcome = Messages.DELIVERED;
+    List<Operation> actionOperations;
+    try {
+      if (type.isSchemaless()) {
+        throw new TroupeException(ErrorCode.UNKNOWN_TYPE,
+            "type '%s' is not declared, so it has no actions".formatted(entity.type()));
+      }
+      if (type.spec().actions().get(delivery.action()) instanceof
+          dev.troupe.model.spec.ActionSpec spec && !spec.sync().isEmpty()) {
+        // A sync call makes the receiving turn a transaction of several entities; delivery runs
+        // single-entity turns (not built: documented).
+        throw TroupeException.invalid("action '" + delivery.action()
+            + "' has sync calls; a message cannot invoke it");
+      }
+      actionOperations = operations(entity, type, state,
+          new Turn.InvokeAction(delivery.action(), delivery.args()), transactionId, originDc,
+          limits);
+      checkLimits(state, actionOperations, limits);
+    } catch (TroupeException failed) {
+      outcome = failed.code().wireName();
+      actionOperations = List.of();
+    }
+    List<Operation> operations = new ArrayList<>(actionOperations.size() + 1);
+    operations.add(new Operation.Assign(marker, Messages.markerValue(
+        delivery.messageTimestamp(), delivery.messageIndex(), outcome)));
+    operations.addAll(actionOperations);
+    return operations;
   }
 
   /**
@@ -386,6 +480,7 @@ public final class TurnEvaluator {
         case Operation.RemoveElement ignored -> {}
         case Operation.RecordDependency record -> present.put(record.key(), true);
         case Operation.ForgetDependency ignored -> {}
+        case Operation.SendMessage ignored -> {}
       }
     }
     long keys = cleared ? 0 : state.values().size();

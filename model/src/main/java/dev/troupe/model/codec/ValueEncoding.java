@@ -49,6 +49,7 @@ public final class ValueEncoding {
   private static final byte RECORD_DEPENDENCY = 7;
   private static final byte FORGET_DEPENDENCY = 8;
   private static final byte ASSIGN_REPLICATED = 9;
+  private static final byte SEND_MESSAGE = 10;
 
   private static final byte REGISTER = 1;
   private static final byte COUNTER = 2;
@@ -119,6 +120,12 @@ public final class ValueEncoding {
         out.string(forget.key());
         out.string(forget.dependencyId());
       }
+      case Operation.SendMessage message -> {
+        out.type(SEND_MESSAGE);
+        writeEntity(out, message.receiver());
+        out.string(message.action());
+        out.json(message.args());
+      }
     }
   }
 
@@ -148,6 +155,7 @@ public final class ValueEncoding {
         yield new RecordDependency(key, entry.dependency(), entry.contribution());
       }
       case FORGET_DEPENDENCY -> new ForgetDependency(in.string(), in.string());
+      case SEND_MESSAGE -> new Operation.SendMessage(readEntity(in), in.string(), in.json());
       default -> throw in.corrupt("unknown operation type " + type, null);
     };
   }

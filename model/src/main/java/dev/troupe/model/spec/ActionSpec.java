@@ -38,6 +38,10 @@ import java.util.Objects;
  * @param effects key to CEL expression computing the key's new value, in declaration order (null
  *     means none)
  * @param sync calls on other entities made in the same transaction (null means none)
+ * @param send causal messages to actions of other entities (TTCC), the same shape as {@code sync}:
+ *     each is an operation of the sending turn's transaction ({@link
+ *     dev.troupe.model.Operation.SendMessage}), delivered after it commits (docs/ARCHITECTURE.md,
+ *     "Causal messages"); at most one per destination entity template (null means none)
  * @throws TroupeException with {@code INVALID_REQUEST} naming the offending path
  */
 public record ActionSpec(
@@ -46,7 +50,8 @@ public record ActionSpec(
     Map<String, MemberBinding> members,
     List<String> preconditions,
     Map<String, String> effects,
-    List<SyncSpec> sync) {
+    List<SyncSpec> sync,
+    List<SyncSpec> send) {
 
   /** The longest member name ({@code c17} in {@code checking[c17]}) an argument may give. */
   public static final int MAX_MEMBER_NAME_LENGTH = 128;
@@ -114,7 +119,20 @@ public record ActionSpec(
     effects =
         Collections.unmodifiableMap(new LinkedHashMap<>(effects == null ? Map.of() : effects));
     sync = List.copyOf(sync == null ? List.of() : sync);
-    validate(name, params, members, preconditions, effects, sync);
+    send = List.copyOf(send == null ? List.of() : send);
+    validate(!send.isEmpty(), name, params, members, preconditions, effects, sync);
+    validateSend(name, params, send);
+  }
+
+  /** An action without messages. */
+  public ActionSpec(
+      String name,
+      Map<String, ParamType> params,
+      Map<String, MemberBinding> members,
+      List<String> preconditions,
+      Map<String, String> effects,
+      List<SyncSpec> sync) {
+    this(name, params, members, preconditions, effects, sync, List.of());
   }
 
   /** An action without member bindings or sync calls. */
@@ -152,10 +170,15 @@ public record ActionSpec(
       ArrayNode syncNode = node.putArray("sync");
       sync.forEach(call -> syncNode.add(call.toJson()));
     }
+    if (!send.isEmpty()) {
+      ArrayNode sendNode = node.putArray("send");
+      send.forEach(message -> sendNode.add(message.toJson()));
+    }
     return node;
   }
 
   private static void validate(
+      boolean hasSend,
       String name,
       Map<String, ParamType> params,
       Map<String, MemberBinding> members,
@@ -211,9 +234,29 @@ public record ActionSpec(
     for (int i = 0; i < sync.size(); i++) {
       validateSync(path + ".sync[" + i + "]", sync.get(i), params);
     }
-    if (preconditions.isEmpty() && effects.isEmpty() && sync.isEmpty()) {
+    if (preconditions.isEmpty() && effects.isEmpty() && sync.isEmpty() && !hasSend) {
       throw TroupeException.invalid(
-          path + ": an action needs at least one precondition (pre), effect or sync call");
+          path + ": an action needs at least one precondition (pre), effect, sync call or"
+              + " message (send)");
+    }
+  }
+
+  /**
+   * Messages are checked as sync calls are (templates over string or int parameters, argument
+   * expressions), and two of one action may not have the same destination template: TTCC (§3.1)
+   * allows at most one message per destination per transaction. Templates that differ may still
+   * name one entity for some arguments; evaluation refuses those turns.
+   */
+  private static void validateSend(String name, Map<String, ParamType> params,
+      List<SyncSpec> send) {
+    String path = "actions." + name;
+    java.util.Set<String> destinations = new java.util.HashSet<>();
+    for (int i = 0; i < send.size(); i++) {
+      validateSync(path + ".send[" + i + "]", send.get(i), params);
+      if (!destinations.add(send.get(i).entity())) {
+        throw TroupeException.invalid(path + ".send[" + i + "].entity: a second message to '"
+            + send.get(i).entity() + "'; an action sends at most one message per destination");
+      }
     }
   }
 

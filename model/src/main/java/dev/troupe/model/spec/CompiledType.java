@@ -145,6 +145,7 @@ public final class CompiledType {
       List<Expression> preconditions,
       List<Effect> effects,
       List<CompiledSync> sync,
+      List<CompiledSync> send,
       Set<String> plainKeysRead,
       Set<String> variablesRead,
       boolean readsWholeState) {}
@@ -475,11 +476,39 @@ public final class CompiledType {
     if (compiled.sync().isEmpty()) {
       return List.of();
     }
+    return resolve(compiled, compiled.sync(), params, limits);
+  }
+
+  /**
+   * The messages an action sends ({@code send}) resolved for these arguments, as {@link
+   * #synchronizedCalls} resolves sync calls: destinations and arguments depend on the arguments
+   * alone. The caller makes each an operation of the turn ({@link
+   * dev.troupe.model.Operation.SendMessage}); whether the action exists on the receiver is
+   * checked only when the message is delivered.
+   *
+   * @throws TroupeException as {@link #synchronizedCalls}
+   */
+  public List<SyncInvocation> messages(String action, JsonNode params, ValueLimits limits) {
+    CompiledAction compiled = action(action);
+    if (compiled.send().isEmpty()) {
+      return List.of();
+    }
+    return resolve(compiled, compiled.send(), params, limits);
+  }
+
+  /** Whether the action declares messages ({@code send}); false for an unknown action. */
+  public boolean sendsMessages(String action) {
+    CompiledAction compiled = actions.get(action);
+    return compiled != null && !compiled.send().isEmpty();
+  }
+
+  private List<SyncInvocation> resolve(CompiledAction compiled, List<CompiledSync> targets,
+      JsonNode params, ValueLimits limits) {
     Map<String, Object> arguments = bindArguments(compiled.spec(), params);
     Map<String, Object> variables = new HashMap<>(arguments);
     variables.put(Names.PARAMS_VARIABLE, arguments);
     List<SyncInvocation> calls = new ArrayList<>();
-    for (CompiledSync sync : compiled.sync()) {
+    for (CompiledSync sync : targets) {
       StringBuilder entity = new StringBuilder();
       for (SyncSpec.TemplatePart part : sync.entityTemplate()) {
         switch (part) {
@@ -574,7 +603,7 @@ public final class CompiledType {
       }
     }
     return new CompiledAction(action.spec(), action.preconditions(), action.effects(),
-        action.sync(), Set.copyOf(plainKeys), Set.copyOf(variables), wholeState);
+        action.sync(), action.send(), Set.copyOf(plainKeys), Set.copyOf(variables), wholeState);
   }
 
   /** Whether the action has effects (so it writes), whatever its arguments. */
@@ -977,13 +1006,22 @@ public final class CompiledType {
                   };
               effects.add(new Effect(key, kind, expression));
             });
+    List<CompiledSync> sync = compileCalls(action, action.sync(), path + ".sync");
+    // Messages are compiled as sync calls: over the parameters only.
+    List<CompiledSync> send = compileCalls(action, action.send(), path + ".send");
+    return withNamesRead(type, new CompiledAction(action, List.copyOf(preconditions),
+        List.copyOf(effects), sync, send, Set.of(), Set.of(), false));
+  }
+
+  private static List<CompiledSync> compileCalls(ActionSpec action, List<SyncSpec> calls,
+      String callsPath) {
     List<CompiledSync> sync = new ArrayList<>();
-    if (!action.sync().isEmpty()) {
+    if (!calls.isEmpty()) {
       // Sync arguments see the parameters only, so the calls are known before state is read.
       Cel parametersOnly = environment(Set.of(), action.params(), false);
-      for (int i = 0; i < action.sync().size(); i++) {
-        SyncSpec call = action.sync().get(i);
-        String syncPath = path + ".sync[" + i + "]";
+      for (int i = 0; i < calls.size(); i++) {
+        SyncSpec call = calls.get(i);
+        String syncPath = callsPath + "[" + i + "]";
         Map<String, Expression> arguments = new LinkedHashMap<>();
         call.arguments()
             .forEach(
@@ -1000,8 +1038,7 @@ public final class CompiledType {
                 Collections.unmodifiableMap(arguments)));
       }
     }
-    return withNamesRead(type, new CompiledAction(action, List.copyOf(preconditions),
-        List.copyOf(effects), List.copyOf(sync), Set.of(), Set.of(), false));
+    return List.copyOf(sync);
   }
 
   private static Cel environment(

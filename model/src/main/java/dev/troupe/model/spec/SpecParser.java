@@ -46,7 +46,7 @@ import java.util.stream.Collectors;
  * home} (a strong type's home data centre, or {@code {rule}} giving each entity's, see {@link
  * Consistency}), {@code schemaless} (default false), {@code keys}
  * (name to {@code {kind, default, family}}), {@code actions} (name to {@code {params, members,
- * pre, effect, sync}}). Parsing is strict: an unknown field, a value of the wrong JSON type, a duplicate field
+ * pre, effect, sync, send}}). Parsing is strict: an unknown field, a value of the wrong JSON type, a duplicate field
  * name, an unknown key kind, parameter type or admission policy, and every rule of {@link
  * TypeSpec}, {@link ActionSpec} and {@link KeySpec} is reported as a {@link TroupeException} with
  * {@code INVALID_REQUEST} whose message starts with the offending path, e.g. {@code
@@ -75,7 +75,7 @@ public final class SpecParser {
       List.of("follower", "kind", "leader", "function");
   private static final List<String> KEY_FIELDS = List.of("kind", "default", "family");
   private static final List<String> ACTION_FIELDS =
-      List.of("params", "members", "pre", "effect", "sync");
+      List.of("params", "members", "pre", "effect", "sync", "send");
   private static final List<String> SYNC_FIELDS = List.of("entity", "action", "args");
 
   private SpecParser() {}
@@ -377,7 +377,18 @@ public final class SpecParser {
         sync.add(syncSpec(path + ".sync[" + i + "]", syncNode.get(i)));
       }
     }
-    return new ActionSpec(name, params, members, preconditions, effects, sync);
+    List<SyncSpec> send = new ArrayList<>();
+    JsonNode sendNode = node.get("send");
+    if (sendNode != null) {
+      if (!sendNode.isArray()) {
+        throw TroupeException.invalid(
+            path + ".send: must be an array of messages, got " + describe(sendNode));
+      }
+      for (int i = 0; i < sendNode.size(); i++) {
+        send.add(syncSpec(path + ".send[" + i + "]", sendNode.get(i)));
+      }
+    }
+    return new ActionSpec(name, params, members, preconditions, effects, sync, send);
   }
 
   private static SyncSpec syncSpec(String path, JsonNode node) {

@@ -19,6 +19,27 @@ class OperationFormatTest {
   static final String ASSIGN_REPLICATED = "09" + "046e616d65" + "0522416e6e22"
       + "0000011f71fb04cb" + "ac02";
 
+  /**
+   * Type 10, receiver Account/b1 (its {@code EntityId} bytes, "Account", a zero byte, "b1", with a
+   * length), action "credit", args {"amount":5} (JSON text with a length).
+   */
+  static final String SEND_MESSAGE = "0a" + "0a4163636f756e74006231" + "06637265646974"
+      + "0c7b22616d6f756e74223a357d";
+
+  @Test
+  void messagesKeepTheirBytes() {
+    Operation operation = new Operation.SendMessage(new dev.troupe.model.EntityId("Account", "b1"),
+        "credit", Json.parse("{\"amount\":5}"));
+    BinaryWriter out = new BinaryWriter(16);
+    ValueEncoding.writeOperation(out, operation);
+    assertEquals(SEND_MESSAGE, HEX.formatHex(out.toByteArray()));
+    byte[] bytes = HEX.parseHex(SEND_MESSAGE);
+    BinaryReader in = new BinaryReader(bytes, 0, bytes.length,
+        (position, message, cause) -> new IllegalStateException(message, cause));
+    assertEquals(operation, ValueEncoding.readOperation(in));
+    in.end();
+  }
+
   @Test
   void stampedRegisterWritesKeepTheirBytes() {
     Operation operation = new Operation.AssignReplicated("name", Json.parse("\"Ann\""),

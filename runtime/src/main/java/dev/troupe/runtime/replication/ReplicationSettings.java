@@ -13,8 +13,8 @@ import java.util.List;
  * @param dataCentreName this DC's name ({@code troupe.dc.name}); empty: no DC, nothing replicates
  * @param peerNames the other DCs this one replicates with ({@code troupe.dc.peers}); their URLs
  *     are the server's business, not the engine's
- * @param maxApplyingTransactions most single-entity remote transactions of one origin applied at
- *     once (the receiver core's pipelining bound)
+ * @param maxApplyingTransactions most remote transactions applied at once in this DC, across
+ *     origins (one per origin at a time)
  * @param pullBatchMaxEntries most replication log entries one pull asks for (and one serve gives)
  * @param forwardAfterMillis how long an origin's direct link may leave the origin's received entry
  *     where it is before the origin's entries are pulled from another peer (transitive forwarding)

@@ -469,7 +469,8 @@ public final class ReplicationShell implements AutoCloseable {
           // Only once every record emitted before it is durable (the core's contract); a failed
           // record skips the truncation (the next one comes with the next record).
           lastRecord.thenCompose(ignored ->
-                  onStorageThread(() -> replicationLog.truncate(truncate.below())))
+                  onStorageThread(() -> replicationLog.truncate(boundedByDelivery(
+                      truncate.below()))))
               .whenComplete((ignored, failure) -> {
                 if (failure != null) {
                   log.warn("replication: truncating the log failed: {}", failure.toString());
@@ -547,6 +548,22 @@ public final class ReplicationShell implements AutoCloseable {
    * idempotently. Applications in flight finish in the engine; their completions are ignored.
    * Close before the engine.
    */
+  /**
+   * {@code below} with this DC's own entry lowered to the recorded delivered watermark: an entry
+   * every peer received may still hold a causal message not yet delivered here
+   * (docs/ARCHITECTURE.md, "Causal messages").
+   */
+  private DependencyVector boundedByDelivery(DependencyVector below) {
+    long own = below.get(dataCentreId);
+    long delivered = replicationLog.deliveredWatermark();
+    if (own <= delivered) {
+      return below;
+    }
+    java.util.TreeMap<Integer, Long> bounded = new java.util.TreeMap<>(below.entries());
+    bounded.put(dataCentreId, delivered);
+    return new DependencyVector(bounded);
+  }
+
   @Override
   public void close() {
     CompletableFuture<Void> record;

@@ -132,6 +132,7 @@ final class PrometheusMetrics {
         .append(transport.droppedForOtherNodes()).append('\n');
     out.append("troupe_transport_dropped_total{reason=\"undeliverable\"} ")
         .append(transport.droppedUndeliverable()).append('\n');
+    messages(out);
     counter(out, "troupe_http_requests_total", "HTTP requests received.", requests.sum());
     counter(out, "troupe_http_overloaded_total",
         "HTTP requests refused at admission with 429 overloaded (all classes).", admission.refused());
@@ -208,6 +209,25 @@ final class PrometheusMetrics {
 
   private static void peerLine(StringBuilder out, String name, String peer, long value) {
     out.append(name).append("{peer=\"").append(peer).append("\"} ").append(value).append('\n');
+  }
+
+  /** Causal messages delivered by this node (docs/ARCHITECTURE.md, "Causal messages"). */
+  private void messages(StringBuilder out) {
+    dev.troupe.runtime.messages.MessageDelivery delivery = troupe.messageDelivery();
+    counter(out, "troupe_messages_delivered_total",
+        "Causal messages whose receiving action ran.", delivery.deliveredCount());
+    counter(out, "troupe_messages_redelivered_total",
+        "Deliveries repeated after a restart and skipped by the receiver's delivered marker.",
+        delivery.redeliveredCount());
+    out.append("# HELP troupe_messages_failed_total Causal messages consumed without effect, by"
+        + " the error that stopped the receiving action.\n");
+    out.append("# TYPE troupe_messages_failed_total counter\n");
+    delivery.failedCounts().forEach((reason, count) ->
+        out.append("troupe_messages_failed_total{reason=\"").append(reason).append("\"} ")
+            .append(count).append('\n'));
+    gauge(out, "troupe_messages_pending",
+        "Causal messages committed and read, not yet delivered (blocked messages).",
+        delivery.pendingMessages());
   }
 
   /** Per class of work: its current limit, its admitted requests and its refusals. */

@@ -16,13 +16,20 @@ import dev.troupe.server.replication.ReplicationProtocol;
 import dev.troupe.server.replication.ReplicationPuller;
 import dev.troupe.server.replication.ReplicationServerSettings;
 import dev.troupe.server.replication.VectorText;
+import java.time.Duration;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.function.Supplier;
+import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.actor.typed.Scheduler;
 import org.apache.pekko.http.javadsl.model.ContentTypes;
 import org.apache.pekko.http.javadsl.model.HttpHeader;
 import org.apache.pekko.http.javadsl.model.HttpRequest;
 import org.apache.pekko.http.javadsl.model.HttpResponse;
+import scala.concurrent.ExecutionContextExecutor;
 
 /**
  * {@code /v1/replication/...}: the log a peer DC pulls, and the replication status a client or
@@ -33,24 +40,36 @@ import org.apache.pekko.http.javadsl.model.HttpResponse;
  * name>} and {@code Troupe-Received-Vector: <the puller's received vector>}: the entries of
  * {@code origin}'s log after timestamp {@code after}, at most {@code limit} (default and ceiling
  * {@code troupe.replication.pull-batch-max-entries}), one batch in {@link ReplicationCodec}'s
- * encoding. Every parameter is checked before anything is read or recorded: a request that fails
+ * encoding. With {@code wait=MILLIS} (a long poll) an answer that would carry no entries is held
+ * until the log has entries after {@code after} or the wait (at most {@code
+ * troupe.replication.long-poll-max-millis}) has passed, re-reading the log every {@code
+ * long-poll-check-interval-millis}; the answer then carries whatever the last read found (entries,
+ * or a heartbeat with the newest bound). So a puller that has everything is answered as soon as
+ * the next commit is in the log instead of finding it on its next pull, and an idle link still
+ * carries a heartbeat at least every wait. Every parameter is checked before anything is read or
+ * recorded: a request that fails
  * is {@code 400 invalid_request} (or {@code 403 forbidden} for a puller that is not a configured
  * peer) and changes nothing. A node without a DC name answers {@code 404 not_found}.
  *
- * <p>Concurrency: stateless; the shell is thread-safe. The log read runs on the request's thread:
- * it is one bounded RocksDB iteration.
+ * <p>Concurrency: stateless; the shell is thread-safe. The log read runs on the request's thread
+ * (a held poll's re-reads on the actor system's dispatcher): it is one bounded RocksDB iteration.
  */
 final class ReplicationEndpoint {
-  private static final Set<String> LOG_PARAMETERS = Set.of("origin", "after", "limit");
+  private static final Set<String> LOG_PARAMETERS = Set.of("origin", "after", "limit", "wait");
 
   private final Optional<DataCentreReplication> replication;
+  /** Where held long polls re-read the log. */
+  private final Scheduler scheduler;
+  private final ExecutionContextExecutor executor;
 
-  ReplicationEndpoint(Optional<DataCentreReplication> replication) {
+  ReplicationEndpoint(Optional<DataCentreReplication> replication, ActorSystem<?> system) {
     this.replication = replication;
+    this.scheduler = system.scheduler();
+    this.executor = system.executionContext();
   }
 
   /** {@code GET /v1/replication/log}. */
-  HttpResponse log(HttpRequest request) {
+  CompletionStage<HttpResponse> log(HttpRequest request) {
     DataCentreReplication node = named();
     ReplicationServerSettings settings = node.settings();
     String pullerName = header(request, ReplicationProtocol.DC_HEADER);
@@ -70,7 +89,7 @@ final class ReplicationEndpoint {
     for (String name : query.keySet()) {
       if (!LOG_PARAMETERS.contains(name)) {
         throw TroupeException.invalid("unknown parameter '" + name
-            + "'; the parameters are origin, after and limit");
+            + "'; the parameters are origin, after, limit and wait");
       }
     }
     String originText = required(query, "origin");
@@ -80,7 +99,41 @@ final class ReplicationEndpoint {
     int maxEntries = node.engineSettings().pullBatchMaxEntries();
     int limit = query.containsKey("limit")
         ? (int) Math.min(number(query.get("limit"), "limit", 1), maxEntries) : maxEntries;
+    long waitMillis = query.containsKey("wait")
+        ? Math.min(number(query.get("wait"), "wait", 0), settings.longPollMaxMillis()) : 0;
     ReplicationBatch batch = node.shell().serve(puller, received, origin, after, limit);
+    if (!batch.entries().isEmpty() || waitMillis == 0) {
+      return CompletableFuture.completedFuture(answer(batch));
+    }
+    CompletableFuture<HttpResponse> answer = new CompletableFuture<>();
+    long deadlineNanos = System.nanoTime() + waitMillis * 1_000_000;
+    recheck(() -> node.shell().serve(puller, received, origin, after, limit), deadlineNanos,
+        settings.longPollCheckIntervalMillis(), answer);
+    return answer;
+  }
+
+  /**
+   * Re-reads the log every {@code intervalMillis} until it has entries or the deadline passed,
+   * then completes {@code answer} with the last read (a read that fails completes it
+   * exceptionally: answered as that error, as an immediate read would have been).
+   */
+  private void recheck(Supplier<ReplicationBatch> read, long deadlineNanos, long intervalMillis,
+      CompletableFuture<HttpResponse> answer) {
+    scheduler.scheduleOnce(Duration.ofMillis(intervalMillis), () -> {
+      try {
+        ReplicationBatch batch = read.get();
+        if (!batch.entries().isEmpty() || System.nanoTime() >= deadlineNanos) {
+          answer.complete(answer(batch));
+        } else {
+          recheck(read, deadlineNanos, intervalMillis, answer);
+        }
+      } catch (RuntimeException e) {
+        answer.completeExceptionally(e);
+      }
+    }, executor);
+  }
+
+  private static HttpResponse answer(ReplicationBatch batch) {
     return HttpResponse.create().withStatus(200)
         .withEntity(ContentTypes.APPLICATION_OCTET_STREAM, ReplicationCodec.encodeBatch(batch));
   }

@@ -84,7 +84,7 @@ public final class RestApi
             node.settings().allowUnauthenticated()))
         .orElse(Authorization.PeerAccess.NONE));
     this.causalTokens = new CausalTokens(replication, settings, materializer);
-    this.replicationEndpoint = new ReplicationEndpoint(replication);
+    this.replicationEndpoint = new ReplicationEndpoint(replication, troupe.actorSystem());
     this.homeForwarding =
         new HomeForwarding(replication, settings, materializer, troupe.actorSystem());
     this.metrics = new PrometheusMetrics(troupe, requests, admission, replication);
@@ -218,8 +218,8 @@ public final class RestApi
         }
         support.requireMethod(request, HttpMethods.GET);
         request.discardEntityBytes(materializer);
-        return RequestSupport.completed(path.get(2).equals("log")
-            ? replicationEndpoint.log(request) : replicationEndpoint.status());
+        return path.get(2).equals("log") ? replicationEndpoint.log(request)
+            : RequestSupport.completed(replicationEndpoint.status());
       }
       case "openapi.json" -> {
         if (size != 2) {

@@ -31,7 +31,11 @@ import org.slf4j.LoggerFactory;
  * to {@link ReplicationShell#received}, and the next pull waits until that batch is durable. A
  * round that brought entries is followed by the next at once; a round that brought none (the peer
  * is idle: its answers are heartbeats that still advance its received entry) waits {@code
- * pull-interval-millis}.
+ * pull-interval-millis} (with long polls: what is left of it since the round started). With long
+ * polls ({@code
+ * long-poll-max-millis}) the pull of the peer's own entries asks the peer to hold an empty answer
+ * until its next commit or that bound: the peer has then done the waiting, a commit travels as
+ * soon as it is in the peer's log, and the next round follows at once.
  *
  * <p>Failures: an unreachable or partitioned peer, a timeout ({@code pull-timeout-millis}), an
  * answer other than 200 (a refusal, an overloaded peer) and bytes that do not decode all end the
@@ -112,10 +116,15 @@ public final class ReplicationPuller implements AutoCloseable {
       log.debug("replication: no pulls from {}: {}", peer.name(), e.toString());
       return;
     }
+    long startedMillis = System.currentTimeMillis();
     pullEach(pulls, 0, false).whenComplete((brought, failure) -> {
       if (failure == null) {
-        statistics.succeeded(System.currentTimeMillis());
-        schedule(brought ? 0 : settings.pullIntervalMillis());
+        long nowMillis = System.currentTimeMillis();
+        statistics.succeeded(nowMillis);
+        long idleMillis = settings.longPollMaxMillis() > 0
+            ? Math.max(0, settings.pullIntervalMillis() - (nowMillis - startedMillis))
+            : settings.pullIntervalMillis();
+        schedule(brought ? 0 : idleMillis);
         return;
       }
       Throwable cause = failure instanceof CompletionException && failure.getCause() != null
@@ -148,8 +157,12 @@ public final class ReplicationPuller implements AutoCloseable {
 
   /** One pull: request, decode, hand over; completes once the batch is durable here. */
   private CompletableFuture<Integer> pull(PullRequest pull) {
+    // Only the peer's own entries are long-polled: its log grows by its commits, and a round
+    // that also forwards other origins must not hold once per origin.
+    long waitMillis = pull.originDc() == peer.id() ? settings.longPollMaxMillis() : 0;
     String uri = peer.url() + ReplicationProtocol.LOG_PATH + "?origin=" + pull.originDc()
-        + "&after=" + pull.afterTimestamp() + "&limit=" + maxEntries;
+        + "&after=" + pull.afterTimestamp() + "&limit=" + maxEntries
+        + (waitMillis > 0 ? "&wait=" + waitMillis : "");
     HttpRequest request = HttpRequest.GET(uri).addHeaders(fixedHeaders)
         .addHeader(RawHeader.create(ReplicationProtocol.RECEIVED_VECTOR_HEADER,
             VectorText.encode(shell.receivedVector())));

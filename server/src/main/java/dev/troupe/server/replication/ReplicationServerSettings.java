@@ -40,6 +40,10 @@ import java.util.Optional;
  * @param pullBackoffMaxMillis the longest wait between failed pulls
  * @param pullTimeoutMillis how long one pull request may take, connection included
  * @param pullMaxAnswerBytes the largest answer to one pull a puller accepts
+ * @param longPollMaxMillis the longest a pull of a peer's own entries is held at the peer while
+ *     it has nothing new (the puller asks for this wait, the serving DC caps it at its own); 0: no
+ *     long polls
+ * @param longPollCheckIntervalMillis how often a held pull re-reads the log
  * @param forwardTimeoutMillis how long a write forwarded to a strong type's home DC may take,
  *     connection and the whole answer included
  */
@@ -53,6 +57,8 @@ public record ReplicationServerSettings(
     long pullBackoffMaxMillis,
     long pullTimeoutMillis,
     long pullMaxAnswerBytes,
+    long longPollMaxMillis,
+    long longPollCheckIntervalMillis,
     long forwardTimeoutMillis) {
 
   /** Shortest secret accepted: a guessable secret would let anyone read every DC's log. */
@@ -142,7 +148,20 @@ public record ReplicationServerSettings(
         positive(replication, "pull-interval-millis"), initial, max,
         positive(replication, "pull-timeout-millis"),
         positive(replication, "pull-max-answer-bytes"),
+        longPollMax(replication),
+        positive(replication, "long-poll-check-interval-millis"),
         positive(replication, "forward-timeout-millis"));
+  }
+
+  /** {@code long-poll-max-millis}: 0 (off) or positive, and below the pull timeout. */
+  private static long longPollMax(Config replication) {
+    long millis = replication.getLong("long-poll-max-millis");
+    long timeout = replication.getLong("pull-timeout-millis");
+    if (millis < 0 || millis >= timeout) {
+      throw new IllegalArgumentException("troupe.replication.long-poll-max-millis must be 0 (off)"
+          + " or positive and below pull-timeout-millis (" + timeout + "), was " + millis);
+    }
+    return millis;
   }
 
   /**

@@ -130,6 +130,9 @@ public final class AccessSets {
             }
           }
         }
+        // A delivery's action is known only when it runs (it may be consumed instead), and it
+        // writes its marker: the whole entity, as an action it cannot resolve.
+        case Turn.DeliverMessage ignored -> entityMode = Mode.WRITE;
         case Turn.InvokeAction invoke -> {
           if (type.isSchemaless() || !type.spec().actions().containsKey(invoke.action())) {
             // Evaluation rejects it; lock the whole entity meanwhile rather than guess.

@@ -101,6 +101,7 @@ public final class WireCodec {
   // Added without a new message version: no earlier message's bytes change, and a build that
   // does not know the kind refuses the message (unknown turn kind), never misreads it.
   private static final byte APPLY_REPLICATED = 11;
+  private static final byte DELIVER_MESSAGE = 12;
 
   private static final byte LEADER_CHANGED = 1;
   private static final byte LEADER_DELETED = 2;
@@ -507,6 +508,14 @@ public final class WireCodec {
           ValueEncoding.writeOperation(out, operation);
         }
       }
+      case Turn.DeliverMessage delivery -> {
+        out.type(DELIVER_MESSAGE);
+        out.fixedLong(delivery.messageTimestamp());
+        out.varInt(delivery.messageIndex());
+        ValueEncoding.writeEntity(out, delivery.sender());
+        out.string(delivery.action());
+        out.optionalJson(delivery.args());
+      }
     }
   }
 
@@ -541,6 +550,8 @@ public final class WireCodec {
         }
         yield new Turn.ApplyReplicated(originDc, transactionTimestamp, stampTimestamp, operations);
       }
+      case DELIVER_MESSAGE -> new Turn.DeliverMessage(in.fixedLong(), in.varInt(),
+          ValueEncoding.readEntity(in), in.string(), in.optionalJson());
       default -> throw in.corrupt("unknown turn kind " + kind, null);
     };
   }

@@ -138,7 +138,10 @@ final class WireArbitraries {
         Combinators.combine(name(), name()).as(Turn.DeregisterDependency::new),
         Combinators.combine(Arbitraries.integers().between(0, Integer.MAX_VALUE),
             Arbitraries.longs(), Arbitraries.longs(), replicatedOperations().list().ofMaxSize(4))
-            .as(Turn.ApplyReplicated::new));
+            .as(Turn.ApplyReplicated::new),
+        Combinators.combine(Arbitraries.longs(), Arbitraries.integers().between(0, 1000),
+            name().map(id -> new dev.troupe.model.EntityId("S", id)), name(),
+            json().injectNull(0.2)).as(Turn.DeliverMessage::new));
   }
 
   /** The operations a remote part carries (one of each shape the materializer applies). */

@@ -175,6 +175,27 @@ class WireFormatTest {
         new WireMessage.TurnRequest(103L, CART, CART_TYPE, turn));
   }
 
+  /** A turn request carrying a message's delivery (turn kind 12, after all the others). */
+  static final String DELIVER_MESSAGE_TURN_REQUEST =
+      "080100000044030107436172740063310000000000000067074361727400633104436172740000018bcfe5687b"
+      + "0c" + "000000000000012c" + "02" + "0453007331" + "0468656172" + "01077b2276223a317d"
+      + "62266d81";
+
+  static Envelope deliverMessageRequest() {
+    Turn turn = new Turn.DeliverMessage(300L, 2, new dev.troupe.model.EntityId("S", "s1"),
+        "hear", Json.parse("{\"v\":1}"));
+    return new Envelope(3, new Destination.ToEntity(CART),
+        new WireMessage.TurnRequest(103L, CART, CART_TYPE, turn));
+  }
+
+  @Test
+  void aDeliveryKeepsItsBytes() {
+    assertEquals(DELIVER_MESSAGE_TURN_REQUEST,
+        HEX.formatHex(WireCodec.encode(deliverMessageRequest())));
+    assertEquals(deliverMessageRequest(),
+        WireCodec.decode(HEX.parseHex(DELIVER_MESSAGE_TURN_REQUEST)));
+  }
+
   @Test
   void aReplicaApplicationKeepsItsBytes() {
     assertEquals(APPLY_REPLICATED_TURN_REQUEST,

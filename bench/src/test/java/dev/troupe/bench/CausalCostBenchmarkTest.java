@@ -1,0 +1,42 @@
+package dev.troupe.bench;
+
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import java.nio.file.Path;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import picocli.CommandLine;
+
+/**
+ * {@code troupe bench causal-cost} end to end, small: a DC replicating to one other (two server
+ * processes) against the same DC alone, both YCSB+MT workloads, a short round each.
+ */
+class CausalCostBenchmarkTest {
+  @TempDir Path directory;
+
+  @Test
+  void comparesTheReplicatedDataCentreWithItselfAlone() throws Exception {
+    JsonNode report = BenchmarkRuns.run(directory, "causal-cost", "--dcs", "2",
+        "--records", "100", "--threads", "2", "--seconds", "0.5", "--warmup-seconds", "0.2",
+        "--rounds", "1", "--rtt-millis", "10");
+    for (String system : new String[] {"A/replicated", "A/alone", "B/replicated", "B/alone"}) {
+      BenchmarkRuns.assertPositiveResults(report, system, "throughput_per_second",
+          "update_p50_milliseconds", "update_mean_milliseconds");
+    }
+    BenchmarkRuns.assertPositiveResults(report, "A/alone", "read_p95_milliseconds");
+    for (String ratio : new String[] {"A read mean replicated/alone",
+        "B update mean replicated/alone"}) {
+      assertTrue(report.path("ratios").has(ratio), ratio + " in " + report.path("ratios"));
+    }
+    assertTrue(report.at("/parameters/messages").asText().contains("send"),
+        "the report says messages are run as updates");
+  }
+
+  @Test
+  void refusesUnknownWorkloads() {
+    assertNotEquals(0, new CommandLine(new BenchCommand()).execute("causal-cost", "--workload",
+        "c", "--records", "10"));
+  }
+}

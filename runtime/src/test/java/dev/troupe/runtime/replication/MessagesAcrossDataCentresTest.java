@@ -1,0 +1,83 @@
+package dev.troupe.runtime.replication;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import dev.troupe.model.EntityId;
+import dev.troupe.model.Json;
+import dev.troupe.model.spec.SpecParser;
+import dev.troupe.runtime.Troupe;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.Map;
+import java.util.concurrent.CompletionException;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Causal messages with two data centres: only the sender's DC delivers, and the receiving turn's
+ * effects become visible at the other DC only together with (after) the sender's transaction
+ * (TTCC rule 10).
+ */
+class MessagesAcrossDataCentresTest {
+  static final String SENDER = """
+      {"type": "Sender", "keys": {"note": {"kind": "register", "default": 0}},
+       "actions": {"notify": {"params": {"to": "string", "v": "int"}, "effect": {"note": "v"},
+         "send": [{"entity": "Receiver/{to}", "action": "hear", "args": {"v": "v"}}]}}}
+      """;
+  static final String RECEIVER = """
+      {"type": "Receiver", "keys": {"last": {"kind": "register", "default": 0},
+                                   "count": {"kind": "register", "default": 0}},
+       "actions": {"hear": {"params": {"v": "int"}, "pre": ["last == v - 1"],
+                            "effect": {"last": "v", "count": "count + 1"}}}}
+      """;
+
+  @TempDir Path root;
+
+  private static long value(Troupe troupe, EntityId entity, String key) {
+    try {
+      return troupe.get(entity).join().state().path(key).asLong();
+    } catch (CompletionException absent) {
+      return -1;
+    }
+  }
+
+  @Test
+  void theReceivingTurnIsVisibleElsewhereOnlyWithTheSendersTransaction() {
+    try (DataCentres dcs = new DataCentres(root, Map.of(), "a", "b")) {
+      for (String dc : new String[] {"a", "b"}) {
+        Troupe troupe = dcs.troupe(dc);
+        troupe.defineType(SpecParser.parse(null, SENDER.getBytes(StandardCharsets.UTF_8), false))
+            .join();
+        troupe.defineType(
+            SpecParser.parse(null, RECEIVER.getBytes(StandardCharsets.UTF_8), false)).join();
+      }
+      Troupe a = dcs.troupe("a");
+      Troupe b = dcs.troupe("b");
+      EntityId receiver = new EntityId("Receiver", "r");
+      int messages = 30;
+      for (int v = 1; v <= messages; v++) {
+        a.invoke(new EntityId("Sender", "s" + (v % 4)), "notify",
+            Json.parse("{\"to\": \"r\", \"v\": " + v + "}")).join();
+      }
+      // At b, every state of the receiver shows the sender whose message it consumed.
+      dcs.pullUntil(() -> {
+        long last = value(b, receiver, "last");
+        if (last > 0) {
+          EntityId sender = new EntityId("Sender", "s" + (last % 4));
+          // The sender's note is its latest message's v: at least the one this receiver saw.
+          long note = value(b, sender, "note");
+          if (note < last) {
+            throw new AssertionError("b shows the receiving turn of message " + last
+                + " without its sender's transaction (note " + note + ")");
+          }
+        }
+        return last == messages;
+      }, 30_000, "the receiver's turns replicated to b");
+      assertEquals(messages, value(b, receiver, "count"));
+      assertEquals(messages, value(a, receiver, "count"));
+      // Only the sender's DC delivers: b applied a's receiving turns, it ran none.
+      assertEquals(messages, a.messageDelivery().deliveredCount());
+      assertEquals(0, b.messageDelivery().deliveredCount());
+    }
+  }
+}
