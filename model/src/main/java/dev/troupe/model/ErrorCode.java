@@ -55,6 +55,13 @@ public enum ErrorCode {
    */
   NOT_YET_VISIBLE("not_yet_visible", 503),
   /**
+   * The request writes an entity of a strong type whose home is another data centre: only the
+   * home runs its writes (docs/ARCHITECTURE.md, "Strong types with a home DC"). Nothing was done.
+   * A server with the home as a peer forwards such a request there; the engine ({@code Troupe})
+   * answers this, and a server answers it for a request already forwarded once.
+   */
+  NOT_HOME("not_home", 421),
+  /**
    * Stored data the request needs failed its integrity check (a checksum): the server will not
    * answer from it, not even "not found", and will not write on top of it. Retrying does not help;
    * an operator must check and repair the store (docs/OPERATIONS.md).

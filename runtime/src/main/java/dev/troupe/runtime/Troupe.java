@@ -51,6 +51,12 @@ import org.slf4j.LoggerFactory;
  * crash in between resumes it when the engine opens again, before it serves anything.
  * Redeclarations run one at a time on their own thread (they read and rewrite many entities).
  *
+ * <p>Strong types ({@code consistency: strong}, docs/ARCHITECTURE.md, "Strong types with a home
+ * DC"): in a named DC every write to an entity of a strong type homed elsewhere fails with {@link
+ * dev.troupe.model.NotHomeException} ({@code not_home}, naming the home) having done nothing; with
+ * peers, a causal type whose preconditions read keys its actions write is refused at declaration
+ * ({@code invalid_request}) and, stored, stops the engine from opening ({@link StrongHomes}).
+ *
  * <p>A facade: types live in the {@link TypeRegistry}, reads take the {@link ReadPath}, and every
  * write is a request whose decisions a pure core takes ({@code RequestCore}, run by the {@link
  * RequestShell}; interactive transactions' lifecycle in the {@link InteractiveShell}). Every
@@ -85,6 +91,8 @@ public final class Troupe implements AutoCloseable {
   private final AtomicBoolean closed = new AtomicBoolean();
   private final IdempotencyHandOff idempotency = new IdempotencyHandOff();
   private final TypeRegistry types;
+  /** Strong types' homes: what this DC may declare and which writes it runs. */
+  private final StrongHomes homes;
   private final ReadPath reads;
   private final RequestShell requests;
   private final InteractiveShell interactive;
@@ -108,6 +116,7 @@ public final class Troupe implements AutoCloseable {
         new RenderedStates(settings.memory().initialSplit().renderedMaximumBytes());
     this.types = new TypeRegistry(settings.types(), store,
         this::runTyped, this::turn);
+    this.homes = new StrongHomes(settings.replication(), types::typeOf);
     this.reads = new ReadPath(settings, store, types::typeOf, renderedStates, this::checkOpen);
     FatalErrorHandler handler = this.fatalErrors = (where, error) -> {
       failed.set(true);
@@ -133,6 +142,8 @@ public final class Troupe implements AutoCloseable {
       this.interactive = new InteractiveShell(settings.transactions(), store, timers,
           this::registryOf, transactionMetrics, requests);
       types.loadTypes();
+      // A DC given peers after declaring a causal type with unsafe preconditions does not start.
+      homes.checkStored(types.types());
       // Before any turn runs: what a crash left prepared is committed or aborted.
       RequestShell.resolveInDoubtTransactions(store, types::typeOf, settings, transactionMetrics);
       this.memory = new MemoryWatch(settings.memory(), store, renderedStates, registries, metrics);
@@ -208,6 +219,11 @@ public final class Troupe implements AutoCloseable {
    * again (or when the same declaration is put again with the migration).
    */
   public CompletableFuture<TypeSpec> defineType(TypeSpec spec, TypeEvolution.Migration migration) {
+    try {
+      homes.checkDeclaration(spec);
+    } catch (TroupeException e) {
+      return CompletableFuture.failedFuture(e);
+    }
     for (var action : spec.actions().values()) {
       if (action.send().size() > messageSettings.maxPerTurn()) {
         return CompletableFuture.failedFuture(TroupeException.invalid(action.path()
@@ -315,6 +331,11 @@ public final class Troupe implements AutoCloseable {
    * precondition on any of them fails it with {@code precondition_failed}.
    */
   public CompletableFuture<TurnOutcome> turn(EntityId entity, Turn turn) {
+    try {
+      homes.checkTurn(entity, turn);
+    } catch (TroupeException e) {
+      return CompletableFuture.failedFuture(e);
+    }
     IdempotencyRecord idempotency = claimIdempotency();
     return admitted(() -> requests.turn(entity, turn, idempotency));
   }
@@ -446,6 +467,11 @@ public final class Troupe implements AutoCloseable {
    * invalid_request}, {@code unknown_type} or {@code unknown_action} for a malformed request.
    */
   public CompletableFuture<TransactionOutcome> transact(TransactionRequest request) {
+    try {
+      homes.checkTransaction(request);
+    } catch (TroupeException e) {
+      return CompletableFuture.failedFuture(e);
+    }
     IdempotencyRecord idempotency = claimIdempotency();
     return admitted(() -> requests.transact(request, idempotency));
   }
@@ -471,6 +497,7 @@ public final class Troupe implements AutoCloseable {
       // Reserved types are refused here; the rest is checked where the parts evaluate.
       types.typeOf(dependency.leader().entity());
       types.typeOf(dependency.follower().entity());
+      homes.checkDependency(dependency.leader().entity(), dependency.follower().entity());
     } catch (TroupeException e) {
       return CompletableFuture.failedFuture(e);
     }
@@ -490,6 +517,7 @@ public final class Troupe implements AutoCloseable {
       checkOpen();
       ends = Dependency.parseId(id);
       types.typeOf(ends.leader().entity());
+      homes.checkDependency(ends.leader().entity(), ends.follower().entity());
     } catch (TroupeException e) {
       return CompletableFuture.failedFuture(e);
     }
@@ -541,6 +569,11 @@ public final class Troupe implements AutoCloseable {
    */
   public CompletableFuture<EntityView> stepInteractive(long transactionId, EntityId entity,
       Turn turn) {
+    try {
+      homes.checkInteractiveStep(entity, turn);
+    } catch (TroupeException e) {
+      return CompletableFuture.failedFuture(e);
+    }
     return admitted(() -> interactive.step(transactionId, entity, turn));
   }
 

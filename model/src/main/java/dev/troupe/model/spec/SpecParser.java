@@ -42,7 +42,9 @@ import java.util.stream.Collectors;
  * <p>Fields: {@code type} (optional when the type is named by the request path, and then equal to
  * it), {@code admission} (default {@code serial}; {@code serial}, {@code keys} or {@code psac}),
  * {@code psac} (with {@code psac} admission only: {@code {maxInFlight, maxOvertakes}}, see {@link
- * PsacSettings}), {@code schemaless} (default false), {@code keys}
+ * PsacSettings}), {@code consistency} ({@code causal}, the default, or {@code strong}) and {@code
+ * home} (a strong type's home data centre, or {@code {rule}} giving each entity's, see {@link
+ * Consistency}), {@code schemaless} (default false), {@code keys}
  * (name to {@code {kind, default, family}}), {@code actions} (name to {@code {params, members,
  * pre, effect, sync, send}}). Parsing is strict: an unknown field, a value of the wrong JSON type, a duplicate field
  * name, an unknown key kind, parameter type or admission policy, and every rule of {@link
@@ -67,7 +69,8 @@ public final class SpecParser {
           .build();
 
   private static final List<String> TYPE_FIELDS =
-      List.of("type", "admission", "psac", "schemaless", "keys", "actions", "dependencies");
+      List.of("type", "admission", "psac", "schemaless", "keys", "actions", "dependencies",
+          "consistency", "home");
   private static final List<String> DEPENDENCY_FIELDS =
       List.of("follower", "kind", "leader", "function");
   private static final List<String> KEY_FIELDS = List.of("kind", "default", "family");
@@ -193,7 +196,34 @@ public final class SpecParser {
       }
     }
     return new TypeSpec(name, keys, actions, admission, schemaless,
-        PsacSettings.fromJson(psacNode), dependencies);
+        PsacSettings.fromJson(psacNode), dependencies, consistency(tree));
+  }
+
+  /** {@code consistency} ({@code causal}, the default, or {@code strong}) and {@code home}. */
+  private static Consistency consistency(JsonNode tree) {
+    JsonNode consistencyNode = tree.get("consistency");
+    JsonNode homeNode = tree.get("home");
+    boolean strong = false;
+    if (consistencyNode != null) {
+      String wireName = text(consistencyNode, "consistency");
+      if (!wireName.equals(Consistency.CAUSAL_WIRE_NAME)
+          && !wireName.equals(Consistency.STRONG_WIRE_NAME)) {
+        throw TroupeException.invalid("consistency: unknown consistency '" + wireName
+            + "'; expected causal or strong");
+      }
+      strong = wireName.equals(Consistency.STRONG_WIRE_NAME);
+    }
+    if (homeNode != null && homeNode.isObject()) {
+      checkFields(homeNode, "home.", List.of("rule"));
+      JsonNode ruleNode = homeNode.get("rule");
+      if (ruleNode == null) {
+        throw TroupeException.invalid("home.rule: missing; a per-entity home is {\"rule\": CEL"
+            + " over id}");
+      }
+      return new Consistency(strong, null, text(ruleNode, "home.rule"));
+    }
+    String home = homeNode == null ? null : text(homeNode, "home");
+    return new Consistency(strong, home);
   }
 
   private static DependencySpec dependencySpec(String path, JsonNode node) {

@@ -34,6 +34,7 @@ import java.util.Objects;
  * @param psac the PSAC gate's bounds (null means {@link PsacSettings#DEFAULTS}); only meaningful
  *     with {@link AdmissionPolicy#PSAC}
  * @param dependencies dependencies every entity of the type follows (null means none)
+ * @param consistency causal (null means {@link Consistency#CAUSAL}) or strong with a home DC
  * @throws TroupeException with {@code INVALID_REQUEST} naming the offending path
  */
 public record TypeSpec(
@@ -43,7 +44,14 @@ public record TypeSpec(
     AdmissionPolicy admission,
     boolean schemaless,
     PsacSettings psac,
-    List<DependencySpec> dependencies) {
+    List<DependencySpec> dependencies,
+    Consistency consistency) {
+
+  public TypeSpec(String name, Map<String, KeySpec> keys, Map<String, ActionSpec> actions,
+      AdmissionPolicy admission, boolean schemaless, PsacSettings psac,
+      List<DependencySpec> dependencies) {
+    this(name, keys, actions, admission, schemaless, psac, dependencies, null);
+  }
 
   public TypeSpec(String name, Map<String, KeySpec> keys, Map<String, ActionSpec> actions,
       AdmissionPolicy admission, boolean schemaless) {
@@ -63,8 +71,15 @@ public record TypeSpec(
     admission = admission == null ? AdmissionPolicy.SERIAL : admission;
     psac = psac == null ? PsacSettings.DEFAULTS : psac;
     dependencies = dependencies == null ? List.of() : List.copyOf(dependencies);
+    consistency = consistency == null ? Consistency.CAUSAL : consistency;
     validate(name, keys, actions, schemaless);
     validateDependencies(keys, admission, dependencies);
+  }
+
+  /** This declaration with another consistency (the rest unchanged). */
+  public TypeSpec withConsistency(Consistency newConsistency) {
+    return new TypeSpec(name, keys, actions, admission, schemaless, psac, dependencies,
+        newConsistency);
   }
 
   /** A schemaless type: any key, register values, no actions, serial admission. */
@@ -85,6 +100,7 @@ public record TypeSpec(
     if (admission == AdmissionPolicy.PSAC) {
       node.set("psac", psac.toJson());
     }
+    consistency.addTo(node);
     if (schemaless) {
       node.put("schemaless", true);
       return node;

@@ -115,6 +115,12 @@ public final class ServeCommand implements Callable<Integer> {
       if (failure.code() == ErrorCode.CORRUPT_DATA) {
         return refuseDamagedStore(failure);
       }
+      if (failure.code() == ErrorCode.INVALID_REQUEST) {
+        // Stored declarations this DC's settings refuse (a causal type unsafe with peers, a
+        // strong type homed at no known DC): a configuration problem, said in one line.
+        System.err.println("troupe: " + failure.getMessage());
+        return EXIT_CONFIGURATION;
+      }
       throw failure;
     }
     if (exitOnStorageFailure) {

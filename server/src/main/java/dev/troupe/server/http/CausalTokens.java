@@ -142,6 +142,18 @@ final class CausalTokens {
     if (requested.isPresent()) {
       token = token.merge(requested.get());
     }
+    Optional<String> relayed =
+        response.getHeader(ReplicationProtocol.CAUSAL_TOKEN_HEADER).map(HttpHeader::value);
+    if (relayed.isPresent()) {
+      // The home DC's answer to a forwarded write (HomeForwarding): its token names the write.
+      try {
+        token = token.merge(
+            VectorText.parse(relayed.get().trim(), ReplicationProtocol.CAUSAL_TOKEN_HEADER));
+      } catch (TroupeException malformed) {
+        // Not from a Troupe peer: this DC's token alone.
+      }
+      response = response.removeHeader(ReplicationProtocol.CAUSAL_TOKEN_HEADER);
+    }
     return response.addHeader(
         RawHeader.create(ReplicationProtocol.CAUSAL_TOKEN_HEADER, VectorText.encode(token)));
   }

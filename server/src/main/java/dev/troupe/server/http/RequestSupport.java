@@ -359,6 +359,11 @@ final class RequestSupport {
       body.put("reason", error.reason());
     }
     body.put("message", error.getMessage());
+    if (error instanceof dev.troupe.model.NotHomeException notHome) {
+      // Where the write runs: the server forwards it there ({@link HomeForwarding}).
+      return json(status, body).addHeader(org.apache.pekko.http.javadsl.model.headers.RawHeader
+          .create(HomeForwarding.HOME_HEADER, notHome.homeDataCentre()));
+    }
     return json(status, body);
   }
 }

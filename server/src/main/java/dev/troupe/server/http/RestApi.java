@@ -63,6 +63,7 @@ public final class RestApi
   private final HttpEdge edge;
   private final CausalTokens causalTokens;
   private final ReplicationEndpoint replicationEndpoint;
+  private final HomeForwarding homeForwarding;
   private final LongAdder requests = new LongAdder();
 
   public RestApi(Troupe troupe, HttpSettings settings, Materializer materializer) {
@@ -84,6 +85,8 @@ public final class RestApi
         .orElse(Authorization.PeerAccess.NONE));
     this.causalTokens = new CausalTokens(replication, settings, materializer);
     this.replicationEndpoint = new ReplicationEndpoint(replication, troupe.actorSystem());
+    this.homeForwarding =
+        new HomeForwarding(replication, settings, materializer, troupe.actorSystem());
     this.metrics = new PrometheusMetrics(troupe, requests, admission, replication);
     this.support = new RequestSupport(settings, materializer);
     this.transactionRequests = new TransactionRequests(support);
@@ -139,7 +142,9 @@ public final class RestApi
     RequestAdmission.WorkClass workClass =
         RequestAdmission.classify(request.method().name(), request.getUri().path());
     java.util.function.Function<HttpRequest, CompletionStage<HttpResponse>> route =
-        admittedRequest -> route(admittedRequest, idempotencyNamespace);
+        admittedRequest -> homeForwarding.mayForward(admittedRequest)
+            ? forwardable(admittedRequest, idempotencyNamespace)
+            : route(admittedRequest, idempotencyNamespace);
     if (workClass == RequestAdmission.WorkClass.EXEMPT) {
       return support.answer(request, route);
     }
@@ -152,6 +157,20 @@ public final class RestApi
         .whenComplete((response, failure) ->
             permit.get().release(failure != null ? RequestAdmission.Outcome.DROPPED
                 : RequestAdmission.Outcome.ofStatus(response.status().intValue())));
+  }
+
+  /**
+   * A write of a DC with peers, once admitted, has its body read first, so that when the engine
+   * refuses it as {@code not_home} (a strong type homed elsewhere) it can be forwarded to the home
+   * and the home's answer relayed ({@link HomeForwarding}). The permit is held meanwhile: it
+   * bounds the forwards in flight like any other work.
+   */
+  private CompletionStage<HttpResponse> forwardable(HttpRequest request,
+      String idempotencyNamespace) {
+    return homeForwarding.strict(request)
+        .thenCompose(strict -> route(strict, idempotencyNamespace)
+            .exceptionally(support::failureResponse)
+            .thenCompose(answer -> homeForwarding.relayIfNotHome(strict, answer)));
   }
 
   /**

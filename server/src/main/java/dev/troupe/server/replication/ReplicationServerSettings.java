@@ -44,6 +44,8 @@ import java.util.Optional;
  *     it has nothing new (the puller asks for this wait, the serving DC caps it at its own); 0: no
  *     long polls
  * @param longPollCheckIntervalMillis how often a held pull re-reads the log
+ * @param forwardTimeoutMillis how long a write forwarded to a strong type's home DC may take,
+ *     connection and the whole answer included
  */
 public record ReplicationServerSettings(
     String dataCentreName,
@@ -56,7 +58,8 @@ public record ReplicationServerSettings(
     long pullTimeoutMillis,
     long pullMaxAnswerBytes,
     long longPollMaxMillis,
-    long longPollCheckIntervalMillis) {
+    long longPollCheckIntervalMillis,
+    long forwardTimeoutMillis) {
 
   /** Shortest secret accepted: a guessable secret would let anyone read every DC's log. */
   public static final int MIN_SECRET_LENGTH = 16;
@@ -66,6 +69,11 @@ public record ReplicationServerSettings(
 
   public ReplicationServerSettings {
     peers = List.copyOf(peers);
+  }
+
+  /** The peer named {@code name}, if it is one. */
+  public Optional<Peer> peerNamed(String name) {
+    return peers.stream().filter(peer -> peer.name().equals(name)).findFirst();
   }
 
   /** Whether this node has a DC name (and so replicates, given peers, and issues causal tokens). */
@@ -141,7 +149,8 @@ public record ReplicationServerSettings(
         positive(replication, "pull-timeout-millis"),
         positive(replication, "pull-max-answer-bytes"),
         longPollMax(replication),
-        positive(replication, "long-poll-check-interval-millis"));
+        positive(replication, "long-poll-check-interval-millis"),
+        positive(replication, "forward-timeout-millis"));
   }
 
   /** {@code long-poll-max-millis}: 0 (off) or positive, and below the pull timeout. */
