@@ -25,7 +25,8 @@ class MessagesAcrossDataCentresTest {
          "send": [{"entity": "Receiver/{to}", "action": "hear", "args": {"v": "v"}}]}}}
       """;
   static final String RECEIVER = """
-      {"type": "Receiver", "keys": {"last": {"kind": "register", "default": 0},
+      {"type": "Receiver", "consistency": "strong", "home": "a",
+       "keys": {"last": {"kind": "register", "default": 0},
                                    "count": {"kind": "register", "default": 0}},
        "actions": {"hear": {"params": {"v": "int"}, "pre": ["last == v - 1"],
                             "effect": {"last": "v", "count": "count + 1"}}}}
