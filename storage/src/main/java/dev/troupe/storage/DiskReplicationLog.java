@@ -338,15 +338,7 @@ final class DiskReplicationLog implements ReplicationLog {
       Invariants.check(entry.originDc() == originDc,
           "a replication batch of origin %d holds an entry of %d", originDc, entry.originDc());
     }
-    try {
-      store.enterOpen();
-    } catch (TroupeException closed) {
-      return CompletableFuture.failedFuture(closed);
-    }
-    try {
-      if (store.failure() != null) {
-        return CompletableFuture.failedFuture(RocksStore.unavailable(store.failure()));
-      }
+    return written("append received replication entries", () -> {
       synchronized (receivedLock) {
         long truncatedUpTo = truncated.get(originDc);
         long raised = Math.max(this.received.get(originDc), upToTimestamp);
@@ -368,13 +360,7 @@ final class DiskReplicationLog implements ReplicationLog {
         entries.addAndGet(stored);
         this.received = this.received.atLeast(originDc, raised);
       }
-      return CompletableFuture.completedFuture(null);
-    } catch (DiskException e) {
-      return CompletableFuture.failedFuture(new TroupeException(ErrorCode.UNAVAILABLE,
-          "cannot append received replication entries: " + e.getMessage()));
-    } finally {
-      store.exitOpen();
-    }
+    });
   }
 
   @Override
@@ -387,15 +373,7 @@ final class DiskReplicationLog implements ReplicationLog {
   @Override
   public CompletableFuture<Void> recordApplied(DependencyVector vector) {
     Objects.requireNonNull(vector, "vector");
-    try {
-      store.enterOpen();
-    } catch (TroupeException closed) {
-      return CompletableFuture.failedFuture(closed);
-    }
-    try {
-      if (store.failure() != null) {
-        return CompletableFuture.failedFuture(RocksStore.unavailable(store.failure()));
-      }
+    return written("record the applied vector", () -> {
       synchronized (appliedLock) {
         try (KeyValueDisk.Batch batch = store.disk.newBatch()) {
           // The whole vector replaces the last one: entries it no longer has go.
@@ -410,13 +388,7 @@ final class DiskReplicationLog implements ReplicationLog {
         }
         applied = vector;
       }
-      return CompletableFuture.completedFuture(null);
-    } catch (DiskException e) {
-      return CompletableFuture.failedFuture(new TroupeException(ErrorCode.UNAVAILABLE,
-          "cannot record the applied vector: " + e.getMessage()));
-    } finally {
-      store.exitOpen();
-    }
+    });
   }
 
   @Override
@@ -426,18 +398,10 @@ final class DiskReplicationLog implements ReplicationLog {
 
   @Override
   public CompletableFuture<Void> recordDelivered(long watermark) {
-    try {
-      store.enterOpen();
-    } catch (TroupeException closed) {
-      return CompletableFuture.failedFuture(closed);
-    }
-    try {
-      if (store.failure() != null) {
-        return CompletableFuture.failedFuture(RocksStore.unavailable(store.failure()));
-      }
+    return written("record the delivered watermark", () -> {
       synchronized (appliedLock) {
         if (watermark <= deliveredWatermark) {
-          return CompletableFuture.completedFuture(null);
+          return;
         }
         try (KeyValueDisk.Batch batch = store.disk.newBatch()) {
           batch.put(KeyValueDisk.Column.META, Keys.META_DELIVERED,
@@ -446,13 +410,7 @@ final class DiskReplicationLog implements ReplicationLog {
         }
         deliveredWatermark = watermark;
       }
-      return CompletableFuture.completedFuture(null);
-    } catch (DiskException e) {
-      return CompletableFuture.failedFuture(new TroupeException(ErrorCode.UNAVAILABLE,
-          "cannot record the delivered watermark: " + e.getMessage()));
-    } finally {
-      store.exitOpen();
-    }
+    });
   }
 
   @Override
@@ -463,15 +421,7 @@ final class DiskReplicationLog implements ReplicationLog {
   @Override
   public CompletableFuture<Void> truncate(DependencyVector below) {
     Objects.requireNonNull(below, "below");
-    try {
-      store.enterOpen();
-    } catch (TroupeException closed) {
-      return CompletableFuture.failedFuture(closed);
-    }
-    try {
-      if (store.failure() != null) {
-        return CompletableFuture.failedFuture(RocksStore.unavailable(store.failure()));
-      }
+    return written("truncate the replication log", () -> {
       // Truncating local entries above the safe timestamp would let later ones at or below the
       // bound survive, and drop entries no peer can have received.
       Invariants.check(below.get(localDc) <= localSafeTimestamp(),
@@ -513,10 +463,35 @@ final class DiskReplicationLog implements ReplicationLog {
         truncated = truncated.merge(below);
       }
       entries.addAndGet(-deleted);
+    });
+  }
+
+  /** What a write of the log runs on the caller's thread; a disk failure is its only exit. */
+  @FunctionalInterface
+  private interface DiskWrite {
+    void run() throws DiskException;
+  }
+
+  /**
+   * Runs one of the log's writes on the caller's thread (they are synced or small, and their
+   * callers run them off the engine's threads), inside the store's open guard: refused once the
+   * store is closed or failed; a disk error is {@code unavailable}, naming {@code what} failed.
+   */
+  private CompletableFuture<Void> written(String what, DiskWrite write) {
+    try {
+      store.enterOpen();
+    } catch (TroupeException closed) {
+      return CompletableFuture.failedFuture(closed);
+    }
+    try {
+      if (store.failure() != null) {
+        return CompletableFuture.failedFuture(RocksStore.unavailable(store.failure()));
+      }
+      write.run();
       return CompletableFuture.completedFuture(null);
     } catch (DiskException e) {
       return CompletableFuture.failedFuture(new TroupeException(ErrorCode.UNAVAILABLE,
-          "cannot truncate the replication log: " + e.getMessage()));
+          "cannot " + what + ": " + e.getMessage()));
     } finally {
       store.exitOpen();
     }
