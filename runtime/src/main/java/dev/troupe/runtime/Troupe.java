@@ -289,6 +289,15 @@ public final class Troupe implements AutoCloseable {
     clock.advancePast(timestamp);
   }
 
+  /**
+   * Whether a turn run so far may have sent a causal message: false until a type whose actions
+   * send messages is declared here (or loaded, or applied from another DC), then true for good.
+   * The message delivery reads the log only when true: a node that sends none pays nothing.
+   */
+  public boolean mayHaveSentMessages() {
+    return types.mayHaveSentMessages();
+  }
+
   // ---------------------------------------------------------------- writes
 
   public CompletableFuture<TurnOutcome> assign(EntityId entity, String key, JsonNode value) {

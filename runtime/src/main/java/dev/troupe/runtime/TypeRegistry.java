@@ -80,6 +80,13 @@ final class TypeRegistry {
   /** A declared type and the version (commit timestamp) of its stored definition. */
   private record Declared(CompiledType type, long version) {}
 
+  /**
+   * Whether a type with an action that sends messages was ever declared here (since start, or
+   * loaded at start): never goes back to false, so a reader that sees false knows no turn so far
+   * could have sent a message.
+   */
+  private volatile boolean sendingTypeDeclared;
+
   TypeRegistry(RuntimeSettings.TypeSettings settings, Store store, TypedTurns typedTurns,
       BiFunction<EntityId, Turn, CompletableFuture<TurnOutcome>> turns) {
     this.settings = settings;
@@ -325,7 +332,15 @@ final class TypeRegistry {
   }
 
   /** Keeps the newest definition whatever order concurrent definitions' answers arrive in. */
+  /** Whether any turn so far may have sent a causal message (see {@link #sendingTypeDeclared}). */
+  boolean mayHaveSentMessages() {
+    return sendingTypeDeclared;
+  }
+
   private void declare(String name, CompiledType type, long version) {
+    if (type.spec().actions().values().stream().anyMatch(action -> !action.send().isEmpty())) {
+      sendingTypeDeclared = true; // before the type can run: set before it enters the map
+    }
     declaredTypes.merge(name, new Declared(type, version),
         (current, candidate) -> candidate.version() > current.version() ? candidate : current);
   }

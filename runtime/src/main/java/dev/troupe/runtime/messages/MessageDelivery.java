@@ -11,6 +11,7 @@ import dev.troupe.runtime.Troupe;
 import dev.troupe.storage.ReplicationLog;
 import dev.troupe.txn.Turn;
 import java.util.ArrayDeque;
+import java.util.List;
 import java.util.Map;
 import java.util.Queue;
 import java.util.TreeMap;
@@ -143,8 +144,16 @@ public final class MessageDelivery implements AutoCloseable {
     switch (effect) {
       case Effect.Read read -> {
         try {
-          ReplicationBatch batch =
-              replicationLog.read(dataCentreId, read.afterTimestamp(), read.maxEntries());
+          // The safe timestamp first, then the types: an entry at or below it was written
+          // before it was taken, so if it holds a message, a type that sends messages had been
+          // declared before (a turn runs only once its type is), and the check below sees it.
+          // With none, everything up to it is read without reading it: a node whose types send
+          // no messages spends nothing here, and its log is truncated all the same.
+          long safe = replicationLog.localSafeTimestamp();
+          ReplicationBatch batch = troupe.mayHaveSentMessages()
+              ? replicationLog.read(dataCentreId, read.afterTimestamp(), read.maxEntries())
+              : new ReplicationBatch(dataCentreId, List.of(),
+                  Math.max(safe, read.afterTimestamp()));
           inputs.add(new Input.EntriesRead(batch));
         } catch (RuntimeException unavailable) {
           if (unavailable instanceof InvariantViolation violation) {
