@@ -88,6 +88,7 @@ class DependencyCrashTest {
       try {
         verify(server, cycle, acknowledgedPrice);
         if (cycle == CYCLES) {
+          server.close(); // the last incarnation, verified: not left running after the test
           break;
         }
         AtomicBoolean running = new AtomicBoolean(true);

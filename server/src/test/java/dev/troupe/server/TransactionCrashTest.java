@@ -82,6 +82,7 @@ class TransactionCrashTest {
             + metric(metrics, "troupe_transactions_recovered_aborted");
         verify(server, type, cycle, attempted, acknowledged, committed);
         if (cycle == CYCLES) {
+          server.close(); // the last incarnation, verified: not left running after the test
           break;
         }
         AtomicBoolean running = new AtomicBoolean(true);
