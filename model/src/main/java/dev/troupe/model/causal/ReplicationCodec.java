@@ -3,6 +3,7 @@ package dev.troupe.model.causal;
 import dev.troupe.model.EntityId;
 import dev.troupe.model.Operation;
 import dev.troupe.model.codec.BinaryReader;
+import dev.troupe.model.codec.Frames;
 import dev.troupe.model.codec.BinaryWriter;
 import dev.troupe.model.codec.ValueEncoding;
 import dev.troupe.model.causal.CorruptReplicationDataException.Damage;
@@ -46,8 +47,6 @@ public final class ReplicationCodec {
   /** The version this build writes (and the newest it reads) of each type id, by index. */
   static final byte[] VERSIONS = {0, 1, 1, 1};
 
-  private static final int HEADER_BYTES = 6;
-  private static final int CHECKSUM_BYTES = 4;
 
   private ReplicationCodec() {}
 
@@ -223,53 +222,21 @@ public final class ReplicationCodec {
   // ---------------------------------------------------------------- framing
 
   private static BinaryWriter begin(byte typeId, int capacity) {
-    BinaryWriter out = new BinaryWriter(capacity);
-    out.type(typeId);
-    out.type(VERSIONS[typeId]);
-    out.fixedInt(0); // the length, set by finish
-    return out;
+    return Frames.begin(typeId, VERSIONS[typeId], capacity);
   }
 
   private static byte[] finish(BinaryWriter out) {
-    out.fixedIntAt(2, out.length() - HEADER_BYTES);
-    out.appendChecksum();
-    return out.toByteArray();
+    return Frames.seal(out);
   }
 
   /** Checks length, checksum, type id and version; answers the type id. */
   private static byte checkFrame(byte[] bytes) {
-    if (bytes == null || bytes.length < HEADER_BYTES + CHECKSUM_BYTES) {
-      throw new CorruptReplicationDataException(Damage.TOO_SHORT, "replication frame too short ("
-          + (bytes == null ? "null" : bytes.length + " bytes") + ")");
-    }
-    int limit = bytes.length - CHECKSUM_BYTES;
-    long declared = BinaryReader.intAt(bytes, 2) & 0xFFFFFFFFL;
-    if (declared != limit - HEADER_BYTES) {
-      throw new CorruptReplicationDataException(Damage.LENGTH_MISMATCH, "replication frame declares "
-          + declared + " bytes of fields but carries " + (limit - HEADER_BYTES));
-    }
-    int stored = BinaryReader.intAt(bytes, limit);
-    int computed = BinaryReader.checksum(bytes, limit);
-    if (stored != computed) {
-      throw new CorruptReplicationDataException(Damage.CHECKSUM_MISMATCH,
-          "replication frame checksum mismatch (stored " + Integer.toHexString(stored)
-              + ", computed " + Integer.toHexString(computed) + ")");
-    }
-    byte typeId = bytes[0];
-    if (typeId < 1 || typeId >= VERSIONS.length) {
-      throw new CorruptReplicationDataException(Damage.UNKNOWN_TYPE, "unknown replication type id "
-          + typeId + " (this build knows 1.." + (VERSIONS.length - 1) + "; written by a newer node?)");
-    }
-    byte version = bytes[1];
-    if (version < 1 || version > VERSIONS[typeId]) {
-      throw new CorruptReplicationDataException(Damage.NEWER_VERSION, "replication type " + typeId
-          + " version " + version + ": this build reads up to version " + VERSIONS[typeId]);
-    }
-    return typeId;
+    return Frames.check(bytes, VERSIONS, "replication", (damage, message) ->
+        new CorruptReplicationDataException(Damage.valueOf(damage.name()), message));
   }
 
   private static BinaryReader reader(byte[] bytes, byte typeId) {
-    return new BinaryReader(bytes, HEADER_BYTES, bytes.length - CHECKSUM_BYTES,
+    return new BinaryReader(bytes, Frames.HEADER_BYTES, Frames.fieldsEnd(bytes),
         (position, message, cause) -> new CorruptReplicationDataException(Damage.MALFORMED,
             "replication type " + typeId + " at byte " + position + ": " + message, cause));
   }

@@ -5,6 +5,7 @@ import dev.troupe.model.EntityId;
 import dev.troupe.model.ErrorCode;
 import dev.troupe.model.codec.BinaryReader;
 import dev.troupe.model.codec.BinaryWriter;
+import dev.troupe.model.codec.Frames;
 import dev.troupe.model.codec.ValueEncoding;
 import dev.troupe.model.dependency.Dependency;
 import dev.troupe.model.dependency.KeyReference;
@@ -69,9 +70,6 @@ public final class WireCodec {
   /** The version this build writes (and the newest it reads) of each type id, by index. */
   static final byte[] VERSIONS = {0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
 
-  private static final int HEADER_BYTES = 6;
-  private static final int CHECKSUM_BYTES = 4;
-
   private static final byte TO_ENTITY = 1;
   private static final byte TO_NODE = 2;
 
@@ -134,10 +132,7 @@ public final class WireCodec {
 
   public static byte[] encode(Envelope envelope) {
     byte typeId = typeId(envelope.message());
-    BinaryWriter out = new BinaryWriter(96);
-    out.type(typeId);
-    out.type(VERSIONS[typeId]);
-    out.fixedInt(0); // the length, set below
+    BinaryWriter out = Frames.begin(typeId, VERSIONS[typeId], 96);
     out.varInt(envelope.senderNode());
     switch (envelope.destination()) {
       case Destination.ToEntity to -> {
@@ -150,9 +145,7 @@ public final class WireCodec {
       }
     }
     writeMessage(out, envelope.message());
-    out.fixedIntAt(2, out.length() - HEADER_BYTES);
-    out.appendChecksum();
-    return out.toByteArray();
+    return Frames.seal(out);
   }
 
   /**
@@ -160,36 +153,12 @@ public final class WireCodec {
    *     is wrong
    */
   public static Envelope decode(byte[] bytes) {
-    if (bytes == null || bytes.length < HEADER_BYTES + CHECKSUM_BYTES) {
-      throw new CorruptMessageException(Damage.TOO_SHORT, "message frame too short ("
-          + (bytes == null ? "null" : bytes.length + " bytes") + ")");
-    }
-    int limit = bytes.length - CHECKSUM_BYTES;
-    long declared = BinaryReader.intAt(bytes, 2) & 0xFFFFFFFFL;
-    if (declared != limit - HEADER_BYTES) {
-      throw new CorruptMessageException(Damage.LENGTH_MISMATCH, "message frame declares "
-          + declared + " bytes of fields but carries " + (limit - HEADER_BYTES));
-    }
-    int stored = BinaryReader.intAt(bytes, limit);
-    int computed = BinaryReader.checksum(bytes, limit);
-    if (stored != computed) {
-      throw new CorruptMessageException(Damage.CHECKSUM_MISMATCH, "message checksum mismatch"
-          + " (stored " + Integer.toHexString(stored) + ", computed "
-          + Integer.toHexString(computed) + ")");
-    }
-    byte typeId = bytes[0];
-    if (typeId < 1 || typeId >= VERSIONS.length) {
-      throw new CorruptMessageException(Damage.UNKNOWN_TYPE, "unknown message type id " + typeId
-          + " (this build knows 1.." + (VERSIONS.length - 1) + "; sent by a newer node?)");
-    }
-    byte version = bytes[1];
-    if (version < 1 || version > VERSIONS[typeId]) {
-      throw new CorruptMessageException(Damage.NEWER_VERSION, "message type " + typeId
-          + " version " + version + ": this build reads up to version " + VERSIONS[typeId]);
-    }
-    BinaryReader in = new BinaryReader(bytes, HEADER_BYTES, limit, (position, message, cause) ->
-        new CorruptMessageException(Damage.MALFORMED, "message type " + typeId + " at byte "
-            + position + ": " + message, cause));
+    byte typeId = Frames.check(bytes, VERSIONS, "message", (damage, message) ->
+        new CorruptMessageException(Damage.valueOf(damage.name()), message));
+    int limit = Frames.fieldsEnd(bytes);
+    BinaryReader in = new BinaryReader(bytes, Frames.HEADER_BYTES, limit,
+        (position, message, cause) -> new CorruptMessageException(Damage.MALFORMED,
+            "message type " + typeId + " at byte " + position + ": " + message, cause));
     try {
       int sender = in.varInt();
       byte kind = in.type();
