@@ -110,6 +110,86 @@ class AddDataCentreTest {
     }
   }
 
+  @Test
+  void aNewDataCentreWhosePeersTruncatedWhatItNeedsIsToldSoNotGivenAGap() throws Exception {
+    String[] settings = {
+        "troupe.replication.pull-interval-millis=50",
+        "troupe.replication.pull-backoff-initial-millis=50",
+        "troupe.replication.pull-backoff-max-millis=300",
+        "troupe.replication.forward-after-millis=500",
+        "troupe.replication.applied-record-interval-millis=100",
+        "troupe.replication.truncate-interval-millis=100"};
+    DataCentreCluster cluster = DataCentreCluster.builder(data).dataCentres("a", "b")
+        .secret(SECRET).settings(settings).requestTimeout(Duration.ofSeconds(20)).start();
+    ServerProcess c = null;
+    try {
+      write(cluster.server("a"), "early-a");
+      write(cluster.server("b"), "early-b");
+      awaitVisible(cluster.server("b"), "early-a");
+      awaitVisible(cluster.server("a"), "early-b");
+      // Both logs truncated past the early writes: every DC had them.
+      for (String name : List.of("a", "b")) {
+        awaitTrue(() -> cluster.send(name, "GET", "/v1/replication/status", null).body()
+            .path("logEntries").asLong() == 0, name + "'s log truncated");
+      }
+      Path secret = data.resolve("c-secret");
+      Files.writeString(secret, SECRET);
+      List<String> arguments = new ArrayList<>(List.of("serve", "--data",
+          data.resolve("c").toString(), "--port", "0", "--dc", "c",
+          "--replication-secret-file", secret.toString(),
+          "--peer", "a=" + cluster.server("a").baseUrl(),
+          "--peer", "b=" + cluster.server("b").baseUrl()));
+      for (String setting : settings) {
+        arguments.add("--set");
+        arguments.add(setting);
+      }
+      c = ServerProcess.launch(arguments);
+      ServerProcess newcomer = c;
+      for (String running : List.of("a", "b")) {
+        assertEquals(0, ServerProcess.run(List.of("peer", "add", "c=" + c.baseUrl(), "--url",
+            cluster.server(running).baseUrl())).exitStatus());
+      }
+      // c's pulls of a's and b's entries from 0 are refused (410 truncated), not answered with
+      // what is left: its status says so, and it warned once per origin.
+      awaitTrue(() -> {
+        com.fasterxml.jackson.databind.JsonNode status =
+            newcomer.get("/v1/replication/status").body();
+        int truncated = 0;
+        for (com.fasterxml.jackson.databind.JsonNode peer : status.path("peers")) {
+          if (peer.path("link").path("lastFailureTruncated").asBoolean()) {
+            truncated++;
+          }
+        }
+        return truncated == 2;
+      }, "c's links to a and b show the truncation");
+      ServerProcess.Finished status = ServerProcess.run(List.of("status", "--url",
+          c.baseUrl()));
+      assertTrue(status.output().contains("truncated"), status.output());
+      Thread.sleep(1_000);
+      long warnings = c.log().lines()
+          .filter(line -> line.contains("no longer holds what this DC needs")).count();
+      assertTrue(warnings >= 1 && warnings <= 4, "one WARN per (peer, origin): " + c.log());
+      ServerProcess.Answer early = c.get("/v1/entities/Note/early-a/keys/v");
+      assertEquals(404, early.status(), "c has none of what was truncated: " + early.text());
+      // c's own writes still reach the others: only what c needs is missing.
+      write(c, "late-c");
+      awaitVisible(cluster.server("a"), "late-c");
+      awaitVisible(cluster.server("b"), "late-c");
+    } catch (Throwable failure) {
+      cluster.printLogs(8_000);
+      if (c != null) {
+        String log = c.log();
+        System.out.println("log of c:\n" + log.substring(Math.max(0, log.length() - 8_000)));
+      }
+      throw failure;
+    } finally {
+      if (c != null) {
+        c.kill();
+      }
+      cluster.close();
+    }
+  }
+
   /** How many DCs have a nonzero entry in a status's stable vector. */
   private static long stableEntries(com.fasterxml.jackson.databind.JsonNode status) {
     long count = 0;

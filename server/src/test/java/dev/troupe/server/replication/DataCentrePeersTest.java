@@ -32,8 +32,17 @@ class DataCentrePeersTest {
   private static final ReplicationServerSettings LISBON =
       lisbon(Optional.of("a-secret-of-sixteen-or-more"), PARIS);
 
+  private static String[] colliding;
+
   /** Two distinct valid names with one CRC32C id (found by search: 32-bit ids collide). */
-  static String[] collidingNames() {
+  static synchronized String[] collidingNames() {
+    if (colliding == null) {
+      colliding = searchCollision();
+    }
+    return colliding;
+  }
+
+  private static String[] searchCollision() {
     Map<Integer, String> seen = new HashMap<>();
     for (int i = 0; ; i++) {
       String name = "dc" + i;
