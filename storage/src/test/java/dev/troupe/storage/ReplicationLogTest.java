@@ -723,6 +723,11 @@ class ReplicationLogTest {
         store.commit(store.newTransactionId(), List.of(Fixtures.write(entities.get(0),
             new Operation.Increment("n", 1)))).join();
         store.replicationLog().appendReceived(REMOTE, List.of(remotePart(REMOTE, 3, 0)), 4).join();
+        // The peers' record and a truncation bound are meta records the check reads too.
+        store.replicationLog().recordPeers(List.of(new ReplicationPeer("c", "http://c:1")))
+            .join();
+        store.replicationLog().appendReceived(OTHER, List.of(remotePart(OTHER, 2, 0)), 2).join();
+        store.replicationLog().truncate(DependencyVector.of(Map.of(OTHER, 2L))).join();
       }
       StoreCheck.Report clean = StoreCheck.check(directory);
       assertTrue(clean.clean(), clean.render());
