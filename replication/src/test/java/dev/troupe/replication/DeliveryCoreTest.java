@@ -63,7 +63,7 @@ class DeliveryCoreTest {
   @Test
   void readsFromTheRecordedWatermark() {
     DeliveryCore core = new DeliveryCore(DC, 40, LIMITS);
-    assertEquals(List.of(new Effect.Read(40, 100)), core.handle(new Input.Started(), 0));
+    assertEquals(List.of(new Effect.Read(DC, 40, 100)), core.handle(new Input.Started(), 0));
   }
 
   @Test
@@ -73,10 +73,10 @@ class DeliveryCoreTest {
     // S2's part (timestamp 20) after S1's (10): the log's order, which causality respects.
     List<Message> first = delivers(core.handle(read(30, part(10, S1, R), part(20, S2, R)), 0));
     assertEquals(1, first.size());
-    assertEquals(new Message(10, 0, S1, R, "hear", Json.parse("{}")), first.get(0));
+    assertEquals(new Message(DC, 10, 0, S1, R, "hear", Json.parse("{}")), first.get(0));
     assertEquals(List.of(), delivers(core.handle(new Input.Tick(), 1)));
     List<Message> second = delivers(core.handle(new Input.Delivered(first.get(0)), 2));
-    assertEquals(List.of(new Message(20, 0, S2, R, "hear", Json.parse("{}"))), second);
+    assertEquals(List.of(new Message(DC, 20, 0, S2, R, "hear", Json.parse("{}"))), second);
   }
 
   @Test
@@ -100,14 +100,14 @@ class DeliveryCoreTest {
     List<Message> emitted = delivers(effects);
     assertEquals(9, core.watermark());
     assertEquals(List.of(9L), records(effects));
-    core.handle(new Input.WatermarkRecorded(9), 0);
+    core.handle(new Input.WatermarkRecorded(DC, 9), 0);
     // The later message delivered first: the watermark waits for the earlier one.
     core.handle(new Input.Delivered(emitted.get(1)), 1);
     assertEquals(9, core.watermark());
     List<Effect> last = core.handle(new Input.Delivered(emitted.get(0)), 2);
     assertEquals(50, core.watermark());
     assertEquals(List.of(50L), records(last));
-    core.handle(new Input.WatermarkRecorded(50), 3);
+    core.handle(new Input.WatermarkRecorded(DC, 50), 3);
     assertEquals(50, core.recordedWatermark());
   }
 
@@ -116,14 +116,14 @@ class DeliveryCoreTest {
     DeliveryCore core = new DeliveryCore(DC, 0, new DeliveryLimits(8, 100, 1000, 50, 1000));
     core.handle(new Input.Started(), 0);
     assertEquals(List.of(7L), records(core.handle(read(7), 0)));
-    core.handle(new Input.WatermarkRecorded(7), 0);
+    core.handle(new Input.WatermarkRecorded(DC, 7), 0);
     core.handle(new Input.Tick(), 10);
     assertEquals(List.of(), records(core.handle(read(12), 10)));
     assertEquals(12, core.watermark());
     assertEquals(List.of(12L), records(core.handle(new Input.Tick(), 1000)));
     // One record at a time.
     assertEquals(List.of(), records(core.handle(read(13), 2500)));
-    assertEquals(List.of(13L), records(core.handle(new Input.WatermarkRecorded(12), 2500)));
+    assertEquals(List.of(13L), records(core.handle(new Input.WatermarkRecorded(DC, 12), 2500)));
   }
 
   @Test
@@ -156,7 +156,7 @@ class DeliveryCoreTest {
     assertTrue(effects.stream().noneMatch(effect -> effect instanceof Effect.Read));
     Message first = delivers(effects).get(0);
     List<Effect> after = core.handle(new Input.Delivered(first), 1);
-    assertTrue(after.contains(new Effect.Read(30, 100)), after.toString());
+    assertTrue(after.contains(new Effect.Read(DC, 30, 100)), after.toString());
   }
 
   @Test
@@ -176,6 +176,6 @@ class DeliveryCoreTest {
     ReplicationEntry receiverPart = new ReplicationEntry.Part(DC, 12, transaction, 0, R,
         List.of(new Operation.Increment("n", 1)), DependencyVector.EMPTY);
     List<Message> later = delivers(core.handle(read(12, receiverPart), 1));
-    assertEquals(List.of(new Message(11, 0, S1, R, "hear", Json.parse("{}"))), later);
+    assertEquals(List.of(new Message(DC, 11, 0, S1, R, "hear", Json.parse("{}"))), later);
   }
 }

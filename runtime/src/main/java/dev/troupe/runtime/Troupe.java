@@ -298,6 +298,24 @@ public final class Troupe implements AutoCloseable {
     return types.mayHaveSentMessages();
   }
 
+  /**
+   * The home DC's name of a message's receiver of a strong type, or null (causal, undeclared,
+   * reserved, a failing home rule, or a node without a DC name): see {@link MessageDelivery}.
+   */
+  public String receiverHome(EntityId receiver) {
+    return homes.receiverHome(receiver);
+  }
+
+  /**
+   * Whether some strong type with actions may be homed at this DC: only then may another DC's log
+   * hold a message this DC delivers. Read after the applied vector it is used with (a message
+   * applied here was sent after its receiver's type was declared, and the declaration is applied
+   * here first).
+   */
+  public boolean mayReceiveMessagesHomedHere() {
+    return homes.mayReceiveMessagesHomedHere(types.types());
+  }
+
   // ---------------------------------------------------------------- writes
 
   public CompletableFuture<TurnOutcome> assign(EntityId entity, String key, JsonNode value) {
@@ -406,7 +424,7 @@ public final class Troupe implements AutoCloseable {
             return null;
           }
           var marker = outcome.rawState().get(dev.troupe.model.causal.Messages.deliveredMarkerKey(
-              settings.storage().dataCentreId()));
+              turn.markerOrigin(settings.storage().dataCentreId())));
           return marker instanceof dev.troupe.model.value.RegisterValue register
               ? dev.troupe.model.causal.Messages.outcome(register.value()) : null;
         });

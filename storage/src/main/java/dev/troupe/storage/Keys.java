@@ -57,6 +57,12 @@ final class Keys {
    */
   static final byte[] META_DELIVERED = {'D'};
 
+  /**
+   * meta: {@code 'M', originDc u32}: the delivered watermark of another origin's causal messages
+   * (those to receivers homed here), a position as {@link #META_APPLIED}'s entries.
+   */
+  static final byte META_DELIVERED_REMOTE = 'M';
+
   private static final byte META_LAST_ROUND = 'R';
   private static final byte META_HORIZON = 'H';
   private static final byte META_ROUND_LIST = 'L';

@@ -85,12 +85,32 @@ public sealed interface Turn {
    * the message is consumed: the marker alone is written, with the error code as its outcome. So
    * it never fails for the action's sake, and is applied exactly once.
    *
+   * <p>The marker is per origin: a message of another data centre's log (to a receiver of a
+   * strong type homed here, delivered here once its sender's transaction is applied here) writes
+   * {@code $delivered:<origin>}, so deliveries from several origins never share a marker.
+   *
+   * @param originDc the data centre whose replication log holds the message, or {@link
+   *     #LOCAL_ORIGIN} for the data centre running the turn (turns encoded before the field)
    * @param messageTimestamp the commit timestamp of the sender's part in the replication log
    * @param messageIndex the message's place among the messages of that timestamp, in log order
    * @param sender the sending entity
    * @param action the receiver's action
    * @param args its arguments
    */
-  record DeliverMessage(long messageTimestamp, int messageIndex,
-      dev.troupe.model.EntityId sender, String action, JsonNode args) implements Turn {}
+  record DeliverMessage(int originDc, long messageTimestamp, int messageIndex,
+      dev.troupe.model.EntityId sender, String action, JsonNode args) implements Turn {
+    /** The origin of a message of the log of the data centre that runs the turn. */
+    public static final int LOCAL_ORIGIN = -1;
+
+    /** A message of the local log ({@link #LOCAL_ORIGIN}). */
+    public DeliverMessage(long messageTimestamp, int messageIndex,
+        dev.troupe.model.EntityId sender, String action, JsonNode args) {
+      this(LOCAL_ORIGIN, messageTimestamp, messageIndex, sender, action, args);
+    }
+
+    /** The origin whose marker the turn checks and writes, {@code localDc} for a local one. */
+    public int markerOrigin(int localDc) {
+      return originDc == LOCAL_ORIGIN ? localDc : originDc;
+    }
+  }
 }

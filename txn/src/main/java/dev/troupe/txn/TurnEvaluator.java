@@ -293,7 +293,7 @@ public final class TurnEvaluator {
    */
   static List<Operation> delivery(EntityId entity, CompiledType type, EntityState state,
       Turn.DeliverMessage delivery, long transactionId, int originDc, TurnLimits limits) {
-    String marker = Messages.deliveredMarkerKey(originDc);
+    String marker = Messages.deliveredMarkerKey(delivery.markerOrigin(originDc));
     JsonNode current = state.get(marker) instanceof RegisterValue register
         ? register.value() : null;
     if (Messages.covers(current, delivery.messageTimestamp(), delivery.messageIndex())) {

@@ -100,6 +100,9 @@ public final class WireCodec {
   // does not know the kind refuses the message (unknown turn kind), never misreads it.
   private static final byte APPLY_REPLICATED = 11;
   private static final byte DELIVER_MESSAGE = 12;
+  // A delivery of another origin's message (a receiver homed here): kind 12 plus the origin, so
+  // kind 12's bytes stay as they were.
+  private static final byte DELIVER_MESSAGE_FROM = 13;
 
   private static final byte LEADER_CHANGED = 1;
   private static final byte LEADER_DELETED = 2;
@@ -478,7 +481,12 @@ public final class WireCodec {
         }
       }
       case Turn.DeliverMessage delivery -> {
-        out.type(DELIVER_MESSAGE);
+        if (delivery.originDc() == Turn.DeliverMessage.LOCAL_ORIGIN) {
+          out.type(DELIVER_MESSAGE);
+        } else {
+          out.type(DELIVER_MESSAGE_FROM);
+          out.varInt(delivery.originDc());
+        }
         out.fixedLong(delivery.messageTimestamp());
         out.varInt(delivery.messageIndex());
         ValueEncoding.writeEntity(out, delivery.sender());
@@ -521,6 +529,8 @@ public final class WireCodec {
       }
       case DELIVER_MESSAGE -> new Turn.DeliverMessage(in.fixedLong(), in.varInt(),
           ValueEncoding.readEntity(in), in.string(), in.optionalJson());
+      case DELIVER_MESSAGE_FROM -> new Turn.DeliverMessage(in.varInt(), in.fixedLong(),
+          in.varInt(), ValueEncoding.readEntity(in), in.string(), in.optionalJson());
       default -> throw in.corrupt("unknown turn kind " + kind, null);
     };
   }
