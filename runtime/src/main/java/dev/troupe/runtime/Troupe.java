@@ -415,9 +415,16 @@ public final class Troupe implements AutoCloseable {
    * Completes with the outcome the marker records ({@link
    * dev.troupe.model.causal.Messages#DELIVERED} or the error code that consumed the message), or
    * null when the turn wrote nothing (delivered before); fails like {@link #turn} when the turn
-   * could not run (the caller retries).
+   * could not run, and, for an action with sync calls (run as a transaction), with the action's
+   * error: the caller ({@link MessageDelivery}) retries or consumes the message.
    */
   public CompletableFuture<String> deliverMessage(EntityId receiver, Turn.DeliverMessage turn) {
+    try {
+      // The receiving action's sync calls must not write a strong entity homed elsewhere.
+      homes.checkTurn(receiver, new Turn.InvokeAction(turn.action(), turn.args()));
+    } catch (TroupeException e) {
+      return CompletableFuture.failedFuture(e);
+    }
     return admitted(() -> requests.run(receiver, types.typeOf(receiver), turn))
         .thenApply(outcome -> {
           if (!outcome.changed()) {

@@ -83,6 +83,9 @@ public final class TurnCodec {
           if (delivery.originDc() != Turn.DeliverMessage.LOCAL_ORIGIN) {
             node.put("origin", delivery.originDc());
           }
+          if (delivery.consumedOutcome() != null) {
+            node.put("consumed", delivery.consumedOutcome());
+          }
         }
       }
     }
@@ -134,7 +137,8 @@ public final class TurnCodec {
             node.path("origin").asInt(Turn.DeliverMessage.LOCAL_ORIGIN),
             node.get("timestamp").asLong(),
             node.get("index").asInt(), dev.troupe.model.EntityId.parse(node.get("sender").asText()),
-            node.get("action").asText(), node.get("params"));
+            node.get("action").asText(), node.get("params"),
+            node.hasNonNull("consumed") ? node.get("consumed").asText() : null);
         default -> throw new IllegalArgumentException("unknown turn kind " + node.path("t"));
       });
     }

@@ -190,19 +190,8 @@ public final class MessageDelivery implements AutoCloseable {
         DeliveryCore.Message message = deliver.message();
         int origin = message.originDc() == dataCentreId
             ? Turn.DeliverMessage.LOCAL_ORIGIN : message.originDc();
-        troupe.deliverMessage(message.receiver(), new Turn.DeliverMessage(origin,
-                message.timestamp(), message.index(), message.sender(), message.action(),
-                message.args()))
-            .whenComplete((outcome, failure) -> {
-              if (failure != null) {
-                log.debug("message delivery: {} to {} not run, retried: {}", message.action(),
-                    message.receiver(), failure.toString());
-                feed(new Input.DeliveryFailed(message));
-                return;
-              }
-              count(message, outcome);
-              feed(new Input.Delivered(message));
-            });
+        deliver(message, new Turn.DeliverMessage(origin, message.timestamp(), message.index(),
+            message.sender(), message.action(), message.args()));
       }
       case Effect.RecordWatermark record -> {
         if (record.originDc() != dataCentreId) {
@@ -235,6 +224,36 @@ public final class MessageDelivery implements AutoCloseable {
             replicationLog.deliveredWatermark()));
       }
     }
+  }
+
+  /**
+   * Runs a receiving turn and reports how it went. A failure of a delivery (an action with sync
+   * calls runs as a transaction, which fails whole) is sorted by {@link DeliveryFailures}: one
+   * the action would meet at every attempt consumes the message with a turn of its own (the
+   * marker alone, as a single-entity turn writes it); one of this attempt only is retried.
+   */
+  private void deliver(DeliveryCore.Message message, Turn.DeliverMessage turn) {
+    troupe.deliverMessage(message.receiver(), turn).whenComplete((outcome, failure) -> {
+      if (failure == null) {
+        count(message, outcome);
+        feed(new Input.Delivered(message));
+        return;
+      }
+      switch (turn.consumedOutcome() == null ? DeliveryFailures.classify(failure)
+          : new DeliveryFailures.Verdict.Retry()) {
+        case DeliveryFailures.Verdict.AlreadyDelivered ignored -> {
+          count(message, null);
+          feed(new Input.Delivered(message));
+        }
+        case DeliveryFailures.Verdict.Consume consume -> deliver(message,
+            turn.consumed(consume.outcome()));
+        case DeliveryFailures.Verdict.Retry ignored -> {
+          log.debug("message delivery: {} to {} not run, retried: {}", message.action(),
+              message.receiver(), failure.toString());
+          feed(new Input.DeliveryFailed(message));
+        }
+      }
+    });
   }
 
   private ReplicationBatch readLocal(Effect.Read read) {
