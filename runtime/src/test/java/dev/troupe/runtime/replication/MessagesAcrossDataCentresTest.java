@@ -131,6 +131,14 @@ class MessagesAcrossDataCentresTest {
           "b's receiving turns replicated to a");
       assertEquals(0, a.messageDelivery().deliveredCount());
       assertEquals(Map.of(), a.messageDelivery().failedCounts());
+      // b records its watermark of a's log, and its log of a's entries is truncated behind it
+      // (the per-origin bound holds truncation back only while a message waits).
+      int aId = dcs.get("a").id();
+      long logged = dcs.shell("b").status().logEntries();
+      dcs.pullUntil(() -> b.store().replicationLog().deliveredVector().get(aId)
+              >= a.store().replicationLog().deliveredWatermark()
+              && dcs.shell("b").status().logEntries() < logged, 30_000,
+          "b's watermark of a recorded and its log truncated");
     }
   }
 }
