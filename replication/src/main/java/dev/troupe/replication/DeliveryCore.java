@@ -43,14 +43,15 @@ import java.util.TreeSet;
  *
  * <p><b>Rules 10 and 11.</b> A message is delivered only after its sender's transaction is durable
  * and below the safe timestamp (for a multi-entity transaction: every part its decision names is
- * read, since the parts commit one by one, each at its own timestamp), so the receiving turn, which runs at this data centre afterwards,
- * sees everything the sender saw and wrote; it commits later than the sender, so every other data
+ * read, since the parts commit one by one, each at its own timestamp), so the receiving turn,
+ * which runs at this data centre afterwards, sees everything the sender saw and wrote; it commits later than the sender, so every other data
  * centre applies it after the sender's transaction (origin order).
  *
  * <p><b>Exactly once, and the watermark.</b> The receiving turn checks and writes the receiver's
  * delivered marker atomically with the action (or alone when the action cannot run: the message
- * is consumed, never retried forever); a delivery that did not run (the node overloaded) is
- * emitted again after {@code retryDelayMillis}. The <b>delivered watermark</b> is the largest
+ * is consumed, never retried forever); a delivery that did not run (the node overloaded, a
+ * receiving transaction aborted by contention) is emitted again after a delay that doubles from
+ * {@code retryDelayMillis} up to {@code maxRetryDelayMillis} at each further attempt. The <b>delivered watermark</b> is the largest
  * timestamp at or below which every message is delivered (and the log read); it is recorded
  * durably (throttled) and reading resumes from it after a crash. Messages delivered after the last
  * record are emitted again and skipped by the markers. The log's local entries may be truncated
@@ -74,8 +75,10 @@ import java.util.TreeSet;
  * several logs. Timestamps extend causality across data centres (a data centre's clock moves past
  * every remote commit it applies), so its messages go in timestamp order; a message waits until
  * every other origin's log is read up to its sender's dependency on that origin (its part's
- * dependency vector), so a message that causally precedes it is pending, and goes first, before it
- * goes. A receiver that is causal gets messages from its sender's log only: no wait.
+ * dependency vector): a message that causally precedes it is pending by then, and goes first. A
+ * causal receiver gets messages from its sender's log only: no wait. Each origin's reading stops
+ * at {@code maxPendingMessages} of its own, so messages waiting for another origin never stop
+ * that origin's reads.
  */
 public final class DeliveryCore {
 
