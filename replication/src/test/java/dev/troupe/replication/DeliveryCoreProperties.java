@@ -75,7 +75,7 @@ class DeliveryCoreProperties {
         int index = 0;
         for (Operation operation : entry.operations()) {
           Operation.SendMessage send = (Operation.SendMessage) operation;
-          expected.computeIfAbsent(send.receiver(), r -> new ArrayList<>()).add(new Message(
+          expected.computeIfAbsent(send.receiver(), r -> new ArrayList<>()).add(new Message(DC, 
               entry.timestamp(), index++, entry.entity(), send.receiver(), "hear", send.args()));
         }
       }
@@ -198,7 +198,7 @@ class DeliveryCoreProperties {
               }
             }
             recorded = record.timestamp();
-            feed(new Input.WatermarkRecorded(record.timestamp()));
+            feed(new Input.WatermarkRecorded(DC, record.timestamp()));
           }
         }
       }

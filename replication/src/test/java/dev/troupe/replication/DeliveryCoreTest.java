@@ -63,7 +63,7 @@ class DeliveryCoreTest {
   @Test
   void readsFromTheRecordedWatermark() {
     DeliveryCore core = new DeliveryCore(DC, 40, LIMITS);
-    assertEquals(List.of(new Effect.Read(40, 100)), core.handle(new Input.Started(), 0));
+    assertEquals(List.of(new Effect.Read(DC, 40, 100)), core.handle(new Input.Started(), 0));
   }
 
   @Test
@@ -73,10 +73,10 @@ class DeliveryCoreTest {
     // S2's part (timestamp 20) after S1's (10): the log's order, which causality respects.
     List<Message> first = delivers(core.handle(read(30, part(10, S1, R), part(20, S2, R)), 0));
     assertEquals(1, first.size());
-    assertEquals(new Message(10, 0, S1, R, "hear", Json.parse("{}")), first.get(0));
+    assertEquals(new Message(DC, 10, 0, S1, R, "hear", Json.parse("{}")), first.get(0));
     assertEquals(List.of(), delivers(core.handle(new Input.Tick(), 1)));
     List<Message> second = delivers(core.handle(new Input.Delivered(first.get(0)), 2));
-    assertEquals(List.of(new Message(20, 0, S2, R, "hear", Json.parse("{}"))), second);
+    assertEquals(List.of(new Message(DC, 20, 0, S2, R, "hear", Json.parse("{}"))), second);
   }
 
   @Test
@@ -100,14 +100,14 @@ class DeliveryCoreTest {
     List<Message> emitted = delivers(effects);
     assertEquals(9, core.watermark());
     assertEquals(List.of(9L), records(effects));
-    core.handle(new Input.WatermarkRecorded(9), 0);
+    core.handle(new Input.WatermarkRecorded(DC, 9), 0);
     // The later message delivered first: the watermark waits for the earlier one.
     core.handle(new Input.Delivered(emitted.get(1)), 1);
     assertEquals(9, core.watermark());
     List<Effect> last = core.handle(new Input.Delivered(emitted.get(0)), 2);
     assertEquals(50, core.watermark());
     assertEquals(List.of(50L), records(last));
-    core.handle(new Input.WatermarkRecorded(50), 3);
+    core.handle(new Input.WatermarkRecorded(DC, 50), 3);
     assertEquals(50, core.recordedWatermark());
   }
 
@@ -116,14 +116,14 @@ class DeliveryCoreTest {
     DeliveryCore core = new DeliveryCore(DC, 0, new DeliveryLimits(8, 100, 1000, 50, 1000));
     core.handle(new Input.Started(), 0);
     assertEquals(List.of(7L), records(core.handle(read(7), 0)));
-    core.handle(new Input.WatermarkRecorded(7), 0);
+    core.handle(new Input.WatermarkRecorded(DC, 7), 0);
     core.handle(new Input.Tick(), 10);
     assertEquals(List.of(), records(core.handle(read(12), 10)));
     assertEquals(12, core.watermark());
     assertEquals(List.of(12L), records(core.handle(new Input.Tick(), 1000)));
     // One record at a time.
     assertEquals(List.of(), records(core.handle(read(13), 2500)));
-    assertEquals(List.of(13L), records(core.handle(new Input.WatermarkRecorded(12), 2500)));
+    assertEquals(List.of(13L), records(core.handle(new Input.WatermarkRecorded(DC, 12), 2500)));
   }
 
   @Test
@@ -156,7 +156,7 @@ class DeliveryCoreTest {
     assertTrue(effects.stream().noneMatch(effect -> effect instanceof Effect.Read));
     Message first = delivers(effects).get(0);
     List<Effect> after = core.handle(new Input.Delivered(first), 1);
-    assertTrue(after.contains(new Effect.Read(30, 100)), after.toString());
+    assertTrue(after.contains(new Effect.Read(DC, 30, 100)), after.toString());
   }
 
   @Test
@@ -176,6 +176,119 @@ class DeliveryCoreTest {
     ReplicationEntry receiverPart = new ReplicationEntry.Part(DC, 12, transaction, 0, R,
         List.of(new Operation.Increment("n", 1)), DependencyVector.EMPTY);
     List<Message> later = delivers(core.handle(read(12, receiverPart), 1));
-    assertEquals(List.of(new Message(11, 0, S1, R, "hear", Json.parse("{}"))), later);
+    assertEquals(List.of(new Message(DC, 11, 0, S1, R, "hear", Json.parse("{}"))), later);
+  }
+
+  // ------------------------------------------------------------ receivers homed elsewhere, here
+
+  private static final int PEER = 7;
+  /** R is of a strong type homed at the peer, Q of one homed here. */
+  private static final java.util.Map<EntityId, Integer> HOMES = java.util.Map.of(R, PEER, Q, DC);
+
+  private static ReplicationEntry.Part remotePart(int origin, long timestamp, EntityId sender,
+      DependencyVector dependencies, EntityId... receivers) {
+    List<Operation> operations = new ArrayList<>();
+    for (EntityId receiver : receivers) {
+      operations.add(new Operation.SendMessage(receiver, "hear", Json.parse("{}")));
+    }
+    return new ReplicationEntry.Part(origin, timestamp, timestamp, 0, sender, operations,
+        dependencies);
+  }
+
+  private static Input.EntriesRead readOf(int origin, long upTo, ReplicationEntry... entries) {
+    return new Input.EntriesRead(new ReplicationBatch(origin, List.of(entries), upTo), HOMES);
+  }
+
+  private static DeliveryCore withPeer() {
+    return new DeliveryCore(DC, DependencyVector.EMPTY, java.util.Set.of(PEER), LIMITS);
+  }
+
+  @Test
+  void aMessageToAReceiverHomedElsewhereIsSkippedAndTheWatermarkPassesIt() {
+    DeliveryCore core = withPeer();
+    core.handle(new Input.Started(), 0);
+    EntityId causal = new EntityId("C", "c");
+    List<Message> sent = delivers(core.handle(readOf(DC, 30, part(10, S1, R, causal, Q)), 0));
+    // R is the peer's to deliver; the causal receiver and Q (homed here) are this DC's. The
+    // numbering counts R's message all the same: one name at every data centre.
+    assertEquals(List.of(new Message(DC, 10, 1, S1, causal, "hear", Json.parse("{}")),
+        new Message(DC, 10, 2, S1, Q, "hear", Json.parse("{}"))), sent);
+    sent.forEach(message -> core.handle(new Input.Delivered(message), 1));
+    assertEquals(30, core.watermark());
+  }
+
+  @Test
+  void anotherOriginsMessageToAReceiverHomedHereWaitsUntilAppliedHere() {
+    DeliveryCore core = withPeer();
+    List<Effect> started = core.handle(new Input.Started(), 0);
+    // Nothing of the peer's log is applied here yet: it is not even read.
+    assertEquals(List.of(new Effect.Read(DC, 0, 100)), started);
+    core.handle(new Input.AppliedVectorRead(DependencyVector.of(java.util.Map.of(PEER, 25L))), 1);
+    List<Effect> tick = core.handle(new Input.Tick(), 1);
+    assertTrue(tick.contains(new Effect.Read(PEER, 0, 100)), tick.toString());
+    // The batch reaches past the applied entry: what is above it waits.
+    List<Message> sent = delivers(core.handle(readOf(PEER, 40,
+        remotePart(PEER, 20, S1, DependencyVector.EMPTY, Q, R),
+        remotePart(PEER, 30, S2, DependencyVector.EMPTY, Q)), 2));
+    // Only Q's (homed here), with the peer as its origin; R is not homed here.
+    Message first = new Message(PEER, 20, 0, S1, Q, "hear", Json.parse("{}"));
+    assertEquals(List.of(first), sent);
+    core.handle(new Input.Delivered(first), 3);
+    assertEquals(25, core.watermark(PEER));
+    assertEquals(List.of(), delivers(core.handle(new Input.Tick(), 4)));
+    core.handle(new Input.AppliedVectorRead(DependencyVector.of(java.util.Map.of(PEER, 40L))), 5);
+    List<Effect> later = core.handle(new Input.Tick(), 5);
+    assertTrue(later.contains(new Effect.Read(PEER, 25, 100)), later.toString());
+    assertEquals(List.of(new Message(PEER, 30, 0, S2, Q, "hear", Json.parse("{}"))),
+        delivers(core.handle(readOf(PEER, 40,
+            remotePart(PEER, 30, S2, DependencyVector.EMPTY, Q)), 6)));
+  }
+
+  @Test
+  void eachOriginHasItsOwnWatermarkRecord() {
+    DeliveryCore core = withPeer();
+    core.handle(new Input.Started(), 0);
+    core.handle(new Input.AppliedVectorRead(DependencyVector.of(java.util.Map.of(PEER, 50L))), 0);
+    core.handle(new Input.Tick(), 0);
+    List<Effect> effects = new ArrayList<>(core.handle(readOf(DC, 10), 1));
+    effects.addAll(core.handle(readOf(PEER, 50), 1));
+    assertTrue(effects.contains(new Effect.RecordWatermark(DC, 10)), effects.toString());
+    assertTrue(effects.contains(new Effect.RecordWatermark(PEER, 50)), effects.toString());
+    core.handle(new Input.WatermarkRecorded(PEER, 50), 2);
+    assertEquals(50, core.recordedWatermark(PEER));
+    assertEquals(0, core.recordedWatermark());
+  }
+
+  @Test
+  void aMessageHomedHereWaitsForTheOtherOriginsItsSenderSaw() {
+    DeliveryCore core = withPeer();
+    core.handle(new Input.Started(), 0);
+    // The local sender at 40 saw the peer's transaction at 30, which also sent Q a message.
+    DependencyVector sawPeer = DependencyVector.of(java.util.Map.of(PEER, 30L));
+    List<Message> early = delivers(core.handle(readOf(DC, 45,
+        remotePart(DC, 40, S1, sawPeer, Q)), 1));
+    assertEquals(List.of(), early, "delivered before the message its sender saw");
+    core.handle(new Input.AppliedVectorRead(DependencyVector.of(java.util.Map.of(PEER, 30L))), 2);
+    core.handle(new Input.Tick(), 2);
+    List<Message> first = delivers(core.handle(readOf(PEER, 30,
+        remotePart(PEER, 30, S2, DependencyVector.EMPTY, Q)), 3));
+    assertEquals(List.of(new Message(PEER, 30, 0, S2, Q, "hear", Json.parse("{}"))), first);
+    List<Message> second = delivers(core.handle(new Input.Delivered(first.get(0)), 4));
+    assertEquals(List.of(new Message(DC, 40, 0, S1, Q, "hear", Json.parse("{}"), sawPeer)),
+        second);
+  }
+
+  @Test
+  void retriesBackOffDoublingUpToTheBound() {
+    DeliveryCore core = new DeliveryCore(DC, 0, new DeliveryLimits(8, 100, 1000, 50, 0, 150));
+    core.handle(new Input.Started(), 0);
+    Message message = delivers(core.handle(read(20, part(10, S1, R)), 0)).get(0);
+    long now = 0;
+    for (long delay : new long[] {50, 100, 150, 150}) {
+      core.handle(new Input.DeliveryFailed(message), now);
+      assertEquals(List.of(), delivers(core.handle(new Input.Tick(), now + delay - 1)));
+      assertEquals(List.of(message), delivers(core.handle(new Input.Tick(), now + delay)));
+      now += delay;
+    }
   }
 }

@@ -231,6 +231,42 @@ final class StrongHomes {
     }
   }
 
+  /**
+   * The home DC's name of a message's receiver of a strong type; null for a causal one, a reserved
+   * or undeclared type, or a home rule that fails for it (the message is then delivered where it
+   * is read, and its action refuses it as it would refuse any write: docs/ARCHITECTURE.md, "Causal
+   * messages").
+   */
+  String receiverHome(EntityId receiver) {
+    if (dataCentreName.isEmpty() || receiver.type().startsWith("$")) {
+      return null;
+    }
+    try {
+      return homeOf(receiver);
+    } catch (TroupeException unknownHome) {
+      return null;
+    }
+  }
+
+  /**
+   * Whether this DC may be the home of a receiver of a message: some strong type with an action
+   * is homed here or by a rule. False on a node without a DC name. When false, no message of
+   * another DC's log is this DC's to deliver.
+   */
+  boolean mayReceiveMessagesHomedHere(Collection<TypeSpec> specs) {
+    if (dataCentreName.isEmpty()) {
+      return false;
+    }
+    for (TypeSpec spec : specs) {
+      Consistency consistency = spec.consistency();
+      if (consistency.strong() && spec.actions() != null && !spec.actions().isEmpty()
+          && (consistency.home() == null || consistency.home().equals(dataCentreName))) {
+        return true;
+      }
+    }
+    return false;
+  }
+
   /** The home of an entity of a strong type; null for a causal one (or a reserved type). */
   private String homeOf(EntityId entity) {
     return entity.type().startsWith("$")

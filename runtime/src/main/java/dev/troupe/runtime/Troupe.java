@@ -298,6 +298,24 @@ public final class Troupe implements AutoCloseable {
     return types.mayHaveSentMessages();
   }
 
+  /**
+   * The home DC's name of a message's receiver of a strong type, or null (causal, undeclared,
+   * reserved, a failing home rule, or a node without a DC name): see {@link MessageDelivery}.
+   */
+  public String receiverHome(EntityId receiver) {
+    return homes.receiverHome(receiver);
+  }
+
+  /**
+   * Whether some strong type with actions may be homed at this DC: only then may another DC's log
+   * hold a message this DC delivers. Read after the applied vector it is used with (a message
+   * applied here was sent after its receiver's type was declared, and the declaration is applied
+   * here first).
+   */
+  public boolean mayReceiveMessagesHomedHere() {
+    return homes.mayReceiveMessagesHomedHere(types.types());
+  }
+
   // ---------------------------------------------------------------- writes
 
   public CompletableFuture<TurnOutcome> assign(EntityId entity, String key, JsonNode value) {
@@ -397,16 +415,23 @@ public final class Troupe implements AutoCloseable {
    * Completes with the outcome the marker records ({@link
    * dev.troupe.model.causal.Messages#DELIVERED} or the error code that consumed the message), or
    * null when the turn wrote nothing (delivered before); fails like {@link #turn} when the turn
-   * could not run (the caller retries).
+   * could not run, and, for an action with sync calls (run as a transaction), with the action's
+   * error: the caller ({@link MessageDelivery}) retries or consumes the message.
    */
   public CompletableFuture<String> deliverMessage(EntityId receiver, Turn.DeliverMessage turn) {
+    try {
+      // The receiving action's sync calls must not write a strong entity homed elsewhere.
+      homes.checkTurn(receiver, new Turn.InvokeAction(turn.action(), turn.args()));
+    } catch (TroupeException e) {
+      return CompletableFuture.failedFuture(e);
+    }
     return admitted(() -> requests.run(receiver, types.typeOf(receiver), turn))
         .thenApply(outcome -> {
           if (!outcome.changed()) {
             return null;
           }
           var marker = outcome.rawState().get(dev.troupe.model.causal.Messages.deliveredMarkerKey(
-              settings.storage().dataCentreId()));
+              turn.markerOrigin(settings.storage().dataCentreId())));
           return marker instanceof dev.troupe.model.value.RegisterValue register
               ? dev.troupe.model.causal.Messages.outcome(register.value()) : null;
         });

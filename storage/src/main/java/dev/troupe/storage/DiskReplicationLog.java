@@ -80,6 +80,8 @@ final class DiskReplicationLog implements ReplicationLog {
   private volatile DependencyVector received = DependencyVector.EMPTY;
   private volatile DependencyVector applied = DependencyVector.EMPTY;
   private volatile long deliveredWatermark;
+  /** Remote origins' delivered watermarks, as durable. */
+  private volatile DependencyVector deliveredRemote = DependencyVector.EMPTY;
   /** Per origin, the bound of the last truncation (not durable): received entries below it are
    * not stored again. */
   private volatile DependencyVector truncated = DependencyVector.EMPTY;
@@ -111,6 +113,7 @@ final class DiskReplicationLog implements ReplicationLog {
     truncated = truncatedThrough;
     byte[] recordedPeers = store.disk.get(KeyValueDisk.Column.META, Keys.META_PEERS);
     peers = recordedPeers == null ? List.of() : Codec.decodePeers(recordedPeers);
+    deliveredRemote = readVector(Keys.META_DELIVERED_REMOTE);
     long count = 0;
     try (KeyValueDisk.Cursor cursor = store.disk.cursor(KeyValueDisk.Column.REPLICATION)) {
       for (cursor.seekToFirst(); cursor.isValid(); cursor.next()) {
@@ -429,6 +432,33 @@ final class DiskReplicationLog implements ReplicationLog {
   @Override
   public long deliveredWatermark() {
     return deliveredWatermark;
+  }
+
+  @Override
+  public CompletableFuture<Void> recordDelivered(int originDc, long watermark) {
+    if (originDc == localDc) {
+      return recordDelivered(watermark);
+    }
+    return written("record a delivered watermark", () -> {
+      synchronized (appliedLock) {
+        if (watermark <= deliveredRemote.get(originDc)) {
+          return;
+        }
+        try (KeyValueDisk.Batch batch = store.disk.newBatch()) {
+          batch.put(KeyValueDisk.Column.META,
+              Keys.metaVectorEntry(Keys.META_DELIVERED_REMOTE, originDc),
+              Codec.encodePosition(new JournalPosition(originDc, watermark)));
+          store.disk.write(batch, true);
+        }
+        deliveredRemote = deliveredRemote.atLeast(originDc, watermark);
+      }
+    });
+  }
+
+  @Override
+  public DependencyVector deliveredVector() {
+    long own = deliveredWatermark;
+    return own == 0 ? deliveredRemote : deliveredRemote.atLeast(localDc, own);
   }
 
   @Override

@@ -67,6 +67,12 @@ final class Keys {
   /** meta: the peers added at runtime ({@link Codec#encodePeers}, {@code POST /v1/replication/peers}). */
   static final byte[] META_PEERS = {'N'};
 
+  /**
+   * meta: {@code 'M', originDc u32}: the delivered watermark of another origin's causal messages
+   * (those to receivers homed here), a position as {@link #META_APPLIED}'s entries.
+   */
+  static final byte META_DELIVERED_REMOTE = 'M';
+
   private static final byte META_LAST_ROUND = 'R';
   private static final byte META_HORIZON = 'H';
   private static final byte META_ROUND_LIST = 'L';

@@ -92,6 +92,21 @@ public interface ReplicationLog {
   long deliveredWatermark();
 
   /**
+   * Records the delivered watermark of another origin's causal messages: every message of its log
+   * at or below it that this DC delivers (to receivers of strong types homed here) is delivered.
+   * Synced on the calling thread, complete on return; a watermark at or below the recorded one
+   * changes nothing. That origin's entries are truncated only at or below it (the caller's duty).
+   * For this DC's own origin it is {@link #recordDelivered(long)}.
+   */
+  CompletableFuture<Void> recordDelivered(int originDc, long watermark);
+
+  /**
+   * Every origin's delivered watermark as last recorded (read at open), this DC's own included
+   * ({@link #deliveredWatermark()}); an origin never recorded is absent (0).
+   */
+  DependencyVector deliveredVector();
+
+  /**
    * A timestamp such that every local entry at or below it is durably in the log already, and
    * every local entry written later has a timestamp above it. Never decreases.
    */

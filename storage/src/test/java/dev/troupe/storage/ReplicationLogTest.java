@@ -234,6 +234,26 @@ class ReplicationLogTest {
   }
 
   @Test
+  void eachOriginsDeliveredWatermarkIsDurableApartAndOnlyRises() {
+    FakeClock clock = new FakeClock(Fixtures.START_MILLIS);
+    MemoryDisk disk = new MemoryDisk();
+    RocksStore store = open(settings(true), clock, disk);
+    ReplicationLog log = store.replicationLog();
+    assertEquals(DependencyVector.EMPTY, log.deliveredVector());
+    log.recordDelivered(LOCAL + 1, 700).join();
+    log.recordDelivered(LOCAL + 2, 300).join();
+    log.recordDelivered(LOCAL + 1, 600).join();
+    log.recordDelivered(LOCAL, 500).join(); // this DC's own: the watermark of its log
+    assertEquals(500, log.deliveredWatermark());
+    DependencyVector expected =
+        DependencyVector.of(java.util.Map.of(LOCAL, 500L, LOCAL + 1, 700L, LOCAL + 2, 300L));
+    assertEquals(expected, log.deliveredVector());
+    RocksStore recovered = open(settings(true), clock, disk.crash(new SplittableRandom(4), 0));
+    assertEquals(expected, recovered.replicationLog().deliveredVector());
+    recovered.close();
+  }
+
+  @Test
   void partsCarryTheirEntityOperationsPlaceAndTheApplyingVector() {
     FakeClock clock = new FakeClock(Fixtures.START_MILLIS);
     RocksStore store = open(settings(true), clock, new MemoryDisk());

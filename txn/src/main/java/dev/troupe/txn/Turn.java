@@ -85,12 +85,54 @@ public sealed interface Turn {
    * the message is consumed: the marker alone is written, with the error code as its outcome. So
    * it never fails for the action's sake, and is applied exactly once.
    *
+   * <p>The marker is per origin: a message of another data centre's log (to a receiver of a
+   * strong type homed here, delivered here once its sender's transaction is applied here) writes
+   * {@code $delivered:<origin>}, so deliveries from several origins never share a marker.
+   *
+   * @param originDc the data centre whose replication log holds the message, or {@link
+   *     #LOCAL_ORIGIN} for the data centre running the turn (turns encoded before the field)
    * @param messageTimestamp the commit timestamp of the sender's part in the replication log
    * @param messageIndex the message's place among the messages of that timestamp, in log order
    * @param sender the sending entity
    * @param action the receiver's action
+   * <p>An action with {@code sync} calls runs as the REST invocation of it does: a transaction
+   * with the entities it calls, the marker written in it (atomic with every effect). There a
+   * failure rejects the turn (and the transaction) rather than consuming the message, and a
+   * marker that already covers the message rejects it with {@code conflict}, reason {@link
+   * dev.troupe.model.causal.Messages#ALREADY_DELIVERED} (the calls must not run again); the
+   * delivery shell then consumes the message with a turn of its own ({@code consumedOutcome}).
+   *
    * @param args its arguments
+   * @param consumedOutcome null to deliver the message; else the error code (wire name) it is
+   *     consumed with: the marker alone is written with it, the action does not run
    */
-  record DeliverMessage(long messageTimestamp, int messageIndex,
-      dev.troupe.model.EntityId sender, String action, JsonNode args) implements Turn {}
+  record DeliverMessage(int originDc, long messageTimestamp, int messageIndex,
+      dev.troupe.model.EntityId sender, String action, JsonNode args, String consumedOutcome)
+      implements Turn {
+    /** The origin of a message of the log of the data centre that runs the turn. */
+    public static final int LOCAL_ORIGIN = -1;
+
+    /** A message of the local log ({@link #LOCAL_ORIGIN}), delivered. */
+    public DeliverMessage(long messageTimestamp, int messageIndex,
+        dev.troupe.model.EntityId sender, String action, JsonNode args) {
+      this(LOCAL_ORIGIN, messageTimestamp, messageIndex, sender, action, args, null);
+    }
+
+    /** A message of {@code originDc}'s log, delivered. */
+    public DeliverMessage(int originDc, long messageTimestamp, int messageIndex,
+        dev.troupe.model.EntityId sender, String action, JsonNode args) {
+      this(originDc, messageTimestamp, messageIndex, sender, action, args, null);
+    }
+
+    /** The same message, consumed with {@code outcome} (an error code's wire name). */
+    public DeliverMessage consumed(String outcome) {
+      return new DeliverMessage(originDc, messageTimestamp, messageIndex, sender, action, args,
+          outcome);
+    }
+
+    /** The origin whose marker the turn checks and writes, {@code localDc} for a local one. */
+    public int markerOrigin(int localDc) {
+      return originDc == LOCAL_ORIGIN ? localDc : originDc;
+    }
+  }
 }

@@ -80,6 +80,12 @@ public final class TurnCodec {
               .put("index", delivery.messageIndex()).put("sender", delivery.sender().toString())
               .put("action", delivery.action());
           node.set("params", delivery.args());
+          if (delivery.originDc() != Turn.DeliverMessage.LOCAL_ORIGIN) {
+            node.put("origin", delivery.originDc());
+          }
+          if (delivery.consumedOutcome() != null) {
+            node.put("consumed", delivery.consumedOutcome());
+          }
         }
       }
     }
@@ -127,9 +133,12 @@ public final class TurnCodec {
         case "applyReplicated" -> new Turn.ApplyReplicated(node.get("origin").asInt(),
             node.get("transaction").asLong(), node.get("stamp").asLong(),
             decodeOperations(node.get("operations").asText()));
-        case "deliverMessage" -> new Turn.DeliverMessage(node.get("timestamp").asLong(),
+        case "deliverMessage" -> new Turn.DeliverMessage(
+            node.path("origin").asInt(Turn.DeliverMessage.LOCAL_ORIGIN),
+            node.get("timestamp").asLong(),
             node.get("index").asInt(), dev.troupe.model.EntityId.parse(node.get("sender").asText()),
-            node.get("action").asText(), node.get("params"));
+            node.get("action").asText(), node.get("params"),
+            node.hasNonNull("consumed") ? node.get("consumed").asText() : null);
         default -> throw new IllegalArgumentException("unknown turn kind " + node.path("t"));
       });
     }

@@ -293,33 +293,46 @@ public final class TurnEvaluator {
    */
   static List<Operation> delivery(EntityId entity, CompiledType type, EntityState state,
       Turn.DeliverMessage delivery, long transactionId, int originDc, TurnLimits limits) {
-    String marker = Messages.deliveredMarkerKey(originDc);
+    String marker = Messages.deliveredMarkerKey(delivery.markerOrigin(originDc));
     JsonNode current = state.get(marker) instanceof RegisterValue register
         ? register.value() : null;
+    // With sync calls the turn is one part of a transaction (RequestCore expands the calls):
+    // it must fail with it, never consume the message while the calls commit.
+    boolean withCalls = delivery.consumedOutcome() == null && !type.isSchemaless()
+        && type.spec().actions().get(delivery.action()) instanceof
+            dev.troupe.model.spec.ActionSpec spec && !spec.sync().isEmpty();
     if (Messages.covers(current, delivery.messageTimestamp(), delivery.messageIndex())) {
+      if (withCalls) {
+        throw new TroupeException(ErrorCode.CONFLICT, Messages.ALREADY_DELIVERED, "the message ("
+            + delivery.messageTimestamp() + ", " + delivery.messageIndex() + ") was delivered to "
+            + entity + " before");
+      }
       return List.of();
     }
     String outcome = Messages.DELIVERED;
     List<Operation> actionOperations;
-    try {
-      if (type.isSchemaless()) {
-        throw new TroupeException(ErrorCode.UNKNOWN_TYPE,
-            "type '%s' is not declared, so it has no actions".formatted(entity.type()));
-      }
-      if (type.spec().actions().get(delivery.action()) instanceof
-          dev.troupe.model.spec.ActionSpec spec && !spec.sync().isEmpty()) {
-        // A sync call makes the receiving turn a transaction of several entities; delivery runs
-        // single-entity turns (not built: documented).
-        throw TroupeException.invalid("action '" + delivery.action()
-            + "' has sync calls; a message cannot invoke it");
-      }
+    if (delivery.consumedOutcome() != null) {
+      outcome = delivery.consumedOutcome();
+      actionOperations = List.of();
+    } else if (withCalls) {
       actionOperations = operations(entity, type, state,
           new Turn.InvokeAction(delivery.action(), delivery.args()), transactionId, originDc,
           limits);
       checkLimits(state, actionOperations, limits);
-    } catch (TroupeException failed) {
-      outcome = failed.code().wireName();
-      actionOperations = List.of();
+    } else {
+      try {
+        if (type.isSchemaless()) {
+          throw new TroupeException(ErrorCode.UNKNOWN_TYPE,
+              "type '%s' is not declared, so it has no actions".formatted(entity.type()));
+        }
+        actionOperations = operations(entity, type, state,
+            new Turn.InvokeAction(delivery.action(), delivery.args()), transactionId, originDc,
+            limits);
+        checkLimits(state, actionOperations, limits);
+      } catch (TroupeException failed) {
+        outcome = failed.code().wireName();
+        actionOperations = List.of();
+      }
     }
     List<Operation> operations = new ArrayList<>(actionOperations.size() + 1);
     operations.add(new Operation.Assign(marker, Messages.markerValue(

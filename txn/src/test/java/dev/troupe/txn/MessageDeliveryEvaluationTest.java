@@ -114,4 +114,55 @@ class MessageDeliveryEvaluationTest {
     assertEquals("unknown_type", Messages.outcome(
         ((Operation.Assign) written(schemaless).get(0)).value()));
   }
+
+  private static final CompiledType CALLING_TYPE = type("""
+      {"type": "Receiver", "keys": {"total": {"kind": "register", "default": 0}},
+       "actions": {"hear": {"params": {"v": "int"}, "pre": ["v > 0"],
+                            "effect": {"total": "total + v"},
+                            "sync": [{"entity": "Other/o", "action": "ping"}]}}}
+      """);
+
+  private static TurnEvaluator.Decision deliverCalling(EntityState state, Turn.DeliverMessage turn) {
+    return TurnEvaluator.evaluate(RECEIVER, CALLING_TYPE, state, turn, 1, DC, TurnLimits.DEFAULTS);
+  }
+
+  @Test
+  void anotherOriginsMessageKeepsAMarkerOfItsOwn() {
+    int origin = DC + 1;
+    List<Operation> operations = written(TurnEvaluator.evaluate(RECEIVER, RECEIVER_TYPE,
+        EntityState.ABSENT, new Turn.DeliverMessage(origin, 100, 0, SENDER, "hear",
+            Json.parse("{\"v\": 3}")), 1, DC, TurnLimits.DEFAULTS));
+    assertEquals(new Operation.Assign(Messages.deliveredMarkerKey(origin),
+        Messages.markerValue(100, 0, Messages.DELIVERED)), operations.get(0));
+    EntityState after = EntityState.ABSENT.apply(operations, 5, DC);
+    // This DC's own message at an earlier timestamp is not covered by the other origin's marker.
+    assertEquals(2, written(deliver(after, 50, 0, "hear", "{\"v\": 3}")).size());
+  }
+
+  @Test
+  void aDeliveryWithSyncCallsFailsRatherThanConsumesAndRefusesARepeat() {
+    Turn.DeliverMessage message = new Turn.DeliverMessage(100, 0, SENDER, "hear",
+        Json.parse("{\"v\": 3}"));
+    List<Operation> operations = written(deliverCalling(EntityState.ABSENT, message));
+    assertEquals(Messages.DELIVERED, Messages.outcome(((Operation.Assign) operations.get(0))
+        .value()));
+    EntityState after = EntityState.ABSENT.apply(operations, 5, DC);
+    // Delivered before: its calls must not run again, so the transaction is refused whole.
+    TurnEvaluator.Decision.Reject again = assertInstanceOf(TurnEvaluator.Decision.Reject.class,
+        deliverCalling(after, message));
+    assertEquals(Messages.ALREADY_DELIVERED, again.error().reason());
+    // A false precondition fails the turn (and its transaction): it is not consumed here.
+    TurnEvaluator.Decision.Reject failed = assertInstanceOf(TurnEvaluator.Decision.Reject.class,
+        deliverCalling(EntityState.ABSENT, new Turn.DeliverMessage(101, 0, SENDER, "hear",
+            Json.parse("{\"v\": 0}"))));
+    assertEquals("precondition_failed", failed.error().code().wireName());
+    // The shell then consumes it with a turn of its own: the marker alone, with that outcome.
+    List<Operation> consumed = written(deliverCalling(EntityState.ABSENT,
+        new Turn.DeliverMessage(101, 0, SENDER, "hear", Json.parse("{\"v\": 0}"))
+            .consumed("precondition_failed")));
+    assertEquals(List.of(new Operation.Assign(Messages.deliveredMarkerKey(DC),
+        Messages.markerValue(101, 0, "precondition_failed"))), consumed);
+    // A consumed message already covered writes nothing.
+    assertEquals(List.of(), written(deliverCalling(after, message.consumed("too_large"))));
+  }
 }

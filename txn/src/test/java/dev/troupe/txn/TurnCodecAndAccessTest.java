@@ -39,7 +39,14 @@ class TurnCodecAndAccessTest {
         new Turn.RemoveElement("c", Json.parse("3")),
         new Turn.DeleteEntity(),
         new Turn.DiscardHiddenValues(),
-        new Turn.InvokeAction("move", Json.parse("{\"n\": 2}")));
+        new Turn.InvokeAction("move", Json.parse("{\"n\": 2}")),
+        // A delivery of this DC's message, of another origin's, and a consumed one.
+        new Turn.DeliverMessage(300, 1, new dev.troupe.model.EntityId("S", "s"), "hear",
+            Json.parse("{\"v\": 1}")),
+        new Turn.DeliverMessage(4, 300, 2, new dev.troupe.model.EntityId("S", "s"), "hear",
+            Json.parse("{\"v\": 1}")),
+        new Turn.DeliverMessage(4, 300, 2, new dev.troupe.model.EntityId("S", "s"), "hear",
+            Json.parse("{\"v\": 1}"), "precondition_failed"));
     assertEquals(turns, TurnCodec.decode(TurnCodec.encode(turns)));
     byte[] bytes = TurnCodec.encode(turns);
     bytes[1] = 9;

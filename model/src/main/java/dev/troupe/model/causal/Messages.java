@@ -22,6 +22,12 @@ public final class Messages {
   /** The outcome of a message whose action ran. */
   public static final String DELIVERED = "delivered";
 
+  /**
+   * The reason of the {@code conflict} a delivery in a transaction (an action with sync calls)
+   * is rejected with when the marker shows the message delivered before: nothing runs again.
+   */
+  public static final String ALREADY_DELIVERED = "already_delivered";
+
   private Messages() {}
 
   public static String deliveredMarkerKey(int originDc) {

@@ -21,7 +21,8 @@ public record MessageSettings(int maxPerTurn, DeliveryLimits limits, long pollIn
             positive(messages, "read-batch-max-entries"),
             positive(messages, "max-pending"),
             messages.getLong("retry-delay-millis"),
-            messages.getLong("watermark-record-interval-millis")),
+            messages.getLong("watermark-record-interval-millis"),
+            messages.getLong("max-retry-delay-millis")),
         Math.max(1, messages.getLong("poll-interval-millis")));
   }
 

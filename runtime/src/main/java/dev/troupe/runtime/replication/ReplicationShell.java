@@ -589,18 +589,15 @@ public final class ReplicationShell implements AutoCloseable {
    * Close before the engine.
    */
   /**
-   * {@code below} with this DC's own entry lowered to the recorded delivered watermark: an entry
-   * every peer received may still hold a causal message not yet delivered here
-   * (docs/ARCHITECTURE.md, "Causal messages").
+   * {@code below} with this DC's and every peer's entry lowered to its recorded delivered
+   * watermark: an entry every peer received (or this DC applied) may still hold a causal message
+   * not yet delivered here (docs/ARCHITECTURE.md, "Causal messages").
    */
   private DependencyVector boundedByDelivery(DependencyVector below) {
-    long own = below.get(dataCentreId);
-    long delivered = replicationLog.deliveredWatermark();
-    if (own <= delivered) {
-      return below;
-    }
+    DependencyVector delivered = replicationLog.deliveredVector();
     java.util.TreeMap<Integer, Long> bounded = new java.util.TreeMap<>(below.entries());
-    bounded.put(dataCentreId, delivered);
+    bounded.replaceAll((origin, entry) -> origin == dataCentreId
+        || settings.peerIds().contains(origin) ? Math.min(entry, delivered.get(origin)) : entry);
     return new DependencyVector(bounded);
   }
 

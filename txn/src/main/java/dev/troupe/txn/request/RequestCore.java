@@ -43,8 +43,9 @@ import java.util.Set;
  * Nothing has run, so such a refusal changed nothing.
  *
  * <p><b>A single turn that must be a transaction.</b> A turn runs on its entity alone, unless it
- * invokes an action with sync calls or (de)registers a dependency (both reach other entities:
- * started as a transaction at once), or the entity answers that it touches declared dependencies
+ * invokes an action with sync calls, delivers a causal message to one (the same transaction as
+ * the action's REST invocation, the receiver's delivered marker in it), or (de)registers a
+ * dependency (all reach other entities: started as a transaction at once), or the entity answers that it touches declared dependencies
  * ({@code aborted}, {@code needs_transaction}: it changed nothing, and the followers must join).
  * Such a turn is answered like a turn: the entity's outcome, a failed precondition as {@code
  * precondition_failed}, a value past a limit as {@code too_large}, a failed evaluation as {@code
@@ -336,6 +337,7 @@ public final class RequestCore {
    */
   private static boolean reachesOtherEntities(CompiledType type, Turn turn) {
     return turn instanceof Turn.InvokeAction invoke && hasSync(type, invoke.action())
+        || deliversToSync(type, turn)
         || turn instanceof Turn.RegisterDependency
         || turn instanceof Turn.DeregisterDependency;
   }
@@ -585,7 +587,15 @@ public final class RequestCore {
     CompiledType type = types.computeIfAbsent(entity, lookups::typeOf);
     turns.computeIfAbsent(entity, ignored -> new ArrayList<>()).add(operation);
     checkParticipants(types);
-    if (operation instanceof Turn.InvokeAction invoke && hasSync(type, invoke.action())) {
+    Turn.InvokeAction invoke = switch (operation) {
+      case Turn.InvokeAction action -> action;
+      // A causal message's delivery to an action with sync calls: the calls join its transaction,
+      // as they do for the REST invocation of the action.
+      case Turn.DeliverMessage delivery when deliversToSync(type, delivery) ->
+          new Turn.InvokeAction(delivery.action(), delivery.args());
+      default -> null;
+    };
+    if (invoke != null && hasSync(type, invoke.action())) {
       if (depth >= limits.maxSyncDepth()) {
         throw TroupeException.invalid("sync calls nest deeper than %d levels at %s.%s"
             .formatted(limits.maxSyncDepth(), entity, invoke.action()));
@@ -615,6 +625,12 @@ public final class RequestCore {
           "a transaction may touch at most %d entities, sync calls included"
               .formatted(limits.maxParticipants()));
     }
+  }
+
+  /** Whether a turn delivers a causal message to an action with sync calls (not a consumed one). */
+  private static boolean deliversToSync(CompiledType type, Turn turn) {
+    return turn instanceof Turn.DeliverMessage delivery && delivery.consumedOutcome() == null
+        && hasSync(type, delivery.action());
   }
 
   /** Whether an action of the type makes sync calls (an unknown action has none). */

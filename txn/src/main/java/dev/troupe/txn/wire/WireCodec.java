@@ -100,6 +100,9 @@ public final class WireCodec {
   // does not know the kind refuses the message (unknown turn kind), never misreads it.
   private static final byte APPLY_REPLICATED = 11;
   private static final byte DELIVER_MESSAGE = 12;
+  // A delivery of another origin's message (a receiver homed here), or a consumed one: kind 12
+  // after the origin and the consumed outcome, so kind 12's bytes stay as they were.
+  private static final byte DELIVER_MESSAGE_FROM = 13;
 
   private static final byte LEADER_CHANGED = 1;
   private static final byte LEADER_DELETED = 2;
@@ -478,7 +481,18 @@ public final class WireCodec {
         }
       }
       case Turn.DeliverMessage delivery -> {
-        out.type(DELIVER_MESSAGE);
+        boolean local = delivery.originDc() == Turn.DeliverMessage.LOCAL_ORIGIN
+            && delivery.consumedOutcome() == null;
+        if (local) {
+          out.type(DELIVER_MESSAGE);
+        } else {
+          out.type(DELIVER_MESSAGE_FROM);
+          out.varInt(delivery.originDc() + 1); // LOCAL_ORIGIN (-1) as 0
+          out.flag(delivery.consumedOutcome() != null);
+          if (delivery.consumedOutcome() != null) {
+            out.string(delivery.consumedOutcome());
+          }
+        }
         out.fixedLong(delivery.messageTimestamp());
         out.varInt(delivery.messageIndex());
         ValueEncoding.writeEntity(out, delivery.sender());
@@ -521,6 +535,12 @@ public final class WireCodec {
       }
       case DELIVER_MESSAGE -> new Turn.DeliverMessage(in.fixedLong(), in.varInt(),
           ValueEncoding.readEntity(in), in.string(), in.optionalJson());
+      case DELIVER_MESSAGE_FROM -> {
+        int origin = in.varInt() - 1;
+        String consumedOutcome = in.flag() ? in.string() : null;
+        yield new Turn.DeliverMessage(origin, in.fixedLong(), in.varInt(),
+            ValueEncoding.readEntity(in), in.string(), in.optionalJson(), consumedOutcome);
+      }
       default -> throw in.corrupt("unknown turn kind " + kind, null);
     };
   }

@@ -265,6 +265,23 @@ class RequestCoreTest {
   }
 
   @Test
+  void aMessagesDeliveryToAnActionWithSyncCallsRunsAsItsInvocationsTransaction() {
+    RequestCore core = core();
+    dev.troupe.txn.Turn.DeliverMessage delivery = new dev.troupe.txn.Turn.DeliverMessage(3, 100,
+        0, new EntityId("Sender", "s"), "book", ((Turn.InvokeAction) BOOK).params());
+    Effect.StartCoordinator start =
+        started(core.handle(new Input.TurnRequested(BOOKING, delivery, 0)));
+    // The calls are those of the invocation; the receiver's part is the delivery (its marker).
+    assertEquals(List.of(BOOKING, ALICE, BOB), List.copyOf(start.types().keySet()));
+    assertEquals(List.of(delivery), start.parts().get(BOOKING).turns());
+    // A consumed message is the marker alone: one turn on the receiver, no calls.
+    RequestCore consumed = core();
+    List<Effect> effects = consumed.handle(
+        new Input.TurnRequested(BOOKING, delivery.consumed("precondition_failed"), 0));
+    assertInstanceOf(Effect.RunTurn.class, effects.getLast());
+  }
+
+  @Test
   void aTurnThatNeedsATransactionIsRunAgainAsOne() {
     RequestCore core = core();
     core.handle(new Input.TurnRequested(PRODUCT, SET_PRICE, 0));

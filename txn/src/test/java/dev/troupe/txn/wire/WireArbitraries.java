@@ -141,7 +141,11 @@ final class WireArbitraries {
             .as(Turn.ApplyReplicated::new),
         Combinators.combine(Arbitraries.longs(), Arbitraries.integers().between(0, 1000),
             name().map(id -> new dev.troupe.model.EntityId("S", id)), name(),
-            json().injectNull(0.2)).as(Turn.DeliverMessage::new));
+            json().injectNull(0.2)).as(Turn.DeliverMessage::new),
+        Combinators.combine(Arbitraries.integers().between(-1, 300), Arbitraries.longs(),
+            Arbitraries.integers().between(0, 1000),
+            name().map(id -> new dev.troupe.model.EntityId("S", id)), name(),
+            json().injectNull(0.2), name().injectNull(0.5)).as(Turn.DeliverMessage::new));
   }
 
   /** The operations a remote part carries (one of each shape the materializer applies). */

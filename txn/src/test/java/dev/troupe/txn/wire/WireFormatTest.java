@@ -188,6 +188,27 @@ class WireFormatTest {
         new WireMessage.TurnRequest(103L, CART, CART_TYPE, turn));
   }
 
+  /** Another origin's message, consumed (turn kind 13: the origin and outcome, then kind 12's). */
+  static final String DELIVER_MESSAGE_FROM_TURN_REQUEST =
+      "08010000005a030107436172740063310000000000000067074361727400633104436172740000018bcfe5687b"
+      + "0d" + "05" + "01" + "13707265636f6e646974696f6e5f6661696c6564" + "000000000000012c" + "02"
+      + "0453007331" + "0468656172" + "01077b2276223a317d" + "7b4cb081";
+
+  static Envelope deliverMessageFromRequest() {
+    Turn turn = new Turn.DeliverMessage(4, 300L, 2, new dev.troupe.model.EntityId("S", "s1"),
+        "hear", Json.parse("{\"v\":1}"), "precondition_failed");
+    return new Envelope(3, new Destination.ToEntity(CART),
+        new WireMessage.TurnRequest(103L, CART, CART_TYPE, turn));
+  }
+
+  @Test
+  void anotherOriginsDeliveryKeepsItsBytes() {
+    assertEquals(DELIVER_MESSAGE_FROM_TURN_REQUEST,
+        HEX.formatHex(WireCodec.encode(deliverMessageFromRequest())));
+    assertEquals(deliverMessageFromRequest(),
+        WireCodec.decode(HEX.parseHex(DELIVER_MESSAGE_FROM_TURN_REQUEST)));
+  }
+
   @Test
   void aDeliveryKeepsItsBytes() {
     assertEquals(DELIVER_MESSAGE_TURN_REQUEST,
