@@ -308,13 +308,7 @@ public final class DataCentreCluster implements AutoCloseable {
       }
     }
     for (Map<String, TcpProxy> links : proxies.values()) {
-      for (TcpProxy proxy : links.values()) {
-        try {
-          proxy.close();
-        } catch (IOException ignored) {
-          // Closing anyway.
-        }
-      }
+      links.values().forEach(TcpProxy::close);
     }
   }
 }
