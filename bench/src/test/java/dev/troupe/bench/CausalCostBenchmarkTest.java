@@ -20,7 +20,7 @@ class CausalCostBenchmarkTest {
   @Test
   void comparesTheReplicatedDataCentreWithItselfAlone() throws Exception {
     JsonNode report = BenchmarkRuns.run(directory, "causal-cost", "--dcs", "2",
-        "--records", "100", "--threads", "2", "--seconds", "0.5", "--warmup-seconds", "0.2",
+        "--records", "100", "--threads", "2", "--seconds", "1", "--warmup-seconds", "0.2",
         "--rounds", "1", "--rtt-millis", "10");
     for (String system : new String[] {"A/replicated", "A/alone", "B/replicated", "B/alone"}) {
       BenchmarkRuns.assertPositiveResults(report, system, "throughput_per_second",

@@ -1,11 +1,6 @@
 package dev.troupe.server;
 
-import com.fasterxml.jackson.databind.JsonNode;
-import dev.troupe.model.Json;
 import java.io.IOException;
-import java.net.URI;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -246,25 +241,8 @@ public final class DataCentreCluster implements AutoCloseable {
    */
   public ServerProcess.Answer send(String dataCentre, String method, String path, String body,
       Map<String, String> headers) throws IOException, InterruptedException {
-    HttpRequest.Builder request = HttpRequest.newBuilder(
-            URI.create(server(dataCentre).baseUrl() + path))
-        .timeout(requestTimeout)
-        .method(method, body == null ? HttpRequest.BodyPublishers.noBody()
-            : HttpRequest.BodyPublishers.ofString(body));
-    if (body != null) {
-      request.header("Content-Type", "application/json");
-    }
-    headers.forEach(request::header);
-    HttpResponse<String> response =
-        ServerProcess.client().send(request.build(), HttpResponse.BodyHandlers.ofString());
-    JsonNode json;
-    try {
-      json = Json.parse(response.body());
-    } catch (RuntimeException notJson) {
-      json = Json.NODES.textNode(response.body());
-    }
-    return new ServerProcess.Answer(response.statusCode(), json, response.body(),
-        response.headers());
+    return ServerProcess.send(server(dataCentre).baseUrl() + path, method, body,
+        "application/json", headers, requestTimeout);
   }
 
   /** The header carrying a causal token, or none for a null or empty token. */
@@ -308,13 +286,7 @@ public final class DataCentreCluster implements AutoCloseable {
       }
     }
     for (Map<String, TcpProxy> links : proxies.values()) {
-      for (TcpProxy proxy : links.values()) {
-        try {
-          proxy.close();
-        } catch (IOException ignored) {
-          // Closing anyway.
-        }
-      }
+      links.values().forEach(TcpProxy::close);
     }
   }
 }
