@@ -62,6 +62,13 @@ public final class GeoSimulation {
     }
   }
 
+  /**
+   * Batched application's bounds in every simulated DC: small against the workload's few objects,
+   * so both bounds cut runs and runs both of one entity and of several are applied.
+   */
+  static final int MAX_TRANSACTIONS_PER_APPLICATION = 8;
+  static final int MAX_ENTITIES_PER_APPLICATION = 3;
+
   /** The production receiver core, with the breakages the options name. */
   private static ReceiverCore receiver(SimulatedDataCentre dataCentre, GeoOptions options,
       int[] ids) {
@@ -77,7 +84,8 @@ public final class GeoSimulation {
     }
     return new ReceiverCore(dataCentre.id, peers, new ReceiverLimits(
         options.maxApplyingTransactions(), 4 * options.pullIntervalMillis(), 20,
-        options.appliedRecordIntervalMillis(), options.truncateIntervalMillis()), mutations);
+        options.appliedRecordIntervalMillis(), options.truncateIntervalMillis(),
+        MAX_TRANSACTIONS_PER_APPLICATION, MAX_ENTITIES_PER_APPLICATION), mutations);
   }
 
   /** Every breakage a run may switch on, by name: the replication core's and the model's. */
