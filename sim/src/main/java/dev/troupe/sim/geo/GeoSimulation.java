@@ -149,16 +149,19 @@ public final class GeoSimulation {
     long crashes = 0;
     long truncated = 0;
     long applied = 0;
+    long appliedTransactions = 0;
     long skipped = 0;
     for (SimulatedDataCentre dataCentre : dataCentres.dataCentres) {
       crashes += dataCentre.crashes;
       truncated += dataCentre.truncatedEntries;
       applied += dataCentre.remoteApplications;
+      appliedTransactions += dataCentre.remoteTransactionsInApplications;
       skipped += dataCentre.skippedReapplications;
     }
     String summary = "seed " + seed + ": " + (violations.isEmpty() ? "ok" : "FAILED") + " ("
         + history.transactions().size() + " transactions " + workload.counts() + ", "
-        + applied + " remote applications, " + skipped + " re-applications skipped, "
+        + applied + " remote applications of " + appliedTransactions + " transactions, "
+        + skipped + " re-applications skipped, "
         + crashes + " crashes, " + dataCentres.partitions + " partitions, "
         + dataCentres.forwardedPulls + " forwarded pulls, " + truncated
         + " log entries truncated, " + dataCentres.batchesRefused + " batches refused, "

@@ -82,6 +82,8 @@ final class SimulatedDataCentre {
   long crashes;
   long truncatedEntries;
   long remoteApplications;
+  /** Remote transactions in those applications (more than applications: runs were batched). */
+  long remoteTransactionsInApplications;
   long skippedReapplications;
 
   SimulatedDataCentre(String name, int id, long clockOffsetMillis, Scheduler scheduler,
@@ -319,6 +321,7 @@ final class SimulatedDataCentre {
       entities.put(entity, state.apply(write.operations(), tick(), id));
     });
     remoteApplications++;
+    remoteTransactionsInApplications += application.transactions().size();
   }
 
   /** Records the applied vector durably (the receiver throttles these). */
