@@ -110,7 +110,12 @@ public final class TurnEvaluator {
     }
     try {
       // Messages of several turns of one transaction on this entity: one per destination too.
-      requireOneMessagePerDestination(operations);
+      // Not for replica applications: their messages are the origin's, checked there per
+      // transaction, and a batched one holds several transactions' (inert here: only the
+      // sender's data centre delivers).
+      if (!turns.stream().allMatch(Turn.ApplyReplicated.class::isInstance)) {
+        requireOneMessagePerDestination(operations);
+      }
     } catch (TroupeException twice) {
       return new Sequence(List.of(), state, twice);
     }
