@@ -59,7 +59,11 @@ import java.util.TreeSet;
  * transaction otherwise, each entity taking the segments of every Ti touching it in origin order
  * — so all of T1..Tk become visible together: the visible set of an origin stays a prefix of its
  * log closed under dependencies (causal visibility), and each Ti is visible whole (atomic
- * visibility). A run holds one transaction or many; nothing waits to fill one (it takes what is
+ * visibility). That holds for every reader only if the application is one commit: a dynamic
+ * transaction's participants become readable one by one, so a reader of single entities could see
+ * a later Ti on one entity and not an earlier one on another; the runtime therefore keeps {@code
+ * maxEntitiesPerApplication} at 1 (runs of one entity), and more is for the simulator, which
+ * applies an application in one step. A run holds one transaction or many; nothing waits to fill one (it takes what is
  * ready when the previous application of the origin completes, so batches grow with the load and
  * shrink to one when it is light). Before an application, the applying vector is raised to its
  * last transaction's timestamp ({@link Effect.PublishApplyingVector}): the shell publishes it to

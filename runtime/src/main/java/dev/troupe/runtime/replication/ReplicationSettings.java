@@ -31,7 +31,8 @@ import java.util.List;
  * @param maxTransactionsPerApplication most consecutive ready transactions of one origin applied
  *     together, atomically, as one local transaction (batched application; 1: one by one)
  * @param maxEntitiesPerApplication most entities one such application touches (a transaction
- *     that alone touches more is still applied, alone)
+ *     that alone touches more is still applied, alone); 1 (the default) keeps causal visibility
+ *     for readers of single entities (reference.conf says why)
  */
 public record ReplicationSettings(
     String dataCentreName,
