@@ -41,22 +41,39 @@ import java.util.TreeSet;
  * journal record, complete on arrival (a batch never splits a timestamp). A transaction's place is
  * the timestamp of its first entry; its dependencies are the merge of its entries'.
  *
- * <p><b>When a transaction is applied</b> ({@link Effect.ApplyTransaction}): it is complete; the
- * applied vector covers its dependencies except the origin's own entry (implied by the origin's
- * order) and this DC's (its own transactions are visible here once committed); and every earlier
- * transaction of its origin is applied: one transaction per origin is in flight at a time (two
- * of one origin on different entities could become visible out of order — the simulator found it,
- * {@link ReplicationMutations.Mutation#PIPELINE_WITHIN_ORIGIN}); transactions of different origins
+ * <p><b>When a transaction is applied</b>: it is complete; the applied vector covers its
+ * dependencies except the origin's own entry (implied by the origin's order) and this DC's (its
+ * own transactions are visible here once committed); and every earlier transaction of its origin
+ * is applied or applied with it. One application per origin is in flight at a time (two of one
+ * origin on different entities could become visible out of order — the simulator found it,
+ * {@link ReplicationMutations.Mutation#PIPELINE_WITHIN_ORIGIN}); applications of different origins
  * may be in flight together, at most {@code maxApplyingTransactions} in this DC and never two on
- * one entity. A multi-entity transaction is applied alone and atomically (one effect, all its
- * parts). Before the first {@code ApplyTransaction} that needs it,
- * the applying vector is raised to the transaction's timestamp ({@link
- * Effect.PublishApplyingVector}): the shell publishes it to the store before it runs the
- * application, so every local transaction that could see the remote one records it among its
- * dependencies (as in Cure, a transaction depends on every remote transaction visible where it
- * ran). Application is idempotent (the entity's {@code $replicated:<origin>}
- * marker), so a failed one is emitted again after {@code retryDelayMillis} and a crash re-feeds
- * whatever may not have been applied.
+ * one entity.
+ *
+ * <p><b>Batched application</b> ({@link Effect.Apply}). So that one-at-a-time does not cap the
+ * throughput at one local commit per origin, an application is a <i>run</i>: the origin's next
+ * transactions T1..Tk, every one ready (complete, dependencies applied, no entity held by another
+ * origin's application), at most {@code maxTransactionsPerApplication} of them touching at most
+ * {@code maxEntitiesPerApplication} entities (T1 alone may touch more: a transaction is never
+ * split). The shell applies it atomically — one turn if it touches one entity, one dynamic
+ * transaction otherwise, each entity taking the segments of every Ti touching it in origin order
+ * — so all of T1..Tk become visible together: the visible set of an origin stays a prefix of its
+ * log closed under dependencies (causal visibility), and each Ti is visible whole (atomic
+ * visibility). That holds for every reader only if the application is one commit: a dynamic
+ * transaction's participants become readable one by one, so a reader of single entities could see
+ * a later Ti on one entity and not an earlier one on another; the runtime therefore keeps {@code
+ * maxEntitiesPerApplication} at 1 (runs of one entity), and more is for the simulator, which
+ * applies an application in one step. A run holds one transaction or many; nothing waits to fill one (it takes what is
+ * ready when the previous application of the origin completes, so batches grow with the load and
+ * shrink to one when it is light). Before an application, the applying vector is raised to its
+ * last transaction's timestamp ({@link Effect.PublishApplyingVector}): the shell publishes it to
+ * the store before it runs the application, so every local transaction that could see the remote
+ * ones records them among its dependencies (as in Cure, a transaction depends on every remote
+ * transaction visible where it ran). Application is idempotent per segment (the entity's {@code
+ * $replicated:<origin>} marker holds the last applied segment's transaction timestamp, and a
+ * segment at or below it is skipped), so a failed application is emitted again, the same run,
+ * after {@code retryDelayMillis}, and a crash re-feeds whatever may not have been applied, which
+ * recovery may group into different runs without applying any segment twice.
  *
  * <p><b>Applied vector.</b> An origin's entry is the largest timestamp T at or below its received
  * entry such that every transaction of the origin whose first entry is at or below T is applied.
@@ -69,7 +86,10 @@ import java.util.TreeSet;
  * entry of any applied multi-entity transaction it would cut through (its decision below, parts
  * above): the shell re-feeds the log's entries above the recorded vector at start ({@link
  * Input.RecoveredEntries}), and a part re-fed without its decision would otherwise be applied as a
- * transaction of its own. Re-fed transactions that were applied are applied again as no-ops. At
+ * transaction of its own. Batching changes nothing here: the applied vector passes a run only
+ * once all of it is applied, and the lowering is per transaction (a run needs none of its own:
+ * each of its transactions re-fed whole is skipped segment by segment). Re-fed transactions that
+ * were applied are applied again as no-ops. At
  * recovery the applying vector is raised over every complete re-fed transaction, since any of them
  * may have been visible before the crash.
  *
@@ -127,11 +147,11 @@ public final class ReceiverCore {
       }
     }
 
-    /** The transaction of an earlier {@link Effect.ApplyTransaction} is applied (durably). */
-    record TransactionApplied(RemoteTransaction transaction) implements Input {}
+    /** The application of an earlier {@link Effect.Apply} is applied (durably, atomically). */
+    record Applied(RemoteApplication application) implements Input {}
 
     /** The application failed (an environmental failure); it is emitted again later. */
-    record ApplicationFailed(RemoteTransaction transaction, String reason) implements Input {}
+    record ApplicationFailed(RemoteApplication application, String reason) implements Input {}
 
     /** A peer's received vector, as it reported with its latest pull. */
     record PeerReported(int peerDc, DependencyVector receivedVector) implements Input {}
@@ -161,8 +181,11 @@ public final class ReceiverCore {
     /** Make {@code applying} the store's applying vector before running any later effect. */
     record PublishApplyingVector(DependencyVector applying) implements Effect {}
 
-    /** Apply the transaction (atomically), then feed TransactionApplied or ApplicationFailed. */
-    record ApplyTransaction(RemoteTransaction transaction) implements Effect {}
+    /**
+     * Apply every transaction of the application atomically (all visible together, or none),
+     * then feed Applied or ApplicationFailed.
+     */
+    record Apply(RemoteApplication application) implements Effect {}
 
     /** Record {@code applied} durably (the store's applied vector, read back at start). */
     record RecordAppliedVector(DependencyVector applied) implements Effect {}
@@ -184,9 +207,10 @@ public final class ReceiverCore {
   private final TreeMap<Integer, Origin> origins = new TreeMap<>();
   private final TreeMap<Integer, DependencyVector> reported = new TreeMap<>();
   private final Set<EntityId> entitiesInFlight = new HashSet<>();
-  private final List<Pending> retries = new ArrayList<>();
+  private final List<Running> retries = new ArrayList<>();
   /** Applications in flight of origins removed since they were emitted (see changePeers). */
-  private final List<Pending> orphans = new ArrayList<>();
+  private final List<Running> orphans = new ArrayList<>();
+  private int applicationsInFlight;
   private int transactionsInFlight;
   private int rotation;
   private boolean started;
@@ -294,6 +318,11 @@ public final class ReceiverCore {
     return transactionsInFlight;
   }
 
+  /** Applications emitted and not yet reported applied (at most one per origin). */
+  public int applicationsInFlight() {
+    return applicationsInFlight;
+  }
+
   /**
    * When {@code originDc}'s received entry last advanced (or when this core first ran), for its
    * lag in milliseconds; {@link Long#MIN_VALUE} before the first input.
@@ -362,8 +391,8 @@ public final class ReceiverCore {
       switch (input) {
         case Input.BatchReceived received -> receive(received, effects);
         case Input.BatchPersisted persisted -> persisted(persisted, nowMillis);
-        case Input.TransactionApplied applied -> applied(applied.transaction());
-        case Input.ApplicationFailed failed -> failed(failed.transaction(), nowMillis);
+        case Input.Applied applied -> applied(applied.application());
+        case Input.ApplicationFailed failed -> failed(failed.application(), nowMillis);
         case Input.PeerReported report -> {
           if (peers.contains(report.peerDc())) {
             reported.merge(report.peerDc(), report.receivedVector(), DependencyVector::merge);
@@ -395,13 +424,11 @@ public final class ReceiverCore {
         peers.remove(removed);
         reported.remove(removed);
         Origin origin = origins.remove(removed);
-        for (Pending pending : origin.pending.values()) {
-          retries.remove(pending);
-          if (pending.inFlight) {
-            // It keeps its entities and its slot until its application completes: two
-            // applications on one entity never run together, whatever their origins.
-            orphans.add(pending);
-          }
+        for (Running running : origin.running.values()) {
+          retries.remove(running);
+          // It keeps its entities and its slot until its application completes: two
+          // applications on one entity never run together, whatever their origins.
+          orphans.add(running);
         }
       }
     }
@@ -498,79 +525,90 @@ public final class ReceiverCore {
     origin.advanceApplied();
   }
 
-  private void applied(RemoteTransaction transaction) {
-    Origin origin = origins.get(transaction.originDc());
-    if (origin == null) {
-      releaseOrphan(transaction);
+  private void applied(RemoteApplication application) {
+    Origin origin = origins.get(application.originDc());
+    if (releaseOrphan(application) || origin == null) {
       return;
     }
-    Pending pending = origin.pending.get(key(transaction));
-    if (pending == null || !pending.inFlight) {
+    Running running = origin.runningOf(application);
+    if (running == null) {
       return; // a duplicate report
     }
-    origin.pending.remove(pending.key);
-    if (pending.participants != null) {
-      origin.openDecisions.remove(pending.key.transactionId());
+    if (--running.outstanding > 0) {
+      return; // SPLIT_BATCH_BY_ENTITY only: other pieces still in flight
     }
-    retries.remove(pending);
-    release(origin, pending);
-    RemoteTransaction applied = pending.transaction;
-    if (applied.lastTimestamp() > applied.transactionTimestamp()) {
-      origin.appliedSpans.put(pending.key, applied.lastTimestamp());
+    origin.running.remove(running.members.get(0).key);
+    retries.remove(running);
+    release(running);
+    // The whole run at once: the applied entry passes all of it together (never a part of it).
+    for (Pending pending : running.members) {
+      origin.pending.remove(pending.key);
+      if (pending.participants != null) {
+        origin.openDecisions.remove(pending.key.transactionId());
+      }
+      RemoteTransaction applied = pending.transaction;
+      if (applied.lastTimestamp() > applied.transactionTimestamp()) {
+        origin.appliedSpans.put(pending.key, applied.lastTimestamp());
+      }
     }
     origin.advanceApplied();
   }
 
-  private void failed(RemoteTransaction transaction, long nowMillis) {
-    Origin origin = origins.get(transaction.originDc());
-    if (origin == null) {
-      releaseOrphan(transaction); // its origin was removed: not retried
+  private void failed(RemoteApplication application, long nowMillis) {
+    Origin origin = origins.get(application.originDc());
+    if (releaseOrphan(application) || origin == null) {
+      return; // its origin was removed (perhaps added again since): not retried
+    }
+    Running running = origin.runningOf(application);
+    if (running == null || running.retryAtMillis != NEVER) {
       return;
     }
-    Pending pending = origin.pending.get(key(transaction));
-    if (pending == null || !pending.inFlight || pending.retryAtMillis != NEVER) {
-      return;
-    }
-    pending.retryAtMillis = nowMillis + limits.retryDelayMillis();
-    retries.add(pending);
+    // Retried as it was emitted (the same run): what of it was applied is skipped by markers.
+    running.retryAtMillis = nowMillis + limits.retryDelayMillis();
+    retries.add(running);
   }
 
-  /** Frees what an application of a removed origin held, once it completed. */
-  private void releaseOrphan(RemoteTransaction transaction) {
-    for (Pending orphan : orphans) {
-      if (orphan.originDc == transaction.originDc() && orphan.key.equals(key(transaction))) {
-        orphans.remove(orphan);
-        entitiesInFlight.removeAll(orphan.parts.keySet());
-        transactionsInFlight--;
-        return;
+  /**
+   * Frees what an application of a removed origin held, once every piece of it completed; whether
+   * {@code application} was such an orphan (checked first: its origin may have been added again
+   * since, and the new origin's runs never match it).
+   */
+  private boolean releaseOrphan(RemoteApplication application) {
+    for (Running orphan : orphans) {
+      if (orphan.pieces.contains(application)) {
+        if (--orphan.outstanding == 0) {
+          orphans.remove(orphan);
+          release(orphan);
+        }
+        return true;
       }
     }
-  }
-
-  private static Key key(RemoteTransaction transaction) {
-    return new Key(transaction.transactionTimestamp(), transaction.transactionId());
+    return false;
   }
 
   // ---------------------------------------------------------------- application
 
   private void retryDue(long nowMillis, List<Effect> effects) {
-    List<Pending> due = new ArrayList<>();
-    for (Pending pending : retries) {
-      if (pending.retryAtMillis <= nowMillis) {
-        due.add(pending);
+    List<Running> due = new ArrayList<>();
+    for (Running running : retries) {
+      if (running.retryAtMillis <= nowMillis) {
+        due.add(running);
       }
     }
-    due.sort(Comparator.comparing((Pending pending) -> pending.originDc)
-        .thenComparing(pending -> pending.key));
-    for (Pending pending : due) {
-      retries.remove(pending);
-      pending.retryAtMillis = NEVER;
-      effects.add(new Effect.ApplyTransaction(pending.transaction));
+    due.sort(Comparator.comparing((Running running) -> running.originDc)
+        .thenComparing(running -> running.members.get(0).key));
+    for (Running running : due) {
+      retries.remove(running);
+      running.retryAtMillis = NEVER;
+      running.outstanding = running.pieces.size();
+      for (RemoteApplication piece : running.pieces) {
+        effects.add(new Effect.Apply(piece));
+      }
     }
   }
 
   private void emitApplicable(List<Effect> effects) {
-    List<Pending> emitted = new ArrayList<>();
+    List<Running> emitted = new ArrayList<>();
     List<Origin> order = new ArrayList<>(origins.values());
     if (!order.isEmpty()) {
       // Rotate the starting origin so that no origin starves the others of in-flight slots.
@@ -580,16 +618,15 @@ public final class ReceiverCore {
       order = rotated;
     }
     boolean progress = true;
-    while (progress && transactionsInFlight < limits.maxApplyingTransactions()) {
+    while (progress && applicationsInFlight < limits.maxApplyingTransactions()) {
       progress = false;
       for (Origin origin : order) {
-        if (transactionsInFlight >= limits.maxApplyingTransactions()) {
+        if (applicationsInFlight >= limits.maxApplyingTransactions()) {
           break;
         }
-        Pending next = nextApplicable(origin);
-        if (next != null) {
-          start(origin, next);
-          emitted.add(next);
+        List<Pending> run = nextRun(origin);
+        if (!run.isEmpty()) {
+          emitted.add(start(origin, run));
           progress = true;
         }
       }
@@ -598,48 +635,73 @@ public final class ReceiverCore {
       return;
     }
     DependencyVector raised = applying;
-    for (Pending pending : emitted) {
-      raised = raised.atLeast(pending.originDc, pending.key.timestamp());
+    for (Running running : emitted) {
+      // Up to the run's last transaction: a local transaction that sees any of it depends on it.
+      raised = raised.atLeast(running.originDc, running.members.getLast().key.timestamp());
     }
     if (!raised.equals(applying)) {
       applying = raised;
       effects.add(new Effect.PublishApplyingVector(applying));
     }
-    for (Pending pending : emitted) {
-      effects.add(new Effect.ApplyTransaction(pending.transaction));
+    for (Running running : emitted) {
+      for (RemoteApplication piece : running.pieces) {
+        effects.add(new Effect.Apply(piece));
+      }
     }
   }
 
-  /** The origin's next transaction to emit now, or null. */
-  private Pending nextApplicable(Origin origin) {
-    if (origin.multiEntityInFlight) {
-      return null;
+  /**
+   * The origin's next run to apply now (empty for none): its first transactions not yet applied,
+   * T1..Tk, as long as each is complete, has its dependencies applied, touches no entity another
+   * origin's application holds, and the run stays within {@code maxTransactionsPerApplication}
+   * transactions and {@code maxEntitiesPerApplication} entities (T1 alone may exceed the latter).
+   */
+  private List<Pending> nextRun(Origin origin) {
+    boolean pipelining = mutations.contains(Mutation.PIPELINE_WITHIN_ORIGIN);
+    // One application of an origin at a time: the shell cannot make two applications on
+    // different entities visible in the order they were emitted (an entity's commit becomes
+    // readable when it is durable, whatever another entity is doing), and a reader that saw the
+    // later one must see the earlier one. Batching keeps the throughput this costs: the next
+    // ready transactions go together in one atomic application instead of one after another.
+    // Origins still apply in parallel: two applications of different origins in flight together
+    // are causally independent, since each waits for its dependencies to be applied, not merely
+    // in flight.
+    if (!origin.running.isEmpty()
+        && (!pipelining || origin.running.values().stream().anyMatch(Running::isMultiEntity))) {
+      return List.of();
     }
+    int maxTransactions = pipelining ? 1 : limits.maxTransactionsPerApplication();
+    List<Pending> run = new ArrayList<>();
+    Set<EntityId> entities = new HashSet<>();
     for (Pending pending : origin.pending.values()) {
       if (pending.inFlight) {
-        continue;
+        continue; // PIPELINE_WITHIN_ORIGIN only
       }
       if (!pending.complete() || !dependenciesApplied(origin.dc, pending.dependencies)) {
-        return null;
+        break;
       }
+      if (pipelining && !origin.running.isEmpty() && pending.isMultiEntity()) {
+        break;
+      }
+      boolean blocked = false;
       for (EntityId entity : pending.parts.keySet()) {
-        if (entitiesInFlight.contains(entity)) {
-          return null;
-        }
+        blocked |= entitiesInFlight.contains(entity);
       }
-      // One transaction of an origin at a time: the shell cannot make two applications on
-      // different entities visible in the order they were emitted (an entity's commit becomes
-      // readable when it is durable, whatever another entity is doing), and a reader that saw
-      // the later one must see the earlier one. Origins still apply in parallel: two
-      // transactions of different origins in flight together are causally independent, since
-      // each waits for its dependencies to be applied, not merely in flight.
-      if (origin.inFlight > 0 && (pending.isMultiEntity()
-          || !mutations.contains(Mutation.PIPELINE_WITHIN_ORIGIN))) {
-        return null;
+      if (blocked) {
+        break;
       }
-      return pending;
+      Set<EntityId> union = new HashSet<>(entities);
+      union.addAll(pending.parts.keySet());
+      if (!run.isEmpty() && union.size() > limits.maxEntitiesPerApplication()) {
+        break;
+      }
+      run.add(pending);
+      entities = union;
+      if (run.size() >= maxTransactions) {
+        break;
+      }
     }
-    return null;
+    return run;
   }
 
   private boolean dependenciesApplied(int originDc, DependencyVector dependencies) {
@@ -660,24 +722,47 @@ public final class ReceiverCore {
     return true;
   }
 
-  private void start(Origin origin, Pending pending) {
-    pending.inFlight = true;
-    pending.transaction = pending.toTransaction();
-    entitiesInFlight.addAll(pending.parts.keySet());
-    origin.inFlight++;
-    transactionsInFlight++;
-    if (pending.isMultiEntity()) {
-      origin.multiEntityInFlight = true;
+  private Running start(Origin origin, List<Pending> run) {
+    List<RemoteTransaction> transactions = new ArrayList<>();
+    for (Pending pending : run) {
+      pending.inFlight = true;
+      pending.transaction = pending.toTransaction();
+      transactions.add(pending.transaction);
     }
+    RemoteApplication application = new RemoteApplication(origin.dc, transactions);
+    List<RemoteApplication> pieces = mutations.contains(Mutation.SPLIT_BATCH_BY_ENTITY)
+        ? byEntity(application) : List.of(application);
+    Running running = new Running(origin.dc, List.copyOf(run), application, pieces);
+    entitiesInFlight.addAll(running.entities);
+    origin.running.put(run.get(0).key, running);
+    applicationsInFlight++;
+    transactionsInFlight += run.size();
+    return running;
   }
 
-  private void release(Origin origin, Pending pending) {
-    entitiesInFlight.removeAll(pending.parts.keySet());
-    origin.inFlight--;
-    transactionsInFlight--;
-    if (pending.isMultiEntity()) {
-      origin.multiEntityInFlight = false;
-    }
+  /** SPLIT_BATCH_BY_ENTITY: one application per entity, its transactions cut to their part. */
+  private static List<RemoteApplication> byEntity(RemoteApplication application) {
+    List<RemoteApplication> pieces = new ArrayList<>();
+    application.segmentsByEntity().forEach((entity, segments) -> {
+      List<RemoteTransaction> cut = new ArrayList<>();
+      for (RemoteApplication.Segment segment : segments) {
+        for (RemoteTransaction transaction : application.transactions()) {
+          if (transaction.transactionTimestamp() == segment.transactionTimestamp()) {
+            cut.add(new RemoteTransaction(transaction.originDc(),
+                transaction.transactionTimestamp(), transaction.transactionId(),
+                transaction.dependencies(), List.of(segment.part())));
+          }
+        }
+      }
+      pieces.add(new RemoteApplication(application.originDc(), cut));
+    });
+    return pieces;
+  }
+
+  private void release(Running running) {
+    entitiesInFlight.removeAll(running.entities);
+    applicationsInFlight--;
+    transactionsInFlight -= running.members.size();
   }
 
   // ---------------------------------------------------------------- records and truncation
@@ -741,8 +826,8 @@ public final class ReceiverCore {
     long applied;
     long lastAdvanceMillis = NEVER;
     boolean linkFailed;
-    int inFlight;
-    boolean multiEntityInFlight;
+    /** Applications in flight by their first transaction (at most one, but for a mutation). */
+    final TreeMap<Key, Running> running = new TreeMap<>();
     /** Received transactions not yet applied (complete or not, in flight or not), in order. */
     final TreeMap<Key, Pending> pending = new TreeMap<>();
     /** Pending transactions opened by a decision, by transaction id (until applied). */
@@ -752,6 +837,16 @@ public final class ReceiverCore {
 
     Origin(int dc) {
       this.dc = dc;
+    }
+
+    /** The application in flight that {@code application} (or a piece of it) reports on. */
+    Running runningOf(RemoteApplication application) {
+      for (Running candidate : running.values()) {
+        if (candidate.pieces.contains(application)) {
+          return candidate;
+        }
+      }
+      return null;
     }
 
     /** Takes one durable entry above the received entry (or re-fed at recovery). */
@@ -812,6 +907,32 @@ public final class ReceiverCore {
     /** Spans wholly at or below a recorded floor can never cut a later one. */
     void forgetSpansBelow(long floor) {
       appliedSpans.values().removeIf(last -> last <= floor);
+    }
+  }
+
+  /** One application in flight: a run of an origin's pending transactions. */
+  private static final class Running {
+    final int originDc;
+    final List<Pending> members;
+    final RemoteApplication application;
+    /** What is emitted: the application itself (but for SPLIT_BATCH_BY_ENTITY). */
+    final List<RemoteApplication> pieces;
+    final Set<EntityId> entities;
+    int outstanding;
+    long retryAtMillis = NEVER;
+
+    Running(int originDc, List<Pending> members, RemoteApplication application,
+        List<RemoteApplication> pieces) {
+      this.originDc = originDc;
+      this.members = members;
+      this.application = application;
+      this.pieces = pieces;
+      this.entities = application.segmentsByEntity().keySet();
+      this.outstanding = pieces.size();
+    }
+
+    boolean isMultiEntity() {
+      return entities.size() > 1;
     }
   }
 

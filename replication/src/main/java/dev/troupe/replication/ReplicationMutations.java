@@ -34,6 +34,13 @@ public final class ReplicationMutations {
      * as the first design did: they can become visible out of their origin's order, so a reader
      * sees a later transaction of a session and not an earlier one (the simulator's seed 9).
      */
-    PIPELINE_WITHIN_ORIGIN
+    PIPELINE_WITHIN_ORIGIN,
+    /**
+     * The receiver applies a batched application as one application per entity, in flight
+     * together, instead of one atomic application: a reader can see a later transaction of the
+     * run on one entity and not an earlier one on another, so the visible set of an origin is no
+     * longer a prefix of its log (and a multi-entity transaction of the run is no longer atomic).
+     */
+    SPLIT_BATCH_BY_ENTITY
   }
 }

@@ -30,11 +30,14 @@ import net.jqwik.api.Property;
  * dependencies between them, multi-entity transactions whose parts interleave with other
  * transactions, batches cut anywhere (never inside a timestamp), pulled from the origin or
  * forwarded, duplicated, persisted and applied in any order, applications that fail, and crashes
- * that lose what was not durable and re-feed the log. Every application must respect its
- * dependencies, its origin's order, the pipelining rule and atomicity (exactly the origin's
- * transaction, all parts); the applied vector must never exceed what is applied; and once
- * everything is delivered, every transaction must be applied exactly once (counted through the
- * {@code $replicated} markers that make re-application after a crash a no-op).
+ * that lose what was not durable and re-feed the log (so recovery groups the re-fed transactions
+ * into runs other than before). Batched application is on with random bounds: every application
+ * must be a run of consecutive transactions of one origin within the bounds, each whole and
+ * respecting its dependencies, with no other application of its origin in flight; what is
+ * visible of each origin (applied atomically, one application at a time) must stay a prefix of
+ * its log closed under dependencies; the applied vector must never exceed what is applied; and
+ * once everything is delivered, every transaction must be applied exactly once (counted through
+ * the {@code $replicated} markers, per segment, that make re-application after a crash a no-op).
  */
 class ReceiverCoreProperties {
   static final int A = 1;
@@ -56,7 +59,7 @@ class ReceiverCoreProperties {
   @Example
   void theChecksCatchTheMutations() {
     for (Mutation mutation : List.of(Mutation.APPLY_BEFORE_DEPENDENCIES,
-        Mutation.SPLIT_MULTI_ENTITY_TRANSACTIONS)) {
+        Mutation.SPLIT_MULTI_ENTITY_TRANSACTIONS, Mutation.SPLIT_BATCH_BY_ENTITY)) {
       int caught = 0;
       for (long seed = 0; seed < 50; seed++) {
         try {
@@ -67,6 +70,18 @@ class ReceiverCoreProperties {
       }
       assertTrue(caught > 10, mutation + " caught in only " + caught + " of 50 runs");
     }
+  }
+
+  /** The property is not vacuous about batching: many runs apply several transactions at once. */
+  @Example
+  void runsOfSeveralTransactionsAreExercised() {
+    int batching = 0;
+    for (long seed = 0; seed < 50; seed++) {
+      Run run = new Run(seed, Set.of());
+      run.run();
+      batching += run.batched > 0 ? 1 : 0;
+    }
+    assertTrue(batching > 20, "runs of several transactions in only " + batching + " of 50");
   }
 
   /** A generated transaction of an origin, as the receiver must apply it. */
@@ -92,9 +107,11 @@ class ReceiverCoreProperties {
     final Map<String, Long> markers = new HashMap<>();
     final Map<String, Integer> effectiveApplications = new HashMap<>();
     final Set<String> effectivelyApplied = new HashSet<>();
-    final List<RemoteTransaction> inFlight = new ArrayList<>();
+    final List<RemoteApplication> inFlight = new ArrayList<>();
     /** Failed applications: still in flight for the core until it emits them again. */
-    final List<RemoteTransaction> retrying = new ArrayList<>();
+    final List<RemoteApplication> retrying = new ArrayList<>();
+    /** How many applications held more than one transaction (batching is exercised). */
+    int batched;
     final List<Effect.PersistBatch> toPersist = new ArrayList<>();
     final List<ReceiverCore.Input.BatchReceived> sent = new ArrayList<>();
     DependencyVector published = DependencyVector.EMPTY;
@@ -105,7 +122,7 @@ class ReceiverCoreProperties {
       this.mutations = mutations;
       random = new Random(seed);
       limits = new ReceiverLimits(1 + random.nextInt(4), 100, 20, random.nextInt(3) * 10,
-          random.nextInt(3) * 10);
+          random.nextInt(3) * 10, 1 + random.nextInt(8), 1 + random.nextInt(5));
       generate();
     }
 
@@ -213,12 +230,12 @@ class ReceiverCoreProperties {
           Effect.PersistBatch persist = toPersist.remove(random.nextInt(toPersist.size()));
           persist(persist);
         } else if (action < 88 && !inFlight.isEmpty()) {
-          RemoteTransaction transaction = inFlight.remove(random.nextInt(inFlight.size()));
+          RemoteApplication application = inFlight.remove(random.nextInt(inFlight.size()));
           if (random.nextInt(10) == 0) {
-            retrying.add(transaction);
-            feed(new Input.ApplicationFailed(transaction, "timeout"));
+            retrying.add(application);
+            feed(new Input.ApplicationFailed(application, "timeout"));
           } else {
-            complete(transaction);
+            complete(application);
           }
         } else if (action < 89 && crashes < 2) {
           crashes++;
@@ -317,36 +334,85 @@ class ReceiverCoreProperties {
           entry.index());
     }
 
-    /** Applies it the way ApplyReplicated does: a part at or below its marker is skipped. */
-    void applyToWorld(RemoteTransaction transaction) {
-      boolean any = false;
-      boolean all = true;
-      for (RemoteTransaction.Part part : transaction.parts()) {
-        String marker = part.entity() + "@" + transaction.originDc();
-        if (markers.getOrDefault(marker, 0L) >= transaction.transactionTimestamp()) {
-          all = false;
-        } else {
-          any = true;
-          markers.put(marker, transaction.transactionTimestamp());
+    /**
+     * Applies it atomically the way ApplyReplicated does, entity by entity, segment by segment: a
+     * segment at or below the entity's marker is skipped, the marker ends at the last applied.
+     */
+    void applyToWorld(RemoteApplication application) {
+      Map<String, Integer> appliedParts = new HashMap<>();
+      Map<String, Integer> skippedParts = new HashMap<>();
+      application.segmentsByEntity().forEach((entity, segments) -> {
+        String marker = entity + "@" + application.originDc();
+        long before = markers.getOrDefault(marker, 0L);
+        for (RemoteApplication.Segment segment : segments) {
+          String key = null;
+          for (RemoteTransaction transaction : application.transactions()) {
+            if (transaction.transactionTimestamp() == segment.transactionTimestamp()) {
+              key = key(transaction);
+            }
+          }
+          if (segment.transactionTimestamp() <= before) {
+            skippedParts.merge(key, 1, Integer::sum);
+          } else {
+            appliedParts.merge(key, 1, Integer::sum);
+            markers.put(marker, segment.transactionTimestamp());
+          }
+        }
+      });
+      for (RemoteTransaction transaction : application.transactions()) {
+        String key = key(transaction);
+        assertTrue(!appliedParts.containsKey(key) || !skippedParts.containsKey(key),
+            "partly applied before: " + transaction);
+        if (appliedParts.containsKey(key)) {
+          effectiveApplications.merge(key, 1, Integer::sum);
+          effectivelyApplied.add(key);
         }
       }
-      assertTrue(!any || all, "partly applied before: " + transaction);
-      if (any) {
-        effectiveApplications.merge(key(transaction), 1, Integer::sum);
-        effectivelyApplied.add(key(transaction));
+      checkVisiblePrefix();
+    }
+
+    /**
+     * What is visible here of each origin is a prefix of its log (causal visibility within an
+     * origin) closed under dependencies on the other origins.
+     */
+    void checkVisiblePrefix() {
+      for (int origin : ORIGINS) {
+        boolean gap = false;
+        for (Generated generated : history.get(origin).values()) {
+          boolean visible = effectivelyApplied.contains(
+              key(origin, generated.timestamp(), generated.transactionId()));
+          assertTrue(!visible || !gap, "visible " + generated + " after an invisible earlier"
+              + " transaction of its origin");
+          gap |= !visible;
+          if (!visible) {
+            continue;
+          }
+          for (Map.Entry<Integer, Long> dependency : generated.dependencies().entries()
+              .entrySet()) {
+            int dc = dependency.getKey();
+            if (dc == origin || dc == A) {
+              continue;
+            }
+            for (Generated needed : history.get(dc).headMap(dependency.getValue(), true)
+                .values()) {
+              assertTrue(effectivelyApplied.contains(key(dc, needed.timestamp(),
+                  needed.transactionId())), "visible " + generated + " without " + needed);
+            }
+          }
+        }
       }
     }
 
-    void complete(RemoteTransaction transaction) {
-      applyToWorld(transaction);
-      feed(new Input.TransactionApplied(transaction));
+    void complete(RemoteApplication application) {
+      applyToWorld(application);
+      feed(new Input.Applied(application));
     }
 
     void crash() {
       // What was in flight took effect or not; what was not persisted is lost.
-      for (RemoteTransaction transaction : inFlight) {
+      for (RemoteApplication application : inFlight) {
         if (random.nextBoolean()) {
-          applyToWorld(transaction);
+          applyToWorld(application);
         }
       }
       inFlight.clear();
@@ -381,7 +447,7 @@ class ReceiverCoreProperties {
             assertTrue(vector.applying().covers(published), "the applying vector fell");
             published = vector.applying();
           }
-          case Effect.ApplyTransaction apply -> check(apply.transaction());
+          case Effect.Apply apply -> check(apply.application());
           case Effect.RecordAppliedVector record -> recordedApplied = record.applied();
           case Effect.Truncate truncate -> {
             for (int origin : ORIGINS) {
@@ -404,13 +470,65 @@ class ReceiverCoreProperties {
       }
     }
 
+    void check(RemoteApplication application) {
+      int origin = application.originDc();
+      List<RemoteTransaction> transactions = application.transactions();
+      assertTrue(transactions.size() <= limits.maxTransactionsPerApplication(),
+          "too many transactions in " + application);
+      assertTrue(transactions.size() == 1 || application.segmentsByEntity().size()
+          <= limits.maxEntitiesPerApplication(), "too many entities in " + application);
+      if (transactions.size() > 1) {
+        batched++;
+      }
+      // A run: consecutive transactions of the origin, nothing of it between them left out.
+      List<String> run = new ArrayList<>();
+      for (Generated between : history.get(origin).subMap(
+          application.firstTransactionTimestamp(), true,
+          application.lastTransactionTimestamp(), true).values()) {
+        run.add(key(origin, between.timestamp(), between.transactionId()));
+      }
+      assertEquals(run, transactions.stream().map(Run::key).toList(),
+          "not a run of consecutive transactions: " + application);
+      for (RemoteTransaction transaction : transactions) {
+        check(transaction);
+      }
+      assertTrue(published.get(origin) >= application.lastTransactionTimestamp(),
+          "applying vector " + published + " does not cover " + application);
+      boolean retry = retrying.remove(application);
+      List<RemoteApplication> others = new ArrayList<>(inFlight);
+      others.addAll(retrying);
+      Set<String> inFlightKeys = new TreeSet<>();
+      for (RemoteApplication other : others) {
+        for (RemoteTransaction transaction : other.transactions()) {
+          inFlightKeys.add(key(transaction));
+        }
+      }
+      for (Generated earlier : history.get(origin).headMap(
+          application.firstTransactionTimestamp()).values()) {
+        String key = key(origin, earlier.timestamp(), earlier.transactionId());
+        assertTrue(effectivelyApplied.contains(key) || inFlightKeys.contains(key),
+            application + " before the earlier " + earlier);
+      }
+      for (RemoteApplication other : others) {
+        for (RemoteTransaction transaction : transactions) {
+          assertTrue(!inFlightKeys.contains(key(transaction)), "emitted twice: " + transaction);
+        }
+        assertTrue(other.originDc() != origin, "two applications of one origin in flight: "
+            + other + " and " + application);
+        for (var entity : other.segmentsByEntity().keySet()) {
+          assertTrue(!application.segmentsByEntity().containsKey(entity), "two in flight on "
+              + entity);
+        }
+      }
+      assertTrue(retry || others.size() < limits.maxApplyingTransactions(), "too many in flight");
+      inFlight.add(application);
+    }
+
     void check(RemoteTransaction transaction) {
       int origin = transaction.originDc();
       Generated generated = history.get(origin).get(transaction.transactionTimestamp());
       assertTrue(generated != null, "not a transaction of the origin: " + transaction);
       assertEquals(generated.expected(), transaction, "not whole or not as committed");
-      assertTrue(published.get(origin) >= transaction.transactionTimestamp(),
-          "applying vector " + published + " does not cover " + transaction);
       for (Map.Entry<Integer, Long> dependency : transaction.dependencies().entries()
           .entrySet()) {
         int dc = dependency.getKey();
@@ -422,35 +540,6 @@ class ReceiverCoreProperties {
               needed.transactionId())), transaction + " before its dependency " + needed);
         }
       }
-      boolean retry = retrying.remove(transaction);
-      List<RemoteTransaction> others = new ArrayList<>(inFlight);
-      others.addAll(retrying);
-      Set<String> inFlightKeys = new TreeSet<>();
-      for (RemoteTransaction other : others) {
-        inFlightKeys.add(key(other));
-      }
-      for (Generated earlier : history.get(origin).headMap(transaction.transactionTimestamp())
-          .values()) {
-        String key = key(origin, earlier.timestamp(), earlier.transactionId());
-        assertTrue(effectivelyApplied.contains(key) || inFlightKeys.contains(key),
-            transaction + " before the earlier " + earlier);
-      }
-      for (RemoteTransaction other : others) {
-        assertTrue(!key(other).equals(key(transaction)), "emitted twice: " + transaction);
-        if (other.originDc() == origin) {
-          assertTrue(!other.isMultiEntity() && !transaction.isMultiEntity(),
-              "a multi-entity transaction in flight with another of its origin: " + other
-                  + " and " + transaction);
-        }
-        for (RemoteTransaction.Part part : other.parts()) {
-          for (RemoteTransaction.Part mine : transaction.parts()) {
-            assertTrue(!part.entity().equals(mine.entity()), "two in flight on "
-                + part.entity());
-          }
-        }
-      }
-      assertTrue(retry || others.size() < limits.maxApplyingTransactions(), "too many in flight");
-      inFlight.add(transaction);
     }
   }
 }

@@ -82,8 +82,8 @@ class ReceiverCoreTest {
   static List<RemoteTransaction> applications(List<Effect> effects) {
     List<RemoteTransaction> applied = new ArrayList<>();
     for (Effect effect : effects) {
-      if (effect instanceof Effect.ApplyTransaction apply) {
-        applied.add(apply.transaction());
+      if (effect instanceof Effect.Apply apply) {
+        applied.addAll(apply.application().transactions());
       }
     }
     return applied;
@@ -94,7 +94,7 @@ class ReceiverCoreTest {
   }
 
   static List<Effect> applied(ReceiverCore core, RemoteTransaction transaction) {
-    return core.handle(new Input.TransactionApplied(transaction), 0);
+    return core.handle(new Input.Applied(RemoteApplication.of(transaction)), 0);
   }
 
   @Test
@@ -124,7 +124,7 @@ class ReceiverCoreTest {
         publish = i;
         assertTrue(vector.applying().get(B) == 10 || vector.applying().get(C) == 20);
       }
-      if (effects.get(i) instanceof Effect.ApplyTransaction) {
+      if (effects.get(i) instanceof Effect.Apply) {
         assertTrue(publish >= 0 && publish < i, "published before every application");
       }
     }
@@ -270,7 +270,7 @@ class ReceiverCoreTest {
     ReceiverCore core = core(LIMITS);
     RemoteTransaction transaction = applications(deliver(core, B, 10, part(B, 10, X))).get(0);
     assertEquals(List.of(), timestamps(core.handle(
-        new Input.ApplicationFailed(transaction, "timeout"), 1000)));
+        new Input.ApplicationFailed(RemoteApplication.of(transaction), "timeout"), 1000)));
     assertEquals(List.of(), timestamps(core.handle(new Input.Tick(), 1049)));
     assertEquals(List.of(10L), timestamps(core.handle(new Input.Tick(), 1050)));
     assertEquals(List.of(), timestamps(core.handle(new Input.Tick(), 2000)));
@@ -496,5 +496,109 @@ class ReceiverCoreTest {
     List<RemoteTransaction> applications = applications(deliver(core, B, 10, x, y));
     assertEquals(1, applications.size());
     assertTrue(applications.get(0).isMultiEntity());
+  }
+
+  // ---------------------------------------------------------------- batched application
+
+  static final ReceiverLimits BATCHING = new ReceiverLimits(4, 1000, 50, 0, 0, 8, 8);
+
+  static List<RemoteApplication> runs(List<Effect> effects) {
+    List<RemoteApplication> runs = new ArrayList<>();
+    for (Effect effect : effects) {
+      if (effect instanceof Effect.Apply apply) {
+        runs.add(apply.application());
+      }
+    }
+    return runs;
+  }
+
+  static List<Long> places(RemoteApplication application) {
+    return application.transactions().stream().map(RemoteTransaction::transactionTimestamp)
+        .toList();
+  }
+
+  @Test
+  void theReadyTransactionsOfAnOriginAreOneApplicationVisibleTogether() {
+    ReceiverCore core = core(BATCHING);
+    List<Effect> effects = deliver(core, B, 40, part(B, 10, X), part(B, 20, Y),
+        part(B, 30, X));
+    List<RemoteApplication> runs = runs(effects);
+    assertEquals(1, runs.size());
+    assertEquals(List.of(10L, 20L, 30L), places(runs.get(0)));
+    // Per entity, the segments of every transaction touching it, in the origin's order.
+    assertEquals(List.of(10L, 30L), runs.get(0).segmentsByEntity().get(X).stream()
+        .map(RemoteApplication.Segment::transactionTimestamp).toList());
+    assertEquals(30, core.applyingVector().get(B), "raised to the run's last transaction");
+    assertEquals(9, core.appliedVector().get(B), "nothing of the run applied yet");
+    assertEquals(List.of(), runs(deliver(core, B, 50, part(B, 45, Z))),
+        "one application per origin in flight");
+    List<Effect> next = core.handle(new Input.Applied(runs.get(0)), 0);
+    assertEquals(44, core.appliedVector().get(B), "the whole run at once");
+    assertEquals(List.of(45L), places(runs(next).get(0)));
+  }
+
+  @Test
+  void aRunIsBoundedByTransactionsAndEntitiesButNeverSplitsATransaction() {
+    ReceiverCore byCount = core(new ReceiverLimits(4, 1000, 50, 0, 0, 2, 8));
+    assertEquals(List.of(10L, 20L), places(runs(deliver(byCount, B, 40, part(B, 10, X),
+        part(B, 20, Y), part(B, 30, Z))).get(0)));
+    ReceiverCore byEntities = core(new ReceiverLimits(4, 1000, 50, 0, 0, 8, 2));
+    assertEquals(List.of(10L, 20L, 30L), places(runs(deliver(byEntities, B, 40,
+        part(B, 10, X), part(B, 20, Y), part(B, 30, X), part(B, 35, Z))).get(0)),
+        "a transaction on an entity of the run adds none");
+    ReceiverCore wide = core(new ReceiverLimits(4, 1000, 50, 0, 0, 8, 1));
+    List<Effect> effects = deliver(wide, B, 40,
+        decision(B, 10, 7, List.of(X, Y), DependencyVector.EMPTY),
+        part(B, 11, 7, X, DependencyVector.EMPTY), part(B, 12, 7, Y, DependencyVector.EMPTY),
+        part(B, 20, Z));
+    RemoteApplication first = runs(effects).get(0);
+    assertEquals(List.of(10L), places(first), "alone, though it touches more than the bound");
+    assertEquals(2, first.transactions().get(0).parts().size());
+  }
+
+  @Test
+  void aRunStopsAtATransactionThatIsNotReady() {
+    ReceiverCore core = core(BATCHING);
+    List<Effect> effects = deliver(core, B, 40, part(B, 10, X),
+        part(B, 20, 20, Y, vector(C, 5)), part(B, 30, Z));
+    assertEquals(List.of(10L), places(runs(effects).get(0)), "20 waits for C's 5");
+    core.handle(new Input.Applied(runs(effects).get(0)), 0);
+    List<Effect> fromC = deliver(core, C, 5, part(C, 5, Z));
+    assertEquals(List.of(5L), places(runs(fromC).get(0)));
+    List<Effect> rest = core.handle(new Input.Applied(runs(fromC).get(0)), 0);
+    assertEquals(List.of(20L, 30L), places(runs(rest).get(0)));
+  }
+
+  @Test
+  void aFailedRunIsRetriedWhole() {
+    ReceiverCore core = core(BATCHING);
+    RemoteApplication run = runs(deliver(core, B, 40, part(B, 10, X), part(B, 20, Y)))
+        .get(0);
+    assertEquals(List.of(), runs(core.handle(new Input.ApplicationFailed(run, "timeout"),
+        1000)));
+    assertEquals(List.of(run), runs(core.handle(new Input.Tick(), 1050)));
+    core.handle(new Input.Applied(run), 1060);
+    assertEquals(40, core.appliedVector().get(B));
+    assertEquals(0, core.transactionsInFlight());
+  }
+
+  @Test
+  void recoveryRegroupsWhatWasAppliedAndTheRecordNeverCutsATransaction() {
+    ReceiverCore core = core(BATCHING);
+    List<Effect> effects = deliver(core, B, 40,
+        decision(B, 10, 7, List.of(X, Y), DependencyVector.EMPTY),
+        part(B, 11, 7, X, DependencyVector.EMPTY), part(B, 15, Z),
+        part(B, 30, 7, Y, DependencyVector.EMPTY), part(B, 35, X));
+    RemoteApplication run = runs(effects).get(0);
+    assertEquals(List.of(10L, 15L, 35L), places(run));
+    List<Effect> after = core.handle(new Input.Applied(run), 0);
+    assertEquals(40, core.appliedVector().get(B));
+    DependencyVector recorded = null;
+    for (Effect effect : after) {
+      if (effect instanceof Effect.RecordAppliedVector record) {
+        recorded = record.applied();
+      }
+    }
+    assertEquals(40, recorded.get(B), "no applied transaction spans past 40");
   }
 }

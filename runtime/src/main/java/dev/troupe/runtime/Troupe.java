@@ -405,7 +405,16 @@ public final class Troupe implements AutoCloseable {
     parts.forEach((entity, turn) -> operations.add(new TransactionRequest.Operation(entity, turn)));
     TransactionRequest request =
         new TransactionRequest(operations, List.of(), TransactionRequest.Mode.DYNAMIC);
-    return admitted(() -> requests.transactReplicated(request, this::replicaTypeOf));
+    CompletableFuture<TransactionOutcome> applied =
+        admitted(() -> requests.transactReplicated(request, this::replicaTypeOf));
+    if (parts.keySet().stream().noneMatch(types::holdsDefinitions)) {
+      return applied;
+    }
+    // A batched application may carry a type definition among other entities' writes.
+    return applied.thenApply(outcome -> {
+      types.loadReplicatedDefinitions();
+      return outcome;
+    });
   }
 
   /**

@@ -48,30 +48,73 @@ public sealed interface Turn {
   record DeregisterDependency(String dependencyId, String leaderKey) implements Turn {}
 
   /**
-   * Applies one entity's part of a transaction committed in another data centre (docs/
-   * ARCHITECTURE.md, "Applying a remote transaction"). Evaluation writes, first, the entity's
-   * replication marker for the origin ({@link
-   * dev.troupe.model.causal.ReplicaApplication#markerKey}) set to {@code transactionTimestamp},
-   * then the operations, each register assignment stamped with ({@code stampTimestamp}, {@code
-   * originDc}) ({@link Operation.AssignReplicated}) and the rest as they are. When the marker
-   * already holds {@code transactionTimestamp} or more the part was applied before and the turn
-   * writes nothing, so applying it again (after a crash, a duplicate) changes nothing.
+   * Applies one entity's parts of one or more consecutive transactions committed in another data
+   * centre (docs/ARCHITECTURE.md, "Applying a remote transaction" and "Batched application"): one
+   * {@link Segment} per transaction, in the origin's order. Evaluation skips every segment whose
+   * {@code transactionTimestamp} is at or below the entity's replication marker for the origin
+   * ({@link dev.troupe.model.causal.ReplicaApplication#markerKey}): it was applied before. If any
+   * segment remains it writes, first, the marker set to the last remaining segment's {@code
+   * transactionTimestamp}, then each remaining segment's operations in order, each register
+   * assignment stamped with that segment's ({@code stampTimestamp}, {@code originDc}) ({@link
+   * Operation.AssignReplicated}) and the rest as they are; else it writes nothing. So applying it
+   * again (after a crash, a duplicate, or with the transactions grouped differently) applies no
+   * segment twice.
    *
    * <p>No type checks, preconditions or limits (the origin committed it: refusing it here would
    * make the data centres diverge) and no dependency forwards (the origin's transaction already
    * holds its followers' operations).
    *
-   * @param originDc the data centre where the transaction committed
-   * @param transactionTimestamp the timestamp of the transaction's first replication log entry at
-   *     the origin (its decision, or its only part): the marker's value
-   * @param stampTimestamp the commit timestamp of this entity's part at the origin: its register
-   *     writes' stamp
-   * @param operations the part's operations as the origin committed them
+   * @param originDc the data centre where the transactions committed
+   * @param segments at least one, with strictly increasing transaction timestamps
    */
-  record ApplyReplicated(int originDc, long transactionTimestamp, long stampTimestamp,
-      List<Operation> operations) implements Turn {
+  record ApplyReplicated(int originDc, List<Segment> segments) implements Turn {
     public ApplyReplicated {
-      operations = List.copyOf(operations);
+      segments = List.copyOf(segments);
+      dev.troupe.model.Invariants.check(!segments.isEmpty(),
+          "a replica application of DC %s with no segment", originDc);
+      for (int i = 1; i < segments.size(); i++) {
+        dev.troupe.model.Invariants.check(
+            segments.get(i - 1).transactionTimestamp() < segments.get(i).transactionTimestamp(),
+            "the segments of a replica application of DC %s are not in the origin's order",
+            originDc);
+      }
+    }
+
+    /** The application of one transaction's part (a single segment). */
+    public ApplyReplicated(int originDc, long transactionTimestamp, long stampTimestamp,
+        List<Operation> operations) {
+      this(originDc, List.of(new Segment(transactionTimestamp, stampTimestamp, operations)));
+    }
+
+    /**
+     * One transaction's part on the entity.
+     *
+     * @param transactionTimestamp the timestamp of the transaction's first replication log entry
+     *     at the origin (its decision, or its only part): its place in the origin's order, and
+     *     the marker's value once applied
+     * @param stampTimestamp the commit timestamp of this entity's part at the origin: its register
+     *     writes' stamp
+     * @param operations the part's operations as the origin committed them
+     */
+    public record Segment(long transactionTimestamp, long stampTimestamp,
+        List<Operation> operations) {
+      public Segment {
+        operations = List.copyOf(operations);
+      }
+    }
+
+    /** The operations of every segment, in order (what the application may write). */
+    public List<Operation> operations() {
+      List<Operation> all = new java.util.ArrayList<>();
+      for (Segment segment : segments) {
+        all.addAll(segment.operations());
+      }
+      return all;
+    }
+
+    /** The last segment's transaction timestamp. */
+    public long lastTransactionTimestamp() {
+      return segments.get(segments.size() - 1).transactionTimestamp();
     }
   }
 

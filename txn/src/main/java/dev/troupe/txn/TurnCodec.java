@@ -63,17 +63,18 @@ public final class TurnCodec {
         case Turn.DeregisterDependency deregister -> node.put("t", "deregister")
             .put("id", deregister.dependencyId()).put("key", deregister.leaderKey());
         case Turn.ApplyReplicated replicated -> {
-          // The operations in their journal encoding (tags, dependency records and all), as
-          // base64 text: one encoding of operations, pinned by the storage format tests.
-          BinaryWriter out = new BinaryWriter(64);
-          out.varInt(replicated.operations().size());
-          for (dev.troupe.model.Operation operation : replicated.operations()) {
-            ValueEncoding.writeOperation(out, operation);
+          // One segment keeps the form of the build before batched application (which reads
+          // it); several are "applyReplicatedSegments", which that build refuses, never misreads.
+          if (replicated.segments().size() == 1) {
+            node.put("t", "applyReplicated").put("origin", replicated.originDc());
+            writeSegment(node, replicated.segments().get(0));
+          } else {
+            node.put("t", "applyReplicatedSegments").put("origin", replicated.originDc());
+            ArrayNode segments = node.putArray("segments");
+            for (Turn.ApplyReplicated.Segment segment : replicated.segments()) {
+              writeSegment(segments.addObject(), segment);
+            }
           }
-          node.put("t", "applyReplicated").put("origin", replicated.originDc())
-              .put("transaction", replicated.transactionTimestamp())
-              .put("stamp", replicated.stampTimestamp())
-              .put("operations", Base64.getEncoder().encodeToString(out.toByteArray()));
         }
         case Turn.DeliverMessage delivery -> {
           node.put("t", "deliverMessage").put("timestamp", delivery.messageTimestamp())
@@ -131,8 +132,14 @@ public final class TurnCodec {
             dev.troupe.model.dependency.Dependency.fromJson(node.get("dependency")));
         case "deregister" -> new Turn.DeregisterDependency(node.get("id").asText(), key);
         case "applyReplicated" -> new Turn.ApplyReplicated(node.get("origin").asInt(),
-            node.get("transaction").asLong(), node.get("stamp").asLong(),
-            decodeOperations(node.get("operations").asText()));
+            List.of(readSegment(node)));
+        case "applyReplicatedSegments" -> {
+          List<Turn.ApplyReplicated.Segment> segments = new ArrayList<>();
+          for (JsonNode segment : node.get("segments")) {
+            segments.add(readSegment(segment));
+          }
+          yield new Turn.ApplyReplicated(node.get("origin").asInt(), segments);
+        }
         case "deliverMessage" -> new Turn.DeliverMessage(
             node.path("origin").asInt(Turn.DeliverMessage.LOCAL_ORIGIN),
             node.get("timestamp").asLong(),
@@ -143,6 +150,26 @@ public final class TurnCodec {
       });
     }
     return turns;
+  }
+
+  /**
+   * A segment's timestamps and its operations in their journal encoding (tags, dependency records
+   * and all), as base64 text: one encoding of operations, pinned by the storage format tests.
+   */
+  private static void writeSegment(ObjectNode node, Turn.ApplyReplicated.Segment segment) {
+    BinaryWriter out = new BinaryWriter(64);
+    out.varInt(segment.operations().size());
+    for (dev.troupe.model.Operation operation : segment.operations()) {
+      ValueEncoding.writeOperation(out, operation);
+    }
+    node.put("transaction", segment.transactionTimestamp())
+        .put("stamp", segment.stampTimestamp())
+        .put("operations", Base64.getEncoder().encodeToString(out.toByteArray()));
+  }
+
+  private static Turn.ApplyReplicated.Segment readSegment(JsonNode node) {
+    return new Turn.ApplyReplicated.Segment(node.get("transaction").asLong(),
+        node.get("stamp").asLong(), decodeOperations(node.get("operations").asText()));
   }
 
   private static List<dev.troupe.model.Operation> decodeOperations(String base64) {

@@ -110,7 +110,12 @@ public final class TurnEvaluator {
     }
     try {
       // Messages of several turns of one transaction on this entity: one per destination too.
-      requireOneMessagePerDestination(operations);
+      // Not for replica applications: their messages are the origin's, checked there per
+      // transaction, and a batched one holds several transactions' (inert here: only the
+      // sender's data centre delivers).
+      if (!turns.stream().allMatch(Turn.ApplyReplicated.class::isInstance)) {
+        requireOneMessagePerDestination(operations);
+      }
     } catch (TroupeException twice) {
       return new Sequence(List.of(), state, twice);
     }
@@ -342,9 +347,11 @@ public final class TurnEvaluator {
   }
 
   /**
-   * A remote part's operations (docs/ARCHITECTURE.md, "Applying a remote transaction"): nothing
-   * when the entity's marker for the origin shows it applied, else the marker first, then the
-   * operations with register assignments stamped as at the origin.
+   * A remote application's operations on one entity (docs/ARCHITECTURE.md, "Applying a remote
+   * transaction", "Batched application"): the segments the entity's marker for the origin does
+   * not cover, each converted by {@link #replicatedOperations}, preceded by the marker set to the
+   * last of them; nothing when the marker covers every segment (all applied before, whichever
+   * way they were grouped then).
    *
    * <p>Applied whatever the local type declares: a key the origin wrote as one kind and this data
    * centre's type declares as another (the types differ while a type change reaches the data
@@ -355,17 +362,36 @@ public final class TurnEvaluator {
    */
   static List<Operation> replicaApplication(EntityState state, Turn.ApplyReplicated replicated) {
     String marker = ReplicaApplication.markerKey(replicated.originDc());
-    if (state.get(marker) instanceof RegisterValue applied
-        && applied.value().canConvertToLong()
-        && applied.value().asLong() >= replicated.transactionTimestamp()) {
+    long appliedUpTo = state.get(marker) instanceof RegisterValue applied
+        && applied.value().canConvertToLong() ? applied.value().asLong() : Long.MIN_VALUE;
+    List<Operation> operations = new ArrayList<>();
+    long last = appliedUpTo;
+    for (Turn.ApplyReplicated.Segment segment : replicated.segments()) {
+      if (segment.transactionTimestamp() <= appliedUpTo) {
+        continue; // applied before (a re-application after a crash, a duplicate)
+      }
+      operations.addAll(replicatedOperations(replicated.originDc(), segment));
+      last = segment.transactionTimestamp();
+    }
+    if (last == appliedUpTo) {
       return List.of();
     }
-    List<Operation> operations = new ArrayList<>(replicated.operations().size() + 1);
-    operations.add(new Operation.Assign(marker, LongNode.valueOf(replicated.transactionTimestamp())));
+    operations.add(0, new Operation.Assign(marker, LongNode.valueOf(last)));
+    return operations;
+  }
+
+  /**
+   * The conversion of one remote transaction's part (one segment) into the operations this data
+   * centre writes: register assignments stamped as at the origin, the rest as they are. The one
+   * place this conversion lives.
+   */
+  static List<Operation> replicatedOperations(int originDc,
+      Turn.ApplyReplicated.Segment replicated) {
+    List<Operation> operations = new ArrayList<>(replicated.operations().size());
     for (Operation operation : replicated.operations()) {
       operations.add(operation instanceof Operation.Assign assign
           ? new Operation.AssignReplicated(assign.key(), assign.value(),
-              replicated.stampTimestamp(), replicated.originDc())
+              replicated.stampTimestamp(), originDc)
           : operation);
     }
     return operations;

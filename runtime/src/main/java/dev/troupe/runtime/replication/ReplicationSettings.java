@@ -13,8 +13,8 @@ import java.util.List;
  * @param dataCentreName this DC's name ({@code troupe.dc.name}); empty: no DC, nothing replicates
  * @param peerNames the other DCs this one replicates with ({@code troupe.dc.peers}); their URLs
  *     are the server's business, not the engine's
- * @param maxApplyingTransactions most remote transactions applied at once in this DC, across
- *     origins (one per origin at a time)
+ * @param maxApplyingTransactions most applications of remote transactions in flight at once in
+ *     this DC, across origins (one per origin at a time, whatever it holds)
  * @param pullBatchMaxEntries most replication log entries one pull asks for (and one serve gives)
  * @param forwardAfterMillis how long an origin's direct link may leave the origin's received entry
  *     where it is before the origin's entries are pulled from another peer (transitive forwarding)
@@ -28,6 +28,11 @@ import java.util.List;
  *     unavailable, a lock conflict that exhausted its retries) the transaction is applied again
  * @param tickIntervalMillis how often the shell feeds the receiver core the time (forwarding,
  *     retries, the applied vector's record and truncation are decided on ticks)
+ * @param maxTransactionsPerApplication most consecutive ready transactions of one origin applied
+ *     together, atomically, as one local transaction (batched application; 1: one by one)
+ * @param maxEntitiesPerApplication most entities one such application touches (a transaction
+ *     that alone touches more is still applied, alone); 1 (the default) keeps causal visibility
+ *     for readers of single entities (reference.conf says why)
  */
 public record ReplicationSettings(
     String dataCentreName,
@@ -39,7 +44,9 @@ public record ReplicationSettings(
     long truncateIntervalMillis,
     long tokenWaitMaxMillis,
     long retryDelayMillis,
-    long tickIntervalMillis) {
+    long tickIntervalMillis,
+    int maxTransactionsPerApplication,
+    int maxEntitiesPerApplication) {
 
   public ReplicationSettings {
     peerNames = List.copyOf(peerNames);
@@ -81,7 +88,9 @@ public record ReplicationSettings(
         positiveLong(replication, "truncate-interval-millis"),
         positiveLong(replication, "token-wait-max-millis"),
         positiveLong(replication, "retry-delay-millis"),
-        positiveLong(replication, "tick-interval-millis"));
+        positiveLong(replication, "tick-interval-millis"),
+        positive(replication, "max-transactions-per-application"),
+        positive(replication, "max-entities-per-application"));
   }
 
   /** Whether this node is a named DC (replication runs only then). */
@@ -111,7 +120,8 @@ public record ReplicationSettings(
   public ReplicationSettings withDataCentre(String name, List<String> peers) {
     return new ReplicationSettings(name, peers, maxApplyingTransactions, pullBatchMaxEntries,
         forwardAfterMillis, appliedRecordIntervalMillis, truncateIntervalMillis,
-        tokenWaitMaxMillis, retryDelayMillis, tickIntervalMillis);
+        tokenWaitMaxMillis, retryDelayMillis, tickIntervalMillis, maxTransactionsPerApplication,
+        maxEntitiesPerApplication);
   }
 
   private static int positive(Config config, String path) {

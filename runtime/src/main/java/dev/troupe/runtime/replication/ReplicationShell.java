@@ -14,7 +14,7 @@ import dev.troupe.replication.ReceiverCore;
 import dev.troupe.replication.ReceiverCore.Effect;
 import dev.troupe.replication.ReceiverCore.Input;
 import dev.troupe.replication.ReceiverLimits;
-import dev.troupe.replication.RemoteTransaction;
+import dev.troupe.replication.RemoteApplication;
 import dev.troupe.runtime.Troupe;
 import dev.troupe.storage.DurableStore;
 import dev.troupe.storage.ReplicationLog;
@@ -53,15 +53,17 @@ import scala.concurrent.ExecutionContextExecutor;
  *       (the future {@link #received} returned completes then: a pull is acknowledged only once
  *       durable).
  *   <li>{@code PublishApplyingVector}: the vector the store's applying-vector source returns from
- *       then on. Executed before the {@code ApplyTransaction} that follows it, so a local
- *       transaction that could see the remote one records a dependency on it.
- *   <li>{@code ApplyTransaction}: the node's clock observes every timestamp of the transaction (a
- *       local write after it is ordered after it everywhere, last writer wins included); then one
- *       {@link Turn.ApplyReplicated} through {@link Troupe#applyReplicated(EntityId,
- *       Turn.ApplyReplicated)} for a single-entity transaction, or one dynamic transaction of one
- *       per participant ({@link Troupe#applyReplicated(Map)}, whose decision the store flags as a
- *       replica application) for a multi-entity one; its completion feeds {@code
- *       TransactionApplied} or {@code ApplicationFailed} (the core retries after {@code
+ *       then on. Executed before the {@code Apply} that follows it, so a local
+ *       transaction that could see the remote ones records a dependency on them.
+ *   <li>{@code Apply} (a run of consecutive transactions of one origin, "Batched application"):
+ *       the node's clock observes every timestamp of the run (a local write after it is ordered
+ *       after it everywhere, last writer wins included); then, per entity, one {@link
+ *       Turn.ApplyReplicated} with a segment of every transaction of the run touching it: through
+ *       {@link Troupe#applyReplicated(EntityId, Turn.ApplyReplicated)} when the run touches one
+ *       entity, or as one dynamic transaction of one per entity ({@link
+ *       Troupe#applyReplicated(Map)}, whose decision the store flags as a replica application)
+ *       when it touches several, so the whole run becomes visible at once; its completion feeds
+ *       {@code Applied} or {@code ApplicationFailed} (the core retries the same run after {@code
  *       retry-delay-millis}).
  *   <li>{@code RecordAppliedVector}: {@link ReplicationLog#recordApplied}; {@code Truncate}: {@link
  *       ReplicationLog#truncate}.
@@ -154,7 +156,8 @@ public final class ReplicationShell implements AutoCloseable {
     this.core = new ReceiverCore(dataCentreId, settings.peerIds(), new ReceiverLimits(
         settings.maxApplyingTransactions(), settings.forwardAfterMillis(),
         settings.retryDelayMillis(), settings.appliedRecordIntervalMillis(),
-        settings.truncateIntervalMillis()));
+        settings.truncateIntervalMillis(), settings.maxTransactionsPerApplication(),
+        settings.maxEntitiesPerApplication()));
     DependencyVector recordedApplied = replicationLog.appliedVector();
     // Everything applied before the last record is visible; the core raises it from here on.
     this.applyingVector = recordedApplied;
@@ -494,7 +497,7 @@ public final class ReplicationShell implements AutoCloseable {
       }
       case Effect.PublishApplyingVector publish ->
           applyingVector = applyingVector.merge(publish.applying());
-      case Effect.ApplyTransaction apply -> apply(apply);
+      case Effect.Apply apply -> apply(apply);
       case Effect.RecordAppliedVector record -> {
         CompletableFuture<Void> recorded =
             onStorageThread(() -> replicationLog.recordApplied(record.applied()));
@@ -534,19 +537,24 @@ public final class ReplicationShell implements AutoCloseable {
     }
   }
 
-  /** Applies one remote transaction (never blocks: completions are fed back). */
-  private void apply(Effect.ApplyTransaction apply) {
-    RemoteTransaction transaction = apply.transaction();
-    int origin = transaction.originDc();
-    long transactionTimestamp = transaction.transactionTimestamp();
+  /**
+   * Applies one run of an origin's transactions atomically (never blocks: completions are fed
+   * back): per entity one {@link Turn.ApplyReplicated} holding a segment of every transaction of
+   * the run that touches it, in the origin's order.
+   */
+  private void apply(Effect.Apply apply) {
+    RemoteApplication application = apply.application();
+    int origin = application.originDc();
     Map<EntityId, Turn.ApplyReplicated> turns = new LinkedHashMap<>();
-    for (RemoteTransaction.Part part : transaction.parts()) {
-      Turn.ApplyReplicated previous = turns.put(part.entity(), new Turn.ApplyReplicated(origin,
-          transactionTimestamp, part.stampTimestamp(), part.operations()));
-      Invariants.check(previous == null, "remote transaction %s of DC %s has two parts on %s",
-          transactionTimestamp, origin, part.entity());
-    }
-    troupe.observeTimestamp(transaction.lastTimestamp());
+    application.segmentsByEntity().forEach((entity, segments) -> {
+      List<Turn.ApplyReplicated.Segment> converted = new ArrayList<>(segments.size());
+      for (RemoteApplication.Segment segment : segments) {
+        converted.add(new Turn.ApplyReplicated.Segment(segment.transactionTimestamp(),
+            segment.part().stampTimestamp(), segment.part().operations()));
+      }
+      turns.put(entity, new Turn.ApplyReplicated(origin, converted));
+    });
+    troupe.observeTimestamp(application.lastTimestamp());
     CompletableFuture<?> applied;
     if (turns.size() == 1) {
       Map.Entry<EntityId, Turn.ApplyReplicated> only = turns.entrySet().iterator().next();
@@ -556,12 +564,13 @@ public final class ReplicationShell implements AutoCloseable {
     }
     applied.whenComplete((ignored, failure) -> {
       if (failure == null) {
-        feed(new Input.TransactionApplied(transaction), null);
+        feed(new Input.Applied(application), null);
       } else {
         String reason = DurableStore.failureOf(failure).getMessage();
-        log.debug("replication: applying transaction {} of DC {} failed ({}); retried",
-            transactionTimestamp, origin, reason);
-        feed(new Input.ApplicationFailed(transaction, reason), null);
+        log.debug("replication: applying {} transactions of DC {} from {} failed ({}); retried",
+            application.transactions().size(), origin, application.firstTransactionTimestamp(),
+            reason);
+        feed(new Input.ApplicationFailed(application, reason), null);
       }
     });
   }

@@ -46,6 +46,8 @@ class ReplicationSettingsTest {
     assertEquals(1000, replication.pullBatchMaxEntries());
     assertEquals(2000, replication.forwardAfterMillis());
     assertEquals(5000, replication.tokenWaitMaxMillis());
+    assertEquals(256, replication.maxTransactionsPerApplication());
+    assertEquals(1, replication.maxEntitiesPerApplication(), "runs of one entity: one commit");
   }
 
   @Test
@@ -59,5 +61,9 @@ class ReplicationSettingsTest {
         "troupe.dc.peers", List.of("tokyo"))));
     assertThrows(IllegalArgumentException.class, () -> load(Map.of("troupe.dc.name", "paris",
         "troupe.replication.max-applying-transactions", 0)));
+    assertThrows(IllegalArgumentException.class, () -> load(Map.of("troupe.dc.name", "paris",
+        "troupe.replication.max-transactions-per-application", 0)));
+    assertThrows(IllegalArgumentException.class, () -> load(Map.of("troupe.dc.name", "paris",
+        "troupe.replication.max-entities-per-application", 0)));
   }
 }

@@ -329,6 +329,54 @@ class ReplicationShellTest {
     }
   }
 
+  /**
+   * A burst of single-entity writes at one DC is applied at the other in batched applications
+   * (runs of an origin's ready transactions, each atomic): everything arrives, nothing twice, and
+   * the rate is printed (the "before" figure: {@code
+   * -Dtroupe.test.burst.max-transactions-per-application=1}, one by one; {@code
+   * -Dtroupe.test.burst.entities} and {@code -Dtroupe.test.burst.max-entities-per-application}
+   * vary the rest).
+   */
+  @Test
+  void aBurstOfSingleEntityWritesIsAppliedInBatchesAtTheOtherDataCentre() {
+    int perApplication = Integer.getInteger(
+        "troupe.test.burst.max-transactions-per-application", 256);
+    int transactions = Integer.getInteger("troupe.test.burst.transactions", 3000);
+    int entities = Integer.getInteger("troupe.test.burst.entities", 10);
+    int entitiesPerApplication = Integer.getInteger(
+        "troupe.test.burst.max-entities-per-application", 1);
+    try (DataCentres dcs = open(Map.of("troupe.replication.max-transactions-per-application",
+        perApplication, "troupe.replication.max-entities-per-application",
+        entitiesPerApplication), "a", "b")) {
+      List<CompletableFuture<TurnOutcome>> writes = new ArrayList<>();
+      for (int i = 0; i < transactions; i++) {
+        writes.add(dcs.troupe("a").increment(account("burst" + (i % entities)), "n", 1));
+        if (writes.size() % 500 == 0) {
+          CompletableFuture.allOf(writes.toArray(CompletableFuture[]::new)).join();
+        }
+      }
+      CompletableFuture.allOf(writes.toArray(CompletableFuture[]::new)).join();
+      Map<String, DependencyVector> tokens = tokens(dcs, "a");
+      long started = System.nanoTime();
+      dcs.pullUntil(() -> dcs.shell("b").appliedVector().coversExcept(tokens.get("a"),
+          dcs.shell("b").dataCentreId()), 120_000, "b applied the burst");
+      long millis = Math.max(1, (System.nanoTime() - started) / 1_000_000);
+      System.out.printf("replication burst: %d single-entity transactions on %d entities applied"
+          + " at b in %d ms (%d/s), max-transactions-per-application %d,"
+          + " max-entities-per-application %d%n", transactions, entities, millis,
+          transactions * 1000L / millis, perApplication, entitiesPerApplication);
+      long total = 0;
+      for (int e = 0; e < entities; e++) {
+        long count = counter(dcs.troupe("b"), account("burst" + e));
+        assertEquals(transactions / entities + (e < transactions % entities ? 1 : 0), count,
+            "burst" + e);
+        total += count;
+      }
+      assertEquals(transactions, total, "every transaction applied exactly once");
+      assertEquals(0, dcs.shell("b").status().pendingRemoteTransactions());
+    }
+  }
+
   @Test
   void aReceiverRestartedMidStreamLosesNothingAndAppliesNothingTwice() {
     // The applied vector is never recorded here (the first record is due after an hour): every

@@ -62,6 +62,13 @@ public final class GeoSimulation {
     }
   }
 
+  /**
+   * Batched application's bounds in every simulated DC: small against the workload's few objects,
+   * so both bounds cut runs and runs both of one entity and of several are applied.
+   */
+  static final int MAX_TRANSACTIONS_PER_APPLICATION = 8;
+  static final int MAX_ENTITIES_PER_APPLICATION = 3;
+
   /** The production receiver core, with the breakages the options name. */
   private static ReceiverCore receiver(SimulatedDataCentre dataCentre, GeoOptions options,
       int[] ids) {
@@ -77,7 +84,8 @@ public final class GeoSimulation {
     }
     return new ReceiverCore(dataCentre.id, peers, new ReceiverLimits(
         options.maxApplyingTransactions(), 4 * options.pullIntervalMillis(), 20,
-        options.appliedRecordIntervalMillis(), options.truncateIntervalMillis()), mutations);
+        options.appliedRecordIntervalMillis(), options.truncateIntervalMillis(),
+        MAX_TRANSACTIONS_PER_APPLICATION, MAX_ENTITIES_PER_APPLICATION), mutations);
   }
 
   /** Every breakage a run may switch on, by name: the replication core's and the model's. */
@@ -141,16 +149,19 @@ public final class GeoSimulation {
     long crashes = 0;
     long truncated = 0;
     long applied = 0;
+    long appliedTransactions = 0;
     long skipped = 0;
     for (SimulatedDataCentre dataCentre : dataCentres.dataCentres) {
       crashes += dataCentre.crashes;
       truncated += dataCentre.truncatedEntries;
       applied += dataCentre.remoteApplications;
+      appliedTransactions += dataCentre.remoteTransactionsInApplications;
       skipped += dataCentre.skippedReapplications;
     }
     String summary = "seed " + seed + ": " + (violations.isEmpty() ? "ok" : "FAILED") + " ("
         + history.transactions().size() + " transactions " + workload.counts() + ", "
-        + applied + " remote applications, " + skipped + " re-applications skipped, "
+        + applied + " remote applications of " + appliedTransactions + " transactions, "
+        + skipped + " re-applications skipped, "
         + crashes + " crashes, " + dataCentres.partitions + " partitions, "
         + dataCentres.forwardedPulls + " forwarded pulls, " + truncated
         + " log entries truncated, " + dataCentres.batchesRefused + " batches refused, "

@@ -11,6 +11,7 @@ import dev.troupe.model.causal.ReplicationEntry;
 import dev.troupe.model.time.HybridLogicalClock;
 import dev.troupe.model.value.CounterValue;
 import dev.troupe.replication.ReceiverCore;
+import dev.troupe.replication.RemoteApplication;
 import dev.troupe.replication.RemoteTransaction;
 import dev.troupe.model.value.RegisterValue;
 import dev.troupe.model.value.SetValue;
@@ -81,6 +82,8 @@ final class SimulatedDataCentre {
   long crashes;
   long truncatedEntries;
   long remoteApplications;
+  /** Remote transactions in those applications (more than applications: runs were batched). */
+  long remoteTransactionsInApplications;
   long skippedReapplications;
 
   SimulatedDataCentre(String name, int id, long clockOffsetMillis, Scheduler scheduler,
@@ -286,32 +289,39 @@ final class SimulatedDataCentre {
   }
 
   /**
-   * Applies a remote transaction atomically: each part through the production evaluation of an
-   * {@code ApplyReplicated} turn (marker first, assignments stamped as at the origin; nothing if
-   * the marker shows it applied), committed at a local tick with the materializer.
+   * Applies a run of remote transactions atomically (in one simulator step): per entity one
+   * {@code ApplyReplicated} turn with a segment of every transaction touching it, through the
+   * production evaluation (segments at or below the marker skipped, the marker then at the last
+   * applied; assignments stamped as at the origin), committed with the materializer.
    */
-  void applyRemote(RemoteTransaction transaction) {
-    long transactionTimestamp = transaction.transactionTimestamp();
-    observe(transactionTimestamp);
-    for (RemoteTransaction.Part part : transaction.parts()) {
-      observe(part.stampTimestamp());
+  void applyRemote(RemoteApplication application) {
+    for (RemoteTransaction transaction : application.transactions()) {
+      observe(transaction.transactionTimestamp());
+      for (RemoteTransaction.Part part : transaction.parts()) {
+        observe(part.stampTimestamp());
+      }
     }
-    for (RemoteTransaction.Part part : transaction.parts()) {
-      String entity = name(part.entity());
+    application.segmentsByEntity().forEach((entityId, segments) -> {
+      List<Turn.ApplyReplicated.Segment> converted = new ArrayList<>();
+      for (RemoteApplication.Segment segment : segments) {
+        converted.add(new Turn.ApplyReplicated.Segment(segment.transactionTimestamp(),
+            segment.part().stampTimestamp(), segment.part().operations()));
+      }
+      String entity = name(entityId);
       EntityState state = state(entity);
-      TurnEvaluator.Decision decision = TurnEvaluator.evaluate(part.entity(), null, state,
-          new Turn.ApplyReplicated(transaction.originDc(), transactionTimestamp,
-              part.stampTimestamp(), part.operations()), 0, id, null);
+      TurnEvaluator.Decision decision = TurnEvaluator.evaluate(entityId, null, state,
+          new Turn.ApplyReplicated(application.originDc(), converted), 0, id, null);
       if (!(decision instanceof TurnEvaluator.Decision.Write write)) {
         throw new IllegalStateException("a replica application was refused: " + decision);
       }
       if (write.operations().isEmpty()) {
         skippedReapplications++;
-        continue;
+        return;
       }
       entities.put(entity, state.apply(write.operations(), tick(), id));
-    }
+    });
     remoteApplications++;
+    remoteTransactionsInApplications += application.transactions().size();
   }
 
   /** Records the applied vector durably (the receiver throttles these). */

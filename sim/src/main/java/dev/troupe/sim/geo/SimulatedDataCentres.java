@@ -116,14 +116,15 @@ final class SimulatedDataCentres {
               }
             });
         case Effect.PublishApplyingVector publish -> dataCentre.publishApplying(publish.applying());
-        case Effect.ApplyTransaction apply -> scheduler.schedule(
+        case Effect.Apply apply -> scheduler.schedule(
             1 + scheduler.random().nextLong(3), dataCentre.name + " applies "
-                + apply.transaction().originDc() + "@"
-                + apply.transaction().transactionTimestamp(),
+                + apply.application().transactions().size() + " of "
+                + apply.application().originDc() + "@"
+                + apply.application().firstTransactionTimestamp(),
             () -> {
               if (dataCentre.incarnation() == incarnation) {
-                dataCentre.applyRemote(apply.transaction());
-                feed(dataCentre, new Input.TransactionApplied(apply.transaction()));
+                dataCentre.applyRemote(apply.application());
+                feed(dataCentre, new Input.Applied(apply.application()));
               }
             });
         case Effect.RecordAppliedVector record -> dataCentre.recordApplied(record.applied());

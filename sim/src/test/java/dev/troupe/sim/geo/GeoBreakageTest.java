@@ -74,4 +74,14 @@ class GeoBreakageTest {
   void pipeliningAnOriginsTransactionsBreaksCausalVisibility() {
     caught("PIPELINE_WITHIN_ORIGIN", GeoOptions.DEFAULTS.withMaxApplyingTransactions(8), 20);
   }
+
+  /**
+   * A batched application (a run of an origin's transactions) applied as one application per
+   * entity, in flight together, instead of one atomic one: a reader sees a later transaction of
+   * the run on one entity and not an earlier one on another.
+   */
+  @Test
+  void splittingABatchByEntityBreaksCausalVisibility() {
+    caught("SPLIT_BATCH_BY_ENTITY", GeoOptions.DEFAULTS, 20);
+  }
 }

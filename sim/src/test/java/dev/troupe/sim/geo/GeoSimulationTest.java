@@ -44,4 +44,23 @@ class GeoSimulationTest {
     assertEquals(first.summary(), second.summary());
     assertEquals(PlumeHistory.format(first.history()), PlumeHistory.format(second.history()));
   }
+
+  /** The runs exercise batched application: applications hold more transactions than their count. */
+  @Test
+  void remoteTransactionsAreAppliedInBatches() {
+    long applications = 0;
+    long transactions = 0;
+    for (long seed = 1; seed <= 10; seed++) {
+      java.util.regex.Matcher matcher = java.util.regex.Pattern.compile(
+          "(\\d+) remote applications of (\\d+) transactions")
+          .matcher(GeoSimulation.run(seed, GeoOptions.DEFAULTS).summary());
+      assertTrue(matcher.find());
+      applications += Long.parseLong(matcher.group(1));
+      transactions += Long.parseLong(matcher.group(2));
+    }
+    System.out.println("batched application: " + transactions + " remote transactions in "
+        + applications + " applications over seeds 1-10");
+    assertTrue(transactions > applications * 11 / 10, transactions + " transactions in "
+        + applications + " applications");
+  }
 }

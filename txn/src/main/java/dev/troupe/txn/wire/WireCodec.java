@@ -103,6 +103,10 @@ public final class WireCodec {
   // A delivery of another origin's message (a receiver homed here), or a consumed one: kind 12
   // after the origin and the consumed outcome, so kind 12's bytes stay as they were.
   private static final byte DELIVER_MESSAGE_FROM = 13;
+  // A replica application of several segments (batched application). One segment is still
+  // written as APPLY_REPLICATED, byte for byte as before, so a node of the previous build reads
+  // every message that build could have sent; one that does not know this kind refuses it.
+  private static final byte APPLY_REPLICATED_SEGMENTS = 14;
 
   private static final byte LEADER_CHANGED = 1;
   private static final byte LEADER_DELETED = 2;
@@ -471,13 +475,17 @@ public final class WireCodec {
         out.string(deregister.leaderKey());
       }
       case Turn.ApplyReplicated replicated -> {
-        out.type(APPLY_REPLICATED);
-        out.varInt(replicated.originDc());
-        out.fixedLong(replicated.transactionTimestamp());
-        out.fixedLong(replicated.stampTimestamp());
-        out.varInt(replicated.operations().size());
-        for (dev.troupe.model.Operation operation : replicated.operations()) {
-          ValueEncoding.writeOperation(out, operation);
+        if (replicated.segments().size() == 1) {
+          out.type(APPLY_REPLICATED);
+          out.varInt(replicated.originDc());
+          writeSegment(out, replicated.segments().get(0));
+        } else {
+          out.type(APPLY_REPLICATED_SEGMENTS);
+          out.varInt(replicated.originDc());
+          out.varInt(replicated.segments().size());
+          for (Turn.ApplyReplicated.Segment segment : replicated.segments()) {
+            writeSegment(out, segment);
+          }
         }
       }
       case Turn.DeliverMessage delivery -> {
@@ -524,14 +532,25 @@ public final class WireCodec {
       case DEREGISTER_DEPENDENCY -> new Turn.DeregisterDependency(in.string(), in.string());
       case APPLY_REPLICATED -> {
         int originDc = in.varInt();
-        long transactionTimestamp = in.fixedLong();
-        long stampTimestamp = in.fixedLong();
+        yield new Turn.ApplyReplicated(originDc, List.of(readSegment(in)));
+      }
+      case APPLY_REPLICATED_SEGMENTS -> {
+        int originDc = in.varInt();
         int count = in.count();
-        List<dev.troupe.model.Operation> operations = new ArrayList<>(count);
+        List<Turn.ApplyReplicated.Segment> segments = new ArrayList<>(count);
         for (int i = 0; i < count; i++) {
-          operations.add(ValueEncoding.readOperation(in));
+          segments.add(readSegment(in));
         }
-        yield new Turn.ApplyReplicated(originDc, transactionTimestamp, stampTimestamp, operations);
+        if (segments.isEmpty()) {
+          throw in.corrupt("a replica application with no segment", null);
+        }
+        for (int i = 1; i < segments.size(); i++) {
+          if (segments.get(i - 1).transactionTimestamp()
+              >= segments.get(i).transactionTimestamp()) {
+            throw in.corrupt("replica application segments out of order", null);
+          }
+        }
+        yield new Turn.ApplyReplicated(originDc, segments);
       }
       case DELIVER_MESSAGE -> new Turn.DeliverMessage(in.fixedLong(), in.varInt(),
           ValueEncoding.readEntity(in), in.string(), in.optionalJson());
@@ -543,6 +562,26 @@ public final class WireCodec {
       }
       default -> throw in.corrupt("unknown turn kind " + kind, null);
     };
+  }
+
+  private static void writeSegment(BinaryWriter out, Turn.ApplyReplicated.Segment segment) {
+    out.fixedLong(segment.transactionTimestamp());
+    out.fixedLong(segment.stampTimestamp());
+    out.varInt(segment.operations().size());
+    for (dev.troupe.model.Operation operation : segment.operations()) {
+      ValueEncoding.writeOperation(out, operation);
+    }
+  }
+
+  private static Turn.ApplyReplicated.Segment readSegment(BinaryReader in) {
+    long transactionTimestamp = in.fixedLong();
+    long stampTimestamp = in.fixedLong();
+    int count = in.count();
+    List<dev.troupe.model.Operation> operations = new ArrayList<>(count);
+    for (int i = 0; i < count; i++) {
+      operations.add(ValueEncoding.readOperation(in));
+    }
+    return new Turn.ApplyReplicated.Segment(transactionTimestamp, stampTimestamp, operations);
   }
 
   // ---------------------------------------------------------------- forwards

@@ -105,6 +105,40 @@ class ReplicaApplicationTest {
         new Operation.AddElement("tags", Json.parse("\"red\""), tag)), sequence.toString());
   }
 
+  /**
+   * A batched application's segments: those the marker covers are skipped (applied before,
+   * whichever run they were in), the others applied in order, each with its own stamp, and the
+   * marker ends at the last applied; the wire and the persisted turns carry them.
+   */
+  @Test
+  void segmentsAtOrBelowTheMarkerAreSkippedAndTheMarkerEndsAtTheLast() {
+    Turn.ApplyReplicated batch = new Turn.ApplyReplicated(ORIGIN_DC, List.of(
+        new Turn.ApplyReplicated.Segment(100, 101, List.of(new Operation.Increment("hits", 1))),
+        new Turn.ApplyReplicated.Segment(110, 112,
+            List.of(new Operation.Assign("name", Json.parse("\"b\"")))),
+        new Turn.ApplyReplicated.Segment(120, 121, List.of(new Operation.Increment("hits", 4)))));
+    TurnEvaluator.Decision fresh = TurnEvaluator.evaluate(PRODUCT, type("serial"),
+        EntityState.ABSENT, batch, 1, LOCAL_DC, TurnLimits.DEFAULTS);
+    assertEquals(new TurnEvaluator.Decision.Write(List.of(
+        new Operation.Assign(MARKER, LongNode.valueOf(120)),
+        new Operation.Increment("hits", 1),
+        new Operation.AssignReplicated("name", Json.parse("\"b\""), 112, ORIGIN_DC),
+        new Operation.Increment("hits", 4))), fresh);
+    // A crash after the segment at 110 was applied (in another run): 100 and 110 are skipped.
+    EntityState applied = EntityState.ABSENT.apply(List.of(
+        new Operation.Assign(MARKER, LongNode.valueOf(110)),
+        new Operation.Increment("hits", 1)), 1, LOCAL_DC);
+    assertEquals(new TurnEvaluator.Decision.Write(List.of(
+        new Operation.Assign(MARKER, LongNode.valueOf(120)),
+        new Operation.Increment("hits", 4))), TurnEvaluator.evaluate(PRODUCT, type("serial"),
+        applied, batch, 1, LOCAL_DC, TurnLimits.DEFAULTS));
+    EntityState all = applied.apply(List.of(new Operation.Assign(MARKER, LongNode.valueOf(120))),
+        2, LOCAL_DC);
+    assertEquals(new TurnEvaluator.Decision.Write(List.of()), TurnEvaluator.evaluate(PRODUCT,
+        type("serial"), all, batch, 1, LOCAL_DC, TurnLimits.DEFAULTS));
+    assertEquals(List.of(batch), TurnCodec.decode(TurnCodec.encode(List.of(batch))));
+  }
+
   @Test
   void noTypeChecksAndNoLimits() {
     // A register write to a key declared as a counter, an undeclared key, more keys than allowed:

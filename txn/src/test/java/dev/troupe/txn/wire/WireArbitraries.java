@@ -139,6 +139,22 @@ final class WireArbitraries {
         Combinators.combine(Arbitraries.integers().between(0, Integer.MAX_VALUE),
             Arbitraries.longs(), Arbitraries.longs(), replicatedOperations().list().ofMaxSize(4))
             .as(Turn.ApplyReplicated::new),
+        // A batched application: several segments, in increasing transaction timestamps.
+        Combinators.combine(Arbitraries.integers().between(0, Integer.MAX_VALUE),
+            Arbitraries.longs().between(-1_000_000, 1_000_000),
+            Combinators.combine(Arbitraries.longs().between(1, 1000), Arbitraries.longs(),
+                replicatedOperations().list().ofMaxSize(3)).as((gap, stamp, operations) ->
+                    new long[][] {{gap, stamp}}).list().ofMinSize(2).ofMaxSize(4),
+            replicatedOperations().list().ofMaxSize(3))
+            .as((origin, start, shapes, operations) -> {
+              java.util.List<Turn.ApplyReplicated.Segment> segments = new java.util.ArrayList<>();
+              long at = start;
+              for (long[][] shape : shapes) {
+                at += shape[0][0];
+                segments.add(new Turn.ApplyReplicated.Segment(at, shape[0][1], operations));
+              }
+              return new Turn.ApplyReplicated(origin, segments);
+            }),
         Combinators.combine(Arbitraries.longs(), Arbitraries.integers().between(0, 1000),
             name().map(id -> new dev.troupe.model.EntityId("S", id)), name(),
             json().injectNull(0.2)).as(Turn.DeliverMessage::new),

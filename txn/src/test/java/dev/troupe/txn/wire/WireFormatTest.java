@@ -217,6 +217,34 @@ class WireFormatTest {
         WireCodec.decode(HEX.parseHex(DELIVER_MESSAGE_TURN_REQUEST)));
   }
 
+  /**
+   * A batched replica application (turn kind 14: several segments), pinned like kind 11; one
+   * segment is still written as kind 11, byte for byte ({@link #aReplicaApplicationKeepsItsBytes}).
+   */
+  static final String APPLY_REPLICATED_SEGMENTS_TURN_REQUEST =
+      "080100000061030107436172740063310000000000000067074361727400633104436172740000018bcfe5687b"
+      + "0e" + "8803" + "02" + "000000000000012c" + "000000000000012e" + "01" + "0305636f756e7409"
+      + "0000000000000136" + "0000000000000137" + "01" + "01046e616d650522416e6e22"
+      + "1378e2f8";
+
+  static Envelope applyReplicatedSegmentsRequest() {
+    Turn turn = new Turn.ApplyReplicated(392, List.of(
+        new Turn.ApplyReplicated.Segment(300L, 302L, List.of(
+            new dev.troupe.model.Operation.Increment("count", -5))),
+        new Turn.ApplyReplicated.Segment(310L, 311L, List.of(
+            new dev.troupe.model.Operation.Assign("name", Json.parse("\"Ann\""))))));
+    return new Envelope(3, new Destination.ToEntity(CART),
+        new WireMessage.TurnRequest(103L, CART, CART_TYPE, turn));
+  }
+
+  @Test
+  void aBatchedReplicaApplicationKeepsItsBytes() {
+    assertEquals(APPLY_REPLICATED_SEGMENTS_TURN_REQUEST,
+        HEX.formatHex(WireCodec.encode(applyReplicatedSegmentsRequest())));
+    assertEquals(applyReplicatedSegmentsRequest(),
+        WireCodec.decode(HEX.parseHex(APPLY_REPLICATED_SEGMENTS_TURN_REQUEST)));
+  }
+
   @Test
   void aReplicaApplicationKeepsItsBytes() {
     assertEquals(APPLY_REPLICATED_TURN_REQUEST,
