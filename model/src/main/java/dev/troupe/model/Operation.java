@@ -1,6 +1,7 @@
 package dev.troupe.model;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import dev.troupe.model.value.CounterValue;
 import dev.troupe.model.value.Tag;
 import java.util.Set;
 
@@ -9,12 +10,28 @@ import java.util.Set;
  * Operations are downstream effects, self-contained and deterministic to apply: an add carries its
  * unique tag, a remove the tags it observed, so replaying the journal in commit order always
  * rebuilds the same state (incremental logging, never whole states). Register timestamps come from
- * the record's commit timestamp at apply time, except for {@link AssignReplicated}, which carries
- * the stamp it had at its origin data centre.
+ * the record's commit timestamp at apply time, except for {@link AssignReplicated}, {@link
+ * DeleteKeyReplicated} and {@link DeleteEntityReplicated}, which carry the stamp they had at their
+ * origin data centre.
+ *
+ * <p>Deletions converge across data centres (docs/ARCHITECTURE.md, "Deletes across data
+ * centres"): a register deletion leaves a tombstone stamped like a write (last writer wins); a
+ * counter or set deletion removes exactly what the deleting turn observed ({@link DeleteCounter},
+ * {@link DeleteSet}), so increments and additions concurrent with it survive everywhere.
  */
 public sealed interface Operation {
   /** The key this operation touches; the empty string for {@link DeleteEntity}. */
   String key();
+
+  /** Whether this operation deletes its key (of whatever kind). */
+  default boolean deletesKey() {
+    return false;
+  }
+
+  /** Whether this operation deletes the whole entity. */
+  default boolean deletesEntity() {
+    return false;
+  }
 
   /**
    * Register assignment (last writer wins across data centres), stamped with the record's commit
@@ -31,8 +48,60 @@ public sealed interface Operation {
   record AssignReplicated(String key, JsonNode value, long timestamp, int originDc)
       implements Operation {}
 
-  /** Removes one key, whatever its kind. */
-  record DeleteKey(String key) implements Operation {}
+  /**
+   * Deletes a register key: leaves a tombstone stamped with the record's commit timestamp and data
+   * centre at apply time, which a write with an older stamp arriving later loses to. On a key of
+   * another kind (journals written before observed deletions; dependency records, which are not
+   * replicated CRDTs) it removes the key whole, as it always did: the entity's turns are serial, so
+   * the local state at apply time is the state the deleting turn observed.
+   */
+  record DeleteKey(String key) implements Operation {
+    @Override
+    public boolean deletesKey() {
+      return true;
+    }
+  }
+
+  /**
+   * A register deletion made in another data centre, with the stamp it had there (the commit
+   * timestamp of its journal record at the origin and the origin's id): removes the register unless
+   * it was written later, and leaves a tombstone with that stamp. A counter or set key it finds is
+   * left alone (their deletions are {@link DeleteCounter} and {@link DeleteSet}).
+   */
+  record DeleteKeyReplicated(String key, long timestamp, int originDc) implements Operation {
+    @Override
+    public boolean deletesKey() {
+      return true;
+    }
+  }
+
+  /**
+   * Observed-remove deletion of a counter: subtracts the per-data-centre contributions the deleting
+   * turn observed ({@code observed}), so increments concurrent with it survive (add wins). The key
+   * goes once no contribution remains.
+   */
+  record DeleteCounter(String key, CounterValue observed) implements Operation {
+    @Override
+    public boolean deletesKey() {
+      return true;
+    }
+  }
+
+  /**
+   * Observed-remove deletion of a set: removes the additions (tags) the deleting turn observed, of
+   * every element, so additions concurrent with it survive (add wins). The key goes once no
+   * element remains.
+   */
+  record DeleteSet(String key, Set<Tag> observedTags) implements Operation {
+    public DeleteSet {
+      observedTags = Set.copyOf(observedTags);
+    }
+
+    @Override
+    public boolean deletesKey() {
+      return true;
+    }
+  }
 
   /** PN-counter increment; negative values decrement. */
   record Increment(String key, long by) implements Operation {}
@@ -74,11 +143,40 @@ public sealed interface Operation {
     }
   }
 
-  /** Deletes the entity: all keys go, the entity no longer exists until written again. */
+  /**
+   * Deletes the entity: all keys go, the entity no longer exists until written again. Leaves an
+   * entity tombstone stamped with the record's commit timestamp and data centre, which every
+   * register write and tombstone with an older stamp loses to. The deleting turn's record carries a
+   * {@link DeleteCounter} or {@link DeleteSet} before it for each counter and set it observed, which
+   * is what its replicated form removes of them.
+   */
   record DeleteEntity() implements Operation {
     @Override
     public String key() {
       return "";
+    }
+
+    @Override
+    public boolean deletesEntity() {
+      return true;
+    }
+  }
+
+  /**
+   * An entity deletion made in another data centre, with its origin's stamp: removes registers,
+   * register tombstones and dependency records not later than the stamp and leaves an entity
+   * tombstone; counters and sets lose what the record's {@link DeleteCounter} and {@link DeleteSet}
+   * say the deleting turn observed, and keep the rest.
+   */
+  record DeleteEntityReplicated(long timestamp, int originDc) implements Operation {
+    @Override
+    public String key() {
+      return "";
+    }
+
+    @Override
+    public boolean deletesEntity() {
+      return true;
     }
   }
 }

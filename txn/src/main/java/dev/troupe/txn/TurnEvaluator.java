@@ -7,6 +7,7 @@ import dev.troupe.model.value.DependencyTable;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.troupe.model.EntityId;
+import dev.troupe.model.Deletions;
 import dev.troupe.model.EntityState;
 import dev.troupe.model.ErrorCode;
 import dev.troupe.model.Invariants;
@@ -170,7 +171,9 @@ public final class TurnEvaluator {
           throw new TroupeException(
               ErrorCode.NOT_FOUND, "%s has no value for key '%s'".formatted(entity, delete.key()));
         }
-        yield List.of(new Operation.DeleteKey(delete.key()));
+        // What the turn observed goes with the deletion, so that it converges across data
+        // centres (docs/ARCHITECTURE.md, "Deletes across data centres").
+        yield List.of(Deletions.ofKey(delete.key(), state.get(delete.key())));
       }
       case Turn.IncrementKey increment -> {
         requireKind(type, increment.key(), KeyKind.COUNTER, "incremented");
@@ -205,7 +208,7 @@ public final class TurnEvaluator {
         List<Operation> deletions = new ArrayList<>();
         if (state.exists()) {
           for (String key : TypeEvolution.keysToDiscard(type.spec(), state)) {
-            deletions.add(new Operation.DeleteKey(key));
+            deletions.add(Deletions.ofKey(key, state.get(key)));
           }
         }
         yield deletions;
@@ -214,7 +217,7 @@ public final class TurnEvaluator {
         if (!state.exists()) {
           throw new TroupeException(ErrorCode.NOT_FOUND, entity + " does not exist");
         }
-        yield List.of(new Operation.DeleteEntity());
+        yield Deletions.ofEntity(state);
       }
       case Turn.RegisterDependency register -> registerDependency(entity, type, state,
           register.dependency(), limits);
@@ -331,7 +334,8 @@ public final class TurnEvaluator {
   /**
    * A remote part's operations (docs/ARCHITECTURE.md, "Applying a remote transaction"): nothing
    * when the entity's marker for the origin shows it applied, else the marker first, then the
-   * operations with register assignments stamped as at the origin.
+   * operations in their replicated forms ({@link ReplicatedOperations}: register writes and
+   * deletions stamped as at the origin).
    *
    * <p>Applied whatever the local type declares: a key the origin wrote as one kind and this data
    * centre's type declares as another (the types differ while a type change reaches the data
@@ -350,10 +354,8 @@ public final class TurnEvaluator {
     List<Operation> operations = new ArrayList<>(replicated.operations().size() + 1);
     operations.add(new Operation.Assign(marker, LongNode.valueOf(replicated.transactionTimestamp())));
     for (Operation operation : replicated.operations()) {
-      operations.add(operation instanceof Operation.Assign assign
-          ? new Operation.AssignReplicated(assign.key(), assign.value(),
-              replicated.stampTimestamp(), replicated.originDc())
-          : operation);
+      operations.add(ReplicatedOperations.replicated(operation, replicated.stampTimestamp(),
+          replicated.originDc()));
     }
     return operations;
   }
@@ -473,7 +475,14 @@ public final class TurnEvaluator {
           }
         }
         case Operation.DeleteKey delete -> present.put(delete.key(), false);
+        case Operation.DeleteKeyReplicated delete -> present.put(delete.key(), false);
+        case Operation.DeleteCounter delete -> present.put(delete.key(), false);
+        case Operation.DeleteSet delete -> present.put(delete.key(), false);
         case Operation.DeleteEntity ignored -> {
+          cleared = true;
+          present.clear();
+        }
+        case Operation.DeleteEntityReplicated ignored -> {
           cleared = true;
           present.clear();
         }

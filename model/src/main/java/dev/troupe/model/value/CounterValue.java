@@ -52,5 +52,33 @@ public record CounterValue(Map<Integer, Long> increments, Map<Integer, Long> dec
     return new CounterValue(increments, next);
   }
 
+  /**
+   * This counter without the contributions a deletion observed ({@code observed}, per data centre):
+   * what stays is exactly what the deleting turn had not seen (increments concurrent with the
+   * deletion), so a deletion commutes with every increment it did not observe. Entries that fall
+   * to zero are dropped, so the result is the same whatever order those operations arrived in;
+   * {@link #isEmpty} then says the key holds nothing any more.
+   */
+  public CounterValue without(CounterValue observed) {
+    return new CounterValue(subtract(increments, observed.increments),
+        subtract(decrements, observed.decrements));
+  }
 
+  /** Whether no data centre contributes anything (what a deletion of every contribution leaves). */
+  public boolean isEmpty() {
+    return increments.isEmpty() && decrements.isEmpty();
+  }
+
+  private static Map<Integer, Long> subtract(Map<Integer, Long> sums, Map<Integer, Long> observed) {
+    Map<Integer, Long> next = new HashMap<>(sums);
+    observed.forEach((dc, sum) -> {
+      long remaining = next.getOrDefault(dc, 0L) - sum;
+      if (remaining == 0) {
+        next.remove(dc);
+      } else {
+        next.put(dc, remaining);
+      }
+    });
+    return next;
+  }
 }
