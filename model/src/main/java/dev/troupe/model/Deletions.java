@@ -20,10 +20,16 @@ import java.util.TreeMap;
 public final class Deletions {
   private Deletions() {}
 
-  /** The deletion of {@code key}, whose value the turn observed is {@code observed} (or null). */
-  public static Operation ofKey(String key, Value observed) {
-    return switch (observed) {
-      case CounterValue counter -> new Operation.DeleteCounter(key, counter);
+  /**
+   * The deletion of {@code key} of the entity state the turn observed. A counter's deletion
+   * observes each data centre's whole sums: what is left of them plus what earlier deletions
+   * removed ({@link EntityState#deletedCounters}), so that two concurrent deletions that observed
+   * the same contributions remove them once.
+   */
+  public static Operation ofKey(EntityState observed, String key) {
+    return switch (observed.get(key)) {
+      case CounterValue counter -> new Operation.DeleteCounter(key,
+          counter.plus(observed.deletedCounters().getOrDefault(key, CounterValue.ZERO)));
       case SetValue set -> new Operation.DeleteSet(key, set.allTags());
       case null, default -> new Operation.DeleteKey(key);
     };
@@ -38,10 +44,10 @@ public final class Deletions {
     List<Operation> operations = new ArrayList<>();
     for (Map.Entry<String, Value> entry : new TreeMap<>(observed.values()).entrySet()) {
       if (entry.getValue() instanceof CounterValue || entry.getValue() instanceof SetValue) {
-        operations.add(ofKey(entry.getKey(), entry.getValue()));
+        operations.add(ofKey(observed, entry.getKey()));
       }
     }
-    operations.add(new Operation.DeleteEntity());
+    operations.add(new Operation.DeleteEntity(observed.writeCounts()));
     return operations;
   }
 }

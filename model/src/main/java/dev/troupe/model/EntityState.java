@@ -13,6 +13,7 @@ import dev.troupe.model.Operation.ForgetDependency;
 import dev.troupe.model.Operation.RecordDependency;
 import dev.troupe.model.value.DependencyTable;
 import dev.troupe.model.Operation.Increment;
+import dev.troupe.model.Operation.IncrementReplicated;
 import dev.troupe.model.Operation.RemoveElement;
 import dev.troupe.model.causal.Messages;
 import dev.troupe.model.causal.ReplicaApplication;
@@ -43,13 +44,26 @@ import org.pcollections.PMap;
  * older stamp, arriving after the deletion from another data centre, lose to it. A key tombstone
  * is kept only while it is later than the key's register and the entity tombstone, so the
  * tombstones, like the values, do not depend on the order concurrent operations arrived in. {@link
- * #withoutTombstonesUpTo} drops those no write can arrive under any more.
+ * #withoutTombstonesUpTo} drops those no write can arrive under any more. {@code deletedCounters}
+ * holds, per deleted counter key, the per-data-centre sums its deletions removed (the largest each
+ * observed): a deletion concurrent with another that observed the same increments removes only
+ * what that one did not ({@link Operation.DeleteCounter}).
+ *
+ * <p>Existence is add-wins too, so that it converges: {@code writeCounts} counts, per origin data
+ * centre, the operations that make an entity exist (writes, increments, additions) applied here;
+ * {@code deletedWriteCounts} the largest counts an entity deletion observed. The entity exists
+ * while some data centre has a write no deletion observed (a write concurrent with the deletion
+ * keeps the entity, even when its register loses to the deletion's stamp). A state without counts
+ * (read from a checkpoint written before them) keeps its {@code exists} until its next write or
+ * deletion.
  *
  * <p>Applying the journal's records in commit-timestamp order from any checkpoint always yields the
  * same state: this is the materializer (AntidoteDB's "materializer", antidote-cache.txt §3).
  */
 public record EntityState(Map<String, Value> values, long version, boolean exists,
-    Map<String, Stamp> tombstones, Stamp entityTombstone) {
+    Map<String, Stamp> tombstones, Stamp entityTombstone,
+    Map<String, CounterValue> deletedCounters, Map<Integer, Long> writeCounts,
+    Map<Integer, Long> deletedWriteCounts) {
   public static final EntityState ABSENT = new EntityState(HashTreePMap.empty(), 0, false);
 
   public EntityState {
@@ -62,11 +76,17 @@ public record EntityState(Map<String, Value> values, long version, boolean exist
     tombstones = tombstones instanceof PMap<String, Stamp> persistent
         ? persistent
         : HashTreePMap.from(tombstones);
+    deletedCounters = deletedCounters instanceof PMap<String, CounterValue> persistent
+        ? persistent
+        : HashTreePMap.from(deletedCounters);
+    writeCounts = Map.copyOf(writeCounts);
+    deletedWriteCounts = Map.copyOf(deletedWriteCounts);
   }
 
   /** A state without tombstones. */
   public EntityState(Map<String, Value> values, long version, boolean exists) {
-    this(values, version, exists, HashTreePMap.empty(), null);
+    this(values, version, exists, HashTreePMap.empty(), null, HashTreePMap.empty(), Map.of(),
+        Map.of());
   }
 
   public Value get(String key) {
@@ -88,7 +108,6 @@ public record EntityState(Map<String, Value> values, long version, boolean exist
     Application next = new Application(this);
     Stamp recordStamp = new Stamp(commitTimestamp, originDc);
     for (Operation operation : operations) {
-      boolean effective = true;
       switch (operation) {
         // A local Assign merges like a remote one. The replication shell advances the clock past
         // every received timestamp before applying, so a local commit's timestamp exceeds every
@@ -99,21 +118,14 @@ public record EntityState(Map<String, Value> values, long version, boolean exist
         // last-writer-wins meaning of a register. In a single data centre every register's stamp
         // is an earlier commit of this entity or this record's (an equal stamp, which the written
         // one replaces), so a local Assign always replaces it.
-        case Assign assign -> effective = next.writeRegister(assign.key(),
+        case Assign assign -> next.writeRegister(assign.key(),
             new RegisterValue(assign.value(), commitTimestamp, originDc));
-        case AssignReplicated assign -> effective = next.writeRegister(assign.key(),
+        case AssignReplicated assign -> next.writeRegister(assign.key(),
             new RegisterValue(assign.value(), assign.timestamp(), assign.originDc()));
         case DeleteKey delete -> next.deleteKey(delete.key(), recordStamp, true);
         case DeleteKeyReplicated delete -> next.deleteKey(delete.key(),
             new Stamp(delete.timestamp(), delete.originDc()), false);
-        case DeleteCounter delete -> {
-          if (next.values.get(delete.key()) instanceof CounterValue counter) {
-            CounterValue remaining = counter.without(delete.observed());
-            next.values = remaining.isEmpty()
-                ? next.values.minus(delete.key())
-                : next.values.plus(delete.key(), remaining);
-          }
-        }
+        case DeleteCounter delete -> next.deleteCounter(delete.key(), delete.observed());
         case DeleteSet delete -> {
           if (next.values.get(delete.key()) instanceof SetValue set) {
             SetValue remaining = set.withoutTags(delete.observedTags());
@@ -122,12 +134,9 @@ public record EntityState(Map<String, Value> values, long version, boolean exist
                 : next.values.plus(delete.key(), remaining);
           }
         }
-        case Increment increment -> {
-          Value current = next.values.get(increment.key());
-          CounterValue counter = current instanceof CounterValue c ? c : CounterValue.ZERO;
-          next.values = next.values.plus(increment.key(),
-              counter.increment(increment.by(), originDc));
-        }
+        case Increment increment -> next.increment(increment.key(), increment.by(), originDc);
+        case IncrementReplicated increment ->
+            next.increment(increment.key(), increment.by(), increment.originDc());
         case AddElement add -> {
           Value current = next.values.get(add.key());
           SetValue set = current instanceof SetValue s ? s : SetValue.EMPTY;
@@ -154,18 +163,19 @@ public record EntityState(Map<String, Value> values, long version, boolean exist
                 : next.values.plus(forget.key(), remaining);
           }
         }
-        case DeleteEntity ignored -> next.deleteEntity(recordStamp, true);
-        case DeleteEntityReplicated delete ->
-            next.deleteEntity(new Stamp(delete.timestamp(), delete.originDc()), false);
+        case DeleteEntity delete ->
+            next.deleteEntity(recordStamp, true, delete.observedWrites());
+        case DeleteEntityReplicated delete -> next.deleteEntity(
+            new Stamp(delete.timestamp(), delete.originDc()), false, delete.observedWrites());
         // A message changes nothing of its sender (docs/ARCHITECTURE.md, "Causal messages").
         case Operation.SendMessage ignored -> {}
       }
-      if (effective && makesExist(operation)) {
-        next.exists = true;
+      if (makesExist(operation)) {
+        next.wrote(writer(operation, originDc));
       }
     }
     return new EntityState(next.values, commitTimestamp, next.exists, next.tombstones,
-        next.entityTombstone);
+        next.entityTombstone, next.deletedCounters, next.writeCounts, next.deletedWriteCounts);
   }
 
   /**
@@ -186,11 +196,23 @@ public record EntityState(Map<String, Value> values, long version, boolean exist
         : entityTombstone;
     return kept == tombstones && entity == entityTombstone
         ? this
-        : new EntityState(values, version, exists, kept, entity);
+        : new EntityState(values, version, exists, kept, entity, deletedCounters, writeCounts,
+            deletedWriteCounts);
+  }
+
+  /** The data centre where an operation that makes the entity exist was made. */
+  private static int writer(Operation operation, int recordDc) {
+    return switch (operation) {
+      case AssignReplicated assign -> assign.originDc();
+      case IncrementReplicated increment -> increment.originDc();
+      case AddElement add -> add.tag().originDc();
+      default -> recordDc;
+    };
   }
 
   /**
-   * Whether an operation that took effect makes the entity exist. Neither sending a message nor
+   * Whether an operation makes the entity exist (counted whatever its outcome: a register write
+   * that loses to a tombstone here won at its origin, and every data centre must count alike). Neither sending a message nor
    * consuming one (a delivered marker written alone when the receiving action fails), nor a
    * replication marker (written with every remote part, even one whose writes all lose to a
    * tombstone), nor any removal brings an entity into existence: existence must not depend on the
@@ -201,6 +223,7 @@ public record EntityState(Map<String, Value> values, long version, boolean exist
       case Assign assign -> !isMarker(assign.key());
       case AssignReplicated assign -> !isMarker(assign.key());
       case Increment increment -> !isMarker(increment.key());
+      case IncrementReplicated increment -> !isMarker(increment.key());
       case AddElement add -> !isMarker(add.key());
       case RecordDependency record -> !isMarker(record.key());
       case DeleteKey ignored -> false;
@@ -225,13 +248,45 @@ public record EntityState(Map<String, Value> values, long version, boolean exist
     PMap<String, Value> values;
     PMap<String, Stamp> tombstones;
     Stamp entityTombstone;
+    PMap<String, CounterValue> deletedCounters;
+    Map<Integer, Long> writeCounts;
+    Map<Integer, Long> deletedWriteCounts;
     boolean exists;
 
     Application(EntityState from) {
       values = (PMap<String, Value>) from.values;
       tombstones = (PMap<String, Stamp>) from.tombstones;
+      deletedCounters = (PMap<String, CounterValue>) from.deletedCounters;
       entityTombstone = from.entityTombstone;
       exists = from.exists;
+      writeCounts = from.writeCounts;
+      deletedWriteCounts = from.deletedWriteCounts;
+    }
+
+    /**
+     * Observed-remove: the deleted sums grow to at least {@code observed}, and the counter loses
+     * that growth, so what it keeps is exactly the increments no deletion observed.
+     */
+    void deleteCounter(String key, CounterValue observed) {
+      CounterValue before = deletedCounters.getOrDefault(key, CounterValue.ZERO);
+      CounterValue after = before.atLeast(observed);
+      deletedCounters = deletedCounters.plus(key, after);
+      if (values.get(key) instanceof CounterValue counter) {
+        CounterValue remaining = counter.withoutGrowth(before, after);
+        values = remaining.isEmpty() ? values.minus(key) : values.plus(key, remaining);
+      }
+    }
+
+    void wrote(int dataCentre) {
+      Map<Integer, Long> next = new java.util.HashMap<>(writeCounts);
+      next.merge(dataCentre, 1L, Long::sum);
+      writeCounts = next;
+      exists = true;
+    }
+
+    void increment(String key, long by, int dataCentre) {
+      CounterValue counter = values.get(key) instanceof CounterValue c ? c : CounterValue.ZERO;
+      values = values.plus(key, counter.increment(by, dataCentre));
     }
 
     /**
@@ -239,26 +294,23 @@ public record EntityState(Map<String, Value> values, long version, boolean exist
      * present register, the key's tombstone or the entity's tombstone is strictly later. An equal
      * stamp is a later operation of the same record (an action's effects, a transaction's turns on
      * one key: one commit timestamp) or the same write again, so the written one replaces it.
-     *
-     * @return false if a tombstone made the write lose (it changed nothing)
      */
-    boolean writeRegister(String key, RegisterValue written) {
+    void writeRegister(String key, RegisterValue written) {
       Stamp stamp = written.stamp();
       if (!isMarker(key)) {
         Stamp keyTombstone = tombstones.get(key);
         if ((entityTombstone != null && entityTombstone.isAfter(stamp))
             || (keyTombstone != null && keyTombstone.isAfter(stamp))) {
-          return false;
+          return;
         }
       }
       if (values.get(key) instanceof RegisterValue present && present.supersedes(written)
           && !(ModelMutations.registerMergeWithoutTieBreak
               && present.timestamp() == written.timestamp())) {
-        return true;
+        return;
       }
       values = values.plus(key, written);
       tombstones = tombstones.minus(key);
-      return true;
     }
 
     /**
@@ -295,13 +347,13 @@ public record EntityState(Map<String, Value> values, long version, boolean exist
      * An entity deletion with {@code stamp}: registers, key tombstones and dependency tables not
      * later than it go; counters and sets go whole if {@code local} (the deleting turn observed
      * them all: an entity's turns are serial), else keep what the record's observed deletions left;
-     * replication and delivered markers stay. The entity exists afterwards only if something
-     * survived (a later register, an increment or addition the deletion did not observe), which is
-     * what every data centre concludes whatever the order.
+     * replication and delivered markers stay. The entity exists afterwards only if a write the
+     * deletion did not observe ({@code observedWrites}, per data centre; null: everything applied
+     * here, a local deletion's) was applied, which every data centre concludes alike whatever the
+     * order.
      */
-    void deleteEntity(Stamp stamp, boolean local) {
+    void deleteEntity(Stamp stamp, boolean local, Map<Integer, Long> observedWrites) {
       PMap<String, Value> kept = values;
-      boolean survivors = false;
       for (Map.Entry<String, Value> entry : values.entrySet()) {
         String key = entry.getKey();
         if (isMarker(key)) {
@@ -313,9 +365,7 @@ public record EntityState(Map<String, Value> values, long version, boolean exist
           case SetValue ignored -> !local;
           case DependencyTable ignored -> false;
         };
-        if (keep) {
-          survivors = true;
-        } else {
+        if (!keep) {
           kept = kept.minus(key);
         }
       }
@@ -330,7 +380,16 @@ public record EntityState(Map<String, Value> values, long version, boolean exist
         }
         tombstones = remaining;
       }
-      exists = survivors;
+      Map<Integer, Long> deleted = new java.util.HashMap<>(deletedWriteCounts);
+      (observedWrites == null ? writeCounts : observedWrites)
+          .forEach((dc, count) -> deleted.merge(dc, count, Math::max));
+      deletedWriteCounts = deleted;
+      exists = false;
+      for (Map.Entry<Integer, Long> count : writeCounts.entrySet()) {
+        if (count.getValue() > deleted.getOrDefault(count.getKey(), 0L)) {
+          exists = true;
+        }
+      }
     }
   }
 }

@@ -3,6 +3,7 @@ package dev.troupe.model;
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.troupe.model.value.CounterValue;
 import dev.troupe.model.value.Tag;
+import java.util.Map;
 import java.util.Set;
 
 /**
@@ -76,9 +77,11 @@ public sealed interface Operation {
   }
 
   /**
-   * Observed-remove deletion of a counter: subtracts the per-data-centre contributions the deleting
-   * turn observed ({@code observed}), so increments concurrent with it survive (add wins). The key
-   * goes once no contribution remains.
+   * Observed-remove deletion of a counter: removes the per-data-centre contributions the deleting
+   * turn observed ({@code observed}: each data centre's whole sums, including what earlier
+   * deletions removed), so increments concurrent with it survive (add wins) and concurrent
+   * deletions that observed the same contributions remove them once. The key goes once no
+   * contribution remains.
    */
   record DeleteCounter(String key, CounterValue observed) implements Operation {
     @Override
@@ -103,8 +106,18 @@ public sealed interface Operation {
     }
   }
 
-  /** PN-counter increment; negative values decrement. */
+  /**
+   * PN-counter increment; negative values decrement. Counted under the data centre where its record
+   * committed (the apply's data centre).
+   */
   record Increment(String key, long by) implements Operation {}
+
+  /**
+   * An increment made in another data centre, counted under its origin's entry as it is in every
+   * data centre: the per-data-centre sums are then the same everywhere, which is what an
+   * observed-remove deletion ({@link DeleteCounter}) subtracts.
+   */
+  record IncrementReplicated(String key, long by, int originDc) implements Operation {}
 
   /** Add-wins OR-set add, with the unique tag of this addition. */
   record AddElement(String key, JsonNode element, Tag tag) implements Operation {}
@@ -149,8 +162,22 @@ public sealed interface Operation {
    * register write and tombstone with an older stamp loses to. The deleting turn's record carries a
    * {@link DeleteCounter} or {@link DeleteSet} before it for each counter and set it observed, which
    * is what its replicated form removes of them.
+   *
+   * @param observedWrites per data centre, the count of writes that make the entity exist the
+   *     deleting turn observed ({@link EntityState#writeCounts}): writes it did not observe keep
+   *     the entity existing (add-wins). Null in journals written before it existed: every write
+   *     applied when it is (the entity's turns are serial, so that is what the turn observed).
    */
-  record DeleteEntity() implements Operation {
+  record DeleteEntity(Map<Integer, Long> observedWrites) implements Operation {
+    public DeleteEntity {
+      observedWrites = observedWrites == null ? null : Map.copyOf(observedWrites);
+    }
+
+    /** A deletion that observed every write applied when it is (journals before the counts). */
+    public DeleteEntity() {
+      this(null);
+    }
+
     @Override
     public String key() {
       return "";
@@ -163,12 +190,19 @@ public sealed interface Operation {
   }
 
   /**
-   * An entity deletion made in another data centre, with its origin's stamp: removes registers,
+   * An entity deletion made in another data centre, with its origin's stamp and the write counts it
+   * observed (null for a deletion from before the counts: then every write applied here when it
+   * arrives, as such a deletion was applied at its origin): removes registers,
    * register tombstones and dependency records not later than the stamp and leaves an entity
    * tombstone; counters and sets lose what the record's {@link DeleteCounter} and {@link DeleteSet}
    * say the deleting turn observed, and keep the rest.
    */
-  record DeleteEntityReplicated(long timestamp, int originDc) implements Operation {
+  record DeleteEntityReplicated(long timestamp, int originDc, Map<Integer, Long> observedWrites)
+      implements Operation {
+    public DeleteEntityReplicated {
+      observedWrites = observedWrites == null ? null : Map.copyOf(observedWrites);
+    }
+
     @Override
     public String key() {
       return "";

@@ -460,7 +460,7 @@ public final class DependencyEvaluator {
       emit(new Operation.ForgetDependency(hidden, dependency.id()));
       if (dependency.kind() == DependencyKind.DELETE) {
         if (deleted && state.get(key) != null) {
-          emit(Deletions.ofKey(key, state.get(key)));
+          emit(Deletions.ofKey(state, key));
         }
         return;
       }

@@ -52,8 +52,9 @@ public sealed interface Turn {
    * ARCHITECTURE.md, "Applying a remote transaction"). Evaluation writes, first, the entity's
    * replication marker for the origin ({@link
    * dev.troupe.model.causal.ReplicaApplication#markerKey}) set to {@code transactionTimestamp},
-   * then the operations, each register assignment stamped with ({@code stampTimestamp}, {@code
-   * originDc}) ({@link Operation.AssignReplicated}) and the rest as they are. When the marker
+   * then the operations in their replicated forms ({@link ReplicatedOperations}: register writes
+   * and deletions stamped with ({@code stampTimestamp}, {@code originDc}), increments counted under
+   * {@code originDc}) and the rest as they are. When the marker
    * already holds {@code transactionTimestamp} or more the part was applied before and the turn
    * writes nothing, so applying it again (after a crash, a duplicate) changes nothing.
    *
@@ -65,7 +66,7 @@ public sealed interface Turn {
    * @param transactionTimestamp the timestamp of the transaction's first replication log entry at
    *     the origin (its decision, or its only part): the marker's value
    * @param stampTimestamp the commit timestamp of this entity's part at the origin: its register
-   *     writes' stamp
+   *     writes' and deletions' stamp
    * @param operations the part's operations as the origin committed them
    */
   record ApplyReplicated(int originDc, long transactionTimestamp, long stampTimestamp,

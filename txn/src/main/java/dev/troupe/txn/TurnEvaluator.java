@@ -173,7 +173,7 @@ public final class TurnEvaluator {
         }
         // What the turn observed goes with the deletion, so that it converges across data
         // centres (docs/ARCHITECTURE.md, "Deletes across data centres").
-        yield List.of(Deletions.ofKey(delete.key(), state.get(delete.key())));
+        yield List.of(Deletions.ofKey(state, delete.key()));
       }
       case Turn.IncrementKey increment -> {
         requireKind(type, increment.key(), KeyKind.COUNTER, "incremented");
@@ -208,7 +208,7 @@ public final class TurnEvaluator {
         List<Operation> deletions = new ArrayList<>();
         if (state.exists()) {
           for (String key : TypeEvolution.keysToDiscard(type.spec(), state)) {
-            deletions.add(Deletions.ofKey(key, state.get(key)));
+            deletions.add(Deletions.ofKey(state, key));
           }
         }
         yield deletions;
@@ -459,6 +459,7 @@ public final class TurnEvaluator {
         case Operation.Assign assign -> present.put(assign.key(), true);
         case Operation.AssignReplicated assign -> present.put(assign.key(), true);
         case Operation.Increment increment -> present.put(increment.key(), true);
+        case Operation.IncrementReplicated increment -> present.put(increment.key(), true);
         case Operation.AddElement add -> {
           present.put(add.key(), true);
           Value current = state.get(add.key());

@@ -55,6 +55,9 @@ public final class ValueEncoding {
   private static final byte DELETE_COUNTER = 12;
   private static final byte DELETE_SET = 13;
   private static final byte DELETE_ENTITY_REPLICATED = 14;
+  private static final byte INCREMENT_REPLICATED = 15;
+  /** {@link DeleteEntity} with its observed write counts (type 6 is one without, still read). */
+  private static final byte DELETE_ENTITY_OBSERVED = 16;
 
   private static final byte REGISTER = 1;
   private static final byte COUNTER = 2;
@@ -64,6 +67,9 @@ public final class ValueEncoding {
   // (every state before they existed, every checkpoint on disk) keeps exactly its old bytes.
   private static final byte TOMBSTONE = 5;
   private static final byte ENTITY_TOMBSTONE = 6;
+  private static final byte DELETED_COUNTER = 7;
+  private static final byte WRITE_COUNTS = 8;
+  private static final byte DELETED_WRITE_COUNTS = 9;
 
   private ValueEncoding() {}
 
@@ -118,7 +124,14 @@ public final class ValueEncoding {
           writeTag(out, tag);
         }
       }
-      case DeleteEntity ignored -> out.type(DELETE_ENTITY);
+      case DeleteEntity delete -> {
+        if (delete.observedWrites() == null) {
+          out.type(DELETE_ENTITY);
+        } else {
+          out.type(DELETE_ENTITY_OBSERVED);
+          writeCounterMap(out, delete.observedWrites());
+        }
+      }
       case Operation.DeleteKeyReplicated delete -> {
         out.type(DELETE_KEY_REPLICATED);
         out.string(delete.key());
@@ -136,10 +149,20 @@ public final class ValueEncoding {
         out.string(delete.key());
         writeTags(out, delete.observedTags());
       }
+      case Operation.IncrementReplicated increment -> {
+        out.type(INCREMENT_REPLICATED);
+        out.string(increment.key());
+        out.signedVarLong(increment.by());
+        out.varInt(increment.originDc());
+      }
       case Operation.DeleteEntityReplicated delete -> {
         out.type(DELETE_ENTITY_REPLICATED);
         out.fixedLong(delete.timestamp());
         out.varInt(delete.originDc());
+        out.flag(delete.observedWrites() != null);
+        if (delete.observedWrites() != null) {
+          writeCounterMap(out, delete.observedWrites());
+        }
       }
       case RecordDependency record -> {
         out.type(RECORD_DEPENDENCY);
@@ -185,8 +208,11 @@ public final class ValueEncoding {
       case DELETE_COUNTER -> new Operation.DeleteCounter(in.string(),
           new CounterValue(readCounterMap(in), readCounterMap(in)));
       case DELETE_SET -> new Operation.DeleteSet(in.string(), readTags(in));
-      case DELETE_ENTITY_REPLICATED ->
-          new Operation.DeleteEntityReplicated(in.fixedLong(), in.varInt());
+      case INCREMENT_REPLICATED ->
+          new Operation.IncrementReplicated(in.string(), in.signedVarLong(), in.varInt());
+      case DELETE_ENTITY_OBSERVED -> new DeleteEntity(readCounterMap(in));
+      case DELETE_ENTITY_REPLICATED -> new Operation.DeleteEntityReplicated(in.fixedLong(),
+          in.varInt(), in.flag() ? readCounterMap(in) : null);
       case RECORD_DEPENDENCY -> {
         String key = in.string();
         DependencyTable.Entry entry = readDependencyRecord(in);
@@ -267,14 +293,16 @@ public final class ValueEncoding {
    * {@code version u64, exists byte, count, (key, kind byte, value)*}. The entries include the
    * state's tombstones (docs/ARCHITECTURE.md, "Deletes across data centres"): a key's as kind 5
    * ({@code timestamp u64, origin DC varint}), the entity's as kind 6 under the empty key (no key
-   * is empty). A state without tombstones has the bytes it had before they existed, so every
+   * is empty), a deleted counter's removed sums as kind 7 (a counter's fields), the entity's write
+   * counts and deleted write counts as kinds 8 and 9 under the empty key (a map of DC to count). A state without tombstones has the bytes it had before they existed, so every
    * stored checkpoint reads as it did.
    */
   public static void writeState(BinaryWriter out, EntityState state) {
     out.fixedLong(state.version());
     out.flag(state.exists());
     out.varInt(state.values().size() + state.tombstones().size()
-        + (state.entityTombstone() == null ? 0 : 1));
+        + (state.entityTombstone() == null ? 0 : 1) + state.deletedCounters().size()
+        + (state.writeCounts().isEmpty() ? 0 : 1) + (state.deletedWriteCounts().isEmpty() ? 0 : 1));
     for (Map.Entry<String, Value> entry : state.values().entrySet()) {
       out.string(entry.getKey());
       writeValue(out, entry.getValue());
@@ -284,6 +312,22 @@ public final class ValueEncoding {
       out.type(TOMBSTONE);
       out.fixedLong(tombstone.getValue().timestamp());
       out.varInt(tombstone.getValue().originDc());
+    }
+    for (Map.Entry<String, CounterValue> deleted : state.deletedCounters().entrySet()) {
+      out.string(deleted.getKey());
+      out.type(DELETED_COUNTER);
+      writeCounterMap(out, deleted.getValue().increments());
+      writeCounterMap(out, deleted.getValue().decrements());
+    }
+    if (!state.writeCounts().isEmpty()) {
+      out.string("");
+      out.type(WRITE_COUNTS);
+      writeCounterMap(out, state.writeCounts());
+    }
+    if (!state.deletedWriteCounts().isEmpty()) {
+      out.string("");
+      out.type(DELETED_WRITE_COUNTS);
+      writeCounterMap(out, state.deletedWriteCounts());
     }
     if (state.entityTombstone() != null) {
       out.string("");
@@ -303,6 +347,9 @@ public final class ValueEncoding {
     Map<String, Value> values = new HashMap<>();
     Map<String, Stamp> tombstones = new HashMap<>();
     Stamp entityTombstone = null;
+    Map<String, CounterValue> deletedCounters = new HashMap<>();
+    Map<Integer, Long> writeCounts = Map.of();
+    Map<Integer, Long> deletedWriteCounts = Map.of();
     for (int i = 0; i < count; i++) {
       String key = in.string();
       byte kind = in.peekType();
@@ -312,11 +359,21 @@ public final class ValueEncoding {
       } else if (kind == ENTITY_TOMBSTONE) {
         in.type();
         entityTombstone = new Stamp(in.fixedLong(), in.varInt());
+      } else if (kind == WRITE_COUNTS) {
+        in.type();
+        writeCounts = readCounterMap(in);
+      } else if (kind == DELETED_WRITE_COUNTS) {
+        in.type();
+        deletedWriteCounts = readCounterMap(in);
+      } else if (kind == DELETED_COUNTER) {
+        in.type();
+        deletedCounters.put(key, new CounterValue(readCounterMap(in), readCounterMap(in)));
       } else {
         values.put(key, readValue(in));
       }
     }
-    return new EntityState(values, version, existsFlag == 1, tombstones, entityTombstone);
+    return new EntityState(values, version, existsFlag == 1, tombstones, entityTombstone,
+        deletedCounters, writeCounts, deletedWriteCounts);
   }
 
   /** One key's value: a kind byte, then its fields. */
