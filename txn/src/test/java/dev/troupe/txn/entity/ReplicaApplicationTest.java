@@ -93,7 +93,8 @@ class ReplicaApplicationTest {
     assertEquals(new TurnEvaluator.Decision.Write(List.of(
         new Operation.Assign(MARKER, LongNode.valueOf(100)),
         new Operation.AssignReplicated("name", Json.parse("\"remote\""), 105, ORIGIN_DC),
-        new Operation.Increment("hits", 2),
+        // Counted under its origin, as in every data centre (a counter's deletion observes it).
+        new Operation.IncrementReplicated("hits", 2, ORIGIN_DC),
         new Operation.AddElement("tags", Json.parse("\"red\""), tag))), decision);
     assertTrue(ReplicaApplication.isReplicaApplication(
         ((TurnEvaluator.Decision.Write) decision).operations()));
