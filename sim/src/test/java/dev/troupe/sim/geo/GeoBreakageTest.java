@@ -66,6 +66,16 @@ class GeoBreakageTest {
   }
 
   /**
+   * Deletions that leave no tombstone: a register write older than a deletion in another DC,
+   * arriving after it, reappears there while the DCs that applied it first show the key deleted
+   * (docs/ARCHITECTURE.md, "Deletes across data centres").
+   */
+  @Test
+  void aDeletionWithoutTombstoneDiverges() {
+    caught("DELETE_WITHOUT_TOMBSTONE", GeoOptions.DEFAULTS, 20);
+  }
+
+  /**
    * Remote transactions of one origin applied several at a time (on different entities) become
    * visible out of their origin's order, so a reader sees a later transaction of a session and
    * not an earlier one (found by this simulation, seed 9; the core now applies one per origin).
