@@ -2,6 +2,7 @@ package dev.troupe.bench;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.troupe.model.Json;
+import dev.troupe.server.proxy.LoopbackProxy;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -14,7 +15,7 @@ import java.util.Map;
 /**
  * Several data centres (DCs) on loopback for a benchmark, each a Troupe server process of its own
  * ({@code serve --dc NAME --peer NAME=URL ... --replication-secret-file F}), as an operator runs
- * them. Every DC reaches every peer through a {@link LatencyProxy} of its own (puller to peer),
+ * them. Every DC reaches every peer through a {@link LoopbackProxy} of its own (puller to peer),
  * which adds the configured one-way latency in each direction: the round trip between two DCs is
  * twice that.
  *
@@ -33,7 +34,7 @@ final class DataCentreSet implements AutoCloseable {
       "troupe.replication.pull-backoff-max-millis=500");
 
   private final Map<String, TroupeProcess> processes = new LinkedHashMap<>();
-  private final List<LatencyProxy> proxies = new ArrayList<>();
+  private final List<LoopbackProxy> proxies = new ArrayList<>();
 
   private DataCentreSet() {}
 
@@ -57,12 +58,12 @@ final class DataCentreSet implements AutoCloseable {
       Files.writeString(secret, SecuredAccess.mint().token());
       List<String> names = NAMES.subList(0, count);
       /** proxies.get(puller).get(peer): the link puller -> peer. */
-      Map<String, Map<String, LatencyProxy>> links = new LinkedHashMap<>();
+      Map<String, Map<String, LoopbackProxy>> links = new LinkedHashMap<>();
       for (String puller : names) {
-        Map<String, LatencyProxy> fromPuller = new LinkedHashMap<>();
+        Map<String, LoopbackProxy> fromPuller = new LinkedHashMap<>();
         for (String peer : names) {
           if (!peer.equals(puller)) {
-            LatencyProxy proxy = LatencyProxy.start(oneWayMillis, 0);
+            LoopbackProxy proxy = LoopbackProxy.start(oneWayMillis, 0);
             set.proxies.add(proxy);
             fromPuller.put(peer, proxy);
           }
@@ -89,8 +90,8 @@ final class DataCentreSet implements AutoCloseable {
       }
       for (Map.Entry<String, TroupeProcess> process : set.processes.entrySet()) {
         process.getValue().awaitHealthy(START_TIMEOUT);
-        for (Map<String, LatencyProxy> fromPuller : links.values()) {
-          LatencyProxy toThis = fromPuller.get(process.getKey());
+        for (Map<String, LoopbackProxy> fromPuller : links.values()) {
+          LoopbackProxy toThis = fromPuller.get(process.getKey());
           if (toThis != null) {
             toThis.retarget(process.getValue().port());
           }
@@ -208,6 +209,6 @@ final class DataCentreSet implements AutoCloseable {
         Thread.currentThread().interrupt();
       }
     }
-    proxies.forEach(LatencyProxy::close);
+    proxies.forEach(LoopbackProxy::close);
   }
 }

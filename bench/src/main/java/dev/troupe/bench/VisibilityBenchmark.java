@@ -2,6 +2,7 @@ package dev.troupe.bench;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.troupe.model.Json;
+import dev.troupe.server.proxy.LoopbackProxy;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -24,7 +25,7 @@ import picocli.CommandLine.Option;
  * visible in another, over a link with a given round trip (issue 17; D-Thespis §5.7–5.8).
  *
  * <p><b>Set-up.</b> {@code --dcs} server processes on loopback ({@link DataCentreSet}), each
- * pulling each peer through a {@link LatencyProxy} that adds RTT/2 in each direction. DC a runs a
+ * pulling each peer through a {@link LoopbackProxy} that adds RTT/2 in each direction. DC a runs a
  * 65 % read / 35 % write workload (uniform keys over {@code --records} records of one 100-byte
  * field, at a fixed total rate by {@code --clients} clients, or closed loop with {@code --rate
  * 0}) for {@code --seconds}, after {@code --warmup-seconds}.
@@ -233,7 +234,7 @@ final class VisibilityBenchmark extends Benchmark {
 
   /** Median round trip of {@code GET /v1/health} through a proxy like a DC link's. */
   private static double measureRtt(TroupeProcess server, long oneWayMillis) throws IOException {
-    try (LatencyProxy proxy = LatencyProxy.start(oneWayMillis, server.port());
+    try (LoopbackProxy proxy = LoopbackProxy.start(oneWayMillis, server.port());
         HttpConnection connection = new HttpConnection("127.0.0.1", proxy.port())) {
       double[] millis = new double[LINK_PINGS];
       for (int ping = 0; ping < LINK_PINGS; ping++) {

@@ -260,13 +260,25 @@ public final class ServerProcess implements AutoCloseable {
 
   public Answer send(String method, String path, String body, String contentType)
       throws IOException, InterruptedException {
-    HttpRequest.Builder request = HttpRequest.newBuilder(URI.create(baseUrl() + path))
-        .timeout(Duration.ofSeconds(60))
+    return send(baseUrl() + path, method, body, contentType, java.util.Map.of(),
+        Duration.ofSeconds(60));
+  }
+
+  /**
+   * An HTTP request to {@code url} ({@code body} of {@code contentType}, or null for none) with
+   * {@code headers}, waiting up to {@code timeout} for the answer.
+   */
+  public static Answer send(String url, String method, String body, String contentType,
+      java.util.Map<String, String> headers, Duration timeout)
+      throws IOException, InterruptedException {
+    HttpRequest.Builder request = HttpRequest.newBuilder(URI.create(url))
+        .timeout(timeout)
         .method(method, body == null ? HttpRequest.BodyPublishers.noBody()
             : HttpRequest.BodyPublishers.ofString(body));
     if (body != null && contentType != null) {
       request.header("Content-Type", contentType);
     }
+    headers.forEach(request::header);
     HttpResponse<String> response = CLIENT.send(request.build(), HttpResponse.BodyHandlers.ofString());
     JsonNode json;
     try {

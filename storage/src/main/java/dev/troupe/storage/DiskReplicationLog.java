@@ -18,6 +18,7 @@ import java.util.Objects;
 import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicLongArray;
 import java.util.function.Supplier;
 
 /**
@@ -64,8 +65,18 @@ import java.util.function.Supplier;
  * in-memory copy is raised after the write, so a reader that reads it and then the column sees
  * every entry at or below it.
  *
- * <p><b>Recovery</b> ({@link #recover}): the received and applied vectors are read from meta and
- * the entries counted (the log's length is bounded by truncation).
+ * <p><b>Recovery</b> ({@link #recover}): the received and applied vectors and the entry count's
+ * counters are read from meta; the log is not scanned (once only, for a log written before its
+ * count was kept).
+ *
+ * <p><b>The entry count</b> ({@link #entryCount}, a metric) is kept exactly, without a scan: one
+ * counter per partition for the local entries its group commits add, one for the entries receiving
+ * stores and one for the entries truncations delete, each persisted in meta in the very write batch
+ * that changes what it counts. A batch is atomic, and a crash loses only whole batches after the
+ * last sync, so after any crash the counters and the entries agree. (Counting in memory would need
+ * a scan at every open; RocksDB's {@code rocksdb.estimate-num-keys} ignores range deletions until
+ * compaction, so it would not fall after a truncation.) Each counter has a single writer: a
+ * partition's writer thread for its own, {@link #receivedLock} for the other two.
  */
 final class DiskReplicationLog implements ReplicationLog {
   private final RocksStore store;
@@ -82,7 +93,12 @@ final class DiskReplicationLog implements ReplicationLog {
   /** Per origin, the bound of the last truncation (not durable): received entries below it are
    * not stored again. */
   private volatile DependencyVector truncated = DependencyVector.EMPTY;
-  private final AtomicLong entries = new AtomicLong();
+  /** Per partition, the local entries its group commits added (each written by its writer). */
+  private final AtomicLongArray loggedEntries;
+  /** Entries receiving stored, and the base counted once (under {@link #receivedLock}). */
+  private volatile long receivedEntries;
+  /** Entries truncations deleted (under {@link #receivedLock}). */
+  private volatile long truncatedEntries;
   /**
    * Under ASYNC durability, a written safe timestamp taken before a completed sync of the
    * write-ahead log (everything recovered at open counts as durable).
@@ -94,22 +110,49 @@ final class DiskReplicationLog implements ReplicationLog {
     this.store = store;
     this.localDc = store.settings.dataCentreId();
     this.writesLocal = store.settings.writesReplicationLog();
+    this.loggedEntries = new AtomicLongArray(store.settings.partitions());
   }
 
-  /** Reads the vectors and counts the entries; at open, before the writers start. */
+  /** Reads the vectors and the entry count's counters; at open, before the writers start. */
   void recover() throws DiskException {
     received = readVector(Keys.META_RECEIVED);
     applied = readVector(Keys.META_APPLIED);
     byte[] delivered = store.disk.get(KeyValueDisk.Column.META, Keys.META_DELIVERED);
     deliveredWatermark = delivered == null ? 0 : Codec.decodePosition(delivered).timestamp();
-    long count = 0;
-    try (KeyValueDisk.Cursor cursor = store.disk.cursor(KeyValueDisk.Column.REPLICATION)) {
-      for (cursor.seekToFirst(); cursor.isValid(); cursor.next()) {
-        count++;
+    byte[] receivedCount = store.disk.get(KeyValueDisk.Column.META, Keys.META_RECEIVED_ENTRIES);
+    if (receivedCount == null) {
+      // A new log, or one written before its count was kept (no counter of any kind exists):
+      // counted once, the counters kept from now on.
+      long count = 0;
+      try (KeyValueDisk.Cursor cursor = store.disk.cursor(KeyValueDisk.Column.REPLICATION)) {
+        for (cursor.seekToFirst(); cursor.isValid(); cursor.next()) {
+          count++;
+        }
+      }
+      try (KeyValueDisk.Batch batch = store.disk.newBatch()) {
+        batch.put(KeyValueDisk.Column.META, Keys.META_RECEIVED_ENTRIES, count(count));
+        store.disk.write(batch, true);
+      }
+      receivedEntries = count;
+    } else {
+      receivedEntries = counted(receivedCount);
+      truncatedEntries = counted(
+          store.disk.get(KeyValueDisk.Column.META, Keys.META_TRUNCATED_ENTRIES));
+      for (int partition = 0; partition < loggedEntries.length(); partition++) {
+        loggedEntries.set(partition, counted(
+            store.disk.get(KeyValueDisk.Column.META, Keys.metaLoggedEntries(partition))));
       }
     }
-    entries.set(count);
     syncedSafeTimestamp = store.clock.current();
+  }
+
+  /** A counter of the entry count as stored in meta (a position whose sequence is it). */
+  private static byte[] count(long value) {
+    return Codec.encodePosition(new JournalPosition(value, 0));
+  }
+
+  private static long counted(byte[] stored) {
+    return stored == null ? 0 : Codec.decodePosition(stored).sequence();
   }
 
   private DependencyVector readVector(byte tag) {
@@ -143,17 +186,20 @@ final class DiskReplicationLog implements ReplicationLog {
     return Objects.requireNonNull(applyingVectorSource.get(), "applying vector");
   }
 
-  /** Adds a local part to a group commit's batch, unless it applies a remote transaction. */
-  void putPart(KeyValueDisk.Batch batch, long timestamp, long transactionId, int index,
+  /**
+   * Adds a local part to a group commit's batch, unless it applies a remote transaction; how many
+   * entries it added (0 or 1), for {@link #putLoggedCount}.
+   */
+  int putPart(KeyValueDisk.Batch batch, long timestamp, long transactionId, int index,
       Partition.EntityEffect effect, DependencyVector dependencies) throws DiskException {
     if (ReplicaApplication.isReplicaApplication(effect.operations())) {
-      return;
+      return 0;
     }
     ReplicationEntry.Part part = new ReplicationEntry.Part(localDc, timestamp, transactionId, index,
         effect.entity(), effect.operations(), dependencies);
     batch.put(KeyValueDisk.Column.REPLICATION,
         Keys.replication(localDc, timestamp, transactionId, index), ReplicationCodec.encodeEntry(part));
-    entries.incrementAndGet();
+    return 1;
   }
 
   /**
@@ -166,8 +212,9 @@ final class DiskReplicationLog implements ReplicationLog {
    * part is named before its operations are known; if they come to nothing its prepared record is
    * abandoned instead of committed, and {@link #putAbandonedPart} logs an empty part for it: the
    * decision is marked in meta ({@link Keys#metaLoggedDecision}) for that, until truncation.
+   * Returns how many entries it added (0 or 1), for {@link #putLoggedCount}.
    */
-  void putDecision(KeyValueDisk.Batch batch, long timestamp, long transactionId,
+  int putDecision(KeyValueDisk.Batch batch, long timestamp, long transactionId,
       List<EntityId> coordinatorParticipants, DependencyVector dependencies)
       throws DiskException {
     List<EntityId> participants = new ArrayList<>();
@@ -186,7 +233,7 @@ final class DiskReplicationLog implements ReplicationLog {
       awaitsRedo |= part.needsRedo();
     }
     if (participants.isEmpty()) {
-      return;
+      return 0;
     }
     if (awaitsRedo) {
       batch.put(KeyValueDisk.Column.META, Keys.metaLoggedDecision(transactionId),
@@ -196,7 +243,7 @@ final class DiskReplicationLog implements ReplicationLog {
         transactionId, 0, participants, dependencies);
     batch.put(KeyValueDisk.Column.REPLICATION, Keys.replication(localDc, timestamp, transactionId, 0),
         ReplicationCodec.encodeEntry(decision));
-    entries.incrementAndGet();
+    return 1;
   }
 
   /**
@@ -222,6 +269,21 @@ final class DiskReplicationLog implements ReplicationLog {
     putPart(batch, store.tick(), transactionId, 0, new Partition.EntityEffect(part.entity(),
         Keys.entityPrefix(part.entity()), List.of()), dependencies);
     return true;
+  }
+
+  /**
+   * Adds to a group commit's batch {@code partition}'s count of local entries raised by the {@code
+   * added} entries the batch holds; once the batch is written, {@link #loggedCountWritten} makes it
+   * the count. Only the partition's writer calls these two, so nothing raises the count between.
+   */
+  void putLoggedCount(KeyValueDisk.Batch batch, int partition, int added) throws DiskException {
+    batch.put(KeyValueDisk.Column.META, Keys.metaLoggedEntries(partition),
+        count(loggedEntries.get(partition) + added));
+  }
+
+  /** The batch given to {@link #putLoggedCount} with {@code added} entries was written. */
+  void loggedCountWritten(int partition, int added) {
+    loggedEntries.addAndGet(partition, added);
   }
 
   // ------------------------------------------------------------------------------------ the API
@@ -342,22 +404,31 @@ final class DiskReplicationLog implements ReplicationLog {
       synchronized (receivedLock) {
         long truncatedUpTo = truncated.get(originDc);
         long raised = Math.max(this.received.get(originDc), upToTimestamp);
-        int stored = 0;
+        long stored = 0;
         try (KeyValueDisk.Batch batch = store.disk.newBatch()) {
           for (ReplicationEntry entry : received) {
             if (entry.timestamp() <= truncatedUpTo) {
               continue; // applied everywhere and truncated: storing it again would only leak
             }
-            batch.put(KeyValueDisk.Column.REPLICATION, Keys.replication(originDc,
-                entry.timestamp(), entry.transactionId(), entry.index()),
-                ReplicationCodec.encodeEntry(entry));
-            stored++;
+            byte[] key = Keys.replication(originDc, entry.timestamp(), entry.transactionId(),
+                entry.index());
+            // Stored again (the same entry from a forwarder, a batch sent twice): not counted
+            // twice. The receiver core drops those before they come here, so this read mostly
+            // finds nothing, in the memtable or a bloom filter.
+            if (store.disk.get(KeyValueDisk.Column.REPLICATION, key) == null) {
+              stored++;
+            }
+            batch.put(KeyValueDisk.Column.REPLICATION, key, ReplicationCodec.encodeEntry(entry));
           }
           batch.put(KeyValueDisk.Column.META, Keys.metaVectorEntry(Keys.META_RECEIVED, originDc),
               Codec.encodePosition(new JournalPosition(originDc, raised)));
+          if (stored > 0) {
+            batch.put(KeyValueDisk.Column.META, Keys.META_RECEIVED_ENTRIES,
+                count(receivedEntries + stored));
+          }
           store.disk.write(batch, true);
         }
-        entries.addAndGet(stored);
+        receivedEntries += stored;
         this.received = this.received.atLeast(originDc, raised);
       }
     });
@@ -427,43 +498,54 @@ final class DiskReplicationLog implements ReplicationLog {
       Invariants.check(below.get(localDc) <= localSafeTimestamp(),
           "truncating the local replication log up to %d, above its safe timestamp %d",
           below.get(localDc), localSafeTimestamp());
-      long deleted = 0;
-      try (KeyValueDisk.Batch batch = store.disk.newBatch()) {
-        for (Map.Entry<Integer, Long> entry : below.entries().entrySet()) {
-          int origin = entry.getKey();
-          byte[] from = Keys.replication(origin, 0, 0, 0);
-          byte[] to = Keys.replication(origin, entry.getValue() + 1, 0, 0);
-          // Counted for entryCount only; the range deletion does the work.
-          try (KeyValueDisk.Cursor cursor =
-              store.disk.cursor(KeyValueDisk.Column.REPLICATION, null, from, to)) {
-            for (cursor.seek(from); cursor.isValid(); cursor.next()) {
-              deleted++;
-            }
-          }
-          batch.deleteRange(KeyValueDisk.Column.REPLICATION, from, to);
-        }
-        // Marks of logged decisions with PSAC parts: every part of theirs is at or below the
-        // bound once the decision is (receivers applied the transaction whole).
-        byte[] lower = {Keys.META_LOGGED_DECISION};
-        byte[] upper = {(byte) (Keys.META_LOGGED_DECISION + 1)};
-        long localBound = below.get(localDc);
-        try (KeyValueDisk.Cursor cursor =
-            store.disk.cursor(KeyValueDisk.Column.META, null, lower, upper)) {
-          for (cursor.seek(lower); localBound > 0 && cursor.isValid(); cursor.next()) {
-            if (Codec.decodePosition(cursor.value()).timestamp() <= localBound) {
-              batch.delete(KeyValueDisk.Column.META, cursor.key());
-            }
-          }
-        }
-        // Not synced, as the journal's truncation: entries that come back after a crash are
-        // deleted again by the next truncation.
-        store.disk.write(batch, false);
-      }
+      // Under the lock of receiving: an entry received between the count of what the range
+      // deletion removes and the deletion would be counted as stored and never as deleted.
       synchronized (receivedLock) {
-        truncated = truncated.merge(below);
+        truncateCounted(below);
       }
-      entries.addAndGet(-deleted);
     });
+  }
+
+  /** {@link #truncate}'s write, under {@link #receivedLock}. */
+  private void truncateCounted(DependencyVector below) throws DiskException {
+    long deleted = 0;
+    try (KeyValueDisk.Batch batch = store.disk.newBatch()) {
+      for (Map.Entry<Integer, Long> entry : below.entries().entrySet()) {
+        int origin = entry.getKey();
+        byte[] from = Keys.replication(origin, 0, 0, 0);
+        byte[] to = Keys.replication(origin, entry.getValue() + 1, 0, 0);
+        // Counted for the entry count only; the range deletion does the work.
+        try (KeyValueDisk.Cursor cursor =
+            store.disk.cursor(KeyValueDisk.Column.REPLICATION, null, from, to)) {
+          for (cursor.seek(from); cursor.isValid(); cursor.next()) {
+            deleted++;
+          }
+        }
+        batch.deleteRange(KeyValueDisk.Column.REPLICATION, from, to);
+      }
+      // Marks of logged decisions with PSAC parts: every part of theirs is at or below the
+      // bound once the decision is (receivers applied the transaction whole).
+      byte[] lower = {Keys.META_LOGGED_DECISION};
+      byte[] upper = {(byte) (Keys.META_LOGGED_DECISION + 1)};
+      long localBound = below.get(localDc);
+      try (KeyValueDisk.Cursor cursor =
+          store.disk.cursor(KeyValueDisk.Column.META, null, lower, upper)) {
+        for (cursor.seek(lower); localBound > 0 && cursor.isValid(); cursor.next()) {
+          if (Codec.decodePosition(cursor.value()).timestamp() <= localBound) {
+            batch.delete(KeyValueDisk.Column.META, cursor.key());
+          }
+        }
+      }
+      if (deleted > 0) {
+        batch.put(KeyValueDisk.Column.META, Keys.META_TRUNCATED_ENTRIES,
+            count(truncatedEntries + deleted));
+      }
+      // Not synced, as the journal's truncation: entries that come back after a crash are
+      // deleted again by the next truncation (and their count comes back with them: one batch).
+      store.disk.write(batch, false);
+    }
+    truncated = truncated.merge(below);
+    truncatedEntries += deleted;
   }
 
   /** What a write of the log runs on the caller's thread; a disk failure is its only exit. */
@@ -508,6 +590,11 @@ final class DiskReplicationLog implements ReplicationLog {
 
   @Override
   public long entryCount() {
-    return Math.max(0, entries.get());
+    long logged = 0;
+    for (int partition = 0; partition < loggedEntries.length(); partition++) {
+      logged += loggedEntries.get(partition);
+    }
+    // Read unsynchronized, the counters may be from different moments: never below zero.
+    return Math.max(0, logged + receivedEntries - truncatedEntries);
   }
 }

@@ -57,6 +57,21 @@ final class Keys {
    */
   static final byte[] META_DELIVERED = {'D'};
 
+  /**
+   * meta: {@code 'N', partition u16}: how many local entries the partition has added to the
+   * replication log (a position whose sequence is the count), written in the batch that adds them.
+   */
+  static final byte META_LOGGED_ENTRIES = 'N';
+
+  /**
+   * meta: how many entries receiving has stored in the replication log, plus the entries counted
+   * once when a log from before the count was first opened (a position whose sequence is it).
+   */
+  static final byte[] META_RECEIVED_ENTRIES = {'E'};
+
+  /** meta: how many entries truncations deleted from the replication log (likewise). */
+  static final byte[] META_TRUNCATED_ENTRIES = {'T'};
+
   private static final byte META_LAST_ROUND = 'R';
   private static final byte META_HORIZON = 'H';
   private static final byte META_ROUND_LIST = 'L';
@@ -207,6 +222,10 @@ final class Keys {
   static boolean hasPrefix(byte[] key, byte[] prefix, int suffix) {
     return key.length == prefix.length + suffix
         && Arrays.equals(key, 0, prefix.length, prefix, 0, prefix.length);
+  }
+
+  static byte[] metaLoggedEntries(int partition) {
+    return new byte[] {META_LOGGED_ENTRIES, (byte) (partition >>> 8), (byte) partition};
   }
 
   static byte[] metaLastRound(int partition) {

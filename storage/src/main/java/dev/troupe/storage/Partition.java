@@ -417,12 +417,16 @@ final class Partition {
       long previous = lastTimestamp;
       List<EntityId> due = new ArrayList<>();
       int records = 0;
+      // Replication log entries this batch adds: their count goes into the same batch.
+      int logged = 0;
       for (int i = 0; i < count; i++) {
         Commit commit = commits.get(i);
         TransactionStateChange change = commit.stateChange();
         if (logging && change != null && change.value() == null && commit.encodedRecord() == null) {
           // Before the deletion below: it reads the prepared record.
-          log.putAbandonedPart(batch, change.key(), commit.transactionId(), dependencies);
+          if (log.putAbandonedPart(batch, change.key(), commit.transactionId(), dependencies)) {
+            logged++;
+          }
         }
         if (change != null && change.value() != null) {
           batch.put(KeyValueDisk.Column.TRANSACTIONS, change.key(), change.value());
@@ -433,8 +437,8 @@ final class Partition {
           if (logging && commit.loggedDecision() != null) {
             // Ticked here, before the decision is durable and so before any participant commits
             // its part: below every part's commit timestamp.
-            log.putDecision(batch, store.tick(), commit.transactionId(), commit.loggedDecision(),
-                dependencies);
+            logged += log.putDecision(batch, store.tick(), commit.transactionId(),
+                commit.loggedDecision(), dependencies);
           }
           if (commit.idempotency() != null) {
             IdempotencyRecord decided = commit.idempotency().decidedAs(commit.transactionId());
@@ -467,7 +471,8 @@ final class Partition {
         for (int place = 0; place < recordEffects.size(); place++) {
           EntityEffect effect = recordEffects.get(place);
           if (logging) {
-            log.putPart(batch, timestamp, commit.transactionId(), place, effect, dependencies);
+            logged += log.putPart(batch, timestamp, commit.transactionId(), place, effect,
+                dependencies);
           }
           batch.put(KeyValueDisk.Column.INDEX,
               Keys.index(effect.prefix(), timestamp, number, sequence), Keys.EMPTY);
@@ -500,6 +505,9 @@ final class Partition {
         operationsSinceCheckpoint.remove(entity);
         store.objectCheckpoints.increment();
       }
+      if (logged > 0) {
+        log.putLoggedCount(batch, number, logged);
+      }
       try {
         store.disk.write(batch, store.syncCommits);
       } catch (DiskException e) {
@@ -514,6 +522,9 @@ final class Partition {
         return;
       }
       written = true;
+      if (logged > 0) {
+        log.loggedCountWritten(number, logged);
+      }
       nextSequence += records;
       lastTimestamp = previous;
       publishedNextSequence = nextSequence;

@@ -102,9 +102,9 @@ public interface ReplicationLog {
   CompletableFuture<Void> truncate(DependencyVector below);
 
   /**
-   * The number of entries in the log, approximately: counted at open, then raised by every entry
-   * written or received and lowered by every entry truncated; an entry received twice counts twice
-   * until the next open.
+   * The number of entries in the log (a metric): kept by every entry written, received or
+   * truncated and persisted with them, so it is exact across restarts and crashes and costs no
+   * scan at open; read while writes go on, it may be a moment old.
    */
   long entryCount();
 }
