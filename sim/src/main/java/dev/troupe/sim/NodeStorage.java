@@ -125,7 +125,7 @@ interface NodeStorage {
       java.util.Set<String> keys = new java.util.TreeSet<>();
       boolean wholeEntity = false;
       for (Operation operation : operations) {
-        if (operation instanceof Operation.DeleteEntity) {
+        if (operation.deletesEntity()) {
           wholeEntity = true;
         } else {
           keys.add(dev.troupe.model.dependency.DependencyKeys.describedKey(operation.key()));

@@ -148,7 +148,7 @@ public final class SimCommand implements Callable<Integer> {
       description = "With --dcs: switch on a deliberate breakage (repeatable) to see the checkers"
           + " catch it: APPLY_BEFORE_DEPENDENCIES, TRUNCATE_BEFORE_STABLE,"
           + " SPLIT_MULTI_ENTITY_TRANSACTIONS, REGISTER_MERGE_WITHOUT_TIE_BREAK,"
-          + " IGNORE_CAUSAL_TOKENS.")
+          + " IGNORE_CAUSAL_TOKENS, DELETE_WITHOUT_TOMBSTONE.")
   List<String> breakages = new ArrayList<>();
 
   @Override

@@ -203,7 +203,7 @@ public final class RocksStore implements Store {
       long weight = this.weight;
       java.util.Set<String> touched = new java.util.HashSet<>();
       for (Operation operation : operations) {
-        if (operation instanceof Operation.DeleteEntity) {
+        if (operation.deletesEntity()) {
           return new CachedState(next, (int) Math.min(Integer.MAX_VALUE,
               weight - Codec.estimateWeight(state) + Codec.estimateWeight(next)));
         }

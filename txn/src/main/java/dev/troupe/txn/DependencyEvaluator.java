@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.node.DoubleNode;
 import com.fasterxml.jackson.databind.node.LongNode;
 import com.fasterxml.jackson.databind.node.NullNode;
 import dev.troupe.model.EntityId;
+import dev.troupe.model.Deletions;
 import dev.troupe.model.EntityState;
 import dev.troupe.model.ErrorCode;
 import dev.troupe.model.Invariants;
@@ -155,7 +156,7 @@ public final class DependencyEvaluator {
       EntityState before, List<Operation> operations) {
     boolean declares = !type.spec().dependencies().isEmpty();
     for (Operation operation : operations) {
-      if (operation instanceof Operation.DeleteEntity) {
+      if (operation.deletesEntity()) {
         if (hasDependencies(before)) {
           return true;
         }
@@ -165,11 +166,11 @@ public final class DependencyEvaluator {
       if (before.get(DependencyKeys.outgoing(key)) != null) {
         return true;
       }
-      if (operation instanceof Operation.DeleteKey && before.get(DependencyKeys.incoming(key))
+      if (operation.deletesKey() && before.get(DependencyKeys.incoming(key))
           != null) {
         return true;
       }
-      if (declares && !(operation instanceof Operation.DeleteKey)) {
+      if (declares && !(operation.deletesKey())) {
         DependencyTable follows = before.get(DependencyKeys.incoming(key))
             instanceof DependencyTable table ? table : DependencyTable.EMPTY;
         List<Dependency> declared;
@@ -459,7 +460,7 @@ public final class DependencyEvaluator {
       emit(new Operation.ForgetDependency(hidden, dependency.id()));
       if (dependency.kind() == DependencyKind.DELETE) {
         if (deleted && state.get(key) != null) {
-          emit(new Operation.DeleteKey(key));
+          emit(Deletions.ofKey(state, key));
         }
         return;
       }
@@ -531,7 +532,7 @@ public final class DependencyEvaluator {
       boolean cleared = false;
       TreeSet<String> touched = new TreeSet<>();
       for (Operation operation : operations) {
-        if (operation instanceof Operation.DeleteEntity) {
+        if (operation.deletesEntity()) {
           cleared = true;
         } else {
           touched.add(DependencyKeys.describedKey(operation.key()));

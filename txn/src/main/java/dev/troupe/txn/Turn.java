@@ -54,9 +54,10 @@ public sealed interface Turn {
    * {@code transactionTimestamp} is at or below the entity's replication marker for the origin
    * ({@link dev.troupe.model.causal.ReplicaApplication#markerKey}): it was applied before. If any
    * segment remains it writes, first, the marker set to the last remaining segment's {@code
-   * transactionTimestamp}, then each remaining segment's operations in order, each register
-   * assignment stamped with that segment's ({@code stampTimestamp}, {@code originDc}) ({@link
-   * Operation.AssignReplicated}) and the rest as they are; else it writes nothing. So applying it
+   * transactionTimestamp}, then each remaining segment's operations in order, in their
+   * replicated forms ({@link ReplicatedOperations}: register writes and deletions stamped with that
+   * segment's ({@code stampTimestamp}, {@code originDc}), increments counted under {@code
+   * originDc}) and the rest as they are; else it writes nothing. So applying it
    * again (after a crash, a duplicate, or with the transactions grouped differently) applies no
    * segment twice.
    *

@@ -7,6 +7,7 @@ import dev.troupe.model.value.DependencyTable;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.troupe.model.EntityId;
+import dev.troupe.model.Deletions;
 import dev.troupe.model.EntityState;
 import dev.troupe.model.ErrorCode;
 import dev.troupe.model.Invariants;
@@ -175,7 +176,9 @@ public final class TurnEvaluator {
           throw new TroupeException(
               ErrorCode.NOT_FOUND, "%s has no value for key '%s'".formatted(entity, delete.key()));
         }
-        yield List.of(new Operation.DeleteKey(delete.key()));
+        // What the turn observed goes with the deletion, so that it converges across data
+        // centres (docs/ARCHITECTURE.md, "Deletes across data centres").
+        yield List.of(Deletions.ofKey(state, delete.key()));
       }
       case Turn.IncrementKey increment -> {
         requireKind(type, increment.key(), KeyKind.COUNTER, "incremented");
@@ -210,7 +213,7 @@ public final class TurnEvaluator {
         List<Operation> deletions = new ArrayList<>();
         if (state.exists()) {
           for (String key : TypeEvolution.keysToDiscard(type.spec(), state)) {
-            deletions.add(new Operation.DeleteKey(key));
+            deletions.add(Deletions.ofKey(state, key));
           }
         }
         yield deletions;
@@ -219,7 +222,7 @@ public final class TurnEvaluator {
         if (!state.exists()) {
           throw new TroupeException(ErrorCode.NOT_FOUND, entity + " does not exist");
         }
-        yield List.of(new Operation.DeleteEntity());
+        yield Deletions.ofEntity(state);
       }
       case Turn.RegisterDependency register -> registerDependency(entity, type, state,
           register.dependency(), limits);
@@ -381,18 +384,16 @@ public final class TurnEvaluator {
   }
 
   /**
-   * The conversion of one remote transaction's part (one segment) into the operations this data
-   * centre writes: register assignments stamped as at the origin, the rest as they are. The one
-   * place this conversion lives.
+   * One remote transaction's part (one segment) as the operations this data centre writes, each
+   * in its replicated form ({@link ReplicatedOperations#replicated}, the one place that conversion
+   * lives).
    */
   static List<Operation> replicatedOperations(int originDc,
       Turn.ApplyReplicated.Segment replicated) {
     List<Operation> operations = new ArrayList<>(replicated.operations().size());
     for (Operation operation : replicated.operations()) {
-      operations.add(operation instanceof Operation.Assign assign
-          ? new Operation.AssignReplicated(assign.key(), assign.value(),
-              replicated.stampTimestamp(), originDc)
-          : operation);
+      operations.add(ReplicatedOperations.replicated(operation, replicated.stampTimestamp(),
+          originDc));
     }
     return operations;
   }
@@ -496,6 +497,7 @@ public final class TurnEvaluator {
         case Operation.Assign assign -> present.put(assign.key(), true);
         case Operation.AssignReplicated assign -> present.put(assign.key(), true);
         case Operation.Increment increment -> present.put(increment.key(), true);
+        case Operation.IncrementReplicated increment -> present.put(increment.key(), true);
         case Operation.AddElement add -> {
           present.put(add.key(), true);
           Value current = state.get(add.key());
@@ -512,7 +514,14 @@ public final class TurnEvaluator {
           }
         }
         case Operation.DeleteKey delete -> present.put(delete.key(), false);
+        case Operation.DeleteKeyReplicated delete -> present.put(delete.key(), false);
+        case Operation.DeleteCounter delete -> present.put(delete.key(), false);
+        case Operation.DeleteSet delete -> present.put(delete.key(), false);
         case Operation.DeleteEntity ignored -> {
+          cleared = true;
+          present.clear();
+        }
+        case Operation.DeleteEntityReplicated ignored -> {
           cleared = true;
           present.clear();
         }

@@ -75,6 +75,12 @@ public final class BinaryReader {
     return buffer[position++];
   }
 
+  /** The next byte, without reading it (a type byte that decides how to read what follows). */
+  public byte peekType() {
+    need(1);
+    return buffer[position];
+  }
+
   /** A byte that must be 0 or 1. */
   public boolean flag() {
     byte value = type();

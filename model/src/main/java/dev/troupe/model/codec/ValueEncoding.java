@@ -18,6 +18,7 @@ import dev.troupe.model.value.CounterValue;
 import dev.troupe.model.value.DependencyTable;
 import dev.troupe.model.value.RegisterValue;
 import dev.troupe.model.value.SetValue;
+import dev.troupe.model.value.Stamp;
 import dev.troupe.model.value.Tag;
 import dev.troupe.model.value.Value;
 import java.nio.charset.StandardCharsets;
@@ -50,11 +51,25 @@ public final class ValueEncoding {
   private static final byte FORGET_DEPENDENCY = 8;
   private static final byte ASSIGN_REPLICATED = 9;
   private static final byte SEND_MESSAGE = 10;
+  private static final byte DELETE_KEY_REPLICATED = 11;
+  private static final byte DELETE_COUNTER = 12;
+  private static final byte DELETE_SET = 13;
+  private static final byte DELETE_ENTITY_REPLICATED = 14;
+  private static final byte INCREMENT_REPLICATED = 15;
+  /** {@link DeleteEntity} with its observed write counts (type 6 is one without, still read). */
+  private static final byte DELETE_ENTITY_OBSERVED = 16;
 
   private static final byte REGISTER = 1;
   private static final byte COUNTER = 2;
   private static final byte SET = 3;
   private static final byte DEPENDENCIES = 4;
+  // Not values: tombstones, written among a state's entries so that a state without tombstones
+  // (every state before they existed, every checkpoint on disk) keeps exactly its old bytes.
+  private static final byte TOMBSTONE = 5;
+  private static final byte ENTITY_TOMBSTONE = 6;
+  private static final byte DELETED_COUNTER = 7;
+  private static final byte WRITE_COUNTS = 8;
+  private static final byte DELETED_WRITE_COUNTS = 9;
 
   private ValueEncoding() {}
 
@@ -109,7 +124,46 @@ public final class ValueEncoding {
           writeTag(out, tag);
         }
       }
-      case DeleteEntity ignored -> out.type(DELETE_ENTITY);
+      case DeleteEntity delete -> {
+        if (delete.observedWrites() == null) {
+          out.type(DELETE_ENTITY);
+        } else {
+          out.type(DELETE_ENTITY_OBSERVED);
+          writeCounterMap(out, delete.observedWrites());
+        }
+      }
+      case Operation.DeleteKeyReplicated delete -> {
+        out.type(DELETE_KEY_REPLICATED);
+        out.string(delete.key());
+        out.fixedLong(delete.timestamp());
+        out.varInt(delete.originDc());
+      }
+      case Operation.DeleteCounter delete -> {
+        out.type(DELETE_COUNTER);
+        out.string(delete.key());
+        writeCounterMap(out, delete.observed().increments());
+        writeCounterMap(out, delete.observed().decrements());
+      }
+      case Operation.DeleteSet delete -> {
+        out.type(DELETE_SET);
+        out.string(delete.key());
+        writeTags(out, delete.observedTags());
+      }
+      case Operation.IncrementReplicated increment -> {
+        out.type(INCREMENT_REPLICATED);
+        out.string(increment.key());
+        out.signedVarLong(increment.by());
+        out.varInt(increment.originDc());
+      }
+      case Operation.DeleteEntityReplicated delete -> {
+        out.type(DELETE_ENTITY_REPLICATED);
+        out.fixedLong(delete.timestamp());
+        out.varInt(delete.originDc());
+        out.flag(delete.observedWrites() != null);
+        if (delete.observedWrites() != null) {
+          writeCounterMap(out, delete.observedWrites());
+        }
+      }
       case RecordDependency record -> {
         out.type(RECORD_DEPENDENCY);
         out.string(record.key());
@@ -149,6 +203,16 @@ public final class ValueEncoding {
         yield new RemoveElement(key, element, tags);
       }
       case DELETE_ENTITY -> new DeleteEntity();
+      case DELETE_KEY_REPLICATED ->
+          new Operation.DeleteKeyReplicated(in.string(), in.fixedLong(), in.varInt());
+      case DELETE_COUNTER -> new Operation.DeleteCounter(in.string(),
+          new CounterValue(readCounterMap(in), readCounterMap(in)));
+      case DELETE_SET -> new Operation.DeleteSet(in.string(), readTags(in));
+      case INCREMENT_REPLICATED ->
+          new Operation.IncrementReplicated(in.string(), in.signedVarLong(), in.varInt());
+      case DELETE_ENTITY_OBSERVED -> new DeleteEntity(readCounterMap(in));
+      case DELETE_ENTITY_REPLICATED -> new Operation.DeleteEntityReplicated(in.fixedLong(),
+          in.varInt(), in.flag() ? readCounterMap(in) : null);
       case RECORD_DEPENDENCY -> {
         String key = in.string();
         DependencyTable.Entry entry = readDependencyRecord(in);
@@ -170,6 +234,24 @@ public final class ValueEncoding {
 
   public static Tag readTag(BinaryReader in) {
     return new Tag(in.varInt(), in.fixedLong(), in.varInt());
+  }
+
+  /** A varint count, then each tag (in a canonical order, so equal sets have equal bytes). */
+  private static void writeTags(BinaryWriter out, Set<Tag> tags) {
+    out.varInt(tags.size());
+    tags.stream()
+        .sorted(java.util.Comparator.comparingInt(Tag::originDc)
+            .thenComparingLong(Tag::transactionId).thenComparingInt(Tag::index))
+        .forEach(tag -> writeTag(out, tag));
+  }
+
+  private static Set<Tag> readTags(BinaryReader in) {
+    int count = in.count();
+    Set<Tag> tags = new HashSet<>();
+    for (int i = 0; i < count; i++) {
+      tags.add(readTag(in));
+    }
+    return tags;
   }
 
   /** A dependency: its format revision, then its JSON form ({@link Dependency#toJson}). */
@@ -207,14 +289,51 @@ public final class ValueEncoding {
 
   // ---------------------------------------------------------------- entity states
 
-  /** {@code version u64, exists byte, count, (key, kind byte, value)*}. */
+  /**
+   * {@code version u64, exists byte, count, (key, kind byte, value)*}. The entries include the
+   * state's tombstones (docs/ARCHITECTURE.md, "Deletes across data centres"): a key's as kind 5
+   * ({@code timestamp u64, origin DC varint}), the entity's as kind 6 under the empty key (no key
+   * is empty), a deleted counter's removed sums as kind 7 (a counter's fields), the entity's write
+   * counts and deleted write counts as kinds 8 and 9 under the empty key (a map of DC to count). A state without tombstones has the bytes it had before they existed, so every
+   * stored checkpoint reads as it did.
+   */
   public static void writeState(BinaryWriter out, EntityState state) {
     out.fixedLong(state.version());
     out.flag(state.exists());
-    out.varInt(state.values().size());
+    out.varInt(state.values().size() + state.tombstones().size()
+        + (state.entityTombstone() == null ? 0 : 1) + state.deletedCounters().size()
+        + (state.writeCounts().isEmpty() ? 0 : 1) + (state.deletedWriteCounts().isEmpty() ? 0 : 1));
     for (Map.Entry<String, Value> entry : state.values().entrySet()) {
       out.string(entry.getKey());
       writeValue(out, entry.getValue());
+    }
+    for (Map.Entry<String, Stamp> tombstone : state.tombstones().entrySet()) {
+      out.string(tombstone.getKey());
+      out.type(TOMBSTONE);
+      out.fixedLong(tombstone.getValue().timestamp());
+      out.varInt(tombstone.getValue().originDc());
+    }
+    for (Map.Entry<String, CounterValue> deleted : state.deletedCounters().entrySet()) {
+      out.string(deleted.getKey());
+      out.type(DELETED_COUNTER);
+      writeCounterMap(out, deleted.getValue().increments());
+      writeCounterMap(out, deleted.getValue().decrements());
+    }
+    if (!state.writeCounts().isEmpty()) {
+      out.string("");
+      out.type(WRITE_COUNTS);
+      writeCounterMap(out, state.writeCounts());
+    }
+    if (!state.deletedWriteCounts().isEmpty()) {
+      out.string("");
+      out.type(DELETED_WRITE_COUNTS);
+      writeCounterMap(out, state.deletedWriteCounts());
+    }
+    if (state.entityTombstone() != null) {
+      out.string("");
+      out.type(ENTITY_TOMBSTONE);
+      out.fixedLong(state.entityTombstone().timestamp());
+      out.varInt(state.entityTombstone().originDc());
     }
   }
 
@@ -226,11 +345,35 @@ public final class ValueEncoding {
     }
     int count = in.count();
     Map<String, Value> values = new HashMap<>();
+    Map<String, Stamp> tombstones = new HashMap<>();
+    Stamp entityTombstone = null;
+    Map<String, CounterValue> deletedCounters = new HashMap<>();
+    Map<Integer, Long> writeCounts = Map.of();
+    Map<Integer, Long> deletedWriteCounts = Map.of();
     for (int i = 0; i < count; i++) {
       String key = in.string();
-      values.put(key, readValue(in));
+      byte kind = in.peekType();
+      if (kind == TOMBSTONE) {
+        in.type();
+        tombstones.put(key, new Stamp(in.fixedLong(), in.varInt()));
+      } else if (kind == ENTITY_TOMBSTONE) {
+        in.type();
+        entityTombstone = new Stamp(in.fixedLong(), in.varInt());
+      } else if (kind == WRITE_COUNTS) {
+        in.type();
+        writeCounts = readCounterMap(in);
+      } else if (kind == DELETED_WRITE_COUNTS) {
+        in.type();
+        deletedWriteCounts = readCounterMap(in);
+      } else if (kind == DELETED_COUNTER) {
+        in.type();
+        deletedCounters.put(key, new CounterValue(readCounterMap(in), readCounterMap(in)));
+      } else {
+        values.put(key, readValue(in));
+      }
     }
-    return new EntityState(values, version, existsFlag == 1);
+    return new EntityState(values, version, existsFlag == 1, tombstones, entityTombstone,
+        deletedCounters, writeCounts, deletedWriteCounts);
   }
 
   /** One key's value: a kind byte, then its fields. */

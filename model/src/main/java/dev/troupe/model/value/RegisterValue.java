@@ -15,7 +15,12 @@ public record RegisterValue(JsonNode value, long timestamp, int originDc) implem
   }
 
   public boolean supersedes(RegisterValue other) {
-    return timestamp != other.timestamp ? timestamp > other.timestamp : originDc > other.originDc;
+    return stamp().isAfter(other.stamp());
+  }
+
+  /** The write's last-writer-wins stamp. */
+  public Stamp stamp() {
+    return new Stamp(timestamp, originDc);
   }
 
 }

@@ -13,7 +13,8 @@ import java.util.TreeMap;
  * Add-wins observed-remove set. Each element maps to the tags of the additions not yet removed; an
  * element is present while it has a live tag. A remove deletes only the tags it observed, so an add
  * concurrent with a remove survives (add wins). Replication delivers operations causally, so no
- * tombstones are needed: an add is never delivered after a remove that observed it.
+ * tombstones are needed: an add is never delivered after a remove that observed it. A deletion of
+ * the whole set is the same rule for every element ({@link #withoutTags}).
  *
  * <p>Elements are identified by their compact JSON text; {@link dev.troupe.model.Json} parses all
  * integers as longs so equal values have equal text.
@@ -86,4 +87,26 @@ public record SetValue(Map<String, Element> elements) implements Value {
     return new SetValue(next);
   }
 
+  /** Every tag of every element: what a deletion of the whole set issued now observes. */
+  public Set<Tag> allTags() {
+    Set<Tag> tags = new HashSet<>();
+    elements.values().forEach(element -> tags.addAll(element.tags()));
+    return tags;
+  }
+
+  /**
+   * This set without the additions a deletion of the whole set observed: elements added
+   * concurrently (tags not observed) stay, as for {@link #remove}.
+   */
+  public SetValue withoutTags(Set<Tag> observedTags) {
+    Map<String, Element> next = new HashMap<>();
+    elements.forEach((id, element) -> {
+      Set<Tag> tags = new HashSet<>(element.tags());
+      tags.removeAll(observedTags);
+      if (!tags.isEmpty()) {
+        next.put(id, new Element(element.value(), tags));
+      }
+    });
+    return new SetValue(next);
+  }
 }

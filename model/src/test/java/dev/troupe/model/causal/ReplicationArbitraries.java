@@ -50,7 +50,22 @@ final class ReplicationArbitraries {
             .as((k, v, t) -> new Operation.AddElement(k, Json.parse(v), t)),
         Combinators.combine(keys, json, tags)
             .as((k, v, t) -> new Operation.RemoveElement(k, Json.parse(v), Set.of(t))),
-        Arbitraries.just(new Operation.DeleteEntity()));
+        Arbitraries.just(new Operation.DeleteEntity()),
+        // Convergent deletes (docs/ARCHITECTURE.md, "Deletes across data centres").
+        Combinators.combine(keys, timestamps(), dataCentres())
+            .as(Operation.DeleteKeyReplicated::new),
+        Combinators.combine(keys, Arbitraries.longs(), dataCentres())
+            .as(Operation.IncrementReplicated::new),
+        Combinators.combine(keys, dataCentres(), Arbitraries.longs())
+            .as((k, dc, sum) -> new Operation.DeleteCounter(k, new dev.troupe.model.value
+                .CounterValue(java.util.Map.of(dc, sum), java.util.Map.of(dc ^ 1, 3L)))),
+        Combinators.combine(keys, tags.set().ofMaxSize(3)).as(Operation.DeleteSet::new),
+        Combinators.combine(timestamps(), dataCentres())
+            .as((timestamp, dc) -> new Operation.DeleteEntityReplicated(timestamp, dc,
+                java.util.Map.of(dc, 4L))),
+        Combinators.combine(timestamps(), dataCentres())
+            .as((timestamp, dc) -> new Operation.DeleteEntityReplicated(timestamp, dc, null)),
+        dataCentres().map(dc -> new Operation.DeleteEntity(java.util.Map.of(dc, 2L, dc ^ 1, 7L))));
   }
 
   static Arbitrary<ReplicationEntry> entries(int originDc) {

@@ -123,7 +123,7 @@ public final class AccessSets {
           // parts of one origin on disjoint keys still conflict on it: applied one at a time.
           keys.put(ReplicaApplication.markerKey(replicated.originDc()), Mode.WRITE);
           for (Operation operation : replicated.operations()) {
-            if (operation instanceof Operation.DeleteEntity) {
+            if (operation.deletesEntity()) {
               entityMode = Mode.WRITE;
             } else {
               keys.put(DependencyKeys.describedKey(operation.key()), Mode.WRITE);

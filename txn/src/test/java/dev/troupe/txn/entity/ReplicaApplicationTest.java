@@ -93,7 +93,8 @@ class ReplicaApplicationTest {
     assertEquals(new TurnEvaluator.Decision.Write(List.of(
         new Operation.Assign(MARKER, LongNode.valueOf(100)),
         new Operation.AssignReplicated("name", Json.parse("\"remote\""), 105, ORIGIN_DC),
-        new Operation.Increment("hits", 2),
+        // Counted under its origin, as in every data centre (a counter's deletion observes it).
+        new Operation.IncrementReplicated("hits", 2, ORIGIN_DC),
         new Operation.AddElement("tags", Json.parse("\"red\""), tag))), decision);
     assertTrue(ReplicaApplication.isReplicaApplication(
         ((TurnEvaluator.Decision.Write) decision).operations()));
@@ -121,16 +122,16 @@ class ReplicaApplicationTest {
         EntityState.ABSENT, batch, 1, LOCAL_DC, TurnLimits.DEFAULTS);
     assertEquals(new TurnEvaluator.Decision.Write(List.of(
         new Operation.Assign(MARKER, LongNode.valueOf(120)),
-        new Operation.Increment("hits", 1),
+        new Operation.IncrementReplicated("hits", 1, ORIGIN_DC),
         new Operation.AssignReplicated("name", Json.parse("\"b\""), 112, ORIGIN_DC),
-        new Operation.Increment("hits", 4))), fresh);
+        new Operation.IncrementReplicated("hits", 4, ORIGIN_DC))), fresh);
     // A crash after the segment at 110 was applied (in another run): 100 and 110 are skipped.
     EntityState applied = EntityState.ABSENT.apply(List.of(
         new Operation.Assign(MARKER, LongNode.valueOf(110)),
         new Operation.Increment("hits", 1)), 1, LOCAL_DC);
     assertEquals(new TurnEvaluator.Decision.Write(List.of(
         new Operation.Assign(MARKER, LongNode.valueOf(120)),
-        new Operation.Increment("hits", 4))), TurnEvaluator.evaluate(PRODUCT, type("serial"),
+        new Operation.IncrementReplicated("hits", 4, ORIGIN_DC))), TurnEvaluator.evaluate(PRODUCT, type("serial"),
         applied, batch, 1, LOCAL_DC, TurnLimits.DEFAULTS));
     EntityState all = applied.apply(List.of(new Operation.Assign(MARKER, LongNode.valueOf(120))),
         2, LOCAL_DC);
