@@ -347,6 +347,9 @@ public final class TurnEvaluator {
         && applied.value().asLong() >= replicated.transactionTimestamp()) {
       return List.of();
     }
+    if (containedInInstalledState(state, replicated)) {
+      return List.of();
+    }
     List<Operation> operations = new ArrayList<>(replicated.operations().size() + 1);
     operations.add(new Operation.Assign(marker, LongNode.valueOf(replicated.transactionTimestamp())));
     for (Operation operation : replicated.operations()) {
@@ -356,6 +359,23 @@ public final class TurnEvaluator {
           : operation);
     }
     return operations;
+  }
+
+  /**
+   * Whether the part is already in the state this DC installed from its origin's bootstrap image
+   * (docs/ARCHITECTURE.md, "Bootstrapping a new data centre"): the entity's {@code
+   * $installed:<origin>} marker is the commit timestamp of the last journal record of the origin
+   * the installed state contains, and a part's stamp is its own journal record's commit timestamp
+   * at the origin, so the part is contained exactly when its stamp is at or below the marker. Per
+   * part, not per transaction: under PSAC two transactions may commit on one entity out of their
+   * decisions' order, so a transaction timestamp would not say it.
+   */
+  static boolean containedInInstalledState(EntityState state,
+      Turn.ApplyReplicated replicated) {
+    return state.get(ReplicaApplication.installedKey(replicated.originDc()))
+            instanceof RegisterValue installed
+        && installed.value().canConvertToLong()
+        && installed.value().asLong() >= replicated.stampTimestamp();
   }
 
   /**
