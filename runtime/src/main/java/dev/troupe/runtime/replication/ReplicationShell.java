@@ -289,6 +289,11 @@ public final class ReplicationShell implements AutoCloseable {
     }
   }
 
+  /** Whether the shell is closed (or stopped after an internal error). */
+  public boolean isClosed() {
+    return closed;
+  }
+
   /** This DC's id. */
   public int dataCentreId() {
     return dataCentreId;
