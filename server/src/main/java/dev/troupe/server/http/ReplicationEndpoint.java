@@ -113,6 +113,44 @@ final class ReplicationEndpoint {
   }
 
   /**
+   * {@code GET /v1/replication/bootstrap} with {@code Troupe-Dc: <the new DC's name>}: this DC's
+   * bootstrap image (docs/ARCHITECTURE.md, "Bootstrapping a new data centre"), chunked, one
+   * {@link dev.troupe.model.causal.BootstrapImageCodec} frame per record, read from the store as
+   * the connection takes them (a stream with backpressure on Pekko's blocking dispatcher: at most a
+   * page of entity ids and a few frames in memory). The secret authenticated the requester (it
+   * need not be a configured peer yet); its name says whom the truncation hold is for.
+   */
+  HttpResponse bootstrap(HttpRequest request) {
+    DataCentreReplication node = named();
+    String requesterName = header(request, ReplicationProtocol.DC_HEADER);
+    if (!DataCentreIds.isValidName(requesterName)
+        || requesterName.equals(node.settings().dataCentreName())) {
+      throw TroupeException.invalid(ReplicationProtocol.DC_HEADER + ": '" + requesterName
+          + "' is not the name of another data centre");
+    }
+    if (!request.getUri().query().toMap().isEmpty()) {
+      throw TroupeException.invalid("the bootstrap image takes no parameters");
+    }
+    int requester = DataCentreIds.of(requesterName);
+    org.apache.pekko.stream.javadsl.Source<org.apache.pekko.util.ByteString, ?> frames =
+        org.apache.pekko.stream.javadsl.Source.unfoldResource(
+            () -> new dev.troupe.runtime.replication.BootstrapImageReader(
+                node.troupeStore(), node.shell(), requester, node.bootstrapSettings()),
+            reader -> java.util.Optional.ofNullable(reader.next())
+                .map(org.apache.pekko.util.ByteString::fromArray),
+            dev.troupe.runtime.replication.BootstrapImageReader::close);
+    return HttpResponse.create().withStatus(200).withEntity(
+        org.apache.pekko.http.javadsl.model.HttpEntities.createChunked(
+            ContentTypes.APPLICATION_OCTET_STREAM, frames));
+  }
+
+  /** Whether a client request to {@code path} waits for a bootstrap (all but these are). */
+  static boolean servedWhileBootstrapping(String path) {
+    return path.equals("/metrics") || path.equals("/v1/health") || path.startsWith("/v1/health/")
+        || path.equals("/v1/openapi.json") || path.startsWith("/v1/replication/");
+  }
+
+  /**
    * Re-reads the log every {@code intervalMillis} until it has entries or the deadline passed,
    * then completes {@code answer} with the last read (a read that fails completes it
    * exceptionally: answered as that error, as an immediate read would have been).

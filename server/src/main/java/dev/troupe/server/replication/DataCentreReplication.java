@@ -2,6 +2,8 @@ package dev.troupe.server.replication;
 
 import dev.troupe.runtime.Troupe;
 import dev.troupe.runtime.replication.ReplicationSettings;
+import dev.troupe.runtime.replication.BootstrapGate;
+import dev.troupe.runtime.replication.BootstrapSettings;
 import dev.troupe.runtime.replication.ReplicationShell;
 import java.util.ArrayList;
 import java.util.List;
@@ -20,9 +22,16 @@ public final class DataCentreReplication implements AutoCloseable {
   private final ReplicationSettings engineSettings;
   private final ReplicationShell shell;
   private final List<ReplicationPuller> pullers;
+  private final Troupe troupe;
+  private final BootstrapSettings bootstrapSettings;
+  private final BootstrapGate bootstrapGate;
 
   private DataCentreReplication(ReplicationServerSettings settings,
-      ReplicationSettings engineSettings, ReplicationShell shell, List<ReplicationPuller> pullers) {
+      ReplicationSettings engineSettings, ReplicationShell shell, List<ReplicationPuller> pullers,
+      Troupe troupe, BootstrapSettings bootstrapSettings, BootstrapGate bootstrapGate) {
+    this.troupe = troupe;
+    this.bootstrapSettings = bootstrapSettings;
+    this.bootstrapGate = bootstrapGate;
     this.settings = settings;
     this.engineSettings = engineSettings;
     this.shell = shell;
@@ -47,13 +56,30 @@ public final class DataCentreReplication implements AutoCloseable {
           + settings.dataCentreName() + " with peers " + peerNames);
     }
     ReplicationShell shell = ReplicationShell.start(troupe, engine);
+    // Before the pullers: a bootstrapped DC keeps clients out until the tails are applied.
+    BootstrapGate gate = BootstrapGate.start(troupe.store(), shell);
     List<ReplicationPuller> pullers = new ArrayList<>();
     for (ReplicationServerSettings.Peer peer : settings.peers()) {
       pullers.add(new ReplicationPuller(troupe.actorSystem(), shell, peer, settings,
           engine.pullBatchMaxEntries()));
     }
     pullers.forEach(ReplicationPuller::start);
-    return new DataCentreReplication(settings, engine, shell, pullers);
+    return new DataCentreReplication(settings, engine, shell, pullers, troupe,
+        BootstrapSettings.fromConfig(troupe.settings().config().getConfig("troupe")), gate);
+  }
+
+  /** Whether client requests wait for a bootstrap's tails ({@code 503 bootstrapping}). */
+  public BootstrapGate bootstrapGate() {
+    return bootstrapGate;
+  }
+
+  /** The engine's store: a bootstrap image is read from it. */
+  public dev.troupe.storage.Store troupeStore() {
+    return troupe.store();
+  }
+
+  public BootstrapSettings bootstrapSettings() {
+    return bootstrapSettings;
   }
 
   public ReplicationShell shell() {
