@@ -8,10 +8,6 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.troupe.model.Json;
 import dev.troupe.server.replication.VectorText;
-import java.net.URI;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -30,9 +26,9 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * Three data centres as three real server processes on loopback, every link between them through
- * a {@link TcpProxy} (each DC pulls each peer through a proxy of its own, so one direction can be
- * cut), replicating while clients write in all three:
+ * Three data centres as three real server processes on loopback ({@link DataCentreCluster}: every
+ * link between them through a {@link TcpProxy}, each DC pulling each peer through a proxy of its
+ * own, so one direction can be cut), replicating while clients write in all three:
  *
  * <ol>
  *   <li>concurrent writes in every DC: registers (the same keys written everywhere: last writer
@@ -54,6 +50,14 @@ import org.junit.jupiter.api.io.TempDir;
 class MultiDataCentreTest {
   private static final List<String> NAMES = List.of("a", "b", "c");
   private static final String SECRET = "multi-dc-test-secret-0123456789";
+  private static final String[] SETTINGS = {
+      "troupe.replication.forward-after-millis=500",
+      "troupe.replication.pull-interval-millis=50",
+      "troupe.replication.pull-backoff-initial-millis=50",
+      "troupe.replication.pull-backoff-max-millis=500",
+      "troupe.replication.pull-timeout-millis=5000",
+      "troupe.replication.token-wait-max-millis=10000",
+      "troupe.storage.partitions=2"};
   private static final int REGISTERS = 4;
   private static final int COUNTERS = 3;
   private static final int SETS = 3;
@@ -61,10 +65,7 @@ class MultiDataCentreTest {
 
   @TempDir Path data;
 
-  /** proxies.get(puller).get(peer): the link puller → peer. */
-  private final Map<String, Map<String, TcpProxy>> proxies = new LinkedHashMap<>();
-  private final Map<String, ServerProcess> servers = new ConcurrentHashMap<>();
-  private Path secretFile;
+  private DataCentreCluster cluster;
 
   // What the clients were told.
   private final Map<String, AtomicLong> acknowledgedIncrements = new ConcurrentHashMap<>();
@@ -89,34 +90,16 @@ class MultiDataCentreTest {
     System.out.println("MultiDataCentreTest seed " + seed
         + " (rerun with -Dtroupe.test.seed=" + seed + ")");
     long started = System.nanoTime();
-    secretFile = data.resolve("secret");
-    Files.writeString(secretFile, SECRET);
-    for (String puller : NAMES) {
-      Map<String, TcpProxy> links = new LinkedHashMap<>();
-      for (String peer : NAMES) {
-        if (!peer.equals(puller)) {
-          links.put(peer, TcpProxy.start(0));
-        }
-      }
-      proxies.put(puller, links);
-    }
+    cluster = DataCentreCluster.builder(data).dataCentres(NAMES.toArray(String[]::new))
+        .secret(SECRET).settings(SETTINGS).requestTimeout(Duration.ofSeconds(20)).start();
     try {
-      List<Thread> starting = new ArrayList<>();
       for (String name : NAMES) {
-        starting.add(Thread.ofPlatform().start(() -> startQuietly(name)));
-      }
-      for (Thread thread : starting) {
-        thread.join();
-      }
-      for (String name : NAMES) {
-        assertTrue(servers.containsKey(name), "data centre " + name + " did not start");
-        retargetTo(name);
         // Types are declared in every DC (a replicated declaration reaches a running registry
         // only after a restart; docs/ARCHITECTURE.md, "The replication shell").
         for (String[] type : new String[][] {{"Ctr", "{\"keys\": {\"n\": {\"kind\": \"counter\"}}}"},
             {"Bag", "{\"keys\": {\"items\": {\"kind\": \"set\"}}}"}}) {
           ServerProcess.Answer declared =
-              servers.get(name).send("PUT", "/v1/types/" + type[0], type[1]);
+              cluster.send(name, "PUT", "/v1/types/" + type[0], type[1]);
           assertEquals(200, declared.status(), declared.text());
         }
       }
@@ -136,21 +119,10 @@ class MultiDataCentreTest {
           (System.nanoTime() - started) / 1e9);
     } catch (Throwable failure) {
       System.out.println("MultiDataCentreTest: writers' refusals: " + refusals);
-      for (Map.Entry<String, ServerProcess> server : servers.entrySet()) {
-        String log = server.getValue().log();
-        System.out.println("log of " + server.getKey() + " (last 8000 characters):\n"
-            + log.substring(Math.max(0, log.length() - 8000)));
-      }
+      cluster.printLogs(8000);
       throw failure;
     } finally {
-      for (ServerProcess server : servers.values()) {
-        server.kill();
-      }
-      for (Map<String, TcpProxy> links : proxies.values()) {
-        for (TcpProxy proxy : links.values()) {
-          proxy.close();
-        }
-      }
+      cluster.close();
     }
   }
 
@@ -166,22 +138,21 @@ class MultiDataCentreTest {
 
     Thread.sleep(2_500);
     // a | c: both directions cut; b still reaches both.
-    proxies.get("a").get("c").partition();
-    proxies.get("c").get("a").partition();
-    proxies.get("b").get("a").latency(20);
+    cluster.proxy("a", "c").partition();
+    cluster.proxy("c", "a").partition();
+    cluster.proxy("b", "a").latency(20);
     Thread.sleep(3_000);
-    proxies.get("a").get("c").heal();
-    proxies.get("c").get("a").heal();
-    proxies.get("b").get("a").latency(0);
+    cluster.proxy("a", "c").heal();
+    cluster.proxy("c", "a").heal();
+    cluster.proxy("b", "a").latency(0);
     // Reset a live link mid-transfer: pulls fail once and resume.
-    proxies.get("c").get("b").reset();
+    cluster.proxy("c", "b").reset();
     Thread.sleep(1_500);
 
     // kill -9 of b while everyone writes and pulls; b restarts on its data directory.
-    servers.get("b").kill();
+    cluster.kill("b");
     Thread.sleep(1_000);
-    servers.put("b", start("b"));
-    retargetTo("b");
+    cluster.restart("b");
     Thread.sleep(2_500);
     writing.set(false);
     for (Thread client : clients) {
@@ -206,7 +177,7 @@ class MultiDataCentreTest {
 
   /** Failed pulls of {@code puller} from {@code peer}, as its status reports them. */
   private long linkFailures(String puller, String peer) throws Exception {
-    for (JsonNode link : servers.get(puller).get("/v1/replication/status").body().path("peers")) {
+    for (JsonNode link : cluster.server(puller).get("/v1/replication/status").body().path("peers")) {
       if (link.path("name").asText().equals(peer)) {
         return link.at("/link/failures").asLong();
       }
@@ -363,7 +334,7 @@ class MultiDataCentreTest {
       Thread.sleep(250);
     } while (System.nanoTime() < deadline);
     for (String dc : NAMES) {
-      System.out.println(dc + ": " + servers.get(dc).get("/v1/replication/status").text());
+      System.out.println(dc + ": " + cluster.server(dc).get("/v1/replication/status").text());
     }
     fail("no convergence within " + CONVERGENCE_MILLIS + " ms: " + difference);
   }
@@ -378,7 +349,7 @@ class MultiDataCentreTest {
     for (String entity : new TreeSet<>(entities)) {
       JsonNode first = null;
       for (String dc : NAMES) {
-        ServerProcess.Answer answer = servers.get(dc).get(entity);
+        ServerProcess.Answer answer = cluster.server(dc).get(entity);
         if (answer.status() != 200 && answer.status() != 404) {
           return entity + " in " + dc + ": " + answer.status() + " " + answer.text();
         }
@@ -431,71 +402,7 @@ class MultiDataCentreTest {
 
   private ServerProcess.Answer send(String dc, String method, String path, String body,
       String token) throws Exception {
-    HttpRequest.Builder request = HttpRequest.newBuilder(
-            URI.create(servers.get(dc).baseUrl() + path))
-        .timeout(Duration.ofSeconds(20))
-        .method(method, body == null ? HttpRequest.BodyPublishers.noBody()
-            : HttpRequest.BodyPublishers.ofString(body));
-    if (body != null) {
-      request.header("Content-Type", "application/json");
-    }
-    if (token != null && !token.isEmpty()) {
-      request.header("Troupe-Causal-Token", token);
-    }
-    HttpResponse<String> response =
-        ServerProcess.client().send(request.build(), HttpResponse.BodyHandlers.ofString());
-    JsonNode json;
-    try {
-      json = Json.parse(response.body());
-    } catch (RuntimeException notJson) {
-      json = Json.NODES.textNode(response.body());
-    }
-    return new ServerProcess.Answer(response.statusCode(), json, response.body(),
-        response.headers());
-  }
-
-  private void startQuietly(String name) {
-    try {
-      servers.put(name, start(name));
-    } catch (Exception e) {
-      System.out.println("data centre " + name + " did not start: " + e);
-    }
-  }
-
-  /** {@code troupe serve --dc NAME} with every peer reached through this DC's own proxies. */
-  private ServerProcess start(String name) throws Exception {
-    List<String> arguments = new ArrayList<>(List.of("serve", "--data",
-        data.resolve(name).toString(), "--port", "0", "--dc", name,
-        "--replication-secret-file", secretFile.toString()));
-    for (Map.Entry<String, TcpProxy> link : proxies.get(name).entrySet()) {
-      arguments.add("--peer");
-      arguments.add(link.getKey() + "=" + link.getValue().url());
-    }
-    for (String setting : List.of(
-        "troupe.replication.forward-after-millis=500",
-        "troupe.replication.pull-interval-millis=50",
-        "troupe.replication.pull-backoff-initial-millis=50",
-        "troupe.replication.pull-backoff-max-millis=500",
-        "troupe.replication.pull-timeout-millis=5000",
-        "troupe.replication.token-wait-max-millis=10000",
-        "troupe.storage.partitions=2")) {
-      arguments.add("--set");
-      arguments.add(setting);
-    }
-    Files.createDirectories(data.resolve(name));
-    return ServerProcess.launchWithJvmOptions(
-        List.of("-Xmx320m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"), arguments);
-  }
-
-  /** Every proxy that leads to {@code name} forwards to its current port. */
-  private void retargetTo(String name) {
-    int port = servers.get(name).port();
-    for (Map<String, TcpProxy> links : proxies.values()) {
-      TcpProxy proxy = links.get(name);
-      if (proxy != null) {
-        proxy.retarget(port);
-      }
-    }
+    return cluster.send(dc, method, path, body, DataCentreCluster.causalToken(token));
   }
 
   private static void sleep(long millis) {

@@ -4,18 +4,12 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import dev.troupe.model.Json;
 import dev.troupe.model.causal.DataCentreIds;
 import dev.troupe.model.causal.DependencyVector;
 import dev.troupe.server.replication.VectorText;
-import java.net.URI;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.time.Duration;
 import java.util.ArrayList;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -25,7 +19,8 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * Strong types with a home DC (docs/ARCHITECTURE.md, "Strong types with a home DC") with two real
- * server processes, a and b, each pulling the other through a {@link TcpProxy}:
+ * server processes, a and b, each pulling the other through a {@link TcpProxy} ({@link
+ * DataCentreCluster}):
  *
  * <ol>
  *   <li>a causal Account whose {@code withdraw} requires {@code balance - amount >= 0} is refused
@@ -57,52 +52,23 @@ class StrongTypeDataCentresTest {
 
   @TempDir Path data;
 
-  private final Map<String, Map<String, TcpProxy>> proxies = new LinkedHashMap<>();
-  private final Map<String, ServerProcess> servers = new ConcurrentHashMap<>();
-  private Path secretFile;
+  private DataCentreCluster cluster;
 
   @Test
   void strongAccountNeverOverdrawsWithWithdrawalsInBothDataCentres() throws Exception {
-    secretFile = data.resolve("secret");
-    Files.writeString(secretFile, SECRET);
-    for (String puller : NAMES) {
-      Map<String, TcpProxy> links = new LinkedHashMap<>();
-      for (String peer : NAMES) {
-        if (!peer.equals(puller)) {
-          links.put(peer, TcpProxy.start(0));
-        }
-      }
-      proxies.put(puller, links);
-    }
+    cluster = DataCentreCluster.builder(data).dataCentres(NAMES.toArray(String[]::new))
+        .secret(SECRET).settings(
+            "troupe.replication.pull-interval-millis=50",
+            "troupe.replication.token-wait-max-millis=20000",
+            "troupe.storage.partitions=2")
+        .start();
     try {
-      for (String name : NAMES) {
-        servers.put(name, start(name));
-      }
-      for (String name : NAMES) {
-        int port = servers.get(name).port();
-        proxies.values().forEach(links -> {
-          if (links.containsKey(name)) {
-            links.get(name).retarget(port);
-          }
-        });
-      }
       check();
     } catch (Throwable failure) {
-      for (Map.Entry<String, ServerProcess> server : servers.entrySet()) {
-        String log = server.getValue().log();
-        System.out.println("log of " + server.getKey() + " (last 6000 characters):\n"
-            + log.substring(Math.max(0, log.length() - 6000)));
-      }
+      cluster.printLogs(6000);
       throw failure;
     } finally {
-      for (ServerProcess server : servers.values()) {
-        server.kill();
-      }
-      for (Map<String, TcpProxy> links : proxies.values()) {
-        for (TcpProxy proxy : links.values()) {
-          proxy.close();
-        }
-      }
+      cluster.close();
     }
   }
 
@@ -114,7 +80,7 @@ class StrongTypeDataCentresTest {
   void aDcGivenPeersRefusesToStartWithAnUnsafeCausalType() throws Exception {
     Path directory = data.resolve("alone");
     Files.createDirectories(directory);
-    secretFile = data.resolve("secret");
+    Path secretFile = data.resolve("secret");
     Files.writeString(secretFile, SECRET);
     ServerProcess alone = ServerProcess.launchWithJvmOptions(
         List.of("-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"),
@@ -247,7 +213,7 @@ class StrongTypeDataCentresTest {
     // 6. The home down: b answers writes to its entities at once with a typed failure (here the
     // proxy takes the connection and drops it, so b cannot know whether a ran it), and serves
     // reads on.
-    servers.get("a").kill();
+    cluster.kill("a");
     long started = System.nanoTime();
     ServerProcess.Answer homeDown = send("b", "POST", account + "/actions/deposit",
         "{\"amount\": 1}", null);
@@ -263,47 +229,6 @@ class StrongTypeDataCentresTest {
 
   private ServerProcess.Answer send(String dc, String method, String path, String body,
       String token) throws Exception {
-    HttpRequest.Builder request = HttpRequest.newBuilder(
-            URI.create(servers.get(dc).baseUrl() + path))
-        .timeout(Duration.ofSeconds(60))
-        .method(method, body == null ? HttpRequest.BodyPublishers.noBody()
-            : HttpRequest.BodyPublishers.ofString(body));
-    if (body != null) {
-      request.header("Content-Type", "application/json");
-    }
-    if (token != null) {
-      request.header("Troupe-Causal-Token", token);
-    }
-    HttpResponse<String> response =
-        ServerProcess.client().send(request.build(), HttpResponse.BodyHandlers.ofString());
-    JsonNode json;
-    try {
-      json = Json.parse(response.body());
-    } catch (RuntimeException notJson) {
-      json = Json.NODES.textNode(response.body());
-    }
-    return new ServerProcess.Answer(response.statusCode(), json, response.body(),
-        response.headers());
-  }
-
-  /** {@code troupe serve --dc NAME}, its peer reached through this DC's own proxy. */
-  private ServerProcess start(String name) throws Exception {
-    List<String> arguments = new ArrayList<>(List.of("serve", "--data",
-        data.resolve(name).toString(), "--port", "0", "--dc", name,
-        "--replication-secret-file", secretFile.toString()));
-    for (Map.Entry<String, TcpProxy> link : proxies.get(name).entrySet()) {
-      arguments.add("--peer");
-      arguments.add(link.getKey() + "=" + link.getValue().url());
-    }
-    for (String setting : List.of(
-        "troupe.replication.pull-interval-millis=50",
-        "troupe.replication.token-wait-max-millis=20000",
-        "troupe.storage.partitions=2")) {
-      arguments.add("--set");
-      arguments.add(setting);
-    }
-    Files.createDirectories(data.resolve(name));
-    return ServerProcess.launchWithJvmOptions(
-        List.of("-Xmx320m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"), arguments);
+    return cluster.send(dc, method, path, body, DataCentreCluster.causalToken(token));
   }
 }
