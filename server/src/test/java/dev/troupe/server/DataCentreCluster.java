@@ -39,6 +39,7 @@ public final class DataCentreCluster implements AutoCloseable {
   private final Path secretFile;
   private final List<String> settings;
   private final Map<String, List<String>> extraArguments;
+  private final java.util.Set<String> deferred;
   private final List<String> jvmOptions;
   private final Duration requestTimeout;
   /** proxies.get(puller).get(peer): the link puller → peer. */
@@ -53,6 +54,7 @@ public final class DataCentreCluster implements AutoCloseable {
     this.secretFile = directory.resolve("replication-secret");
     this.settings = List.copyOf(builder.settings);
     this.extraArguments = Map.copyOf(builder.extraArguments);
+    this.deferred = java.util.Set.copyOf(builder.deferred);
     this.jvmOptions = List.copyOf(builder.jvmOptions);
     this.requestTimeout = builder.requestTimeout;
     Files.createDirectories(directory);
@@ -78,6 +80,7 @@ public final class DataCentreCluster implements AutoCloseable {
     private final Path directory;
     private final List<String> names = new ArrayList<>();
     private final List<String> settings = new ArrayList<>();
+    private final java.util.Set<String> deferred = new java.util.HashSet<>();
     private final Map<String, List<String>> extraArguments = new LinkedHashMap<>();
     private List<String> jvmOptions =
         List.of("-Xmx320m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1");
@@ -86,6 +89,16 @@ public final class DataCentreCluster implements AutoCloseable {
 
     private Builder(Path directory) {
       this.directory = directory;
+    }
+
+    /**
+     * DCs among {@link #dataCentres} that {@link #start} does not start (a DC added to a running
+     * set later, {@link DataCentreCluster#startDeferred}); the others know them as peers from the
+     * start.
+     */
+    public Builder deferred(String... dataCentres) {
+      deferred.addAll(List.of(dataCentres));
+      return this;
     }
 
     /** The DCs, by name; each has every other one as a peer. */
@@ -152,6 +165,9 @@ public final class DataCentreCluster implements AutoCloseable {
     Map<String, Exception> failures = new ConcurrentHashMap<>();
     List<Thread> starting = new ArrayList<>();
     for (String name : names) {
+      if (deferred.contains(name)) {
+        continue;
+      }
       starting.add(Thread.ofPlatform().name("start-" + name).start(() -> {
         try {
           launch(name);
@@ -218,6 +234,19 @@ public final class DataCentreCluster implements AutoCloseable {
       throw new IllegalArgumentException("no link " + puller + " → " + peer);
     }
     return proxy;
+  }
+
+  /** Starts a DC the builder {@linkplain Builder#deferred deferred}; returns once it listens. */
+  public void startDeferred(String dataCentre) throws Exception {
+    if (!deferred.contains(dataCentre)) {
+      throw new IllegalArgumentException(dataCentre + " was not deferred");
+    }
+    launch(dataCentre);
+  }
+
+  /** The data directory of {@code dataCentre}. */
+  public Path dataDirectory(String dataCentre) {
+    return directory.resolve(dataCentre);
   }
 
   /** SIGKILL of {@code dataCentre}'s server: no shutdown hook, no flush. */

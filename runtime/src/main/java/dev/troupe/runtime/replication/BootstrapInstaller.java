@@ -2,6 +2,7 @@ package dev.troupe.runtime.replication;
 
 import dev.troupe.model.causal.BootstrapImage;
 import dev.troupe.model.causal.BootstrapImageCodec;
+import dev.troupe.model.causal.CorruptReplicationDataException;
 import dev.troupe.model.causal.DataCentreIds;
 import dev.troupe.storage.BootstrapInstallation;
 import dev.troupe.storage.RocksStore;
@@ -56,7 +57,8 @@ public final class BootstrapInstaller {
    * already; opens and closes the store itself (before the node opens it).
    *
    * @throws Refused the store holds data or another DC's bootstrap
-   * @throws IOException the image could not be read whole (nothing is served from it; run again)
+   * @throws IOException the image could not be read whole, or was damaged (nothing is served from
+   *     it; run again)
    */
   public static Outcome prepare(StorageSettings storage, String sourceName, ImageSource source,
       BootstrapSettings settings) throws IOException {
@@ -90,6 +92,16 @@ public final class BootstrapInstaller {
   }
 
   private static long install(BootstrapInstallation installation, int sourceDc,
+      ImageSource source, BootstrapSettings settings) throws IOException {
+    try {
+      return read(installation, sourceDc, source, settings);
+    } catch (CorruptReplicationDataException damaged) {
+      // Bytes damaged on the way (or a newer source's format): the image is read again.
+      throw new IOException("damaged bootstrap image: " + damaged.getMessage(), damaged);
+    }
+  }
+
+  private static long read(BootstrapInstallation installation, int sourceDc,
       ImageSource source, BootstrapSettings settings) throws IOException {
     try (CountingStream in = new CountingStream(source.open())) {
       BootstrapImage first = BootstrapImageCodec.read(in, settings.maxFrameBytes());

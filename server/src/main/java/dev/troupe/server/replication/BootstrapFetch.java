@@ -63,7 +63,10 @@ public final class BootstrapFetch {
         return Optional.empty();
       } catch (BootstrapInstaller.Refused refused) {
         return Optional.of(refused.getMessage());
-      } catch (IOException | RuntimeException failed) {
+      } catch (RuntimeException local) {
+        // Not the image: the store (locked by another process, unreadable). Retrying cannot help.
+        return Optional.of("--bootstrap-from " + sourceName + ": " + local.getMessage());
+      } catch (IOException failed) {
         log.warn("bootstrap from {} at {} failed ({}); trying again in {} ms", sourceName, uri,
             failed.toString(), backoff);
         Thread.sleep(backoff);
