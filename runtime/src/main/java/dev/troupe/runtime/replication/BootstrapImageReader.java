@@ -78,7 +78,7 @@ public final class BootstrapImageReader implements AutoCloseable {
     }
     ended = true;
     return BootstrapImageCodec.encode(
-        new BootstrapImage.Ended(shell.imageVector(), entityCount));
+        new BootstrapImage.Ended(shell.imageEndVector(), entityCount));
   }
 
   @Override

@@ -171,11 +171,21 @@ public final class ReplicationShell implements AutoCloseable {
    * The start (or end) vector of a bootstrap image served now: the recorded applied vector (a
    * point that cuts no applied multi-entity transaction between its decision and its parts, so
    * every transaction of a remote origin at or below it is applied here and whole, and every entry
-   * above it is still in the log), with this DC's own entry at the log's local safe timestamp
-   * (every local entry at or below it is in the store and its entity states). Read before the
-   * first entity (after the last one, for the end vector).
+   * above it is still in the log), with this DC's own entry at {@link
+   * ReplicationLog#localImageStart} (every local entry at or below it is in the store and its
+   * entity states, and no local multi-entity transaction is cut between its decision and a part
+   * the states miss). Read before the first entity.
    */
   public DependencyVector imageVector() {
+    return replicationLog.appliedVector()
+        .atLeast(dataCentreId, replicationLog.localImageStart());
+  }
+
+  /**
+   * The end vector of a bootstrap image: as {@link #imageVector}, with this DC's own entry at the
+   * local safe timestamp; read after the last entity (no state holds a later transaction).
+   */
+  public DependencyVector imageEndVector() {
     return replicationLog.appliedVector()
         .atLeast(dataCentreId, replicationLog.localSafeTimestamp());
   }
