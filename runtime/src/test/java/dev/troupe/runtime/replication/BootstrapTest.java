@@ -101,6 +101,60 @@ class BootstrapTest {
     }
   }
 
+  /**
+   * While an image is served (and its hold lasts), the serving DC keeps its log above the start
+   * vector, its own entries and another origin's alike, though every configured DC received them;
+   * released, the log is truncated as usual.
+   */
+  @Test
+  void theServingDataCentreKeepsItsLogAboveTheStartVectorWhileTheImageIsHeld() throws Exception {
+    try (DataCentres dcs = new DataCentres(root, Map.of(), "a", "b")) {
+      for (String dc : List.of("a", "b")) {
+        dcs.troupe(dc).defineType(SpecParser.parse("Account",
+            SPEC.getBytes(StandardCharsets.UTF_8), false)).join();
+      }
+      SplittableRandom random = new SplittableRandom(3);
+      for (int round = 0; round < 5; round++) {
+        write(dcs.troupe("a"), "a", random);
+        write(dcs.troupe("b"), "b", random);
+        settleWrites();
+      }
+      int a = dcs.shell("a").dataCentreId();
+      int b = dcs.shell("b").dataCentreId();
+      DependencyVector before = dcs.shell("b").causalToken();
+      dcs.pullUntil(() -> dcs.shell("a").appliedVector().coversExcept(before, a),
+          TIMEOUT_MILLIS, "a applied b's writes");
+      Thread.sleep(300); // a record of the applied vector
+      dcs.pullAll();
+      BootstrapSettings released = new BootstrapSettings(0, 3, 1 << 20, 10_000, 1 << 20);
+      BootstrapImageReader reader = new BootstrapImageReader(dcs.troupe("a").store(),
+          dcs.shell("a"), dev.troupe.model.causal.DataCentreIds.of("c"), released);
+      DependencyVector start = reader.began().startVector();
+      for (int round = 0; round < 10; round++) {
+        write(dcs.troupe("a"), "a", random);
+        write(dcs.troupe("b"), "b", random);
+        settleWrites();
+      }
+      DependencyVector after = dcs.shell("b").causalToken();
+      DependencyVector afterA = dcs.shell("a").causalToken();
+      dcs.pullUntil(() -> dcs.shell("a").appliedVector().coversExcept(after, a)
+              && dcs.shell("b").appliedVector().coversExcept(afterA, b),
+          TIMEOUT_MILLIS, "both applied each other's writes");
+      for (int i = 0; i < 20; i++) {
+        dcs.pullAll(); // truncation would be due: both received everything
+        Thread.sleep(25);
+      }
+      var log = dcs.troupe("a").store().replicationLog();
+      int ownHeld = log.read(a, start.get(a), 10_000).entries().size();
+      int otherHeld = log.read(b, start.get(b), 10_000).entries().size();
+      assertTrue(ownHeld >= 30, "a's own entries above the start vector kept: " + ownHeld);
+      assertTrue(otherHeld >= 30, "b's entries above the start vector kept: " + otherHeld);
+      reader.close(); // released at once (hold-after-millis 0)
+      dcs.pullUntil(() -> log.read(a, start.get(a), 10_000).entries().size() < ownHeld,
+          TIMEOUT_MILLIS, "a's log truncated once the hold is gone");
+    }
+  }
+
   @Test
   void aDataCentreAddedLaterConvergesFromAnImageAndTheTails() throws Exception {
     SplittableRandom random = new SplittableRandom(17);
