@@ -34,6 +34,14 @@ public enum ErrorCode {
   UNKNOWN_TYPE("unknown_type", 404),
   UNKNOWN_ACTION("unknown_action", 404),
   HISTORY_TRUNCATED("history_truncated", 410),
+  /**
+   * A replication pull (another data centre's) asked for entries of an origin after a timestamp
+   * below what this DC's replication log has truncated of that origin: answering would leave a
+   * silent gap. The answer names the bound ({@code
+   * dev.troupe.model.causal.ReplicationLogTruncatedException}); the puller takes the origin from
+   * another peer, or the new DC needs a bootstrap (docs/OPERATIONS.md).
+   */
+  TRUNCATED("truncated", 410),
   PRECONDITION_FAILED("precondition_failed", 409),
   /**
    * A multi-entity transaction aborted and changed nothing; the exception's reason says why

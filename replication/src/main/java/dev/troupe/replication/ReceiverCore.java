@@ -90,6 +90,17 @@ import java.util.TreeSet;
  * peer that reported the most of it beyond this DC's received entry (transitive forwarding, so a
  * DC cut off from an origin still receives its transactions through the others).
  *
+ * <p><b>Peers change at runtime</b> ({@link Input.PeersChanged}: a DC added to or removed from
+ * a running set). A new peer is a new origin whose received and applied entries start at 0 and a
+ * holder that never reported, so every entry of the stable vector is 0 until it reports: the log
+ * is not truncated past anything the newcomer may still ask for (truncation stalls, never prunes
+ * what it needs). A removed peer is no longer pulled from, forwarded through, or counted in the
+ * stable vector (so it stops holding truncation back), and its origin is forgotten: what of it
+ * was received and not applied is dropped, and a transaction of another DC that depended on it
+ * no longer waits for it. So a DC is removed once it stopped taking writes and every DC applied
+ * what it wrote (docs/OPERATIONS.md); re-adding it later starts its origin from 0 again (already
+ * applied transactions are no-ops by their markers).
+ *
  * <p>Not thread-safe: one shell thread (or actor) feeds it. Deterministic: iteration orders are
  * by DC id and log order.
  */
@@ -130,6 +141,16 @@ public final class ReceiverCore {
 
     /** Time passed: retries, throttled records and truncations become due. */
     record Tick() implements Input {}
+
+    /**
+     * The set of peers changed at runtime (a DC added or removed): {@code dataCentres} is every
+     * peer from now on (this DC is ignored if listed).
+     */
+    record PeersChanged(Set<Integer> dataCentres) implements Input {
+      public PeersChanged {
+        dataCentres = Set.copyOf(dataCentres);
+      }
+    }
   }
 
   /** What the shell performs, in the order given. */
@@ -156,13 +177,16 @@ public final class ReceiverCore {
   private static final long NEVER = Long.MIN_VALUE;
 
   private final int dataCentreId;
-  private final SortedSet<Integer> peers;
+  /** The current peers; changed only by {@link Input.PeersChanged}. */
+  private final TreeSet<Integer> peers = new TreeSet<>();
   private final ReceiverLimits limits;
   private final Set<Mutation> mutations;
   private final TreeMap<Integer, Origin> origins = new TreeMap<>();
   private final TreeMap<Integer, DependencyVector> reported = new TreeMap<>();
   private final Set<EntityId> entitiesInFlight = new HashSet<>();
   private final List<Pending> retries = new ArrayList<>();
+  /** Applications in flight of origins removed since they were emitted (see changePeers). */
+  private final List<Pending> orphans = new ArrayList<>();
   private int transactionsInFlight;
   private int rotation;
   private boolean started;
@@ -185,9 +209,8 @@ public final class ReceiverCore {
       Set<Mutation> mutations) {
     Invariants.check(dataCentreId != 0, "replication needs a named data centre");
     this.dataCentreId = dataCentreId;
-    TreeSet<Integer> others = new TreeSet<>(peerDcs);
-    others.remove(dataCentreId);
-    this.peers = Collections.unmodifiableSortedSet(others);
+    this.peers.addAll(peerDcs);
+    this.peers.remove(dataCentreId);
     this.limits = limits;
     this.mutations = mutations.isEmpty() ? Set.of() : EnumSet.copyOf(mutations);
     for (int peer : peers) {
@@ -201,8 +224,9 @@ public final class ReceiverCore {
     return dataCentreId;
   }
 
+  /** The current peers (a snapshot). */
   public SortedSet<Integer> peers() {
-    return peers;
+    return Collections.unmodifiableSortedSet(new TreeSet<>(peers));
   }
 
   /** Per remote origin, the bound below which all its entries are durable here. */
@@ -352,6 +376,7 @@ public final class ReceiverCore {
           }
         }
         case Input.Tick ignored -> { }
+        case Input.PeersChanged changed -> changePeers(changed.dataCentres(), nowMillis);
         case Input.RecoveredEntries ignored -> throw new IllegalStateException("handled above");
       }
     }
@@ -359,6 +384,34 @@ public final class ReceiverCore {
     emitApplicable(effects);
     recordAndTruncate(nowMillis, effects);
     return effects;
+  }
+
+  /** See the class comment's "Peers change at runtime". */
+  private void changePeers(Set<Integer> dataCentres, long nowMillis) {
+    TreeSet<Integer> next = new TreeSet<>(dataCentres);
+    next.remove(dataCentreId);
+    for (int removed : new ArrayList<>(peers)) {
+      if (!next.contains(removed)) {
+        peers.remove(removed);
+        reported.remove(removed);
+        Origin origin = origins.remove(removed);
+        for (Pending pending : origin.pending.values()) {
+          retries.remove(pending);
+          if (pending.inFlight) {
+            // It keeps its entities and its slot until its application completes: two
+            // applications on one entity never run together, whatever their origins.
+            orphans.add(pending);
+          }
+        }
+      }
+    }
+    for (int added : next) {
+      if (peers.add(added)) {
+        Origin origin = new Origin(added);
+        origin.lastAdvanceMillis = nowMillis;
+        origins.put(added, origin);
+      }
+    }
   }
 
   private void startClocks(long nowMillis) {
@@ -448,6 +501,7 @@ public final class ReceiverCore {
   private void applied(RemoteTransaction transaction) {
     Origin origin = origins.get(transaction.originDc());
     if (origin == null) {
+      releaseOrphan(transaction);
       return;
     }
     Pending pending = origin.pending.get(key(transaction));
@@ -470,6 +524,7 @@ public final class ReceiverCore {
   private void failed(RemoteTransaction transaction, long nowMillis) {
     Origin origin = origins.get(transaction.originDc());
     if (origin == null) {
+      releaseOrphan(transaction); // its origin was removed: not retried
       return;
     }
     Pending pending = origin.pending.get(key(transaction));
@@ -478,6 +533,18 @@ public final class ReceiverCore {
     }
     pending.retryAtMillis = nowMillis + limits.retryDelayMillis();
     retries.add(pending);
+  }
+
+  /** Frees what an application of a removed origin held, once it completed. */
+  private void releaseOrphan(RemoteTransaction transaction) {
+    for (Pending orphan : orphans) {
+      if (orphan.originDc == transaction.originDc() && orphan.key.equals(key(transaction))) {
+        orphans.remove(orphan);
+        entitiesInFlight.removeAll(orphan.parts.keySet());
+        transactionsInFlight--;
+        return;
+      }
+    }
   }
 
   private static Key key(RemoteTransaction transaction) {

@@ -325,6 +325,75 @@ class ReceiverCoreTest {
         "below the stable entry, not the applied one: " + afterApplied);
   }
 
+  static final int D = 4;
+
+  @Test
+  void anAddedPeerCountsAsZeroInTheStableVectorUntilItReportsSoTruncationStalls() {
+    ReceiverCore core = core(LIMITS);
+    RemoteTransaction ten = applications(deliver(core, B, 30, part(B, 10, X))).get(0);
+    applied(core, ten);
+    core.handle(new Input.PeerReported(B, vector(A, 50, C, 40)), 0);
+    core.handle(new Input.PeerReported(C, vector(A, 60, B, 30)), 0);
+    assertEquals(vector(A, 50, B, 30, C, 0), core.stableVector());
+
+    List<Effect> changed = core.handle(new Input.PeersChanged(Set.of(B, C, D)), 100);
+    assertEquals(Set.of(B, C, D), core.peers());
+    assertEquals(vector(A, 0, B, 0, C, 0, D, 0), core.stableVector(),
+        "D never reported: it holds nothing of anyone, and nobody holds anything of D");
+    assertTrue(changed.stream().noneMatch(effect -> effect instanceof Effect.Truncate),
+        "no truncation past what the newcomer will ask for: " + changed);
+    assertEquals(List.of(new PullRequest(D, 0)), core.pullsFrom(D, 100),
+        "the newcomer's own entries are pulled from the start");
+    assertEquals(0, core.receivedVector().get(D));
+
+    // D reports: the stable vector moves again, bounded by what D holds.
+    core.handle(new Input.PeerReported(D, vector(A, 20, B, 15, C, 5)), 100);
+    deliver(core, D, 7);
+    core.handle(new Input.PeerReported(B, vector(A, 50, C, 40, D, 7)), 100);
+    core.handle(new Input.PeerReported(C, vector(A, 60, B, 30, D, 9)), 100);
+    assertEquals(vector(A, 20, B, 15, C, 0, D, 7), core.stableVector(), "A holds nothing of C");
+  }
+
+  @Test
+  void aRemovedPeerStopsHoldingTruncationBackAndIsNoLongerPulled() {
+    ReceiverCore core = core(LIMITS);
+    applied(core, applications(deliver(core, B, 30, part(B, 10, X))).get(0));
+    core.handle(new Input.PeerReported(B, vector(A, 50, C, 40)), 0);
+    assertEquals(vector(A, 0, B, 0, C, 0), core.stableVector(), "C never reported");
+
+    List<Effect> changed = core.handle(new Input.PeersChanged(Set.of(B)), 10);
+    assertEquals(Set.of(B), core.peers());
+    assertEquals(vector(A, 50, B, 30), core.stableVector(), "only A and B hold entries now");
+    assertTrue(changed.contains(new Effect.Truncate(vector(A, 50, B, 30))), changed.toString());
+    assertEquals(List.of(), core.pullsFrom(C, 10));
+    assertEquals(vector(B, 30), core.receivedVector(), "C is no longer an origin here");
+    assertEquals(List.of(Effect.BatchRefused.class),
+        core.handle(new Input.BatchReceived(C, new ReplicationBatch(C, List.of(), 5)), 10)
+            .stream().map(Object::getClass).toList(), "C's batches are refused");
+  }
+
+  @Test
+  void anApplicationInFlightOfARemovedOriginKeepsItsEntityUntilItCompletes() {
+    ReceiverCore core = core(LIMITS);
+    RemoteTransaction ofC = applications(deliver(core, C, 10, part(C, 10, X))).get(0);
+    core.handle(new Input.PeersChanged(Set.of(B)), 10);
+    assertEquals(1, core.transactionsInFlight());
+    assertEquals(List.of(), timestamps(deliver(core, B, 20, part(B, 20, X))),
+        "X is still being written by C's transaction");
+    assertEquals(List.of(20L), timestamps(applied(core, ofC)));
+  }
+
+  @Test
+  void aReAddedPeerStartsFromZero() {
+    ReceiverCore core = core(LIMITS);
+    applied(core, applications(deliver(core, C, 10, part(C, 10, X))).get(0));
+    core.handle(new Input.PeersChanged(Set.of(B)), 10);
+    core.handle(new Input.PeersChanged(Set.of(B, C)), 20);
+    assertEquals(List.of(new PullRequest(C, 0)), core.pullsFrom(C, 20));
+    assertEquals(List.of(10L), timestamps(deliver(core, C, 10, part(C, 10, X))),
+        "applied again: its marker makes it a no-op");
+  }
+
   @Test
   void truncationBeforeStableIsAMutation() {
     ReceiverCore core = core(LIMITS, Mutation.TRUNCATE_BEFORE_STABLE);

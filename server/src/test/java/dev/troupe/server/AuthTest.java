@@ -68,6 +68,10 @@ class AuthTest {
           "admin"),
       new Route("GET", "/v1/dependencies/User%2Fl.a-User%2Ff.a", null, "read"),
       new Route("DELETE", "/v1/dependencies/User%2Fl.a-User%2Ff.a", null, "admin"),
+      new Route("GET", "/v1/replication/peers", null, "read"),
+      new Route("POST", "/v1/replication/peers",
+          "{\"name\": \"tokyo\", \"url\": \"http://127.0.0.1:9\"}", "admin"),
+      new Route("DELETE", "/v1/replication/peers/tokyo", null, "admin"),
       new Route("GET", "/v1/no-such-route", null, "read"),
       new Route("GET", "/metrics", null, "any"));
 

@@ -79,7 +79,10 @@ class OpenApiContractTest {
       "DELETE /v1/dependencies/{id}",
       "GET /v1/replication/bootstrap",
       "GET /v1/replication/log",
-      "GET /v1/replication/status");
+      "GET /v1/replication/status",
+      "GET /v1/replication/peers",
+      "POST /v1/replication/peers",
+      "DELETE /v1/replication/peers/{name}");
 
   static final String ACCOUNT_YAML = RestEndToEndTest.ACCOUNT_YAML;
 
@@ -330,6 +333,11 @@ class OpenApiContractTest {
     call("GET", "/v1/replication/status", "/v1/replication/status", null, 404);
     call("GET", "/v1/replication/log", "/v1/replication/log?origin=a&after=0", null, 401);
     call("GET", "/v1/replication/bootstrap", "/v1/replication/bootstrap", null, 401);
+    // And no peers to list or change (ReplicationPeersTest exercises them on a named DC).
+    call("GET", "/v1/replication/peers", "/v1/replication/peers", null, 404);
+    call("POST", "/v1/replication/peers", "/v1/replication/peers",
+        "{\"name\": \"tokyo\", \"url\": \"http://127.0.0.1:9\"}", 404);
+    call("DELETE", "/v1/replication/peers/{name}", "/v1/replication/peers/tokyo", null, 404);
 
     // Deleting an entity.
     call("DELETE", entity, "/v1/entities/Account/bob", null, 200);

@@ -40,6 +40,7 @@ public final class Codec {
   static final byte PREPARED_TRANSACTION = 4;
   static final byte DECIDED_TRANSACTION = 5;
   static final byte IDEMPOTENCY_RECORD = 6;
+  static final byte PEER_LIST = 7;
   static final byte FORMAT_REVISION = 1;
 
   private static final int CHECKSUM_BYTES = 4;
@@ -260,6 +261,36 @@ public final class Codec {
     JournalPosition position = new JournalPosition(in.fixedLong(), in.fixedLong());
     in.end();
     return position;
+  }
+
+  // ---------------------------------------------------------------- peers added at runtime (meta)
+
+  /** {@code count, (name, url)*}: the peers added at runtime, in the order given. */
+  static byte[] encodePeers(List<ReplicationPeer> peers) {
+    BinaryWriter out = writer(PEER_LIST, 16 + 64 * peers.size());
+    out.varInt(peers.size());
+    for (ReplicationPeer peer : peers) {
+      out.string(peer.name());
+      out.string(peer.url());
+    }
+    return finish(out);
+  }
+
+  static List<ReplicationPeer> decodePeers(byte[] bytes) {
+    BinaryReader in = reader(bytes, PEER_LIST, "replication peers");
+    try {
+      int count = in.count();
+      List<ReplicationPeer> peers = new ArrayList<>(count);
+      for (int i = 0; i < count; i++) {
+        peers.add(new ReplicationPeer(in.string(), in.string()));
+      }
+      in.end();
+      return List.copyOf(peers);
+    } catch (CorruptDataException e) {
+      throw e;
+    } catch (RuntimeException e) {
+      throw in.corrupt("malformed content: " + e.getMessage(), e);
+    }
   }
 
   // ---------------------------------------------------------------- size estimate

@@ -11,6 +11,7 @@ import dev.troupe.model.causal.ReplicaApplication;
 import dev.troupe.model.causal.ReplicationBatch;
 import dev.troupe.model.causal.ReplicationCodec;
 import dev.troupe.model.causal.ReplicationEntry;
+import dev.troupe.model.causal.ReplicationLogTruncatedException;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -82,6 +83,9 @@ final class DiskReplicationLog implements ReplicationLog {
   /** Per origin, the bound of the last truncation (not durable): received entries below it are
    * not stored again. */
   private volatile DependencyVector truncated = DependencyVector.EMPTY;
+  /** Per origin, the highest timestamp of a truncated entry, as durable (meta 'T'). */
+  private volatile DependencyVector truncatedThrough = DependencyVector.EMPTY;
+  private volatile List<ReplicationPeer> peers = List.of();
   private final AtomicLong entries = new AtomicLong();
   /**
    * Under ASYNC durability, a written safe timestamp taken before a completed sync of the
@@ -102,6 +106,11 @@ final class DiskReplicationLog implements ReplicationLog {
     applied = readVector(Keys.META_APPLIED);
     byte[] delivered = store.disk.get(KeyValueDisk.Column.META, Keys.META_DELIVERED);
     deliveredWatermark = delivered == null ? 0 : Codec.decodePosition(delivered).timestamp();
+    truncatedThrough = readVector(Keys.META_TRUNCATED);
+    // Received entries at or below what was truncated are not stored again (as before a restart).
+    truncated = truncatedThrough;
+    byte[] recordedPeers = store.disk.get(KeyValueDisk.Column.META, Keys.META_PEERS);
+    peers = recordedPeers == null ? List.of() : Codec.decodePeers(recordedPeers);
     long count = 0;
     try (KeyValueDisk.Cursor cursor = store.disk.cursor(KeyValueDisk.Column.REPLICATION)) {
       for (cursor.seekToFirst(); cursor.isValid(); cursor.next()) {
@@ -301,6 +310,10 @@ final class DiskReplicationLog implements ReplicationLog {
       } else {
         bound = received.get(originDc);
       }
+      long gone = truncatedThrough.get(originDc);
+      if (afterTimestamp < gone) {
+        throw new ReplicationLogTruncatedException(originDc, afterTimestamp, gone);
+      }
       if (bound <= afterTimestamp) {
         return new ReplicationBatch(originDc, List.of(), bound);
       }
@@ -445,19 +458,30 @@ final class DiskReplicationLog implements ReplicationLog {
           "truncating the local replication log up to %d, above its safe timestamp %d",
           below.get(localDc), localSafeTimestamp());
       long deleted = 0;
+      DependencyVector through = truncatedThrough;
       try (KeyValueDisk.Batch batch = store.disk.newBatch()) {
         for (Map.Entry<Integer, Long> entry : below.entries().entrySet()) {
           int origin = entry.getKey();
           byte[] from = Keys.replication(origin, 0, 0, 0);
           byte[] to = Keys.replication(origin, entry.getValue() + 1, 0, 0);
-          // Counted for entryCount only; the range deletion does the work.
+          // Counted for entryCount, and the highest deleted timestamp kept for reads: the
+          // range deletion does the work.
+          long highest = through.get(origin);
           try (KeyValueDisk.Cursor cursor =
               store.disk.cursor(KeyValueDisk.Column.REPLICATION, null, from, to)) {
             for (cursor.seek(from); cursor.isValid(); cursor.next()) {
               deleted++;
+              highest = Math.max(highest, Keys.replicationTimestamp(cursor.key()));
             }
           }
           batch.deleteRange(KeyValueDisk.Column.REPLICATION, from, to);
+          if (highest > through.get(origin)) {
+            // In the deletion's batch: a crash keeps both or neither.
+            through = through.atLeast(origin, highest);
+            batch.put(KeyValueDisk.Column.META,
+                Keys.metaVectorEntry(Keys.META_TRUNCATED, origin),
+                Codec.encodePosition(new JournalPosition(origin, highest)));
+          }
         }
         // Marks of logged decisions with PSAC parts: every part of theirs is at or below the
         // bound once the decision is (receivers applied the transaction whole).
@@ -479,8 +503,33 @@ final class DiskReplicationLog implements ReplicationLog {
       synchronized (receivedLock) {
         truncated = truncated.merge(below);
       }
+      truncatedThrough = through;
       entries.addAndGet(-deleted);
     });
+  }
+
+  @Override
+  public DependencyVector truncatedVector() {
+    return truncatedThrough;
+  }
+
+  @Override
+  public CompletableFuture<Void> recordPeers(List<ReplicationPeer> recorded) {
+    List<ReplicationPeer> copy = List.copyOf(recorded);
+    return written("record the replication peers", () -> {
+      synchronized (appliedLock) {
+        try (KeyValueDisk.Batch batch = store.disk.newBatch()) {
+          batch.put(KeyValueDisk.Column.META, Keys.META_PEERS, Codec.encodePeers(copy));
+          store.disk.write(batch, true);
+        }
+        peers = copy;
+      }
+    });
+  }
+
+  @Override
+  public List<ReplicationPeer> peers() {
+    return peers;
   }
 
   /** What a write of the log runs on the caller's thread; a disk failure is its only exit. */

@@ -57,6 +57,16 @@ final class Keys {
    */
   static final byte[] META_DELIVERED = {'D'};
 
+  /**
+   * meta: {@code 'T', originDc u32}: the highest timestamp of an entry of that origin the
+   * replication log truncated (a position {@code (originDc, timestamp)}), written in the
+   * truncation's own batch: a pull after a lower timestamp is refused as {@code truncated}.
+   */
+  static final byte META_TRUNCATED = 'T';
+
+  /** meta: the peers added at runtime ({@link Codec#encodePeers}, {@code POST /v1/replication/peers}). */
+  static final byte[] META_PEERS = {'N'};
+
   private static final byte META_LAST_ROUND = 'R';
   private static final byte META_HORIZON = 'H';
   private static final byte META_ROUND_LIST = 'L';

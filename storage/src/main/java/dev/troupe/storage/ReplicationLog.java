@@ -46,7 +46,10 @@ public interface ReplicationLog {
    * are not returned), for a remote origin its received entry; when the batch was cut by {@code
    * maxEntries}, the last timestamp returned. So every entry of the origin with a timestamp in
    * {@code (afterTimestamp, upToTimestamp]} is in the batch. Reading the local origin of a failed
-   * store fails with {@code unavailable}: the outcome of its last batch is unknown.
+   * store fails with {@code unavailable}: the outcome of its last batch is unknown. A read after
+   * a timestamp below {@link #truncatedVector()}'s entry for the origin fails with {@link
+   * dev.troupe.model.causal.ReplicationLogTruncatedException} ({@code truncated}): entries it
+   * should carry may be gone, and a batch without them would be a silent gap.
    */
   ReplicationBatch read(int originDc, long afterTimestamp, int maxEntries);
 
@@ -111,6 +114,23 @@ public interface ReplicationLog {
    * crash are deleted by the next truncation.
    */
   CompletableFuture<Void> truncate(DependencyVector below);
+
+  /**
+   * Per origin, the highest timestamp of an entry {@link #truncate} deleted (durable with the
+   * deletion, read at open; origins never truncated are absent). Entries of the origin above it
+   * are all still here; a read after a lower timestamp is refused (see {@link #read}).
+   */
+  DependencyVector truncatedVector();
+
+  /**
+   * Records the peers added at runtime (replacing the last list whole), synced on the calling
+   * thread as {@link #appendReceived}; complete on return. A restart reads them back ({@link
+   * #peers}) and the server merges them with the configured ones.
+   */
+  CompletableFuture<Void> recordPeers(List<ReplicationPeer> peers);
+
+  /** The peers added at runtime as last recorded (read at open; empty if never recorded). */
+  List<ReplicationPeer> peers();
 
   /**
    * The number of entries in the log, approximately: counted at open, then raised by every entry

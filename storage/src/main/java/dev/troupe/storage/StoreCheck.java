@@ -307,6 +307,10 @@ public final class StoreCheck {
 
   private void checkMeta(KeyValueDisk disk) throws DiskException {
     scan(disk, KeyValueDisk.Column.META, (key, value) -> {
+      if (Arrays.equals(key, Keys.META_PEERS)) {
+        Codec.decodePeers(value); // the one meta record that is not a position
+        return;
+      }
       JournalPosition position = Codec.decodePosition(value);
       if (key.length == 3 && key[0] == 'H' && position.sequence() > 0) {
         journalComplete = false; // a truncated partition: checkpoints below its horizon are unique

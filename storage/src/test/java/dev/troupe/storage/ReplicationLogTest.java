@@ -10,6 +10,7 @@ import static org.junit.jupiter.api.Assertions.fail;
 import com.fasterxml.jackson.databind.node.LongNode;
 import com.fasterxml.jackson.databind.node.TextNode;
 import dev.troupe.model.EntityId;
+import dev.troupe.model.ErrorCode;
 import dev.troupe.model.Invariants;
 import dev.troupe.model.Operation;
 import dev.troupe.model.time.HybridLogicalClock;
@@ -17,6 +18,7 @@ import dev.troupe.model.causal.DependencyVector;
 import dev.troupe.model.causal.ReplicaApplication;
 import dev.troupe.model.causal.ReplicationBatch;
 import dev.troupe.model.causal.ReplicationEntry;
+import dev.troupe.model.causal.ReplicationLogTruncatedException;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashSet;
@@ -74,7 +76,8 @@ class ReplicationLogTest {
   /** Every entry of {@code origin} the log serves, read in batches of {@code max}. */
   private static List<ReplicationEntry> readAll(ReplicationLog log, int origin, int max) {
     List<ReplicationEntry> all = new ArrayList<>();
-    long after = 0;
+    // Everything still held: a read from below the truncated bound is refused.
+    long after = log.truncatedVector().get(origin);
     while (true) {
       ReplicationBatch batch = log.read(origin, after, max);
       all.addAll(batch.entries());
@@ -655,6 +658,64 @@ class ReplicationLogTest {
   }
 
   @Test
+  void aReadBelowWhatWasTruncatedIsRefusedAndTheBoundSurvivesARestart() {
+    FakeClock clock = new FakeClock(Fixtures.START_MILLIS);
+    MemoryDisk disk = new MemoryDisk();
+    RocksStore store = open(settings(true), clock, disk);
+    ReplicationLog log = store.replicationLog();
+    List<ReplicationEntry> remote = List.of(remotePart(REMOTE, 10, 0), remotePart(REMOTE, 20, 0),
+        remotePart(REMOTE, 30, 0));
+    log.appendReceived(REMOTE, remote, 40).join();
+    log.appendReceived(OTHER, List.of(), 50).join();
+    // A truncation that deletes nothing leaves no bound: nothing can be missing.
+    log.truncate(DependencyVector.of(Map.of(OTHER, 45L))).join();
+    assertEquals(DependencyVector.EMPTY, log.truncatedVector());
+    assertEquals(new ReplicationBatch(OTHER, List.of(), 50), log.read(OTHER, 0, 10));
+    // The bound is the highest timestamp deleted (20), not the truncation's (25).
+    log.truncate(DependencyVector.of(Map.of(REMOTE, 25L))).join();
+    assertEquals(DependencyVector.of(Map.of(REMOTE, 20L)), log.truncatedVector());
+    ReplicationLogTruncatedException refused =
+        assertThrows(ReplicationLogTruncatedException.class, () -> log.read(REMOTE, 5, 10));
+    assertEquals(ErrorCode.TRUNCATED, refused.code());
+    assertEquals(REMOTE, refused.originDc());
+    assertEquals(20, refused.truncatedThrough());
+    assertEquals(21, refused.lowestHeldTimestamp());
+    assertEquals(new ReplicationBatch(REMOTE, remote.subList(2, 3), 40), log.read(REMOTE, 20, 10),
+        "a read from the bound on is answered");
+    // Written in the deletion's batch (unsynced, as the deletion): a later synced write makes
+    // both durable, and a power loss after it keeps the bound and the refusal.
+    log.recordApplied(DependencyVector.of(Map.of(REMOTE, 30L))).join();
+    store.close();
+    disk = disk.crash(new SplittableRandom(11), 0);
+    RocksStore reopened = open(settings(true), clock, disk);
+    ReplicationLog after = reopened.replicationLog();
+    assertEquals(DependencyVector.of(Map.of(REMOTE, 20L)), after.truncatedVector());
+    assertThrows(ReplicationLogTruncatedException.class, () -> after.read(REMOTE, 0, 10));
+    assertEquals(remote.subList(2, 3), readAll(after, REMOTE, 10));
+    reopened.close();
+  }
+
+  @Test
+  void thePeersAddedAtRuntimeSurviveARestart() {
+    FakeClock clock = new FakeClock(Fixtures.START_MILLIS);
+    MemoryDisk disk = new MemoryDisk();
+    RocksStore store = open(settings(true), clock, disk);
+    ReplicationLog log = store.replicationLog();
+    assertEquals(List.of(), log.peers());
+    log.recordPeers(List.of(new ReplicationPeer("c", "http://c:1"),
+        new ReplicationPeer("d", "http://d:2"))).join();
+    List<ReplicationPeer> last = List.of(new ReplicationPeer("d", "https://d.example:8443"));
+    log.recordPeers(last).join();
+    assertEquals(last, log.peers());
+    store.close();
+    // Synced: a power loss right after keeps the last list, whole.
+    disk = disk.crash(new SplittableRandom(5), 0);
+    RocksStore recovered = open(settings(true), clock, disk);
+    assertEquals(last, recovered.replicationLog().peers());
+    recovered.close();
+  }
+
+  @Test
   void theAppliedAndReceivedVectorsSurviveARestart() {
     FakeClock clock = new FakeClock(Fixtures.START_MILLIS);
     MemoryDisk disk = new MemoryDisk();
@@ -698,6 +759,11 @@ class ReplicationLogTest {
         store.commit(store.newTransactionId(), List.of(Fixtures.write(entities.get(0),
             new Operation.Increment("n", 1)))).join();
         store.replicationLog().appendReceived(REMOTE, List.of(remotePart(REMOTE, 3, 0)), 4).join();
+        // The peers' record and a truncation bound are meta records the check reads too.
+        store.replicationLog().recordPeers(List.of(new ReplicationPeer("c", "http://c:1")))
+            .join();
+        store.replicationLog().appendReceived(OTHER, List.of(remotePart(OTHER, 2, 0)), 2).join();
+        store.replicationLog().truncate(DependencyVector.of(Map.of(OTHER, 2L))).join();
       }
       StoreCheck.Report clean = StoreCheck.check(directory);
       assertTrue(clean.clean(), clean.render());

@@ -4,6 +4,7 @@ import dev.troupe.model.EntityId;
 import dev.troupe.model.ErrorCode;
 import dev.troupe.model.Invariants;
 import dev.troupe.model.TroupeException;
+import dev.troupe.model.causal.DataCentreIds;
 import dev.troupe.model.causal.DependencyVector;
 import dev.troupe.model.causal.ReplicationBatch;
 import dev.troupe.model.causal.ReplicationEntry;
@@ -25,6 +26,8 @@ import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -97,6 +100,11 @@ public final class ReplicationShell implements AutoCloseable {
   private final ReplicationSettings settings;
   private final ReplicationLog replicationLog;
   private final int dataCentreId;
+  /**
+   * The peers' names now: {@code settings}' at start, then as {@link #peersChanged} set them (a
+   * DC added or removed at runtime). Written under this object's monitor.
+   */
+  private volatile List<String> peerNames;
   /** Guarded by this object's monitor, like {@link #pending} and {@link #draining}. */
   private final ReceiverCore core;
   private final ArrayDeque<Pending> pending = new ArrayDeque<>();
@@ -240,6 +248,7 @@ public final class ReplicationShell implements AutoCloseable {
     this.troupe = troupe;
     this.settings = settings;
     this.dataCentreId = settings.dataCentreId();
+    this.peerNames = settings.peerNames();
     this.replicationLog = troupe.store().replicationLog();
     this.core = new ReceiverCore(dataCentreId, settings.peerIds(), new ReceiverLimits(
         settings.maxApplyingTransactions(), settings.forwardAfterMillis(),
@@ -278,9 +287,12 @@ public final class ReplicationShell implements AutoCloseable {
    */
   private void recover(DependencyVector applied) {
     DependencyVector received = replicationLog.receivedVector();
+    DependencyVector truncated = replicationLog.truncatedVector();
     List<ReplicationEntry> entries = new ArrayList<>();
     for (int origin : settings.peerIds()) {
-      long after = applied.get(origin);
+      // Above what was truncated: a peer removed and configured again may have lost its applied
+      // entry (the applied vector is recorded whole) while its truncated entries are gone.
+      long after = Math.max(applied.get(origin), truncated.get(origin));
       long upTo = received.get(origin);
       while (after < upTo) {
         ReplicationBatch batch =
@@ -336,6 +348,33 @@ public final class ReplicationShell implements AutoCloseable {
     CompletableFuture<Void> durable = new CompletableFuture<>();
     feed(new Input.BatchReceived(fromDc, batch), durable);
     return durable;
+  }
+
+  /**
+   * The peers changed at runtime (a DC added or removed: {@code names} is every peer from now
+   * on, valid names of distinct ids other than this DC's): the core plans pulls from the new
+   * set, counts a new peer as 0 in the stable vector until it reports, and no longer counts a
+   * removed one (docs/ARCHITECTURE.md, "Adding and removing data centres"). The caller starts
+   * and stops the pullers.
+   */
+  public void peersChanged(List<String> names) {
+    List<String> copy = List.copyOf(names);
+    Set<Integer> ids = new TreeSet<>();
+    for (String name : copy) {
+      ids.add(DataCentreIds.of(name));
+    }
+    Invariants.check(ids.size() == copy.size() && !ids.contains(dataCentreId),
+        "peers %s repeat an id or name this data centre", copy);
+    synchronized (this) {
+      peerNames = copy;
+    }
+    feed(new Input.PeersChanged(ids), null);
+    log.info("replication: peers are now {}", copy);
+  }
+
+  /** The peers' names now (configured, or as last changed at runtime). */
+  public List<String> peerNames() {
+    return peerNames;
   }
 
   /** A pull from {@code peerDc} failed (unreachable, refused, bad bytes). */
@@ -414,18 +453,19 @@ public final class ReplicationShell implements AutoCloseable {
     DependencyVector received = core.receivedVector();
     DependencyVector stable = core.stableVector();
     List<ReplicationStatus.PeerStatus> peers = new ArrayList<>();
-    List<String> names = settings.peerNames();
+    List<String> names = peerNames;
     long pendingTotal = 0;
     for (int i = 0; i < names.size(); i++) {
-      int peer = settings.peerIds().get(i);
+      int peer = DataCentreIds.of(names.get(i));
       long pendingOfPeer = core.pendingTransactions(peer);
       pendingTotal += pendingOfPeer;
       peers.add(new ReplicationStatus.PeerStatus(names.get(i), peer, pendingOfPeer,
           ageMillis(applied.get(peer), nowMillis), received.get(peer), applied.get(peer)));
     }
-    long oldestStable = Long.MAX_VALUE;
-    for (int dc : settings.allDataCentreIds()) {
-      oldestStable = Math.min(oldestStable, stable.get(dc));
+    long oldestStable = stable.get(dataCentreId);
+    for (String name : names) {
+      oldestStable = Math.min(oldestStable,
+          stable.get(DataCentreIds.of(name)));
     }
     return new ReplicationStatus(dataCentreId, peers, pendingTotal, core.transactionsInFlight(),
         ageMillis(oldestStable, nowMillis), received, applied, stable,

@@ -257,7 +257,10 @@ class ReplicationShellTest {
       // Applied here, not committed here: b's log ships none of it as b's own (no part, and the
       // decision of the applying transaction is flagged as a replica application).
       int b = dcs.shell("b").dataCentreId();
-      List<ReplicationEntry> own = receiver.store().replicationLog().read(b, 0, 10_000).entries();
+      // From what is still held: a read below the log's truncation is refused (truncated).
+      long held = receiver.store().replicationLog().truncatedVector().get(b);
+      List<ReplicationEntry> own =
+          receiver.store().replicationLog().read(b, held, 10_000).entries();
       assertTrue(own.stream().noneMatch(entry -> entry instanceof ReplicationEntry.Decision),
           own.toString());
       assertTrue(own.stream().noneMatch(entry -> entry instanceof ReplicationEntry.Part part

@@ -67,7 +67,9 @@ final class StatusCommand implements Callable<Integer> {
     for (JsonNode peer : status.path("peers")) {
       JsonNode link = peer.path("link");
       rows.add(new String[] {peer.path("name").asText(), peer.path("url").asText(""),
-          link.path("up").asBoolean() ? "up"
+          link.path("lastFailureTruncated").asBoolean() && !link.path("up").asBoolean()
+              ? "truncated"
+              : link.path("up").asBoolean() ? "up"
               : link.path("lastSuccessMillis").asLong() == 0 && link.path("failures").asLong() == 0
                   ? "starting" : "down",
           Long.toString(peer.path("lagTransactions").asLong()),

@@ -25,6 +25,7 @@ import picocli.CommandLine.Command;
       ClientCommands.Act.class,
       ClientCommands.Types.class,
       StatusCommand.class,
+      PeerCommand.class,
       TokenCommand.class,
       CommandLine.HelpCommand.class
     },
@@ -34,6 +35,7 @@ import picocli.CommandLine.Command;
       "  troupe serve --data ./data --port 8080",
       "  troupe serve --dc lisbon --peer paris=http://10.0.0.2:8080 --replication-secret-file s",
       "  troupe status      (a data centre's peers, links and lags)",
+      "  troupe peer add tokyo=http://10.0.0.3:8080   (a DC joins a running set)",
       "  troupe token create --name app --scopes read,write",
       "  troupe check --data ./data      (a stopped store; see docs/OPERATIONS.md)",
       "  troupe types apply account.yaml",

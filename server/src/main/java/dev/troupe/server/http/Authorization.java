@@ -25,7 +25,8 @@ import java.util.Set;
  * <p>Scopes: {@code read} (GET of entities, keys, dependencies, types; {@code POST
  * /v1/snapshot-read}), {@code write} (entity and key writes, actions, every {@code
  * /v1/transactions} route), {@code admin} ({@code PUT /v1/types/{type}}, {@code POST} and {@code
- * DELETE /v1/dependencies}). Scopes do not imply one another: a token lists each it may use. Open
+ * DELETE /v1/dependencies}, {@code POST /v1/replication/peers} and {@code DELETE
+ * /v1/replication/peers/{name}}). Scopes do not imply one another: a token lists each it may use. Open
  * to all: {@code /v1/health} and below, {@code GET /v1/openapi.json}. {@code /metrics} takes any
  * valid token. A path no route knows needs {@code read} for GET and HEAD and {@code write}
  * otherwise, so that probing unknown paths takes a token too.
@@ -173,6 +174,11 @@ public final class Authorization {
         || path.equals("/v1/replication/bootstrap")
         || path.startsWith("/v1/replication/bootstrap/")) {
       return new Requirement.PeerSecret();
+    }
+    if (!read && (path.equals("/v1/replication/peers")
+        || path.startsWith("/v1/replication/peers/"))) {
+      // Adding or removing a data centre changes what this DC pulls and keeps: an operator's act.
+      return new Requirement.Needs(Scope.ADMIN);
     }
     String resource = RequestAdmission.resource(path);
     if (resource.equals("transactions")) {

@@ -1,5 +1,6 @@
 package dev.troupe.server.http;
 
+import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.troupe.model.ErrorCode;
@@ -176,6 +177,76 @@ final class ReplicationEndpoint {
         .withEntity(ContentTypes.APPLICATION_OCTET_STREAM, ReplicationCodec.encodeBatch(batch));
   }
 
+  /**
+   * {@code GET /v1/replication/peers}: this DC and its current peers, each with its URL and
+   * whether the configuration names it (otherwise it was added at runtime).
+   */
+  HttpResponse peers() {
+    DataCentreReplication node = named();
+    ReplicationServerSettings settings = node.settings();
+    ObjectNode body = Json.NODES.objectNode();
+    body.put("dataCentre", settings.dataCentreName());
+    ArrayNode peers = body.putArray("peers");
+    for (ReplicationServerSettings.Peer peer : settings.peers()) {
+      peer(peers.addObject(), node, peer);
+    }
+    return RequestSupport.json(200, body);
+  }
+
+  /**
+   * {@code POST /v1/replication/peers} with {@code {"name": ..., "url": ...}}: adds the peer
+   * (201), changes a known peer's URL (200, {@code "change": "updated"}), or finds it as it is
+   * (200, {@code "unchanged"}). Refused, changing nothing: {@code invalid_request} (the body, the
+   * name, the URL, this DC's own name), {@code conflict} (an id collision, no replication
+   * secret).
+   */
+  CompletionStage<HttpResponse> addPeer(JsonNode json) {
+    DataCentreReplication node = named();
+    if (json == null || !json.isObject()) {
+      throw TroupeException.invalid("the body must be {\"name\": \"<data centre>\","
+          + " \"url\": \"http://host:port\"}");
+    }
+    java.util.Iterator<String> fields = json.fieldNames();
+    while (fields.hasNext()) {
+      String field = fields.next();
+      if (!field.equals("name") && !field.equals("url")) {
+        throw TroupeException.invalid("unknown field '" + field + "' (the fields are name and"
+            + " url)");
+      }
+    }
+    if (!json.path("name").isTextual() || !json.path("url").isTextual()) {
+      throw TroupeException.invalid("name and url are required strings");
+    }
+    String name = json.path("name").textValue();
+    return node.addPeer(name, json.path("url").textValue()).thenApply(change -> {
+      ObjectNode body = Json.NODES.objectNode();
+      peer(body, node, node.settings().peerNamed(name).orElseThrow());
+      body.put("change", change.name().toLowerCase(java.util.Locale.ROOT));
+      return RequestSupport.json(change == DataCentreReplication.PeerChange.ADDED ? 201 : 200,
+          body);
+    });
+  }
+
+  /** {@code DELETE /v1/replication/peers/{name}}: removes the peer; {@code not_found} if none. */
+  CompletionStage<HttpResponse> removePeer(String name) {
+    DataCentreReplication node = named();
+    return node.removePeer(name).thenApply(ignored -> {
+      ObjectNode body = Json.NODES.objectNode();
+      body.put("name", name);
+      body.put("removed", true);
+      body.put("configured", node.configured(name));
+      return RequestSupport.json(200, body);
+    });
+  }
+
+  private static void peer(ObjectNode node, DataCentreReplication replication,
+      ReplicationServerSettings.Peer peer) {
+    node.put("name", peer.name());
+    node.put("dataCentreId", peer.id());
+    node.put("url", peer.url().toString());
+    node.put("configured", replication.configured(peer.name()));
+  }
+
   /** {@code GET /v1/replication/status}: this DC, its vectors, and every peer's link and lag. */
   HttpResponse status() {
     DataCentreReplication node = named();
@@ -196,8 +267,10 @@ final class ReplicationEndpoint {
       ObjectNode peerNode = peers.addObject();
       peerNode.put("name", peer.name());
       peerNode.put("dataCentreId", peer.dataCentreId());
-      settings.peer(peer.dataCentreId()).ifPresent(configured ->
-          peerNode.put("url", configured.url().toString()));
+      settings.peer(peer.dataCentreId()).ifPresent(configured -> {
+        peerNode.put("url", configured.url().toString());
+        peerNode.put("configured", node.configured(configured.name()));
+      });
       peerNode.put("lagTransactions", peer.pendingTransactions());
       peerNode.put("lagMillis", peer.lagMillis());
       peerNode.put("receivedTimestamp", peer.receivedTimestamp());
@@ -217,6 +290,9 @@ final class ReplicationEndpoint {
     link.put("consecutiveFailures", pulls.consecutiveFailures());
     link.put("lastSuccessMillis", pulls.lastSuccessMillis());
     link.put("lastFailure", pulls.lastFailure());
+    // The peer's log lost entries this DC still needs (410 truncated): not cured by retrying;
+    // the origin comes through another peer, or this DC needs a bootstrap.
+    link.put("lastFailureTruncated", pulls.lastFailure().startsWith("truncated:"));
   }
 
   /** {@code {"<dc name>": timestamp, ...}}; an unknown DC by its id. */

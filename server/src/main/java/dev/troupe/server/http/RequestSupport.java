@@ -359,6 +359,13 @@ final class RequestSupport {
       body.put("reason", error.reason());
     }
     body.put("message", error.getMessage());
+    if (error instanceof dev.troupe.model.causal.ReplicationLogTruncatedException truncated) {
+      // What a puller needs to tell a gap from an outage (docs/ARCHITECTURE.md, "Adding and
+      // removing data centres").
+      body.put("origin", truncated.originDc());
+      body.put("truncatedThrough", truncated.truncatedThrough());
+      body.put("lowestHeldTimestamp", truncated.lowestHeldTimestamp());
+    }
     if (error instanceof dev.troupe.model.NotHomeException notHome) {
       // Where the write runs: the server forwards it there ({@link HomeForwarding}).
       return json(status, body).addHeader(org.apache.pekko.http.javadsl.model.headers.RawHeader

@@ -225,6 +225,9 @@ public final class RestApi
         return RequestSupport.completed(readiness());
       }
       case "replication" -> {
+        if (size >= 3 && path.get(2).equals("peers")) {
+          return peersRoute(request, path);
+        }
         if (size != 3 || !(path.get(2).equals("log") || path.get(2).equals("status")
             || path.get(2).equals("bootstrap"))) {
           return support.notFound(request);
@@ -451,6 +454,31 @@ public final class RestApi
   }
 
   /** {@code GET | DELETE /v1/dependencies/{id}}. */
+  /**
+   * {@code /v1/replication/peers} (GET, POST) and {@code /v1/replication/peers/{name}} (DELETE):
+   * the peers of a named DC, changed at runtime ({@link ReplicationEndpoint#addPeer}).
+   */
+  private CompletionStage<HttpResponse> peersRoute(HttpRequest request, List<String> path) {
+    if (path.size() == 3) {
+      HttpMethod method = request.method();
+      if (method.equals(HttpMethods.GET)) {
+        request.discardEntityBytes(materializer);
+        return RequestSupport.completed(replicationEndpoint.peers());
+      }
+      if (!method.equals(HttpMethods.POST)) {
+        throw support.methodNotAllowed(request, HttpMethods.GET, HttpMethods.POST);
+      }
+      return support.body(request).thenCompose(bytes ->
+          replicationEndpoint.addPeer(Json.parse(bytes)));
+    }
+    if (path.size() == 4) {
+      support.requireMethod(request, HttpMethods.DELETE);
+      request.discardEntityBytes(materializer);
+      return replicationEndpoint.removePeer(path.get(3));
+    }
+    return support.notFound(request);
+  }
+
   private CompletionStage<HttpResponse> dependencyRoute(HttpRequest request, String id) {
     HttpMethod method = request.method();
     if (!method.equals(HttpMethods.GET) && !method.equals(HttpMethods.DELETE)) {

@@ -65,6 +65,9 @@ public final class ReplicationPuller implements AutoCloseable {
   private final PullStatistics statistics = new PullStatistics();
   private volatile boolean closed;
   private volatile Cancellable next;
+  /** Origins whose truncated answer was logged at WARN already (once each, not per round). */
+  private final java.util.Set<Integer> truncatedWarned =
+      java.util.concurrent.ConcurrentHashMap.newKeySet();
 
   ReplicationPuller(ActorSystem<?> system, ReplicationShell shell,
       ReplicationServerSettings.Peer peer, ReplicationServerSettings settings, int maxEntries) {
@@ -131,7 +134,13 @@ public final class ReplicationPuller implements AutoCloseable {
           ? failure.getCause() : failure;
       String why = describe(cause);
       long consecutive = statistics.failed(why);
-      if (consecutive == 1) {
+      if (cause instanceof PullFailed failed && failed.truncatedOrigin != null) {
+        // A gap, not an outage: the core takes the origin from another peer; said once.
+        if (truncatedWarned.add(failed.truncatedOrigin)) {
+          log.warn("replication: {} ({}) no longer holds what this DC needs: {}", peer.name(),
+              peer.url(), why);
+        }
+      } else if (consecutive == 1) {
         log.warn("replication: pulling from {} ({}) failed: {}; retrying with backoff",
             peer.name(), peer.url(), why);
       } else {
@@ -184,6 +193,11 @@ public final class ReplicationPuller implements AutoCloseable {
     if (status != 200) {
       String text = new String(body, 0, Math.min(body.length, QUOTED_BODY_CHARACTERS),
           StandardCharsets.UTF_8);
+      if (status == 410) {
+        // 410 truncated: the peer's log lost entries of the origin after what this DC holds.
+        throw new PullFailed("truncated: origin " + pull.originDc() + " after "
+            + pull.afterTimestamp() + ": HTTP 410 " + text, pull.originDc());
+      }
       throw new PullFailed("HTTP " + status + " " + text);
     }
     ReplicationBatch batch = ReplicationCodec.decodeBatch(body);
@@ -236,8 +250,16 @@ public final class ReplicationPuller implements AutoCloseable {
 
   /** A pull answered with something other than the batch asked for. */
   private static final class PullFailed extends RuntimeException {
+    /** The origin a {@code 410 truncated} answer was about; null for any other failure. */
+    final Integer truncatedOrigin;
+
     PullFailed(String message) {
+      this(message, null);
+    }
+
+    PullFailed(String message, Integer truncatedOrigin) {
       super(message, null, false, false);
+      this.truncatedOrigin = truncatedOrigin;
     }
   }
 }

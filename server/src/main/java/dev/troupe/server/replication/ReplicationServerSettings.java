@@ -71,6 +71,14 @@ public record ReplicationServerSettings(
     peers = List.copyOf(peers);
   }
 
+  /** These settings with {@code peers} instead (peers added or removed at runtime). */
+  public ReplicationServerSettings withPeers(List<Peer> peers) {
+    return new ReplicationServerSettings(dataCentreName, peers, secret, allowUnauthenticated,
+        pullIntervalMillis, pullBackoffInitialMillis, pullBackoffMaxMillis, pullTimeoutMillis,
+        pullMaxAnswerBytes, longPollMaxMillis, longPollCheckIntervalMillis,
+        forwardTimeoutMillis);
+  }
+
   /** The peer named {@code name}, if it is one. */
   public Optional<Peer> peerNamed(String name) {
     return peers.stream().filter(peer -> peer.name().equals(name)).findFirst();

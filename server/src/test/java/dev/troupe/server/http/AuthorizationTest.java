@@ -54,6 +54,11 @@ class AuthorizationTest {
         {"POST", "/v1/dependencies", needs(Scope.ADMIN)},
         {"DELETE", "/v1/dependencies/x", needs(Scope.ADMIN)},
         {"GET", "/v1/dependencies/x", needs(Scope.READ)},
+        {"GET", "/v1/replication/peers", needs(Scope.READ)},
+        {"POST", "/v1/replication/peers", needs(Scope.ADMIN)},
+        {"DELETE", "/v1/replication/peers/tokyo", needs(Scope.ADMIN)},
+        {"PUT", "/v1/replication/peers/tokyo", needs(Scope.ADMIN)},
+        {"GET", "/v1/replication/status", needs(Scope.READ)},
         {"POST", "/nowhere", needs(Scope.WRITE)},
         {"OPTIONS", "/v1/entities/A/a", needs(Scope.WRITE)},
     };
