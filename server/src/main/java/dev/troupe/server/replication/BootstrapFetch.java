@@ -40,7 +40,8 @@ public final class BootstrapFetch {
     BootstrapSettings bootstrap =
         BootstrapSettings.fromConfig(settings.config().getConfig("troupe"));
     if (sourceName == null) {
-      return unfinished(settings);
+      // Only a named DC can have been bootstrapped; others open their store once, as before.
+      return replication.named() ? unfinished(settings) : Optional.empty();
     }
     if (!replication.named()) {
       return Optional.of("--bootstrap-from needs --dc (a data centre name)");
@@ -95,19 +96,26 @@ public final class BootstrapFetch {
     return connection.getInputStream();
   }
 
-  /** A store whose bootstrap was started and never completed serves nothing on its own. */
+  /**
+   * A store whose bootstrap was started and never completed serves nothing on its own. A store
+   * that cannot be opened here is left to the engine's open, which reports it as it always does
+   * (damaged data: exit 65).
+   */
   private static Optional<String> unfinished(RuntimeSettings settings) {
     if (!Files.isDirectory(settings.storage().directory())) {
       return Optional.empty();
     }
+    BootstrapInstallation.Progress progress;
     try (RocksStore store = RocksStore.open(settings.storage(), System::currentTimeMillis)) {
-      BootstrapInstallation.Progress progress = store.bootstrapInstallation().progress();
-      if (progress.phase() == BootstrapInstallation.Phase.STARTED) {
-        return Optional.of("the data directory holds a bootstrap that was cut before its image"
-            + " was installed (from data centre id " + progress.sourceDc() + "); start again"
-            + " with the same --bootstrap-from to start it over");
-      }
+      progress = store.bootstrapInstallation().progress();
+    } catch (RuntimeException unopened) {
       return Optional.empty();
     }
+    if (progress.phase() == BootstrapInstallation.Phase.STARTED) {
+      return Optional.of("the data directory holds a bootstrap that was cut before its image"
+          + " was installed (from data centre id " + progress.sourceDc() + "); start again"
+          + " with the same --bootstrap-from to start it over");
+    }
+    return Optional.empty();
   }
 }
