@@ -29,7 +29,8 @@ import org.junit.jupiter.api.io.TempDir;
  * two-entity transactions) and know c as a peer from the start; c starts later with {@code
  * --bootstrap-from a} while the writers go on. Its first start cannot reach a (the link is cut)
  * and is killed with SIGKILL in the middle of its bootstrap (started, not installed); the restart
- * starts the image over, installs it, applies the logs' tails and serves. Afterwards every DC's
+ * starts the image over (started without the flag, the cut store refuses to serve: exit 78),
+ * installs it, applies the logs' tails and serves. Afterwards every DC's
  * state is identical, every counter counts each acknowledged increment exactly once, and no
  * acknowledged addition is missing. A store with data refuses {@code --bootstrap-from} (exit 78).
  */
@@ -120,6 +121,13 @@ class DataCentreBootstrapTest {
       assertEquals(1, c.size(), "c's process: " + c);
       c.get(0).destroyForcibly();
       starting.join();
+      // Cut mid-bootstrap: without the flag the half-filled store refuses to serve.
+      ServerProcess.Finished unflagged = ServerProcess.run(List.of("serve", "--data",
+          cData.toString(), "--port", "0", "--dc", "c", "--peer", "a=http://127.0.0.1:1",
+          "--replication-secret-file", data.resolve("replication-secret").toString(),
+          "--set", "troupe.storage.partitions=2"));
+      assertEquals(78, unflagged.exitStatus(), unflagged.output());
+      assertTrue(unflagged.output().contains("cut before its image"), unflagged.output());
       cluster.proxy("c", "a").heal();
 
       // The restart starts the image over and serves once it has the tails.
