@@ -26,11 +26,11 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * A data centre added to a running set (docs/ARCHITECTURE.md, "Bootstrapping a new data centre"),
  * as real server processes ({@link DataCentreCluster}): a and b run with writers (counters, sets,
- * two-entity transactions) and know c as a peer from the start; c starts later with {@code
- * --bootstrap-from a} while the writers go on. Its first start cannot reach a (the link is cut)
- * and is killed with SIGKILL in the middle of its bootstrap (started, not installed); the restart
- * starts the image over (started without the flag, the cut store refuses to serve: exit 78),
- * installs it, applies the logs' tails and serves. Afterwards every DC's
+ * two-entity transactions); c starts later with {@code --bootstrap-from a} while the writers go
+ * on, and a and b learn of it with {@code troupe peer add} once it listens. Its first start cannot
+ * reach a (the link is cut) and is killed with SIGKILL in the middle of its bootstrap (started, not
+ * installed); started without the flag, the cut store refuses to serve (exit 78); the restart with
+ * it starts the image over, installs it, applies the logs' tails and serves. Afterwards every DC's
  * state is identical, every counter counts each acknowledged increment exactly once, and no
  * acknowledged addition is missing. A store with data refuses {@code --bootstrap-from} (exit 78).
  */
@@ -130,8 +130,14 @@ class DataCentreBootstrapTest {
       assertTrue(unflagged.output().contains("cut before its image"), unflagged.output());
       cluster.proxy("c", "a").heal();
 
-      // The restart starts the image over and serves once it has the tails.
+      // The restart starts the image over and listens, keeping clients out until it has the
+      // tails; the running DCs learn of c at runtime (troupe peer add), as an operator adds it.
       cluster.startDeferred("c");
+      for (String peer : List.of("a", "b")) {
+        ServerProcess.Finished added = ServerProcess.run(List.of("peer", "add",
+            "c=" + cluster.proxy(peer, "c").url(), "--url", cluster.server(peer).baseUrl()));
+        assertEquals(0, added.exitStatus(), added.output());
+      }
       System.out.println("DataCentreBootstrapTest: c serves; its health: "
           + cluster.send("c", "GET", "/v1/health", null).text());
       long seed = random.nextLong();

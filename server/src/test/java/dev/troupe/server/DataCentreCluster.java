@@ -92,9 +92,10 @@ public final class DataCentreCluster implements AutoCloseable {
     }
 
     /**
-     * DCs among {@link #dataCentres} that {@link #start} does not start (a DC added to a running
-     * set later, {@link DataCentreCluster#startDeferred}); the others know them as peers from the
-     * start.
+     * DCs among {@link #dataCentres} that {@link #start} does not start, and that the others do
+     * not list as peers: DCs added to the running set later ({@link
+     * DataCentreCluster#startDeferred}, then {@code troupe peer add} on the others with {@link
+     * DataCentreCluster#proxy}'s URL). A deferred DC lists every other.
      */
     public Builder deferred(String... dataCentres) {
       deferred.addAll(List.of(dataCentres));
@@ -194,6 +195,9 @@ public final class DataCentreCluster implements AutoCloseable {
     List<String> arguments = new ArrayList<>(List.of("serve", "--data", data.toString(),
         "--port", "0", "--dc", name, "--replication-secret-file", secretFile.toString()));
     for (Map.Entry<String, TcpProxy> link : proxies.get(name).entrySet()) {
+      if (deferred.contains(link.getKey()) && !deferred.contains(name)) {
+        continue; // joins later: added at runtime
+      }
       arguments.add("--peer");
       arguments.add(link.getKey() + "=" + link.getValue().url());
     }
