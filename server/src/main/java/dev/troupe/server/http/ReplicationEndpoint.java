@@ -10,6 +10,7 @@ import dev.troupe.model.causal.DataCentreIds;
 import dev.troupe.model.causal.DependencyVector;
 import dev.troupe.model.causal.ReplicationBatch;
 import dev.troupe.model.causal.ReplicationCodec;
+import dev.troupe.runtime.replication.BootstrapImageReader;
 import dev.troupe.runtime.replication.ReplicationStatus;
 import dev.troupe.server.replication.DataCentreReplication;
 import dev.troupe.server.replication.PullStatistics;
@@ -27,15 +28,20 @@ import java.util.function.Supplier;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.Scheduler;
 import org.apache.pekko.http.javadsl.model.ContentTypes;
+import org.apache.pekko.http.javadsl.model.HttpEntities;
 import org.apache.pekko.http.javadsl.model.HttpHeader;
 import org.apache.pekko.http.javadsl.model.HttpRequest;
 import org.apache.pekko.http.javadsl.model.HttpResponse;
+import org.apache.pekko.stream.javadsl.Source;
+import org.apache.pekko.util.ByteString;
 import scala.concurrent.ExecutionContextExecutor;
 
 /**
  * {@code /v1/replication/...}: the log a peer DC pulls, and the replication status a client or
  * {@code troupe status} reads. Authentication happened before ({@link Authorization}: the log
  * needs the replication secret, the status a {@code read} token).
+ *
+ * <p>{@code GET /v1/replication/bootstrap}: the bootstrap image, see {@link #bootstrap}.
  *
  * <p>{@code GET /v1/replication/log?origin=&after=&limit=} with {@code Troupe-Dc: <puller's
  * name>} and {@code Troupe-Received-Vector: <the puller's received vector>}: the entries of
@@ -133,16 +139,13 @@ final class ReplicationEndpoint {
       throw TroupeException.invalid("the bootstrap image takes no parameters");
     }
     int requester = DataCentreIds.of(requesterName);
-    org.apache.pekko.stream.javadsl.Source<org.apache.pekko.util.ByteString, ?> frames =
-        org.apache.pekko.stream.javadsl.Source.unfoldResource(
-            () -> new dev.troupe.runtime.replication.BootstrapImageReader(
-                node.troupeStore(), node.shell(), requester, node.bootstrapSettings()),
-            reader -> java.util.Optional.ofNullable(reader.next())
-                .map(org.apache.pekko.util.ByteString::fromArray),
-            dev.troupe.runtime.replication.BootstrapImageReader::close);
+    Source<ByteString, ?> frames = Source.unfoldResource(
+        () -> new BootstrapImageReader(node.troupeStore(), node.shell(), requester,
+            node.bootstrapSettings()),
+        reader -> Optional.ofNullable(reader.next()).map(ByteString::fromArray),
+        BootstrapImageReader::close);
     return HttpResponse.create().withStatus(200).withEntity(
-        org.apache.pekko.http.javadsl.model.HttpEntities.createChunked(
-            ContentTypes.APPLICATION_OCTET_STREAM, frames));
+        HttpEntities.createChunked(ContentTypes.APPLICATION_OCTET_STREAM, frames));
   }
 
   /** Whether a client request to {@code path} waits for a bootstrap (all but these are). */
