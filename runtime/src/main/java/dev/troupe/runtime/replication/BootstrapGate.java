@@ -44,8 +44,17 @@ public final class BootstrapGate {
     if (progress.phase() != BootstrapInstallation.Phase.INSTALLED) {
       return new BootstrapGate(installation, shell, DependencyVector.EMPTY, true);
     }
-    BootstrapGate gate = new BootstrapGate(installation, shell, progress.endVector(), false);
-    log.info("bootstrap: clients wait until the applied vector covers {}", progress.endVector());
+    // Only the origins this DC replicates: an entry of a DC it does not know (one the source
+    // still remembers, or not yet added here) would never be covered.
+    java.util.Set<Integer> known = new java.util.HashSet<>();
+    shell.peerNames().forEach(name ->
+        known.add(dev.troupe.model.causal.DataCentreIds.of(name)));
+    java.util.TreeMap<Integer, Long> waited = new java.util.TreeMap<>(
+        progress.endVector().entries());
+    waited.keySet().retainAll(known);
+    DependencyVector endVector = new DependencyVector(waited);
+    BootstrapGate gate = new BootstrapGate(installation, shell, endVector, false);
+    log.info("bootstrap: clients wait until the applied vector covers {}", endVector);
     gate.await();
     return gate;
   }
