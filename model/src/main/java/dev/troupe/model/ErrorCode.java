@@ -63,6 +63,13 @@ public enum ErrorCode {
    */
   NOT_YET_VISIBLE("not_yet_visible", 503),
   /**
+   * This data centre was added to a running set and is still applying the replication logs' tails
+   * after the bootstrap image it installed (docs/ARCHITECTURE.md, "Bootstrapping a new data
+   * centre"): until then it could show part of another data centre's multi-entity transaction, so
+   * it serves no client request. Nothing was done; retry after Retry-After, or elsewhere.
+   */
+  BOOTSTRAPPING("bootstrapping", 503),
+  /**
    * The request writes an entity of a strong type whose home is another data centre: only the
    * home runs its writes (docs/ARCHITECTURE.md, "Strong types with a home DC"). Nothing was done.
    * A server with the home as a peer forwards such a request there; the engine ({@code Troupe})

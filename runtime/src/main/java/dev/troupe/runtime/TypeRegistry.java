@@ -264,8 +264,9 @@ final class TypeRegistry {
   void loadTypes() {
     EntityState state = store.read(TYPES_ENTITY);
     for (Map.Entry<String, Value> entry : state.values().entrySet()) {
-      if (ReplicaApplication.isMarkerKey(entry.getKey())) {
-        // The marker of another DC's type definitions applied here (replication), not a type.
+      if (entry.getKey().startsWith("$")) {
+        // A hidden key, never a type (their names never start with '$'): the marker of another
+        // DC's type definitions applied here, or of an installed bootstrap image.
         continue;
       }
       if (entry.getKey().startsWith(MIGRATION_KEY_PREFIX)) {

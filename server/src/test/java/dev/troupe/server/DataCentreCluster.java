@@ -34,6 +34,7 @@ public final class DataCentreCluster implements AutoCloseable {
   private final Path secretFile;
   private final List<String> settings;
   private final Map<String, List<String>> extraArguments;
+  private final java.util.Set<String> deferred;
   private final List<String> jvmOptions;
   private final Duration requestTimeout;
   /** proxies.get(puller).get(peer): the link puller → peer. */
@@ -48,6 +49,7 @@ public final class DataCentreCluster implements AutoCloseable {
     this.secretFile = directory.resolve("replication-secret");
     this.settings = List.copyOf(builder.settings);
     this.extraArguments = Map.copyOf(builder.extraArguments);
+    this.deferred = java.util.Set.copyOf(builder.deferred);
     this.jvmOptions = List.copyOf(builder.jvmOptions);
     this.requestTimeout = builder.requestTimeout;
     Files.createDirectories(directory);
@@ -73,6 +75,7 @@ public final class DataCentreCluster implements AutoCloseable {
     private final Path directory;
     private final List<String> names = new ArrayList<>();
     private final List<String> settings = new ArrayList<>();
+    private final java.util.Set<String> deferred = new java.util.HashSet<>();
     private final Map<String, List<String>> extraArguments = new LinkedHashMap<>();
     private List<String> jvmOptions =
         List.of("-Xmx320m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1");
@@ -81,6 +84,17 @@ public final class DataCentreCluster implements AutoCloseable {
 
     private Builder(Path directory) {
       this.directory = directory;
+    }
+
+    /**
+     * DCs among {@link #dataCentres} that {@link #start} does not start, and that the others do
+     * not list as peers: DCs added to the running set later ({@link
+     * DataCentreCluster#startDeferred}, then {@code troupe peer add} on the others with {@link
+     * DataCentreCluster#proxy}'s URL). A deferred DC lists every other.
+     */
+    public Builder deferred(String... dataCentres) {
+      deferred.addAll(List.of(dataCentres));
+      return this;
     }
 
     /** The DCs, by name; each has every other one as a peer. */
@@ -147,6 +161,9 @@ public final class DataCentreCluster implements AutoCloseable {
     Map<String, Exception> failures = new ConcurrentHashMap<>();
     List<Thread> starting = new ArrayList<>();
     for (String name : names) {
+      if (deferred.contains(name)) {
+        continue;
+      }
       starting.add(Thread.ofPlatform().name("start-" + name).start(() -> {
         try {
           launch(name);
@@ -173,6 +190,9 @@ public final class DataCentreCluster implements AutoCloseable {
     List<String> arguments = new ArrayList<>(List.of("serve", "--data", data.toString(),
         "--port", "0", "--dc", name, "--replication-secret-file", secretFile.toString()));
     for (Map.Entry<String, TcpProxy> link : proxies.get(name).entrySet()) {
+      if (deferred.contains(link.getKey()) && !deferred.contains(name)) {
+        continue; // joins later: added at runtime
+      }
       arguments.add("--peer");
       arguments.add(link.getKey() + "=" + link.getValue().url());
     }
@@ -213,6 +233,19 @@ public final class DataCentreCluster implements AutoCloseable {
       throw new IllegalArgumentException("no link " + puller + " → " + peer);
     }
     return proxy;
+  }
+
+  /** Starts a DC the builder {@linkplain Builder#deferred deferred}; returns once it listens. */
+  public void startDeferred(String dataCentre) throws Exception {
+    if (!deferred.contains(dataCentre)) {
+      throw new IllegalArgumentException(dataCentre + " was not deferred");
+    }
+    launch(dataCentre);
+  }
+
+  /** The data directory of {@code dataCentre}. */
+  public Path dataDirectory(String dataCentre) {
+    return directory.resolve(dataCentre);
   }
 
   /** SIGKILL of {@code dataCentre}'s server: no shutdown hook, no flush. */

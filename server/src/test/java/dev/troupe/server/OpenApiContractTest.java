@@ -77,6 +77,7 @@ class OpenApiContractTest {
       "POST /v1/dependencies",
       "GET /v1/dependencies/{id}",
       "DELETE /v1/dependencies/{id}",
+      "GET /v1/replication/bootstrap",
       "GET /v1/replication/log",
       "GET /v1/replication/status",
       "GET /v1/replication/peers",
@@ -331,6 +332,7 @@ class OpenApiContractTest {
     // (ReplicationEndpointTest exercises both on a named DC.)
     call("GET", "/v1/replication/status", "/v1/replication/status", null, 404);
     call("GET", "/v1/replication/log", "/v1/replication/log?origin=a&after=0", null, 401);
+    call("GET", "/v1/replication/bootstrap", "/v1/replication/bootstrap", null, 401);
     // And no peers to list or change (ReplicationPeersTest exercises them on a named DC).
     call("GET", "/v1/replication/peers", "/v1/replication/peers", null, 404);
     call("POST", "/v1/replication/peers", "/v1/replication/peers",

@@ -210,6 +210,11 @@ public final class ServerProcess implements AutoCloseable {
     return port;
   }
 
+  /** The server process's id. */
+  public long pid() {
+    return process.pid();
+  }
+
   public String baseUrl() {
     return "http://127.0.0.1:" + port;
   }

@@ -338,6 +338,23 @@ final class DiskReplicationLog implements ReplicationLog {
   }
 
   @Override
+  public long localImageStart() {
+    long safe = localSafeTimestamp();
+    store.enterOpen();
+    try (KeyValueDisk.Cursor cursor = store.disk.cursor(KeyValueDisk.Column.TRANSACTIONS, null,
+        new byte[] {Keys.DECIDED_TAG}, new byte[] {(byte) (Keys.DECIDED_TAG + 1)})) {
+      // Decision keys are ordered by transaction id: the first is the oldest.
+      cursor.seek(new byte[] {Keys.DECIDED_TAG});
+      if (!cursor.isValid()) {
+        return safe;
+      }
+      return Math.min(safe, Keys.getLong(cursor.key(), 1) - 1);
+    } finally {
+      store.exitOpen();
+    }
+  }
+
+  @Override
   public ReplicationBatch read(int originDc, long afterTimestamp, int maxEntries) {
     Invariants.check(maxEntries > 0, "a replication batch of at most %d entries", maxEntries);
     Invariants.check(afterTimestamp >= 0, "reading the replication log after %d", afterTimestamp);

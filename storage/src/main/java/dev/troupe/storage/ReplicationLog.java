@@ -113,6 +113,17 @@ public interface ReplicationLog {
   long localSafeTimestamp();
 
   /**
+   * The start of the local log a bootstrap image may send its new DC to (docs/ARCHITECTURE.md,
+   * "Bootstrapping a new data centre"): {@link #localSafeTimestamp} taken first, lowered below the
+   * transaction id of the oldest commit decision the store still remembers (one whose
+   * participants have not all committed their parts). A decision is logged at a tick above its
+   * transaction id, so no local multi-entity transaction is cut between a decision at or below the
+   * result and a part committed after this call: a decision forgotten by then had every part
+   * committed already, so the entity states read afterwards contain them.
+   */
+  long localImageStart();
+
+  /**
    * Deletes, per origin named in {@code below}, the entries with a timestamp at or below its entry
    * (origins absent from the vector keep everything). Not synced: entries that come back after a
    * crash are deleted by the next truncation.

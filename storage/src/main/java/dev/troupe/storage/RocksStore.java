@@ -1010,6 +1010,48 @@ public final class RocksStore implements Store {
     }
   }
 
+  @Override
+  public List<EntityId> entities(EntityId after, int limit) {
+    Invariants.check(limit > 0, "a page of entities holds at least one, asked for %d", limit);
+    enter();
+    try (KeyValueDisk.Snapshot snapshot = disk.snapshot()) {
+      // Both columns are keyed by the entity prefix first: the first `limit` of the union are
+      // among the first `limit` of each.
+      TreeMap<byte[], EntityId> found = new TreeMap<>(Arrays::compareUnsigned);
+      for (KeyValueDisk.Column column
+          : List.of(KeyValueDisk.Column.INDEX, KeyValueDisk.Column.CHECKPOINTS)) {
+        byte[] target = after == null ? new byte[0]
+            : Keys.entityUpperBound(Keys.entityPrefix(after));
+        try (KeyValueDisk.Cursor cursor = disk.cursor(column, snapshot, null, null)) {
+          for (int collected = 0; collected < limit; collected++) {
+            cursor.seek(target);
+            if (!cursor.isValid()) {
+              break;
+            }
+            byte[] key = cursor.key();
+            int length = ((key[0] & 0xFF) << 8) | (key[1] & 0xFF);
+            Invariants.check(key.length >= 2 + length, "%s key shorter than its entity", column);
+            byte[] prefix = Arrays.copyOf(key, 2 + length);
+            found.putIfAbsent(prefix,
+                EntityId.fromBytes(Arrays.copyOfRange(key, 2, 2 + length)));
+            target = Keys.entityUpperBound(prefix);
+          }
+        }
+      }
+      return found.values().stream().limit(limit).toList();
+    } finally {
+      closeLock.readLock().unlock();
+    }
+  }
+
+  /**
+   * Installing a bootstrap image into this (empty) store, before the node serves
+   * (docs/ARCHITECTURE.md, "Bootstrapping a new data centre").
+   */
+  public BootstrapInstallation bootstrapInstallation() {
+    return new BootstrapInstallation(this);
+  }
+
   /**
    * A skip scan of one column: within one entity length, the entities of a type are contiguous
    * (their bytes start with the type's name and a zero byte), so the scan seeks to that run in each

@@ -104,6 +104,14 @@ public interface Store extends DurableStore, AutoCloseable {
    */
   List<EntityId> entitiesOfType(String type, EntityId after, int limit);
 
+  /**
+   * A page of every stored entity (with a journal record or a checkpoint; deleted ones too), of
+   * every type, in storage order, starting after {@code after} (null: from the first): the
+   * enumeration a bootstrap image is read by (docs/ARCHITECTURE.md, "Bootstrapping a new data
+   * centre"). Seeks once per entity returned.
+   */
+  List<EntityId> entities(EntityId after, int limit);
+
   /** The state of an entity as of a commit timestamp (MVCC read). */
   EntityState readAt(EntityId entity, long timestamp);
 

@@ -318,6 +318,42 @@ class ReplicationLogTest {
     recovered.close();
   }
 
+  /**
+   * A bootstrap image's start for the local origin never cuts a local multi-entity transaction:
+   * below the oldest remembered decision until every part committed and the decision is
+   * forgotten, then the local safe timestamp.
+   */
+  @Test
+  void theLocalImageStartStaysBelowEveryDecisionWhosePartsMayStillCommit() {
+    FakeClock clock = new FakeClock(Fixtures.START_MILLIS);
+    RocksStore store = open(settings(true), clock, new MemoryDisk());
+    EntityId a = entities.get(0);
+    EntityId b = entities.get(1);
+    store.commit(store.newTransactionId(), List.of(Fixtures.write(a,
+        new Operation.Increment("n", 1))));
+    settle(store);
+    long safe = store.replicationLog().localSafeTimestamp();
+    assertTrue(store.replicationLog().localImageStart() >= safe, "no decision: the safe one");
+    long transaction = store.newTransactionId();
+    store.prepare(new PreparedTransaction(transaction, a, List.of(new Operation.Increment("n", 2))));
+    store.prepare(new PreparedTransaction(transaction, b, List.of(new Operation.Increment("n", 2))));
+    settle(store);
+    DecidedTransaction decision = new DecidedTransaction(transaction, List.of(a, b));
+    store.persistDecision(decision);
+    store.commitPrepared(transaction, a, List.of(new Operation.Increment("n", 2)));
+    settle(store);
+    assertTrue(store.replicationLog().localSafeTimestamp() > transaction);
+    assertEquals(transaction - 1, store.replicationLog().localImageStart(),
+        "b's part may still commit: the decision is not cut");
+    store.commitPrepared(transaction, b, List.of(new Operation.Increment("n", 2)));
+    settle(store);
+    store.forgetDecision(decision);
+    settle(store);
+    safe = store.replicationLog().localSafeTimestamp();
+    assertTrue(store.replicationLog().localImageStart() >= safe, "forgotten: the safe one");
+    store.close();
+  }
+
   @Test
   void aDecisionNamesOnlyTheParticipantsThatWillCommitAPart() {
     FakeClock clock = new FakeClock(Fixtures.START_MILLIS);

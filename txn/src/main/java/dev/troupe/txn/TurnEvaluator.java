@@ -373,6 +373,9 @@ public final class TurnEvaluator {
       if (segment.transactionTimestamp() <= appliedUpTo) {
         continue; // applied before (a re-application after a crash, a duplicate)
       }
+      if (containedInInstalledState(state, replicated.originDc(), segment)) {
+        continue; // in the state a bootstrap installed
+      }
       operations.addAll(replicatedOperations(replicated.originDc(), segment));
       last = segment.transactionTimestamp();
     }
@@ -396,6 +399,23 @@ public final class TurnEvaluator {
           originDc));
     }
     return operations;
+  }
+
+  /**
+   * Whether the part is already in the state this DC installed from its origin's bootstrap image
+   * (docs/ARCHITECTURE.md, "Bootstrapping a new data centre"): the entity's {@code
+   * $installed:<origin>} marker is the commit timestamp of the last journal record of the origin
+   * the installed state contains, and a part's stamp is its own journal record's commit timestamp
+   * at the origin, so the part is contained exactly when its stamp is at or below the marker. Per
+   * part, not per transaction: under PSAC two transactions may commit on one entity out of their
+   * decisions' order, so a transaction timestamp would not say it.
+   */
+  static boolean containedInInstalledState(EntityState state, int originDc,
+      Turn.ApplyReplicated.Segment segment) {
+    return state.get(ReplicaApplication.installedKey(originDc))
+            instanceof RegisterValue installed
+        && installed.value().canConvertToLong()
+        && installed.value().asLong() >= segment.stampTimestamp();
   }
 
   /**

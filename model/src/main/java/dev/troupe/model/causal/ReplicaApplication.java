@@ -16,7 +16,23 @@ public final class ReplicaApplication {
   /** The hidden key prefix of markers; followed by the origin DC id in decimal. */
   public static final String MARKER_PREFIX = "$replicated:";
 
+  /**
+   * The hidden key prefix of installed markers, followed by a DC id in decimal
+   * (docs/ARCHITECTURE.md, "Bootstrapping a new data centre"): on a DC that installed this entity's
+   * state from the bootstrap image of DC {@code d}, {@code $installed:<d>} holds the entity's
+   * version at {@code d} when its state was read there, so the commit timestamp of the last
+   * journal record of {@code d} that the installed state contains. A part of {@code d}'s own
+   * transactions whose stamp (its journal record's commit timestamp at {@code d}) is at or below it
+   * is already in the state and is skipped. Remote origins of {@code d} need no such marker: the
+   * installed state carries their {@code $replicated} markers.
+   */
+  public static final String INSTALLED_PREFIX = "$installed:";
+
   private ReplicaApplication() {}
+
+  public static String installedKey(int sourceDc) {
+    return INSTALLED_PREFIX + sourceDc;
+  }
 
   public static String markerKey(int originDc) {
     return MARKER_PREFIX + originDc;

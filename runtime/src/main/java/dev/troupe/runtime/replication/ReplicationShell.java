@@ -137,6 +137,105 @@ public final class ReplicationShell implements AutoCloseable {
   /** When this shell started (physical time): lags count from here at most. */
   private final long startedMillis = System.currentTimeMillis();
 
+  /**
+   * Truncation holds of bootstrap images being served or just served (docs/ARCHITECTURE.md,
+   * "Bootstrapping a new data centre"), guarded by their own monitor: the log keeps every entry
+   * above a hold's vector while it lasts.
+   */
+  private final List<TruncationHold> holds = new ArrayList<>();
+
+  /**
+   * The log keeps every entry above {@code vector} (per origin) until {@link #release}d and then
+   * {@code afterMillis} more, or until the DC it is held for reports a received vector covering
+   * it with a pull.
+   */
+  public final class TruncationHold implements AutoCloseable {
+    private final int forDc;
+    private final DependencyVector vector;
+    private volatile long untilMillis = Long.MAX_VALUE;
+
+    private TruncationHold(int forDc, DependencyVector vector) {
+      this.forDc = forDc;
+      this.vector = vector;
+    }
+
+    public DependencyVector vector() {
+      return vector;
+    }
+
+    /** Keeps the hold {@code afterMillis} from now, then lets it go. */
+    public void release(long afterMillis) {
+      untilMillis = System.currentTimeMillis() + afterMillis;
+    }
+
+    /** Lets it go now. */
+    @Override
+    public void close() {
+      synchronized (holds) {
+        holds.remove(this);
+      }
+    }
+  }
+
+  /**
+   * The start (or end) vector of a bootstrap image served now: the recorded applied vector (a
+   * point that cuts no applied multi-entity transaction between its decision and its parts, so
+   * every transaction of a remote origin at or below it is applied here and whole, and every entry
+   * above it is still in the log), with this DC's own entry at {@link
+   * ReplicationLog#localImageStart} (every local entry at or below it is in the store and its
+   * entity states, and no local multi-entity transaction is cut between its decision and a part
+   * the states miss). Read before the first entity.
+   */
+  public DependencyVector imageVector() {
+    return replicationLog.appliedVector()
+        .atLeast(dataCentreId, replicationLog.localImageStart());
+  }
+
+  /**
+   * The end vector of a bootstrap image: as {@link #imageVector}, with this DC's own entry at the
+   * local safe timestamp; read after the last entity (no state holds a later transaction).
+   */
+  public DependencyVector imageEndVector() {
+    return replicationLog.appliedVector()
+        .atLeast(dataCentreId, replicationLog.localSafeTimestamp());
+  }
+
+  /**
+   * Holds the log above {@link #imageVector} for a bootstrap image served to {@code forDc}; close
+   * or {@link TruncationHold#release} it when the image ends.
+   */
+  public TruncationHold holdTruncation(int forDc) {
+    synchronized (holds) {
+      // Taken under the holds' monitor: a truncation computed concurrently sees the hold.
+      TruncationHold hold = new TruncationHold(forDc, imageVector());
+      holds.add(hold);
+      return hold;
+    }
+  }
+
+  /** {@code below} lowered, per origin, to every live hold's entry. */
+  private DependencyVector boundedByHolds(DependencyVector below) {
+    long now = System.currentTimeMillis();
+    java.util.TreeMap<Integer, Long> bounded = new java.util.TreeMap<>(below.entries());
+    synchronized (holds) {
+      holds.removeIf(hold -> hold.untilMillis <= now);
+      for (TruncationHold hold : holds) {
+        bounded.replaceAll((origin, entry) -> Math.min(entry, hold.vector.get(origin)));
+      }
+    }
+    return new DependencyVector(bounded);
+  }
+
+  /** A pull of {@code pullerDc} showing it received everything a hold for it keeps. */
+  private void releaseHoldsCoveredBy(int pullerDc, DependencyVector pullerReceived) {
+    synchronized (holds) {
+      if (!holds.isEmpty()) {
+        holds.removeIf(hold -> hold.forDc == pullerDc
+            && pullerReceived.coversExcept(hold.vector, pullerDc));
+      }
+    }
+  }
+
   /** An input, with the future to complete once the batch it carries is durable (or null). */
   private record Pending(Input input, CompletableFuture<Void> durable) {}
 
@@ -215,6 +314,11 @@ public final class ReplicationShell implements AutoCloseable {
     }
   }
 
+  /** Whether the shell is closed (or stopped after an internal error). */
+  public boolean isClosed() {
+    return closed;
+  }
+
   /** This DC's id. */
   public int dataCentreId() {
     return dataCentreId;
@@ -229,6 +333,7 @@ public final class ReplicationShell implements AutoCloseable {
   public ReplicationBatch serve(int pullerDc, DependencyVector pullerReceived, int originDc,
       long afterTimestamp, int maxEntries) {
     feed(new Input.PeerReported(pullerDc, pullerReceived), null);
+    releaseHoldsCoveredBy(pullerDc, pullerReceived);
     int limit = Math.max(1, Math.min(maxEntries, settings.pullBatchMaxEntries()));
     return replicationLog.read(originDc, afterTimestamp, limit);
   }
@@ -512,8 +617,8 @@ public final class ReplicationShell implements AutoCloseable {
           // Only once every record emitted before it is durable (the core's contract); a failed
           // record skips the truncation (the next one comes with the next record).
           lastRecord.thenCompose(ignored ->
-                  onStorageThread(() -> replicationLog.truncate(boundedByDelivery(
-                      truncate.below()))))
+                  onStorageThread(() -> replicationLog.truncate(boundedByHolds(boundedByDelivery(
+                      truncate.below())))))
               .whenComplete((ignored, failure) -> {
                 if (failure != null) {
                   log.warn("replication: truncating the log failed: {}", failure.toString());

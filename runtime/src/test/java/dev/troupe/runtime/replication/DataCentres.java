@@ -29,6 +29,7 @@ final class DataCentres implements AutoCloseable {
     final List<String> peers;
     Troupe troupe;
     ReplicationShell shell;
+    RuntimeSettings settings;
 
     Dc(String name, Path directory, List<String> peers) {
       this.name = name;
@@ -76,6 +77,7 @@ final class DataCentres implements AutoCloseable {
     config.putAll(overrides);
     RuntimeSettings settings = RuntimeSettings.fromConfig(ConfigFactory.parseMap(config)
         .withFallback(ConfigFactory.load()));
+    dc.settings = settings;
     dc.troupe = Troupe.open(settings);
     dc.shell = ReplicationShell.start(dc.troupe, settings.replication());
   }
@@ -105,6 +107,18 @@ final class DataCentres implements AutoCloseable {
     Dc dc = dcs.get(name);
     dc.shell.close();
     dc.troupe.close();
+    open(dc);
+  }
+
+  /**
+   * Closes a DC, runs {@code whileClosed} (on its directory: a bootstrap's installation), and opens
+   * it again.
+   */
+  void restart(String name, java.util.function.Consumer<Dc> whileClosed) {
+    Dc dc = dcs.get(name);
+    dc.shell.close();
+    dc.troupe.close();
+    whileClosed.accept(dc);
     open(dc);
   }
 

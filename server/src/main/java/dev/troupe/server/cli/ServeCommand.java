@@ -68,6 +68,12 @@ public final class ServeCommand implements Callable<Integer> {
           + " (troupe.replication.secret-file).")
   File replicationSecretFile;
 
+  @Option(names = "--bootstrap-from", paramLabel = "NAME",
+      description = "Fill this new data centre's empty store from the peer NAME's bootstrap image"
+          + " and the logs' tails before serving clients (docs/OPERATIONS.md, \"Adding a data"
+          + " centre\"). Refused on a store with data, unless its bootstrap from NAME was cut.")
+  String bootstrapFrom;
+
   @Option(names = "--config", description = "HOCON file overriding reference.conf settings.")
   File configFile;
 
@@ -97,6 +103,13 @@ public final class ServeCommand implements Callable<Integer> {
     // Before the store is opened: an API exposed without authentication never starts at all.
     if (http.exposureProblem().isPresent()) {
       System.err.println("troupe: " + http.exposureProblem().get());
+      return EXIT_CONFIGURATION;
+    }
+    // Before the engine opens the store: a new DC fills it from a peer's image first.
+    Optional<String> bootstrapProblem =
+        dev.troupe.server.replication.BootstrapFetch.prepare(settings, replication, bootstrapFrom);
+    if (bootstrapProblem.isPresent()) {
+      System.err.println("troupe: " + bootstrapProblem.get());
       return EXIT_CONFIGURATION;
     }
     boolean exitOnStorageFailure = exitOnStorageFailure(config);

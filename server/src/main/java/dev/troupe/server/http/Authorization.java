@@ -32,7 +32,8 @@ import java.util.Set;
  * otherwise, so that probing unknown paths takes a token too.
  *
  * <p>Peers: {@code /v1/replication/log} (another data centre pulling this one's replication log)
- * takes no client token and no client token opens it: it needs the replication secret all DCs share
+ * and {@code /v1/replication/bootstrap} (a data centre added to the set reading this one's
+ * bootstrap image) take no client token and no client token opens it: it needs the replication secret all DCs share
  * ({@link PeerAccess}), as {@code Bearer <secret>}, compared in constant time the same way. Without
  * a secret it is refused, unless {@code troupe.replication.allow-unauthenticated} (tests only).
  *
@@ -169,7 +170,9 @@ public final class Authorization {
     if (path.equals("/metrics")) {
       return new Requirement.AnyToken();
     }
-    if (path.equals("/v1/replication/log") || path.startsWith("/v1/replication/log/")) {
+    if (path.equals("/v1/replication/log") || path.startsWith("/v1/replication/log/")
+        || path.equals("/v1/replication/bootstrap")
+        || path.startsWith("/v1/replication/bootstrap/")) {
       return new Requirement.PeerSecret();
     }
     if (!read && (path.equals("/v1/replication/peers")

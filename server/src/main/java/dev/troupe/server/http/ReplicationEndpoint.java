@@ -10,6 +10,7 @@ import dev.troupe.model.causal.DataCentreIds;
 import dev.troupe.model.causal.DependencyVector;
 import dev.troupe.model.causal.ReplicationBatch;
 import dev.troupe.model.causal.ReplicationCodec;
+import dev.troupe.runtime.replication.BootstrapImageReader;
 import dev.troupe.runtime.replication.ReplicationStatus;
 import dev.troupe.server.replication.DataCentreReplication;
 import dev.troupe.server.replication.PullStatistics;
@@ -27,15 +28,20 @@ import java.util.function.Supplier;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.Scheduler;
 import org.apache.pekko.http.javadsl.model.ContentTypes;
+import org.apache.pekko.http.javadsl.model.HttpEntities;
 import org.apache.pekko.http.javadsl.model.HttpHeader;
 import org.apache.pekko.http.javadsl.model.HttpRequest;
 import org.apache.pekko.http.javadsl.model.HttpResponse;
+import org.apache.pekko.stream.javadsl.Source;
+import org.apache.pekko.util.ByteString;
 import scala.concurrent.ExecutionContextExecutor;
 
 /**
  * {@code /v1/replication/...}: the log a peer DC pulls, and the replication status a client or
  * {@code troupe status} reads. Authentication happened before ({@link Authorization}: the log
  * needs the replication secret, the status a {@code read} token).
+ *
+ * <p>{@code GET /v1/replication/bootstrap}: the bootstrap image, see {@link #bootstrap}.
  *
  * <p>{@code GET /v1/replication/log?origin=&after=&limit=} with {@code Troupe-Dc: <puller's
  * name>} and {@code Troupe-Received-Vector: <the puller's received vector>}: the entries of
@@ -111,6 +117,41 @@ final class ReplicationEndpoint {
     recheck(() -> node.shell().serve(puller, received, origin, after, limit), deadlineNanos,
         settings.longPollCheckIntervalMillis(), answer);
     return answer;
+  }
+
+  /**
+   * {@code GET /v1/replication/bootstrap} with {@code Troupe-Dc: <the new DC's name>}: this DC's
+   * bootstrap image (docs/ARCHITECTURE.md, "Bootstrapping a new data centre"), chunked, one
+   * {@link dev.troupe.model.causal.BootstrapImageCodec} frame per record, read from the store as
+   * the connection takes them (a stream with backpressure on Pekko's blocking dispatcher: at most a
+   * page of entity ids and a few frames in memory). The secret authenticated the requester (it
+   * need not be a configured peer yet); its name says whom the truncation hold is for.
+   */
+  HttpResponse bootstrap(HttpRequest request) {
+    DataCentreReplication node = named();
+    String requesterName = header(request, ReplicationProtocol.DC_HEADER);
+    if (!DataCentreIds.isValidName(requesterName)
+        || requesterName.equals(node.settings().dataCentreName())) {
+      throw TroupeException.invalid(ReplicationProtocol.DC_HEADER + ": '" + requesterName
+          + "' is not the name of another data centre");
+    }
+    if (!request.getUri().query().toMap().isEmpty()) {
+      throw TroupeException.invalid("the bootstrap image takes no parameters");
+    }
+    int requester = DataCentreIds.of(requesterName);
+    Source<ByteString, ?> frames = Source.unfoldResource(
+        () -> new BootstrapImageReader(node.troupeStore(), node.shell(), requester,
+            node.bootstrapSettings()),
+        reader -> Optional.ofNullable(reader.next()).map(ByteString::fromArray),
+        BootstrapImageReader::close);
+    return HttpResponse.create().withStatus(200).withEntity(
+        HttpEntities.createChunked(ContentTypes.APPLICATION_OCTET_STREAM, frames));
+  }
+
+  /** Whether a client request to {@code path} waits for a bootstrap (all but these are). */
+  static boolean servedWhileBootstrapping(String path) {
+    return path.equals("/metrics") || path.equals("/v1/health") || path.startsWith("/v1/health/")
+        || path.equals("/v1/openapi.json") || path.startsWith("/v1/replication/");
   }
 
   /**

@@ -63,6 +63,7 @@ public final class RestApi
   private final HttpEdge edge;
   private final CausalTokens causalTokens;
   private final ReplicationEndpoint replicationEndpoint;
+  private final Optional<DataCentreReplication> replication;
   private final HomeForwarding homeForwarding;
   private final LongAdder requests = new LongAdder();
 
@@ -85,6 +86,7 @@ public final class RestApi
         .orElse(Authorization.PeerAccess.NONE));
     this.causalTokens = new CausalTokens(replication, settings, materializer);
     this.replicationEndpoint = new ReplicationEndpoint(replication, troupe.actorSystem());
+    this.replication = replication;
     this.homeForwarding =
         new HomeForwarding(replication, settings, materializer, troupe.actorSystem());
     this.metrics = new PrometheusMetrics(troupe, requests, admission, replication);
@@ -117,6 +119,16 @@ public final class RestApi
       request.discardEntityBytes(materializer);
       return CompletableFuture.completedFuture(
           edge.withCors(request, edge.refusal(decision)));
+    }
+    if (bootstrapping() && !ReplicationEndpoint.servedWhileBootstrapping(
+        request.getUri().path())) {
+      // Added to a running set and not yet caught up (docs/ARCHITECTURE.md, "Bootstrapping a
+      // new data centre"): it could show part of a multi-entity transaction.
+      request.discardEntityBytes(materializer);
+      return CompletableFuture.completedFuture(edge.withCors(request, RequestSupport.error(
+          new TroupeException(ErrorCode.BOOTSTRAPPING, "this data centre is applying the"
+              + " replication logs after its bootstrap image; retry later or elsewhere"))
+          .addHeader(org.apache.pekko.http.javadsl.model.headers.RetryAfter.create(1L))));
     }
     // Idempotency keys are the client's namespace: two tokens' keys never meet.
     String idempotencyNamespace = allowed.tokenName().orElse(IdempotentRequests.NO_NAMESPACE);
@@ -216,11 +228,15 @@ public final class RestApi
         if (size >= 3 && path.get(2).equals("peers")) {
           return peersRoute(request, path);
         }
-        if (size != 3 || !(path.get(2).equals("log") || path.get(2).equals("status"))) {
+        if (size != 3 || !(path.get(2).equals("log") || path.get(2).equals("status")
+            || path.get(2).equals("bootstrap"))) {
           return support.notFound(request);
         }
         support.requireMethod(request, HttpMethods.GET);
         request.discardEntityBytes(materializer);
+        if (path.get(2).equals("bootstrap")) {
+          return RequestSupport.completed(replicationEndpoint.bootstrap(request));
+        }
         return path.get(2).equals("log") ? replicationEndpoint.log(request)
             : RequestSupport.completed(replicationEndpoint.status());
       }
@@ -604,15 +620,26 @@ public final class RestApi
    */
   private HttpResponse readiness() {
     dev.troupe.runtime.NodeHealth health = troupe.health();
+    boolean bootstrapping = bootstrapping();
+    boolean ready = health.ready() && !bootstrapping;
     ObjectNode body = Json.NODES.objectNode();
-    body.put("status", health.ready() ? "ok" : "not_ready");
-    if (!health.ready()) {
+    body.put("status", ready ? "ok" : "not_ready");
+    if (!ready) {
       ArrayNode problems = body.putArray("problems");
       for (dev.troupe.runtime.NodeHealth.Problem problem : health.problems()) {
         problems.addObject().put("code", problem.code()).put("message", problem.message());
       }
+      if (bootstrapping) {
+        problems.addObject().put("code", ErrorCode.BOOTSTRAPPING.wireName()).put("message",
+            "applying the replication logs after the bootstrap image; clients are refused");
+      }
     }
-    return RequestSupport.json(health.ready() ? 200 : 503, body);
+    return RequestSupport.json(ready ? 200 : 503, body);
+  }
+
+  /** Whether client requests wait for a bootstrap's tails (a named DC added to a set). */
+  private boolean bootstrapping() {
+    return replication.isPresent() && replication.get().bootstrapGate().bootstrapping();
   }
 
   private HttpResponse versionAndState(TurnOutcome outcome) {

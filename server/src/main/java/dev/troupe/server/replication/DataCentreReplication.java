@@ -4,6 +4,8 @@ import dev.troupe.model.ErrorCode;
 import dev.troupe.model.TroupeException;
 import dev.troupe.model.causal.DataCentreIds;
 import dev.troupe.runtime.Troupe;
+import dev.troupe.runtime.replication.BootstrapGate;
+import dev.troupe.runtime.replication.BootstrapSettings;
 import dev.troupe.runtime.replication.ReplicationSettings;
 import dev.troupe.runtime.replication.ReplicationShell;
 import dev.troupe.storage.ReplicationLog;
@@ -74,11 +76,17 @@ public final class DataCentreReplication implements AutoCloseable {
     return thread;
   });
   private volatile boolean closed;
+  private final BootstrapSettings bootstrapSettings;
+  /** Created before the pullers start: a bootstrapped DC keeps clients out until its tails. */
+  private final BootstrapGate bootstrapGate;
 
   private DataCentreReplication(Troupe troupe, ReplicationServerSettings configured,
       ReplicationServerSettings settings, ReplicationSettings engineSettings,
       ReplicationShell shell) {
     this.troupe = troupe;
+    this.bootstrapSettings =
+        BootstrapSettings.fromConfig(troupe.settings().config().getConfig("troupe"));
+    this.bootstrapGate = BootstrapGate.start(troupe.store(), shell);
     this.configured = configured;
     this.settings = settings;
     this.engineSettings = engineSettings;
@@ -143,6 +151,20 @@ public final class DataCentreReplication implements AutoCloseable {
 
   public ReplicationShell shell() {
     return shell;
+  }
+
+  /** Whether client requests wait for a bootstrap's tails ({@code 503 bootstrapping}). */
+  public BootstrapGate bootstrapGate() {
+    return bootstrapGate;
+  }
+
+  /** The engine's store: a bootstrap image is read from it. */
+  public dev.troupe.storage.Store troupeStore() {
+    return troupe.store();
+  }
+
+  public BootstrapSettings bootstrapSettings() {
+    return bootstrapSettings;
   }
 
   /** The server's replication settings with the current peers (configured and added). */

@@ -7,6 +7,8 @@ package dev.troupe.server.replication;
 public final class ReplicationProtocol {
   /** The endpoint a peer pulls from: {@code GET ?origin=&after=&limit=}. */
   public static final String LOG_PATH = "/v1/replication/log";
+  /** The bootstrap image a DC added to a running set reads ({@code serve --bootstrap-from}). */
+  public static final String BOOTSTRAP_PATH = "/v1/replication/bootstrap";
   /** The pulling DC's name. */
   public static final String DC_HEADER = "Troupe-Dc";
   /** The pulling DC's received vector ({@link VectorText}), which the stable vector is taken over. */

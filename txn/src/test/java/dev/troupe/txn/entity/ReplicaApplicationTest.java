@@ -140,6 +140,37 @@ class ReplicaApplicationTest {
     assertEquals(List.of(batch), TurnCodec.decode(TurnCodec.encode(List.of(batch))));
   }
 
+  /**
+   * On a DC bootstrapped from the origin, the installed marker says which of the origin's own
+   * parts the installed state holds: a part is skipped exactly when its stamp (its journal
+   * record's commit timestamp at the origin) is at or below the marker, also when a transaction
+   * with an earlier transaction timestamp committed later on the entity (PSAC's out-of-order
+   * commits), and the marker of another origin has no say.
+   */
+  @Test
+  void anInstalledStateSkipsExactlyThePartsItContains() {
+    EntityState installed = EntityState.ABSENT.apply(List.of(
+        new Operation.Assign(ReplicaApplication.installedKey(ORIGIN_DC), LongNode.valueOf(500)),
+        new Operation.Increment("hits", 3)), 600, LOCAL_DC);
+    Operation increment = new Operation.Increment("hits", 1);
+    // Contained: its record was at or below the installed version.
+    assertEquals(new TurnEvaluator.Decision.Write(List.of()), TurnEvaluator.evaluate(PRODUCT,
+        type("serial"), installed, replicated(480, 500, increment), 1, LOCAL_DC,
+        TurnLimits.DEFAULTS));
+    // Decided before the installed version but committed on this entity after it: applied.
+    TurnEvaluator.Decision later = TurnEvaluator.evaluate(PRODUCT, type("psac"), installed,
+        replicated(490, 501, increment), 1, LOCAL_DC, TurnLimits.DEFAULTS);
+    assertEquals(new TurnEvaluator.Decision.Write(List.of(
+        new Operation.Assign(MARKER, LongNode.valueOf(490)),
+        new Operation.IncrementReplicated("hits", 1, ORIGIN_DC))), later);
+    // Another origin's parts are decided by their own replication markers only.
+    TurnEvaluator.Decision other = TurnEvaluator.evaluate(PRODUCT, type("serial"), installed,
+        new Turn.ApplyReplicated(ORIGIN_DC + 1, 100, 100, List.of(increment)), 1, LOCAL_DC,
+        TurnLimits.DEFAULTS);
+    assertEquals(2, assertInstanceOf(TurnEvaluator.Decision.Write.class, other)
+        .operations().size());
+  }
+
   @Test
   void noTypeChecksAndNoLimits() {
     // A register write to a key declared as a counter, an undeclared key, more keys than allowed:
