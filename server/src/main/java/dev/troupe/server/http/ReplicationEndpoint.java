@@ -26,6 +26,7 @@ import java.util.function.Supplier;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.Scheduler;
 import org.apache.pekko.http.javadsl.model.ContentTypes;
+import org.apache.pekko.http.javadsl.model.HttpEntities;
 import org.apache.pekko.http.javadsl.model.HttpHeader;
 import org.apache.pekko.http.javadsl.model.HttpRequest;
 import org.apache.pekko.http.javadsl.model.HttpResponse;
@@ -51,11 +52,17 @@ import scala.concurrent.ExecutionContextExecutor;
  * is {@code 400 invalid_request} (or {@code 403 forbidden} for a puller that is not a configured
  * peer) and changes nothing. A node without a DC name answers {@code 404 not_found}.
  *
+ * <p>{@code GET /v1/replication/stream?origin=&after=} with the same headers, checked the same
+ * way: a replication stream ({@link ReplicationStream}), one chunked answer carrying batch after
+ * batch of {@code origin}'s entries after {@code after} as they come into the log, heartbeats
+ * while idle, until {@code troupe.replication.stream-max-millis}.
+ *
  * <p>Concurrency: stateless; the shell is thread-safe. The log read runs on the request's thread
  * (a held poll's re-reads on the actor system's dispatcher): it is one bounded RocksDB iteration.
  */
 final class ReplicationEndpoint {
   private static final Set<String> LOG_PARAMETERS = Set.of("origin", "after", "limit", "wait");
+  private static final Set<String> STREAM_PARAMETERS = Set.of("origin", "after");
 
   private final Optional<DataCentreReplication> replication;
   /** Where held long polls re-read the log. */
@@ -72,6 +79,56 @@ final class ReplicationEndpoint {
   CompletionStage<HttpResponse> log(HttpRequest request) {
     DataCentreReplication node = named();
     ReplicationServerSettings settings = node.settings();
+    Pull pull = pull(node, request, LOG_PARAMETERS, "origin, after, limit and wait");
+    Map<String, String> query = pull.query();
+    int maxEntries = node.engineSettings().pullBatchMaxEntries();
+    int limit = query.containsKey("limit")
+        ? (int) Math.min(number(query.get("limit"), "limit", 1), maxEntries) : maxEntries;
+    long waitMillis = query.containsKey("wait")
+        ? Math.min(number(query.get("wait"), "wait", 0), settings.longPollMaxMillis()) : 0;
+    int puller = pull.puller();
+    DependencyVector received = pull.received();
+    int origin = pull.origin();
+    long after = pull.after();
+    ReplicationBatch batch = node.shell().serve(puller, received, origin, after, limit);
+    if (!batch.entries().isEmpty() || waitMillis == 0) {
+      return CompletableFuture.completedFuture(answer(batch));
+    }
+    CompletableFuture<HttpResponse> answer = new CompletableFuture<>();
+    long deadlineNanos = System.nanoTime() + waitMillis * 1_000_000;
+    recheck(() -> node.shell().serve(puller, received, origin, after, limit), deadlineNanos,
+        settings.longPollCheckIntervalMillis(), answer);
+    return answer;
+  }
+
+  /**
+   * {@code GET /v1/replication/stream}: a replication stream ({@link ReplicationStream}); checked
+   * and reported like {@link #log}, and its first batch read before the answer starts, so a
+   * refusal or a failed store is an error answer, not a broken stream.
+   */
+  HttpResponse stream(HttpRequest request) {
+    DataCentreReplication node = named();
+    Pull pull = pull(node, request, STREAM_PARAMETERS, "origin and after");
+    int maxEntries = node.engineSettings().pullBatchMaxEntries();
+    ReplicationBatch first = node.shell().serve(pull.puller(), pull.received(), pull.origin(),
+        pull.after(), maxEntries);
+    return HttpResponse.create().withStatus(200).withEntity(HttpEntities.createChunked(
+        ContentTypes.APPLICATION_OCTET_STREAM,
+        ReplicationStream.source(node.shell(), pull.origin(), first, maxEntries,
+            node.settings(), scheduler, executor)));
+  }
+
+  /** A pull's checked request: who pulls, what it has, and from which origin after when. */
+  private record Pull(int puller, DependencyVector received, int origin, long after,
+      Map<String, String> query) {}
+
+  /**
+   * Checks what every pull carries (the puller's name and received vector, the parameters, {@code
+   * origin} and {@code after}); anything wrong is a {@link TroupeException} (4xx), nothing read.
+   */
+  private static Pull pull(DataCentreReplication node, HttpRequest request,
+      Set<String> parameters, String parameterNames) {
+    ReplicationServerSettings settings = node.settings();
     String pullerName = header(request, ReplicationProtocol.DC_HEADER);
     if (!DataCentreIds.isValidName(pullerName)) {
       throw TroupeException.invalid(ReplicationProtocol.DC_HEADER + ": '" + pullerName
@@ -87,29 +144,16 @@ final class ReplicationEndpoint {
         ReplicationProtocol.RECEIVED_VECTOR_HEADER);
     Map<String, String> query = request.getUri().query().toMap();
     for (String name : query.keySet()) {
-      if (!LOG_PARAMETERS.contains(name)) {
+      if (!parameters.contains(name)) {
         throw TroupeException.invalid("unknown parameter '" + name
-            + "'; the parameters are origin, after, limit and wait");
+            + "'; the parameters are " + parameterNames);
       }
     }
     String originText = required(query, "origin");
     int origin = settings.idOf(originText).orElseThrow(() -> TroupeException.invalid(
         "origin: '" + originText + "' is neither this data centre nor one of its peers"));
     long after = number(required(query, "after"), "after", 0);
-    int maxEntries = node.engineSettings().pullBatchMaxEntries();
-    int limit = query.containsKey("limit")
-        ? (int) Math.min(number(query.get("limit"), "limit", 1), maxEntries) : maxEntries;
-    long waitMillis = query.containsKey("wait")
-        ? Math.min(number(query.get("wait"), "wait", 0), settings.longPollMaxMillis()) : 0;
-    ReplicationBatch batch = node.shell().serve(puller, received, origin, after, limit);
-    if (!batch.entries().isEmpty() || waitMillis == 0) {
-      return CompletableFuture.completedFuture(answer(batch));
-    }
-    CompletableFuture<HttpResponse> answer = new CompletableFuture<>();
-    long deadlineNanos = System.nanoTime() + waitMillis * 1_000_000;
-    recheck(() -> node.shell().serve(puller, received, origin, after, limit), deadlineNanos,
-        settings.longPollCheckIntervalMillis(), answer);
-    return answer;
+    return new Pull(puller, received, origin, after, query);
   }
 
   /**

@@ -213,13 +213,17 @@ public final class RestApi
         return RequestSupport.completed(readiness());
       }
       case "replication" -> {
-        if (size != 3 || !(path.get(2).equals("log") || path.get(2).equals("status"))) {
+        if (size != 3 || !(path.get(2).equals("log") || path.get(2).equals("stream")
+            || path.get(2).equals("status"))) {
           return support.notFound(request);
         }
         support.requireMethod(request, HttpMethods.GET);
         request.discardEntityBytes(materializer);
-        return path.get(2).equals("log") ? replicationEndpoint.log(request)
-            : RequestSupport.completed(replicationEndpoint.status());
+        return switch (path.get(2)) {
+          case "log" -> replicationEndpoint.log(request);
+          case "stream" -> RequestSupport.completed(replicationEndpoint.stream(request));
+          default -> RequestSupport.completed(replicationEndpoint.status());
+        };
       }
       case "openapi.json" -> {
         if (size != 2) {

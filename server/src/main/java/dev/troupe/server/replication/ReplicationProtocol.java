@@ -7,6 +7,11 @@ package dev.troupe.server.replication;
 public final class ReplicationProtocol {
   /** The endpoint a peer pulls from: {@code GET ?origin=&after=&limit=}. */
   public static final String LOG_PATH = "/v1/replication/log";
+  /**
+   * A replication stream of a peer's log: {@code GET ?origin=&after=}, answered with batch after
+   * batch in one chunked answer.
+   */
+  public static final String STREAM_PATH = "/v1/replication/stream";
   /** The pulling DC's name. */
   public static final String DC_HEADER = "Troupe-Dc";
   /** The pulling DC's received vector ({@link VectorText}), which the stable vector is taken over. */

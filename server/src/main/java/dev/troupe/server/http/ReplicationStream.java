@@ -1,0 +1,107 @@
+package dev.troupe.server.http;
+
+import dev.troupe.model.causal.ReplicationBatch;
+import dev.troupe.model.causal.ReplicationCodec;
+import dev.troupe.runtime.replication.ReplicationShell;
+import dev.troupe.server.replication.ReplicationServerSettings;
+import java.time.Duration;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import org.apache.pekko.NotUsed;
+import org.apache.pekko.actor.typed.Scheduler;
+import org.apache.pekko.japi.Pair;
+import org.apache.pekko.stream.Attributes;
+import org.apache.pekko.stream.javadsl.Source;
+import org.apache.pekko.util.ByteString;
+import scala.concurrent.ExecutionContextExecutor;
+
+/**
+ * The body of {@code GET /v1/replication/stream} (docs/ARCHITECTURE.md, "Replication streams"):
+ * one origin's log pushed to a puller as one chunked HTTP answer, batch after batch, each batch
+ * one {@link ReplicationCodec} frame (self-delimiting: the puller's {@code FrameSplitter} cuts
+ * them back apart whatever the chunking). What the log already holds after the puller's bound
+ * goes first, in batches of at most {@code pull-batch-max-entries}; then the log is re-read every
+ * {@code long-poll-check-interval-millis} while it has nothing new, and a batch leaves as soon as
+ * a read finds entries (a commit travels once it is in the log: no round trip between two
+ * batches, which is what long polls cost under load). While idle, a heartbeat (an empty batch
+ * with a newer bound) leaves every {@code stream-heartbeat-millis}, which advances the origin at
+ * the puller and tells it the link lives. After {@code stream-max-millis} the stream ends; the
+ * puller reopens it from what it received (and reports its received vector anew).
+ *
+ * <p><b>Memory.</b> The source is pulled: a batch is read from the log only when the connection
+ * asks for the next element (Pekko streams' demand), and the stages here buffer one element, so a
+ * slow puller (or a full TCP window) stops the reads instead of queueing batches in this server.
+ *
+ * <p>Each batch's bound is the next read's {@code after}: every entry up to it was in this stream
+ * or before it (the {@link ReplicationBatch} contract), so nothing is skipped or sent twice.
+ */
+final class ReplicationStream {
+  private ReplicationStream() {}
+
+  /** Where the stream stands: the bound already sent, and when the last batch left. */
+  private record Position(long after, long lastSentNanos) {}
+
+  /**
+   * The stream's bytes: {@code first} (read with the puller's report), then the rest as above.
+   */
+  static Source<ByteString, NotUsed> source(ReplicationShell shell, int originDc,
+      ReplicationBatch first, int maxEntries, ReplicationServerSettings settings,
+      Scheduler scheduler, ExecutionContextExecutor executor) {
+    long startedNanos = System.nanoTime();
+    long deadlineNanos = startedNanos + settings.streamMaxMillis() * 1_000_000;
+    Reader reader = new Reader(shell, originDc, maxEntries, deadlineNanos,
+        settings.streamHeartbeatMillis() * 1_000_000,
+        Duration.ofMillis(settings.longPollCheckIntervalMillis()), scheduler, executor);
+    Position start = new Position(first.upToTimestamp(), startedNanos);
+    return Source.single(encode(first))
+        .concat(Source.unfoldAsync(start, reader::next))
+        .addAttributes(Attributes.inputBuffer(1, 1));
+  }
+
+  private static ByteString encode(ReplicationBatch batch) {
+    return ByteString.fromArrayUnsafe(ReplicationCodec.encodeBatch(batch));
+  }
+
+  /** Produces the next batch when asked: at once if the log has one, else when it has. */
+  private record Reader(ReplicationShell shell, int originDc, int maxEntries, long deadlineNanos,
+      long heartbeatNanos, Duration checkInterval, Scheduler scheduler,
+      ExecutionContextExecutor executor) {
+
+    CompletionStage<Optional<Pair<Position, ByteString>>> next(Position position) {
+      CompletableFuture<Optional<Pair<Position, ByteString>>> next = new CompletableFuture<>();
+      check(position, next);
+      return next;
+    }
+
+    /**
+     * Reads the log once: completes {@code next} with a batch that has entries, a heartbeat
+     * that is due, or the end past the deadline; otherwise checks again after the interval. A
+     * failed read (a failed store) fails the stream: the puller sees a broken answer and backs off.
+     */
+    private void check(Position position,
+        CompletableFuture<Optional<Pair<Position, ByteString>>> next) {
+      long nowNanos = System.nanoTime();
+      if (nowNanos - deadlineNanos >= 0) {
+        next.complete(Optional.empty());
+        return;
+      }
+      try {
+        ReplicationBatch batch = shell.serveMore(originDc, position.after(), maxEntries);
+        // A heartbeat leaves even when the bound did not move (a forwarded origin nothing new
+        // arrived of): it is what tells the puller the link lives.
+        boolean heartbeatDue = nowNanos - position.lastSentNanos() >= heartbeatNanos;
+        if (!batch.entries().isEmpty() || heartbeatDue) {
+          Position sent = new Position(Math.max(position.after(), batch.upToTimestamp()),
+              nowNanos);
+          next.complete(Optional.of(Pair.create(sent, encode(batch))));
+          return;
+        }
+      } catch (RuntimeException e) {
+        next.completeExceptionally(e);
+        return;
+      }
+      scheduler.scheduleOnce(checkInterval, () -> check(position, next), executor);
+    }
+  }
+}
