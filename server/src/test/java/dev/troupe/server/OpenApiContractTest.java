@@ -78,6 +78,7 @@ class OpenApiContractTest {
       "GET /v1/dependencies/{id}",
       "DELETE /v1/dependencies/{id}",
       "GET /v1/replication/log",
+      "GET /v1/replication/stream",
       "GET /v1/replication/status");
 
   static final String ACCOUNT_YAML = RestEndToEndTest.ACCOUNT_YAML;
@@ -328,6 +329,7 @@ class OpenApiContractTest {
     // (ReplicationEndpointTest exercises both on a named DC.)
     call("GET", "/v1/replication/status", "/v1/replication/status", null, 404);
     call("GET", "/v1/replication/log", "/v1/replication/log?origin=a&after=0", null, 401);
+    call("GET", "/v1/replication/stream", "/v1/replication/stream?origin=a&after=0", null, 401);
 
     // Deleting an entity.
     call("DELETE", entity, "/v1/entities/Account/bob", null, 200);
