@@ -16,21 +16,20 @@ import dev.troupe.server.replication.ReplicationProtocol;
 import dev.troupe.server.replication.ReplicationPuller;
 import dev.troupe.server.replication.ReplicationServerSettings;
 import dev.troupe.server.replication.VectorText;
-import java.time.Duration;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
-import org.apache.pekko.actor.typed.ActorSystem;
-import org.apache.pekko.actor.typed.Scheduler;
 import org.apache.pekko.http.javadsl.model.ContentTypes;
 import org.apache.pekko.http.javadsl.model.HttpEntities;
 import org.apache.pekko.http.javadsl.model.HttpHeader;
 import org.apache.pekko.http.javadsl.model.HttpRequest;
 import org.apache.pekko.http.javadsl.model.HttpResponse;
-import scala.concurrent.ExecutionContextExecutor;
 
 /**
  * {@code /v1/replication/...}: the log a peer DC pulls, and the replication status a client or
@@ -58,21 +57,17 @@ import scala.concurrent.ExecutionContextExecutor;
  * while idle, until {@code troupe.replication.stream-max-millis}.
  *
  * <p>Concurrency: stateless; the shell is thread-safe. The log read runs on the request's thread
- * (a held poll's re-reads on the actor system's dispatcher): it is one bounded RocksDB iteration.
+ * (a held poll's and an idle stream's re-reads on {@link DataCentreReplication#logChecks}'s
+ * thread): it is one bounded RocksDB iteration.
  */
 final class ReplicationEndpoint {
   private static final Set<String> LOG_PARAMETERS = Set.of("origin", "after", "limit", "wait");
   private static final Set<String> STREAM_PARAMETERS = Set.of("origin", "after");
 
   private final Optional<DataCentreReplication> replication;
-  /** Where held long polls re-read the log. */
-  private final Scheduler scheduler;
-  private final ExecutionContextExecutor executor;
 
-  ReplicationEndpoint(Optional<DataCentreReplication> replication, ActorSystem<?> system) {
+  ReplicationEndpoint(Optional<DataCentreReplication> replication) {
     this.replication = replication;
-    this.scheduler = system.scheduler();
-    this.executor = system.executionContext();
   }
 
   /** {@code GET /v1/replication/log}. */
@@ -97,7 +92,7 @@ final class ReplicationEndpoint {
     CompletableFuture<HttpResponse> answer = new CompletableFuture<>();
     long deadlineNanos = System.nanoTime() + waitMillis * 1_000_000;
     recheck(() -> node.shell().serve(puller, received, origin, after, limit), deadlineNanos,
-        settings.longPollCheckIntervalMillis(), answer);
+        settings.longPollCheckIntervalMillis(), node.logChecks(), answer);
     return answer;
   }
 
@@ -115,7 +110,7 @@ final class ReplicationEndpoint {
     return HttpResponse.create().withStatus(200).withEntity(HttpEntities.createChunked(
         ContentTypes.APPLICATION_OCTET_STREAM,
         ReplicationStream.source(node.shell(), pull.origin(), first, maxEntries,
-            node.settings(), scheduler, executor)));
+            node.settings(), node.logChecks())));
   }
 
   /** A pull's checked request: who pulls, what it has, and from which origin after when. */
@@ -162,19 +157,24 @@ final class ReplicationEndpoint {
    * exceptionally: answered as that error, as an immediate read would have been).
    */
   private void recheck(Supplier<ReplicationBatch> read, long deadlineNanos, long intervalMillis,
-      CompletableFuture<HttpResponse> answer) {
-    scheduler.scheduleOnce(Duration.ofMillis(intervalMillis), () -> {
-      try {
-        ReplicationBatch batch = read.get();
-        if (!batch.entries().isEmpty() || System.nanoTime() >= deadlineNanos) {
-          answer.complete(answer(batch));
-        } else {
-          recheck(read, deadlineNanos, intervalMillis, answer);
+      ScheduledExecutorService checks, CompletableFuture<HttpResponse> answer) {
+    try {
+      checks.schedule(() -> {
+        try {
+          ReplicationBatch batch = read.get();
+          if (!batch.entries().isEmpty() || System.nanoTime() >= deadlineNanos) {
+            answer.complete(answer(batch));
+          } else {
+            recheck(read, deadlineNanos, intervalMillis, checks, answer);
+          }
+        } catch (RuntimeException e) {
+          answer.completeExceptionally(e);
         }
-      } catch (RuntimeException e) {
-        answer.completeExceptionally(e);
-      }
-    }, executor);
+      }, intervalMillis, TimeUnit.MILLISECONDS);
+    } catch (RejectedExecutionException closing) {
+      answer.completeExceptionally(new TroupeException(ErrorCode.UNAVAILABLE,
+          "replication is closing"));
+    }
   }
 
   private static HttpResponse answer(ReplicationBatch batch) {

@@ -4,17 +4,17 @@ import dev.troupe.model.causal.ReplicationBatch;
 import dev.troupe.model.causal.ReplicationCodec;
 import dev.troupe.runtime.replication.ReplicationShell;
 import dev.troupe.server.replication.ReplicationServerSettings;
-import java.time.Duration;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
 import org.apache.pekko.NotUsed;
-import org.apache.pekko.actor.typed.Scheduler;
 import org.apache.pekko.japi.Pair;
 import org.apache.pekko.stream.Attributes;
 import org.apache.pekko.stream.javadsl.Source;
 import org.apache.pekko.util.ByteString;
-import scala.concurrent.ExecutionContextExecutor;
 
 /**
  * The body of {@code GET /v1/replication/stream} (docs/ARCHITECTURE.md, "Replication streams"):
@@ -22,7 +22,8 @@ import scala.concurrent.ExecutionContextExecutor;
  * one {@link ReplicationCodec} frame (self-delimiting: the puller's {@code FrameSplitter} cuts
  * them back apart whatever the chunking). What the log already holds after the puller's bound
  * goes first, in batches of at most {@code pull-batch-max-entries}; then the log is re-read every
- * {@code long-poll-check-interval-millis} while it has nothing new, and a batch leaves as soon as
+ * {@code long-poll-check-interval-millis} while it has nothing new (on {@link
+ * dev.troupe.server.replication.DataCentreReplication#logChecks}'s thread), and a batch leaves as soon as
  * a read finds entries (a commit travels once it is in the log: no round trip between two
  * batches, which is what long polls cost under load). While idle, a heartbeat (an empty batch
  * with a newer bound) leaves every {@code stream-heartbeat-millis}, which advances the origin at
@@ -47,12 +48,12 @@ final class ReplicationStream {
    */
   static Source<ByteString, NotUsed> source(ReplicationShell shell, int originDc,
       ReplicationBatch first, int maxEntries, ReplicationServerSettings settings,
-      Scheduler scheduler, ExecutionContextExecutor executor) {
+      ScheduledExecutorService checks) {
     long startedNanos = System.nanoTime();
     long deadlineNanos = startedNanos + settings.streamMaxMillis() * 1_000_000;
     Reader reader = new Reader(shell, originDc, maxEntries, deadlineNanos,
         settings.streamHeartbeatMillis() * 1_000_000,
-        Duration.ofMillis(settings.longPollCheckIntervalMillis()), scheduler, executor);
+        settings.longPollCheckIntervalMillis(), checks);
     Position start = new Position(first.upToTimestamp(), startedNanos);
     return Source.single(encode(first))
         .concat(Source.unfoldAsync(start, reader::next))
@@ -65,8 +66,7 @@ final class ReplicationStream {
 
   /** Produces the next batch when asked: at once if the log has one, else when it has. */
   private record Reader(ReplicationShell shell, int originDc, int maxEntries, long deadlineNanos,
-      long heartbeatNanos, Duration checkInterval, Scheduler scheduler,
-      ExecutionContextExecutor executor) {
+      long heartbeatNanos, long checkIntervalMillis, ScheduledExecutorService checks) {
 
     CompletionStage<Optional<Pair<Position, ByteString>>> next(Position position) {
       CompletableFuture<Optional<Pair<Position, ByteString>>> next = new CompletableFuture<>();
@@ -101,7 +101,11 @@ final class ReplicationStream {
         next.completeExceptionally(e);
         return;
       }
-      scheduler.scheduleOnce(checkInterval, () -> check(position, next), executor);
+      try {
+        checks.schedule(() -> check(position, next), checkIntervalMillis, TimeUnit.MILLISECONDS);
+      } catch (RejectedExecutionException closing) {
+        next.completeExceptionally(closing);
+      }
     }
   }
 }

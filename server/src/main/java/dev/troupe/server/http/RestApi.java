@@ -84,7 +84,7 @@ public final class RestApi
             node.settings().allowUnauthenticated()))
         .orElse(Authorization.PeerAccess.NONE));
     this.causalTokens = new CausalTokens(replication, settings, materializer);
-    this.replicationEndpoint = new ReplicationEndpoint(replication, troupe.actorSystem());
+    this.replicationEndpoint = new ReplicationEndpoint(replication);
     this.homeForwarding =
         new HomeForwarding(replication, settings, materializer, troupe.actorSystem());
     this.metrics = new PrometheusMetrics(troupe, requests, admission, replication);

@@ -5,6 +5,8 @@ import dev.troupe.runtime.replication.ReplicationSettings;
 import dev.troupe.runtime.replication.ReplicationShell;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
 
 /**
  * A named DC's replication as the server runs it: the runtime's {@link ReplicationShell} (the
@@ -20,6 +22,18 @@ public final class DataCentreReplication implements AutoCloseable {
   private final ReplicationSettings engineSettings;
   private final ReplicationShell shell;
   private final List<ReplicationPuller> pullers;
+  /**
+   * Where held long polls and idle replication streams re-read the log every {@code
+   * long-poll-check-interval-millis}: a thread of its own, because Pekko's scheduler fires at its
+   * tick (10 ms by default), which would make a 2 ms re-read a 10 ms one and add its wait to
+   * every commit's way to the peers. The re-reads are short (an empty RocksDB range, mostly).
+   */
+  private final ScheduledExecutorService logChecks = Executors.newSingleThreadScheduledExecutor(
+      runnable -> {
+        Thread thread = new Thread(runnable, "troupe-replication-log-checks");
+        thread.setDaemon(true);
+        return thread;
+      });
 
   private DataCentreReplication(ReplicationServerSettings settings,
       ReplicationSettings engineSettings, ReplicationShell shell, List<ReplicationPuller> pullers) {
@@ -69,6 +83,11 @@ public final class DataCentreReplication implements AutoCloseable {
     return engineSettings;
   }
 
+  /** Where re-reads of the log for waiting peers are scheduled (see the field). */
+  public ScheduledExecutorService logChecks() {
+    return logChecks;
+  }
+
   /** One puller per peer, in the configured order. */
   public List<ReplicationPuller> pullers() {
     return pullers;
@@ -77,6 +96,8 @@ public final class DataCentreReplication implements AutoCloseable {
   @Override
   public void close() {
     pullers.forEach(ReplicationPuller::close);
+    // Streams and polls still waiting end with a failed read of a closed shell, or its client.
+    logChecks.shutdownNow();
     shell.close();
   }
 }
