@@ -109,7 +109,7 @@ final class ReplicationEndpoint {
         pull.after(), maxEntries);
     return HttpResponse.create().withStatus(200).withEntity(HttpEntities.createChunked(
         ContentTypes.APPLICATION_OCTET_STREAM,
-        ReplicationStream.source(node.shell(), pull.origin(), first, maxEntries,
+        ReplicationStream.source(node.shell(), pull.origin(), pull.after(), first, maxEntries,
             node.settings(), node.logChecks())));
   }
 

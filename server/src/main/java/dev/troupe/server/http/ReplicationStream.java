@@ -4,6 +4,8 @@ import dev.troupe.model.causal.ReplicationBatch;
 import dev.troupe.model.causal.ReplicationCodec;
 import dev.troupe.runtime.replication.ReplicationShell;
 import dev.troupe.server.replication.ReplicationServerSettings;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
@@ -23,8 +25,8 @@ import org.apache.pekko.util.ByteString;
  * them back apart whatever the chunking). What the log already holds after the puller's bound
  * goes first, in batches of at most {@code pull-batch-max-entries}; then the log is re-read every
  * {@code long-poll-check-interval-millis} while it has nothing new (on {@link
- * dev.troupe.server.replication.DataCentreReplication#logChecks}'s thread), and a batch leaves as soon as
- * a read finds entries (a commit travels once it is in the log: no round trip between two
+ * dev.troupe.server.replication.DataCentreReplication#logChecks}'s thread), and a batch leaves as
+ * soon as a read finds entries (a commit travels once it is in the log: no round trip between two
  * batches, which is what long polls cost under load). While idle, a heartbeat (an empty batch
  * with a newer bound) leaves every {@code stream-heartbeat-millis}, which advances the origin at
  * the puller and tells it the link lives. After {@code stream-max-millis} the stream ends; the
@@ -38,6 +40,9 @@ import org.apache.pekko.util.ByteString;
  * or before it (the {@link ReplicationBatch} contract), so nothing is skipped or sent twice.
  */
 final class ReplicationStream {
+  /** The largest chunk of the answer: a quarter of Pekko HTTP's default client limit. */
+  static final int CHUNK_BYTES = 256 * 1024;
+
   private ReplicationStream() {}
 
   /** Where the stream stands: the bound already sent, and when the last batch left. */
@@ -47,21 +52,41 @@ final class ReplicationStream {
    * The stream's bytes: {@code first} (read with the puller's report), then the rest as above.
    */
   static Source<ByteString, NotUsed> source(ReplicationShell shell, int originDc,
-      ReplicationBatch first, int maxEntries, ReplicationServerSettings settings,
+      long afterTimestamp, ReplicationBatch first, int maxEntries,
+      ReplicationServerSettings settings,
       ScheduledExecutorService checks) {
     long startedNanos = System.nanoTime();
     long deadlineNanos = startedNanos + settings.streamMaxMillis() * 1_000_000;
     Reader reader = new Reader(shell, originDc, maxEntries, deadlineNanos,
         settings.streamHeartbeatMillis() * 1_000_000,
         settings.longPollCheckIntervalMillis(), checks);
-    Position start = new Position(first.upToTimestamp(), startedNanos);
+    // A bound below the puller's (a forwarded origin this DC has less of) must not send it back
+    // what it has.
+    Position start = new Position(Math.max(afterTimestamp, first.upToTimestamp()), startedNanos);
     return Source.single(encode(first))
         .concat(Source.unfoldAsync(start, reader::next))
+        .mapConcat(ReplicationStream::chunks)
         .addAttributes(Attributes.inputBuffer(1, 1));
   }
 
   private static ByteString encode(ReplicationBatch batch) {
     return ByteString.fromArrayUnsafe(ReplicationCodec.encodeBatch(batch));
+  }
+
+  /**
+   * A batch's frame in chunks of at most {@link #CHUNK_BYTES} (slices, not copies): an HTTP client
+   * refuses chunks above its limit (Pekko HTTP's {@code max-chunk-size}, 1 MiB by default), and a
+   * batch of large transactions can be bigger. The puller's frame splitter joins them again.
+   */
+  static List<ByteString> chunks(ByteString frame) {
+    if (frame.size() <= CHUNK_BYTES) {
+      return List.of(frame);
+    }
+    List<ByteString> chunks = new ArrayList<>(frame.size() / CHUNK_BYTES + 1);
+    for (int at = 0; at < frame.size(); at += CHUNK_BYTES) {
+      chunks.add(frame.slice(at, Math.min(frame.size(), at + CHUNK_BYTES)));
+    }
+    return chunks;
   }
 
   /** Produces the next batch when asked: at once if the log has one, else when it has. */

@@ -59,15 +59,16 @@ import org.slf4j.LoggerFactory;
  * <p>Failures: an unreachable or partitioned peer, a timeout ({@code pull-timeout-millis}), an
  * answer other than 200 (a refusal, an overloaded peer) and bytes that do not decode all end the
  * round (or the stream: also a stream silent for {@code pull-timeout-millis}, a frame that does
- * not decode, an answer cut inside a frame) the same way: counted, reported to the shell ({@link ReplicationShell#linkFailed}, which
- * may then pull that peer's entries from another peer), and followed by a wait that starts at
- * {@code pull-backoff-initial-millis} and doubles per consecutive failure up to {@code
- * pull-backoff-max-millis}. Nothing a failed pull brought is kept but what was already durable, and
- * pulls restart from the received vector, so a failure loses nothing and duplicates are harmless.
+ * not decode, an answer cut inside a frame) the same way: counted, reported to the shell ({@link
+ * ReplicationShell#linkFailed}, which may then pull that peer's entries from another peer), and
+ * followed by a wait that starts at {@code pull-backoff-initial-millis} and doubles per
+ * consecutive failure up to {@code pull-backoff-max-millis}. Nothing a failed pull brought is kept
+ * but what was already durable, and pulls restart from the received vector, so a failure loses
+ * nothing and duplicates are harmless.
  *
- * <p>Concurrency: at most one round and one stream in flight per peer; their steps run on Pekko's threads (the HTTP
- * client's completions, the store's) and the scheduler's. {@link #close} stops scheduling and
- * ends the stream; a round in flight ends by itself.
+ * <p>Concurrency: at most one round and one stream in flight per peer; their steps run on Pekko's
+ * threads (the HTTP client's completions, the store's) and the scheduler's. {@link #close} stops
+ * scheduling and ends the stream; a round in flight ends by itself.
  */
 public final class ReplicationPuller implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(ReplicationPuller.class);
