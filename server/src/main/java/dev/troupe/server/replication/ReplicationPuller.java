@@ -51,7 +51,8 @@ import org.slf4j.LoggerFactory;
  * after the peer answered waits for that answer to travel, the next request to travel and its
  * answer: a round trip more than half of one. A stream has no such gap. The stream's bytes are cut
  * into frames ({@link FrameSplitter}), each decoded and handed to the shell in order, the next only
- * once the previous is durable (so Pekko's backpressure holds the peer while this DC writes);
+ * once the previous is durable (batches that arrived meanwhile joined into one, up to {@code
+ * pull-batch-max-entries} entries) (so Pekko's backpressure holds the peer while this DC writes);
  * it starts from the received entry the shell plans ({@link ReplicationShell#pullsFrom}) and is
  * reopened at once when the peer ends it ({@code stream-max-millis}). Other origins forwarded
  * through the peer are still pulled in rounds, without long polls.
@@ -248,6 +249,11 @@ public final class ReplicationPuller implements AutoCloseable {
             .viaMat(KillSwitches.single(), Keep.right())
             .mapConcat(chunk -> splitter.offer(chunk.toArray()))
             .map(frame -> batchOf(pull, ReplicationCodec.decodeBatch(frame)))
+            // Batches that arrive while the previous one is being made durable are joined (up to
+            // a batch's worth of entries): one synced write for them all, not one each.
+            .batchWeighted(maxEntries, batch -> (long) Math.max(1, batch.entries().size()),
+                Joined::new, Joined::add)
+            .map(Joined::batch)
             .mapAsync(1, batch -> {
               statistics.pulled(batch.entries().size());
               return shell.received(peer.id(), batch).thenApply(durable -> batch);
@@ -261,6 +267,32 @@ public final class ReplicationPuller implements AutoCloseable {
     }
     // An answer that ends inside a frame was cut (the peer's server broke off mid-batch).
     return running.second().toCompletableFuture().thenRun(splitter::finish);
+  }
+
+  /**
+   * Consecutive batches of one stream joined into one: each starts where the previous one's bound
+   * ends, so their entries in order and the last bound make one batch that keeps the contract.
+   */
+  private static final class Joined {
+    private final int originDc;
+    private final List<dev.troupe.model.causal.ReplicationEntry> entries;
+    private long upToTimestamp;
+
+    Joined(ReplicationBatch first) {
+      originDc = first.originDc();
+      entries = new ArrayList<>(first.entries());
+      upToTimestamp = first.upToTimestamp();
+    }
+
+    Joined add(ReplicationBatch next) {
+      entries.addAll(next.entries());
+      upToTimestamp = Math.max(upToTimestamp, next.upToTimestamp());
+      return this;
+    }
+
+    ReplicationBatch batch() {
+      return new ReplicationBatch(originDc, entries, upToTimestamp);
+    }
   }
 
   private void scheduleStream(long delayMillis) {
