@@ -79,6 +79,7 @@ class OpenApiContractTest {
       "DELETE /v1/dependencies/{id}",
       "GET /v1/replication/bootstrap",
       "GET /v1/replication/log",
+      "GET /v1/replication/stream",
       "GET /v1/replication/status",
       "GET /v1/replication/peers",
       "POST /v1/replication/peers",
@@ -332,6 +333,7 @@ class OpenApiContractTest {
     // (ReplicationEndpointTest exercises both on a named DC.)
     call("GET", "/v1/replication/status", "/v1/replication/status", null, 404);
     call("GET", "/v1/replication/log", "/v1/replication/log?origin=a&after=0", null, 401);
+    call("GET", "/v1/replication/stream", "/v1/replication/stream?origin=a&after=0", null, 401);
     call("GET", "/v1/replication/bootstrap", "/v1/replication/bootstrap", null, 401);
     // And no peers to list or change (ReplicationPeersTest exercises them on a named DC).
     call("GET", "/v1/replication/peers", "/v1/replication/peers", null, 404);

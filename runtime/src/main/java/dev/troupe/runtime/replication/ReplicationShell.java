@@ -338,6 +338,16 @@ public final class ReplicationShell implements AutoCloseable {
     return replicationLog.read(originDc, afterTimestamp, limit);
   }
 
+  /**
+   * Like {@link #serve} without the puller's report: the later batches of a replication stream,
+   * whose puller reported its received vector when it opened the stream (with {@link #serve}).
+   * Takes no lock: an idle stream re-reads the log every few milliseconds.
+   */
+  public ReplicationBatch serveMore(int originDc, long afterTimestamp, int maxEntries) {
+    int limit = Math.max(1, Math.min(maxEntries, settings.pullBatchMaxEntries()));
+    return replicationLog.read(originDc, afterTimestamp, limit);
+  }
+
   /** The pulls to make from {@code peerDc} now (its own entries, and others' while forwarding). */
   public synchronized List<PullRequest> pullsFrom(int peerDc, long nowMillis) {
     return core.pullsFrom(peerDc, nowMillis);

@@ -31,9 +31,10 @@ import java.util.Set;
  * valid token. A path no route knows needs {@code read} for GET and HEAD and {@code write}
  * otherwise, so that probing unknown paths takes a token too.
  *
- * <p>Peers: {@code /v1/replication/log} (another data centre pulling this one's replication log)
- * and {@code /v1/replication/bootstrap} (a data centre added to the set reading this one's
- * bootstrap image) take no client token and no client token opens it: it needs the replication secret all DCs share
+ * <p>Peers: {@code /v1/replication/log} and {@code /v1/replication/stream} (another data centre
+ * pulling this one's replication log) and {@code /v1/replication/bootstrap} (a data centre added
+ * to the set reading this one's bootstrap image) take no client token and no client token opens
+ * them: they need the replication secret all DCs share
  * ({@link PeerAccess}), as {@code Bearer <secret>}, compared in constant time the same way. Without
  * a secret it is refused, unless {@code troupe.replication.allow-unauthenticated} (tests only).
  *
@@ -171,6 +172,7 @@ public final class Authorization {
       return new Requirement.AnyToken();
     }
     if (path.equals("/v1/replication/log") || path.startsWith("/v1/replication/log/")
+        || path.equals("/v1/replication/stream") || path.startsWith("/v1/replication/stream/")
         || path.equals("/v1/replication/bootstrap")
         || path.startsWith("/v1/replication/bootstrap/")) {
       return new Requirement.PeerSecret();

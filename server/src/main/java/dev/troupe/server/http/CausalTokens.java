@@ -87,7 +87,8 @@ final class CausalTokens {
   /** Whether a request to {@code path} waits for its token: every client route. */
   static boolean honoured(String path) {
     return !(path.equals("/metrics") || path.equals("/v1/health") || path.startsWith("/v1/health/")
-        || path.equals(ReplicationProtocol.LOG_PATH));
+        || path.equals(ReplicationProtocol.LOG_PATH)
+        || path.equals(ReplicationProtocol.STREAM_PATH));
   }
 
   /**

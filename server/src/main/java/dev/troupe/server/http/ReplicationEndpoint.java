@@ -18,15 +18,15 @@ import dev.troupe.server.replication.ReplicationProtocol;
 import dev.troupe.server.replication.ReplicationPuller;
 import dev.troupe.server.replication.ReplicationServerSettings;
 import dev.troupe.server.replication.VectorText;
-import java.time.Duration;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
-import org.apache.pekko.actor.typed.ActorSystem;
-import org.apache.pekko.actor.typed.Scheduler;
 import org.apache.pekko.http.javadsl.model.ContentTypes;
 import org.apache.pekko.http.javadsl.model.HttpEntities;
 import org.apache.pekko.http.javadsl.model.HttpHeader;
@@ -34,7 +34,6 @@ import org.apache.pekko.http.javadsl.model.HttpRequest;
 import org.apache.pekko.http.javadsl.model.HttpResponse;
 import org.apache.pekko.stream.javadsl.Source;
 import org.apache.pekko.util.ByteString;
-import scala.concurrent.ExecutionContextExecutor;
 
 /**
  * {@code /v1/replication/...}: the log a peer DC pulls, and the replication status a client or
@@ -58,26 +57,78 @@ import scala.concurrent.ExecutionContextExecutor;
  * is {@code 400 invalid_request} (or {@code 403 forbidden} for a puller that is not a configured
  * peer) and changes nothing. A node without a DC name answers {@code 404 not_found}.
  *
+ * <p>{@code GET /v1/replication/stream?origin=&after=} with the same headers, checked the same
+ * way: a replication stream ({@link ReplicationStream}), one chunked answer carrying batch after
+ * batch of {@code origin}'s entries after {@code after} as they come into the log, heartbeats
+ * while idle, until {@code troupe.replication.stream-max-millis}.
+ *
  * <p>Concurrency: stateless; the shell is thread-safe. The log read runs on the request's thread
- * (a held poll's re-reads on the actor system's dispatcher): it is one bounded RocksDB iteration.
+ * (a held poll's and an idle stream's re-reads on {@link DataCentreReplication#logChecks}'s
+ * thread): it is one bounded RocksDB iteration.
  */
 final class ReplicationEndpoint {
   private static final Set<String> LOG_PARAMETERS = Set.of("origin", "after", "limit", "wait");
+  private static final Set<String> STREAM_PARAMETERS = Set.of("origin", "after");
 
   private final Optional<DataCentreReplication> replication;
-  /** Where held long polls re-read the log. */
-  private final Scheduler scheduler;
-  private final ExecutionContextExecutor executor;
 
-  ReplicationEndpoint(Optional<DataCentreReplication> replication, ActorSystem<?> system) {
+  ReplicationEndpoint(Optional<DataCentreReplication> replication) {
     this.replication = replication;
-    this.scheduler = system.scheduler();
-    this.executor = system.executionContext();
   }
 
   /** {@code GET /v1/replication/log}. */
   CompletionStage<HttpResponse> log(HttpRequest request) {
     DataCentreReplication node = named();
+    ReplicationServerSettings settings = node.settings();
+    Pull pull = pull(node, request, LOG_PARAMETERS, "origin, after, limit and wait");
+    Map<String, String> query = pull.query();
+    int maxEntries = node.engineSettings().pullBatchMaxEntries();
+    int limit = query.containsKey("limit")
+        ? (int) Math.min(number(query.get("limit"), "limit", 1), maxEntries) : maxEntries;
+    long waitMillis = query.containsKey("wait")
+        ? Math.min(number(query.get("wait"), "wait", 0), settings.longPollMaxMillis()) : 0;
+    int puller = pull.puller();
+    DependencyVector received = pull.received();
+    int origin = pull.origin();
+    long after = pull.after();
+    ReplicationBatch batch = node.shell().serve(puller, received, origin, after, limit);
+    if (!batch.entries().isEmpty() || waitMillis == 0) {
+      return CompletableFuture.completedFuture(answer(batch));
+    }
+    CompletableFuture<HttpResponse> answer = new CompletableFuture<>();
+    long deadlineNanos = System.nanoTime() + waitMillis * 1_000_000;
+    recheck(() -> node.shell().serve(puller, received, origin, after, limit), deadlineNanos,
+        settings.longPollCheckIntervalMillis(), node.logChecks(), answer);
+    return answer;
+  }
+
+  /**
+   * {@code GET /v1/replication/stream}: a replication stream ({@link ReplicationStream}); checked
+   * and reported like {@link #log}, and its first batch read before the answer starts, so a
+   * refusal or a failed store is an error answer, not a broken stream.
+   */
+  HttpResponse stream(HttpRequest request) {
+    DataCentreReplication node = named();
+    Pull pull = pull(node, request, STREAM_PARAMETERS, "origin and after");
+    int maxEntries = node.engineSettings().pullBatchMaxEntries();
+    ReplicationBatch first = node.shell().serve(pull.puller(), pull.received(), pull.origin(),
+        pull.after(), maxEntries);
+    return HttpResponse.create().withStatus(200).withEntity(HttpEntities.createChunked(
+        ContentTypes.APPLICATION_OCTET_STREAM,
+        ReplicationStream.source(node.shell(), pull.origin(), pull.after(), first, maxEntries,
+            node.settings(), node.logChecks())));
+  }
+
+  /** A pull's checked request: who pulls, what it has, and from which origin after when. */
+  private record Pull(int puller, DependencyVector received, int origin, long after,
+      Map<String, String> query) {}
+
+  /**
+   * Checks what every pull carries (the puller's name and received vector, the parameters, {@code
+   * origin} and {@code after}); anything wrong is a {@link TroupeException} (4xx), nothing read.
+   */
+  private static Pull pull(DataCentreReplication node, HttpRequest request,
+      Set<String> parameters, String parameterNames) {
     ReplicationServerSettings settings = node.settings();
     String pullerName = header(request, ReplicationProtocol.DC_HEADER);
     if (!DataCentreIds.isValidName(pullerName)) {
@@ -94,29 +145,16 @@ final class ReplicationEndpoint {
         ReplicationProtocol.RECEIVED_VECTOR_HEADER);
     Map<String, String> query = request.getUri().query().toMap();
     for (String name : query.keySet()) {
-      if (!LOG_PARAMETERS.contains(name)) {
+      if (!parameters.contains(name)) {
         throw TroupeException.invalid("unknown parameter '" + name
-            + "'; the parameters are origin, after, limit and wait");
+            + "'; the parameters are " + parameterNames);
       }
     }
     String originText = required(query, "origin");
     int origin = settings.idOf(originText).orElseThrow(() -> TroupeException.invalid(
         "origin: '" + originText + "' is neither this data centre nor one of its peers"));
     long after = number(required(query, "after"), "after", 0);
-    int maxEntries = node.engineSettings().pullBatchMaxEntries();
-    int limit = query.containsKey("limit")
-        ? (int) Math.min(number(query.get("limit"), "limit", 1), maxEntries) : maxEntries;
-    long waitMillis = query.containsKey("wait")
-        ? Math.min(number(query.get("wait"), "wait", 0), settings.longPollMaxMillis()) : 0;
-    ReplicationBatch batch = node.shell().serve(puller, received, origin, after, limit);
-    if (!batch.entries().isEmpty() || waitMillis == 0) {
-      return CompletableFuture.completedFuture(answer(batch));
-    }
-    CompletableFuture<HttpResponse> answer = new CompletableFuture<>();
-    long deadlineNanos = System.nanoTime() + waitMillis * 1_000_000;
-    recheck(() -> node.shell().serve(puller, received, origin, after, limit), deadlineNanos,
-        settings.longPollCheckIntervalMillis(), answer);
-    return answer;
+    return new Pull(puller, received, origin, after, query);
   }
 
   /**
@@ -160,19 +198,24 @@ final class ReplicationEndpoint {
    * exceptionally: answered as that error, as an immediate read would have been).
    */
   private void recheck(Supplier<ReplicationBatch> read, long deadlineNanos, long intervalMillis,
-      CompletableFuture<HttpResponse> answer) {
-    scheduler.scheduleOnce(Duration.ofMillis(intervalMillis), () -> {
-      try {
-        ReplicationBatch batch = read.get();
-        if (!batch.entries().isEmpty() || System.nanoTime() >= deadlineNanos) {
-          answer.complete(answer(batch));
-        } else {
-          recheck(read, deadlineNanos, intervalMillis, answer);
+      ScheduledExecutorService checks, CompletableFuture<HttpResponse> answer) {
+    try {
+      checks.schedule(() -> {
+        try {
+          ReplicationBatch batch = read.get();
+          if (!batch.entries().isEmpty() || System.nanoTime() >= deadlineNanos) {
+            answer.complete(answer(batch));
+          } else {
+            recheck(read, deadlineNanos, intervalMillis, checks, answer);
+          }
+        } catch (RuntimeException e) {
+          answer.completeExceptionally(e);
         }
-      } catch (RuntimeException e) {
-        answer.completeExceptionally(e);
-      }
-    }, executor);
+      }, intervalMillis, TimeUnit.MILLISECONDS);
+    } catch (RejectedExecutionException closing) {
+      answer.completeExceptionally(new TroupeException(ErrorCode.UNAVAILABLE,
+          "replication is closing"));
+    }
   }
 
   private static HttpResponse answer(ReplicationBatch batch) {

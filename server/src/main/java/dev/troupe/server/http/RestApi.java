@@ -85,7 +85,7 @@ public final class RestApi
             node.settings().allowUnauthenticated()))
         .orElse(Authorization.PeerAccess.NONE));
     this.causalTokens = new CausalTokens(replication, settings, materializer);
-    this.replicationEndpoint = new ReplicationEndpoint(replication, troupe.actorSystem());
+    this.replicationEndpoint = new ReplicationEndpoint(replication);
     this.replication = replication;
     this.homeForwarding =
         new HomeForwarding(replication, settings, materializer, troupe.actorSystem());
@@ -228,17 +228,18 @@ public final class RestApi
         if (size >= 3 && path.get(2).equals("peers")) {
           return peersRoute(request, path);
         }
-        if (size != 3 || !(path.get(2).equals("log") || path.get(2).equals("status")
-            || path.get(2).equals("bootstrap"))) {
+        if (size != 3 || !(path.get(2).equals("log") || path.get(2).equals("stream")
+            || path.get(2).equals("status") || path.get(2).equals("bootstrap"))) {
           return support.notFound(request);
         }
         support.requireMethod(request, HttpMethods.GET);
         request.discardEntityBytes(materializer);
-        if (path.get(2).equals("bootstrap")) {
-          return RequestSupport.completed(replicationEndpoint.bootstrap(request));
-        }
-        return path.get(2).equals("log") ? replicationEndpoint.log(request)
-            : RequestSupport.completed(replicationEndpoint.status());
+        return switch (path.get(2)) {
+          case "log" -> replicationEndpoint.log(request);
+          case "stream" -> RequestSupport.completed(replicationEndpoint.stream(request));
+          case "bootstrap" -> RequestSupport.completed(replicationEndpoint.bootstrap(request));
+          default -> RequestSupport.completed(replicationEndpoint.status());
+        };
       }
       case "openapi.json" -> {
         if (size != 2) {

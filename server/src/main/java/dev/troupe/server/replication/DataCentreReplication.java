@@ -21,6 +21,7 @@ import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -79,6 +80,18 @@ public final class DataCentreReplication implements AutoCloseable {
   private final BootstrapSettings bootstrapSettings;
   /** Created before the pullers start: a bootstrapped DC keeps clients out until its tails. */
   private final BootstrapGate bootstrapGate;
+  /**
+   * Where held long polls and idle replication streams re-read the log every {@code
+   * long-poll-check-interval-millis}: a thread of its own, because Pekko's scheduler fires at its
+   * tick (10 ms by default), which would make a 2 ms re-read a 10 ms one and add its wait to
+   * every commit's way to the peers. The re-reads are short (an empty RocksDB range, mostly).
+   */
+  private final ScheduledExecutorService logChecks = Executors.newSingleThreadScheduledExecutor(
+      runnable -> {
+        Thread thread = new Thread(runnable, "troupe-replication-log-checks");
+        thread.setDaemon(true);
+        return thread;
+      });
 
   private DataCentreReplication(Troupe troupe, ReplicationServerSettings configured,
       ReplicationServerSettings settings, ReplicationSettings engineSettings,
@@ -175,6 +188,11 @@ public final class DataCentreReplication implements AutoCloseable {
   /** The engine's replication settings: batch sizes, the token wait. */
   public ReplicationSettings engineSettings() {
     return engineSettings;
+  }
+
+  /** Where re-reads of the log for waiting peers are scheduled (see the field). */
+  public ScheduledExecutorService logChecks() {
+    return logChecks;
   }
 
   /** One puller per current peer, in the peers' order. */
@@ -346,6 +364,8 @@ public final class DataCentreReplication implements AutoCloseable {
       Thread.currentThread().interrupt();
     }
     pullers.values().forEach(ReplicationPuller::close);
+    // Streams and polls still waiting end with a failed read of a closed shell, or its client.
+    logChecks.shutdownNow();
     shell.close();
   }
 }

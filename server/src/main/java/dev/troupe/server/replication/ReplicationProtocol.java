@@ -9,6 +9,11 @@ public final class ReplicationProtocol {
   public static final String LOG_PATH = "/v1/replication/log";
   /** The bootstrap image a DC added to a running set reads ({@code serve --bootstrap-from}). */
   public static final String BOOTSTRAP_PATH = "/v1/replication/bootstrap";
+  /**
+   * A replication stream of a peer's log: {@code GET ?origin=&after=}, answered with batch after
+   * batch in one chunked answer.
+   */
+  public static final String STREAM_PATH = "/v1/replication/stream";
   /** The pulling DC's name. */
   public static final String DC_HEADER = "Troupe-Dc";
   /** The pulling DC's received vector ({@link VectorText}), which the stable vector is taken over. */

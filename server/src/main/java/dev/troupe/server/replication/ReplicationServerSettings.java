@@ -43,7 +43,15 @@ import java.util.Optional;
  * @param longPollMaxMillis the longest a pull of a peer's own entries is held at the peer while
  *     it has nothing new (the puller asks for this wait, the serving DC caps it at its own); 0: no
  *     long polls
- * @param longPollCheckIntervalMillis how often a held pull re-reads the log
+ * @param longPollCheckIntervalMillis how often a held pull, or an idle replication stream, re-reads
+ *     the log
+ * @param stream whether a puller takes a peer's own entries as a replication stream ({@code GET
+ *     /v1/replication/stream}: the peer pushes each commit as soon as it is in its log) rather than
+ *     by long polls
+ * @param streamHeartbeatMillis how often an idle replication stream carries a heartbeat (served);
+ *     below {@code pullTimeoutMillis}, which is how long a puller waits for a stream's next bytes
+ * @param streamMaxMillis how long a replication stream is served before it ends (the puller
+ *     reopens it at once, reporting its received vector anew)
  * @param forwardTimeoutMillis how long a write forwarded to a strong type's home DC may take,
  *     connection and the whole answer included
  */
@@ -59,6 +67,9 @@ public record ReplicationServerSettings(
     long pullMaxAnswerBytes,
     long longPollMaxMillis,
     long longPollCheckIntervalMillis,
+    boolean stream,
+    long streamHeartbeatMillis,
+    long streamMaxMillis,
     long forwardTimeoutMillis) {
 
   /** Shortest secret accepted: a guessable secret would let anyone read every DC's log. */
@@ -75,8 +86,8 @@ public record ReplicationServerSettings(
   public ReplicationServerSettings withPeers(List<Peer> peers) {
     return new ReplicationServerSettings(dataCentreName, peers, secret, allowUnauthenticated,
         pullIntervalMillis, pullBackoffInitialMillis, pullBackoffMaxMillis, pullTimeoutMillis,
-        pullMaxAnswerBytes, longPollMaxMillis, longPollCheckIntervalMillis,
-        forwardTimeoutMillis);
+        pullMaxAnswerBytes, longPollMaxMillis, longPollCheckIntervalMillis, stream,
+        streamHeartbeatMillis, streamMaxMillis, forwardTimeoutMillis);
   }
 
   /** The peer named {@code name}, if it is one. */
@@ -158,7 +169,25 @@ public record ReplicationServerSettings(
         positive(replication, "pull-max-answer-bytes"),
         longPollMax(replication),
         positive(replication, "long-poll-check-interval-millis"),
+        replication.getBoolean("stream"),
+        streamHeartbeat(replication),
+        positive(replication, "stream-max-millis"),
         positive(replication, "forward-timeout-millis"));
+  }
+
+  /**
+   * {@code stream-heartbeat-millis}: positive and below the pull timeout (a puller takes a stream
+   * silent for that long for a dead link).
+   */
+  private static long streamHeartbeat(Config replication) {
+    long millis = positive(replication, "stream-heartbeat-millis");
+    long timeout = replication.getLong("pull-timeout-millis");
+    if (millis >= timeout) {
+      throw new IllegalArgumentException("troupe.replication.stream-heartbeat-millis (" + millis
+          + ") must be below pull-timeout-millis (" + timeout + "): a puller takes a stream"
+          + " silent for that long for a dead link");
+    }
+    return millis;
   }
 
   /** {@code long-poll-max-millis}: 0 (off) or positive, and below the pull timeout. */

@@ -137,6 +137,10 @@ class AuthorizationTest {
         Authorization.PeerAccess.of(Optional.of(secret), false));
     assertEquals(new Authorization.Requirement.PeerSecret(),
         Authorization.requirement("GET", "/v1/replication/log"));
+    assertEquals(new Authorization.Requirement.PeerSecret(),
+        Authorization.requirement("GET", "/v1/replication/stream"));
+    assertInstanceOf(Decision.Unauthenticated.class,
+        peers.decide("GET", "/v1/replication/stream", Optional.of("Bearer " + READER)));
     assertEquals(new Decision.Allowed(Optional.empty()),
         peers.decide("GET", "/v1/replication/log", Optional.of("Bearer " + secret)));
     assertInstanceOf(Decision.Unauthenticated.class,

@@ -26,7 +26,7 @@ class DataCentrePeersTest {
   private static ReplicationServerSettings lisbon(Optional<String> secret,
       ReplicationServerSettings.Peer... peers) {
     return new ReplicationServerSettings("lisbon", List.of(peers), secret, false, 100, 50, 500,
-        5000, 1 << 20, 0, 2, 5000);
+        5000, 1 << 20, 0, 2, true, 100, 10_000, 5000);
   }
 
   private static final ReplicationServerSettings LISBON =
@@ -86,7 +86,7 @@ class DataCentrePeersTest {
     assertEquals(ErrorCode.CONFLICT, refusal(with, names[1], "http://y:2"));
     ReplicationServerSettings named = new ReplicationServerSettings(names[0], List.of(),
         Optional.of("a-secret-of-sixteen-or-more"), false, 100, 50, 500, 5000, 1 << 20, 0, 2,
-        5000);
+        true, 100, 10_000, 5000);
     assertEquals(ErrorCode.CONFLICT, refusal(named, names[1], "http://y:2"),
         "this DC's own id");
   }
