@@ -719,9 +719,14 @@ public final class ReplicationShell implements AutoCloseable {
    */
   private DependencyVector boundedByDelivery(DependencyVector below) {
     DependencyVector delivered = replicationLog.deliveredVector();
+    // The peers now, runtime additions included (not only the configured ones).
+    Set<Integer> peers = new TreeSet<>();
+    for (String name : peerNames) {
+      peers.add(DataCentreIds.of(name));
+    }
     java.util.TreeMap<Integer, Long> bounded = new java.util.TreeMap<>(below.entries());
     bounded.replaceAll((origin, entry) -> origin == dataCentreId
-        || settings.peerIds().contains(origin) ? Math.min(entry, delivered.get(origin)) : entry);
+        || peers.contains(origin) ? Math.min(entry, delivered.get(origin)) : entry);
     return new DependencyVector(bounded);
   }
 
