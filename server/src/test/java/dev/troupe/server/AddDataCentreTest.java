@@ -49,18 +49,7 @@ class AddDataCentreTest {
       write(cluster.server("a"), "before-a");
       write(cluster.server("b"), "before-b");
 
-      Path secret = data.resolve("c-secret");
-      Files.writeString(secret, SECRET);
-      List<String> arguments = new ArrayList<>(List.of("serve", "--data",
-          data.resolve("c").toString(), "--port", "0", "--dc", "c",
-          "--replication-secret-file", secret.toString(),
-          "--peer", "a=" + cluster.server("a").baseUrl(),
-          "--peer", "b=" + cluster.server("b").baseUrl()));
-      for (String setting : SETTINGS) {
-        arguments.add("--set");
-        arguments.add(setting);
-      }
-      c = ServerProcess.launch(arguments);
+      c = launchNewcomer(cluster, SETTINGS);
       String cUrl = c.baseUrl();
       for (String running : List.of("a", "b")) {
         ServerProcess.Finished added = ServerProcess.run(List.of("peer", "add", "c=" + cUrl,
@@ -132,18 +121,7 @@ class AddDataCentreTest {
         awaitTrue(() -> cluster.send(name, "GET", "/v1/replication/status", null).body()
             .path("logEntries").asLong() == 0, name + "'s log truncated");
       }
-      Path secret = data.resolve("c-secret");
-      Files.writeString(secret, SECRET);
-      List<String> arguments = new ArrayList<>(List.of("serve", "--data",
-          data.resolve("c").toString(), "--port", "0", "--dc", "c",
-          "--replication-secret-file", secret.toString(),
-          "--peer", "a=" + cluster.server("a").baseUrl(),
-          "--peer", "b=" + cluster.server("b").baseUrl()));
-      for (String setting : settings) {
-        arguments.add("--set");
-        arguments.add(setting);
-      }
-      c = ServerProcess.launch(arguments);
+      c = launchNewcomer(cluster, settings);
       ServerProcess newcomer = c;
       for (String running : List.of("a", "b")) {
         assertEquals(0, ServerProcess.run(List.of("peer", "add", "c=" + c.baseUrl(), "--url",
@@ -191,6 +169,25 @@ class AddDataCentreTest {
   }
 
   /** How many DCs have a nonzero entry in a status's stable vector. */
+  /**
+   * Starts the new DC {@code c} (not in the cluster) with {@code settings}, peered with the
+   * cluster's a and b; returns once it listens.
+   */
+  private ServerProcess launchNewcomer(DataCentreCluster cluster, String[] settings) throws Exception {
+    Path secret = data.resolve("c-secret");
+    Files.writeString(secret, SECRET);
+    List<String> arguments = new ArrayList<>(List.of("serve", "--data",
+        data.resolve("c").toString(), "--port", "0", "--dc", "c",
+        "--replication-secret-file", secret.toString(),
+        "--peer", "a=" + cluster.server("a").baseUrl(),
+        "--peer", "b=" + cluster.server("b").baseUrl()));
+    for (String setting : settings) {
+      arguments.add("--set");
+      arguments.add(setting);
+    }
+    return ServerProcess.launch(arguments);
+  }
+
   private static long stableEntries(com.fasterxml.jackson.databind.JsonNode status) {
     long count = 0;
     for (var entry : (Iterable<Map.Entry<String, com.fasterxml.jackson.databind.JsonNode>>)
