@@ -67,9 +67,9 @@ class SimCommandTest {
 
   @Test
   void aBreakageOfTheDataCentresIsReportedWithItsSeed() {
-    String output = run(1, "--dcs", "3", "--seed", "1", "--breakage",
+    String output = run(1, "--dcs", "3", "--seed", "3", "--breakage",
         "SPLIT_MULTI_ENTITY_TRANSACTIONS");
-    assertTrue(output.contains("FAILED: --dcs 3 --seed 1 --breakage"
+    assertTrue(output.contains("FAILED: --dcs 3 --seed 3 --breakage"
         + " SPLIT_MULTI_ENTITY_TRANSACTIONS: atomic visibility"), output);
     assertNotEquals(0, new CommandLine(new SimCommand()).execute("--dcs", "6"));
     assertNotEquals(0, new CommandLine(new SimCommand()).execute("--history", "x"));

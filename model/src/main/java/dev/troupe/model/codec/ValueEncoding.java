@@ -119,10 +119,7 @@ public final class ValueEncoding {
         out.type(REMOVE_ELEMENT);
         out.string(remove.key());
         out.json(remove.element());
-        out.varInt(remove.observedTags().size());
-        for (Tag tag : remove.observedTags()) {
-          writeTag(out, tag);
-        }
+        writeTags(out, remove.observedTags());
       }
       case DeleteEntity delete -> {
         if (delete.observedWrites() == null) {
@@ -237,7 +234,11 @@ public final class ValueEncoding {
   }
 
   /** A varint count, then each tag (in a canonical order, so equal sets have equal bytes). */
-  private static void writeTags(BinaryWriter out, Set<Tag> tags) {
+  /**
+   * Tags in one order everywhere: they are kept in immutable sets whose iteration order changes
+   * from one JVM to the next, and a state or operation must encode to the same bytes everywhere.
+   */
+  private static void writeTags(BinaryWriter out, java.util.Collection<Tag> tags) {
     out.varInt(tags.size());
     tags.stream()
         .sorted(java.util.Comparator.comparingInt(Tag::originDc)
@@ -393,12 +394,10 @@ public final class ValueEncoding {
       case SetValue set -> {
         out.type(SET);
         out.varInt(set.elements().size());
-        for (Map.Entry<String, SetValue.Element> element : set.elements().entrySet()) {
+        for (Map.Entry<String, SetValue.Element> element
+            : new java.util.TreeMap<>(set.elements()).entrySet()) {
           out.string(element.getKey());
-          out.varInt(element.getValue().tags().size());
-          for (Tag tag : element.getValue().tags()) {
-            writeTag(out, tag);
-          }
+          writeTags(out, element.getValue().tags());
         }
       }
       case DependencyTable table -> {
@@ -446,7 +445,9 @@ public final class ValueEncoding {
 
   private static void writeCounterMap(BinaryWriter out, Map<Integer, Long> map) {
     out.varInt(map.size());
-    for (Map.Entry<Integer, Long> entry : map.entrySet()) {
+    // In DC order: the maps are immutable copies whose iteration order changes from one JVM to
+    // the next, and a state must encode to the same bytes everywhere (pinned vectors, checks).
+    for (Map.Entry<Integer, Long> entry : new java.util.TreeMap<>(map).entrySet()) {
       out.varInt(entry.getKey());
       out.signedVarLong(entry.getValue());
     }
