@@ -3,6 +3,7 @@ package dev.troupe.server;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -85,17 +86,10 @@ class AddDataCentreTest {
       awaitTrue(() -> stableEntries(cluster.send("a", "GET", "/v1/replication/status", null)
           .body()) == 3, "a's stable vector covers a, b and c");
     } catch (Throwable failure) {
-      cluster.printLogs(8_000);
-      if (c != null) {
-        String log = c.log();
-        System.out.println("log of c:\n" + log.substring(Math.max(0, log.length() - 8_000)));
-      }
+      printLogs(cluster, c);
       throw failure;
     } finally {
-      if (c != null) {
-        c.kill();
-      }
-      cluster.close();
+      stop(cluster, c);
     }
   }
 
@@ -154,21 +148,32 @@ class AddDataCentreTest {
       awaitVisible(cluster.server("a"), "late-c");
       awaitVisible(cluster.server("b"), "late-c");
     } catch (Throwable failure) {
-      cluster.printLogs(8_000);
-      if (c != null) {
-        String log = c.log();
-        System.out.println("log of c:\n" + log.substring(Math.max(0, log.length() - 8_000)));
-      }
+      printLogs(cluster, c);
       throw failure;
     } finally {
-      if (c != null) {
-        c.kill();
-      }
-      cluster.close();
+      stop(cluster, c);
     }
   }
 
   /** How many DCs have a nonzero entry in a status's stable vector. */
+  /** After a failure: the last lines of every cluster DC's log and of c's, if it started. */
+  private static void printLogs(DataCentreCluster cluster, ServerProcess c) throws IOException {
+    cluster.printLogs(8_000);
+    if (c != null) {
+      String log = c.log();
+      System.out.println("log of c:\n" + log.substring(Math.max(0, log.length() - 8_000)));
+    }
+  }
+
+  /** Kills c, if it started, and closes the cluster. */
+  private static void stop(DataCentreCluster cluster, ServerProcess c)
+      throws InterruptedException {
+    if (c != null) {
+      c.kill();
+    }
+    cluster.close();
+  }
+
   /**
    * Starts the new DC {@code c} (not in the cluster) with {@code settings}, peered with the
    * cluster's a and b; returns once it listens.
