@@ -157,6 +157,23 @@ public sealed interface Operation {
   }
 
   /**
+   * A deletion of the whole entity, local ({@link DeleteEntity}) or from another data centre
+   * ({@link DeleteEntityReplicated}): it touches no single key (the empty string) and deletes the
+   * entity.
+   */
+  sealed interface EntityDeletion extends Operation permits DeleteEntity, DeleteEntityReplicated {
+    @Override
+    default String key() {
+      return "";
+    }
+
+    @Override
+    default boolean deletesEntity() {
+      return true;
+    }
+  }
+
+  /**
    * Deletes the entity: all keys go, the entity no longer exists until written again. Leaves an
    * entity tombstone stamped with the record's commit timestamp and data centre, which every
    * register write and tombstone with an older stamp loses to. The deleting turn's record carries a
@@ -168,7 +185,7 @@ public sealed interface Operation {
    *     the entity existing (add-wins). Null in journals written before it existed: every write
    *     applied when it is (the entity's turns are serial, so that is what the turn observed).
    */
-  record DeleteEntity(Map<Integer, Long> observedWrites) implements Operation {
+  record DeleteEntity(Map<Integer, Long> observedWrites) implements EntityDeletion {
     public DeleteEntity {
       observedWrites = observedWrites == null ? null : Map.copyOf(observedWrites);
     }
@@ -176,16 +193,6 @@ public sealed interface Operation {
     /** A deletion that observed every write applied when it is (journals before the counts). */
     public DeleteEntity() {
       this(null);
-    }
-
-    @Override
-    public String key() {
-      return "";
-    }
-
-    @Override
-    public boolean deletesEntity() {
-      return true;
     }
   }
 
@@ -198,19 +205,9 @@ public sealed interface Operation {
    * say the deleting turn observed, and keep the rest.
    */
   record DeleteEntityReplicated(long timestamp, int originDc, Map<Integer, Long> observedWrites)
-      implements Operation {
+      implements EntityDeletion {
     public DeleteEntityReplicated {
       observedWrites = observedWrites == null ? null : Map.copyOf(observedWrites);
-    }
-
-    @Override
-    public String key() {
-      return "";
-    }
-
-    @Override
-    public boolean deletesEntity() {
-      return true;
     }
   }
 }

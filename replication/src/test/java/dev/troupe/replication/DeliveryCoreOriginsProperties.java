@@ -7,7 +7,6 @@ import dev.troupe.model.EntityId;
 import dev.troupe.model.Json;
 import dev.troupe.model.Operation;
 import dev.troupe.model.causal.DependencyVector;
-import dev.troupe.model.causal.ReplicationBatch;
 import dev.troupe.model.causal.ReplicationEntry;
 import dev.troupe.replication.DeliveryCore.Effect;
 import dev.troupe.replication.DeliveryCore.Input;
@@ -164,19 +163,8 @@ class DeliveryCoreOriginsProperties {
     void answerRead(Effect.Read read) {
       // This DC's log up to its safe timestamp; the peer's as received (ahead of applied).
       long bound = read.originDc() == HERE ? safe : last.get(PEER);
-      List<ReplicationEntry> entries = new ArrayList<>();
-      long upTo = bound;
-      for (ReplicationEntry entry : logs.get(read.originDc())) {
-        if (entry.timestamp() > read.afterTimestamp() && entry.timestamp() <= bound) {
-          if (entries.size() >= read.maxEntries()) {
-            upTo = entries.get(entries.size() - 1).timestamp();
-            break;
-          }
-          entries.add(entry);
-        }
-      }
-      feed(new Input.EntriesRead(new ReplicationBatch(read.originDc(), entries,
-          Math.max(upTo, read.afterTimestamp())), HOMES));
+      feed(new Input.EntriesRead(LogReads.answer(read.originDc(), logs.get(read.originDc()), read,
+          bound), HOMES));
     }
 
     /** The receiving turn: the origin's marker decides, as TurnEvaluator.delivery does. */

@@ -7,7 +7,6 @@ import dev.troupe.model.EntityId;
 import dev.troupe.model.Json;
 import dev.troupe.model.Operation;
 import dev.troupe.model.causal.DependencyVector;
-import dev.troupe.model.causal.ReplicationBatch;
 import dev.troupe.model.causal.ReplicationEntry;
 import dev.troupe.replication.DeliveryCore.Effect;
 import dev.troupe.replication.DeliveryCore.Input;
@@ -139,19 +138,7 @@ class DeliveryCoreProperties {
     void answerRead() {
       Effect.Read read = pendingRead;
       pendingRead = null;
-      List<ReplicationEntry> entries = new ArrayList<>();
-      long upTo = safe;
-      for (ReplicationEntry entry : log) {
-        if (entry.timestamp() > read.afterTimestamp() && entry.timestamp() <= safe) {
-          if (entries.size() >= read.maxEntries()) {
-            upTo = entries.get(entries.size() - 1).timestamp();
-            break;
-          }
-          entries.add(entry);
-        }
-      }
-      feed(new Input.EntriesRead(new ReplicationBatch(DC, entries, Math.max(upTo,
-          read.afterTimestamp()))));
+      feed(new Input.EntriesRead(LogReads.answer(DC, log, read, safe)));
     }
 
     /** The receiving turn: the marker decides, as TurnEvaluator.delivery does. */

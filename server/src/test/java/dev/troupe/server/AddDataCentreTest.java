@@ -3,6 +3,7 @@ package dev.troupe.server;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -49,18 +50,7 @@ class AddDataCentreTest {
       write(cluster.server("a"), "before-a");
       write(cluster.server("b"), "before-b");
 
-      Path secret = data.resolve("c-secret");
-      Files.writeString(secret, SECRET);
-      List<String> arguments = new ArrayList<>(List.of("serve", "--data",
-          data.resolve("c").toString(), "--port", "0", "--dc", "c",
-          "--replication-secret-file", secret.toString(),
-          "--peer", "a=" + cluster.server("a").baseUrl(),
-          "--peer", "b=" + cluster.server("b").baseUrl()));
-      for (String setting : SETTINGS) {
-        arguments.add("--set");
-        arguments.add(setting);
-      }
-      c = ServerProcess.launch(arguments);
+      c = launchNewcomer(cluster, SETTINGS);
       String cUrl = c.baseUrl();
       for (String running : List.of("a", "b")) {
         ServerProcess.Finished added = ServerProcess.run(List.of("peer", "add", "c=" + cUrl,
@@ -96,17 +86,10 @@ class AddDataCentreTest {
       awaitTrue(() -> stableEntries(cluster.send("a", "GET", "/v1/replication/status", null)
           .body()) == 3, "a's stable vector covers a, b and c");
     } catch (Throwable failure) {
-      cluster.printLogs(8_000);
-      if (c != null) {
-        String log = c.log();
-        System.out.println("log of c:\n" + log.substring(Math.max(0, log.length() - 8_000)));
-      }
+      printLogs(cluster, c);
       throw failure;
     } finally {
-      if (c != null) {
-        c.kill();
-      }
-      cluster.close();
+      stop(cluster, c);
     }
   }
 
@@ -132,18 +115,7 @@ class AddDataCentreTest {
         awaitTrue(() -> cluster.send(name, "GET", "/v1/replication/status", null).body()
             .path("logEntries").asLong() == 0, name + "'s log truncated");
       }
-      Path secret = data.resolve("c-secret");
-      Files.writeString(secret, SECRET);
-      List<String> arguments = new ArrayList<>(List.of("serve", "--data",
-          data.resolve("c").toString(), "--port", "0", "--dc", "c",
-          "--replication-secret-file", secret.toString(),
-          "--peer", "a=" + cluster.server("a").baseUrl(),
-          "--peer", "b=" + cluster.server("b").baseUrl()));
-      for (String setting : settings) {
-        arguments.add("--set");
-        arguments.add(setting);
-      }
-      c = ServerProcess.launch(arguments);
+      c = launchNewcomer(cluster, settings);
       ServerProcess newcomer = c;
       for (String running : List.of("a", "b")) {
         assertEquals(0, ServerProcess.run(List.of("peer", "add", "c=" + c.baseUrl(), "--url",
@@ -176,21 +148,51 @@ class AddDataCentreTest {
       awaitVisible(cluster.server("a"), "late-c");
       awaitVisible(cluster.server("b"), "late-c");
     } catch (Throwable failure) {
-      cluster.printLogs(8_000);
-      if (c != null) {
-        String log = c.log();
-        System.out.println("log of c:\n" + log.substring(Math.max(0, log.length() - 8_000)));
-      }
+      printLogs(cluster, c);
       throw failure;
     } finally {
-      if (c != null) {
-        c.kill();
-      }
-      cluster.close();
+      stop(cluster, c);
     }
   }
 
   /** How many DCs have a nonzero entry in a status's stable vector. */
+  /** After a failure: the last lines of every cluster DC's log and of c's, if it started. */
+  private static void printLogs(DataCentreCluster cluster, ServerProcess c) throws IOException {
+    cluster.printLogs(8_000);
+    if (c != null) {
+      String log = c.log();
+      System.out.println("log of c:\n" + log.substring(Math.max(0, log.length() - 8_000)));
+    }
+  }
+
+  /** Kills c, if it started, and closes the cluster. */
+  private static void stop(DataCentreCluster cluster, ServerProcess c)
+      throws InterruptedException {
+    if (c != null) {
+      c.kill();
+    }
+    cluster.close();
+  }
+
+  /**
+   * Starts the new DC {@code c} (not in the cluster) with {@code settings}, peered with the
+   * cluster's a and b; returns once it listens.
+   */
+  private ServerProcess launchNewcomer(DataCentreCluster cluster, String[] settings) throws Exception {
+    Path secret = data.resolve("c-secret");
+    Files.writeString(secret, SECRET);
+    List<String> arguments = new ArrayList<>(List.of("serve", "--data",
+        data.resolve("c").toString(), "--port", "0", "--dc", "c",
+        "--replication-secret-file", secret.toString(),
+        "--peer", "a=" + cluster.server("a").baseUrl(),
+        "--peer", "b=" + cluster.server("b").baseUrl()));
+    for (String setting : settings) {
+      arguments.add("--set");
+      arguments.add(setting);
+    }
+    return ServerProcess.launch(arguments);
+  }
+
   private static long stableEntries(com.fasterxml.jackson.databind.JsonNode status) {
     long count = 0;
     for (var entry : (Iterable<Map.Entry<String, com.fasterxml.jackson.databind.JsonNode>>)

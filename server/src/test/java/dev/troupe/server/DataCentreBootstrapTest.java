@@ -5,14 +5,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.node.ObjectNode;
-import dev.troupe.model.Json;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashSet;
-import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
@@ -217,7 +214,7 @@ class DataCentreBootstrapTest {
           }
         }
       } catch (Exception unreachable) {
-        sleep(50);
+        DataCentreCluster.pause(50);
       }
     }
   }
@@ -252,7 +249,7 @@ class DataCentreBootstrapTest {
         if (answer.status() != 200) {
           return dc + " " + entity + ": " + answer.status() + " " + answer.text();
         }
-        JsonNode state = visible(answer.body().get("state"));
+        JsonNode state = DataCentreCluster.visibleState(answer.body().get("state"));
         if (first == null) {
           first = state;
         } else if (!first.equals(state)) {
@@ -278,25 +275,5 @@ class DataCentreBootstrapTest {
       }
     }
     return null;
-  }
-
-  private static JsonNode visible(JsonNode state) {
-    ObjectNode copy = Json.NODES.objectNode();
-    Iterator<Map.Entry<String, JsonNode>> fields = state.fields();
-    while (fields.hasNext()) {
-      Map.Entry<String, JsonNode> field = fields.next();
-      if (!field.getKey().startsWith("$")) {
-        copy.set(field.getKey(), field.getValue());
-      }
-    }
-    return copy;
-  }
-
-  private static void sleep(long millis) {
-    try {
-      Thread.sleep(millis);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-    }
   }
 }

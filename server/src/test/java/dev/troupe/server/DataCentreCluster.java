@@ -1,10 +1,14 @@
 package dev.troupe.server;
 
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.troupe.model.Json;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -281,6 +285,31 @@ public final class DataCentreCluster implements AutoCloseable {
   /** The header carrying a causal token, or none for a null or empty token. */
   public static Map<String, String> causalToken(String token) {
     return token == null || token.isEmpty() ? Map.of() : Map.of("Troupe-Causal-Token", token);
+  }
+
+  /**
+   * An entity's state without its hidden keys ('$...', e.g. replica markers, which differ per
+   * DC): what must be the same in every DC once they converged.
+   */
+  public static JsonNode visibleState(JsonNode state) {
+    ObjectNode copy = Json.NODES.objectNode();
+    Iterator<Map.Entry<String, JsonNode>> fields = state.fields();
+    while (fields.hasNext()) {
+      Map.Entry<String, JsonNode> field = fields.next();
+      if (!field.getKey().startsWith("$")) {
+        copy.set(field.getKey(), field.getValue());
+      }
+    }
+    return copy;
+  }
+
+  /** A client thread's pause: an interrupt ends it early and stays set for the caller to see. */
+  public static void pause(long millis) {
+    try {
+      Thread.sleep(millis);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
   }
 
   /** Prints the last {@code lastCharacters} of every DC's log, each earlier incarnation's too. */

@@ -5,13 +5,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.troupe.model.Json;
 import dev.troupe.server.replication.VectorText;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -262,7 +260,7 @@ class MultiDataCentreTest {
         }
       } catch (Exception unreachable) {
         // The DC is down (killed): its outcome is unknown, which the checks allow.
-        sleep(50);
+        DataCentreCluster.pause(50);
       }
     }
   }
@@ -287,7 +285,7 @@ class MultiDataCentreTest {
         }
         long seen = read.status() == 404 ? 0 : read.body().path("value").asLong();
         if (read.status() != 200 && read.status() != 404) {
-          sleep(50);
+          DataCentreCluster.pause(50);
           continue;
         }
         if (seen < lastWritten) {
@@ -311,7 +309,7 @@ class MultiDataCentreTest {
       } catch (Exception down) {
         // The DC is down: move on to the next one with the same token.
         step++;
-        sleep(50);
+        DataCentreCluster.pause(50);
       }
     }
   }
@@ -355,7 +353,7 @@ class MultiDataCentreTest {
         }
         // Absent (nothing acknowledged anywhere, or not arrived yet): an empty state.
         JsonNode state = answer.status() == 404 ? Json.NODES.objectNode()
-            : visible(answer.body().path("state"));
+            : DataCentreCluster.visibleState(answer.body().path("state"));
         if (first == null) {
           first = state;
         } else if (!first.equals(state)) {
@@ -387,29 +385,8 @@ class MultiDataCentreTest {
     return null;
   }
 
-  /** The state without hidden keys ('$...', e.g. replica markers, which differ per DC). */
-  private static JsonNode visible(JsonNode state) {
-    ObjectNode copy = Json.NODES.objectNode();
-    Iterator<Map.Entry<String, JsonNode>> fields = state.fields();
-    while (fields.hasNext()) {
-      Map.Entry<String, JsonNode> field = fields.next();
-      if (!field.getKey().startsWith("$")) {
-        copy.set(field.getKey(), field.getValue());
-      }
-    }
-    return copy;
-  }
-
   private ServerProcess.Answer send(String dc, String method, String path, String body,
       String token) throws Exception {
     return cluster.send(dc, method, path, body, DataCentreCluster.causalToken(token));
-  }
-
-  private static void sleep(long millis) {
-    try {
-      Thread.sleep(millis);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-    }
   }
 }

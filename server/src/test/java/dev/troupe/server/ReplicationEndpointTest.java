@@ -20,6 +20,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.AfterAll;
@@ -48,16 +49,8 @@ class ReplicationEndpointTest {
   @BeforeAll
   static void start() throws Exception {
     document = OpenApiDocument.load();
-    Path secret = data.resolve("secret");
-    Files.writeString(secret, SECRET + "\n");
-    server = ServerProcess.start(data.resolve("lisbon"),
-        "troupe.dc.name=lisbon",
-        "troupe.dc.peers=[paris]",
-        // Nothing listens on the discard port: every pull from paris fails.
-        "troupe.dc.peer-urls.paris=\"http://127.0.0.1:9\"",
-        "troupe.replication.secret-file=\"" + secret + "\"",
-        "troupe.replication.token-wait-max-millis=300",
-        "troupe.replication.pull-backoff-max-millis=200");
+    server = ServerProcess.startLisbonWithUnreachableParis(data, SECRET,
+        "troupe.replication.token-wait-max-millis=300");
   }
 
   @AfterAll
@@ -68,25 +61,12 @@ class ReplicationEndpointTest {
   /** A request with {@code headers} (name, value, name, value...). */
   private static Answer request(String method, String path, String body, String... headers)
       throws Exception {
-    HttpRequest.Builder request = HttpRequest.newBuilder(URI.create(server.baseUrl() + path))
-        .timeout(Duration.ofSeconds(30))
-        .method(method, body == null ? HttpRequest.BodyPublishers.noBody()
-            : HttpRequest.BodyPublishers.ofString(body));
-    if (body != null) {
-      request.header("Content-Type", "application/json");
-    }
+    Map<String, String> named = new LinkedHashMap<>();
     for (int i = 0; i < headers.length; i += 2) {
-      request.header(headers[i], headers[i + 1]);
+      named.put(headers[i], headers[i + 1]);
     }
-    HttpResponse<String> response =
-        ServerProcess.client().send(request.build(), HttpResponse.BodyHandlers.ofString());
-    JsonNode json;
-    try {
-      json = Json.parse(response.body());
-    } catch (RuntimeException notJson) {
-      json = Json.NODES.textNode(response.body());
-    }
-    return new Answer(response.statusCode(), json, response.body(), response.headers());
+    return ServerProcess.send(server.baseUrl() + path, method, body, "application/json", named,
+        Duration.ofSeconds(30));
   }
 
   private static HttpResponse<byte[]> pull(String query, String received) throws Exception {

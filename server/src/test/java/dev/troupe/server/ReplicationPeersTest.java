@@ -14,7 +14,6 @@ import dev.troupe.server.http.Authorization;
 import java.net.URI;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -41,43 +40,21 @@ class ReplicationPeersTest {
   private final List<String> problems = new ArrayList<>();
 
   private ServerProcess start(String... extra) throws Exception {
-    Path secret = data.resolve("secret");
-    Files.writeString(secret, SECRET + "\n");
     List<String> settings = new ArrayList<>(List.of(
-        "troupe.dc.name=lisbon",
-        "troupe.dc.peers=[paris]",
-        "troupe.dc.peer-urls.paris=\"http://127.0.0.1:9\"",
-        "troupe.replication.secret-file=\"" + secret + "\"",
-        "troupe.replication.pull-backoff-max-millis=200",
         "troupe.http.auth.tokens=[{name = admin, sha256 = \"" + Authorization.sha256Hex(ADMIN)
             + "\", scopes = [admin]}, {name = reader, sha256 = \""
             + Authorization.sha256Hex(READER) + "\", scopes = [read]}, {name = writer, sha256 = \""
             + Authorization.sha256Hex(WRITER) + "\", scopes = [read, write]}]"));
     settings.addAll(List.of(extra));
-    return ServerProcess.start(data.resolve("lisbon"), settings.toArray(String[]::new));
+    return ServerProcess.startLisbonWithUnreachableParis(data, SECRET,
+        settings.toArray(String[]::new));
   }
 
   private static Answer send(ServerProcess server, String method, String path, String body,
       String token) throws Exception {
-    HttpRequest.Builder request = HttpRequest.newBuilder(URI.create(server.baseUrl() + path))
-        .timeout(Duration.ofSeconds(30))
-        .method(method, body == null ? HttpRequest.BodyPublishers.noBody()
-            : HttpRequest.BodyPublishers.ofString(body));
-    if (body != null) {
-      request.header("Content-Type", "application/json");
-    }
-    if (token != null) {
-      request.header("Authorization", "Bearer " + token);
-    }
-    HttpResponse<String> response =
-        ServerProcess.client().send(request.build(), HttpResponse.BodyHandlers.ofString());
-    JsonNode json;
-    try {
-      json = Json.parse(response.body());
-    } catch (RuntimeException notJson) {
-      json = Json.NODES.textNode(response.body());
-    }
-    return new Answer(response.statusCode(), json, response.body(), response.headers());
+    return ServerProcess.send(server.baseUrl() + path, method, body, "application/json",
+        token == null ? Map.of() : Map.of("Authorization", "Bearer " + token),
+        Duration.ofSeconds(30));
   }
 
   private Answer checked(OpenApiDocument document, ServerProcess server, String method,

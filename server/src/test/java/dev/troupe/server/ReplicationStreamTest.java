@@ -14,7 +14,6 @@ import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Arrays;
@@ -40,15 +39,7 @@ class ReplicationStreamTest {
 
   @BeforeAll
   static void start() throws Exception {
-    Path secret = data.resolve("secret");
-    Files.writeString(secret, SECRET + "\n");
-    server = ServerProcess.start(data.resolve("lisbon"),
-        "troupe.dc.name=lisbon",
-        "troupe.dc.peers=[paris]",
-        // Nothing listens on the discard port: every pull from paris fails.
-        "troupe.dc.peer-urls.paris=\"http://127.0.0.1:9\"",
-        "troupe.replication.secret-file=\"" + secret + "\"",
-        "troupe.replication.pull-backoff-max-millis=200",
+    server = ServerProcess.startLisbonWithUnreachableParis(data, SECRET,
         "troupe.replication.stream-heartbeat-millis=" + HEARTBEAT_MILLIS,
         "troupe.replication.stream-max-millis=" + STREAM_MAX_MILLIS);
   }

@@ -61,6 +61,27 @@ public final class ServerProcess implements AutoCloseable {
   }
 
   /**
+   * Starts the data centre "lisbon" with its data under {@code directory}/lisbon, whose one peer
+   * "paris" is unreachable (nothing listens on the discard port: every pull from paris fails),
+   * the replication secret {@code secret} in the file {@code directory}/secret, a pull backoff of
+   * at most 200 ms, and {@code settingOverrides}; returns once it listens. What the tests of the
+   * replication routes of one server start.
+   */
+  public static ServerProcess startLisbonWithUnreachableParis(Path directory, String secret,
+      String... settingOverrides) throws IOException, InterruptedException {
+    Path secretFile = directory.resolve("secret");
+    Files.writeString(secretFile, secret + "\n");
+    List<String> settings = new ArrayList<>(List.of(
+        "troupe.dc.name=lisbon",
+        "troupe.dc.peers=[paris]",
+        "troupe.dc.peer-urls.paris=\"http://127.0.0.1:9\"",
+        "troupe.replication.secret-file=\"" + secretFile + "\"",
+        "troupe.replication.pull-backoff-max-millis=200"));
+    settings.addAll(List.of(settingOverrides));
+    return start(directory.resolve("lisbon"), settings.toArray(String[]::new));
+  }
+
+  /**
    * Starts a server like {@link #start(Path, String...)} with {@code jvmOptions} instead of the
    * default heap, collector and compiler options (e.g. {@code -Xmx512m -XX:+UseParallelGC}, what
    * the launcher runs).

@@ -16,6 +16,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.concurrent.Callable;
+import java.util.function.Function;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
@@ -61,7 +62,7 @@ final class ClientCommands {
       if (token != null && !token.isBlank()) {
         request.header("Authorization", "Bearer " + token.trim());
       }
-      try {
+      return reaching(() -> {
         HttpResponse<String> response =
             client.send(request.build(), HttpResponse.BodyHandlers.ofString());
         String text = pretty(response.body());
@@ -71,6 +72,39 @@ final class ClientCommands {
         }
         System.err.println("HTTP " + response.statusCode() + ": " + text);
         return 1;
+      });
+    }
+
+    /**
+     * {@code GET path} shown to a person: with {@code json} the answer as the server gives it
+     * (pretty-printed), otherwise {@code render} of it. Exit codes as {@link #send}: 0 shown, 1 a
+     * non-200 answer (printed), 2 the server unreachable.
+     */
+    int show(String path, boolean json, Function<JsonNode, String> render) {
+      return reaching(() -> {
+        HttpResponse<String> response = get(path);
+        if (response.statusCode() != 200) {
+          System.err.println("HTTP " + response.statusCode() + ": " + pretty(response.body()));
+          return 1;
+        }
+        if (json) {
+          System.out.println(pretty(response.body()));
+          return 0;
+        }
+        System.out.print(render.apply(Json.parse(response.body())));
+        return 0;
+      });
+    }
+
+    /** An exchange with the server that ends in an exit code. */
+    private interface Exchange {
+      int run() throws IOException, InterruptedException;
+    }
+
+    /** Runs {@code exchange}; the server unreachable (or the wait interrupted) is exit code 2. */
+    private int reaching(Exchange exchange) {
+      try {
+        return exchange.run();
       } catch (IOException e) {
         System.err.println("troupe: cannot reach " + url + ": " + e.getMessage());
         return 2;

@@ -3,9 +3,7 @@ package dev.troupe.server.cli;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.troupe.model.Json;
-import java.io.IOException;
 import java.net.URLEncoder;
-import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
@@ -82,27 +80,7 @@ final class PeerCommand {
 
     @Override
     public Integer call() {
-      HttpResponse<String> response;
-      try {
-        response = server.get(PEERS_PATH);
-      } catch (IOException e) {
-        System.err.println("troupe: cannot reach " + server.url + ": " + e.getMessage());
-        return 2;
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        return 2;
-      }
-      if (response.statusCode() != 200) {
-        System.err.println("HTTP " + response.statusCode() + ": "
-            + ClientCommands.Server.pretty(response.body()));
-        return 1;
-      }
-      if (json) {
-        System.out.println(ClientCommands.Server.pretty(response.body()));
-        return 0;
-      }
-      System.out.print(render(Json.parse(response.body())));
-      return 0;
+      return server.show(PEERS_PATH, json, List::render);
     }
 
     static String render(JsonNode answer) {

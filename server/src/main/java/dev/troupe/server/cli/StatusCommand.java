@@ -1,9 +1,6 @@
 package dev.troupe.server.cli;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import dev.troupe.model.Json;
-import java.io.IOException;
-import java.net.http.HttpResponse;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Callable;
@@ -28,27 +25,7 @@ final class StatusCommand implements Callable<Integer> {
 
   @Override
   public Integer call() {
-    HttpResponse<String> response;
-    try {
-      response = server.get("/v1/replication/status");
-    } catch (IOException e) {
-      System.err.println("troupe: cannot reach " + server.url + ": " + e.getMessage());
-      return 2;
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      return 2;
-    }
-    if (response.statusCode() != 200) {
-      System.err.println("HTTP " + response.statusCode() + ": "
-          + ClientCommands.Server.pretty(response.body()));
-      return 1;
-    }
-    if (json) {
-      System.out.println(ClientCommands.Server.pretty(response.body()));
-      return 0;
-    }
-    System.out.print(render(Json.parse(response.body())));
-    return 0;
+    return server.show("/v1/replication/status", json, StatusCommand::render);
   }
 
   /** The status as text: a line for this DC, a table of peers. */
