@@ -6,6 +6,7 @@ import dev.troupe.model.ErrorCode;
 import dev.troupe.model.Invariants;
 import dev.troupe.model.Operation;
 import dev.troupe.model.TroupeException;
+import dev.troupe.model.causal.ReplicaApplication;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
@@ -509,7 +510,7 @@ final class Partition {
         log.putLoggedCount(batch, number, logged);
       }
       try {
-        store.disk.write(batch, store.syncCommits);
+        store.disk.write(batch, store.syncCommits && !onlyReplicaApplications(commits, count));
       } catch (DiskException e) {
         store.fail(e);
         for (Commit commit : commits) {
@@ -812,5 +813,33 @@ final class Partition {
     return new TroupeException(
         ErrorCode.OVERLOADED,
         "partition " + partition + " has " + limit + " commits waiting; retry later");
+  }
+
+  /**
+   * Whether the first {@code count} commits are all single-turn applications of other data
+   * centres' transactions (every effect's operations open with a {@code $replicated:} marker),
+   * which need no sync of their own: such a transaction is durable in this DC's replication log
+   * before it is applied, a crash that loses its application re-applies it from there (the
+   * recorded applied vector stays below it), and RocksDB's write-ahead log is one sequence, so
+   * whatever write is synced after it (a local commit that saw it, the applied vector's record
+   * that covers it) makes it durable too. A commit that changes a transaction record (a 2PC
+   * participant's), records an idempotency key or logs a decision is synced as always: a lost
+   * participant commit could meet a forgotten decision.
+   */
+  private static boolean onlyReplicaApplications(List<Commit> commits, int count) {
+    for (int i = 0; i < count; i++) {
+      Commit commit = commits.get(i);
+      if (commit.encodedRecord() == null || commit.stateChange() != null
+          || commit.idempotency() != null || commit.loggedDecision() != null
+          || commit.effects().isEmpty()) {
+        return false;
+      }
+      for (EntityEffect effect : commit.effects()) {
+        if (!ReplicaApplication.isReplicaApplication(effect.operations())) {
+          return false;
+        }
+      }
+    }
+    return count > 0;
   }
 }
