@@ -382,6 +382,11 @@ public final class ReplicationShell implements AutoCloseable {
       peerNames = copy;
     }
     feed(new Input.PeersChanged(ids), null);
+    // A peer added here may send messages to receivers homed here: delivery reads its log too.
+    dev.troupe.runtime.messages.MessageDelivery delivery = troupe.messageDelivery();
+    if (delivery != null) {
+      delivery.peersAdded(ids);
+    }
     log.info("replication: peers are now {}", copy);
   }
 
