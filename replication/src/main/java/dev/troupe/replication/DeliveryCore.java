@@ -124,6 +124,14 @@ public final class DeliveryCore {
     record ReadFailed(int originDc) implements Input {}
 
     /**
+     * A data centre became a peer while running (added at runtime): its log is read from its
+     * recorded watermark once the applied vector covers its entries, like a configured peer's.
+     * Known origins (this one's included) are left as they are; a peer removed at runtime stays
+     * read, since what of it was applied here may still hold messages to deliver.
+     */
+    record OriginAdded(int originDc, long recordedWatermark) implements Input {}
+
+    /**
      * The applied vector as recorded durably: a remote origin's messages are delivered only up to
      * its entry (their senders' transactions are applied here). Never lowers what it said before.
      */
@@ -265,6 +273,12 @@ public final class DeliveryCore {
         if (!batch.entries().isEmpty() && whole) {
           read(origin, effects);
         }
+      }
+      case Input.OriginAdded added -> {
+        Invariants.check(added.recordedWatermark() >= 0, "a delivered watermark of %d for %d",
+            added.recordedWatermark(), added.originDc());
+        origins.putIfAbsent(added.originDc(),
+            new Origin(added.originDc(), false, added.recordedWatermark()));
       }
       case Input.ReadFailed failed -> {
         Origin origin = origins.get(failed.originDc());

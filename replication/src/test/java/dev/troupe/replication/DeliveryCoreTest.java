@@ -244,6 +244,30 @@ class DeliveryCoreTest {
             remotePart(PEER, 30, S2, DependencyVector.EMPTY, Q)), 6)));
   }
 
+  /**
+   * A peer added while running: its log is read from its recorded watermark once the applied
+   * vector covers it, as a configured peer's, and its messages to receivers homed here delivered;
+   * adding a known origin again changes nothing.
+   */
+  @Test
+  void aPeerAddedWhileRunningIsReadLikeAConfiguredOne() {
+    DeliveryCore core = new DeliveryCore(DC, DependencyVector.EMPTY, java.util.Set.of(), LIMITS);
+    assertEquals(List.of(new Effect.Read(DC, 0, 100)), core.handle(new Input.Started(), 0));
+    core.handle(readOf(DC, 5), 0);
+    core.handle(new Input.OriginAdded(PEER, 12), 1);
+    core.handle(new Input.OriginAdded(PEER, 0), 1); // known now: left as it is
+    core.handle(new Input.OriginAdded(DC, 0), 1); // this one: left as it is
+    assertEquals(12, core.watermark(PEER));
+    assertEquals(List.of(), core.handle(new Input.Tick(), 2).stream()
+        .filter(effect -> effect instanceof Effect.Read read && read.originDc() == PEER).toList());
+    core.handle(new Input.AppliedVectorRead(DependencyVector.of(java.util.Map.of(PEER, 30L))), 3);
+    List<Effect> tick = core.handle(new Input.Tick(), 3);
+    assertTrue(tick.contains(new Effect.Read(PEER, 12, 100)), tick.toString());
+    assertEquals(List.of(new Message(PEER, 20, 0, S1, Q, "hear", Json.parse("{}"))),
+        delivers(core.handle(readOf(PEER, 30,
+            remotePart(PEER, 20, S1, DependencyVector.EMPTY, Q)), 4)));
+  }
+
   @Test
   void eachOriginHasItsOwnWatermarkRecord() {
     DeliveryCore core = withPeer();

@@ -1,8 +1,8 @@
 package dev.troupe.runtime;
 
 import dev.troupe.model.EntityLocator;
+import dev.troupe.model.codec.CorruptFrameException;
 import dev.troupe.txn.port.Transport;
-import dev.troupe.txn.wire.CorruptMessageException;
 import dev.troupe.txn.wire.Envelope;
 import dev.troupe.txn.wire.WireCodec;
 import java.util.concurrent.atomic.LongAdder;
@@ -72,7 +72,7 @@ public final class LocalTransport implements Transport {
       }
       delivered.increment();
       inbox.receive(arrived, this);
-    } catch (CorruptMessageException damaged) {
+    } catch (CorruptFrameException damaged) {
       droppedUndeliverable.increment();
       log.warn("dropped a {} its wire format did not carry",
           envelope.message().getClass().getSimpleName(), damaged);

@@ -6,6 +6,7 @@ import dev.troupe.model.EntityState;
 import dev.troupe.model.Invariants;
 import dev.troupe.model.Operation;
 import dev.troupe.model.SingleNodeLocator;
+import dev.troupe.model.codec.CorruptFrameException;
 import dev.troupe.model.spec.CompiledType;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -18,7 +19,6 @@ import java.util.TreeMap;
 import java.util.function.Consumer;
 import java.util.function.Function;
 import dev.troupe.txn.port.Transport;
-import dev.troupe.txn.wire.CorruptMessageException;
 import dev.troupe.txn.wire.Envelope;
 import dev.troupe.txn.wire.TypeRegistry;
 import dev.troupe.txn.wire.WireCodec;
@@ -330,7 +330,7 @@ final class SimulatedCluster {
     Envelope envelope;
     try {
       envelope = WireCodec.decode(frame);
-    } catch (CorruptMessageException damaged) {
+    } catch (CorruptFrameException damaged) {
       damagedFrames++;
       scheduler.trace().record(scheduler.nowMillis(), scheduler.steps(), "damaged frame dropped at "
           + nameOf(receiver.nodeId) + " (" + what + "): " + damaged.damage());

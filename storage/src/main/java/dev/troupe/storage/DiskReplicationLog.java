@@ -4,7 +4,6 @@ import dev.troupe.model.EntityId;
 import dev.troupe.model.ErrorCode;
 import dev.troupe.model.Invariants;
 import dev.troupe.model.TroupeException;
-import dev.troupe.model.causal.CorruptReplicationDataException;
 import dev.troupe.model.causal.DataCentreIds;
 import dev.troupe.model.causal.DependencyVector;
 import dev.troupe.model.causal.ReplicaApplication;
@@ -12,6 +11,7 @@ import dev.troupe.model.causal.ReplicationBatch;
 import dev.troupe.model.causal.ReplicationCodec;
 import dev.troupe.model.causal.ReplicationEntry;
 import dev.troupe.model.causal.ReplicationLogTruncatedException;
+import dev.troupe.model.codec.CorruptFrameException;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -679,7 +679,7 @@ final class DiskReplicationLog implements ReplicationLog {
   private static ReplicationEntry decode(byte[] value) {
     try {
       return ReplicationCodec.decodeEntry(value);
-    } catch (CorruptReplicationDataException damage) {
+    } catch (CorruptFrameException damage) {
       throw new CorruptDataException("replication log entry: " + damage.getMessage(), damage);
     }
   }

@@ -2,6 +2,7 @@ package dev.troupe.storage;
 
 import dev.troupe.model.EntityId;
 import dev.troupe.model.EntityState;
+import dev.troupe.model.codec.CorruptFrameException;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
@@ -393,7 +394,7 @@ public final class StoreCheck {
       dev.troupe.model.causal.ReplicationEntry entry;
       try {
         entry = dev.troupe.model.causal.ReplicationCodec.decodeEntry(value);
-      } catch (dev.troupe.model.causal.CorruptReplicationDataException damage) {
+      } catch (CorruptFrameException damage) {
         throw new CorruptDataException(damage.getMessage(), damage);
       }
       if (key.length != 24 || !Arrays.equals(key, Keys.replication(entry.originDc(),

@@ -2,7 +2,8 @@ package dev.troupe.model.causal;
 
 import dev.troupe.model.EntityId;
 import dev.troupe.model.EntityState;
-import dev.troupe.model.causal.CorruptReplicationDataException.Damage;
+import dev.troupe.model.codec.CorruptFrameException;
+import dev.troupe.model.codec.CorruptFrameException.Damage;
 import dev.troupe.model.codec.BinaryReader;
 import dev.troupe.model.codec.BinaryWriter;
 import dev.troupe.model.codec.Frames;
@@ -23,7 +24,7 @@ import java.io.InputStream;
  * vector, entity count (varint). A vector as {@link ReplicationCodec#writeDependencies}.
  *
  * <p>A damaged frame (any byte flipped, cut, a type or version this build does not read, a frame
- * longer than the reader allows) is refused with a {@link CorruptReplicationDataException}. The
+ * longer than the reader allows) is refused with a {@link CorruptFrameException}. The
  * fixed byte vectors of {@code BootstrapImageCodecTest} fail on any change of the fields that does
  * not take a new version. Thread-safe (stateless).
  */
@@ -62,10 +63,9 @@ public final class BootstrapImageCodec {
   }
 
   public static BootstrapImage decode(byte[] bytes) {
-    byte typeId = Frames.check(bytes, VERSIONS, "bootstrap image", (damage, message) ->
-        new CorruptReplicationDataException(Damage.valueOf(damage.name()), message));
+    byte typeId = Frames.check(bytes, VERSIONS, "bootstrap image", CorruptFrameException::new);
     BinaryReader in = new BinaryReader(bytes, Frames.HEADER_BYTES, Frames.fieldsEnd(bytes),
-        (position, message, cause) -> new CorruptReplicationDataException(Damage.MALFORMED,
+        (position, message, cause) -> new CorruptFrameException(Damage.MALFORMED,
             "bootstrap image type " + typeId + " at byte " + position + ": " + message, cause));
     try {
       BootstrapImage record = switch (typeId) {
@@ -81,17 +81,17 @@ public final class BootstrapImageCodec {
       };
       in.end();
       return record;
-    } catch (CorruptReplicationDataException e) {
+    } catch (CorruptFrameException e) {
       throw e;
     } catch (RuntimeException e) {
-      throw new CorruptReplicationDataException(Damage.MALFORMED,
+      throw new CorruptFrameException(Damage.MALFORMED,
           "bootstrap image type " + typeId + ": " + e.getMessage(), e);
     }
   }
 
   /**
    * Reads the next record's frame from a stream: null at a clean end (no byte of a next frame),
-   * {@link EOFException} for a frame cut short, a {@link CorruptReplicationDataException} ({@code
+   * {@link EOFException} for a frame cut short, a {@link CorruptFrameException} ({@code
    * TOO_SHORT}) for one declaring more than {@code maxFrameBytes} (read nothing of it). Blocks
    * on the stream; holds one frame.
    */
@@ -107,7 +107,7 @@ public final class BootstrapImageCodec {
     long fields = BinaryReader.intAt(header, 2) & 0xFFFFFFFFL;
     long total = Frames.HEADER_BYTES + fields + Frames.CHECKSUM_BYTES;
     if (total > maxFrameBytes) {
-      throw new CorruptReplicationDataException(Damage.LENGTH_MISMATCH,
+      throw new CorruptFrameException(Damage.LENGTH_MISMATCH,
           "bootstrap image frame of " + total + " bytes, more than the " + maxFrameBytes
               + " allowed");
     }

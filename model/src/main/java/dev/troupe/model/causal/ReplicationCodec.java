@@ -3,10 +3,11 @@ package dev.troupe.model.causal;
 import dev.troupe.model.EntityId;
 import dev.troupe.model.Operation;
 import dev.troupe.model.codec.BinaryReader;
+import dev.troupe.model.codec.CorruptFrameException;
 import dev.troupe.model.codec.Frames;
 import dev.troupe.model.codec.BinaryWriter;
 import dev.troupe.model.codec.ValueEncoding;
-import dev.troupe.model.causal.CorruptReplicationDataException.Damage;
+import dev.troupe.model.codec.CorruptFrameException.Damage;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.TreeMap;
@@ -22,7 +23,7 @@ import java.util.TreeMap;
  * ids: 1 a {@link ReplicationEntry.Part}, 2 a {@link ReplicationEntry.Decision}, 3 a batch.
  * Decoding checks the length, then the checksum, then the type id and version before it reads a
  * field, so a frame flipped in any one byte, cut short or extended is refused with a {@link
- * CorruptReplicationDataException}, never decoded into a different entry.
+ * CorruptFrameException}, never decoded into a different entry.
  *
  * <p><b>Fields.</b> An entry: origin DC (varint), timestamp (8 bytes), transaction id (8 bytes),
  * index (varint), then a part's entity and operations (varint count, each {@link
@@ -59,12 +60,12 @@ public final class ReplicationCodec {
   }
 
   /**
-   * @throws CorruptReplicationDataException for anything that is not an entry this build reads
+   * @throws CorruptFrameException for anything that is not an entry this build reads
    */
   public static ReplicationEntry decodeEntry(byte[] bytes) {
     byte typeId = checkFrame(bytes);
     if (typeId != PART && typeId != DECISION) {
-      throw new CorruptReplicationDataException(Damage.UNKNOWN_TYPE,
+      throw new CorruptFrameException(Damage.UNKNOWN_TYPE,
           "replication type id " + typeId + " where an entry was expected");
     }
     BinaryReader in = reader(bytes, typeId);
@@ -72,7 +73,7 @@ public final class ReplicationCodec {
       ReplicationEntry entry = readEntryFields(in, typeId);
       in.end();
       return entry;
-    } catch (CorruptReplicationDataException e) {
+    } catch (CorruptFrameException e) {
       throw e;
     } catch (RuntimeException e) {
       throw in.corrupt("malformed content: " + e.getMessage(), e);
@@ -94,13 +95,13 @@ public final class ReplicationCodec {
   }
 
   /**
-   * @throws CorruptReplicationDataException for anything that is not a batch this build reads, or
+   * @throws CorruptFrameException for anything that is not a batch this build reads, or
    *     a batch that breaks its contract (an entry of another origin or above its up-to timestamp)
    */
   public static ReplicationBatch decodeBatch(byte[] bytes) {
     byte typeId = checkFrame(bytes);
     if (typeId != BATCH) {
-      throw new CorruptReplicationDataException(Damage.UNKNOWN_TYPE,
+      throw new CorruptFrameException(Damage.UNKNOWN_TYPE,
           "replication type id " + typeId + " where a batch was expected");
     }
     BinaryReader in = reader(bytes, typeId);
@@ -123,7 +124,7 @@ public final class ReplicationCodec {
       }
       in.end();
       return new ReplicationBatch(originDc, entries, upToTimestamp);
-    } catch (CorruptReplicationDataException e) {
+    } catch (CorruptFrameException e) {
       throw e;
     } catch (RuntimeException e) {
       throw in.corrupt("malformed content: " + e.getMessage(), e);
@@ -231,13 +232,12 @@ public final class ReplicationCodec {
 
   /** Checks length, checksum, type id and version; answers the type id. */
   private static byte checkFrame(byte[] bytes) {
-    return Frames.check(bytes, VERSIONS, "replication", (damage, message) ->
-        new CorruptReplicationDataException(Damage.valueOf(damage.name()), message));
+    return Frames.check(bytes, VERSIONS, "replication", CorruptFrameException::new);
   }
 
   private static BinaryReader reader(byte[] bytes, byte typeId) {
     return new BinaryReader(bytes, Frames.HEADER_BYTES, Frames.fieldsEnd(bytes),
-        (position, message, cause) -> new CorruptReplicationDataException(Damage.MALFORMED,
+        (position, message, cause) -> new CorruptFrameException(Damage.MALFORMED,
             "replication type " + typeId + " at byte " + position + ": " + message, cause));
   }
 }

@@ -11,7 +11,7 @@ import java.util.zip.CRC32C;
  * Reads the fields {@link BinaryWriter} writes, from {@code position} up to {@code limit} (the
  * caller verified the framing and checksum first). Every overrun, oversized count or bad JSON is
  * reported through the caller's {@link Failure}, so each format throws its own typed exception
- * ({@code storage}'s {@code CorruptDataException}, the wire's {@code CorruptMessageException}) and
+ * ({@code storage}'s {@code CorruptDataException}, the wire's {@code CorruptFrameException}) and
  * a damaged value is reported, never applied. Counts are bounded by the bytes left, so damage
  * cannot make a reader allocate much.
  *

@@ -1,31 +1,21 @@
 package dev.troupe.model.codec;
 
+import dev.troupe.model.codec.CorruptFrameException.Damage;
+
 /**
  * The binary frame every versioned record between processes or on disk shares (the wire's
  * messages, the replication log's entries and batches): {@code type id (1 byte), version (1
  * byte), length of the fields (4 bytes, big-endian), the fields, CRC32C (4 bytes, big-endian) of
  * everything before it}. A frame damaged in any one byte, cut or extended is refused, never read
  * as another record; a type or version this build does not know is refused as such. Each codec
- * keeps its own type ids, versions and exception; this class only checks and seals frames.
+ * keeps its own type ids and versions, and says which exception a damaged frame is ({@link
+ * CorruptFrameException} for the wire and the replication codecs); this class only checks and
+ * seals frames.
  */
 public final class Frames {
   /** Type id, version and length. */
   public static final int HEADER_BYTES = 6;
   public static final int CHECKSUM_BYTES = 4;
-
-  /** What is wrong with a frame's envelope (its fields are each codec's business). */
-  public enum Damage {
-    /** Fewer bytes than the smallest frame. */
-    TOO_SHORT,
-    /** The frame's length field disagrees with the bytes (truncated or extended). */
-    LENGTH_MISMATCH,
-    /** The CRC32C does not match the bytes. */
-    CHECKSUM_MISMATCH,
-    /** A type id this build does not know. */
-    UNKNOWN_TYPE,
-    /** A version newer than this build reads (written by a newer node). */
-    NEWER_VERSION
-  }
 
   /** Makes the codec's own exception for a damaged frame. */
   @FunctionalInterface

@@ -9,6 +9,7 @@ import dev.troupe.model.EntityId;
 import dev.troupe.model.EntityState;
 import dev.troupe.model.Json;
 import dev.troupe.model.Operation;
+import dev.troupe.model.codec.CorruptFrameException;
 import dev.troupe.model.value.Tag;
 import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
@@ -84,7 +85,7 @@ class BootstrapImageCodecTest {
     byte[] cut = Arrays.copyOf(image, image.length - 3);
     assertThrows(EOFException.class,
         () -> BootstrapImageCodec.read(new ByteArrayInputStream(cut), 1 << 20));
-    assertThrows(CorruptReplicationDataException.class,
+    assertThrows(CorruptFrameException.class,
         () -> BootstrapImageCodec.read(new ByteArrayInputStream(image), image.length - 1));
   }
 }

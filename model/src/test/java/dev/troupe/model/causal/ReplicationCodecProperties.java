@@ -3,7 +3,8 @@ package dev.troupe.model.causal;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
-import dev.troupe.model.causal.CorruptReplicationDataException.Damage;
+import dev.troupe.model.codec.CorruptFrameException;
+import dev.troupe.model.codec.CorruptFrameException.Damage;
 import java.util.Arrays;
 import java.util.zip.CRC32C;
 import net.jqwik.api.Arbitrary;
@@ -46,7 +47,7 @@ class ReplicationCodecProperties {
       @ForAll @IntRange(min = 1, max = 255) int mask) {
     byte[] bytes = ReplicationCodec.encodeEntry(entry);
     bytes[where % bytes.length] ^= (byte) mask;
-    assertThrows(CorruptReplicationDataException.class, () -> ReplicationCodec.decodeEntry(bytes));
+    assertThrows(CorruptFrameException.class, () -> ReplicationCodec.decodeEntry(bytes));
   }
 
   @Property(tries = 300)
@@ -55,7 +56,7 @@ class ReplicationCodecProperties {
       @ForAll @IntRange(min = 1, max = 255) int mask) {
     byte[] bytes = ReplicationCodec.encodeBatch(batch);
     bytes[where % bytes.length] ^= (byte) mask;
-    assertThrows(CorruptReplicationDataException.class, () -> ReplicationCodec.decodeBatch(bytes));
+    assertThrows(CorruptFrameException.class, () -> ReplicationCodec.decodeBatch(bytes));
   }
 
   @Property(tries = 300)
@@ -64,11 +65,11 @@ class ReplicationCodecProperties {
       @ForAll @IntRange(min = 1, max = 1_000_000) int cut) {
     byte[] batchBytes = ReplicationCodec.encodeBatch(batch);
     byte[] shortBatch = Arrays.copyOf(batchBytes, batchBytes.length - 1 - (cut % batchBytes.length));
-    assertThrows(CorruptReplicationDataException.class,
+    assertThrows(CorruptFrameException.class,
         () -> ReplicationCodec.decodeBatch(shortBatch));
     byte[] entryBytes = ReplicationCodec.encodeEntry(entry);
     byte[] shortEntry = Arrays.copyOf(entryBytes, entryBytes.length - 1 - (cut % entryBytes.length));
-    assertThrows(CorruptReplicationDataException.class,
+    assertThrows(CorruptFrameException.class,
         () -> ReplicationCodec.decodeEntry(shortEntry));
   }
 
@@ -78,7 +79,7 @@ class ReplicationCodecProperties {
     byte[] bytes = ReplicationCodec.encodeEntry(entry);
     byte[] extended = Arrays.copyOf(bytes, bytes.length + extra.length);
     System.arraycopy(extra, 0, extended, bytes.length, extra.length);
-    assertThrows(CorruptReplicationDataException.class,
+    assertThrows(CorruptFrameException.class,
         () -> ReplicationCodec.decodeEntry(extended));
   }
 
@@ -88,20 +89,20 @@ class ReplicationCodecProperties {
       @ForAll @IntRange(min = 2, max = 127) int version) {
     byte[] unknownType = ReplicationCodec.encodeEntry(entry);
     unknownType[0] = (byte) typeId;
-    assertEquals(Damage.UNKNOWN_TYPE, assertThrows(CorruptReplicationDataException.class,
+    assertEquals(Damage.UNKNOWN_TYPE, assertThrows(CorruptFrameException.class,
         () -> ReplicationCodec.decodeEntry(resealed(unknownType))).damage());
     byte[] newer = ReplicationCodec.encodeEntry(entry);
     newer[1] = (byte) version;
-    assertEquals(Damage.NEWER_VERSION, assertThrows(CorruptReplicationDataException.class,
+    assertEquals(Damage.NEWER_VERSION, assertThrows(CorruptFrameException.class,
         () -> ReplicationCodec.decodeEntry(resealed(newer))).damage());
   }
 
   @Property(tries = 100)
   void anEntryIsNotReadAsABatchNorABatchAsAnEntry(@ForAll("entries") ReplicationEntry entry,
       @ForAll("batches") ReplicationBatch batch) {
-    assertEquals(Damage.UNKNOWN_TYPE, assertThrows(CorruptReplicationDataException.class,
+    assertEquals(Damage.UNKNOWN_TYPE, assertThrows(CorruptFrameException.class,
         () -> ReplicationCodec.decodeBatch(ReplicationCodec.encodeEntry(entry))).damage());
-    assertEquals(Damage.UNKNOWN_TYPE, assertThrows(CorruptReplicationDataException.class,
+    assertEquals(Damage.UNKNOWN_TYPE, assertThrows(CorruptFrameException.class,
         () -> ReplicationCodec.decodeEntry(ReplicationCodec.encodeBatch(batch))).damage());
   }
 

@@ -6,7 +6,8 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import dev.troupe.model.EntityId;
 import dev.troupe.model.Json;
 import dev.troupe.model.Operation;
-import dev.troupe.model.causal.CorruptReplicationDataException.Damage;
+import dev.troupe.model.codec.CorruptFrameException;
+import dev.troupe.model.codec.CorruptFrameException.Damage;
 import dev.troupe.model.value.Tag;
 import java.util.HexFormat;
 import java.util.List;
@@ -75,9 +76,9 @@ class ReplicationCodecTest {
 
   @Test
   void framesShorterThanTheSmallestAreRefused() {
-    assertEquals(Damage.TOO_SHORT, assertThrows(CorruptReplicationDataException.class,
+    assertEquals(Damage.TOO_SHORT, assertThrows(CorruptFrameException.class,
         () -> ReplicationCodec.decodeEntry(new byte[9])).damage());
-    assertEquals(Damage.TOO_SHORT, assertThrows(CorruptReplicationDataException.class,
+    assertEquals(Damage.TOO_SHORT, assertThrows(CorruptFrameException.class,
         () -> ReplicationCodec.decodeBatch(null)).damage());
   }
 
@@ -86,7 +87,7 @@ class ReplicationCodecTest {
     // The batch's origin field (byte 6, varint 42) rewritten to 43, checksum made valid again.
     byte[] bytes = HEX.parseHex(BATCH_HEX);
     bytes[6] = 43;
-    CorruptReplicationDataException refused = assertThrows(CorruptReplicationDataException.class,
+    CorruptFrameException refused = assertThrows(CorruptFrameException.class,
         () -> ReplicationCodec.decodeBatch(ReplicationCodecProperties.resealed(bytes)));
     assertEquals(Damage.MALFORMED, refused.damage());
   }
@@ -103,7 +104,7 @@ class ReplicationCodecTest {
     System.arraycopy(bytes, 0, shorter, 0, at + 2);
     System.arraycopy(bytes, at + 3, shorter, at + 2, bytes.length - at - 3);
     shorter[5] = (byte) (shorter[5] - 1);
-    CorruptReplicationDataException refused = assertThrows(CorruptReplicationDataException.class,
+    CorruptFrameException refused = assertThrows(CorruptFrameException.class,
         () -> ReplicationCodec.decodeEntry(ReplicationCodecProperties.resealed(shorter)));
     assertEquals(Damage.MALFORMED, refused.damage());
   }

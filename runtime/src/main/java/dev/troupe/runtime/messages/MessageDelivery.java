@@ -66,8 +66,11 @@ public final class MessageDelivery implements AutoCloseable {
   private final ReplicationLog replicationLog;
   private final int dataCentreId;
   private final boolean truncatesLocalLog;
-  /** The peers, whose logs may hold messages to receivers homed here. */
-  private final Set<Integer> remoteOrigins;
+  /**
+   * The peers, whose logs may hold messages to receivers homed here: the configured ones, then
+   * those added at runtime ({@link #peersAdded}); replaced whole, read on the delivery thread.
+   */
+  private volatile Set<Integer> remoteOrigins;
   private final DeliveryCore core;
   private final ScheduledExecutorService executor;
   private final Queue<Input> inputs = new ArrayDeque<>();
@@ -100,6 +103,23 @@ public final class MessageDelivery implements AutoCloseable {
     delivery.executor.scheduleWithFixedDelay(delivery::tick,
         settings.pollIntervalMillis(), settings.pollIntervalMillis(), TimeUnit.MILLISECONDS);
     return delivery;
+  }
+
+  /**
+   * Data centres that are now peers (added at runtime, or all peers as they are now): the logs of
+   * those not read yet are read too, from their recorded watermarks, for messages to receivers
+   * homed here. A removed peer's log stays read (what of it was applied may hold messages).
+   */
+  public void peersAdded(Set<Integer> dataCentres) {
+    for (int dataCentre : new java.util.TreeSet<>(dataCentres)) {
+      if (dataCentre != dataCentreId && !remoteOrigins.contains(dataCentre)) {
+        Set<Integer> next = new java.util.TreeSet<>(remoteOrigins);
+        next.add(dataCentre);
+        remoteOrigins = Set.copyOf(next);
+        feed(new Input.OriginAdded(dataCentre,
+            replicationLog.deliveredVector().get(dataCentre)));
+      }
+    }
   }
 
   /** Messages whose receiving action ran. */

@@ -2,8 +2,8 @@ package dev.troupe.runtime.replication;
 
 import dev.troupe.model.causal.BootstrapImage;
 import dev.troupe.model.causal.BootstrapImageCodec;
-import dev.troupe.model.causal.CorruptReplicationDataException;
 import dev.troupe.model.causal.DataCentreIds;
+import dev.troupe.model.codec.CorruptFrameException;
 import dev.troupe.storage.BootstrapInstallation;
 import dev.troupe.storage.RocksStore;
 import dev.troupe.storage.StorageSettings;
@@ -95,7 +95,7 @@ public final class BootstrapInstaller {
       ImageSource source, BootstrapSettings settings) throws IOException {
     try {
       return read(installation, sourceDc, source, settings);
-    } catch (CorruptReplicationDataException damaged) {
+    } catch (CorruptFrameException damaged) {
       // Bytes damaged on the way (or a newer source's format): the image is read again.
       throw new IOException("damaged bootstrap image: " + damaged.getMessage(), damaged);
     }

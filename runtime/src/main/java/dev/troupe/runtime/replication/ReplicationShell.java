@@ -111,6 +111,15 @@ public final class ReplicationShell implements AutoCloseable {
   private final ReceiverCore core;
   private final ArrayDeque<Pending> pending = new ArrayDeque<>();
   private boolean draining;
+  /** Every bound the core asked the log to be truncated below (under this object's monitor). */
+  private DependencyVector truncationWanted = DependencyVector.EMPTY;
+  /**
+   * What was passed to the log: the wanted bound as the clamps allowed then (written on the
+   * storage thread only).
+   */
+  private volatile DependencyVector truncationIssued = DependencyVector.EMPTY;
+  /** When a truncation was last asked of the storage thread (under this object's monitor). */
+  private long truncationIssuedAtMillis;
   /** What the store's writers stamp local entries with; raised before each application. */
   private volatile DependencyVector applyingVector;
   /** The core's vectors after the last input, for readers that take no lock. */
@@ -269,7 +278,7 @@ public final class ReplicationShell implements AutoCloseable {
     recover(recordedApplied);
     Duration interval = Duration.ofMillis(settings.tickIntervalMillis());
     this.ticks = scheduler.scheduleWithFixedDelay(interval, interval,
-        () -> feed(new Input.Tick(), null), executor);
+        this::tick, executor);
   }
 
   /**
@@ -382,6 +391,11 @@ public final class ReplicationShell implements AutoCloseable {
       peerNames = copy;
     }
     feed(new Input.PeersChanged(ids), null);
+    // A peer added here may send messages to receivers homed here: delivery reads its log too.
+    dev.troupe.runtime.messages.MessageDelivery delivery = troupe.messageDelivery();
+    if (delivery != null) {
+      delivery.peersAdded(ids);
+    }
     log.info("replication: peers are now {}", copy);
   }
 
@@ -623,17 +637,51 @@ public final class ReplicationShell implements AutoCloseable {
         });
         lastRecord = recorded;
       }
-      case Effect.Truncate truncate ->
-          // Only once every record emitted before it is durable (the core's contract); a failed
-          // record skips the truncation (the next one comes with the next record).
-          lastRecord.thenCompose(ignored ->
-                  onStorageThread(() -> replicationLog.truncate(boundedByHolds(boundedByDelivery(
-                      truncate.below())))))
-              .whenComplete((ignored, failure) -> {
-                if (failure != null) {
-                  log.warn("replication: truncating the log failed: {}", failure.toString());
-                }
-              });
+      case Effect.Truncate truncate -> {
+        truncationWanted = truncationWanted.merge(truncate.below());
+        truncateAsFarAsAllowed();
+      }
+    }
+  }
+
+  /**
+   * Truncates the log below what the core last asked ({@code truncationWanted}), lowered by what
+   * this shell must still keep (undelivered messages, bootstrap holds). The core asks once per
+   * bound; when a clamp held some of it back, the tick asks again ({@link #tick}) until the clamp
+   * has moved, or the log would keep what the core no longer needs until the stable vector next
+   * moves (never, between DCs that stopped writing). Only once every record emitted before it is
+   * durable (the core's contract); a failed record skips the truncation (the next one comes with
+   * the next record). Under this object's monitor.
+   */
+  private void truncateAsFarAsAllowed() {
+    DependencyVector wanted = truncationWanted;
+    truncationIssuedAtMillis = System.currentTimeMillis();
+    lastRecord.thenCompose(ignored -> onStorageThread(() -> {
+          // The clamps are taken here, on the storage thread, when the truncation runs: a hold
+          // taken since it was asked for is seen (holdTruncation).
+          DependencyVector allowed = boundedByHolds(boundedByDelivery(wanted));
+          truncationIssued = truncationIssued.merge(allowed);
+          return replicationLog.truncate(allowed);
+        }))
+        .whenComplete((ignored, failure) -> {
+          if (failure != null) {
+            log.warn("replication: truncating the log failed: {}", failure.toString());
+          }
+        });
+  }
+
+  /** A tick: the core's, and a truncation a clamp held back, once it may go further. */
+  private void tick() {
+    feed(new Input.Tick(), null);
+    synchronized (this) {
+      if (closed || truncationIssued.covers(truncationWanted)
+          || System.currentTimeMillis() - truncationIssuedAtMillis
+              < settings.truncateIntervalMillis()) {
+        return;
+      }
+      if (!truncationIssued.covers(boundedByHolds(boundedByDelivery(truncationWanted)))) {
+        truncateAsFarAsAllowed();
+      }
     }
   }
 

@@ -6,11 +6,11 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 
 import dev.troupe.model.EntityId;
 import dev.troupe.model.Operation;
-import dev.troupe.model.causal.CorruptReplicationDataException;
 import dev.troupe.model.causal.DependencyVector;
 import dev.troupe.model.causal.ReplicationBatch;
 import dev.troupe.model.causal.ReplicationCodec;
 import dev.troupe.model.causal.ReplicationEntry;
+import dev.troupe.model.codec.CorruptFrameException;
 import java.io.ByteArrayOutputStream;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -140,7 +140,7 @@ class FrameSplitterProperties {
         decoded.add(ReplicationCodec.decodeBatch(frame));
       }
       splitter.finish();
-    } catch (FrameSplitter.BadStream | CorruptReplicationDataException expected) {
+    } catch (FrameSplitter.BadStream | CorruptFrameException expected) {
       refused = true;
     }
     assertEquals(true, refused, "a damaged stream decoded as " + decoded);

@@ -5,6 +5,7 @@ import dev.troupe.model.EntityId;
 import dev.troupe.model.ErrorCode;
 import dev.troupe.model.codec.BinaryReader;
 import dev.troupe.model.codec.BinaryWriter;
+import dev.troupe.model.codec.CorruptFrameException;
 import dev.troupe.model.codec.Frames;
 import dev.troupe.model.codec.ValueEncoding;
 import dev.troupe.model.dependency.Dependency;
@@ -12,7 +13,7 @@ import dev.troupe.model.dependency.KeyReference;
 import dev.troupe.txn.Forward;
 import dev.troupe.txn.Turn;
 import dev.troupe.txn.entity.LockTable;
-import dev.troupe.txn.wire.CorruptMessageException.Damage;
+import dev.troupe.model.codec.CorruptFrameException.Damage;
 import dev.troupe.txn.wire.Envelope.Destination;
 import dev.troupe.txn.wire.WireMessage.Acknowledgement;
 import dev.troupe.txn.wire.WireMessage.Decision;
@@ -43,7 +44,7 @@ import java.util.TreeMap;
  * or the node id), the message's fields, CRC32C (4 bytes, big-endian) of everything before it}.
  * Decoding checks the length, then the checksum, then the type id and version, before it reads a
  * field, so a frame flipped in any one byte (CRC32C detects every burst of up to 32 bits), cut
- * short or extended is refused ({@link CorruptMessageException}), never decoded into a different
+ * short or extended is refused ({@link CorruptFrameException}), never decoded into a different
  * message. A type id this build does not know, or a version newer than it reads, is refused with
  * that reason: a message from a newer node is dropped and reported, never misread.
  *
@@ -156,15 +157,14 @@ public final class WireCodec {
   }
 
   /**
-   * @throws CorruptMessageException for anything that is not a frame this build reads, with what
+   * @throws CorruptFrameException for anything that is not a frame this build reads, with what
    *     is wrong
    */
   public static Envelope decode(byte[] bytes) {
-    byte typeId = Frames.check(bytes, VERSIONS, "message", (damage, message) ->
-        new CorruptMessageException(Damage.valueOf(damage.name()), message));
+    byte typeId = Frames.check(bytes, VERSIONS, "message", CorruptFrameException::new);
     int limit = Frames.fieldsEnd(bytes);
     BinaryReader in = new BinaryReader(bytes, Frames.HEADER_BYTES, limit,
-        (position, message, cause) -> new CorruptMessageException(Damage.MALFORMED,
+        (position, message, cause) -> new CorruptFrameException(Damage.MALFORMED,
             "message type " + typeId + " at byte " + position + ": " + message, cause));
     try {
       int sender = in.varInt();
@@ -177,7 +177,7 @@ public final class WireCodec {
       WireMessage message = readMessage(in, typeId);
       in.end();
       return new Envelope(sender, destination, message);
-    } catch (CorruptMessageException e) {
+    } catch (CorruptFrameException e) {
       throw e;
     } catch (RuntimeException e) {
       throw in.corrupt("malformed content: " + e.getMessage(), e);

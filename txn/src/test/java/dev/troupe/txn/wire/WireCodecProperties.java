@@ -4,7 +4,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.troupe.txn.wire.CorruptMessageException.Damage;
+import dev.troupe.model.codec.CorruptFrameException;
+import dev.troupe.model.codec.CorruptFrameException.Damage;
 import java.util.Arrays;
 import java.util.HashSet;
 import java.util.Set;
@@ -40,7 +41,7 @@ class WireCodecProperties {
       @ForAll @IntRange(min = 1, max = 255) int mask) {
     byte[] bytes = WireCodec.encode(envelope);
     bytes[where % bytes.length] ^= (byte) mask;
-    assertThrows(CorruptMessageException.class, () -> WireCodec.decode(bytes));
+    assertThrows(CorruptFrameException.class, () -> WireCodec.decode(bytes));
   }
 
   @Property(tries = 300)
@@ -48,7 +49,7 @@ class WireCodecProperties {
       @ForAll @IntRange(min = 1, max = 1_000_000) int cut) {
     byte[] bytes = WireCodec.encode(envelope);
     byte[] truncated = Arrays.copyOf(bytes, bytes.length - 1 - (cut % bytes.length));
-    assertThrows(CorruptMessageException.class, () -> WireCodec.decode(truncated));
+    assertThrows(CorruptFrameException.class, () -> WireCodec.decode(truncated));
   }
 
   @Property(tries = 300)
@@ -57,7 +58,7 @@ class WireCodecProperties {
     byte[] bytes = WireCodec.encode(envelope);
     byte[] extended = Arrays.copyOf(bytes, bytes.length + extra.length);
     System.arraycopy(extra, 0, extended, bytes.length, extra.length);
-    assertThrows(CorruptMessageException.class, () -> WireCodec.decode(extended));
+    assertThrows(CorruptFrameException.class, () -> WireCodec.decode(extended));
   }
 
   @Property(tries = 100)
@@ -65,7 +66,7 @@ class WireCodecProperties {
       @ForAll @IntRange(min = 12, max = 255) int typeId) {
     byte[] bytes = WireCodec.encode(envelope);
     bytes[0] = (byte) typeId;
-    CorruptMessageException refused = assertThrows(CorruptMessageException.class,
+    CorruptFrameException refused = assertThrows(CorruptFrameException.class,
         () -> WireCodec.decode(resealed(bytes)));
     assertEquals(Damage.UNKNOWN_TYPE, refused.damage());
   }
@@ -75,7 +76,7 @@ class WireCodecProperties {
       @ForAll @IntRange(min = 2, max = 127) int version) {
     byte[] bytes = WireCodec.encode(envelope);
     bytes[1] = (byte) version;
-    CorruptMessageException refused = assertThrows(CorruptMessageException.class,
+    CorruptFrameException refused = assertThrows(CorruptFrameException.class,
         () -> WireCodec.decode(resealed(bytes)));
     assertEquals(Damage.NEWER_VERSION, refused.damage());
     assertTrue(refused.getMessage().contains("reads up to version 1"), refused.getMessage());
@@ -96,7 +97,7 @@ class WireCodecProperties {
 
   @Test
   void framesShorterThanTheSmallestAreRefused() {
-    CorruptMessageException refused = assertThrows(CorruptMessageException.class,
+    CorruptFrameException refused = assertThrows(CorruptFrameException.class,
         () -> WireCodec.decode(new byte[9]));
     assertEquals(Damage.TOO_SHORT, refused.damage());
   }
