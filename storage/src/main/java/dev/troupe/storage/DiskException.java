@@ -6,7 +6,7 @@ package dev.troupe.storage;
  * that every write path decides explicitly what a failure means: a failed commit write fails the
  * store and its commits' outcomes are unknown.
  */
-public final class DiskException extends Exception {
+public class DiskException extends Exception {
   public DiskException(String message) {
     super(message);
   }

@@ -95,6 +95,29 @@ public interface KeyValueDisk extends AutoCloseable {
    */
   void flushWriteAheadLog(boolean sync) throws DiskException;
 
+  // ------------------------------------------------------------ partition ownership (several nodes)
+
+  /**
+   * Makes {@code nodeId} the owner of {@code partition} under a new <b>owner epoch</b>, greater than
+   * every epoch the partition had before, durably, and returns it. This is the fence that keeps two
+   * nodes of one data centre from writing one partition (issue 18): once it returns, no batch
+   * {@linkplain Batch#fence fenced} with an earlier epoch of the partition is applied any more; one
+   * being applied concurrently either finished before this returned (and the caller's later reads
+   * see it) or fails with {@link FencedException}. Waits for such a batch rather than failing.
+   *
+   * <p>A disk shared by several nodes (PostgreSQL) keeps the epochs in the database, in the same
+   * transactions as the fenced writes. A disk only one process can open (RocksDB, {@link
+   * MemoryDisk}) keeps them beside its data with the same contract; there the fence only guards
+   * one process's own hand-offs.
+   */
+  long acquirePartition(int partition, int nodeId) throws DiskException;
+
+  /** The partition's current owner and owner epoch, or null if no node ever acquired it. */
+  PartitionOwner ownerOf(int partition) throws DiskException;
+
+  /** Who owns a partition, under which owner epoch (see {@link #acquirePartition}). */
+  record PartitionOwner(int nodeId, long epoch) {}
+
   /** Releases the disk; nothing may be called on it (or its batches, snapshots, cursors) after. */
   @Override
   void close();
@@ -107,6 +130,14 @@ public interface KeyValueDisk extends AutoCloseable {
 
     /** Deletes every key in {@code [fromInclusive, toExclusive)}. */
     void deleteRange(Column column, byte[] fromInclusive, byte[] toExclusive) throws DiskException;
+
+    /**
+     * Makes the batch conditional: {@link #write} applies it only if {@code partition}'s owner
+     * epoch is {@code epoch} when it is applied, checked atomically with applying it, and otherwise
+     * applies nothing and throws {@link FencedException}. Several fences must all hold. A batch
+     * without a fence is applied unconditionally (a single node's writes).
+     */
+    void fence(int partition, long epoch);
 
     @Override
     void close();

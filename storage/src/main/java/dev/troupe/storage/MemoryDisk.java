@@ -76,6 +76,8 @@ public final class MemoryDisk implements KeyValueDisk {
      * in silence instead of detected. False except in the simulator's mutation runs.
      */
     volatile boolean damageIgnored;
+    /** Owner epochs: written synchronously by acquirePartition, so durable (survive crashes). */
+    final PartitionEpochs epochs = new PartitionEpochs();
 
     private static List<TreePSet<byte[]>> noDamage() {
       List<TreePSet<byte[]>> columns = new ArrayList<>(COLUMN_COUNT);
@@ -261,6 +263,26 @@ public final class MemoryDisk implements KeyValueDisk {
   // ------------------------------------------------------------------------------- KeyValueDisk
 
   @Override
+  public long acquirePartition(int partition, int nodeId) throws DiskException {
+    synchronized (platter) {
+      if (platter.live != this || closed) {
+        throw new DiskException(ended());
+      }
+      return platter.epochs.acquire(partition, nodeId);
+    }
+  }
+
+  @Override
+  public PartitionOwner ownerOf(int partition) throws DiskException {
+    synchronized (platter) {
+      if (platter.live != this || closed) {
+        throw new DiskException(ended());
+      }
+      return platter.epochs.ownerOf(partition);
+    }
+  }
+
+  @Override
   public Batch newBatch() {
     return new MemoryBatch();
   }
@@ -275,6 +297,7 @@ public final class MemoryDisk implements KeyValueDisk {
       if (platter.live != this || closed) {
         throw new DiskException(ended());
       }
+      platter.epochs.check(memoryBatch.fences);
       List<TreePMap<byte[], byte[]>> columns = new ArrayList<>(platter.current.columns());
       List<byte[]> journalValues = new ArrayList<>();
       for (Mutation mutation : mutations) {
@@ -428,6 +451,7 @@ public final class MemoryDisk implements KeyValueDisk {
   /** Records mutations; applied by {@link #write}. Keys and values are copied when recorded. */
   private final class MemoryBatch implements Batch {
     private final List<Mutation> mutations = new ArrayList<>();
+    final List<PartitionEpochs.Fence> fences = new ArrayList<>();
     private boolean batchClosed;
 
     MemoryDisk owner() {
@@ -457,6 +481,12 @@ public final class MemoryDisk implements KeyValueDisk {
         throw new IllegalArgumentException("a range deletion whose end is before its start");
       }
       mutations().add(new Mutation(column, fromInclusive.clone(), null, toExclusive.clone()));
+    }
+
+    @Override
+    public void fence(int partition, long epoch) {
+      mutations();
+      fences.add(new PartitionEpochs.Fence(partition, epoch));
     }
 
     @Override

@@ -67,6 +67,8 @@ public final class RocksDisk implements KeyValueDisk {
   private final List<ColumnFamilyDescriptor> descriptors;
   /** Always true but in {@code bench cache}'s baseline, which measures what verification costs. */
   private final boolean verifyChecksums;
+  /** Owner epochs, in process (only this process opens the database); guards fenced writes. */
+  private final PartitionEpochs epochs = new PartitionEpochs();
   private final WriteOptions syncedWriteOptions;
   private final WriteOptions unsyncedWriteOptions;
   private final ReadOptions latestReadOptions;
@@ -312,10 +314,38 @@ public final class RocksDisk implements KeyValueDisk {
 
   @Override
   public void write(Batch batch, boolean sync) throws DiskException {
+    RocksBatch rocksBatch = (RocksBatch) batch;
+    if (rocksBatch.fences.isEmpty()) {
+      writeUnfenced(rocksBatch, sync);
+      return;
+    }
+    // Fenced batches are rare on RocksDB (one process owns the database): one at a time, so the
+    // check and the write are atomic with respect to acquirePartition.
+    synchronized (epochs) {
+      epochs.check(rocksBatch.fences);
+      writeUnfenced(rocksBatch, sync);
+    }
+  }
+
+  private void writeUnfenced(RocksBatch batch, boolean sync) throws DiskException {
     try {
-      database.write(sync ? syncedWriteOptions : unsyncedWriteOptions, ((RocksBatch) batch).batch);
+      database.write(sync ? syncedWriteOptions : unsyncedWriteOptions, batch.batch);
     } catch (RocksDBException e) {
       throw new DiskException("write failed: " + e.getMessage(), e);
+    }
+  }
+
+  @Override
+  public long acquirePartition(int partition, int nodeId) {
+    synchronized (epochs) {
+      return epochs.acquire(partition, nodeId);
+    }
+  }
+
+  @Override
+  public PartitionOwner ownerOf(int partition) {
+    synchronized (epochs) {
+      return epochs.ownerOf(partition);
     }
   }
 
@@ -440,6 +470,12 @@ public final class RocksDisk implements KeyValueDisk {
 
   private final class RocksBatch implements Batch {
     final WriteBatch batch = new WriteBatch();
+    final List<PartitionEpochs.Fence> fences = new ArrayList<>(0);
+
+    @Override
+    public void fence(int partition, long epoch) {
+      fences.add(new PartitionEpochs.Fence(partition, epoch));
+    }
 
     @Override
     public void put(Column column, byte[] key, byte[] value) throws DiskException {
