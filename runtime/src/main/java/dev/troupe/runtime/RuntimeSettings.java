@@ -4,6 +4,7 @@ import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
 import dev.troupe.model.ValueLimits;
 import dev.troupe.model.time.TransactionIds;
+import dev.troupe.runtime.cluster.ClusterSettings;
 import dev.troupe.runtime.replication.ReplicationSettings;
 import dev.troupe.storage.Durability;
 import dev.troupe.storage.StorageSettings;
@@ -28,6 +29,7 @@ public record RuntimeSettings(
     TypeSettings types,
     TransportSettings transport,
     ReplicationSettings replication,
+    ClusterSettings cluster,
     Config config) {
 
   /**
@@ -275,7 +277,22 @@ public record RuntimeSettings(
         TypeSettings.fromConfig(troupe),
         TransportSettings.fromConfig(troupe),
         replication,
+        cluster(troupe, replication),
         config);
+  }
+
+  /**
+   * {@code troupe.cluster}; refuses a cluster that would also replicate to other DCs (a DC of
+   * several nodes replicating is not built yet: issue 18 leaves it out).
+   */
+  private static ClusterSettings cluster(Config troupe, ReplicationSettings replication) {
+    ClusterSettings cluster = ClusterSettings.fromConfig(troupe);
+    if (cluster.enabled() && !replication.peerNames().isEmpty()) {
+      throw new IllegalArgumentException("troupe.cluster.enabled with replication peers"
+          + " (troupe.dc.peers, --peer): a data centre of several nodes does not replicate to"
+          + " other data centres yet; run it without peers, or one node per data centre");
+    }
+    return cluster;
   }
 
   /** {@code troupe.limits}: the limits on one value, requested or computed ({@link ValueLimits}). */

@@ -7,6 +7,8 @@ import dev.troupe.model.TroupeException;
 import dev.troupe.model.dependency.Dependency;
 import dev.troupe.model.spec.CompiledType;
 import dev.troupe.model.spec.TypeEvolution;
+import dev.troupe.runtime.cluster.ClusterNode;
+import dev.troupe.runtime.cluster.PartitionOwnership;
 import dev.troupe.runtime.messages.MessageDelivery;
 import dev.troupe.runtime.messages.MessageSettings;
 import dev.troupe.model.spec.TypeSpec;
@@ -17,6 +19,7 @@ import dev.troupe.storage.RocksStore;
 import dev.troupe.storage.StorageStatistics;
 import dev.troupe.storage.Store;
 import dev.troupe.txn.Turn;
+import dev.troupe.txn.port.Transport;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -84,6 +87,8 @@ public final class Troupe implements AutoCloseable {
   private final DecisionDirectory decisions = new DecisionDirectory();
   /** Carries the messages between the node's cores (the in-doubt questions and answers). */
   private final LocalTransport transport;
+  /** This node as a member of a cluster (troupe.cluster.enabled); null on a single node. */
+  private final ClusterNode cluster;
   private final TurnMetrics metrics = new TurnMetrics();
   private final TransactionMetrics transactionMetrics = new TransactionMetrics();
   private final AtomicBoolean failed = new AtomicBoolean();
@@ -124,18 +129,46 @@ public final class Troupe implements AutoCloseable {
       fatalErrorHandler.onFatalError(where, error);
     };
     try {
-      this.system = ActorSystem.create(Behaviors.empty(), "troupe", settings.config());
+      int nodeId = settings.storage().nodeId();
+      this.system = ActorSystem.create(Behaviors.empty(), "troupe", settings.cluster().enabled()
+          ? ClusterNode.actorSystemConfig(settings.cluster(), nodeId, settings.config())
+          : settings.config());
       PekkoTimers timers = new PekkoTimers(system);
-      this.transport = new LocalTransport(settings.storage().nodeId(), store.locator(),
-          settings.transport().encodeLocalMessages(), new NodeInbox(decisions, this::registryOf));
+      NodeInbox inbox = new NodeInbox(decisions, this::registryOf);
+      this.transport = new LocalTransport(nodeId, store.locator(),
+          settings.transport().encodeLocalMessages(), inbox);
       int partitions = settings.storage().partitions();
       int maxActivePerRegistry =
           Math.max(1, settings.memory().initialSplit().actorLimit() / partitions);
-      for (int partition = 0; partition < partitions; partition++) {
-        registries.add(system.systemActorOf(
-            EntityRegistry.create(store, settings, maxActivePerRegistry, handler, metrics,
-                transactionMetrics, timers, transport),
-            "partition-" + partition, Props.empty()));
+      if (settings.cluster().enabled()) {
+        // Sharding places the partitions: each one's registry runs under its host, on one member.
+        this.cluster = ClusterNode.create(system, settings.cluster(), nodeId, partitions,
+            store.locator(), inbox::receive, () -> {
+              if (!closed.get()) {
+                handler.onFatalError("cluster membership", new IllegalStateException(
+                    "this node is no longer a member of the cluster (removed, downed, or its"
+                        + " node id is another member's); restart it to rejoin"));
+              }
+            });
+        Transport between = cluster.transport();
+        cluster.startSharding(PartitionOwnership.of(store), () -> EntityRegistry.create(store,
+            settings, maxActivePerRegistry, handler, metrics, transactionMetrics, timers,
+            between));
+        system.getWhenTerminated().thenRun(() -> {
+          if (!closed.get()) {
+            handler.onFatalError("cluster membership", new IllegalStateException(
+                "the actor system stopped: this node was removed from the cluster (downed by"
+                    + " the split brain resolver, or it left); restart it to rejoin"));
+          }
+        });
+      } else {
+        this.cluster = null;
+        for (int partition = 0; partition < partitions; partition++) {
+          registries.add(system.systemActorOf(
+              EntityRegistry.create(store, settings, maxActivePerRegistry, handler, metrics,
+                  transactionMetrics, timers, transport),
+              "partition-" + partition, Props.empty()));
+        }
       }
       this.requests = new RequestShell(settings, store, system, timers, this::registryOf,
           types::typeOf, metrics, transactionMetrics, decisions);
@@ -146,7 +179,8 @@ public final class Troupe implements AutoCloseable {
       homes.checkStored(types.types());
       // Before any turn runs: what a crash left prepared is committed or aborted.
       RequestShell.resolveInDoubtTransactions(store, types::typeOf, settings, transactionMetrics);
-      this.memory = new MemoryWatch(settings.memory(), store, renderedStates, registries, metrics);
+      this.memory = new MemoryWatch(settings.memory(), store, renderedStates,
+          cluster != null ? cluster.hosted()::registries : () -> registries, metrics);
       reads.useMemory(memory);
       types.resumePendingMigrations();
       // Last: deliveries run turns, so everything above must be ready.
@@ -192,6 +226,9 @@ public final class Troupe implements AutoCloseable {
    * steps, prepares, decisions, releases) is routed here.
    */
   private ActorRef<EntityRegistry.Command> registryOf(EntityId entity) {
+    if (cluster != null) {
+      return cluster.hosted().registryOf(store.locator().partitionOf(entity));
+    }
     return registries.get(store.locator().partitionOf(entity));
   }
 
@@ -688,6 +725,11 @@ public final class Troupe implements AutoCloseable {
   /** The node's transport between cores (its counters, for metrics: delivered, dropped). */
   public LocalTransport transport() {
     return transport;
+  }
+
+  /** This node as a member of a cluster; empty on a single node (troupe.cluster.enabled off). */
+  public Optional<ClusterNode> cluster() {
+    return Optional.ofNullable(cluster);
   }
 
   /** The storage engine, for tools in this JVM that need it (benchmarks, recovery checks). */

@@ -1,0 +1,184 @@
+package dev.troupe.runtime.cluster;
+
+import dev.troupe.runtime.EntityRegistry;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executor;
+import java.util.function.Supplier;
+import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.actor.typed.Behavior;
+import org.apache.pekko.actor.typed.javadsl.ActorContext;
+import org.apache.pekko.actor.typed.javadsl.Behaviors;
+import org.apache.pekko.actor.typed.javadsl.StashBuffer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The sharded entity of one storage partition (entity type {@code troupe-partition}, entity id =
+ * shard id = the partition's number): on the member sharding places it on, it is the
+ * partition's host. A thin shell with three states:
+ *
+ * <ol>
+ *   <li><b>Acquiring.</b> At start it acquires the partition in the store (off its thread:
+ *       acquiring recovers the partition) and stashes what arrives, so nothing reaches a registry
+ *       before this node writes the partition. Acquisition failing stops the host; the next
+ *       message for the partition starts it again.
+ *   <li><b>Hosting.</b> Runs the partition's {@link EntityRegistry} as its child, enters it in
+ *       {@link HostedPartitions} (local requests go straight to it), and hands every {@link
+ *       WireFrame} that arrives to the node's inbox.
+ *   <li><b>Handing off.</b> On {@link HandOff} (sharding's stop message when it moves the
+ *       partition, or when this member leaves) it leaves {@link HostedPartitions}, stops the
+ *       registry, releases the partition in the store and stops; sharding starts it on the new
+ *       member only after that (or after {@code troupe.cluster.hand-off-timeout-millis}, the
+ *       owner epoch then fencing any late write of this one). On {@link PartitionLost} (the
+ *       store found a newer owner) it stops at once without releasing.
+ * </ol>
+ */
+public final class PartitionHost {
+  private static final Logger log = LoggerFactory.getLogger(PartitionHost.class);
+
+  /** Messages of a partition's host. */
+  public sealed interface Command
+      permits WireFrame, StartPartition, HandOff, PartitionLost, Acquired, AcquireFailed,
+          Released {}
+
+  /**
+   * Starts the host if it is not running (the boot's start-all pass sends one to every
+   * partition); does nothing else. Crosses nodes ({@link WireFrameSerializer}, no bytes).
+   */
+  public record StartPartition() implements Command {
+    public static final StartPartition INSTANCE = new StartPartition();
+  }
+
+  /** Sharding's stop message: hand the partition off (release it in the store) and stop. */
+  public record HandOff() implements Command {}
+
+  /** The store found another node owns the partition now: stop without releasing. */
+  public record PartitionLost() implements Command {}
+
+  private record Acquired() implements Command {}
+
+  private record AcquireFailed(Throwable error) implements Command {}
+
+  private record Released(Throwable errorOrNull) implements Command {}
+
+  private final ActorContext<Command> context;
+  private final int partition;
+  private final PartitionOwnership ownership;
+  private final HostedPartitions hosted;
+  private final ClusterTransport transport;
+  private final Executor blocking;
+
+  private PartitionHost(ActorContext<Command> context, int partition, PartitionOwnership ownership,
+      HostedPartitions hosted, ClusterTransport transport, Executor blocking) {
+    this.context = context;
+    this.partition = partition;
+    this.ownership = ownership;
+    this.hosted = hosted;
+    this.transport = transport;
+    this.blocking = blocking;
+  }
+
+  /**
+   * @param registry makes the partition's registry (run as this host's child once acquired)
+   * @param blocking where the store's acquire and release run (they block)
+   */
+  public static Behavior<Command> create(int partition, PartitionOwnership ownership,
+      HostedPartitions hosted, ClusterTransport transport, Executor blocking,
+      Supplier<Behavior<EntityRegistry.Command>> registry, int stashedMessages) {
+    return Behaviors.withStash(stashedMessages, stash -> Behaviors.setup(context -> {
+      PartitionHost host =
+          new PartitionHost(context, partition, ownership, hosted, transport, blocking);
+      context.pipeToSelf(CompletableFuture.runAsync(
+              () -> ownership.acquirePartition(partition), blocking),
+          (ignored, error) -> error == null ? new Acquired() : new AcquireFailed(error));
+      return host.acquiring(stash, registry);
+    }));
+  }
+
+  private Behavior<Command> acquiring(StashBuffer<Command> stash,
+      Supplier<Behavior<EntityRegistry.Command>> registry) {
+    return Behaviors.receive(Command.class)
+        .onMessage(Acquired.class, acquired -> {
+          ActorRef<EntityRegistry.Command> child =
+              context.spawn(registry.get(), "registry");
+          hosted.hosting(partition, context.getSelf(), child);
+          log.info("hosting partition {}", partition);
+          return stash.unstashAll(hosting(child));
+        })
+        .onMessage(AcquireFailed.class, failed -> {
+          log.error("could not acquire partition {}; its next message starts it again",
+              partition, failed.error());
+          return Behaviors.stopped();
+        })
+        .onMessage(StartPartition.class, start -> Behaviors.same())
+        .onMessage(Command.class, other -> {
+          if (stash.isFull()) {
+            if (other instanceof WireFrame) {
+              transport.droppedWhileAcquiring();
+            }
+            // A hand-off or a lost partition is never dropped: it decides the host's end.
+            if (other instanceof HandOff || other instanceof PartitionLost) {
+              return handingOffWhenAcquired(other);
+            }
+            return Behaviors.same();
+          }
+          stash.stash(other);
+          return Behaviors.same();
+        })
+        .build();
+  }
+
+  /** The stash is full and the host must end: wait for the acquisition, then end as told. */
+  private Behavior<Command> handingOffWhenAcquired(Command end) {
+    return Behaviors.receive(Command.class)
+        .onMessage(Acquired.class, acquired -> end instanceof HandOff
+            ? releasing() : Behaviors.stopped())
+        .onMessage(AcquireFailed.class, failed -> Behaviors.stopped())
+        .onMessage(Command.class, other -> Behaviors.same())
+        .build();
+  }
+
+  private Behavior<Command> hosting(ActorRef<EntityRegistry.Command> registry) {
+    return Behaviors.receive(Command.class)
+        .onMessage(WireFrame.class, frame -> {
+          transport.deliverArrived(frame);
+          return Behaviors.same();
+        })
+        .onMessage(StartPartition.class, start -> Behaviors.same())
+        .onMessage(HandOff.class, handOff -> {
+          context.stop(registry);
+          log.info("handing partition {} off", partition);
+          return releasing();
+        })
+        .onMessage(PartitionLost.class, lost -> {
+          hosted.released(partition, context.getSelf());
+          log.warn("partition {} is owned by another node now; its host here stops", partition);
+          return Behaviors.stopped();
+        })
+        .onMessage(Command.class, other -> Behaviors.same())
+        .build();
+  }
+
+  /** Releases the partition in the store (off this thread), then stops. */
+  private Behavior<Command> releasing() {
+    hosted.released(partition, context.getSelf());
+    context.pipeToSelf(CompletableFuture.runAsync(
+            () -> ownership.releasePartition(partition), blocking),
+        (ignored, error) -> new Released(error));
+    return Behaviors.receive(Command.class)
+        .onMessage(Released.class, released -> {
+          if (released.errorOrNull() != null) {
+            log.warn("releasing partition {} failed; the next owner's epoch fences this node",
+                partition, released.errorOrNull());
+          }
+          return Behaviors.stopped();
+        })
+        // Frames that still arrive are dropped: the cores resend to the new host.
+        .onMessage(WireFrame.class, frame -> {
+          transport.droppedWhileHandingOff();
+          return Behaviors.same();
+        })
+        .onMessage(Command.class, other -> Behaviors.same())
+        .build();
+  }
+}
