@@ -118,7 +118,10 @@ public record ClusterSettings(
             failureDetectorPauseMillis + "ms"),
         Map.entry("pekko.cluster.sharding.handoff-timeout", handOffTimeoutMillis + "ms"),
         Map.entry("pekko.cluster.sharding.remember-entities", "off"),
-        Map.entry("pekko.cluster.sharding.passivation.strategy", "none")))
+        Map.entry("pekko.cluster.sharding.passivation.strategy", "none"),
+        // The engine's close leaves the cluster (handing its partitions off) before the store
+        // closes; Pekko's own JVM hook would race it and stop the actors under the store.
+        Map.entry("pekko.coordinated-shutdown.run-by-jvm-shutdown-hook", "off")))
         .withValue("pekko.cluster.seed-nodes", ConfigValueFactory.fromIterable(seedAddresses));
   }
 

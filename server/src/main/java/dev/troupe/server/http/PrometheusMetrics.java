@@ -132,6 +132,7 @@ final class PrometheusMetrics {
         .append(transport.droppedForOtherNodes()).append('\n');
     out.append("troupe_transport_dropped_total{reason=\"undeliverable\"} ")
         .append(transport.droppedUndeliverable()).append('\n');
+    troupe.cluster().ifPresent(cluster -> cluster(out, cluster));
     messages(out);
     counter(out, "troupe_http_requests_total", "HTTP requests received.", requests.sum());
     counter(out, "troupe_http_overloaded_total",
@@ -319,6 +320,36 @@ final class PrometheusMetrics {
     double sumSeconds = micros.getMean() * micros.getTotalCount() / 1_000_000.0;
     out.append("troupe_turn_latency_seconds_sum ").append(sumSeconds).append('\n');
     out.append("troupe_turn_latency_seconds_count ").append(micros.getTotalCount()).append('\n');
+  }
+
+  /** The cluster transport's counters and the partitions hosted here (cluster members only). */
+  private static void cluster(StringBuilder out, dev.troupe.runtime.cluster.ClusterNode cluster) {
+    dev.troupe.runtime.cluster.ClusterTransport transport = cluster.transport();
+    out.append("# HELP troupe_cluster_transport_sent_total Messages between cores this node sent"
+        + " to other members (or itself) over the cluster: to a partition's host, to a node.\n");
+    out.append("# TYPE troupe_cluster_transport_sent_total counter\n");
+    out.append("troupe_cluster_transport_sent_total{to=\"partition\"} ")
+        .append(transport.sentToPartitions()).append('\n');
+    out.append("troupe_cluster_transport_sent_total{to=\"node\"} ")
+        .append(transport.sentToNodes()).append('\n');
+    counter(out, "troupe_cluster_transport_delivered_total",
+        "Messages between cores that arrived here over the cluster and reached the node's inbox.",
+        transport.delivered());
+    out.append("# HELP troupe_cluster_transport_dropped_total Messages between cores the cluster"
+        + " transport dropped: for a node no up member carries, damaged, undeliverable, or"
+        + " reaching a partition while it moved.\n");
+    out.append("# TYPE troupe_cluster_transport_dropped_total counter\n");
+    out.append("troupe_cluster_transport_dropped_total{reason=\"no_member\"} ")
+        .append(transport.droppedNoMember()).append('\n');
+    out.append("troupe_cluster_transport_dropped_total{reason=\"damaged\"} ")
+        .append(transport.droppedDamaged()).append('\n');
+    out.append("troupe_cluster_transport_dropped_total{reason=\"undeliverable\"} ")
+        .append(transport.droppedUndeliverable()).append('\n');
+    out.append("troupe_cluster_transport_dropped_total{reason=\"partition_moving\"} ")
+        .append(transport.droppedMoving()).append('\n');
+    gauge(out, "troupe_cluster_hosted_partitions",
+        "Storage partitions this node hosts now (acquired, their registries running).",
+        cluster.hosted().hostedPartitions().size());
   }
 
   private static void counter(StringBuilder out, String name, String help, long value) {
