@@ -70,8 +70,10 @@ final class AcquiredPartitions {
   AcquiredPartition acquire(int number) {
     synchronized (partitionLocks[number]) {
       Partition current = store.partitionSlot(number);
-      if (current.isStarted() && !current.accepting) {
-        stop(current); // fenced, not yet released
+      if (current.isStarted() && !(current.accepting && stillOwner(current))) {
+        // Fenced, noticed or not (another node acquired it since and this one has not written):
+        // this acquisition ends before the next begins, its cached states with it.
+        stop(current);
       }
       store.enterOpen();
       try {
@@ -103,6 +105,18 @@ final class AcquiredPartitions {
       } finally {
         store.exitOpen();
       }
+    }
+  }
+
+  /** Whether the disk still names this node and the acquisition's epoch as the owner. */
+  private boolean stillOwner(Partition partition) {
+    try {
+      KeyValueDisk.PartitionOwner owner = store.disk.ownerOf(partition.number);
+      return owner != null && owner.nodeId() == store.settings.nodeId()
+          && owner.epoch() == partition.epoch;
+    } catch (DiskException e) {
+      throw new TroupeException(ErrorCode.UNAVAILABLE,
+          "cannot read the owner of partition " + partition.number + ": " + e.getMessage());
     }
   }
 

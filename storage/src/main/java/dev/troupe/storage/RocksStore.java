@@ -1414,6 +1414,9 @@ public final class RocksStore implements Store {
         done.get();
       } catch (ExecutionException e) {
         Throwable cause = e.getCause();
+        if (cause instanceof TroupeException refusal && refusal.code() == ErrorCode.NOT_OWNER) {
+          continue; // fenced meanwhile (ACQUIRED): its new owner checkpoints it
+        }
         if (cause instanceof RuntimeException runtime) {
           throw runtime;
         }

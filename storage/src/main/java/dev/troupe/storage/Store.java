@@ -170,8 +170,10 @@ public interface Store extends DurableStore, AutoCloseable {
    * Blocking (disk reads, and on a shared database round trips): call it off any thread the store
    * completes futures on, e.g. from the partition host's start through a future on another thread.
    *
-   * <p>Acquiring a partition this node owns already returns its current acquisition's report
-   * (read again); one whose writer was fenced is first released. The report's two-phase-commit
+   * <p>Acquiring a partition this node owns already (the disk still names this node and the
+   * acquisition's epoch) returns its current acquisition's report, read again; one whose
+   * acquisition was fenced, whether its writer noticed or not, is first released (its cached
+   * states dropped) and acquired anew. The report's two-phase-commit
    * state is for the caller to resolve ({@link AcquiredPartition}).
    *
    * @throws IllegalStateException under {@link PartitionOwnership#ALL}, or on a writer thread
