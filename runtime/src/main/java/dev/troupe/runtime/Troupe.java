@@ -8,7 +8,6 @@ import dev.troupe.model.dependency.Dependency;
 import dev.troupe.model.spec.CompiledType;
 import dev.troupe.model.spec.TypeEvolution;
 import dev.troupe.runtime.cluster.ClusterNode;
-import dev.troupe.runtime.cluster.PartitionOwnership;
 import dev.troupe.runtime.messages.MessageDelivery;
 import dev.troupe.runtime.messages.MessageSettings;
 import dev.troupe.model.spec.TypeSpec;
@@ -151,7 +150,8 @@ public final class Troupe implements AutoCloseable {
               }
             });
         Transport between = cluster.transport();
-        cluster.startSharding(PartitionOwnership.of(store), () -> EntityRegistry.create(store,
+        cluster.startSharding(
+            new StorePartitionOwner(store, settings.storage().partitionOwnership(), storageEvents), () -> EntityRegistry.create(store,
             settings, maxActivePerRegistry, handler, metrics, transactionMetrics, timers,
             between));
         system.getWhenTerminated().thenRun(() -> {

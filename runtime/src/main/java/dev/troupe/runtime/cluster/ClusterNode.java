@@ -100,7 +100,7 @@ public final class ClusterNode {
    *
    * @param registry makes a partition's registry (the host runs it once the partition is acquired)
    */
-  public void startSharding(PartitionOwnership ownership,
+  public void startSharding(PartitionOwner ownership,
       Supplier<Behavior<EntityRegistry.Command>> registry) {
     Executor blocking = system.dispatchers().lookup(DispatcherSelector.blocking());
     ownership.onPartitionLost(hosted::lost);

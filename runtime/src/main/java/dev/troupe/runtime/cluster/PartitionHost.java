@@ -30,7 +30,7 @@ import org.slf4j.LoggerFactory;
  *       registry, releases the partition in the store and stops; sharding starts it on the new
  *       member only after that (or after {@code troupe.cluster.hand-off-timeout-millis}, the
  *       owner epoch then fencing any late write of this one). On {@link PartitionLost} (the
- *       store found a newer owner) it stops at once without releasing.
+ *       store found a newer owner and refuses the partition's commits) it does the same.
  * </ol>
  */
 public final class PartitionHost {
@@ -52,7 +52,7 @@ public final class PartitionHost {
   /** Sharding's stop message: hand the partition off (release it in the store) and stop. */
   public record HandOff() implements Command {}
 
-  /** The store found another node owns the partition now: stop without releasing. */
+  /** The store found another node owns the partition now: stop its writer and stop. */
   public record PartitionLost() implements Command {}
 
   private record Acquired() implements Command {}
@@ -63,12 +63,12 @@ public final class PartitionHost {
 
   private final ActorContext<Command> context;
   private final int partition;
-  private final PartitionOwnership ownership;
+  private final PartitionOwner ownership;
   private final HostedPartitions hosted;
   private final ClusterTransport transport;
   private final Executor blocking;
 
-  private PartitionHost(ActorContext<Command> context, int partition, PartitionOwnership ownership,
+  private PartitionHost(ActorContext<Command> context, int partition, PartitionOwner ownership,
       HostedPartitions hosted, ClusterTransport transport, Executor blocking) {
     this.context = context;
     this.partition = partition;
@@ -82,7 +82,7 @@ public final class PartitionHost {
    * @param registry makes the partition's registry (run as this host's child once acquired)
    * @param blocking where the store's acquire and release run (they block)
    */
-  public static Behavior<Command> create(int partition, PartitionOwnership ownership,
+  public static Behavior<Command> create(int partition, PartitionOwner ownership,
       HostedPartitions hosted, ClusterTransport transport, Executor blocking,
       Supplier<Behavior<EntityRegistry.Command>> registry, int stashedMessages) {
     return Behaviors.withStash(stashedMessages, stash -> Behaviors.setup(context -> {
@@ -118,7 +118,7 @@ public final class PartitionHost {
             }
             // A hand-off or a lost partition is never dropped: it decides the host's end.
             if (other instanceof HandOff || other instanceof PartitionLost) {
-              return handingOffWhenAcquired(other);
+              return endingWhenAcquired();
             }
             return Behaviors.same();
           }
@@ -128,11 +128,10 @@ public final class PartitionHost {
         .build();
   }
 
-  /** The stash is full and the host must end: wait for the acquisition, then end as told. */
-  private Behavior<Command> handingOffWhenAcquired(Command end) {
+  /** The stash is full and the host must end: wait for the acquisition, then release and stop. */
+  private Behavior<Command> endingWhenAcquired() {
     return Behaviors.receive(Command.class)
-        .onMessage(Acquired.class, acquired -> end instanceof HandOff
-            ? releasing() : Behaviors.stopped())
+        .onMessage(Acquired.class, acquired -> releasing())
         .onMessage(AcquireFailed.class, failed -> Behaviors.stopped())
         .onMessage(Command.class, other -> Behaviors.same())
         .build();
@@ -151,9 +150,10 @@ public final class PartitionHost {
           return releasing();
         })
         .onMessage(PartitionLost.class, lost -> {
-          hosted.released(partition, context.getSelf());
+          // The store refuses the partition's commits already; releasing stops its writer.
+          context.stop(registry);
           log.warn("partition {} is owned by another node now; its host here stops", partition);
-          return Behaviors.stopped();
+          return releasing();
         })
         .onMessage(Command.class, other -> Behaviors.same())
         .build();

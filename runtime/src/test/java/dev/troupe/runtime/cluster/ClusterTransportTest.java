@@ -71,7 +71,7 @@ class ClusterTransportTest {
     holder[0] = system;
     ClusterNode node = ClusterNode.create(system, settings, nodeId, PARTITIONS, LOCATOR,
         (envelope, replies) -> arrivals.add(new Arrival(nodeId, envelope)), () -> {});
-    node.startSharding(PartitionOwnership.ownsEverything(), Behaviors::empty);
+    node.startSharding(PartitionOwner.ownsEverything(), Behaviors::empty);
     return node;
   }
 
