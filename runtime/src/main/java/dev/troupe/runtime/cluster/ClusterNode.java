@@ -95,8 +95,10 @@ public final class ClusterNode {
   }
 
   /**
-   * Starts sharding of the partitions ({@value #PARTITION_TYPE_NAME}) and asks for every
-   * partition once, so all are started and spread over the members without waiting for traffic.
+   * Starts sharding of the partitions ({@value #PARTITION_TYPE_NAME}) and keeps every partition
+   * started ({@link PartitionStarter}: at boot, when a member is removed, and periodically), so
+   * all are started, spread over the members and moved off a dead one without waiting for
+   * traffic.
    *
    * @param registry makes a partition's registry (the host runs it once the partition is acquired)
    */
@@ -111,10 +113,9 @@ public final class ClusterNode {
             .withStopMessage(new PartitionHost.HandOff())
             .withMessageExtractor(new PartitionExtractor()));
     transport.useRegion(region);
-    for (int partition = 0; partition < hosted.partitions(); partition++) {
-      region.tell(new ShardingEnvelope<>(Integer.toString(partition),
-          PartitionHost.StartPartition.INSTANCE));
-    }
+    system.systemActorOf(PartitionStarter.create(region, hosted.partitions(),
+            Duration.ofMillis(settings.startPartitionsIntervalMillis())),
+        "troupe-partition-starter", Props.empty());
   }
 
   /** Shard id = entity id = the partition's number: one partition per shard. */

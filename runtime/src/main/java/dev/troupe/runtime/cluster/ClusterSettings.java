@@ -32,6 +32,8 @@ import java.util.Map;
  *     the partition; past it, arrivals are dropped (the cores resend or ask again)
  * @param statusTimeoutMillis how long {@code GET /v1/cluster} waits for every member's shard
  *     region to say which partitions it holds
+ * @param startPartitionsIntervalMillis how often each member asks for every partition (besides
+ *     at boot and when a member is removed), so that a partition no message reaches is started
  */
 public record ClusterSettings(
     boolean enabled,
@@ -42,7 +44,8 @@ public record ClusterSettings(
     long failureDetectorPauseMillis,
     long handOffTimeoutMillis,
     int stashedMessagesPerPartition,
-    long statusTimeoutMillis) {
+    long statusTimeoutMillis,
+    long startPartitionsIntervalMillis) {
 
   /** The name of the actor system, the same on every member (it is part of their addresses). */
   public static final String SYSTEM_NAME = "troupe";
@@ -74,7 +77,8 @@ public record ClusterSettings(
         positiveMillis(cluster, "failure-detector-pause-millis"),
         positiveMillis(cluster, "hand-off-timeout-millis"),
         (int) positiveMillis(cluster, "stashed-messages-per-partition"),
-        positiveMillis(cluster, "status-timeout-millis"));
+        positiveMillis(cluster, "status-timeout-millis"),
+        positiveMillis(cluster, "start-partitions-interval-millis"));
   }
 
   /** The member role of node {@code nodeId}. */
