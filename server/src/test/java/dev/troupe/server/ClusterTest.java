@@ -22,7 +22,8 @@ import org.junit.jupiter.api.io.TempDir;
  * hosted by exactly one member and every member's {@code GET /v1/cluster} agrees; a member killed
  * with SIGKILL is downed by the survivors' split brain resolver (keep-majority: two of three) and
  * its partitions move to them within a bound (the time from the kill to every partition hosted
- * again is measured and printed); restarted, it rejoins. Each member runs on a RocksDB store of its
+ * again is measured and printed); restarted, it rejoins; a member stopped with SIGTERM hands its
+ * partitions off to the others (measured and printed too). Each member runs on a RocksDB store of its
  * own: this tests placement and membership, not shared data.
  */
 class ClusterTest {
@@ -104,6 +105,19 @@ class ClusterTest {
     Map<Integer, Integer> rejoined = awaitPlacement(List.of(0, 1, 2), 3, 90_000, false);
     System.out.printf("rejoin: three members agreeing %d ms after the restart: partition -> node"
         + " %s%n", TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - restartedAt), rejoined);
+
+    // A member stopped gracefully (SIGTERM, as in a rolling restart) leaves: its partitions are
+    // handed off to the others without waiting for the failure detector or the resolver.
+    int leaving = 1;
+    long stoppedAt = System.nanoTime();
+    nodes[leaving].close();
+    nodes[leaving] = null;
+    long exitMillis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - stoppedAt);
+    Map<Integer, Integer> handedOff =
+        awaitPlacement(List.of(0, 2), 2, FAILOVER_BOUND_MILLIS, false);
+    System.out.printf("graceful stop of node %d: exited %d ms after SIGTERM, every partition"
+        + " hosted by the others %d ms after it: partition -> node %s%n", leaving + 1, exitMillis,
+        TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - stoppedAt), handedOff);
   }
 
   /**

@@ -20,8 +20,8 @@ import picocli.CommandLine.Option;
 /**
  * {@code troupe cluster --nodes N}: a throwaway cluster on this machine for trying it out. Starts
  * N {@code serve} processes on loopback, each with its own node id (1..N), HTTP port, cluster
- * port and data directory, all joining through the first; prints their URLs; stops them all
- * (SIGTERM: each leaves the cluster, handing its partitions off) on Ctrl-C.
+ * port and data directory, all joining through the first; prints their URLs; stops them one by
+ * one (SIGTERM: each leaves the cluster, handing its partitions off) on Ctrl-C.
  *
  * <p>Each node runs on a RocksDB store of its own: the cluster places partitions and carries
  * messages between nodes, but the nodes share no data until the shared PostgreSQL store (issue 18)
@@ -121,7 +121,7 @@ final class ClusterCommand implements Callable<Integer> {
           Matcher matcher = LISTENING.matcher(line);
           if (matcher.find()) {
             listening.complete(matcher.group(1));
-          } else if (line.startsWith("troupe:")) {
+          } else if (line.startsWith("troupe:") && !line.startsWith("troupe: warning")) {
             System.err.println("node " + node + ": " + line);
           }
         }
@@ -144,10 +144,11 @@ final class ClusterCommand implements Callable<Integer> {
     synchronized (processes) {
       running = List.copyOf(processes);
     }
-    for (Process process : running) {
+    // One at a time, the last started first: each leaves a cluster whose other members are up,
+    // so its partitions are handed off at once (stopping all together makes each wait for the
+    // others' hand-offs to time out).
+    for (Process process : running.reversed()) {
       process.destroy();
-    }
-    for (Process process : running) {
       try {
         if (!process.waitFor(30, TimeUnit.SECONDS)) {
           process.destroyForcibly();
