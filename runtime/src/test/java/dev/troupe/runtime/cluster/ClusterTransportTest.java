@@ -139,6 +139,41 @@ class ClusterTransportTest {
     assertEquals(PARTITIONS, seen.size());
   }
 
+  /**
+   * Two members with one node id: the younger (the later up) leaves and reports it; the older
+   * keeps its place.
+   */
+  @Test
+  @SuppressWarnings("unchecked")
+  void theYoungerOfTwoMembersWithOneNodeIdLeaves() throws Exception {
+    int firstPort = freePort();
+    int secondPort = freePort();
+    java.util.concurrent.CountDownLatch firstRemoved = new java.util.concurrent.CountDownLatch(1);
+    java.util.concurrent.CountDownLatch secondRemoved = new java.util.concurrent.CountDownLatch(1);
+    ActorSystem<Void>[] holder = new ActorSystem[1];
+    memberWithCallback(7, firstPort, firstPort, holder, firstRemoved::countDown);
+    first = holder[0];
+    awaitUp(first, 1);
+    memberWithCallback(7, secondPort, firstPort, holder, secondRemoved::countDown);
+    second = holder[0];
+    assertTrue(secondRemoved.await(30, TimeUnit.SECONDS), "the younger member left");
+    assertEquals(1, firstRemoved.getCount(), "the older member stays");
+  }
+
+  private ClusterNode memberWithCallback(int nodeId, int port, int seedPort,
+      ActorSystem<Void>[] holder, Runnable onRemoved) {
+    Config troupe = ConfigFactory.parseString(
+            "cluster.enabled = true\ncluster.host = \"127.0.0.1\"\ncluster.port = " + port
+                + "\ncluster.seed-nodes = [\"127.0.0.1:" + seedPort + "\"]\n")
+        .withFallback(ConfigFactory.load().getConfig("troupe"));
+    ClusterSettings settings = ClusterSettings.fromConfig(troupe);
+    ActorSystem<Void> system = ActorSystem.create(Behaviors.empty(), ClusterSettings.SYSTEM_NAME,
+        ClusterNode.actorSystemConfig(settings, nodeId, ConfigFactory.load()));
+    holder[0] = system;
+    return ClusterNode.create(system, settings, nodeId, PARTITIONS, LOCATOR,
+        (envelope, replies) -> {}, onRemoved);
+  }
+
   private static void awaitUp(ActorSystem<Void> system, int members) throws InterruptedException {
     Cluster cluster = Cluster.get(system);
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
