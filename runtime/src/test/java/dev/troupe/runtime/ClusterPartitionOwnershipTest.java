@@ -1,13 +1,19 @@
 package dev.troupe.runtime;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
+import dev.troupe.model.EntityId;
+import dev.troupe.model.ErrorCode;
+import dev.troupe.model.Operation;
 import dev.troupe.model.SingleNodeLocator;
+import dev.troupe.model.TroupeException;
 import dev.troupe.runtime.cluster.ClusterNode;
 import dev.troupe.runtime.cluster.ClusterSettings;
+import dev.troupe.storage.EntityWrite;
 import dev.troupe.storage.KeyValueDisk;
 import dev.troupe.storage.MemoryDisk;
 import dev.troupe.storage.PartitionOwnership;
@@ -20,6 +26,8 @@ import java.net.ServerSocket;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.TreeSet;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 import org.apache.pekko.actor.typed.ActorSystem;
@@ -78,17 +86,26 @@ class ClusterPartitionOwnershipTest {
   private record Member(ActorSystem<Void> system, RocksStore store, ClusterNode node) {}
 
   private Member member(int nodeId, int port, int seedPort) {
+    return member(nodeId, port, seedPort, "");
+  }
+
+  private RocksStore store(int nodeId) {
     RuntimeSettings defaults = RuntimeSettings.fromConfig(ConfigFactory.load());
     StorageSettings storage = defaults.storage().withNodeId(nodeId).withPartitions(PARTITIONS)
         .withPartitionOwnership(PartitionOwnership.ACQUIRED);
     RocksStore store = RocksStore.open(storage, System::currentTimeMillis, view(),
         RocksStore.Execution.THREADS);
     stores.add(store);
+    return store;
+  }
+
+  private Member member(int nodeId, int port, int seedPort, String clusterSettings) {
+    RocksStore store = store(nodeId);
     LoudStorageEvents events = new LoudStorageEvents();
     store.setEvents(events);
     Config troupe = ConfigFactory.parseString(
             "cluster.enabled = true\ncluster.port = " + port
-                + "\ncluster.seed-nodes = [\"127.0.0.1:" + seedPort + "\"]\n")
+                + "\ncluster.seed-nodes = [\"127.0.0.1:" + seedPort + "\"]\n" + clusterSettings)
         .withFallback(ConfigFactory.load().getConfig("troupe"));
     ClusterSettings settings = ClusterSettings.fromConfig(troupe);
     ActorSystem<Void> system = ActorSystem.create(Behaviors.empty(), ClusterSettings.SYSTEM_NAME,
@@ -131,6 +148,42 @@ class ClusterPartitionOwnershipTest {
     System.out.printf("hand-over: node 1 owns %s %d ms after node 2 began leaving%n",
         first.store().ownedPartitions(),
         TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - leftAt));
+  }
+
+  /**
+   * A node outside the cluster takes a partition over behind sharding's back (what a member cut
+   * off from the majority meets once the majority moved its partition): the member's next write
+   * to it is fenced, the store reports the partition lost, and its host releases it and stops;
+   * the member's other partitions stay hosted.
+   */
+  @Test
+  void aFencedPartitionsHostStops() throws Exception {
+    int port = freePort();
+    // No periodic start during the test: the lost partition would be started (and taken back) again.
+    Member member = member(1, port, port, "cluster.start-partitions-interval-millis = 600000\n");
+    await(60, () -> member.node().hosted().hostedPartitions().size() == PARTITIONS
+        && member.store().ownedPartitions().size() == PARTITIONS);
+    RocksStore intruder = store(9);
+    EntityId entity = entityIn(member.store(), 0);
+    intruder.acquirePartition(0);
+    CompletableFuture<?> fenced = member.store().commit(member.store().newTransactionId(),
+        List.of(new EntityWrite(entity, List.of(new Operation.Increment("n", 1)))))
+        .orTimeout(10, TimeUnit.SECONDS);
+    CompletionException refused = assertThrows(CompletionException.class, fenced::join);
+    assertEquals(ErrorCode.NOT_OWNER, ((TroupeException) refused.getCause()).code());
+    await(10, () -> !member.node().hosted().hosts(0));
+    assertEquals(List.of(1, 2, 3), member.node().hosted().hostedPartitions());
+    assertEquals(List.of(1, 2, 3), member.store().ownedPartitions());
+    assertEquals(List.of(0), intruder.ownedPartitions());
+  }
+
+  private static EntityId entityIn(RocksStore store, int partition) {
+    for (int i = 0; ; i++) {
+      EntityId entity = new EntityId("Account", "a" + i);
+      if (store.partitionOf(entity) == partition) {
+        return entity;
+      }
+    }
   }
 
   private static void await(int seconds, BooleanSupplier condition) throws InterruptedException {
