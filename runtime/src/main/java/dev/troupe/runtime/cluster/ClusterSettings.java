@@ -73,12 +73,12 @@ public record ClusterSettings(
         cluster.getString("host"),
         port,
         seeds,
-        positiveMillis(cluster, "stable-after-millis"),
-        positiveMillis(cluster, "failure-detector-pause-millis"),
-        positiveMillis(cluster, "hand-off-timeout-millis"),
-        (int) positiveMillis(cluster, "stashed-messages-per-partition"),
-        positiveMillis(cluster, "status-timeout-millis"),
-        positiveMillis(cluster, "start-partitions-interval-millis"));
+        positive(cluster, "stable-after-millis"),
+        positive(cluster, "failure-detector-pause-millis"),
+        positive(cluster, "hand-off-timeout-millis"),
+        (int) positive(cluster, "stashed-messages-per-partition"),
+        positive(cluster, "status-timeout-millis"),
+        positive(cluster, "start-partitions-interval-millis"));
   }
 
   /** The member role of node {@code nodeId}. */
@@ -148,7 +148,7 @@ public record ClusterSettings(
   }
 
   /** A positive number (of milliseconds, or of messages) at {@code troupe.cluster.<path>}. */
-  private static long positiveMillis(Config config, String path) {
+  private static long positive(Config config, String path) {
     long value = config.getLong(path);
     if (value <= 0) {
       throw new IllegalArgumentException(

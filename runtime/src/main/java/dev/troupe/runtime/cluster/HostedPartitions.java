@@ -17,7 +17,7 @@ import org.apache.pekko.actor.typed.javadsl.Behaviors;
  * so a local message never reaches a registry whose partition this node no longer writes.
  *
  * <p>A message for a partition hosted elsewhere goes to {@link #notHostedHere}, which refuses a
- * routed request with {@code unavailable} (routing it to the hosting node is the routing layer's
+ * routed request with {@code not_owner} (503; routing it to the hosting node is the routing layer's
  * work: docs/ARCHITECTURE.md, "Several nodes in one data centre").
  *
  * <p>Thread-safe: read by any thread that routes, written by the hosts.
@@ -99,7 +99,7 @@ public final class HostedPartitions {
   static Behavior<EntityRegistry.Command> notHostedHere() {
     return Behaviors.receiveMessage(command -> {
       if (command instanceof EntityRegistry.Route route) {
-        route.message().refuse(new TroupeException(ErrorCode.UNAVAILABLE,
+        route.message().refuse(new TroupeException(ErrorCode.NOT_OWNER,
             route.entity() + " is in a partition this node does not host now"));
       }
       return Behaviors.same();
