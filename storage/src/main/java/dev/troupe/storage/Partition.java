@@ -250,6 +250,26 @@ final class Partition {
   }
 
   /**
+   * Whether another node acquired the partition since this acquisition (ACQUIRED), asked of the
+   * disk after the writer met an error: a stale owner reads what the new owner wrote (states above
+   * its own timestamps, a journal already truncated) and its checks fail on it before any fenced
+   * write could tell it. Such an error is the fence, not a failure of the store. Null under ALL,
+   * while this acquisition is current, or if the disk cannot say (the error then fails the store).
+   */
+  private FencedException supersession() {
+    if (epoch == 0) {
+      return null;
+    }
+    try {
+      KeyValueDisk.PartitionOwner owner = store.disk.ownerOf(number);
+      long current = owner == null ? 0 : owner.epoch();
+      return current != epoch ? new FencedException(number, epoch, current) : null;
+    } catch (DiskException | RuntimeException e) {
+      return null;
+    }
+  }
+
+  /**
    * The disk refused a batch because another node acquired the partition: from now on this
    * acquisition writes nothing and refuses every commit (writer thread).
    */
@@ -611,6 +631,14 @@ final class Partition {
       store.commits.add(records);
       store.groupCommits.increment();
     } catch (Throwable t) {
+      FencedException superseded = written ? null : supersession();
+      if (superseded != null) {
+        // A stale owner met what the new owner wrote (a state above its own timestamps): nothing
+        // of its batch was written, and none would have been.
+        lost(superseded);
+        refuseAsNotOwner(commits);
+        return;
+      }
       // A bug or a corrupt read while preparing the batch, or a failure applying to the cache.
       store.fail(t);
       for (Commit commit : commits) {
@@ -684,6 +712,11 @@ final class Partition {
       lost(e);
       return true;
     } catch (Throwable t) {
+      FencedException superseded = supersession();
+      if (superseded != null) {
+        lost(superseded); // e.g. a journal the new owner already truncated
+        return true;
+      }
       store.fail(t);
       round = null;
       truncation = null;
@@ -726,6 +759,12 @@ final class Partition {
       lost(e);
       done.completeExceptionally(RocksStore.notOwner(number));
     } catch (Throwable t) {
+      FencedException superseded = supersession();
+      if (superseded != null) {
+        lost(superseded);
+        done.completeExceptionally(RocksStore.notOwner(number));
+        return;
+      }
       store.fail(t);
       round = null;
       truncation = null;
