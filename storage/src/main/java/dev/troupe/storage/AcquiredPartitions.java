@@ -17,8 +17,8 @@ import java.util.concurrent.TimeUnit;
  *
  * <p><b>Acquisition</b> (per partition, serialized by its own lock; acquisitions of different
  * partitions run in parallel): if an earlier acquisition was fenced and not yet released, it is
- * released first. Then, under the store's close lock (read side, so the store cannot close under
- * it): the disk makes this node the owner under a new epoch ({@link KeyValueDisk#acquirePartition}:
+ * released first. Then, under the store's close lock (read side, so the store cannot close the
+ * disk under it; it delays only a close, not other partitions' releases or reads): the disk makes this node the owner under a new epoch ({@link KeyValueDisk#acquirePartition}:
  * once it returns, every batch of the previous owner was either applied or will be refused); a fresh
  * {@link Partition} with that epoch recovers from the disk as it is now, so it sees every batch the
  * previous owner had applied, and advances the node's clock past the partition's greatest commit
@@ -27,9 +27,10 @@ import java.util.concurrent.TimeUnit;
  * replaces the old one in the store's slot, its writer starts, and only then does it admit
  * commits and reads ({@link Partition#accepting}).
  *
- * <p><b>Release</b> (per partition lock): under the close lock's write side, which waits for every
- * admission and read in progress, the partition stops admitting and {@link Partition.Stop} is
- * queued behind everything admitted; the writer drains its queue (writing, or refusing when
+ * <p><b>Release</b> (per partition lock): under the write side of the partition's admission lock,
+ * which waits for every admission and read of it in progress (both hold the read side while they
+ * check {@link Partition#accepting} and queue or read), the partition stops admitting and {@link
+ * Partition.Stop} is queued behind everything admitted; the writer drains its queue (writing, or refusing when
  * fenced) and stops; the cached states of the partition's entities are dropped (no reader of them
  * is in flight: the write side waited for them, and later ones are refused) and an unowned
  * placeholder takes the slot. A fenced partition releases the same way.
@@ -131,9 +132,7 @@ final class AcquiredPartitions {
 
   /** Stops an acquisition's writer after what it admitted and frees its slot (partition lock). */
   private void stop(Partition partition) {
-    if (!store.stopAdmitting(partition)) {
-      return; // closed: close stops the writers
-    }
+    store.stopAdmitting(partition);
     if (threads) {
       boolean interrupted = false;
       while (true) {

@@ -144,10 +144,18 @@ final class Partition {
   /**
    * Whether commits, reads and prepares of the partition's entities are admitted: always under
    * {@link PartitionOwnership#ALL}; under ACQUIRED from the end of the acquisition until the
-   * release (set false under the store's close lock, so no admission races with it) or the fence
-   * (set false by the writer).
+   * release (set false under {@link #admission}, so no admission races with it) or the fence (set
+   * false by the writer, which keeps draining its queue, so a task admitted meanwhile is refused,
+   * not forgotten).
    */
   volatile boolean accepting;
+  /**
+   * Held (read side) by whoever checks {@link #accepting} and then reads or queues (ACQUIRED only),
+   * and (write side) by a release while it clears it: so a release waits for every admitted read
+   * and queued task, and none is admitted after its Stop.
+   */
+  final java.util.concurrent.locks.ReentrantReadWriteLock admission =
+      new java.util.concurrent.locks.ReentrantReadWriteLock();
   /** The disk refused a batch of this acquisition: another node owns the partition now. */
   volatile boolean fenced;
   /** Whether the writer was started (ACQUIRED: an unacquired partition's never is). */

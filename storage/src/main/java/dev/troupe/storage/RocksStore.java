@@ -829,17 +829,22 @@ public final class RocksStore implements Store {
     if (failed != null) {
       return CompletableFuture.failedFuture(unavailable(failed));
     }
-    if (!partition.accepting) {
+    java.util.concurrent.locks.Lock admission = admit(partition);
+    if (admission == NOT_ADMITTED) {
       return CompletableFuture.failedFuture(notOwner(partition.number));
     }
-    if (partition.queuedCommits.incrementAndGet() > settings.groupCommitQueueLimit()
-        && !bypassQueueLimit) {
-      partition.queuedCommits.decrementAndGet();
-      return CompletableFuture.failedFuture(
-          Partition.overloaded(partition.number, settings.groupCommitQueueLimit()));
+    try {
+      if (partition.queuedCommits.incrementAndGet() > settings.groupCommitQueueLimit()
+          && !bypassQueueLimit) {
+        partition.queuedCommits.decrementAndGet();
+        return CompletableFuture.failedFuture(
+            Partition.overloaded(partition.number, settings.groupCommitQueueLimit()));
+      }
+      partition.queue.add(commit);
+      return commit.future();
+    } finally {
+      admitted(admission);
     }
-    partition.queue.add(commit);
-    return commit.future();
   }
 
   /** Queues a change of two-phase-commit state alone, in the partition's order. */
@@ -1024,12 +1029,14 @@ public final class RocksStore implements Store {
   public EntityState read(EntityId entity) {
     Objects.requireNonNull(entity, "entity");
     enter();
+    java.util.concurrent.locks.Lock admission = null;
     try {
-      requireOwned(entity);
+      admission = requireOwned(entity);
       return cache.get(entity, key -> CachedState.of(key, loadLatest(key))).state();
     } catch (CorruptDataException damage) {
       throw corrupt(entity, damage);
     } finally {
+      admitted(admission);
       closeLock.readLock().unlock();
     }
   }
@@ -1139,6 +1146,11 @@ public final class RocksStore implements Store {
    * (docs/ARCHITECTURE.md, "Bootstrapping a new data centre").
    */
   public BootstrapInstallation bootstrapInstallation() {
+    if (acquired != null) {
+      throw new UnsupportedOperationException("cannot install a bootstrap image: replication"
+          + " between data centres is not supported by a data centre of several nodes (storage"
+          + " partition ownership ACQUIRED); bootstrap such a data centre on one node");
+    }
     return new BootstrapInstallation(this);
   }
 
@@ -1201,13 +1213,14 @@ public final class RocksStore implements Store {
   public EntityState readAt(EntityId entity, long timestamp) {
     Objects.requireNonNull(entity, "entity");
     enter();
+    java.util.concurrent.locks.Lock admission = null;
     try {
       long current = clock.current();
       if (timestamp < 0 || timestamp > current) {
         throw TroupeException.invalid(
             "cannot read at " + timestamp + ": the current timestamp is " + current);
       }
-      requireOwned(entity);
+      admission = requireOwned(entity);
       Partition partition = partitions[partitionOf(entity)];
       awaitVisible(partition, timestamp);
       checkHorizon(partition, entity, timestamp);
@@ -1229,6 +1242,7 @@ public final class RocksStore implements Store {
         throw corrupt(entity, damage);
       }
     } finally {
+      admitted(admission);
       closeLock.readLock().unlock();
     }
   }
@@ -1398,12 +1412,17 @@ public final class RocksStore implements Store {
         throw unavailable(failed);
       }
       for (Partition partition : partitions) {
-        if (!partition.accepting) {
+        java.util.concurrent.locks.Lock admission = admit(partition);
+        if (admission == NOT_ADMITTED) {
           continue; // not owned here (ACQUIRED): its owner checkpoints it
         }
-        CompletableFuture<Void> done = new CompletableFuture<>();
-        partition.queue.add(new Partition.CheckpointRequest(done));
-        rounds.add(done);
+        try {
+          CompletableFuture<Void> done = new CompletableFuture<>();
+          partition.queue.add(new Partition.CheckpointRequest(done));
+          rounds.add(done);
+        } finally {
+          admitted(admission);
+        }
       }
     } finally {
       closeLock.readLock().unlock();
@@ -1545,14 +1564,46 @@ public final class RocksStore implements Store {
     }
   }
 
-  /** Refuses a read of an entity whose partition this node does not write (ACQUIRED). */
-  private void requireOwned(EntityId entity) {
-    if (acquired != null) {
-      int number = partitionOf(entity);
-      if (!partitions[number].accepting) {
-        throw notOwner(number);
-      }
+  /** What {@link #admit} returns for a partition that admits nothing. */
+  private static final java.util.concurrent.locks.Lock NOT_ADMITTED =
+      new java.util.concurrent.locks.ReentrantLock();
+
+  /**
+   * Admits a read or a task of {@code partition}: under ALL, null (always admitted, no lock);
+   * under ACQUIRED, the partition's admission lock (read side) held, to release with {@link
+   * #admitted} once the read is done or the task queued, so that a release, which takes the write
+   * side, waits for it; {@link #NOT_ADMITTED} if the partition is not owned.
+   */
+  private java.util.concurrent.locks.Lock admit(Partition partition) {
+    if (acquired == null) {
+      return null;
     }
+    java.util.concurrent.locks.Lock lock = partition.admission.readLock();
+    lock.lock();
+    if (!partition.accepting) {
+      lock.unlock();
+      return NOT_ADMITTED;
+    }
+    return lock;
+  }
+
+  private static void admitted(java.util.concurrent.locks.Lock admission) {
+    if (admission != null && admission != NOT_ADMITTED) {
+      admission.unlock();
+    }
+  }
+
+  /**
+   * Admits a read of an entity (see {@link #admit}); refuses it with {@code not_owner} if this node
+   * does not write its partition. Returns the lock to release with {@link #admitted}.
+   */
+  private java.util.concurrent.locks.Lock requireOwned(EntityId entity) {
+    int number = partitionOf(entity);
+    java.util.concurrent.locks.Lock admission = admit(partitions[number]);
+    if (admission == NOT_ADMITTED) {
+      throw notOwner(number);
+    }
+    return admission;
   }
 
   static TroupeException notOwner(int partition) {
@@ -1582,20 +1633,17 @@ public final class RocksStore implements Store {
 
   /**
    * Stops {@code partition} admitting and queues its writer's Stop behind everything admitted,
-   * under the close lock's write side (which waits for every admission and read in progress);
-   * false if the store is closed (its close stops the writers).
+   * under the write side of the partition's admission lock (which waits for every admission and
+   * read of it in progress, and no other partition's). After a close, which stopped the writer
+   * already, the second Stop is never taken, and harmless.
    */
-  boolean stopAdmitting(Partition partition) {
-    closeLock.writeLock().lock();
+  void stopAdmitting(Partition partition) {
+    partition.admission.writeLock().lock();
     try {
-      if (closed) {
-        return false;
-      }
       partition.accepting = false;
       partition.queue.add(Partition.Stop.INSTANCE);
-      return true;
     } finally {
-      closeLock.writeLock().unlock();
+      partition.admission.writeLock().unlock();
     }
   }
 

@@ -246,8 +246,22 @@ class PartitionOwnershipTest {
   }
 
   @Test
-  void aCommitInFlightDuringAHandOffIsEitherAcknowledgedAndPresentOrRefusedAndAbsent()
+  void aCommitInFlightDuringACutOffHandOffIsEitherAcknowledgedAndPresentOrRefusedAndAbsent()
       throws Exception {
+    handOffUnderCommits(false);
+  }
+
+  @Test
+  void aCommitInFlightDuringAReleaseIsEitherAcknowledgedAndPresentOrRefusedAndAbsent()
+      throws Exception {
+    handOffUnderCommits(true);
+  }
+
+  /**
+   * A thread commits to one entity of node A, eight at a time, while node B takes the partition
+   * over: after A released it ({@code graceful}) or while A still writes (A cut off).
+   */
+  private void handOffUnderCommits(boolean graceful) throws Exception {
     StorageSettings settings = settings(1);
     RocksStore a = node(settings, new FakeClock(Fixtures.START_MILLIS), RocksStore.Execution.THREADS);
     RocksStore b = node(settings(2), new FakeClock(Fixtures.START_MILLIS),
@@ -284,6 +298,9 @@ class PartitionOwnershipTest {
     while (acknowledged.size() < 50) {
       Thread.sleep(1);
     }
+    if (graceful) {
+      a.releasePartition(0);
+    }
     b.acquirePartition(0);
     long deadline = System.currentTimeMillis() + 10_000;
     while (refused.size() < 8 && System.currentTimeMillis() < deadline) {
@@ -292,7 +309,7 @@ class PartitionOwnershipTest {
     running.set(false);
     committer.join();
     assertEquals(List.of(), unexpected);
-    assertFalse(refused.isEmpty(), "A was fenced");
+    assertFalse(refused.isEmpty(), graceful ? "A refused after its release" : "A was fenced");
     List<Long> written = transactionIds(journal(disk, 0));
     assertEquals(acknowledged, new HashSet<>(written), "exactly the acknowledged commits");
     for (Long id : refused) {
@@ -522,5 +539,6 @@ class PartitionOwnershipTest {
     UnsupportedOperationException refused = assertThrows(UnsupportedOperationException.class,
         () -> a.replicationLog().recordPeers(List.of()));
     assertTrue(refused.getMessage().contains("several nodes"), refused.getMessage());
+    assertThrows(UnsupportedOperationException.class, a::bootstrapInstallation);
   }
 }
