@@ -197,6 +197,164 @@ class PartitionHandOffTest {
     }
   }
 
+  /**
+   * The same with real threads: two stores with writer threads, three threads committing to
+   * whichever node they pick (the owner mostly), and a mover moving random partitions between the
+   * nodes, gracefully or not, for a second and a half. The journal's records of each partition,
+   * in the order the disk applied them, come from nodes in an order the acquisitions allow (a
+   * node's records follow another's only after that node acquired the partition again).
+   */
+  @Test
+  void handOffsUnderThreadedCommitsLoseNothingAndNeverHaveTwoWriters() throws Exception {
+    MemoryDisk disk = new MemoryDisk();
+    RocksStore[] nodes = new RocksStore[2];
+    List<Throwable> failures = new java.util.concurrent.CopyOnWriteArrayList<>();
+    for (int i = 0; i < 2; i++) {
+      StorageSettings settings = PartitionOwnershipTest.settings(i + 1).withPartitions(PARTITIONS)
+          .withCheckpoints(50, 20, 200).withHistoryRetentionMillis(0);
+      nodes[i] = RocksStore.open(settings, System::currentTimeMillis, new SharedDisk(disk),
+          RocksStore.Execution.THREADS);
+      nodes[i].setEvents(new StorageEvents() {
+        @Override
+        public void storeFailed(Throwable cause) {
+          failures.add(cause);
+        }
+
+        @Override
+        public void corruptionDetected(String where, CorruptDataException damage) {}
+      });
+    }
+    List<EntityId> entities = new ArrayList<>();
+    for (int i = 0; i < ENTITY_COUNT; i++) {
+      entities.add(new EntityId("Account", "a" + i));
+    }
+    int[] owner = new int[PARTITIONS];
+    List<List<Integer>> acquisitions = new ArrayList<>();
+    for (int partition = 0; partition < PARTITIONS; partition++) {
+      nodes[0].acquirePartition(partition);
+      acquisitions.add(new ArrayList<>(List.of(1)));
+    }
+    List<Submitted> submitted = new java.util.concurrent.CopyOnWriteArrayList<>();
+    java.util.concurrent.atomic.AtomicBoolean running = new java.util.concurrent.atomic.AtomicBoolean(true);
+    List<Thread> committers = new ArrayList<>();
+    for (int t = 0; t < 3; t++) {
+      long seed = t;
+      Thread committer = new Thread(() -> {
+        SplittableRandom random = new SplittableRandom(seed);
+        while (running.get()) {
+          List<Submitted> window = new ArrayList<>();
+          for (int i = 0; i < 4; i++) {
+            EntityId entity = entities.get(random.nextInt(ENTITY_COUNT));
+            int partition = nodes[0].partitionOf(entity);
+            int index = random.nextInt(10) < 8 ? owner[partition] : random.nextInt(2);
+            RocksStore node = nodes[index];
+            long amount = 1 + random.nextInt(9);
+            long id = node.newTransactionId();
+            window.add(new Submitted(id, index, entity, amount, 0,
+                node.commit(id, PartitionOwnershipTest.increment(entity, amount))));
+          }
+          submitted.addAll(window);
+          for (Submitted commit : window) {
+            try {
+              commit.future().get(30, java.util.concurrent.TimeUnit.SECONDS);
+            } catch (Exception e) {
+              // Checked below.
+            }
+          }
+        }
+      }, "committer-" + t);
+      committer.start();
+      committers.add(committer);
+    }
+    SplittableRandom random = new SplittableRandom(42);
+    long end = System.currentTimeMillis() + 1_500;
+    int moves = 0;
+    while (System.currentTimeMillis() < end) {
+      int partition = random.nextInt(PARTITIONS);
+      int from = owner[partition];
+      int to = 1 - from;
+      if (random.nextBoolean()) {
+        nodes[from].releasePartition(partition);
+      }
+      nodes[to].acquirePartition(partition);
+      acquisitions.get(partition).add(to + 1);
+      owner[partition] = to;
+      moves++;
+      Thread.sleep(random.nextInt(5));
+    }
+    running.set(false);
+    for (Thread committer : committers) {
+      committer.join();
+    }
+    try {
+      assertEquals(List.of(), failures, "a store failed");
+      Set<Long> acknowledged = new HashSet<>();
+      for (Submitted commit : submitted) {
+        assertTrue(commit.future().isDone(), "commit " + commit.transactionId() + " never ended");
+        ErrorCode refusal = PartitionOwnershipTest.refusal(commit.future());
+        if (refusal == null) {
+          acknowledged.add(commit.transactionId());
+        } else {
+          assertEquals(ErrorCode.NOT_OWNER, refusal, "the only refusal is not_owner");
+        }
+      }
+      Map<Long, Submitted> byId = new HashMap<>();
+      submitted.forEach(commit -> byId.put(commit.transactionId(), commit));
+      Set<Long> written = new HashSet<>();
+      List<List<Integer>> writers = new ArrayList<>();
+      for (int partition = 0; partition < PARTITIONS; partition++) {
+        writers.add(new ArrayList<>());
+      }
+      for (byte[] value : disk.durableJournalValuesEverWritten()) {
+        TransactionRecord record = Codec.decodeRecord(value);
+        Submitted commit = byId.get(record.transactionId());
+        assertTrue(commit != null, "a record nobody submitted");
+        assertTrue(written.add(record.transactionId()), "written twice");
+        List<Integer> segments = writers.get(nodes[0].partitionOf(commit.entity()));
+        int node = dev.troupe.model.time.TransactionIds.nodeOf(record.transactionId());
+        if (segments.isEmpty() || segments.get(segments.size() - 1) != node) {
+          segments.add(node);
+        }
+      }
+      assertEquals(acknowledged, written, "the journal holds exactly the acknowledged commits");
+      for (int partition = 0; partition < PARTITIONS; partition++) {
+        assertTrue(isSubsequence(writers.get(partition), acquisitions.get(partition)),
+            "partition " + partition + " written by " + writers.get(partition)
+                + " under acquisitions " + acquisitions.get(partition));
+      }
+      for (int partition = 0; partition < PARTITIONS; partition++) {
+        nodes[1].releasePartition(partition);
+        nodes[0].acquirePartition(partition);
+      }
+      for (EntityId entity : entities) {
+        assertEquals(acknowledgedSum(entity, submitted),
+            Fixtures.counter(nodes[0].read(entity), "n"), entity + " after the last hand-off");
+      }
+      System.out.printf("threaded hand-offs: %d moves, %d commits acknowledged of %d%n", moves,
+          acknowledged.size(), submitted.size());
+      assertTrue(moves > 20 && acknowledged.size() > 100, moves + " moves, " + acknowledged.size());
+    } finally {
+      for (RocksStore node : nodes) {
+        node.close();
+      }
+      disk.close();
+    }
+  }
+
+  private static boolean isSubsequence(List<Integer> sequence, List<Integer> of) {
+    int position = 0;
+    for (Integer element : sequence) {
+      while (position < of.size() && !of.get(position).equals(element)) {
+        position++;
+      }
+      if (position == of.size()) {
+        return false;
+      }
+      position++;
+    }
+    return true;
+  }
+
   /** A node the disk names the partition's owner, under its epoch, reads every acknowledged commit. */
   private static void checkReadByOwner(MemoryDisk disk, RocksStore node, int nodeId,
       EntityId entity, List<Submitted> submitted) throws DiskException {
