@@ -18,6 +18,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.ReentrantReadWriteLock;
 
 /**
  * One journal partition and its single writer: group commit, object checkpoints, checkpoint rounds
@@ -154,8 +155,7 @@ final class Partition {
    * and (write side) by a release while it clears it: so a release waits for every admitted read
    * and queued task, and none is admitted after its Stop.
    */
-  final java.util.concurrent.locks.ReentrantReadWriteLock admission =
-      new java.util.concurrent.locks.ReentrantReadWriteLock();
+  final ReentrantReadWriteLock admission = new ReentrantReadWriteLock();
   /** The disk refused a batch of this acquisition: another node owns the partition now. */
   volatile boolean fenced;
   /** Whether the writer was started (ACQUIRED: an unacquired partition's never is). */

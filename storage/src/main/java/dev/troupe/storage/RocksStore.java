@@ -32,7 +32,9 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.atomic.LongAdder;
+import java.util.concurrent.locks.Lock;
 import java.util.concurrent.locks.LockSupport;
+import java.util.concurrent.locks.ReentrantLock;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
 import java.util.function.LongSupplier;
 
@@ -829,7 +831,7 @@ public final class RocksStore implements Store {
     if (failed != null) {
       return CompletableFuture.failedFuture(unavailable(failed));
     }
-    java.util.concurrent.locks.Lock admission = admit(partition);
+    Lock admission = admit(partition);
     if (admission == NOT_ADMITTED) {
       return CompletableFuture.failedFuture(notOwner(partition.number));
     }
@@ -1029,7 +1031,7 @@ public final class RocksStore implements Store {
   public EntityState read(EntityId entity) {
     Objects.requireNonNull(entity, "entity");
     enter();
-    java.util.concurrent.locks.Lock admission = null;
+    Lock admission = null;
     try {
       admission = requireOwned(entity);
       return cache.get(entity, key -> CachedState.of(key, loadLatest(key))).state();
@@ -1213,7 +1215,7 @@ public final class RocksStore implements Store {
   public EntityState readAt(EntityId entity, long timestamp) {
     Objects.requireNonNull(entity, "entity");
     enter();
-    java.util.concurrent.locks.Lock admission = null;
+    Lock admission = null;
     try {
       long current = clock.current();
       if (timestamp < 0 || timestamp > current) {
@@ -1412,7 +1414,7 @@ public final class RocksStore implements Store {
         throw unavailable(failed);
       }
       for (Partition partition : partitions) {
-        java.util.concurrent.locks.Lock admission = admit(partition);
+        Lock admission = admit(partition);
         if (admission == NOT_ADMITTED) {
           continue; // not owned here (ACQUIRED): its owner checkpoints it
         }
@@ -1565,8 +1567,8 @@ public final class RocksStore implements Store {
   }
 
   /** What {@link #admit} returns for a partition that admits nothing. */
-  private static final java.util.concurrent.locks.Lock NOT_ADMITTED =
-      new java.util.concurrent.locks.ReentrantLock();
+  private static final Lock NOT_ADMITTED =
+      new ReentrantLock();
 
   /**
    * Admits a read or a task of {@code partition}: under ALL, null (always admitted, no lock);
@@ -1574,11 +1576,11 @@ public final class RocksStore implements Store {
    * #admitted} once the read is done or the task queued, so that a release, which takes the write
    * side, waits for it; {@link #NOT_ADMITTED} if the partition is not owned.
    */
-  private java.util.concurrent.locks.Lock admit(Partition partition) {
+  private Lock admit(Partition partition) {
     if (acquired == null) {
       return null;
     }
-    java.util.concurrent.locks.Lock lock = partition.admission.readLock();
+    Lock lock = partition.admission.readLock();
     lock.lock();
     if (!partition.accepting) {
       lock.unlock();
@@ -1587,7 +1589,7 @@ public final class RocksStore implements Store {
     return lock;
   }
 
-  private static void admitted(java.util.concurrent.locks.Lock admission) {
+  private static void admitted(Lock admission) {
     if (admission != null && admission != NOT_ADMITTED) {
       admission.unlock();
     }
@@ -1597,9 +1599,9 @@ public final class RocksStore implements Store {
    * Admits a read of an entity (see {@link #admit}); refuses it with {@code not_owner} if this node
    * does not write its partition. Returns the lock to release with {@link #admitted}.
    */
-  private java.util.concurrent.locks.Lock requireOwned(EntityId entity) {
+  private Lock requireOwned(EntityId entity) {
     int number = partitionOf(entity);
-    java.util.concurrent.locks.Lock admission = admit(partitions[number]);
+    Lock admission = admit(partitions[number]);
     if (admission == NOT_ADMITTED) {
       throw notOwner(number);
     }

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.fail;
 import dev.troupe.model.EntityId;
 import dev.troupe.model.ErrorCode;
 import dev.troupe.model.TroupeException;
+import dev.troupe.model.time.TransactionIds;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
@@ -16,6 +17,9 @@ import java.util.Set;
 import java.util.SplittableRandom;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -71,7 +75,7 @@ class PartitionHandOffTest {
         new FakeClock(Fixtures.START_MILLIS + random.nextInt(5_000)),
         new FakeClock(Fixtures.START_MILLIS + random.nextInt(5_000))};
     RocksStore[] nodes = new RocksStore[2];
-    List<Throwable> failures = new java.util.concurrent.CopyOnWriteArrayList<>();
+    List<Throwable> failures = new CopyOnWriteArrayList<>();
     for (int i = 0; i < 2; i++) {
       StorageSettings settings = PartitionOwnershipTest.settings(i + 1).withPartitions(PARTITIONS)
           .withCheckpoints(2, 10, 5).withHistoryRetentionMillis(random.nextBoolean() ? 0 : 100)
@@ -208,7 +212,7 @@ class PartitionHandOffTest {
   void handOffsUnderThreadedCommitsLoseNothingAndNeverHaveTwoWriters() throws Exception {
     MemoryDisk disk = new MemoryDisk();
     RocksStore[] nodes = new RocksStore[2];
-    List<Throwable> failures = new java.util.concurrent.CopyOnWriteArrayList<>();
+    List<Throwable> failures = new CopyOnWriteArrayList<>();
     for (int i = 0; i < 2; i++) {
       StorageSettings settings = PartitionOwnershipTest.settings(i + 1).withPartitions(PARTITIONS)
           .withCheckpoints(50, 20, 200).withHistoryRetentionMillis(0);
@@ -234,8 +238,8 @@ class PartitionHandOffTest {
       nodes[0].acquirePartition(partition);
       acquisitions.add(new ArrayList<>(List.of(1)));
     }
-    List<Submitted> submitted = new java.util.concurrent.CopyOnWriteArrayList<>();
-    java.util.concurrent.atomic.AtomicBoolean running = new java.util.concurrent.atomic.AtomicBoolean(true);
+    List<Submitted> submitted = new CopyOnWriteArrayList<>();
+    AtomicBoolean running = new AtomicBoolean(true);
     List<Thread> committers = new ArrayList<>();
     for (int t = 0; t < 3; t++) {
       long seed = t;
@@ -256,7 +260,7 @@ class PartitionHandOffTest {
           submitted.addAll(window);
           for (Submitted commit : window) {
             try {
-              commit.future().get(30, java.util.concurrent.TimeUnit.SECONDS);
+              commit.future().get(30, TimeUnit.SECONDS);
             } catch (Exception e) {
               // Checked below.
             }
@@ -311,7 +315,7 @@ class PartitionHandOffTest {
         assertTrue(commit != null, "a record nobody submitted");
         assertTrue(written.add(record.transactionId()), "written twice");
         List<Integer> segments = writers.get(nodes[0].partitionOf(commit.entity()));
-        int node = dev.troupe.model.time.TransactionIds.nodeOf(record.transactionId());
+        int node = TransactionIds.nodeOf(record.transactionId());
         if (segments.isEmpty() || segments.get(segments.size() - 1) != node) {
           segments.add(node);
         }

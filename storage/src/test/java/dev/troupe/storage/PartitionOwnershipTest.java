@@ -20,6 +20,7 @@ import java.util.List;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.junit.jupiter.api.AfterEach;
@@ -268,8 +269,8 @@ class PartitionOwnershipTest {
         RocksStore.Execution.THREADS);
     EntityId entity = entityIn(a, 0, 0);
     a.acquirePartition(0);
-    Set<Long> acknowledged = java.util.concurrent.ConcurrentHashMap.newKeySet();
-    Set<Long> refused = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    Set<Long> acknowledged = ConcurrentHashMap.newKeySet();
+    Set<Long> refused = ConcurrentHashMap.newKeySet();
     List<Throwable> unexpected = new CopyOnWriteArrayList<>();
     AtomicBoolean running = new AtomicBoolean(true);
     Thread committer = new Thread(() -> {
