@@ -743,9 +743,7 @@ public final class RocksStore implements Store {
   public CompletableFuture<Void> forgetIdempotencyRecord(String qualifiedKey) {
     byte[] key = Keys.idempotency(qualifiedKey);
     if (acquired != null) {
-      // A shared row of no partition: this node may own none of the writers.
-      return acquired.writeUnfenced("forget an idempotency record",
-          batch -> batch.delete(KeyValueDisk.Column.TRANSACTIONS, key), false);
+      return acquired.forgetIdempotencyRecord(key);
     }
     return writeTransactionState(idempotencyPartition(key), 0,
         new Partition.TransactionStateChange(key, null), true);
@@ -920,7 +918,7 @@ public final class RocksStore implements Store {
   public CompletableFuture<Void> persistDecision(DecidedTransaction decision) {
     Invariants.check(!decision.participants().isEmpty(), "a decision without participants");
     if (acquired != null) {
-      return persistDecisionUnfenced(decision);
+      return acquired.persistDecision(decision);
     }
     return writeTransactionState(decisionPartition(decision), decision.transactionId(),
         new Partition.TransactionStateChange(Keys.decided(decision.transactionId()),
@@ -931,31 +929,11 @@ public final class RocksStore implements Store {
   @Override
   public void forgetDecision(DecidedTransaction decision) {
     if (acquired != null) {
-      acquired.writeUnfenced("forget a decision", batch -> batch.delete(
-          KeyValueDisk.Column.TRANSACTIONS, Keys.decided(decision.transactionId())), false);
+      acquired.forgetDecision(decision);
       return;
     }
     writeTransactionState(decisionPartition(decision), decision.transactionId(),
         new Partition.TransactionStateChange(Keys.decided(decision.transactionId()), null), true);
-  }
-
-  /**
-   * A decision on one node of several (ACQUIRED): keyed by its transaction id and written by the
-   * coordinator's node whichever partitions it owns, so unfenced, synced, with its idempotency
-   * record in the same batch. The replication log is not written (a data centre of several nodes
-   * does not replicate to others).
-   */
-  private CompletableFuture<Void> persistDecisionUnfenced(DecidedTransaction decision) {
-    byte[] value = Codec.encodeDecided(decision);
-    IdempotencyRecord idempotency = decision.idempotency() == null ? null
-        : decision.idempotency().decidedAs(decision.transactionId());
-    return acquired.writeUnfenced("record a decision", batch -> {
-      batch.put(KeyValueDisk.Column.TRANSACTIONS, Keys.decided(decision.transactionId()), value);
-      if (idempotency != null) {
-        batch.put(KeyValueDisk.Column.TRANSACTIONS, Keys.idempotency(idempotency.qualifiedKey()),
-            Codec.encodeIdempotency(idempotency));
-      }
-    }, syncCommits);
   }
 
   private byte[] preparedKey(long transactionId, EntityId entity) {
@@ -1658,47 +1636,6 @@ public final class RocksStore implements Store {
   void partitionLost(Partition partition, FencedException cause) {
     dropCachedStates(partition.number);
     events.partitionLost(partition.number, cause);
-  }
-
-  /**
-   * The prepared parts of {@code partition} and the decisions of their transactions, the clock
-   * advanced past their transaction ids (acquisition).
-   */
-  AcquiredPartition recoverTransactionState(int partition, long epoch) {
-    List<PreparedTransaction> prepared = new ArrayList<>();
-    // Prepared keys: tag, partition (two bytes), transaction id, entity.
-    byte[] prefix = Arrays.copyOf(Keys.prepared(partition, 0, Keys.EMPTY), 3);
-    try (KeyValueDisk.Cursor cursor = disk.cursor(KeyValueDisk.Column.TRANSACTIONS)) {
-      for (cursor.seek(prefix); cursor.isValid(); cursor.next()) {
-        byte[] key = cursor.key();
-        if (key.length < prefix.length || !Arrays.equals(key, 0, prefix.length, prefix, 0,
-            prefix.length)) {
-          break;
-        }
-        prepared.add(Codec.decodePrepared(cursor.value()));
-      }
-    }
-    List<DecidedTransaction> decided = new ArrayList<>();
-    java.util.Set<Long> seen = new java.util.HashSet<>();
-    try {
-      for (PreparedTransaction part : prepared) {
-        clock.advancePast(part.transactionId());
-        if (seen.add(part.transactionId())) {
-          byte[] value = disk.get(KeyValueDisk.Column.TRANSACTIONS,
-              Keys.decided(part.transactionId()));
-          if (value != null) {
-            DecidedTransaction decision = Codec.decodeDecided(value);
-            clock.advancePast(decision.transactionId());
-            decided.add(decision);
-          }
-        }
-      }
-    } catch (DiskException e) {
-      throw new TroupeException(ErrorCode.UNAVAILABLE,
-          "cannot read the two-phase-commit state of partition " + partition + ": "
-              + e.getMessage());
-    }
-    return new AcquiredPartition(partition, epoch, prepared, decided);
   }
 
   // --------------------------------------------------------------------------- writer support

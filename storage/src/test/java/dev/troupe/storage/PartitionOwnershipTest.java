@@ -497,7 +497,11 @@ class PartitionOwnershipTest {
     preparedY.join();
     // The coordinator's node owns no partition: its decision is written unfenced all the same.
     assertEquals(List.of(), coordinator.ownedPartitions());
-    coordinator.persistDecision(new DecidedTransaction(decidedId, List.of(x))).join();
+    IdempotencyRecord keyed = IdempotencyRecord.pending("\u0000tx", new byte[
+        IdempotencyRecord.FINGERPRINT_BYTES], 3);
+    coordinator.persistDecision(new DecidedTransaction(decidedId, List.of(x), keyed)).join();
+    // Its idempotency record is a shared row, written with the decision: every node reads it.
+    assertEquals(decidedId, b.idempotencyRecord("\u0000tx").orElseThrow().transactionId());
 
     AcquiredPartition acquired = b.acquirePartition(0);
     assertEquals(List.of(decidedId, undecidedId),
@@ -520,6 +524,8 @@ class PartitionOwnershipTest {
     assertEquals(List.of(), again.decided());
     coordinator.forgetDecision(new DecidedTransaction(decidedId, List.of(x)));
     assertNull(metaOrTransaction(Keys.decided(decidedId)));
+    coordinator.forgetIdempotencyRecord("\u0000tx").join();
+    assertTrue(a.idempotencyRecord("\u0000tx").isEmpty(), "forgotten by a node owning nothing");
     // The fenced node's abandon of a part is refused: the part stays for its owner to resolve.
     a.abandonPrepared(undecidedId, y);
     settle(a);
