@@ -25,6 +25,7 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 /**
  * Partition ownership ({@link PartitionOwnership#ACQUIRED}): two {@link RocksStore}s over one
@@ -537,6 +538,34 @@ class PartitionOwnershipTest {
       return disk.get(Column.TRANSACTIONS, key);
     } catch (DiskException e) {
       throw new AssertionError(e);
+    }
+  }
+
+  @Test
+  void aHandOffOnRocksDbFencesTheOldOwner(@TempDir Path directory)
+      throws Exception {
+    try (RocksDisk rocks = RocksDisk.open(directory)) {
+      StorageSettings settingsA = settings(1).withPartitions(2);
+      RocksStore a = RocksStore.open(settingsA, new FakeClock(Fixtures.START_MILLIS),
+          new SharedDisk(rocks), RocksStore.Execution.THREADS);
+      RocksStore b = RocksStore.open(settings(2), new FakeClock(Fixtures.START_MILLIS),
+          new SharedDisk(rocks), RocksStore.Execution.THREADS);
+      try {
+        EntityId entity = entityIn(a, 1, 0);
+        a.acquirePartition(1);
+        a.commit(a.newTransactionId(), increment(entity, 2)).get();
+        b.acquirePartition(1);
+        long refusedId = a.newTransactionId();
+        assertEquals(ErrorCode.NOT_OWNER, refusal(a.commit(refusedId, increment(entity, 5))));
+        assertEquals(2, Fixtures.counter(b.read(entity), "n"));
+        b.commit(b.newTransactionId(), increment(entity, 3)).get();
+        assertEquals(5, Fixtures.counter(b.read(entity), "n"));
+        assertFalse(transactionIds(journal(rocks, 1)).contains(refusedId));
+        assertEquals(2, journal(rocks, 1).size());
+      } finally {
+        a.close();
+        b.close();
+      }
     }
   }
 
