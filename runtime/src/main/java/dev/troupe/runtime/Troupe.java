@@ -184,7 +184,10 @@ public final class Troupe implements AutoCloseable {
       reads.useMemory(memory);
       types.resumePendingMigrations();
       // Last: deliveries run turns, so everything above must be ready.
-      this.messageDelivery = MessageDelivery.start(this, messageSettings);
+      // Not in a cluster (issue 18): delivery reads this node's own replication log, which in a
+      // cluster holds only part of the data centre's messages; delivery across nodes is not built.
+      this.messageDelivery =
+          cluster == null ? MessageDelivery.start(this, messageSettings) : null;
     } catch (RuntimeException e) {
       types.close();
       reads.shutdownNow();
@@ -483,7 +486,10 @@ public final class Troupe implements AutoCloseable {
         });
   }
 
-  /** This node's delivery of causal messages (its counters, for metrics). */
+  /**
+   * This node's delivery of causal messages (its counters, for metrics); null on a cluster member,
+   * which delivers none.
+   */
   public MessageDelivery messageDelivery() {
     return messageDelivery;
   }

@@ -94,6 +94,10 @@ class ClusterTest {
     // sharding has rebalanced) every member hosting some.
     Map<Integer, Integer> placement = awaitPlacement(List.of(0, 1, 2), 3, 90_000, true);
     System.out.println("cluster formed: partition -> node " + placement);
+    Answer metrics = nodes[0].get("/metrics");
+    assertEquals(200, metrics.status(), metrics.text());
+    assertTrue(metrics.text().contains("troupe_cluster_hosted_partitions "), metrics.text());
+    assertTrue(metrics.text().contains("troupe_cluster_transport_sent_total{to=\"partition\"}"));
 
     // A member dies: its partitions move to the two survivors.
     int victim = 2;

@@ -3,7 +3,10 @@ package dev.troupe.storage;
 import dev.troupe.model.ErrorCode;
 import dev.troupe.model.TroupeException;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -17,8 +20,8 @@ import java.util.concurrent.TimeUnit;
  *
  * <p><b>Acquisition</b> (per partition, serialized by its own lock; acquisitions of different
  * partitions run in parallel): if an earlier acquisition was fenced and not yet released, it is
- * released first. Then, under the store's close lock (read side, so the store cannot close under
- * it): the disk makes this node the owner under a new epoch ({@link KeyValueDisk#acquirePartition}:
+ * released first. Then, under the store's close lock (read side, so the store cannot close the
+ * disk under it; it delays only a close, not other partitions' releases or reads): the disk makes this node the owner under a new epoch ({@link KeyValueDisk#acquirePartition}:
  * once it returns, every batch of the previous owner was either applied or will be refused); a fresh
  * {@link Partition} with that epoch recovers from the disk as it is now, so it sees every batch the
  * previous owner had applied, and advances the node's clock past the partition's greatest commit
@@ -27,9 +30,10 @@ import java.util.concurrent.TimeUnit;
  * replaces the old one in the store's slot, its writer starts, and only then does it admit
  * commits and reads ({@link Partition#accepting}).
  *
- * <p><b>Release</b> (per partition lock): under the close lock's write side, which waits for every
- * admission and read in progress, the partition stops admitting and {@link Partition.Stop} is
- * queued behind everything admitted; the writer drains its queue (writing, or refusing when
+ * <p><b>Release</b> (per partition lock): under the write side of the partition's admission lock,
+ * which waits for every admission and read of it in progress (both hold the read side while they
+ * check {@link Partition#accepting} and queue or read), the partition stops admitting and {@link
+ * Partition.Stop} is queued behind everything admitted; the writer drains its queue (writing, or refusing when
  * fenced) and stops; the cached states of the partition's entities are dropped (no reader of them
  * is in flight: the write side waited for them, and later ones are refused) and an unowned
  * placeholder takes the slot. A fenced partition releases the same way.
@@ -83,13 +87,13 @@ final class AcquiredPartitions {
         }
         current = store.partitionSlot(number);
         if (current.accepting) {
-          return store.recoverTransactionState(number, current.epoch);
+          return recoverTransactionState(number, current.epoch);
         }
         long epoch = store.disk.acquirePartition(number, store.settings.nodeId());
         Partition fresh = store.newPartition(number, epoch);
         fresh.recover();
         store.replicationLog.recoverPartition(number);
-        AcquiredPartition acquired = store.recoverTransactionState(number, epoch);
+        AcquiredPartition acquired = recoverTransactionState(number, epoch);
         store.dropCachedStates(number);
         store.replacePartition(fresh);
         fresh.start();
@@ -131,9 +135,7 @@ final class AcquiredPartitions {
 
   /** Stops an acquisition's writer after what it admitted and frees its slot (partition lock). */
   private void stop(Partition partition) {
-    if (!store.stopAdmitting(partition)) {
-      return; // closed: close stops the writers
-    }
+    store.stopAdmitting(partition);
     if (threads) {
       boolean interrupted = false;
       while (true) {
@@ -169,6 +171,78 @@ final class AcquiredPartitions {
       }
     }
     return owned;
+  }
+
+  /**
+   * The prepared parts of {@code partition} and the decisions of their transactions, the clock
+   * advanced past their transaction ids (acquisition).
+   */
+  private AcquiredPartition recoverTransactionState(int partition, long epoch) {
+    List<PreparedTransaction> prepared = new ArrayList<>();
+    // Prepared keys: tag, partition (two bytes), transaction id, entity.
+    byte[] prefix = Arrays.copyOf(Keys.prepared(partition, 0, Keys.EMPTY), 3);
+    try (KeyValueDisk.Cursor cursor = store.disk.cursor(KeyValueDisk.Column.TRANSACTIONS)) {
+      for (cursor.seek(prefix); cursor.isValid(); cursor.next()) {
+        byte[] key = cursor.key();
+        if (key.length < prefix.length || !Arrays.equals(key, 0, prefix.length, prefix, 0,
+            prefix.length)) {
+          break;
+        }
+        prepared.add(Codec.decodePrepared(cursor.value()));
+      }
+    }
+    List<DecidedTransaction> decided = new ArrayList<>();
+    Set<Long> seen = new HashSet<>();
+    try {
+      for (PreparedTransaction part : prepared) {
+        store.clock.advancePast(part.transactionId());
+        if (seen.add(part.transactionId())) {
+          byte[] value = store.disk.get(KeyValueDisk.Column.TRANSACTIONS,
+              Keys.decided(part.transactionId()));
+          if (value != null) {
+            DecidedTransaction decision = Codec.decodeDecided(value);
+            store.clock.advancePast(decision.transactionId());
+            decided.add(decision);
+          }
+        }
+      }
+    } catch (DiskException e) {
+      throw new TroupeException(ErrorCode.UNAVAILABLE,
+          "cannot read the two-phase-commit state of partition " + partition + ": "
+              + e.getMessage());
+    }
+    return new AcquiredPartition(partition, epoch, prepared, decided);
+  }
+
+  /**
+   * A decision on one node of several: keyed by its transaction id and written by the
+   * coordinator's node whichever partitions it owns, so unfenced, synced (under SYNC), with its
+   * idempotency record in the same batch. The replication log is not written (a data centre of
+   * several nodes does not replicate to others, and the local log's messages need no decision).
+   */
+  CompletableFuture<Void> persistDecision(DecidedTransaction decision) {
+    byte[] value = Codec.encodeDecided(decision);
+    IdempotencyRecord idempotency = decision.idempotency() == null ? null
+        : decision.idempotency().decidedAs(decision.transactionId());
+    return writeUnfenced("record a decision", batch -> {
+      batch.put(KeyValueDisk.Column.TRANSACTIONS, Keys.decided(decision.transactionId()), value);
+      if (idempotency != null) {
+        batch.put(KeyValueDisk.Column.TRANSACTIONS, Keys.idempotency(idempotency.qualifiedKey()),
+            Codec.encodeIdempotency(idempotency));
+      }
+    }, store.syncCommits);
+  }
+
+  /** Removes a decision every participant applied; unfenced, unsynced. */
+  void forgetDecision(DecidedTransaction decision) {
+    writeUnfenced("forget a decision", batch -> batch.delete(
+        KeyValueDisk.Column.TRANSACTIONS, Keys.decided(decision.transactionId())), false);
+  }
+
+  /** Deletes an expired idempotency record, a shared row of no partition; unfenced, unsynced. */
+  CompletableFuture<Void> forgetIdempotencyRecord(byte[] key) {
+    return writeUnfenced("forget an idempotency record",
+        batch -> batch.delete(KeyValueDisk.Column.TRANSACTIONS, key), false);
   }
 
   /**

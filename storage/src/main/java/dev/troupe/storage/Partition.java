@@ -18,6 +18,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.ReentrantReadWriteLock;
 
 /**
  * One journal partition and its single writer: group commit, object checkpoints, checkpoint rounds
@@ -144,10 +145,17 @@ final class Partition {
   /**
    * Whether commits, reads and prepares of the partition's entities are admitted: always under
    * {@link PartitionOwnership#ALL}; under ACQUIRED from the end of the acquisition until the
-   * release (set false under the store's close lock, so no admission races with it) or the fence
-   * (set false by the writer).
+   * release (set false under {@link #admission}, so no admission races with it) or the fence (set
+   * false by the writer, which keeps draining its queue, so a task admitted meanwhile is refused,
+   * not forgotten).
    */
   volatile boolean accepting;
+  /**
+   * Held (read side) by whoever checks {@link #accepting} and then reads or queues (ACQUIRED only),
+   * and (write side) by a release while it clears it: so a release waits for every admitted read
+   * and queued task, and none is admitted after its Stop.
+   */
+  final ReentrantReadWriteLock admission = new ReentrantReadWriteLock();
   /** The disk refused a batch of this acquisition: another node owns the partition now. */
   volatile boolean fenced;
   /** Whether the writer was started (ACQUIRED: an unacquired partition's never is). */
@@ -247,6 +255,26 @@ final class Partition {
       batch.fence(number, epoch);
     }
     return batch;
+  }
+
+  /**
+   * Whether another node acquired the partition since this acquisition (ACQUIRED), asked of the
+   * disk after the writer met an error: a stale owner reads what the new owner wrote (states above
+   * its own timestamps, a journal already truncated) and its checks fail on it before any fenced
+   * write could tell it. Such an error is the fence, not a failure of the store. Null under ALL,
+   * while this acquisition is current, or if the disk cannot say (the error then fails the store).
+   */
+  private FencedException supersession() {
+    if (epoch == 0) {
+      return null;
+    }
+    try {
+      KeyValueDisk.PartitionOwner owner = store.disk.ownerOf(number);
+      long current = owner == null ? 0 : owner.epoch();
+      return current != epoch ? new FencedException(number, epoch, current) : null;
+    } catch (DiskException | RuntimeException e) {
+      return null;
+    }
   }
 
   /**
@@ -611,6 +639,14 @@ final class Partition {
       store.commits.add(records);
       store.groupCommits.increment();
     } catch (Throwable t) {
+      FencedException superseded = written ? null : supersession();
+      if (superseded != null) {
+        // A stale owner met what the new owner wrote (a state above its own timestamps): nothing
+        // of its batch was written, and none would have been.
+        lost(superseded);
+        refuseAsNotOwner(commits);
+        return;
+      }
       // A bug or a corrupt read while preparing the batch, or a failure applying to the cache.
       store.fail(t);
       for (Commit commit : commits) {
@@ -684,6 +720,11 @@ final class Partition {
       lost(e);
       return true;
     } catch (Throwable t) {
+      FencedException superseded = supersession();
+      if (superseded != null) {
+        lost(superseded); // e.g. a journal the new owner already truncated
+        return true;
+      }
       store.fail(t);
       round = null;
       truncation = null;
@@ -726,6 +767,12 @@ final class Partition {
       lost(e);
       done.completeExceptionally(RocksStore.notOwner(number));
     } catch (Throwable t) {
+      FencedException superseded = supersession();
+      if (superseded != null) {
+        lost(superseded);
+        done.completeExceptionally(RocksStore.notOwner(number));
+        return;
+      }
       store.fail(t);
       round = null;
       truncation = null;

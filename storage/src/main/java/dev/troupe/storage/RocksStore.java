@@ -32,7 +32,9 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.atomic.LongAdder;
+import java.util.concurrent.locks.Lock;
 import java.util.concurrent.locks.LockSupport;
+import java.util.concurrent.locks.ReentrantLock;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
 import java.util.function.LongSupplier;
 
@@ -741,9 +743,7 @@ public final class RocksStore implements Store {
   public CompletableFuture<Void> forgetIdempotencyRecord(String qualifiedKey) {
     byte[] key = Keys.idempotency(qualifiedKey);
     if (acquired != null) {
-      // A shared row of no partition: this node may own none of the writers.
-      return acquired.writeUnfenced("forget an idempotency record",
-          batch -> batch.delete(KeyValueDisk.Column.TRANSACTIONS, key), false);
+      return acquired.forgetIdempotencyRecord(key);
     }
     return writeTransactionState(idempotencyPartition(key), 0,
         new Partition.TransactionStateChange(key, null), true);
@@ -829,17 +829,22 @@ public final class RocksStore implements Store {
     if (failed != null) {
       return CompletableFuture.failedFuture(unavailable(failed));
     }
-    if (!partition.accepting) {
+    Lock admission = admit(partition);
+    if (admission == NOT_ADMITTED) {
       return CompletableFuture.failedFuture(notOwner(partition.number));
     }
-    if (partition.queuedCommits.incrementAndGet() > settings.groupCommitQueueLimit()
-        && !bypassQueueLimit) {
-      partition.queuedCommits.decrementAndGet();
-      return CompletableFuture.failedFuture(
-          Partition.overloaded(partition.number, settings.groupCommitQueueLimit()));
+    try {
+      if (partition.queuedCommits.incrementAndGet() > settings.groupCommitQueueLimit()
+          && !bypassQueueLimit) {
+        partition.queuedCommits.decrementAndGet();
+        return CompletableFuture.failedFuture(
+            Partition.overloaded(partition.number, settings.groupCommitQueueLimit()));
+      }
+      partition.queue.add(commit);
+      return commit.future();
+    } finally {
+      admitted(admission);
     }
-    partition.queue.add(commit);
-    return commit.future();
   }
 
   /** Queues a change of two-phase-commit state alone, in the partition's order. */
@@ -913,7 +918,7 @@ public final class RocksStore implements Store {
   public CompletableFuture<Void> persistDecision(DecidedTransaction decision) {
     Invariants.check(!decision.participants().isEmpty(), "a decision without participants");
     if (acquired != null) {
-      return persistDecisionUnfenced(decision);
+      return acquired.persistDecision(decision);
     }
     return writeTransactionState(decisionPartition(decision), decision.transactionId(),
         new Partition.TransactionStateChange(Keys.decided(decision.transactionId()),
@@ -924,31 +929,11 @@ public final class RocksStore implements Store {
   @Override
   public void forgetDecision(DecidedTransaction decision) {
     if (acquired != null) {
-      acquired.writeUnfenced("forget a decision", batch -> batch.delete(
-          KeyValueDisk.Column.TRANSACTIONS, Keys.decided(decision.transactionId())), false);
+      acquired.forgetDecision(decision);
       return;
     }
     writeTransactionState(decisionPartition(decision), decision.transactionId(),
         new Partition.TransactionStateChange(Keys.decided(decision.transactionId()), null), true);
-  }
-
-  /**
-   * A decision on one node of several (ACQUIRED): keyed by its transaction id and written by the
-   * coordinator's node whichever partitions it owns, so unfenced, synced, with its idempotency
-   * record in the same batch. The replication log is not written (a data centre of several nodes
-   * does not replicate to others).
-   */
-  private CompletableFuture<Void> persistDecisionUnfenced(DecidedTransaction decision) {
-    byte[] value = Codec.encodeDecided(decision);
-    IdempotencyRecord idempotency = decision.idempotency() == null ? null
-        : decision.idempotency().decidedAs(decision.transactionId());
-    return acquired.writeUnfenced("record a decision", batch -> {
-      batch.put(KeyValueDisk.Column.TRANSACTIONS, Keys.decided(decision.transactionId()), value);
-      if (idempotency != null) {
-        batch.put(KeyValueDisk.Column.TRANSACTIONS, Keys.idempotency(idempotency.qualifiedKey()),
-            Codec.encodeIdempotency(idempotency));
-      }
-    }, syncCommits);
   }
 
   private byte[] preparedKey(long transactionId, EntityId entity) {
@@ -1024,12 +1009,14 @@ public final class RocksStore implements Store {
   public EntityState read(EntityId entity) {
     Objects.requireNonNull(entity, "entity");
     enter();
+    Lock admission = null;
     try {
-      requireOwned(entity);
+      admission = requireOwned(entity);
       return cache.get(entity, key -> CachedState.of(key, loadLatest(key))).state();
     } catch (CorruptDataException damage) {
       throw corrupt(entity, damage);
     } finally {
+      admitted(admission);
       closeLock.readLock().unlock();
     }
   }
@@ -1139,6 +1126,11 @@ public final class RocksStore implements Store {
    * (docs/ARCHITECTURE.md, "Bootstrapping a new data centre").
    */
   public BootstrapInstallation bootstrapInstallation() {
+    if (acquired != null) {
+      throw new UnsupportedOperationException("cannot install a bootstrap image: replication"
+          + " between data centres is not supported by a data centre of several nodes (storage"
+          + " partition ownership ACQUIRED); bootstrap such a data centre on one node");
+    }
     return new BootstrapInstallation(this);
   }
 
@@ -1201,13 +1193,14 @@ public final class RocksStore implements Store {
   public EntityState readAt(EntityId entity, long timestamp) {
     Objects.requireNonNull(entity, "entity");
     enter();
+    Lock admission = null;
     try {
       long current = clock.current();
       if (timestamp < 0 || timestamp > current) {
         throw TroupeException.invalid(
             "cannot read at " + timestamp + ": the current timestamp is " + current);
       }
-      requireOwned(entity);
+      admission = requireOwned(entity);
       Partition partition = partitions[partitionOf(entity)];
       awaitVisible(partition, timestamp);
       checkHorizon(partition, entity, timestamp);
@@ -1229,6 +1222,7 @@ public final class RocksStore implements Store {
         throw corrupt(entity, damage);
       }
     } finally {
+      admitted(admission);
       closeLock.readLock().unlock();
     }
   }
@@ -1398,12 +1392,17 @@ public final class RocksStore implements Store {
         throw unavailable(failed);
       }
       for (Partition partition : partitions) {
-        if (!partition.accepting) {
+        Lock admission = admit(partition);
+        if (admission == NOT_ADMITTED) {
           continue; // not owned here (ACQUIRED): its owner checkpoints it
         }
-        CompletableFuture<Void> done = new CompletableFuture<>();
-        partition.queue.add(new Partition.CheckpointRequest(done));
-        rounds.add(done);
+        try {
+          CompletableFuture<Void> done = new CompletableFuture<>();
+          partition.queue.add(new Partition.CheckpointRequest(done));
+          rounds.add(done);
+        } finally {
+          admitted(admission);
+        }
       }
     } finally {
       closeLock.readLock().unlock();
@@ -1545,14 +1544,46 @@ public final class RocksStore implements Store {
     }
   }
 
-  /** Refuses a read of an entity whose partition this node does not write (ACQUIRED). */
-  private void requireOwned(EntityId entity) {
-    if (acquired != null) {
-      int number = partitionOf(entity);
-      if (!partitions[number].accepting) {
-        throw notOwner(number);
-      }
+  /** What {@link #admit} returns for a partition that admits nothing. */
+  private static final Lock NOT_ADMITTED =
+      new ReentrantLock();
+
+  /**
+   * Admits a read or a task of {@code partition}: under ALL, null (always admitted, no lock);
+   * under ACQUIRED, the partition's admission lock (read side) held, to release with {@link
+   * #admitted} once the read is done or the task queued, so that a release, which takes the write
+   * side, waits for it; {@link #NOT_ADMITTED} if the partition is not owned.
+   */
+  private Lock admit(Partition partition) {
+    if (acquired == null) {
+      return null;
     }
+    Lock lock = partition.admission.readLock();
+    lock.lock();
+    if (!partition.accepting) {
+      lock.unlock();
+      return NOT_ADMITTED;
+    }
+    return lock;
+  }
+
+  private static void admitted(Lock admission) {
+    if (admission != null && admission != NOT_ADMITTED) {
+      admission.unlock();
+    }
+  }
+
+  /**
+   * Admits a read of an entity (see {@link #admit}); refuses it with {@code not_owner} if this node
+   * does not write its partition. Returns the lock to release with {@link #admitted}.
+   */
+  private Lock requireOwned(EntityId entity) {
+    int number = partitionOf(entity);
+    Lock admission = admit(partitions[number]);
+    if (admission == NOT_ADMITTED) {
+      throw notOwner(number);
+    }
+    return admission;
   }
 
   static TroupeException notOwner(int partition) {
@@ -1582,20 +1613,17 @@ public final class RocksStore implements Store {
 
   /**
    * Stops {@code partition} admitting and queues its writer's Stop behind everything admitted,
-   * under the close lock's write side (which waits for every admission and read in progress);
-   * false if the store is closed (its close stops the writers).
+   * under the write side of the partition's admission lock (which waits for every admission and
+   * read of it in progress, and no other partition's). After a close, which stopped the writer
+   * already, the second Stop is never taken, and harmless.
    */
-  boolean stopAdmitting(Partition partition) {
-    closeLock.writeLock().lock();
+  void stopAdmitting(Partition partition) {
+    partition.admission.writeLock().lock();
     try {
-      if (closed) {
-        return false;
-      }
       partition.accepting = false;
       partition.queue.add(Partition.Stop.INSTANCE);
-      return true;
     } finally {
-      closeLock.writeLock().unlock();
+      partition.admission.writeLock().unlock();
     }
   }
 
@@ -1608,47 +1636,6 @@ public final class RocksStore implements Store {
   void partitionLost(Partition partition, FencedException cause) {
     dropCachedStates(partition.number);
     events.partitionLost(partition.number, cause);
-  }
-
-  /**
-   * The prepared parts of {@code partition} and the decisions of their transactions, the clock
-   * advanced past their transaction ids (acquisition).
-   */
-  AcquiredPartition recoverTransactionState(int partition, long epoch) {
-    List<PreparedTransaction> prepared = new ArrayList<>();
-    // Prepared keys: tag, partition (two bytes), transaction id, entity.
-    byte[] prefix = Arrays.copyOf(Keys.prepared(partition, 0, Keys.EMPTY), 3);
-    try (KeyValueDisk.Cursor cursor = disk.cursor(KeyValueDisk.Column.TRANSACTIONS)) {
-      for (cursor.seek(prefix); cursor.isValid(); cursor.next()) {
-        byte[] key = cursor.key();
-        if (key.length < prefix.length || !Arrays.equals(key, 0, prefix.length, prefix, 0,
-            prefix.length)) {
-          break;
-        }
-        prepared.add(Codec.decodePrepared(cursor.value()));
-      }
-    }
-    List<DecidedTransaction> decided = new ArrayList<>();
-    java.util.Set<Long> seen = new java.util.HashSet<>();
-    try {
-      for (PreparedTransaction part : prepared) {
-        clock.advancePast(part.transactionId());
-        if (seen.add(part.transactionId())) {
-          byte[] value = disk.get(KeyValueDisk.Column.TRANSACTIONS,
-              Keys.decided(part.transactionId()));
-          if (value != null) {
-            DecidedTransaction decision = Codec.decodeDecided(value);
-            clock.advancePast(decision.transactionId());
-            decided.add(decision);
-          }
-        }
-      }
-    } catch (DiskException e) {
-      throw new TroupeException(ErrorCode.UNAVAILABLE,
-          "cannot read the two-phase-commit state of partition " + partition + ": "
-              + e.getMessage());
-    }
-    return new AcquiredPartition(partition, epoch, prepared, decided);
   }
 
   // --------------------------------------------------------------------------- writer support

@@ -178,7 +178,8 @@ public interface Store extends DurableStore, AutoCloseable {
    *
    * @throws IllegalStateException under {@link PartitionOwnership#ALL}, or on a writer thread
    * @throws dev.troupe.model.TroupeException {@code unavailable} if the store is closed or failed,
-   *     or the disk cannot acquire or recover the partition (nothing is owned then)
+   *     or the disk cannot acquire or recover the partition; {@code not_owner} if another node
+   *     acquired it while this one recovered it (nothing is owned then, either way)
    */
   AcquiredPartition acquirePartition(int partition);
 

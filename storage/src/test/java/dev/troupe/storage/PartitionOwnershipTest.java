@@ -20,10 +20,12 @@ import java.util.List;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 /**
  * Partition ownership ({@link PartitionOwnership#ACQUIRED}): two {@link RocksStore}s over one
@@ -246,16 +248,30 @@ class PartitionOwnershipTest {
   }
 
   @Test
-  void aCommitInFlightDuringAHandOffIsEitherAcknowledgedAndPresentOrRefusedAndAbsent()
+  void aCommitInFlightDuringACutOffHandOffIsEitherAcknowledgedAndPresentOrRefusedAndAbsent()
       throws Exception {
+    handOffUnderCommits(false);
+  }
+
+  @Test
+  void aCommitInFlightDuringAReleaseIsEitherAcknowledgedAndPresentOrRefusedAndAbsent()
+      throws Exception {
+    handOffUnderCommits(true);
+  }
+
+  /**
+   * A thread commits to one entity of node A, eight at a time, while node B takes the partition
+   * over: after A released it ({@code graceful}) or while A still writes (A cut off).
+   */
+  private void handOffUnderCommits(boolean graceful) throws Exception {
     StorageSettings settings = settings(1);
     RocksStore a = node(settings, new FakeClock(Fixtures.START_MILLIS), RocksStore.Execution.THREADS);
     RocksStore b = node(settings(2), new FakeClock(Fixtures.START_MILLIS),
         RocksStore.Execution.THREADS);
     EntityId entity = entityIn(a, 0, 0);
     a.acquirePartition(0);
-    Set<Long> acknowledged = java.util.concurrent.ConcurrentHashMap.newKeySet();
-    Set<Long> refused = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    Set<Long> acknowledged = ConcurrentHashMap.newKeySet();
+    Set<Long> refused = ConcurrentHashMap.newKeySet();
     List<Throwable> unexpected = new CopyOnWriteArrayList<>();
     AtomicBoolean running = new AtomicBoolean(true);
     Thread committer = new Thread(() -> {
@@ -284,6 +300,9 @@ class PartitionOwnershipTest {
     while (acknowledged.size() < 50) {
       Thread.sleep(1);
     }
+    if (graceful) {
+      a.releasePartition(0);
+    }
     b.acquirePartition(0);
     long deadline = System.currentTimeMillis() + 10_000;
     while (refused.size() < 8 && System.currentTimeMillis() < deadline) {
@@ -292,7 +311,7 @@ class PartitionOwnershipTest {
     running.set(false);
     committer.join();
     assertEquals(List.of(), unexpected);
-    assertFalse(refused.isEmpty(), "A was fenced");
+    assertFalse(refused.isEmpty(), graceful ? "A refused after its release" : "A was fenced");
     List<Long> written = transactionIds(journal(disk, 0));
     assertEquals(acknowledged, new HashSet<>(written), "exactly the acknowledged commits");
     for (Long id : refused) {
@@ -479,7 +498,11 @@ class PartitionOwnershipTest {
     preparedY.join();
     // The coordinator's node owns no partition: its decision is written unfenced all the same.
     assertEquals(List.of(), coordinator.ownedPartitions());
-    coordinator.persistDecision(new DecidedTransaction(decidedId, List.of(x))).join();
+    IdempotencyRecord keyed = IdempotencyRecord.pending("\u0000tx", new byte[
+        IdempotencyRecord.FINGERPRINT_BYTES], 3);
+    coordinator.persistDecision(new DecidedTransaction(decidedId, List.of(x), keyed)).join();
+    // Its idempotency record is a shared row, written with the decision: every node reads it.
+    assertEquals(decidedId, b.idempotencyRecord("\u0000tx").orElseThrow().transactionId());
 
     AcquiredPartition acquired = b.acquirePartition(0);
     assertEquals(List.of(decidedId, undecidedId),
@@ -502,6 +525,8 @@ class PartitionOwnershipTest {
     assertEquals(List.of(), again.decided());
     coordinator.forgetDecision(new DecidedTransaction(decidedId, List.of(x)));
     assertNull(metaOrTransaction(Keys.decided(decidedId)));
+    coordinator.forgetIdempotencyRecord("\u0000tx").join();
+    assertTrue(a.idempotencyRecord("\u0000tx").isEmpty(), "forgotten by a node owning nothing");
     // The fenced node's abandon of a part is refused: the part stays for its owner to resolve.
     a.abandonPrepared(undecidedId, y);
     settle(a);
@@ -517,10 +542,39 @@ class PartitionOwnershipTest {
   }
 
   @Test
+  void aHandOffOnRocksDbFencesTheOldOwner(@TempDir Path directory)
+      throws Exception {
+    try (RocksDisk rocks = RocksDisk.open(directory)) {
+      StorageSettings settingsA = settings(1).withPartitions(2);
+      RocksStore a = RocksStore.open(settingsA, new FakeClock(Fixtures.START_MILLIS),
+          new SharedDisk(rocks), RocksStore.Execution.THREADS);
+      RocksStore b = RocksStore.open(settings(2), new FakeClock(Fixtures.START_MILLIS),
+          new SharedDisk(rocks), RocksStore.Execution.THREADS);
+      try {
+        EntityId entity = entityIn(a, 1, 0);
+        a.acquirePartition(1);
+        a.commit(a.newTransactionId(), increment(entity, 2)).get();
+        b.acquirePartition(1);
+        long refusedId = a.newTransactionId();
+        assertEquals(ErrorCode.NOT_OWNER, refusal(a.commit(refusedId, increment(entity, 5))));
+        assertEquals(2, Fixtures.counter(b.read(entity), "n"));
+        b.commit(b.newTransactionId(), increment(entity, 3)).get();
+        assertEquals(5, Fixtures.counter(b.read(entity), "n"));
+        assertFalse(transactionIds(journal(rocks, 1)).contains(refusedId));
+        assertEquals(2, journal(rocks, 1).size());
+      } finally {
+        a.close();
+        b.close();
+      }
+    }
+  }
+
+  @Test
   void replicationBetweenDataCentresIsRefused() {
     RocksStore a = node(1, new FakeClock(Fixtures.START_MILLIS));
     UnsupportedOperationException refused = assertThrows(UnsupportedOperationException.class,
         () -> a.replicationLog().recordPeers(List.of()));
     assertTrue(refused.getMessage().contains("several nodes"), refused.getMessage());
+    assertThrows(UnsupportedOperationException.class, a::bootstrapInstallation);
   }
 }

@@ -215,6 +215,9 @@ final class PrometheusMetrics {
   /** Causal messages delivered by this node (docs/ARCHITECTURE.md, "Causal messages"). */
   private void messages(StringBuilder out) {
     dev.troupe.runtime.messages.MessageDelivery delivery = troupe.messageDelivery();
+    if (delivery == null) {
+      return; // a cluster member delivers no causal messages (issue 18)
+    }
     counter(out, "troupe_messages_delivered_total",
         "Causal messages whose receiving action ran.", delivery.deliveredCount());
     counter(out, "troupe_messages_redelivered_total",
