@@ -97,66 +97,80 @@ public final class PartitionHost {
 
   private Behavior<Command> acquiring(StashBuffer<Command> stash,
       Supplier<Behavior<EntityRegistry.Command>> registry) {
-    return Behaviors.receive(Command.class)
-        .onMessage(Acquired.class, acquired -> {
-          ActorRef<EntityRegistry.Command> child =
-              context.spawn(registry.get(), "registry");
-          hosted.hosting(partition, context.getSelf(), child);
-          log.info("hosting partition {}", partition);
-          return stash.unstashAll(hosting(child));
-        })
-        .onMessage(AcquireFailed.class, failed -> {
-          log.error("could not acquire partition {}; its next message starts it again",
-              partition, failed.error());
-          return Behaviors.stopped();
-        })
-        .onMessage(StartPartition.class, start -> Behaviors.same())
-        .onMessage(Command.class, other -> {
-          if (stash.isFull()) {
-            if (other instanceof WireFrame) {
-              transport.droppedWhileAcquiring();
-            }
-            // A hand-off or a lost partition is never dropped: it decides the host's end.
-            if (other instanceof HandOff || other instanceof PartitionLost) {
-              return endingWhenAcquired();
-            }
-            return Behaviors.same();
-          }
-          stash.stash(other);
-          return Behaviors.same();
-        })
-        .build();
+    return Behaviors.receiveMessage(command -> switch (command) {
+      case Acquired acquired -> {
+        ActorRef<EntityRegistry.Command> child = context.spawn(registry.get(), "registry");
+        hosted.hosting(partition, context.getSelf(), child);
+        log.info("hosting partition {}", partition);
+        yield stash.unstashAll(hosting(child));
+      }
+      case AcquireFailed failed -> {
+        log.error("could not acquire partition {}; its next message starts it again",
+            partition, failed.error());
+        yield Behaviors.stopped();
+      }
+      case StartPartition start -> Behaviors.same();
+      // A hand-off or a lost partition is never dropped: it decides the host's end.
+      case HandOff handOff -> stashOrEnd(stash, handOff);
+      case PartitionLost lost -> stashOrEnd(stash, lost);
+      case WireFrame frame -> {
+        if (stash.isFull()) {
+          transport.droppedWhileAcquiring();
+        } else {
+          stash.stash(frame);
+        }
+        yield Behaviors.same();
+      }
+      case Released released -> Behaviors.same(); // not released before acquired: never sent
+    });
+  }
+
+  private Behavior<Command> stashOrEnd(StashBuffer<Command> stash, Command end) {
+    if (stash.isFull()) {
+      return endingWhenAcquired();
+    }
+    stash.stash(end);
+    return Behaviors.same();
   }
 
   /** The stash is full and the host must end: wait for the acquisition, then release and stop. */
   private Behavior<Command> endingWhenAcquired() {
-    return Behaviors.receive(Command.class)
-        .onMessage(Acquired.class, acquired -> releasing())
-        .onMessage(AcquireFailed.class, failed -> Behaviors.stopped())
-        .onMessage(Command.class, other -> Behaviors.same())
-        .build();
+    return Behaviors.receiveMessage(command -> switch (command) {
+      case Acquired acquired -> releasing();
+      case AcquireFailed failed -> Behaviors.stopped();
+      case WireFrame frame -> {
+        transport.droppedWhileAcquiring();
+        yield Behaviors.same();
+      }
+      case StartPartition start -> Behaviors.same();
+      case HandOff handOff -> Behaviors.same();
+      case PartitionLost lost -> Behaviors.same();
+      case Released released -> Behaviors.same();
+    });
   }
 
   private Behavior<Command> hosting(ActorRef<EntityRegistry.Command> registry) {
-    return Behaviors.receive(Command.class)
-        .onMessage(WireFrame.class, frame -> {
-          transport.deliverArrived(frame);
-          return Behaviors.same();
-        })
-        .onMessage(StartPartition.class, start -> Behaviors.same())
-        .onMessage(HandOff.class, handOff -> {
-          context.stop(registry);
-          log.info("handing partition {} off", partition);
-          return releasing();
-        })
-        .onMessage(PartitionLost.class, lost -> {
-          // The store refuses the partition's commits already; releasing stops its writer.
-          context.stop(registry);
-          log.warn("partition {} is owned by another node now; its host here stops", partition);
-          return releasing();
-        })
-        .onMessage(Command.class, other -> Behaviors.same())
-        .build();
+    return Behaviors.receiveMessage(command -> switch (command) {
+      case WireFrame frame -> {
+        transport.deliverArrived(frame);
+        yield Behaviors.same();
+      }
+      case StartPartition start -> Behaviors.same();
+      case HandOff handOff -> {
+        context.stop(registry);
+        log.info("handing partition {} off", partition);
+        yield releasing();
+      }
+      case PartitionLost lost -> {
+        // The store refuses the partition's commits already; releasing stops its writer.
+        context.stop(registry);
+        log.warn("partition {} is owned by another node now; its host here stops", partition);
+        yield releasing();
+      }
+      case Acquired acquired -> Behaviors.same(); // acquired once: never sent again
+      case AcquireFailed failed -> Behaviors.same();
+      case Released released -> Behaviors.same();
+    });
   }
 
   /** Releases the partition in the store (off this thread), then stops. */
@@ -165,20 +179,24 @@ public final class PartitionHost {
     context.pipeToSelf(CompletableFuture.runAsync(
             () -> ownership.releasePartition(partition), blocking),
         (ignored, error) -> new Released(error));
-    return Behaviors.receive(Command.class)
-        .onMessage(Released.class, released -> {
-          if (released.errorOrNull() != null) {
-            log.warn("releasing partition {} failed; the next owner's epoch fences this node",
-                partition, released.errorOrNull());
-          }
-          return Behaviors.stopped();
-        })
-        // Frames that still arrive are dropped: the cores resend to the new host.
-        .onMessage(WireFrame.class, frame -> {
-          transport.droppedWhileHandingOff();
-          return Behaviors.same();
-        })
-        .onMessage(Command.class, other -> Behaviors.same())
-        .build();
+    return Behaviors.receiveMessage(command -> switch (command) {
+      case Released released -> {
+        if (released.errorOrNull() != null) {
+          log.warn("releasing partition {} failed; the next owner's epoch fences this node",
+              partition, released.errorOrNull());
+        }
+        yield Behaviors.stopped();
+      }
+      // Frames that still arrive are dropped: the cores resend to the new host.
+      case WireFrame frame -> {
+        transport.droppedWhileHandingOff();
+        yield Behaviors.same();
+      }
+      case StartPartition start -> Behaviors.same();
+      case HandOff handOff -> Behaviors.same();
+      case PartitionLost lost -> Behaviors.same();
+      case Acquired acquired -> Behaviors.same();
+      case AcquireFailed failed -> Behaviors.same();
+    });
   }
 }

@@ -139,6 +139,21 @@ class ClusterTransportTest {
     assertEquals(PARTITIONS, seen.size());
   }
 
+  /** A damaged frame that reaches a node is dropped and counted; the inbox never sees it. */
+  @Test
+  void aDamagedArrivalIsDroppedAndCounted() {
+    ClusterTransport transport = new ClusterTransport(1, LOCATOR, null,
+        (envelope, replies) -> arrivals.add(new Arrival(1, envelope)));
+    byte[] bytes = dev.troupe.txn.wire.WireCodec.encode(new Envelope(2,
+        new Envelope.Destination.ToNode(1),
+        new WireMessage.DecisionQuery(7L, 2, EntityId.parse("Account/alice"))));
+    bytes[bytes.length / 2] ^= 1;
+    transport.deliverArrived(new WireFrame(bytes));
+    assertEquals(1, transport.droppedDamaged());
+    assertEquals(0, transport.delivered());
+    assertTrue(arrivals.isEmpty());
+  }
+
   /**
    * Two members with one node id: the younger (the later up) leaves and reports it; the older
    * keeps its place.
