@@ -163,7 +163,8 @@ public final class PostgresInstance implements AutoCloseable {
     return port;
   }
 
-  private Path dataDirectory() {
+  /** The server's data directory (tests that damage a data file on purpose reach it here). */
+  public Path dataDirectory() {
     return directory.resolve("data");
   }
 
