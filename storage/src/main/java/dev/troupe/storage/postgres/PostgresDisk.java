@@ -76,7 +76,8 @@ import java.util.TreeMap;
  * PostgresDiskSettings#cursorPageRows}: most cursors of the engine read a handful of keys.
  *
  * <p><b>Failures.</b> Every SQL failure is a {@link DiskException} (cursors: an {@link
- * UncheckedIOException} from {@link Cursor#isValid}, as the contract says), never swallowed; a
+ * UncheckedIOException} from {@link Cursor#isValid}, as the contract says; {@link #snapshot},
+ * which declares no checked exception, throws an {@link UncheckedIOException}), never swallowed; a
  * connection lost during a commit is an unknown outcome, which the engine treats as a failure of
  * the store. PostgreSQL's own integrity errors ({@code XX001} data_corrupted, {@code XX002}
  * index_corrupted: a page that failed its checksum under {@code initdb --data-checksums}) throw
