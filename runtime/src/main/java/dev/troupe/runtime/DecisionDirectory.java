@@ -34,6 +34,14 @@ final class DecisionDirectory {
     liveAttempts.values().removeIf(run -> run == coordinator);
   }
 
+  /**
+   * The live coordinator of attempt {@code transactionId}, or null (finished, or never here): where
+   * a vote or an acknowledgement that came through the transport goes.
+   */
+  TransactionRun live(long transactionId) {
+    return liveAttempts.get(transactionId);
+  }
+
   synchronized void decisionRecorded(long transactionId) {
     core.handle(new DecisionQueryCore.Input.DecisionRecorded(transactionId));
   }

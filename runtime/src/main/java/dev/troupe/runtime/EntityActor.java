@@ -62,12 +62,15 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
   }
 
   /** Run one turn against this entity and reply once everything it depends on is durable. */
-  /** {@code transactionId}: the turn's, or 0 to take a fresh one (see {@link Troupe#turn}). */
-  public record RunTurn(Turn turn, CompiledType type, ActorRef<TurnResult> replyTo,
-      long transactionId) implements Routed {
+  /**
+   * {@code transactionId}: the turn's, or 0 to take a fresh one (see {@link Troupe#turn}); {@code
+   * replyTo}: a local {@link Recipient.Caller} or a {@link Recipient.RemoteCaller}.
+   */
+  record RunTurn(Turn turn, CompiledType type, Recipient replyTo, long transactionId)
+      implements Routed {
     @Override
     public void refuse(TroupeException reason) {
-      replyTo.tell(new TurnResult.Failed(reason));
+      replyTo.deliver(new TurnResult.Failed(reason));
     }
   }
 
@@ -96,10 +99,10 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
 
   /** One step of an interactive transaction (turn null: a read of the whole state). */
   record Step(long transactionId, long startTimestamp, Turn turn, CompiledType type,
-      ActorRef<TurnResult> replyTo) implements Routed {
+      Recipient replyTo) implements Routed {
     @Override
     public void refuse(TroupeException reason) {
-      replyTo.tell(new TurnResult.Failed(reason));
+      replyTo.deliver(new TurnResult.Failed(reason));
     }
   }
 
@@ -301,7 +304,7 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
         case RunTurn run ->
             runEffects(core.handle(new Input.TurnRequested<>(run.turn(), run.type(),
                 run.transactionId() != 0 ? run.transactionId() : store.newTransactionId(),
-                new Recipient.Caller(run.replyTo(), run.transactionId()))));
+                run.replyTo())));
         case Prepare prepare ->
             runEffects(core.handle(new Input.PrepareRequested<>(
                 prepare.transactionId(), prepare.startTimestamp(), prepare.turns(),
@@ -312,8 +315,7 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
                 forwards.forwards(), forwards.voteTo(), forwards.round())));
         case Step step ->
             runEffects(core.handle(new Input.StepRequested<>(step.transactionId(),
-                step.startTimestamp(), step.turn(), step.type(),
-                new Recipient.Caller(step.replyTo()))));
+                step.startTimestamp(), step.turn(), step.type(), step.replyTo())));
         case Decide decide -> {
           Timers.Scheduled inDoubtTimer = inDoubtTimers.remove(decide.transactionId());
           if (inDoubtTimer != null) {
@@ -391,11 +393,11 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
           }
         }
         case Effect.Reply<Recipient> reply -> {
-          if (reply.replyTo() instanceof Recipient.Caller caller) {
+          if (reply.replyTo().answersCaller()) {
             metrics.recordTurn(reply.result());
-            if (caller.idempotentTransactionId() != 0) {
+            if (reply.replyTo().idempotentTransactionId() != 0) {
               // Answered: committed (the record is durable) or not (it never will be).
-              store.detachIdempotency(caller.idempotentTransactionId());
+              store.detachIdempotency(reply.replyTo().idempotentTransactionId());
             }
           }
           reply.replyTo().deliver(reply.result());

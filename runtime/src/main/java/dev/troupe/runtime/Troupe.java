@@ -82,8 +82,12 @@ public final class Troupe implements AutoCloseable {
   private final List<ActorRef<EntityRegistry.Command>> registries = new ArrayList<>();
   /** The node's answers to participants in doubt (DecisionQueryCore's shell). */
   private final DecisionDirectory decisions = new DecisionDirectory();
-  /** Carries the messages between the node's cores (the in-doubt questions and answers). */
+  /** Carries the messages between the node's cores (see {@link EntityRouter}). */
   private final LocalTransport transport;
+  /** Where the transport delivers this node's messages. */
+  private final NodeInbox inbox;
+  /** This node's turns and steps awaiting an answer through the transport. */
+  private final RemoteReplies remoteReplies;
   private final TurnMetrics metrics = new TurnMetrics();
   private final TransactionMetrics transactionMetrics = new TransactionMetrics();
   private final AtomicBoolean failed = new AtomicBoolean();
@@ -126,8 +130,13 @@ public final class Troupe implements AutoCloseable {
     try {
       this.system = ActorSystem.create(Behaviors.empty(), "troupe", settings.config());
       PekkoTimers timers = new PekkoTimers(system);
+      this.remoteReplies =
+          new RemoteReplies(settings.transport().maxPendingReplies(), timers);
+      this.inbox = new NodeInbox(decisions, this::registryOf, types, remoteReplies);
       this.transport = new LocalTransport(settings.storage().nodeId(), store.locator(),
-          settings.transport().encodeLocalMessages(), new NodeInbox(decisions, this::registryOf));
+          settings.transport().encodeLocalMessages(), inbox);
+      EntityRouter router = new EntityRouter(this::registryOf, transport, store.locator(),
+          settings, types, remoteReplies, store, system);
       int partitions = settings.storage().partitions();
       int maxActivePerRegistry =
           Math.max(1, settings.memory().initialSplit().actorLimit() / partitions);
@@ -137,10 +146,10 @@ public final class Troupe implements AutoCloseable {
                 transactionMetrics, timers, transport),
             "partition-" + partition, Props.empty()));
       }
-      this.requests = new RequestShell(settings, store, system, timers, this::registryOf,
+      this.requests = new RequestShell(settings, store, system, timers, router,
           types::typeOf, metrics, transactionMetrics, decisions);
       this.interactive = new InteractiveShell(settings.transactions(), store, timers,
-          this::registryOf, transactionMetrics, requests);
+          router, transactionMetrics, requests);
       types.loadTypes();
       // A DC given peers after declaring a causal type with unsafe preconditions does not start.
       homes.checkStored(types.types());
@@ -688,6 +697,16 @@ public final class Troupe implements AutoCloseable {
   /** The node's transport between cores (its counters, for metrics: delivered, dropped). */
   public LocalTransport transport() {
     return transport;
+  }
+
+  /** Turns and steps awaiting an answer through the transport (their counters, for tests). */
+  RemoteReplies remoteReplies() {
+    return remoteReplies;
+  }
+
+  /** Where the transport delivers this node's messages (answers to finished coordinators). */
+  NodeInbox inbox() {
+    return inbox;
   }
 
   /** The storage engine, for tools in this JVM that need it (benchmarks, recovery checks). */
