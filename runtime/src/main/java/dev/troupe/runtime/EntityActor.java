@@ -127,6 +127,21 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
     }
   }
 
+  /**
+   * A prepared part recovery kept in doubt (its coordinator is on another node: {@code
+   * InDoubtResolution.toAsk}), adopted before anything else reaches this entity ({@link
+   * RecoveredParts}): it holds the entity and asks the coordinator's node until answered.
+   */
+  record AdoptRecovered(long transactionId, List<dev.troupe.model.Operation> operations,
+      CompiledType type) implements Routed {
+    @Override
+    public void refuse(TroupeException reason) {
+      // Refused only when the entity has too many buffered messages, which cannot happen to the
+      // first message of a partition's entity; the part stays prepared in the store, and the
+      // next start (or acquisition of the partition) adopts it again.
+    }
+  }
+
   /** The registry stops this incarnation (idle, or making room); it buffers the entity meanwhile. */
   public record Passivate() implements Command {}
 
@@ -326,6 +341,8 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
               : new Input.DecisionReceived<>(decide.transactionId(), decide.commit(),
                   decide.acknowledgeTo())));
         }
+        case AdoptRecovered adopt -> runEffects(core.handle(new Input.PreparedPartRecovered<>(
+            adopt.transactionId(), adopt.operations(), adopt.type())));
         case InDoubtCheck check -> {
           inDoubtTimers.remove(check.transactionId());
           yield runEffects(core.handle(new Input.InDoubtQueryDue<>(check.transactionId())));

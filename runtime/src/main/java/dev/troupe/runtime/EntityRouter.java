@@ -92,6 +92,8 @@ final class EntityRouter {
       }
       case EntityActor.RunTurn ignored -> throw new IllegalArgumentException("use turn()");
       case EntityActor.Step ignored -> throw new IllegalArgumentException("use step()");
+      case EntityActor.AdoptRecovered ignored -> throw new IllegalArgumentException(
+          "a recovered part is adopted on its entity's node (RecoveredParts)");
     };
     transport.send(new Envelope(transport.localNode(), new Envelope.Destination.ToEntity(entity),
         wire));

@@ -134,7 +134,8 @@ final class RequestShell {
    * {@link InDoubtResolution}); PSAC parts are re-evaluated, in arrival order, on the state they
    * meet, with their entity's type.
    */
-  static void resolveInDoubtTransactions(Store store, Function<EntityId, CompiledType> typeOf,
+  static InDoubtResolution resolveInDoubtTransactions(Store store,
+      Function<EntityId, CompiledType> typeOf,
       RuntimeSettings settings, TransactionMetrics transactionMetrics) {
     InDoubtResolution resolution = store.resolveInDoubtTransactions((part, current) ->
         TurnEvaluator.redo(part.entity(), typeOf.apply(part.entity()), current,
@@ -146,6 +147,7 @@ final class RequestShell {
               + " forgot {} decisions", resolution.toCommit().size(),
           resolution.toAbort().size(), resolution.decisionsToForget().size());
     }
+    return resolution;
   }
 
   // ---------------------------------------------------------------- requests

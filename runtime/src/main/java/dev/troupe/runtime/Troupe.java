@@ -81,7 +81,7 @@ public final class Troupe implements AutoCloseable {
   private final ActorSystem<Void> system;
   private final List<ActorRef<EntityRegistry.Command>> registries = new ArrayList<>();
   /** The node's answers to participants in doubt (DecisionQueryCore's shell). */
-  private final DecisionDirectory decisions = new DecisionDirectory();
+  private final DecisionDirectory decisions;
   /** Carries the messages between the node's cores (see {@link EntityRouter}). */
   private final LocalTransport transport;
   /** Where the transport delivers this node's messages. */
@@ -115,6 +115,7 @@ public final class Troupe implements AutoCloseable {
     this.clock = RocksStore.defaultClock(settings.storage(), System::currentTimeMillis);
     this.store = RocksStore.open(settings.storage(), clock);
     store.setEvents(storageEvents);
+    this.decisions = new DecisionDirectory(store::decisionRecorded);
     storageEvents.useHealth(store::health);
     RenderedStates renderedStates =
         new RenderedStates(settings.memory().initialSplit().renderedMaximumBytes());
@@ -154,7 +155,9 @@ public final class Troupe implements AutoCloseable {
       // A DC given peers after declaring a causal type with unsafe preconditions does not start.
       homes.checkStored(types.types());
       // Before any turn runs: what a crash left prepared is committed or aborted.
-      RequestShell.resolveInDoubtTransactions(store, types::typeOf, settings, transactionMetrics);
+      // A part whose coordinator is on another node stays in doubt and asks it (RecoveredParts).
+      adoptRecovered(RequestShell.resolveInDoubtTransactions(store, types::typeOf, settings,
+          transactionMetrics));
       this.memory = new MemoryWatch(settings.memory(), store, renderedStates, registries, metrics);
       reads.useMemory(memory);
       types.resumePendingMigrations();
@@ -697,6 +700,16 @@ public final class Troupe implements AutoCloseable {
   /** The node's transport between cores (its counters, for metrics: delivered, dropped). */
   public LocalTransport transport() {
     return transport;
+  }
+
+  /**
+   * After a recovery of this node's partitions (at start, or when the node acquires a partition
+   * in a DC of several nodes): hands the parts it kept in doubt to their entities, which ask their
+   * coordinators' nodes, and mirrors the decisions it kept ({@link RecoveredParts}). Call before
+   * anything else reaches those entities.
+   */
+  public void adoptRecovered(dev.troupe.storage.InDoubtResolution resolution) {
+    RecoveredParts.adopt(resolution, this::replicaTypeOf, this::registryOf, decisions);
   }
 
   /** Turns and steps awaiting an answer through the transport (their counters, for tests). */
