@@ -63,6 +63,11 @@ final class EntityRouter {
         settings.transport().pendingReplyTimeoutMillis());
   }
 
+  /** How long a turn, step or read through the transport waits for its answer. */
+  long remoteTimeoutMillis() {
+    return remoteTimeoutMillis;
+  }
+
   /** Whether {@code entity} is told directly (it lives here and the switch is off). */
   boolean isHere(EntityId entity) {
     return !routeEntityMessages && locator.nodeOf(entity) == transport.localNode();

@@ -28,8 +28,10 @@ import org.apache.pekko.actor.typed.ActorRef;
  *       Recipient.RemoteAcknowledger}, {@link Recipient.RemoteCaller}).
  *   <li>For this node's coordinators (a vote, an acknowledgement): the live {@link TransactionRun}
  *       of the attempt, found in the {@link DecisionDirectory}; none (it finished) drops it, counted.
- *   <li>For this node's callers (a turn's or a step's answer): their entry in {@link
+ *   <li>For this node's callers (a turn's, a step's or a read's answer): their entry in {@link
  *       RemoteReplies}, which drops and counts an answer nobody waits for any more.
+ *   <li>A read of an entity of this node ({@link WireMessage.ReadRequest}): served on the node's
+ *       {@link ReadPath} and answered with its state ({@link RemoteReads}).
  *   <li>The in-doubt path ("Two-phase commit over a network"): a {@link
  *       WireMessage.DecisionQuery} is answered from the {@link DecisionDirectory}; a decided
  *       {@link WireMessage.DecisionAnswer} reaches the participant as a decision nobody
@@ -44,11 +46,14 @@ final class NodeInbox {
   private final Function<EntityId, ActorRef<EntityRegistry.Command>> registryOf;
   private final TypeRegistry types;
   private final RemoteReplies replies;
+  /** Serves reads other nodes ask of this node's entities. */
+  private final ReadPath reads;
   private final LongAdder orphanedCoordinatorAnswers = new LongAdder();
 
   NodeInbox(DecisionDirectory decisions,
       Function<EntityId, ActorRef<EntityRegistry.Command>> registryOf, TypeRegistry types,
-      RemoteReplies replies) {
+      RemoteReplies replies, ReadPath reads) {
+    this.reads = reads;
     this.decisions = decisions;
     this.registryOf = registryOf;
     this.types = types;
@@ -125,6 +130,9 @@ final class NodeInbox {
           answer.transactionId(), answer.entity(), WireResults.fromWire(answer.answer()));
       case WireMessage.StepAnswer answer -> replies.answer(RemoteReplies.Kind.STEP,
           answer.transactionId(), answer.entity(), WireResults.fromWire(answer.answer()));
+      case WireMessage.ReadRequest read -> RemoteReads.serve(read, sender, reads, transport);
+      case WireMessage.ReadAnswer answer -> replies.answer(RemoteReplies.Kind.READ,
+          answer.readId(), answer.entity(), WireResults.fromWire(answer.answer()));
       case WireMessage.DecisionQuery query -> {
         DecisionState state = switch (decisions.ask(query.transactionId())) {
           case COMMITTED -> DecisionState.COMMITTED;

@@ -12,9 +12,9 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.LongAdder;
 
 /**
- * The node's table of turns and steps it sent to entities through the {@link
- * dev.troupe.txn.port.Transport} and whose answer ({@code TurnAnswer}, {@code StepAnswer}) has not
- * arrived: each caller's future by (kind, transaction id, entity). The answers of coordinators'
+ * The node's table of turns, steps and reads it sent to entities through the {@link
+ * dev.troupe.txn.port.Transport} and whose answer ({@code TurnAnswer}, {@code StepAnswer}, {@code
+ * ReadAnswer}) has not arrived: each caller's future by (kind, transaction or read id, entity). The answers of coordinators'
  * messages need no table here: a vote or an acknowledgement names its transaction attempt, whose
  * live {@link TransactionRun} the {@link DecisionDirectory} finds.
  *
@@ -30,8 +30,8 @@ import java.util.concurrent.atomic.LongAdder;
  * delivering thread, timeouts on the timers' thread.
  */
 final class RemoteReplies {
-  /** What a pending reply answers. */
-  enum Kind { TURN, STEP }
+  /** What a pending reply answers (a read's "transaction id" is the asking node's read id). */
+  enum Kind { TURN, STEP, READ }
 
   private record Key(Kind kind, long transactionId, EntityId entity) {}
 

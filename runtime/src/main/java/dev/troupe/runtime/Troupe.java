@@ -133,11 +133,13 @@ public final class Troupe implements AutoCloseable {
       PekkoTimers timers = new PekkoTimers(system);
       this.remoteReplies =
           new RemoteReplies(settings.transport().maxPendingReplies(), timers);
-      this.inbox = new NodeInbox(decisions, this::registryOf, types, remoteReplies);
+      this.inbox = new NodeInbox(decisions, this::registryOf, types, remoteReplies, reads);
       this.transport = new LocalTransport(settings.storage().nodeId(), store.locator(),
           settings.transport().encodeLocalMessages(), inbox);
       EntityRouter router = new EntityRouter(this::registryOf, transport, store.locator(),
           settings, types, remoteReplies, store, system);
+      reads.useRemote(new RemoteReads(transport, remoteReplies, router::isHere,
+          router.remoteTimeoutMillis()));
       int partitions = settings.storage().partitions();
       int maxActivePerRegistry =
           Math.max(1, settings.memory().initialSplit().actorLimit() / partitions);

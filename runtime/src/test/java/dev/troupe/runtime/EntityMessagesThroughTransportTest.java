@@ -150,6 +150,33 @@ class EntityMessagesThroughTransportTest {
   }
 
   @Test
+  void readsAreServedByTheEntitysNodeThroughTheWire() {
+    try (Troupe troupe = open()) {
+      defineBank(troupe);
+      EntityId account = EntityId.parse("Account/read");
+      troupe.invoke(account, "open", Json.parse("{\"initial\": 100}")).join();
+      long opened = troupe.currentTimestamp();
+      troupe.invoke(account, "deposit", Json.parse("{\"amount\": 5}")).join();
+
+      long before = troupe.transport().delivered();
+      assertEquals(105, troupe.getKey(account, "balance").join().asLong());
+      assertEquals(2, troupe.transport().delivered() - before,
+          "a read is one request envelope and one answer envelope");
+      EntityView latest = troupe.get(account).join();
+      assertEquals("open", latest.state().path("status").asText());
+      assertEquals(100, troupe.readAt(account, opened).join().state().path("balance").asLong(),
+          "a read ?at= is served by the entity's node too");
+      assertEquals(ErrorCode.NOT_FOUND,
+          failure(troupe.get(EntityId.parse("Account/nobody"))).code());
+      assertEquals(ErrorCode.NOT_FOUND, failure(troupe.getKey(account, "nokey")).code());
+      assertEquals(ErrorCode.NOT_FOUND,
+          failure(troupe.readAt(account, opened - 1_000_000)).code(), "not yet existing then");
+      assertEquals(0, troupe.remoteReplies().pendingCount());
+      assertAllThroughTheWire(troupe);
+    }
+  }
+
+  @Test
   void dynamicAndPlannedTransactionsCommitAndANoVoteAbortsAllOrNothing() {
     try (Troupe troupe = open()) {
       defineBank(troupe);

@@ -51,7 +51,7 @@ class LocalTransportTest {
         "registry", Props.empty());
     transport = new LocalTransport(NODE, new SingleNodeLocator(4, NODE), true,
         new NodeInbox(decisions, entity -> registry, (name, version) -> Optional.empty(),
-            new RemoteReplies(10, new PekkoTimers(system))));
+            new RemoteReplies(10, new PekkoTimers(system)), null));
   }
 
   @AfterEach
@@ -127,7 +127,8 @@ class LocalTransportTest {
     LocalTransport toRemoteEntities = new LocalTransport(NODE, elsewhere, true,
         new NodeInbox(decisions, entity -> {
           throw new AssertionError("nothing may be delivered for another node's entity");
-        }, (name, version) -> Optional.empty(), new RemoteReplies(10, new PekkoTimers(system))));
+        }, (name, version) -> Optional.empty(), new RemoteReplies(10, new PekkoTimers(system)),
+        null));
     toRemoteEntities.send(new Envelope(NODE, new Envelope.Destination.ToEntity(PARTICIPANT),
         new dev.troupe.txn.wire.WireMessage.DecisionAnswer(404, PARTICIPANT,
             dev.troupe.txn.wire.WireMessage.DecisionState.COMMITTED)));

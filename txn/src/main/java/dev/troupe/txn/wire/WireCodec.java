@@ -22,6 +22,8 @@ import dev.troupe.txn.wire.WireMessage.DecisionQuery;
 import dev.troupe.txn.wire.WireMessage.DecisionState;
 import dev.troupe.txn.wire.WireMessage.ForwardsChanged;
 import dev.troupe.txn.wire.WireMessage.Prepare;
+import dev.troupe.txn.wire.WireMessage.ReadAnswer;
+import dev.troupe.txn.wire.WireMessage.ReadRequest;
 import dev.troupe.txn.wire.WireMessage.StepAnswer;
 import dev.troupe.txn.wire.WireMessage.StepRequest;
 import dev.troupe.txn.wire.WireMessage.TurnAnswer;
@@ -67,9 +69,13 @@ public final class WireCodec {
   static final byte TURN_ANSWER = 9;
   static final byte DECISION_QUERY = 10;
   static final byte DECISION_ANSWER = 11;
+  // Added for reads served by an entity's node (issue 18): new type ids, so no earlier message's
+  // bytes change; a build that does not know them refuses them as an unknown type.
+  static final byte READ_REQUEST = 12;
+  static final byte READ_ANSWER = 13;
 
   /** The version this build writes (and the newest it reads) of each type id, by index. */
-  static final byte[] VERSIONS = {0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+  static final byte[] VERSIONS = {0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
 
   private static final byte TO_ENTITY = 1;
   private static final byte TO_NODE = 2;
@@ -133,6 +139,8 @@ public final class WireCodec {
       case TurnAnswer ignored -> TURN_ANSWER;
       case DecisionQuery ignored -> DECISION_QUERY;
       case DecisionAnswer ignored -> DECISION_ANSWER;
+      case ReadRequest ignored -> READ_REQUEST;
+      case ReadAnswer ignored -> READ_ANSWER;
     };
   }
 
@@ -266,6 +274,16 @@ public final class WireCodec {
           case UNDECIDED -> UNDECIDED;
         });
       }
+      case ReadRequest read -> {
+        out.fixedLong(read.readId());
+        ValueEncoding.writeEntity(out, read.entity());
+        out.fixedLong(read.timestamp());
+      }
+      case ReadAnswer answer -> {
+        out.fixedLong(answer.readId());
+        ValueEncoding.writeEntity(out, answer.entity());
+        writeResult(out, answer.answer());
+      }
     }
   }
 
@@ -326,6 +344,10 @@ public final class WireCodec {
           default -> throw in.corrupt("unknown decision state " + state, null);
         });
       }
+      case READ_REQUEST ->
+          new ReadRequest(in.fixedLong(), ValueEncoding.readEntity(in), in.fixedLong());
+      case READ_ANSWER ->
+          new ReadAnswer(in.fixedLong(), ValueEncoding.readEntity(in), readResult(in));
       default -> throw in.corrupt("unknown message type " + typeId, null);
     };
   }

@@ -106,6 +106,25 @@ public sealed interface WireMessage {
   record DecisionAnswer(long transactionId, EntityId participant, DecisionState state)
       implements WireMessage {}
 
+  /**
+   * A node serving a client's read of an entity another node owns, to the entity's node: its
+   * latest committed state ({@code timestamp} 0), or its state as of {@code timestamp} (a read
+   * {@code ?at=}), answered from that node's store and object cache with a {@link ReadAnswer}
+   * (docs/ARCHITECTURE.md, "Entity messages between nodes"). Changes nothing; not a turn (no actor
+   * hop, no lock).
+   *
+   * @param readId the asking node's number for this read, unique among its reads in flight; the
+   *     answer names it
+   */
+  record ReadRequest(long readId, EntityId entity, long timestamp) implements WireMessage {}
+
+  /**
+   * The entity's node's answer to a {@link ReadRequest}: {@link WireResult.Done} with the state
+   * (which may not exist: the asker answers {@code not_found} as a local read does) and its
+   * version, or the failure ({@code overloaded}, {@code unavailable}, {@code corrupt_data}...).
+   */
+  record ReadAnswer(long readId, EntityId entity, WireResult answer) implements WireMessage {}
+
   /** What a coordinator's node knows of a transaction's decision. */
   enum DecisionState {
     /** The commit decision is durable: apply the part. */

@@ -130,6 +130,11 @@ class WireFormatTest {
         new WireMessage.DecisionQuery(101L, 2, CART)));
     examples.put("DecisionAnswer", new Envelope(5, new Destination.ToNode(2),
         new WireMessage.DecisionAnswer(101L, CART, WireMessage.DecisionState.UNDECIDED)));
+    examples.put("ReadRequest", new Envelope(2, toCart,
+        new WireMessage.ReadRequest(104L, CART, 4300L)));
+    examples.put("ReadAnswer", new Envelope(3, new Destination.ToNode(2),
+        new WireMessage.ReadAnswer(104L, CART, new WireResult.Done(4242L, state(), false, 4242L,
+            List.of(), Map.of(), Map.of()))));
     return examples;
   }
 
