@@ -29,7 +29,7 @@ import java.util.concurrent.atomic.LongAdder;
  * <p>Thread-safe: callers register from request threads, answers arrive on the transport's
  * delivering thread, timeouts on the timers' thread.
  */
-final class RemoteReplies {
+public final class RemoteReplies {
   /** What a pending reply answers (a read's "transaction id" is the asking node's read id). */
   enum Kind { TURN, STEP, READ }
 
@@ -103,22 +103,22 @@ final class RemoteReplies {
   }
 
   /** Callers waiting now. */
-  int pendingCount() {
+  public int pendingCount() {
     return size.get();
   }
 
   /** Answers dropped because nobody waited for them any more (late or duplicated). */
-  long lateAnswers() {
+  public long lateAnswers() {
     return lateAnswers.sum();
   }
 
   /** Callers that got no answer within their timeout. */
-  long timedOut() {
+  public long timedOut() {
     return timedOut.sum();
   }
 
   /** Callers refused at once (table full, or their key still in flight). */
-  long refused() {
+  public long refused() {
     return refused.sum();
   }
 }

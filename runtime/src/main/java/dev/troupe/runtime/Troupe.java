@@ -714,8 +714,8 @@ public final class Troupe implements AutoCloseable {
     RecoveredParts.adopt(resolution, this::replicaTypeOf, this::registryOf, decisions);
   }
 
-  /** Turns and steps awaiting an answer through the transport (their counters, for tests). */
-  RemoteReplies remoteReplies() {
+  /** Turns, steps and reads awaiting an answer through the transport (counters, for metrics). */
+  public RemoteReplies remoteReplies() {
     return remoteReplies;
   }
 
