@@ -286,6 +286,35 @@ class EntityMessagesThroughTransportTest {
     }
   }
 
+  @Test
+  void aTurnOrPrepareNamingATypeVersionUnknownHereIsAnsweredUnknownType() throws Exception {
+    try (Troupe troupe = open()) {
+      defineBank(troupe);
+      EntityId account = EntityId.parse("Account/typed");
+      long transactionId = troupe.store().newTransactionId();
+      // What a node that loaded a newer definition would send: this node answers unknown_type.
+      CompletableFuture<dev.troupe.txn.TurnResult> answer = troupe.remoteReplies().expect(
+          RemoteReplies.Kind.TURN, transactionId, account, 10_000);
+      troupe.transport().send(new dev.troupe.txn.wire.Envelope(0,
+          new dev.troupe.txn.wire.Envelope.Destination.ToEntity(account),
+          new dev.troupe.txn.wire.WireMessage.TurnRequest(transactionId, account,
+              new dev.troupe.txn.wire.TypeReference("Account", 12345), action("open",
+                  "{\"initial\": 1}"))));
+      dev.troupe.txn.TurnResult.Failed refused = assertInstanceOf(
+          dev.troupe.txn.TurnResult.Failed.class,
+          answer.get(10, java.util.concurrent.TimeUnit.SECONDS));
+      assertEquals(ErrorCode.UNKNOWN_TYPE, refused.error().code());
+      // A prepare of an attempt no coordinator here runs: its no vote is dropped and counted.
+      troupe.transport().send(new dev.troupe.txn.wire.Envelope(0,
+          new dev.troupe.txn.wire.Envelope.Destination.ToEntity(account),
+          new dev.troupe.txn.wire.WireMessage.Prepare(transactionId + 64, transactionId + 64,
+              account, new dev.troupe.txn.wire.TypeReference("Account", 12345), List.of(),
+              false, List.of(), Map.of(), false)));
+      assertEquals(1, troupe.inbox().orphanedCoordinatorAnswers());
+      assertEquals(ErrorCode.NOT_FOUND, failure(troupe.get(account)).code(), "nothing ran");
+    }
+  }
+
   private static TypeRegistry troupeTypes(Troupe troupe) {
     try {
       var field = Troupe.class.getDeclaredField("types");
