@@ -123,7 +123,7 @@ final class EntityRouter {
         ParticipantMessages.turnRequest(id, entity, types.referenceOf(type), turn));
   }
 
-  /** One step of an interactive transaction ({@code turn} null reads the state); as {@link #turn}. */
+  /** One step of an interactive transaction ({@code turn} null reads the state), as a turn. */
   CompletableFuture<TurnResult> step(EntityId entity, long transactionId, long startTimestamp,
       Turn turn, CompiledType type) {
     if (isHere(entity)) {

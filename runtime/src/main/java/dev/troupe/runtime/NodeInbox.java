@@ -27,7 +27,8 @@ import org.apache.pekko.actor.typed.ActorRef;
  *       transport to the sender's node ({@link Recipient.RemoteVoter}, {@link
  *       Recipient.RemoteAcknowledger}, {@link Recipient.RemoteCaller}).
  *   <li>For this node's coordinators (a vote, an acknowledgement): the live {@link TransactionRun}
- *       of the attempt, found in the {@link DecisionDirectory}; none (it finished) drops it, counted.
+ *       of the attempt, found in the {@link DecisionDirectory}; none (it finished): dropped and
+ *       counted.
  *   <li>For this node's callers (a turn's, a step's or a read's answer): their entry in {@link
  *       RemoteReplies}, which drops and counts an answer nobody waits for any more.
  *   <li>A read of an entity of this node ({@link WireMessage.ReadRequest}): served on the node's

@@ -14,17 +14,17 @@ import java.util.concurrent.atomic.LongAdder;
 /**
  * The node's table of turns, steps and reads it sent to entities through the {@link
  * dev.troupe.txn.port.Transport} and whose answer ({@code TurnAnswer}, {@code StepAnswer}, {@code
- * ReadAnswer}) has not arrived: each caller's future by (kind, transaction or read id, entity). The answers of coordinators'
- * messages need no table here: a vote or an acknowledgement names its transaction attempt, whose
- * live {@link TransactionRun} the {@link DecisionDirectory} finds.
+ * ReadAnswer}) has not arrived: each caller's future by (kind, transaction or read id, entity).
+ * The answers of coordinators' messages need no table here: a vote or an acknowledgement names
+ * its transaction attempt, whose live {@link TransactionRun} the {@link DecisionDirectory} finds.
  *
  * <p><b>Bounds.</b> At most {@code troupe.transport.max-pending-replies} entries (past it a new
  * one is refused at once with {@code overloaded}); each waits at most its timeout, then its caller
  * fails with a {@link TimeoutException} exactly as a local turn whose ask timed out, and the entry
  * is removed. An answer that finds no entry (after the timeout, or a duplicate) is dropped and
  * counted ({@link #lateAnswers}): it is never delivered to another request, since an entry is
- * removed before its future completes and a key in flight is never reused (a second turn under
- * the same key is refused, not queued behind the first).
+ * removed before its future completes and a key in flight is never reused (a second message
+ * under the same key is refused, not queued behind the first).
  *
  * <p>Thread-safe: callers register from request threads, answers arrive on the transport's
  * delivering thread, timeouts on the timers' thread.
