@@ -4,7 +4,9 @@ import dev.troupe.model.EntityId;
 import dev.troupe.model.EntityLocator;
 import dev.troupe.model.Invariants;
 import dev.troupe.model.spec.CompiledType;
+import dev.troupe.storage.Codec;
 import dev.troupe.storage.DurableStore;
+import dev.troupe.storage.IdempotencyRecord;
 import dev.troupe.txn.Turn;
 import dev.troupe.txn.TurnResult;
 import dev.troupe.txn.port.Transport;
@@ -111,16 +113,20 @@ final class EntityRouter {
    * @param transactionId the turn's id, under which an idempotency record may be attached (0: a
    *     fresh one; on the remote path it is taken here, so the answer can be matched to this
    *     caller)
+   * @param idempotency the client's idempotency record attached to {@code transactionId} in this
+   *     node's store (null: none); on the remote path it travels with the turn and is attached in
+   *     the store of the entity's node, which writes it with the turn's commit
    */
   CompletableFuture<TurnResult> turn(EntityId entity, Turn turn, CompiledType type,
-      long transactionId) {
+      long transactionId, IdempotencyRecord idempotency) {
     if (isHere(entity)) {
       return ask(entity, replyTo -> new EntityActor.RunTurn(turn, type,
           new Recipient.Caller(replyTo, transactionId), transactionId));
     }
     long id = transactionId != 0 ? transactionId : store.newTransactionId();
     return remote(RemoteReplies.Kind.TURN, id, entity,
-        ParticipantMessages.turnRequest(id, entity, types.referenceOf(type), turn));
+        ParticipantMessages.turnRequest(id, entity, types.referenceOf(type), turn,
+            idempotency == null ? null : Codec.encodeIdempotency(idempotency)));
   }
 
   /** One step of an interactive transaction ({@code turn} null reads the state), as a turn. */

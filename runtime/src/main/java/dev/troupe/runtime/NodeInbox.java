@@ -1,7 +1,11 @@
 package dev.troupe.runtime;
 
 import dev.troupe.model.EntityId;
+import dev.troupe.model.ErrorCode;
 import dev.troupe.model.TroupeException;
+import dev.troupe.storage.Codec;
+import dev.troupe.storage.CorruptDataException;
+import dev.troupe.storage.DurableStore;
 import dev.troupe.txn.TurnResult;
 import dev.troupe.txn.port.Transport;
 import dev.troupe.txn.wire.CoordinatorMessages;
@@ -49,12 +53,15 @@ final class NodeInbox {
   private final RemoteReplies replies;
   /** Serves reads other nodes ask of this node's entities. */
   private final ReadPath reads;
+  /** Where a turn's idempotency record from another node is attached (written with its commit). */
+  private final DurableStore store;
   private final LongAdder orphanedCoordinatorAnswers = new LongAdder();
 
   NodeInbox(DecisionDirectory decisions,
       Function<EntityId, ActorRef<EntityRegistry.Command>> registryOf, TypeRegistry types,
-      RemoteReplies replies, ReadPath reads) {
+      RemoteReplies replies, ReadPath reads, DurableStore store) {
     this.reads = reads;
+    this.store = store;
     this.decisions = decisions;
     this.registryOf = registryOf;
     this.types = types;
@@ -89,11 +96,22 @@ final class NodeInbox {
         Recipient replyTo = new Recipient.RemoteCaller(transport, sender, request.entity(),
             request.transactionId(), false, request.transactionId());
         try {
+          byte[] idempotency = request.idempotencyRecord();
+          if (idempotency != null) {
+            // Written with the turn's commit by this node's store; the entity detaches it when
+            // it answers (RemoteCaller's idempotentTransactionId).
+            store.attachIdempotency(request.transactionId(), Codec.decodeIdempotency(idempotency));
+          }
           var input = ParticipantMessages.turnRequested(request, types, replyTo);
           route(request.entity(), new EntityActor.RunTurn(input.turn(), input.type(), replyTo,
               input.transactionId()));
         } catch (TroupeException unknownType) {
+          store.detachIdempotency(request.transactionId());
           replyTo.deliver(new TurnResult.Failed(unknownType));
+        } catch (CorruptDataException damaged) {
+          replyTo.deliver(new TurnResult.Failed(new TroupeException(ErrorCode.CORRUPT_DATA,
+              "the idempotency record of the turn did not survive the wire: "
+                  + damaged.getMessage())));
         }
       }
       case WireMessage.StepRequest step -> {
@@ -127,8 +145,13 @@ final class NodeInbox {
         coordinator.acknowledged(input.participant(), input.transactionId(),
             input.acknowledgement());
       }
-      case WireMessage.TurnAnswer answer -> replies.answer(RemoteReplies.Kind.TURN,
-          answer.transactionId(), answer.entity(), WireResults.fromWire(answer.answer()));
+      case WireMessage.TurnAnswer answer -> {
+        // Answered, even late: an idempotency record this node attached for the turn (so that a
+        // retry here waits while it runs) is no longer needed (its commit, if any, wrote it).
+        store.detachIdempotency(answer.transactionId());
+        replies.answer(RemoteReplies.Kind.TURN, answer.transactionId(), answer.entity(),
+            WireResults.fromWire(answer.answer()));
+      }
       case WireMessage.StepAnswer answer -> replies.answer(RemoteReplies.Kind.STEP,
           answer.transactionId(), answer.entity(), WireResults.fromWire(answer.answer()));
       case WireMessage.ReadRequest read -> RemoteReads.serve(read, sender, reads, transport);

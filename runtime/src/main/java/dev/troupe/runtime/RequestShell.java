@@ -341,7 +341,7 @@ final class RequestShell {
       long attached = idempotency == null ? 0 : transactionId;
       long started = System.nanoTime();
       long runAs = transactionId;
-      router.turn(turn.entity(), turn.turn(), turn.type(), runAs)
+      router.turn(turn.entity(), turn.turn(), turn.type(), runAs, idempotency)
           .whenComplete((result, failure) -> {
             metrics.recordLatencyNanos(System.nanoTime() - started);
             Input answered = answered(result, failure);

@@ -133,7 +133,8 @@ public final class Troupe implements AutoCloseable {
       PekkoTimers timers = new PekkoTimers(system);
       this.remoteReplies =
           new RemoteReplies(settings.transport().maxPendingReplies(), timers);
-      this.inbox = new NodeInbox(decisions, this::registryOf, types, remoteReplies, reads);
+      this.inbox =
+          new NodeInbox(decisions, this::registryOf, types, remoteReplies, reads, store);
       this.transport = new LocalTransport(settings.storage().nodeId(), store.locator(),
           settings.transport().encodeLocalMessages(), inbox);
       EntityRouter router = new EntityRouter(this::registryOf, transport, store.locator(),

@@ -275,6 +275,34 @@ class EntityMessagesThroughTransportTest {
   }
 
   @Test
+  void anIdempotencyRecordTravelsWithItsTurnAndCommitsAtTheEntitysNode() throws Exception {
+    try (Troupe troupe = open()) {
+      define(troupe, COUNTER);
+      EntityId entity = EntityId.parse("Counter/travelled");
+      long transactionId = troupe.store().newTransactionId();
+      IdempotencyRecord record = IdempotencyRecord.pending("\u0000key-2", new byte[32],
+          System.currentTimeMillis());
+      // What another node sends: nothing is attached in this node's store beforehand.
+      CompletableFuture<dev.troupe.txn.TurnResult> answer = troupe.remoteReplies().expect(
+          RemoteReplies.Kind.TURN, transactionId, entity, 10_000);
+      troupe.transport().send(new dev.troupe.txn.wire.Envelope(0,
+          new dev.troupe.txn.wire.Envelope.Destination.ToEntity(entity),
+          new dev.troupe.txn.wire.WireMessage.TurnRequest(transactionId, entity,
+              troupeTypes(troupe).referenceOf(troupeTypes(troupe).typeOf(entity)),
+              new Turn.IncrementKey("n", 4),
+              dev.troupe.storage.Codec.encodeIdempotency(record))));
+      assertInstanceOf(dev.troupe.txn.TurnResult.Done.class,
+          answer.get(10, java.util.concurrent.TimeUnit.SECONDS));
+      IdempotencyRecord stored = troupe.idempotencyRecord("\u0000key-2").orElseThrow(
+          () -> new AssertionError("the record was written with the turn's commit"));
+      assertEquals(entity, stored.entity());
+      assertTrue(stored.commitTimestamp() > 0);
+      assertTrue(!troupe.idempotentWriteRunning("\u0000key-2"), "detached once answered");
+      assertAllThroughTheWire(troupe);
+    }
+  }
+
+  @Test
   void aTypeVersionTheReceiverDoesNotKnowIsAnUnknownTypeAnswer() {
     try (Troupe troupe = open()) {
       defineBank(troupe);

@@ -51,7 +51,7 @@ class LocalTransportTest {
         "registry", Props.empty());
     transport = new LocalTransport(NODE, new SingleNodeLocator(4, NODE), true,
         new NodeInbox(decisions, entity -> registry, (name, version) -> Optional.empty(),
-            new RemoteReplies(10, new PekkoTimers(system)), null));
+            new RemoteReplies(10, new PekkoTimers(system)), null, null));
   }
 
   @AfterEach
@@ -128,7 +128,7 @@ class LocalTransportTest {
         new NodeInbox(decisions, entity -> {
           throw new AssertionError("nothing may be delivered for another node's entity");
         }, (name, version) -> Optional.empty(), new RemoteReplies(10, new PekkoTimers(system)),
-        null));
+        null, null));
     toRemoteEntities.send(new Envelope(NODE, new Envelope.Destination.ToEntity(PARTICIPANT),
         new dev.troupe.txn.wire.WireMessage.DecisionAnswer(404, PARTICIPANT,
             dev.troupe.txn.wire.WireMessage.DecisionState.COMMITTED)));

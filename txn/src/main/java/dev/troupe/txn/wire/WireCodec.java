@@ -74,8 +74,12 @@ public final class WireCodec {
   static final byte READ_REQUEST = 12;
   static final byte READ_ANSWER = 13;
 
-  /** The version this build writes (and the newest it reads) of each type id, by index. */
-  static final byte[] VERSIONS = {0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+  /**
+   * The newest version this build reads (and writes) of each type id, by index. A turn request
+   * is written as version 1 without an idempotency record, byte for byte as before, and as
+   * version 2 with one ({@link #versionOf}).
+   */
+  static final byte[] VERSIONS = {0, 1, 1, 1, 1, 1, 1, 1, 2, 1, 1, 1, 1, 1};
 
   private static final byte TO_ENTITY = 1;
   private static final byte TO_NODE = 2;
@@ -146,9 +150,17 @@ public final class WireCodec {
 
   // ---------------------------------------------------------------- frames
 
+  /** The version {@code message} is written as (see {@link #VERSIONS}). */
+  static byte versionOf(WireMessage message) {
+    if (message instanceof TurnRequest turn && turn.idempotencyRecord() == null) {
+      return 1;
+    }
+    return VERSIONS[typeId(message)];
+  }
+
   public static byte[] encode(Envelope envelope) {
     byte typeId = typeId(envelope.message());
-    BinaryWriter out = Frames.begin(typeId, VERSIONS[typeId], 96);
+    BinaryWriter out = Frames.begin(typeId, versionOf(envelope.message()), 96);
     out.varInt(envelope.senderNode());
     switch (envelope.destination()) {
       case Destination.ToEntity to -> {
@@ -182,7 +194,7 @@ public final class WireCodec {
         case TO_NODE -> new Destination.ToNode(in.varInt());
         default -> throw in.corrupt("unknown destination kind " + kind, null);
       };
-      WireMessage message = readMessage(in, typeId);
+      WireMessage message = readMessage(in, typeId, bytes[1]);
       in.end();
       return new Envelope(sender, destination, message);
     } catch (CorruptFrameException e) {
@@ -254,6 +266,10 @@ public final class WireCodec {
         ValueEncoding.writeEntity(out, turn.entity());
         writeType(out, turn.type());
         writeTurn(out, turn.turn());
+        byte[] idempotencyRecord = turn.idempotencyRecord();
+        if (idempotencyRecord != null) {
+          out.bytes(idempotencyRecord); // version 2 only
+        }
       }
       case TurnAnswer answer -> {
         out.fixedLong(answer.transactionId());
@@ -287,7 +303,7 @@ public final class WireCodec {
     }
   }
 
-  private static WireMessage readMessage(BinaryReader in, byte typeId) {
+  private static WireMessage readMessage(BinaryReader in, byte typeId, byte version) {
     return switch (typeId) {
       case PREPARE -> {
         long transactionId = in.fixedLong();
@@ -328,7 +344,7 @@ public final class WireCodec {
       case STEP_ANSWER ->
           new StepAnswer(in.fixedLong(), ValueEncoding.readEntity(in), readResult(in));
       case TURN_REQUEST -> new TurnRequest(in.fixedLong(), ValueEncoding.readEntity(in),
-          readType(in), readTurn(in));
+          readType(in), readTurn(in), version >= 2 ? in.bytes() : null);
       case TURN_ANSWER ->
           new TurnAnswer(in.fixedLong(), ValueEncoding.readEntity(in), readResult(in));
       case DECISION_QUERY ->

@@ -85,9 +85,52 @@ public sealed interface WireMessage {
   record StepAnswer(long transactionId, EntityId entity, WireResult answer)
       implements WireMessage {}
 
-  /** A request's node to an entity: one single-entity turn ({@code TurnRequested}). */
-  record TurnRequest(long transactionId, EntityId entity, TypeReference type, Turn turn)
-      implements WireMessage {}
+  /**
+   * A request's node to an entity: one single-entity turn ({@code TurnRequested}).
+   *
+   * @param idempotencyRecord the client's idempotency record (its stored frame, storage's {@code
+   *     Codec}) that must be written atomically with the turn's commit, in the store of the
+   *     entity's node; null without an {@code Idempotency-Key}. A request with one travels as
+   *     version 2 of this message (a node of an older build refuses it as newer, never runs it
+   *     without its record); one without is version 1, byte for byte as before.
+   */
+  record TurnRequest(long transactionId, EntityId entity, TypeReference type, Turn turn,
+      byte[] idempotencyRecord) implements WireMessage {
+    public TurnRequest {
+      idempotencyRecord = idempotencyRecord == null ? null : idempotencyRecord.clone();
+    }
+
+    /** A turn without an idempotency record. */
+    public TurnRequest(long transactionId, EntityId entity, TypeReference type, Turn turn) {
+      this(transactionId, entity, type, turn, null);
+    }
+
+    @Override
+    public byte[] idempotencyRecord() {
+      return idempotencyRecord == null ? null : idempotencyRecord.clone();
+    }
+
+    @Override
+    public boolean equals(Object other) {
+      return other instanceof TurnRequest that && transactionId == that.transactionId
+          && entity.equals(that.entity) && type.equals(that.type)
+          && java.util.Objects.equals(turn, that.turn)
+          && java.util.Arrays.equals(idempotencyRecord, that.idempotencyRecord);
+    }
+
+    @Override
+    public int hashCode() {
+      return java.util.Objects.hash(transactionId, entity, type, turn)
+          * 31 + java.util.Arrays.hashCode(idempotencyRecord);
+    }
+
+    @Override
+    public String toString() {
+      return "TurnRequest[transactionId=" + transactionId + ", entity=" + entity + ", type="
+          + type + ", turn=" + turn + ", idempotencyRecord="
+          + (idempotencyRecord == null ? "none" : idempotencyRecord.length + " bytes") + "]";
+    }
+  }
 
   /** The entity's answer to a single-entity turn. */
   record TurnAnswer(long transactionId, EntityId entity, WireResult answer)

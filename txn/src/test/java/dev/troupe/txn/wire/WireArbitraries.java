@@ -235,7 +235,9 @@ final class WireArbitraries {
         Combinators.combine(ids, ids, entities(), types(), turns().injectNull(0.2))
             .as(WireMessage.StepRequest::new),
         Combinators.combine(ids, entities(), results()).as(WireMessage.StepAnswer::new),
-        Combinators.combine(ids, entities(), types(), turns()).as(WireMessage.TurnRequest::new),
+        Combinators.combine(ids, entities(), types(), turns(),
+                Arbitraries.bytes().array(byte[].class).ofMaxSize(40).injectNull(0.5))
+            .as(WireMessage.TurnRequest::new),
         Combinators.combine(ids, entities(), results()).as(WireMessage.TurnAnswer::new),
         Combinators.combine(ids, Arbitraries.integers().between(0, 63), entities())
             .as(WireMessage.DecisionQuery::new),
