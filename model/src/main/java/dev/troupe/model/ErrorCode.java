@@ -77,6 +77,14 @@ public enum ErrorCode {
    */
   NOT_HOME("not_home", 421),
   /**
+   * The entity's partition is not written by this node (docs/ARCHITECTURE.md, "Partition ownership
+   * and fencing"): in a data centre of several nodes the partition moved to another node, is
+   * moving, or this node's owner epoch was fenced by a newer owner. Nothing was done, and nothing
+   * of a refused commit was written. Retry after Retry-After: the request is routed to the
+   * partition's new owner once the hand-off completes.
+   */
+  NOT_OWNER("not_owner", 503),
+  /**
    * Stored data the request needs failed its integrity check (a checksum): the server will not
    * answer from it, not even "not found", and will not write on top of it. Retrying does not help;
    * an operator must check and repair the store (docs/OPERATIONS.md).

@@ -1,7 +1,6 @@
 package dev.troupe.runtime;
 
 import dev.troupe.model.EntityId;
-import dev.troupe.model.EntityLocator;
 import dev.troupe.model.Invariants;
 import dev.troupe.model.spec.CompiledType;
 import dev.troupe.storage.Codec;
@@ -17,6 +16,7 @@ import dev.troupe.txn.wire.WireMessage;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.function.Function;
+import java.util.function.Predicate;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.actor.typed.javadsl.AskPattern;
@@ -40,7 +40,12 @@ import org.apache.pekko.actor.typed.javadsl.AskPattern;
 final class EntityRouter {
   private final Function<EntityId, ActorRef<EntityRegistry.Command>> registryOf;
   private final Transport transport;
-  private final EntityLocator locator;
+  /**
+   * Whether this node hosts an entity (its messages are told to the local registry). One node:
+   * the locator places it here. A cluster injects its own ("the store owns the entity's partition
+   * and its host runs here").
+   */
+  private final Predicate<EntityId> hostedHere;
   private final boolean routeEntityMessages;
   private final TypeRegistry types;
   private final RemoteReplies replies;
@@ -49,12 +54,17 @@ final class EntityRouter {
   private final Duration turnTimeout;
   private final long remoteTimeoutMillis;
 
+  /**
+   * @param registryOf the local registry of an entity this node hosts
+   * @param hostedHere whether this node hosts an entity (see {@link #hostedHere}); {@code
+   *     troupe.transport.route-entity-messages} overrides it with "never"
+   */
   EntityRouter(Function<EntityId, ActorRef<EntityRegistry.Command>> registryOf,
-      Transport transport, EntityLocator locator, RuntimeSettings settings, TypeRegistry types,
-      RemoteReplies replies, DurableStore store, ActorSystem<Void> system) {
+      Predicate<EntityId> hostedHere, Transport transport, RuntimeSettings settings,
+      TypeRegistry types, RemoteReplies replies, DurableStore store, ActorSystem<Void> system) {
     this.registryOf = registryOf;
     this.transport = transport;
-    this.locator = locator;
+    this.hostedHere = hostedHere;
     this.routeEntityMessages = settings.transport().routeEntityMessages();
     this.types = types;
     this.replies = replies;
@@ -70,9 +80,9 @@ final class EntityRouter {
     return remoteTimeoutMillis;
   }
 
-  /** Whether {@code entity} is told directly (it lives here and the switch is off). */
+  /** Whether {@code entity} is told directly (hosted here, and the switch is off). */
   boolean isHere(EntityId entity) {
-    return !routeEntityMessages && locator.nodeOf(entity) == transport.localNode();
+    return !routeEntityMessages && hostedHere.test(entity);
   }
 
   /**

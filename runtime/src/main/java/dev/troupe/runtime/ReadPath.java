@@ -118,7 +118,8 @@ final class ReadPath {
       if (remoteReads != null && !remoteReads.isHere(entity)) {
         return remoteReads.read(entity, timestamp).thenApply(view);
       }
-      return materialize(() -> view.apply(store.readAt(entity, timestamp)));
+      return atOwnerIfNotOwned(entity, timestamp,
+          materialize(() -> view.apply(store.readAt(entity, timestamp))), view);
     } catch (TroupeException e) {
       return CompletableFuture.failedFuture(e);
     }
@@ -189,12 +190,41 @@ final class ReadPath {
         return remoteReads.read(entity, 0).thenApply(checked);
       }
       Supplier<T> read = () -> checked.apply(store.read(entity));
-      return store.isCached(entity)
-          ? CompletableFuture.completedFuture(read.get())
-          : materialize(read);
+      CompletableFuture<T> local;
+      try {
+        local = store.isCached(entity)
+            ? CompletableFuture.completedFuture(read.get())
+            : materialize(read);
+      } catch (TroupeException refused) {
+        local = CompletableFuture.failedFuture(refused);
+      }
+      return atOwnerIfNotOwned(entity, 0, local, checked);
     } catch (TroupeException e) {
       return CompletableFuture.failedFuture(e);
     }
+  }
+
+  /**
+   * A read this node's store refused with {@code not_owner} (its partition is owned by another
+   * node, e.g. just moved, while this node still thought it hosted it) is asked of the entity's
+   * node instead. That node serves it from its own store and never forwards it again ({@link
+   * #stateOf}), so a read that finds no owner ends as {@code not_owner} (a 503 to retry), never a
+   * loop.
+   */
+  private <T> CompletableFuture<T> atOwnerIfNotOwned(EntityId entity, long timestamp,
+      CompletableFuture<T> local, Function<EntityState, T> view) {
+    RemoteReads remoteReads = remote;
+    if (remoteReads == null) {
+      return local;
+    }
+    return local.exceptionallyCompose(failure -> {
+      Throwable cause = failure instanceof CompletionException && failure.getCause() != null
+          ? failure.getCause() : failure;
+      if (cause instanceof TroupeException error && error.code() == ErrorCode.NOT_OWNER) {
+        return remoteReads.read(entity, timestamp).thenApply(view);
+      }
+      return CompletableFuture.failedFuture(cause);
+    });
   }
 
   /**

@@ -137,7 +137,9 @@ public final class Troupe implements AutoCloseable {
           new NodeInbox(decisions, this::registryOf, types, remoteReplies, reads, store);
       this.transport = new LocalTransport(settings.storage().nodeId(), store.locator(),
           settings.transport().encodeLocalMessages(), inbox);
-      EntityRouter router = new EntityRouter(this::registryOf, transport, store.locator(),
+      // One node hosts every entity its locator places here (a cluster injects its own test).
+      EntityRouter router = new EntityRouter(this::registryOf,
+          entity -> store.locator().nodeOf(entity) == transport.localNode(), transport,
           settings, types, remoteReplies, store, system);
       reads.useRemote(new RemoteReads(transport, remoteReplies, router::isHere,
           router.remoteTimeoutMillis()));

@@ -127,5 +127,18 @@ class BadInputTest {
     assertEquals(accountBefore, server.get("/v1/entities/Account/carol").text(), "Account changed");
     assertEquals(userBefore, server.get("/v1/entities/User/x").text(), "User changed");
     assertEquals(typesBefore, server.get("/v1/types").text(), "types changed");
+    assertStillServing();
+  }
+
+  /** After a refusal the node is alive, ready, and its memory is not short. */
+  private static void assertStillServing() throws Exception {
+    assertTrue(server.isAlive(), "the server is alive");
+    Answer ready = server.get("/v1/health/ready");
+    assertEquals(200, ready.status(), ready.text());
+    double refusing = server.get("/metrics").text().lines()
+        .filter(line -> line.startsWith("troupe_memory_refusing "))
+        .mapToDouble(line -> Double.parseDouble(line.substring(line.indexOf(' ') + 1)))
+        .findFirst().orElseThrow();
+    assertEquals(0.0, refusing, "memory is not short after the refusal");
   }
 }

@@ -234,4 +234,40 @@ class ComputedLimitsTest {
     assertEquals(copy, state("Copy/a"));
     assertHealthy();
   }
+  @Test
+  void aSyncCallWhoseComputedArgumentOrEffectIsTooLargeIsRefusedAndChangesNothing()
+      throws Exception {
+    Answer declared = server.send("PUT", "/v1/types/Copier", """
+        {"actions": {
+           "grow": {"params": {"target": "string", "s": "string"},
+                    "sync": [{"entity": "Note/{target}", "action": "set",
+                              "args": {"to": "s + s + s"}}]},
+           "twice": {"params": {"target": "string"},
+                     "sync": [{"entity": "Note/{target}", "action": "double", "args": {}}]}}}
+        """);
+    assertEquals(200, declared.status(), declared.text());
+    assertEquals(200, act("Note/y1", "set", "{\"to\": \"before\"}").status());
+    assertEquals(200, act("Note/y2", "set", "{\"to\": \"" + "y".repeat(40_000) + "\"}").status());
+    String first = state("Note/y1");
+    String second = state("Note/y2");
+    // The argument the sync call computes (90,000 characters) is past max-value-bytes.
+    Answer grown = act("Copier/c", "grow",
+        "{\"target\": \"y1\", \"s\": \"" + "z".repeat(30_000) + "\"}");
+    assertTooLarge(grown);
+    // The effect the called action computes (80,000 characters) is past it too.
+    assertTooLarge(act("Copier/c", "twice", "{\"target\": \"y2\"}"));
+    assertEquals(first, state("Note/y1"));
+    assertEquals(second, state("Note/y2"));
+    assertEquals(404, server.get("/v1/entities/Copier/c").status(), "the caller was not created");
+    assertHealthy();
+  }
+
+  /** A too-large value computed inside a transaction: 413, or 409 aborted for that reason. */
+  private static void assertTooLarge(Answer answer) {
+    if (answer.status() == 413) {
+      assertRefused(answer, 413, "too_large", null);
+    } else {
+      assertRefused(answer, 409, "aborted", "too_large");
+    }
+  }
 }

@@ -158,6 +158,30 @@ final class DiskReplicationLog implements ReplicationLog {
     syncedSafeTimestamp = store.clock.current();
   }
 
+  /**
+   * Reads a partition's entry counter again as its new owner left it: under {@link
+   * PartitionOwnership#ACQUIRED} another node may have raised it since this one read it; at its
+   * acquisition, before its writer starts.
+   */
+  void recoverPartition(int partition) throws DiskException {
+    loggedEntries.set(partition, counted(
+        store.disk.get(KeyValueDisk.Column.META, Keys.metaLoggedEntries(partition))));
+  }
+
+  /**
+   * Replication between data centres is not supported by a data centre of several nodes (issue
+   * 18): the received and applied vectors and the local safe timestamp are kept per node here,
+   * and no node sees every partition's in-flight commits. The local log (the causal messages' own
+   * delivery) is written as usual, in the fenced batches of each partition.
+   */
+  private void refuseBetweenDataCentresOnSeveralNodes(String what) {
+    if (store.settings.partitionOwnership() == PartitionOwnership.ACQUIRED) {
+      throw new UnsupportedOperationException("cannot " + what + ": replication between data"
+          + " centres is not supported by a data centre of several nodes (storage partition"
+          + " ownership ACQUIRED); run such a data centre on one node");
+    }
+  }
+
   /** A counter of the entry count as stored in meta (a position whose sequence is it). */
   private static byte[] count(long value) {
     return Codec.encodePosition(new JournalPosition(value, 0));
@@ -426,6 +450,7 @@ final class DiskReplicationLog implements ReplicationLog {
   @Override
   public CompletableFuture<Void> appendReceived(int originDc, List<ReplicationEntry> received,
       long upToTimestamp) {
+    refuseBetweenDataCentresOnSeveralNodes("append received replication entries");
     // A peer must never send this DC its own entries: they would shadow the local ones.
     Invariants.check(originDc != localDc && originDc != DataCentreIds.UNNAMED,
         "received replication entries of origin %d at data centre %d", originDc, localDc);
@@ -477,6 +502,7 @@ final class DiskReplicationLog implements ReplicationLog {
   @Override
   public CompletableFuture<Void> recordApplied(DependencyVector vector) {
     Objects.requireNonNull(vector, "vector");
+    refuseBetweenDataCentresOnSeveralNodes("record the applied vector");
     return written("record the applied vector", () -> {
       synchronized (appliedLock) {
         try (KeyValueDisk.Batch batch = store.disk.newBatch()) {
@@ -627,6 +653,7 @@ final class DiskReplicationLog implements ReplicationLog {
 
   @Override
   public CompletableFuture<Void> recordPeers(List<ReplicationPeer> recorded) {
+    refuseBetweenDataCentresOnSeveralNodes("record replication peers");
     List<ReplicationPeer> copy = List.copyOf(recorded);
     return written("record the replication peers", () -> {
       synchronized (appliedLock) {

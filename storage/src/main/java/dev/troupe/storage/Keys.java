@@ -40,6 +40,16 @@ final class Keys {
    */
   static final byte[] META_CLOCK_CEILING = {'C'};
 
+  /**
+   * meta: {@code 'C', nodeId u8}: the clock ceiling of one node of several sharing the disk
+   * ({@link PartitionOwnership#ACQUIRED}), as {@link #META_CLOCK_CEILING} is a single node's: each
+   * node bounds only the timestamps it issues itself, so the nodes' ceilings never overwrite one
+   * another.
+   */
+  static byte[] metaClockCeiling(int nodeId) {
+    return new byte[] {META_CLOCK_CEILING[0], (byte) nodeId};
+  }
+
   /** meta: {@code 'V', originDc u32}: the received entry of an origin (replication log). */
   static final byte META_RECEIVED = 'V';
   /** meta: {@code 'A', dc u32}: an entry of the recorded applied vector (replication log). */

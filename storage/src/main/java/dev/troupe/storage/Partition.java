@@ -18,6 +18,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.ReentrantReadWriteLock;
 
 /**
  * One journal partition and its single writer: group commit, object checkpoints, checkpoint rounds
@@ -39,7 +40,8 @@ import java.util.concurrent.atomic.AtomicInteger;
  *   <li>Commit timestamps come from the node-wide hybrid logical clock, so they strictly increase
  *       with the sequence: sequence order is timestamp order within a partition.
  *   <li>A commit is acknowledged only after its write batch succeeded and its effects reached the
- *       object cache; after a failed write nothing more is acknowledged by any partition.
+ *       object cache; after a failed write nothing more is acknowledged by any partition, except
+ *       after a fenced one (nothing of it written), which stops this partition only.
  *   <li>Round r (start sequence S_r, frontier F_r = timestamp of record S_r - 1) checkpoints, at
  *       their state as of F_r, every entity with a record in [S_(r-1), S_r). By induction, once
  *       round r completed, every entity with a record below S_r has, as its newest checkpoint at or
@@ -55,6 +57,17 @@ import java.util.concurrent.atomic.AtomicInteger;
  * slices between commit batches, by scanning the journal from that round's start sequence, once the
  * next round is due (not while the node is starting); no round starts before the scan completes. So the time to serve after a crash does not grow with the
  * journal, and the scan is bounded by the round triggers.
+ *
+ * <p><b>Ownership</b> ({@link PartitionOwnership#ACQUIRED}, docs/ARCHITECTURE.md "Partition
+ * ownership and fencing"). One instance is one acquisition: it is recovered after its owner epoch
+ * was taken, started, and, once stopped, replaced by a fresh one (a thread does not restart). Every
+ * batch its writer writes (group commits, rounds, horizons, truncation, recovery's cleanup) is
+ * fenced with {@link #epoch} ({@link #newBatch}), so once another node acquired the partition none
+ * of them is applied. The first refused batch turns the partition {@linkplain #fenced fenced}: its
+ * commits are refused with {@code not_owner} (nothing of them was written), every later one too,
+ * maintenance stops, and the store is told ({@link RocksStore#partitionLost}); the writer keeps
+ * draining its queue, refusing, until the release stops it, so no admitted task is left waiting.
+ * Under {@link PartitionOwnership#ALL} the epoch is 0 and no batch carries a fence.
  */
 final class Partition {
   private static final int ROUND_SLICE_ENTITIES = 256;
@@ -127,6 +140,26 @@ final class Partition {
   }
 
   final int number;
+  /** The owner epoch every batch is fenced with; 0 under {@link PartitionOwnership#ALL}. */
+  final long epoch;
+  /**
+   * Whether commits, reads and prepares of the partition's entities are admitted: always under
+   * {@link PartitionOwnership#ALL}; under ACQUIRED from the end of the acquisition until the
+   * release (set false under {@link #admission}, so no admission races with it) or the fence (set
+   * false by the writer, which keeps draining its queue, so a task admitted meanwhile is refused,
+   * not forgotten).
+   */
+  volatile boolean accepting;
+  /**
+   * Held (read side) by whoever checks {@link #accepting} and then reads or queues (ACQUIRED only),
+   * and (write side) by a release while it clears it: so a release waits for every admitted read
+   * and queued task, and none is admitted after its Stop.
+   */
+  final ReentrantReadWriteLock admission = new ReentrantReadWriteLock();
+  /** The disk refused a batch of this acquisition: another node owns the partition now. */
+  volatile boolean fenced;
+  /** Whether the writer was started (ACQUIRED: an unacquired partition's never is). */
+  private volatile boolean started;
   final LinkedBlockingQueue<Task> queue = new LinkedBlockingQueue<>();
   /** Commits admitted and not yet taken by the writer (the bound of groupCommitQueueLimit). */
   final AtomicInteger queuedCommits = new AtomicInteger();
@@ -180,10 +213,15 @@ final class Partition {
   private final List<Commit> commits = new ArrayList<>();
   private final List<Task> controls = new ArrayList<>();
 
-  /** @param ownThread whether the partition runs its own writer thread (else it is stepped) */
-  Partition(RocksStore store, int number, boolean ownThread) {
+  /**
+   * @param ownThread whether the partition runs its own writer thread (else it is stepped)
+   * @param epoch the owner epoch to fence every batch with, or 0 for none (a single node's)
+   */
+  Partition(RocksStore store, int number, boolean ownThread, long epoch) {
     this.store = store;
     this.number = number;
+    this.epoch = epoch;
+    this.accepting = store.settings.partitionOwnership() == PartitionOwnership.ALL;
     if (ownThread) {
       this.thread = new Thread(this::runOnOwnThread, "troupe-storage-writer-" + number);
       thread.setDaemon(true);
@@ -193,11 +231,64 @@ final class Partition {
   }
 
   void start() {
-    thread.start();
+    started = true;
+    if (thread != null) {
+      thread.start();
+    }
+  }
+
+  /** Whether the writer was started: it then runs, or ran, until it takes {@link Stop}. */
+  boolean isStarted() {
+    return started;
   }
 
   void join() throws InterruptedException {
-    thread.join();
+    if (thread != null) {
+      thread.join();
+    }
+  }
+
+  /** A new batch, fenced with this acquisition's owner epoch when there is one. */
+  private KeyValueDisk.Batch newBatch() {
+    KeyValueDisk.Batch batch = store.disk.newBatch();
+    if (epoch > 0) {
+      batch.fence(number, epoch);
+    }
+    return batch;
+  }
+
+  /**
+   * Whether another node acquired the partition since this acquisition (ACQUIRED), asked of the
+   * disk after the writer met an error: a stale owner reads what the new owner wrote (states above
+   * its own timestamps, a journal already truncated) and its checks fail on it before any fenced
+   * write could tell it. Such an error is the fence, not a failure of the store. Null under ALL,
+   * while this acquisition is current, or if the disk cannot say (the error then fails the store).
+   */
+  private FencedException supersession() {
+    if (epoch == 0) {
+      return null;
+    }
+    try {
+      KeyValueDisk.PartitionOwner owner = store.disk.ownerOf(number);
+      long current = owner == null ? 0 : owner.epoch();
+      return current != epoch ? new FencedException(number, epoch, current) : null;
+    } catch (DiskException | RuntimeException e) {
+      return null;
+    }
+  }
+
+  /**
+   * The disk refused a batch because another node acquired the partition: from now on this
+   * acquisition writes nothing and refuses every commit (writer thread).
+   */
+  private void lost(FencedException cause) {
+    if (!fenced) {
+      fenced = true;
+      accepting = false;
+      round = null;
+      truncation = null;
+      store.partitionLost(this, cause);
+    }
   }
 
   /** Whether the calling thread is this partition's writer (its thread, or running a step). */
@@ -235,7 +326,7 @@ final class Partition {
     }
     if (!stale.isEmpty()) {
       // Left by a truncation interrupted before its last slice: the horizon supersedes them.
-      try (KeyValueDisk.Batch batch = store.disk.newBatch()) {
+      try (KeyValueDisk.Batch batch = newBatch()) {
         for (byte[] key : stale) {
           batch.delete(KeyValueDisk.Column.META, key);
         }
@@ -344,7 +435,7 @@ final class Partition {
    * execution); returns whether it did anything. Does nothing once the partition stopped.
    */
   boolean step() {
-    if (stopped) {
+    if (stopped || !started) {
       return false;
     }
     steppingThread = Thread.currentThread();
@@ -400,6 +491,10 @@ final class Partition {
       }
       return;
     }
+    if (fenced) {
+      refuseAsNotOwner(commits);
+      return;
+    }
     int count = commits.size();
     long[] timestamps = new long[count];
     int originDc = store.settings.dataCentreId();
@@ -409,7 +504,7 @@ final class Partition {
     visibilityFloor = store.clock.current() + 1;
     DiskReplicationLog log = store.replicationLog;
     boolean logging = log.writesLocal();
-    try (KeyValueDisk.Batch batch = store.disk.newBatch()) {
+    try (KeyValueDisk.Batch batch = newBatch()) {
       // Read once per batch, after the batch's transactions ran: at least the vector any of them
       // could have seen (the shell raises it before a remote transaction becomes visible). Inside
       // the try: a source that throws fails the batch like any bug, and the floor is restored.
@@ -511,6 +606,12 @@ final class Partition {
       }
       try {
         store.disk.write(batch, store.syncCommits && !onlyReplicaApplications(commits, count));
+      } catch (FencedException e) {
+        // Nothing of the batch was applied: the commits certainly did not happen. Only this
+        // partition is lost; the store and its other partitions go on.
+        lost(e);
+        refuseAsNotOwner(commits);
+        return;
       } catch (DiskException e) {
         store.fail(e);
         for (Commit commit : commits) {
@@ -538,6 +639,14 @@ final class Partition {
       store.commits.add(records);
       store.groupCommits.increment();
     } catch (Throwable t) {
+      FencedException superseded = written ? null : supersession();
+      if (superseded != null) {
+        // A stale owner met what the new owner wrote (a state above its own timestamps): nothing
+        // of its batch was written, and none would have been.
+        lost(superseded);
+        refuseAsNotOwner(commits);
+        return;
+      }
       // A bug or a corrupt read while preparing the batch, or a failure applying to the cache.
       store.fail(t);
       for (Commit commit : commits) {
@@ -559,6 +668,12 @@ final class Partition {
     }
   }
 
+  private void refuseAsNotOwner(List<Commit> commits) {
+    for (Commit commit : commits) {
+      commit.future().completeExceptionally(RocksStore.notOwner(number));
+    }
+  }
+
   /** The latest committed state (all written batches), from the cache or the database. */
   private EntityState currentState(EntityId entity) throws DiskException {
     // A cached entry is complete for every written batch: the writer applies each batch to it, and
@@ -577,7 +692,7 @@ final class Partition {
    * work to do (a slice ran, a truncation started, or the attempt failed the store).
    */
   private boolean maintenance() {
-    if (store.failure() != null) {
+    if (store.failure() != null || fenced) {
       round = null;
       truncation = null;
       return false;
@@ -601,7 +716,15 @@ final class Partition {
         return truncation != null;
       }
       return true;
+    } catch (FencedException e) {
+      lost(e);
+      return true;
     } catch (Throwable t) {
+      FencedException superseded = supersession();
+      if (superseded != null) {
+        lost(superseded); // e.g. a journal the new owner already truncated
+        return true;
+      }
       store.fail(t);
       round = null;
       truncation = null;
@@ -613,6 +736,10 @@ final class Partition {
     Throwable failure = store.failure();
     if (failure != null) {
       done.completeExceptionally(RocksStore.unavailable(failure));
+      return;
+    }
+    if (fenced) {
+      done.completeExceptionally(RocksStore.notOwner(number));
       return;
     }
     try {
@@ -636,7 +763,16 @@ final class Partition {
         truncationSlice();
       }
       done.complete(null);
+    } catch (FencedException e) {
+      lost(e);
+      done.completeExceptionally(RocksStore.notOwner(number));
     } catch (Throwable t) {
+      FencedException superseded = supersession();
+      if (superseded != null) {
+        lost(superseded);
+        done.completeExceptionally(RocksStore.notOwner(number));
+        return;
+      }
       store.fail(t);
       round = null;
       truncation = null;
@@ -663,7 +799,7 @@ final class Partition {
   private void roundSlice() throws DiskException {
     Round current = round;
     int end = Math.min(current.entities.size(), current.position + ROUND_SLICE_ENTITIES);
-    try (KeyValueDisk.Batch batch = store.disk.newBatch()) {
+    try (KeyValueDisk.Batch batch = newBatch()) {
       for (int i = current.position; i < end; i++) {
         EntityId entity = current.entities.get(i);
         EntityState state = stateAt(entity, current.frontier);
@@ -717,7 +853,7 @@ final class Partition {
       return;
     }
     // Durable before any deletion (write-ahead log prefix order), so recovery knows the horizon.
-    try (KeyValueDisk.Batch batch = store.disk.newBatch()) {
+    try (KeyValueDisk.Batch batch = newBatch()) {
       batch.put(KeyValueDisk.Column.META, Keys.metaHorizon(number), Codec.encodePosition(target));
       store.disk.write(batch, false);
     }
@@ -728,7 +864,7 @@ final class Partition {
     Truncation current = truncation;
     long end = Math.min(current.endSequence, current.cursor + TRUNCATION_SLICE_RECORDS);
     Map<EntityId, byte[]> entities = new LinkedHashMap<>();
-    try (KeyValueDisk.Batch batch = store.disk.newBatch();
+    try (KeyValueDisk.Batch batch = newBatch();
         KeyValueDisk.Cursor iterator = store.disk.cursor(KeyValueDisk.Column.JOURNAL)) {
       long expected = current.cursor;
       for (iterator.seek(Keys.journal(number, current.cursor));

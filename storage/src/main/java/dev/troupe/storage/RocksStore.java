@@ -32,7 +32,9 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.atomic.LongAdder;
+import java.util.concurrent.locks.Lock;
 import java.util.concurrent.locks.LockSupport;
+import java.util.concurrent.locks.ReentrantLock;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
 import java.util.function.LongSupplier;
 
@@ -131,6 +133,18 @@ import java.util.function.LongSupplier;
  * journal from the last completed round's start, which the round triggers keep short. RocksDB's
  * own write-ahead-log replay is bounded by {@code setMaxTotalWalSize}.
  *
+ * <p><b>Partition ownership</b> ({@link StorageSettings#partitionOwnership}). Under {@link
+ * PartitionOwnership#ALL} (a single node) everything above holds as written and no batch is
+ * fenced. Under {@link PartitionOwnership#ACQUIRED} (one node of several on a shared disk) open
+ * recovers only what is node-wide (the partition count, this node's own clock ceiling, kept under
+ * {@link Keys#metaClockCeiling} so that the nodes' ceilings never collide, the replication log's
+ * vectors) and owns no partition; each partition is recovered, as above, when it is acquired, and
+ * its writer fences every batch with the owner epoch of that acquisition ({@link
+ * AcquiredPartitions}, {@link Partition}). Reads and commits of a partition this node does not own
+ * are refused with {@code not_owner}, so a state cached before another node wrote the partition is
+ * never served; decisions and expired idempotency records, which belong to no partition, are
+ * written unfenced.
+ *
  * <p><b>Threads.</b> Thread-safe. Futures complete on the partition's writer thread: continuations
  * must not block on the store ({@link #checkpointNow} and {@link #close} refuse to run there).
  * Under {@link Execution#STEPPED} there are no writer threads: each writer pass runs on the thread
@@ -216,7 +230,15 @@ public final class RocksStore implements Store {
       return new CachedState(next, (int) Math.max(0, Math.min(Integer.MAX_VALUE, weight)));
     }
   }
-  private final Partition[] partitions;
+  /**
+   * The partitions, one per number: replaced whole (copy on write) when an acquisition or a
+   * release replaces one (ACQUIRED), never changed in place, so a reader of the array sees a
+   * consistent set.
+   */
+  private volatile Partition[] partitions;
+  private final Object partitionsLock = new Object();
+  /** Acquisition, release and unfenced writes (ACQUIRED); null under ALL. */
+  private final AcquiredPartitions acquired;
   /** The replication log; its local entries are written by the partitions' group commits. */
   final DiskReplicationLog replicationLog;
   /** Entity → partition (and node): this node's placement, the partitions' count from settings. */
@@ -256,11 +278,14 @@ public final class RocksStore implements Store {
       builder = builder.executor(Runnable::run);
     }
     this.cache = builder.build();
-    this.partitions = new Partition[settings.partitions()];
+    Partition[] initial = new Partition[settings.partitions()];
     this.locator = new SingleNodeLocator(settings.partitions(), settings.nodeId());
-    for (int i = 0; i < partitions.length; i++) {
-      partitions[i] = new Partition(this, i, execution == Execution.THREADS);
+    for (int i = 0; i < initial.length; i++) {
+      initial[i] = new Partition(this, i, execution == Execution.THREADS, 0);
     }
+    this.partitions = initial;
+    this.acquired = settings.partitionOwnership() == PartitionOwnership.ACQUIRED
+        ? new AcquiredPartitions(this, execution == Execution.THREADS, initial.length) : null;
     this.replicationLog = new DiskReplicationLog(this);
   }
 
@@ -360,6 +385,7 @@ public final class RocksStore implements Store {
   private static void validate(StorageSettings settings) {
     Objects.requireNonNull(settings, "settings");
     Objects.requireNonNull(settings.durability(), "settings.durability");
+    Objects.requireNonNull(settings.partitionOwnership(), "settings.partitionOwnership");
     require(settings.partitions() >= 1 && settings.partitions() <= 0xFFFF, "partitions in 1..65535");
     require(settings.groupCommitMaxRecords() >= 1, "groupCommitMaxRecords >= 1");
     require(settings.groupCommitQueueLimit() >= 1, "groupCommitQueueLimit >= 1");
@@ -397,6 +423,10 @@ public final class RocksStore implements Store {
                 + " (entities would move between partitions)");
       }
     }
+    if (acquired != null) {
+      recoverNodeWide();
+      return;
+    }
     for (Partition partition : partitions) {
       partition.recover();
     }
@@ -416,6 +446,25 @@ public final class RocksStore implements Store {
     byte[] ceiling = disk.get(KeyValueDisk.Column.META, Keys.META_CLOCK_CEILING);
     if (ceiling != null) {
       clock.advancePast(Codec.decodePosition(ceiling).timestamp() - 1);
+    }
+  }
+
+  /**
+   * Recovery of a node that owns no partition yet (ACQUIRED): the clock past this node's own
+   * ceiling (and a single node's, in a store that was one: harmless, it only moves the clock
+   * forward) and past every transaction id of two-phase-commit state (an id this node issued may
+   * be among them); the partitions are recovered as they are acquired.
+   */
+  private void recoverNodeWide() throws DiskException {
+    TransactionState state = readTransactionState();
+    state.prepared().forEach(part -> clock.advancePast(part.transactionId()));
+    state.decided().forEach(decision -> clock.advancePast(decision.transactionId()));
+    replicationLog.recover();
+    for (byte[] key : List.of(Keys.META_CLOCK_CEILING, Keys.metaClockCeiling(settings.nodeId()))) {
+      byte[] ceiling = disk.get(KeyValueDisk.Column.META, key);
+      if (ceiling != null) {
+        clock.advancePast(Codec.decodePosition(ceiling).timestamp() - 1);
+      }
     }
   }
 
@@ -455,7 +504,8 @@ public final class RocksStore implements Store {
         long raised = Math.max(timestamp + 1,
             HybridLogicalClock.fromMillis(nowMillis() + settings.clockCeilingMillis()));
         try (KeyValueDisk.Batch batch = disk.newBatch()) {
-          batch.put(KeyValueDisk.Column.META, Keys.META_CLOCK_CEILING,
+          batch.put(KeyValueDisk.Column.META,
+              acquired == null ? Keys.META_CLOCK_CEILING : Keys.metaClockCeiling(settings.nodeId()),
               Codec.encodePosition(new JournalPosition(0, raised)));
           disk.write(batch, true);
         } catch (DiskException e) {
@@ -495,11 +545,13 @@ public final class RocksStore implements Store {
   }
 
   private void start() {
+    if (acquired == null) {
+      for (Partition partition : partitions) {
+        partition.start(); // stepped: only marks it started
+      }
+    }
     if (execution == Execution.STEPPED) {
       return;
-    }
-    for (Partition partition : partitions) {
-      partition.start();
     }
     if (settings.durability() == Durability.ASYNC) {
       walFlusher =
@@ -700,6 +752,9 @@ public final class RocksStore implements Store {
   @Override
   public CompletableFuture<Void> forgetIdempotencyRecord(String qualifiedKey) {
     byte[] key = Keys.idempotency(qualifiedKey);
+    if (acquired != null) {
+      return acquired.forgetIdempotencyRecord(key);
+    }
     return writeTransactionState(idempotencyPartition(key), 0,
         new Partition.TransactionStateChange(key, null), true);
   }
@@ -725,7 +780,7 @@ public final class RocksStore implements Store {
     if (writes == null || writes.isEmpty()) {
       return CompletableFuture.failedFuture(TroupeException.invalid("a commit needs writes"));
     }
-    Partition partition;
+    int partitionNumber;
     byte[] encoded;
     List<Partition.EntityEffect> effects;
     try {
@@ -743,7 +798,7 @@ public final class RocksStore implements Store {
         number = writePartition;
         byEntity.computeIfAbsent(write.entity(), e -> new ArrayList<>()).addAll(write.operations());
       }
-      partition = partitions[number];
+      partitionNumber = number;
       effects = new ArrayList<>(byEntity.size());
       for (Map.Entry<EntityId, List<Operation>> entry : byEntity.entrySet()) {
         effects.add(
@@ -763,7 +818,7 @@ public final class RocksStore implements Store {
     }
     closeLock.readLock().lock();
     try {
-      return enqueue(partition,
+      return enqueue(partitions[partitionNumber],
           new Partition.Commit(transactionId, encoded, effects, stateChange,
               stateChange == null ? idempotentCommits.get(transactionId) : null, null,
               new CompletableFuture<>()),
@@ -784,14 +839,22 @@ public final class RocksStore implements Store {
     if (failed != null) {
       return CompletableFuture.failedFuture(unavailable(failed));
     }
-    if (partition.queuedCommits.incrementAndGet() > settings.groupCommitQueueLimit()
-        && !bypassQueueLimit) {
-      partition.queuedCommits.decrementAndGet();
-      return CompletableFuture.failedFuture(
-          Partition.overloaded(partition.number, settings.groupCommitQueueLimit()));
+    Lock admission = admit(partition);
+    if (admission == NOT_ADMITTED) {
+      return CompletableFuture.failedFuture(notOwner(partition.number));
     }
-    partition.queue.add(commit);
-    return commit.future();
+    try {
+      if (partition.queuedCommits.incrementAndGet() > settings.groupCommitQueueLimit()
+          && !bypassQueueLimit) {
+        partition.queuedCommits.decrementAndGet();
+        return CompletableFuture.failedFuture(
+            Partition.overloaded(partition.number, settings.groupCommitQueueLimit()));
+      }
+      partition.queue.add(commit);
+      return commit.future();
+    } finally {
+      admitted(admission);
+    }
   }
 
   /** Queues a change of two-phase-commit state alone, in the partition's order. */
@@ -864,6 +927,9 @@ public final class RocksStore implements Store {
   @Override
   public CompletableFuture<Void> persistDecision(DecidedTransaction decision) {
     Invariants.check(!decision.participants().isEmpty(), "a decision without participants");
+    if (acquired != null) {
+      return acquired.persistDecision(decision);
+    }
     return writeTransactionState(decisionPartition(decision), decision.transactionId(),
         new Partition.TransactionStateChange(Keys.decided(decision.transactionId()),
             Codec.encodeDecided(decision)), decision.idempotency(),
@@ -872,6 +938,10 @@ public final class RocksStore implements Store {
 
   @Override
   public void forgetDecision(DecidedTransaction decision) {
+    if (acquired != null) {
+      acquired.forgetDecision(decision);
+      return;
+    }
     writeTransactionState(decisionPartition(decision), decision.transactionId(),
         new Partition.TransactionStateChange(Keys.decided(decision.transactionId()), null), true);
   }
@@ -900,6 +970,10 @@ public final class RocksStore implements Store {
   public InDoubtResolution resolveInDoubtTransactions(Redo redo,
       java.util.function.LongPredicate coordinatedHere,
       java.util.function.Predicate<EntityId> hostedHere) {
+    if (acquired != null) {
+      // Nothing is owned at open: each acquisition reports its partition's state (acquirePartition).
+      return new InDoubtResolution(List.of(), List.of(), List.of());
+    }
     TransactionState state = recoveredTransactionState != null
         ? recoveredTransactionState : readTransactionState();
     recoveredTransactionState = null;
@@ -945,11 +1019,14 @@ public final class RocksStore implements Store {
   public EntityState read(EntityId entity) {
     Objects.requireNonNull(entity, "entity");
     enter();
+    Lock admission = null;
     try {
+      admission = requireOwned(entity);
       return cache.get(entity, key -> CachedState.of(key, loadLatest(key))).state();
     } catch (CorruptDataException damage) {
       throw corrupt(entity, damage);
     } finally {
+      admitted(admission);
       closeLock.readLock().unlock();
     }
   }
@@ -1059,6 +1136,11 @@ public final class RocksStore implements Store {
    * (docs/ARCHITECTURE.md, "Bootstrapping a new data centre").
    */
   public BootstrapInstallation bootstrapInstallation() {
+    if (acquired != null) {
+      throw new UnsupportedOperationException("cannot install a bootstrap image: replication"
+          + " between data centres is not supported by a data centre of several nodes (storage"
+          + " partition ownership ACQUIRED); bootstrap such a data centre on one node");
+    }
     return new BootstrapInstallation(this);
   }
 
@@ -1121,12 +1203,14 @@ public final class RocksStore implements Store {
   public EntityState readAt(EntityId entity, long timestamp) {
     Objects.requireNonNull(entity, "entity");
     enter();
+    Lock admission = null;
     try {
       long current = clock.current();
       if (timestamp < 0 || timestamp > current) {
         throw TroupeException.invalid(
             "cannot read at " + timestamp + ": the current timestamp is " + current);
       }
+      admission = requireOwned(entity);
       Partition partition = partitions[partitionOf(entity)];
       awaitVisible(partition, timestamp);
       checkHorizon(partition, entity, timestamp);
@@ -1148,6 +1232,7 @@ public final class RocksStore implements Store {
         throw corrupt(entity, damage);
       }
     } finally {
+      admitted(admission);
       closeLock.readLock().unlock();
     }
   }
@@ -1317,9 +1402,17 @@ public final class RocksStore implements Store {
         throw unavailable(failed);
       }
       for (Partition partition : partitions) {
-        CompletableFuture<Void> done = new CompletableFuture<>();
-        partition.queue.add(new Partition.CheckpointRequest(done));
-        rounds.add(done);
+        Lock admission = admit(partition);
+        if (admission == NOT_ADMITTED) {
+          continue; // not owned here (ACQUIRED): its owner checkpoints it
+        }
+        try {
+          CompletableFuture<Void> done = new CompletableFuture<>();
+          partition.queue.add(new Partition.CheckpointRequest(done));
+          rounds.add(done);
+        } finally {
+          admitted(admission);
+        }
       }
     } finally {
       closeLock.readLock().unlock();
@@ -1330,6 +1423,9 @@ public final class RocksStore implements Store {
         done.get();
       } catch (ExecutionException e) {
         Throwable cause = e.getCause();
+        if (cause instanceof TroupeException refusal && refusal.code() == ErrorCode.NOT_OWNER) {
+          continue; // fenced meanwhile (ACQUIRED): its new owner checkpoints it
+        }
         if (cause instanceof RuntimeException runtime) {
           throw runtime;
         }
@@ -1354,11 +1450,15 @@ public final class RocksStore implements Store {
       closeLock.writeLock().unlock();
     }
     // Every admitted task precedes Stop in its queue: writers drain them, then exit.
-    for (Partition partition : partitions) {
+    Partition[] closing = partitions;
+    for (Partition partition : closing) {
       partition.queue.add(Partition.Stop.INSTANCE);
     }
     boolean interrupted = false;
-    for (Partition partition : partitions) {
+    for (Partition partition : closing) {
+      if (!partition.isStarted()) {
+        continue; // never acquired (ACQUIRED): no writer
+      }
       if (execution == Execution.STEPPED) {
         // Bounded: every pass takes tasks off the queue, Stop is among them.
         while (!partition.isStopped()) {
@@ -1374,6 +1474,9 @@ public final class RocksStore implements Store {
           interrupted = true;
         }
       }
+    }
+    if (acquired != null) {
+      acquired.close();
     }
     if (walFlusher != null) {
       walFlusher.shutdown();
@@ -1399,6 +1502,150 @@ public final class RocksStore implements Store {
   private void closeResources() {
     cache.invalidateAll();
     disk.close();
+  }
+
+  // ------------------------------------------------------------------------ partition ownership
+
+  @Override
+  public AcquiredPartition acquirePartition(int partition) {
+    requireAcquiredMode("acquirePartition");
+    checkPartitionNumber(partition);
+    refuseOnWriterThread("acquirePartition");
+    return acquired.acquire(partition);
+  }
+
+  @Override
+  public void releasePartition(int partition) {
+    requireAcquiredMode("releasePartition");
+    checkPartitionNumber(partition);
+    refuseOnWriterThread("releasePartition");
+    acquired.release(partition);
+  }
+
+  @Override
+  public boolean ownsPartition(int partition) {
+    checkPartitionNumber(partition);
+    return partitions[partition].accepting;
+  }
+
+  @Override
+  public List<Integer> ownedPartitions() {
+    List<Integer> owned = new ArrayList<>();
+    Partition[] current = partitions;
+    for (Partition partition : current) {
+      if (partition.accepting) {
+        owned.add(partition.number);
+      }
+    }
+    return owned;
+  }
+
+  private void requireAcquiredMode(String operation) {
+    if (acquired == null) {
+      throw new IllegalStateException(operation + " needs partition ownership ACQUIRED (a node of"
+          + " several); this store owns every partition (ALL)");
+    }
+  }
+
+  private void checkPartitionNumber(int partition) {
+    if (partition < 0 || partition >= settings.partitions()) {
+      throw new IllegalArgumentException(
+          "partition " + partition + " outside 0.." + (settings.partitions() - 1));
+    }
+  }
+
+  /** What {@link #admit} returns for a partition that admits nothing. */
+  private static final Lock NOT_ADMITTED =
+      new ReentrantLock();
+
+  /**
+   * Admits a read or a task of {@code partition}: under ALL, null (always admitted, no lock);
+   * under ACQUIRED, the partition's admission lock (read side) held, to release with {@link
+   * #admitted} once the read is done or the task queued, so that a release, which takes the write
+   * side, waits for it; {@link #NOT_ADMITTED} if the partition is not owned.
+   */
+  private Lock admit(Partition partition) {
+    if (acquired == null) {
+      return null;
+    }
+    Lock lock = partition.admission.readLock();
+    lock.lock();
+    if (!partition.accepting) {
+      lock.unlock();
+      return NOT_ADMITTED;
+    }
+    return lock;
+  }
+
+  private static void admitted(Lock admission) {
+    if (admission != null && admission != NOT_ADMITTED) {
+      admission.unlock();
+    }
+  }
+
+  /**
+   * Admits a read of an entity (see {@link #admit}); refuses it with {@code not_owner} if this node
+   * does not write its partition. Returns the lock to release with {@link #admitted}.
+   */
+  private Lock requireOwned(EntityId entity) {
+    int number = partitionOf(entity);
+    Lock admission = admit(partitions[number]);
+    if (admission == NOT_ADMITTED) {
+      throw notOwner(number);
+    }
+    return admission;
+  }
+
+  static TroupeException notOwner(int partition) {
+    return new TroupeException(ErrorCode.NOT_OWNER,
+        "partition " + partition + " is not owned by this node (it moved to, or is moving to,"
+            + " another node); retry: the request is routed to its owner");
+  }
+
+  /** The partition in slot {@code number} now. */
+  Partition partitionSlot(int number) {
+    return partitions[number];
+  }
+
+  /** A partition for slot {@code number} (not started), fenced with {@code epoch} unless 0. */
+  Partition newPartition(int number, long epoch) {
+    return new Partition(this, number, execution == Execution.THREADS, epoch);
+  }
+
+  /** Puts {@code partition} in its slot (copy on write). */
+  void replacePartition(Partition partition) {
+    synchronized (partitionsLock) {
+      Partition[] next = partitions.clone();
+      next[partition.number] = partition;
+      partitions = next;
+    }
+  }
+
+  /**
+   * Stops {@code partition} admitting and queues its writer's Stop behind everything admitted,
+   * under the write side of the partition's admission lock (which waits for every admission and
+   * read of it in progress, and no other partition's). After a close, which stopped the writer
+   * already, the second Stop is never taken, and harmless.
+   */
+  void stopAdmitting(Partition partition) {
+    partition.admission.writeLock().lock();
+    try {
+      partition.accepting = false;
+      partition.queue.add(Partition.Stop.INSTANCE);
+    } finally {
+      partition.admission.writeLock().unlock();
+    }
+  }
+
+  /** Drops every cached state of the partition's entities (they may be written elsewhere). */
+  void dropCachedStates(int partition) {
+    cache.asMap().keySet().removeIf(entity -> partitionOf(entity) == partition);
+  }
+
+  /** A partition's writer was fenced (its thread): drops its cached states and tells the runtime. */
+  void partitionLost(Partition partition, FencedException cause) {
+    dropCachedStates(partition.number);
+    events.partitionLost(partition.number, cause);
   }
 
   // --------------------------------------------------------------------------- writer support

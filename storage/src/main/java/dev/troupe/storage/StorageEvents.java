@@ -20,4 +20,13 @@ public interface StorageEvents {
 
   /** A read met data that failed its checksum; called for every such read. */
   void corruptionDetected(String where, CorruptDataException damage);
+
+  /**
+   * A partition this node acquired was fenced ({@link PartitionOwnership#ACQUIRED}): another node
+   * acquired it since, so its write failed and nothing of it was written. The partition refuses
+   * every commit with {@code not_owner} from now on; the rest of the store is unaffected. The
+   * runtime stops the partition's host and calls {@link Store#releasePartition} (off the writer
+   * thread this is called on). Called once per acquisition.
+   */
+  default void partitionLost(int partition, FencedException cause) {}
 }

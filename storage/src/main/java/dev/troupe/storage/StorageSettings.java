@@ -39,6 +39,9 @@ import java.nio.file.Path;
  *     ReplicationLog}): one entry per entity written, in the commit's own write batch, under origin
  *     {@code dataCentreId} (0 for an unnamed DC, whose messages are delivered from it); off by
  *     default (the runtime turns it on always: causal messages are delivered from it)
+ * @param partitionOwnership {@link PartitionOwnership#ALL} for the single node of a data centre
+ *     (the default); {@link PartitionOwnership#ACQUIRED} for one node of several sharing one disk,
+ *     which writes only the partitions it acquired, each batch fenced with its owner epoch
  */
 public record StorageSettings(
     Path directory,
@@ -56,12 +59,27 @@ public record StorageSettings(
     long clockCeilingMillis,
     int checkpointBytesPerOperation,
     int nodeId,
-    boolean replicationLog) {
+    boolean replicationLog,
+    PartitionOwnership partitionOwnership) {
   /** The default clock ceiling distance, as in reference.conf. */
   public static final long DEFAULT_CLOCK_CEILING_MILLIS = 1_000;
 
   /** The default bytes of object per operation between checkpoints, as in reference.conf. */
   public static final int DEFAULT_CHECKPOINT_BYTES_PER_OPERATION = 256;
+
+  /** All but the partition ownership, which is {@link PartitionOwnership#ALL} (a single node). */
+  public StorageSettings(Path directory, int partitions, Durability durability,
+      int groupCommitMaxRecords, int groupCommitQueueLimit, long asyncFlushIntervalMillis,
+      long cacheMaxWeightBytes, int checkpointEveryOperations, long checkpointIntervalMillis,
+      long checkpointJournalRecords, long historyRetentionMillis, int dataCentreId,
+      long clockCeilingMillis, int checkpointBytesPerOperation, int nodeId,
+      boolean replicationLog) {
+    this(directory, partitions, durability, groupCommitMaxRecords, groupCommitQueueLimit,
+        asyncFlushIntervalMillis, cacheMaxWeightBytes, checkpointEveryOperations,
+        checkpointIntervalMillis, checkpointJournalRecords, historyRetentionMillis, dataCentreId,
+        clockCeilingMillis, checkpointBytesPerOperation, nodeId, replicationLog,
+        PartitionOwnership.ALL);
+  }
 
   /** All but the replication log, which is off. */
   public StorageSettings(Path directory, int partitions, Durability durability,
@@ -122,28 +140,29 @@ public record StorageSettings(
         groupCommitQueueLimit, asyncFlushIntervalMillis, cacheMaxWeightBytes,
         checkpointEveryOperations, checkpointIntervalMillis, checkpointJournalRecords,
         historyRetentionMillis, dataCentreId, clockCeilingMillis, checkpointBytesPerOperation,
-        nodeId, replicationLog);
+        nodeId, replicationLog, partitionOwnership);
   }
 
   public StorageSettings withCheckpoints(int everyOperations, long intervalMillis, long journalRecords) {
     return new StorageSettings(directory, partitions, durability, groupCommitMaxRecords,
         groupCommitQueueLimit, asyncFlushIntervalMillis, cacheMaxWeightBytes, everyOperations,
         intervalMillis, journalRecords, historyRetentionMillis, dataCentreId, clockCeilingMillis,
-        checkpointBytesPerOperation, nodeId, replicationLog);
+        checkpointBytesPerOperation, nodeId, replicationLog, partitionOwnership);
   }
 
   public StorageSettings withHistoryRetentionMillis(long value) {
     return new StorageSettings(directory, partitions, durability, groupCommitMaxRecords,
         groupCommitQueueLimit, asyncFlushIntervalMillis, cacheMaxWeightBytes,
         checkpointEveryOperations, checkpointIntervalMillis, checkpointJournalRecords, value,
-        dataCentreId, clockCeilingMillis, checkpointBytesPerOperation, nodeId, replicationLog);
+        dataCentreId, clockCeilingMillis, checkpointBytesPerOperation, nodeId, replicationLog,
+        partitionOwnership);
   }
 
   public StorageSettings withCacheMaxWeightBytes(long value) {
     return new StorageSettings(directory, partitions, durability, groupCommitMaxRecords,
         groupCommitQueueLimit, asyncFlushIntervalMillis, value, checkpointEveryOperations,
         checkpointIntervalMillis, checkpointJournalRecords, historyRetentionMillis, dataCentreId,
-        clockCeilingMillis, checkpointBytesPerOperation, nodeId, replicationLog);
+        clockCeilingMillis, checkpointBytesPerOperation, nodeId, replicationLog, partitionOwnership);
   }
 
   public StorageSettings withNodeId(int value) {
@@ -151,7 +170,7 @@ public record StorageSettings(
         groupCommitQueueLimit, asyncFlushIntervalMillis, cacheMaxWeightBytes,
         checkpointEveryOperations, checkpointIntervalMillis, checkpointJournalRecords,
         historyRetentionMillis, dataCentreId, clockCeilingMillis, checkpointBytesPerOperation,
-        value, replicationLog);
+        value, replicationLog, partitionOwnership);
   }
 
   /** With the replication log on or off (it writes only with a data centre id other than 0). */
@@ -160,7 +179,7 @@ public record StorageSettings(
         groupCommitQueueLimit, asyncFlushIntervalMillis, cacheMaxWeightBytes,
         checkpointEveryOperations, checkpointIntervalMillis, checkpointJournalRecords,
         historyRetentionMillis, dataCentreId, clockCeilingMillis, checkpointBytesPerOperation,
-        nodeId, value);
+        nodeId, value, partitionOwnership);
   }
 
   /** With another data centre id (0: unnamed, nothing is written to the replication log). */
@@ -169,7 +188,25 @@ public record StorageSettings(
         groupCommitQueueLimit, asyncFlushIntervalMillis, cacheMaxWeightBytes,
         checkpointEveryOperations, checkpointIntervalMillis, checkpointJournalRecords,
         historyRetentionMillis, value, clockCeilingMillis, checkpointBytesPerOperation,
-        nodeId, replicationLog);
+        nodeId, replicationLog, partitionOwnership);
+  }
+
+  /** With another partition ownership (see {@link PartitionOwnership}). */
+  public StorageSettings withPartitionOwnership(PartitionOwnership value) {
+    return new StorageSettings(directory, partitions, durability, groupCommitMaxRecords,
+        groupCommitQueueLimit, asyncFlushIntervalMillis, cacheMaxWeightBytes,
+        checkpointEveryOperations, checkpointIntervalMillis, checkpointJournalRecords,
+        historyRetentionMillis, dataCentreId, clockCeilingMillis, checkpointBytesPerOperation,
+        nodeId, replicationLog, value);
+  }
+
+  /** With another partition count. */
+  public StorageSettings withPartitions(int value) {
+    return new StorageSettings(directory, value, durability, groupCommitMaxRecords,
+        groupCommitQueueLimit, asyncFlushIntervalMillis, cacheMaxWeightBytes,
+        checkpointEveryOperations, checkpointIntervalMillis, checkpointJournalRecords,
+        historyRetentionMillis, dataCentreId, clockCeilingMillis, checkpointBytesPerOperation,
+        nodeId, replicationLog, partitionOwnership);
   }
 
   /**

@@ -160,8 +160,59 @@ public interface Store extends DurableStore, AutoCloseable {
    */
   void setEvents(StorageEvents events);
 
-  /** Runs a checkpoint round and truncation on every partition now, and waits for them. */
+  /**
+   * Runs a checkpoint round and truncation on every partition now (every owned one, under {@link
+   * PartitionOwnership#ACQUIRED}), and waits for them.
+   */
   void checkpointNow();
+
+  // ------------------------------------------------------- partition ownership (several nodes)
+
+  /**
+   * Takes {@code partition} over for this node ({@link PartitionOwnership#ACQUIRED} only) and
+   * waits until it is served: makes this node its owner under a new owner epoch ({@link
+   * KeyValueDisk#acquirePartition}, which waits for a batch of the previous owner in flight and
+   * fences every later one), then recovers the partition from the disk as the previous owner left
+   * it (journal tail, checkpoint rounds, history horizon, an interrupted truncation; the node's
+   * clock advanced past its greatest commit timestamp and past the transaction ids of its prepared
+   * parts and their decisions, so this node's commits to it are ordered after every earlier one),
+   * drops every cached state of its entities (another node may have written them since this node
+   * last owned it) and starts its writer, which fences every batch it writes with the epoch.
+   * Blocking (disk reads, and on a shared database round trips): call it off any thread the store
+   * completes futures on, e.g. from the partition host's start through a future on another thread.
+   *
+   * <p>Acquiring a partition this node owns already (the disk still names this node and the
+   * acquisition's epoch) returns its current acquisition's report, read again; one whose
+   * acquisition was fenced, whether its writer noticed or not, is first released (its cached
+   * states dropped) and acquired anew. The report's two-phase-commit
+   * state is for the caller to resolve ({@link AcquiredPartition}).
+   *
+   * @throws IllegalStateException under {@link PartitionOwnership#ALL}, or on a writer thread
+   * @throws dev.troupe.model.TroupeException {@code unavailable} if the store is closed or failed,
+   *     or the disk cannot acquire or recover the partition; {@code not_owner} if another node
+   *     acquired it while this one recovered it (nothing is owned then, either way)
+   */
+  AcquiredPartition acquirePartition(int partition);
+
+  /**
+   * Gives {@code partition} up ({@link PartitionOwnership#ACQUIRED} only) and waits until this
+   * node writes nothing more to it: refuses every later commit, read and prepare of its entities
+   * with {@code not_owner}, lets the writer finish what was admitted before (those commits complete
+   * as usual: durable and acknowledged, or refused with {@code not_owner} by a fence), stops the
+   * writer and drops the cached states of its entities. Does not touch the owner epoch: the next
+   * owner's acquisition fences whatever could still be in flight. A partition not owned is left
+   * as it is. Blocking; not on a writer thread.
+   */
+  void releasePartition(int partition);
+
+  /**
+   * Whether this node writes {@code partition} now: always under {@link PartitionOwnership#ALL};
+   * under {@link PartitionOwnership#ACQUIRED}, between its acquisition and its release or fence.
+   */
+  boolean ownsPartition(int partition);
+
+  /** The partitions {@link #ownsPartition owned}, ascending. */
+  List<Integer> ownedPartitions();
 
   @Override
   void close();

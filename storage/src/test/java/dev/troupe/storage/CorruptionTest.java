@@ -171,6 +171,49 @@ class CorruptionTest {
     }
   }
 
+  @Test
+  void flippedBytesInAnSstOfTheReplicationLogAreNeverShippedAsAShorterLog() throws Exception {
+    int dataCentre = 1001;
+    StorageSettings settings = Fixtures.settings(directory).withDataCentreId(dataCentre)
+        .withReplicationLog(true);
+    Path damaged;
+    int shipped = 0;
+    try (RocksStore store = RocksStore.open(settings, new FakeClock(Fixtures.START_MILLIS))) {
+      fill(store);
+      shipped = readWholeLog(store, dataCentre);
+      assertTrue(shipped >= ENTITIES, "every commit is in the local log: " + shipped);
+      damaged = flushAndFind(store, "replication");
+    }
+    flip(damaged, Files.size(damaged) / 3, 64);
+    RocksStore store;
+    try {
+      store = RocksStore.open(settings, new FakeClock(Fixtures.START_MILLIS));
+    } catch (CorruptDataException refusedAtStart) {
+      return; // refusing to start is a correct answer too
+    }
+    try (store) {
+      // A peer reading the log past the damage must never get a batch that silently skips it.
+      CorruptDataException refused = assertThrows(CorruptDataException.class,
+          () -> readWholeLog(store, dataCentre),
+          "damage in the replication log's table was shipped as a shorter log");
+      assertTrue(refused.getMessage().contains("replication"), refused.getMessage());
+    }
+  }
+
+  /** Reads the local origin's whole log the way a peer's pulls do; returns its entry count. */
+  private static int readWholeLog(RocksStore store, int dataCentre) {
+    int entries = 0;
+    long after = 0;
+    while (true) {
+      var batch = store.replicationLog().read(dataCentre, after, 64);
+      entries += batch.entries().size();
+      if (batch.entries().isEmpty() || batch.upToTimestamp() <= after) {
+        return entries;
+      }
+      after = batch.upToTimestamp();
+    }
+  }
+
   /** Flushes every column family to SST files and returns the largest live one of {@code family}. */
   private static Path flushAndFind(RocksStore store, String family) throws Exception {
     RocksDisk disk = (RocksDisk) store.disk;
