@@ -61,9 +61,9 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
     void refuse(TroupeException reason);
   }
 
-  /** Run one turn against this entity and reply once everything it depends on is durable. */
   /**
-   * {@code transactionId}: the turn's, or 0 to take a fresh one (see {@link Troupe#turn}); {@code
+   * Run one turn against this entity and reply once everything it depends on is durable. {@code
+   * transactionId}: the turn's, or 0 to take a fresh one (see {@link Troupe#turn}); {@code
    * replyTo}: a local {@link Recipient.Caller} or a {@link Recipient.RemoteCaller}.
    */
   record RunTurn(Turn turn, CompiledType type, Recipient replyTo, long transactionId)

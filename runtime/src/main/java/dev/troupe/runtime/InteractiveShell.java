@@ -15,8 +15,6 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.function.Function;
-import org.apache.pekko.actor.typed.ActorRef;
 
 /**
  * The shell of the interactive transactions' lifecycle ({@link InteractiveCore}, guarded by its

@@ -16,7 +16,6 @@ import java.util.ArrayDeque;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.function.Function;
-import org.apache.pekko.actor.typed.ActorRef;
 
 /**
  * Shell of one transaction's {@link CoordinatorCore}: feeds it votes, acknowledgements, timer
