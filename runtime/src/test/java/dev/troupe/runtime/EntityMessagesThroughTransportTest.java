@@ -303,6 +303,31 @@ class EntityMessagesThroughTransportTest {
   }
 
   @Test
+  void anAnswerAfterItsCallerGaveUpIsDroppedAndCounted() throws Exception {
+    try (Troupe troupe = open("troupe.transport.pending-reply-timeout-millis = 500")) {
+      EntityId entity = EntityId.parse("Box/late");
+      // An interactive transaction holds the entity, so a turn on it waits past its caller's
+      // 500 ms; once the holder commits, the turn runs and its answer arrives late.
+      long holder = troupe.beginInteractive();
+      troupe.stepInteractive(holder, entity, new Turn.AssignKeys(Map.of("x", Json.parse("1"))))
+          .join();
+      CompletableFuture<TurnOutcome> waiting = troupe.assign(entity, "y", Json.parse("2"));
+      TroupeException unknown = failure(waiting);
+      assertEquals(ErrorCode.OUTCOME_UNKNOWN, unknown.code(), unknown.getMessage());
+      assertEquals(1, troupe.remoteReplies().timedOut());
+      troupe.commitInteractive(holder).join();
+      long deadline = System.nanoTime() + 10_000_000_000L;
+      while (troupe.remoteReplies().lateAnswers() == 0 && System.nanoTime() < deadline) {
+        Thread.sleep(5);
+      }
+      assertEquals(1, troupe.remoteReplies().lateAnswers(), "the late answer was counted");
+      assertEquals(0, troupe.remoteReplies().pendingCount());
+      assertEquals(2, troupe.getKey(entity, "y").join().asInt(),
+          "the turn committed: its outcome was unknown to its caller, not lost");
+    }
+  }
+
+  @Test
   void aTypeVersionTheReceiverDoesNotKnowIsAnUnknownTypeAnswer() {
     try (Troupe troupe = open()) {
       defineBank(troupe);
