@@ -38,7 +38,7 @@ class EntityMessagesThroughTransportTest {
       troupe.transport.encode-local-messages = true
       """;
 
-  private static final String ACCOUNT = """
+  static final String ACCOUNT = """
       type: Account
       keys:
         balance: {kind: register, default: 0}
