@@ -39,10 +39,28 @@ public record RuntimeSettings(
    * @param encodeLocalMessages encode and decode every envelope delivered in process with {@code
    *     WireCodec}, as a transport between nodes would (tests prove the formats carry the path)
    */
-  public record TransportSettings(boolean encodeLocalMessages) {
+  /**
+   * @param routeEntityMessages send every message to an entity through the transport, even to an
+   *     entity of this node (the one-node evidence of the remote path; the cluster uses the path
+   *     for other nodes' entities whatever this says)
+   * @param maxPendingReplies turns and steps sent through the transport awaiting their answer, at
+   *     most
+   * @param pendingReplyTimeoutMillis how long one of them waits for its answer
+   */
+  public record TransportSettings(boolean encodeLocalMessages, boolean routeEntityMessages,
+      int maxPendingReplies, long pendingReplyTimeoutMillis) {
     static TransportSettings fromConfig(Config troupe) {
-      return new TransportSettings(
-          troupe.getConfig("transport").getBoolean("encode-local-messages"));
+      Config transport = troupe.getConfig("transport");
+      TransportSettings settings = new TransportSettings(
+          transport.getBoolean("encode-local-messages"),
+          transport.getBoolean("route-entity-messages"),
+          transport.getInt("max-pending-replies"),
+          transport.getLong("pending-reply-timeout-millis"));
+      if (settings.maxPendingReplies() < 1 || settings.pendingReplyTimeoutMillis() < 1) {
+        throw new IllegalArgumentException("troupe.transport.max-pending-replies and"
+            + " pending-reply-timeout-millis must be positive");
+      }
+      return settings;
     }
   }
 

@@ -83,11 +83,15 @@ public final class Troupe implements AutoCloseable {
   private final ActorSystem<Void> system;
   private final List<ActorRef<EntityRegistry.Command>> registries = new ArrayList<>();
   /** The node's answers to participants in doubt (DecisionQueryCore's shell). */
-  private final DecisionDirectory decisions = new DecisionDirectory();
-  /** Carries the messages between the node's cores (the in-doubt questions and answers). */
+  private final DecisionDirectory decisions;
+  /** Carries the messages between the node's cores (see {@link EntityRouter}). */
   private final LocalTransport transport;
   /** This node as a member of a cluster (troupe.cluster.enabled); null on a single node. */
   private final ClusterNode cluster;
+  /** Where the transport delivers this node's messages. */
+  private final NodeInbox inbox;
+  /** This node's turns and steps awaiting an answer through the transport. */
+  private final RemoteReplies remoteReplies;
   private final TurnMetrics metrics = new TurnMetrics();
   private final TransactionMetrics transactionMetrics = new TransactionMetrics();
   private final AtomicBoolean failed = new AtomicBoolean();
@@ -115,6 +119,7 @@ public final class Troupe implements AutoCloseable {
     this.clock = RocksStore.defaultClock(settings.storage(), System::currentTimeMillis);
     this.store = StorageBackend.fromConfig(settings.config()).open(settings.storage(), clock);
     store.setEvents(storageEvents);
+    this.decisions = new DecisionDirectory(store::decisionRecorded);
     storageEvents.useHealth(store::health);
     RenderedStates renderedStates =
         new RenderedStates(settings.memory().initialSplit().renderedMaximumBytes());
@@ -133,24 +138,40 @@ public final class Troupe implements AutoCloseable {
           ? ClusterNode.actorSystemConfig(settings.cluster(), nodeId, settings.config())
           : settings.config());
       PekkoTimers timers = new PekkoTimers(system);
-      NodeInbox inbox = new NodeInbox(decisions, this::registryOf);
+      this.remoteReplies =
+          new RemoteReplies(settings.transport().maxPendingReplies(), timers);
+      this.inbox =
+          new NodeInbox(decisions, this::registryOf, types, remoteReplies, reads, store);
       this.transport = new LocalTransport(nodeId, store.locator(),
           settings.transport().encodeLocalMessages(), inbox);
+      // In a cluster, sharding places the partitions: each one's registry runs under its host,
+      // on one member, and the cluster transport carries what goes to another member.
+      ClusterNode member = settings.cluster().enabled()
+          ? ClusterNode.create(system, settings.cluster(), nodeId,
+              settings.storage().partitions(), store.locator(), inbox::receive, () -> {
+                if (!closed.get()) {
+                  handler.onFatalError("cluster membership", new IllegalStateException(
+                      "this node is no longer a member of the cluster (removed, downed, or its"
+                          + " node id is another member's); restart it to rejoin"));
+                }
+              })
+          : null;
+      this.cluster = member;
+      Transport between = member != null ? member.transport() : transport;
+      // One node hosts every entity its locator places here; a cluster member, the entities of
+      // the partitions whose hosts run here (acquired in the store, registry running).
+      java.util.function.Predicate<EntityId> hostedHere = member != null
+          ? entity -> member.hosted().hosts(store.locator().partitionOf(entity))
+          : entity -> store.locator().nodeOf(entity) == transport.localNode();
+      EntityRouter router = new EntityRouter(this::registryOf, hostedHere, between,
+          settings, types, remoteReplies, store, system);
+      reads.useRemote(new RemoteReads(between, remoteReplies, router::isHere,
+          router.remoteTimeoutMillis()));
       int partitions = settings.storage().partitions();
       int maxActivePerRegistry =
           Math.max(1, settings.memory().initialSplit().actorLimit() / partitions);
-      if (settings.cluster().enabled()) {
-        // Sharding places the partitions: each one's registry runs under its host, on one member.
-        this.cluster = ClusterNode.create(system, settings.cluster(), nodeId, partitions,
-            store.locator(), inbox::receive, () -> {
-              if (!closed.get()) {
-                handler.onFatalError("cluster membership", new IllegalStateException(
-                    "this node is no longer a member of the cluster (removed, downed, or its"
-                        + " node id is another member's); restart it to rejoin"));
-              }
-            });
-        Transport between = cluster.transport();
-        cluster.startSharding(
+      if (member != null) {
+        member.startSharding(
             new StorePartitionOwner(store, settings.storage().partitionOwnership(), storageEvents), () -> EntityRegistry.create(store,
             settings, maxActivePerRegistry, handler, metrics, transactionMetrics, timers,
             between));
@@ -162,7 +183,6 @@ public final class Troupe implements AutoCloseable {
           }
         });
       } else {
-        this.cluster = null;
         for (int partition = 0; partition < partitions; partition++) {
           registries.add(system.systemActorOf(
               EntityRegistry.create(store, settings, maxActivePerRegistry, handler, metrics,
@@ -170,15 +190,17 @@ public final class Troupe implements AutoCloseable {
               "partition-" + partition, Props.empty()));
         }
       }
-      this.requests = new RequestShell(settings, store, system, timers, this::registryOf,
+      this.requests = new RequestShell(settings, store, system, timers, router,
           types::typeOf, metrics, transactionMetrics, decisions);
       this.interactive = new InteractiveShell(settings.transactions(), store, timers,
-          this::registryOf, transactionMetrics, requests);
+          router, transactionMetrics, requests);
       types.loadTypes();
       // A DC given peers after declaring a causal type with unsafe preconditions does not start.
       homes.checkStored(types.types());
       // Before any turn runs: what a crash left prepared is committed or aborted.
-      RequestShell.resolveInDoubtTransactions(store, types::typeOf, settings, transactionMetrics);
+      // A part whose coordinator is on another node stays in doubt and asks it (RecoveredParts).
+      adoptRecovered(RequestShell.resolveInDoubtTransactions(store, types::typeOf, settings,
+          transactionMetrics));
       this.memory = new MemoryWatch(settings.memory(), store, renderedStates,
           cluster != null ? cluster.hosted()::registries : () -> registries, metrics);
       reads.useMemory(memory);
@@ -736,6 +758,26 @@ public final class Troupe implements AutoCloseable {
   /** This node as a member of a cluster; empty on a single node (troupe.cluster.enabled off). */
   public Optional<ClusterNode> cluster() {
     return Optional.ofNullable(cluster);
+  }
+
+  /**
+   * After a recovery of this node's partitions (at start, or when the node acquires a partition
+   * in a DC of several nodes): hands the parts it kept in doubt to their entities, which ask their
+   * coordinators' nodes, and mirrors the decisions it kept ({@link RecoveredParts}). Call before
+   * anything else reaches those entities.
+   */
+  public void adoptRecovered(dev.troupe.storage.InDoubtResolution resolution) {
+    RecoveredParts.adopt(resolution, this::replicaTypeOf, this::registryOf, decisions);
+  }
+
+  /** Turns, steps and reads awaiting an answer through the transport (counters, for metrics). */
+  public RemoteReplies remoteReplies() {
+    return remoteReplies;
+  }
+
+  /** Where the transport delivers this node's messages (answers to finished coordinators). */
+  NodeInbox inbox() {
+    return inbox;
   }
 
   /** The storage engine, for tools in this JVM that need it (benchmarks, recovery checks). */

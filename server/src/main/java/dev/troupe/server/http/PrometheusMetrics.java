@@ -3,6 +3,7 @@ package dev.troupe.server.http;
 import dev.troupe.model.ErrorCode;
 import dev.troupe.runtime.LocalTransport;
 import dev.troupe.runtime.MemoryStatus;
+import dev.troupe.runtime.RemoteReplies;
 import dev.troupe.runtime.Troupe;
 import dev.troupe.runtime.TransactionMetrics;
 import dev.troupe.runtime.TurnMetrics;
@@ -123,7 +124,8 @@ final class PrometheusMetrics {
         transactions.recoveredAborted());
     LocalTransport transport = troupe.transport();
     counter(out, "troupe_transport_delivered_total",
-        "Messages between cores the node's transport delivered (in-doubt questions and answers).",
+        "Messages between cores the node's transport delivered (entity messages sent through it,"
+            + " in-doubt questions and answers).",
         transport.delivered());
     out.append("# HELP troupe_transport_dropped_total Messages between cores the node's transport"
         + " dropped: addressed to another node (no cluster transport yet), or undeliverable.\n");
@@ -132,6 +134,16 @@ final class PrometheusMetrics {
         .append(transport.droppedForOtherNodes()).append('\n');
     out.append("troupe_transport_dropped_total{reason=\"undeliverable\"} ")
         .append(transport.droppedUndeliverable()).append('\n');
+    RemoteReplies replies = troupe.remoteReplies();
+    gauge(out, "troupe_transport_pending_replies",
+        "Turns, steps and reads sent to entities through the transport, not answered yet.",
+        replies.pendingCount());
+    counter(out, "troupe_transport_late_answers_total",
+        "Answers through the transport dropped because their caller no longer waited (timed out"
+            + " or duplicated).", replies.lateAnswers());
+    counter(out, "troupe_transport_reply_timeouts_total",
+        "Turns, steps and reads through the transport that got no answer in time.",
+        replies.timedOut());
     troupe.cluster().ifPresent(cluster -> cluster(out, cluster));
     messages(out);
     counter(out, "troupe_http_requests_total", "HTTP requests received.", requests.sum());
