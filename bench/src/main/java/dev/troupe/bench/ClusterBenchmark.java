@@ -62,6 +62,12 @@ final class ClusterBenchmark extends Benchmark {
           + " (one node on RocksDB) (default: ${DEFAULT-VALUE}).")
   List<Configuration> configurations;
 
+  @Option(names = "--cluster-storage", defaultValue = "postgres",
+      description = "postgres (the members share one PostgreSQL database) or rocksdb (each member"
+          + " on a RocksDB store of its own: placement and routing without shared data)"
+          + " (default: ${DEFAULT-VALUE}).")
+  String clusterStorage;
+
   @Option(names = "--nodes", defaultValue = "3",
       description = "Members of the cluster configuration (default: ${DEFAULT-VALUE}).")
   int nodes;
@@ -109,6 +115,9 @@ final class ClusterBenchmark extends Benchmark {
   BenchReport run() throws Exception {
     List<YcsbWorkloads.Workload> workloads = workloadNames.stream()
         .map(String::strip).map(YcsbWorkloads::named).toList();
+    if (!List.of("postgres", "rocksdb").contains(clusterStorage)) {
+      throw new IllegalArgumentException("--cluster-storage must be postgres or rocksdb");
+    }
     if (records < 1 || threads < 1 || nodes < 2 || partitions < nodes) {
       throw new IllegalArgumentException("--records and --threads must be positive, --nodes at"
           + " least 2 and --partitions at least --nodes");
@@ -120,6 +129,7 @@ final class ClusterBenchmark extends Benchmark {
     report.parameter("workloads", workloads.stream().map(YcsbWorkloads.Workload::name).toList())
         .parameter("configurations", configurations.stream().map(Enum::name).toList())
         .parameter("nodes", nodes)
+        .parameter("cluster_storage", clusterStorage)
         .parameter("records", records)
         .parameter("record_bytes", 1000)
         .parameter("threads", threads)
@@ -148,7 +158,7 @@ final class ClusterBenchmark extends Benchmark {
             ? PostgresInstance.startForTroupe(sharedBuffersMegabytes) : null) {
       for (Configuration configuration : configurations) {
         try (Deployment deployment = Deployment.start(configuration, nodes, work, postgres,
-            jvmFlags, serverSettings)) {
+            clusterStorage.equals("rocksdb"), jvmFlags, serverSettings)) {
           deployment.awaitReady(partitions);
           Properties loadProperties = YcsbWorkloads.properties(workloads.get(0), records);
           loadProperties.setProperty(RestEntityDb.PORTS_PROPERTY, deployment.httpPorts());
@@ -161,7 +171,8 @@ final class ClusterBenchmark extends Benchmark {
               loaded.throughputPerSecond());
           if (loaded.failureCount() > 0 || loaded.transactions() != records) {
             report.failure("loading " + configuration + " inserted " + loaded.transactions()
-                + " of " + records + " records; failures: " + loaded.failures());
+                + " of " + records + " records; failures: " + loaded.failures()
+                + deployment.logTails());
             return report;
           }
           if (configuration == Configuration.cluster) {
@@ -343,22 +354,27 @@ final class ClusterBenchmark extends Benchmark {
       LocalCluster cluster, PostgresInstance postgres) implements AutoCloseable {
 
     static Deployment start(Configuration configuration, int nodes, TemporaryDirectory work,
-        PostgresInstance postgres, List<String> jvmFlags, List<String> settings)
-        throws IOException {
+        PostgresInstance postgres, boolean clusterOnRocksDb, List<String> jvmFlags,
+        List<String> settings) throws IOException {
       List<String> overrides = new ArrayList<>();
       for (String setting : settings) {
         overrides.addAll(List.of("--set", setting));
       }
       return switch (configuration) {
         case cluster -> {
-          postgres.createDatabase("cluster");
-          LocalCluster cluster = LocalCluster.start(nodes, work.resolve("cluster"),
-              postgres.jdbcUrl("cluster"), jvmFlags, settings);
+          String jdbcUrl = null;
+          if (!clusterOnRocksDb) {
+            postgres.createDatabase("cluster");
+            jdbcUrl = postgres.jdbcUrl("cluster");
+          }
+          LocalCluster cluster = LocalCluster.start(nodes, work.resolve("cluster"), jdbcUrl,
+              jvmFlags, settings);
           List<TroupeProcess> members = new ArrayList<>();
           for (int i = 0; i < nodes; i++) {
             members.add(cluster.member(i));
           }
-          yield new Deployment(configuration, members, cluster, postgres);
+          yield new Deployment(configuration, members, cluster,
+              clusterOnRocksDb ? null : postgres);
         }
         case postgres -> {
           postgres.createDatabase("single");
@@ -386,6 +402,22 @@ final class ClusterBenchmark extends Benchmark {
       if (cluster != null) {
         cluster.awaitPlacement(partitions, true, START_TIMEOUT);
       }
+    }
+
+    /** The ends of the servers' logs, for a failure message. */
+    String logTails() {
+      if (cluster != null) {
+        return cluster.logTails();
+      }
+      StringBuilder tails = new StringBuilder();
+      for (TroupeProcess server : servers) {
+        try {
+          tails.append("\n--- ").append(configuration).append(":\n").append(server.logTail());
+        } catch (IOException unreadable) {
+          tails.append("\n--- ").append(configuration).append(": ").append(unreadable);
+        }
+      }
+      return tails.toString();
     }
 
     String httpPorts() {

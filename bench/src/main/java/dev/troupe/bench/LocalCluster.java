@@ -18,6 +18,11 @@ import java.util.TreeMap;
  * {@code serve --storage postgres --jdbc-url URL --node-id N --cluster-port P --seed-nodes
  * 127.0.0.1:P1,...}. Member {@code i} (from 0) has node id {@code i + 1} and keeps its cluster port
  * across restarts, so a killed member comes back at the same address, as under a supervisor.
+ *
+ * <p>With a link delay, each member binds Artery at a private port and advertises a {@link
+ * LinkDelayProxy}'s port in front of it, so every message between two members is delayed. Without
+ * a JDBC URL each member runs on a RocksDB store of its own (placement and routing only, no
+ * shared data: what {@code troupe cluster} ran before the shared store).
  */
 final class LocalCluster implements AutoCloseable {
   private static final String HOST = "127.0.0.1";
@@ -28,6 +33,8 @@ final class LocalCluster implements AutoCloseable {
   private final List<String> jvmFlags;
   private final List<String> settingOverrides;
   private final int[] clusterPorts;
+  private final int[] bindPorts;
+  private final List<LinkDelayProxy> proxies = new ArrayList<>();
   private final TroupeProcess[] members;
   private final int[] incarnations;
 
@@ -38,6 +45,7 @@ final class LocalCluster implements AutoCloseable {
     this.jvmFlags = List.copyOf(jvmFlags);
     this.settingOverrides = List.copyOf(settingOverrides);
     this.clusterPorts = new int[size];
+    this.bindPorts = new int[size];
     this.members = new TroupeProcess[size];
     this.incarnations = new int[size];
   }
@@ -49,10 +57,24 @@ final class LocalCluster implements AutoCloseable {
    */
   static LocalCluster start(int size, Path work, String jdbcUrl, List<String> jvmFlags,
       List<String> settingOverrides) throws IOException {
+    return start(size, work, jdbcUrl, jvmFlags, settingOverrides, 0);
+  }
+
+  /**
+   * As {@link #start(int, Path, String, List, List)}, every message between members delayed by
+   * {@code linkDelayMillis} (0: no proxy); {@code jdbcUrl} null: each member on its own RocksDB.
+   */
+  static LocalCluster start(int size, Path work, String jdbcUrl, List<String> jvmFlags,
+      List<String> settingOverrides, long linkDelayMillis) throws IOException {
     LocalCluster cluster = new LocalCluster(work, jdbcUrl, jvmFlags, settingOverrides, size);
     try {
       for (int i = 0; i < size; i++) {
         cluster.clusterPorts[i] = freePort();
+        if (linkDelayMillis > 0) {
+          cluster.bindPorts[i] = freePort();
+          cluster.proxies.add(LinkDelayProxy.start(cluster.clusterPorts[i],
+              cluster.bindPorts[i], linkDelayMillis));
+        }
       }
       for (int i = 0; i < size; i++) {
         cluster.startMember(i);
@@ -69,8 +91,14 @@ final class LocalCluster implements AutoCloseable {
     for (int port : clusterPorts) {
       seeds.add(HOST + ":" + port);
     }
-    List<String> arguments = new ArrayList<>(List.of("--storage", "postgres",
-        "--jdbc-url", jdbcUrl,
+    List<String> arguments = new ArrayList<>();
+    if (jdbcUrl != null) {
+      arguments.addAll(List.of("--storage", "postgres", "--jdbc-url", jdbcUrl));
+    }
+    if (bindPorts[index] != 0) {
+      arguments.addAll(List.of("--set", "pekko.remote.artery.bind.port=" + bindPorts[index]));
+    }
+    arguments.addAll(List.of(
         "--node-id", Integer.toString(index + 1),
         "--cluster-port", Integer.toString(clusterPorts[index]),
         "--seed-nodes", String.join(",", seeds)));
@@ -130,11 +158,12 @@ final class LocalCluster implements AutoCloseable {
   /**
    * Waits until every running member sees exactly the running members up and reachable and
    * every one of {@code partitions} hosted by exactly one of them, all agreeing (and, if {@code
-   * everyMemberHosts}, each hosting some); answers partition -> node id.
+   * balanced}, sharding done rebalancing: the members' counts of partitions differ by at most
+   * one, each hosting some); answers partition -> node id.
    *
    * @throws BenchmarkException if that does not happen within {@code timeout}
    */
-  Map<Integer, Integer> awaitPlacement(int partitions, boolean everyMemberHosts,
+  Map<Integer, Integer> awaitPlacement(int partitions, boolean balanced,
       Duration timeout) throws IOException, InterruptedException {
     long deadline = System.nanoTime() + timeout.toNanos();
     String last = "";
@@ -165,14 +194,22 @@ final class LocalCluster implements AutoCloseable {
         }
         agreed = placement;
       }
-      if (settled && agreed != null && (!everyMemberHosts
-          || agreed.values().stream().distinct().count() == running)) {
+      if (settled && agreed != null && (!balanced || balanced(agreed, running))) {
         return agreed;
       }
       Thread.sleep(PLACEMENT_POLL_MILLIS);
     }
     throw new BenchmarkException("the cluster did not settle within " + timeout.toSeconds()
         + " s; last answer: " + last);
+  }
+
+  /** Whether {@code members} each host some partitions, their counts differing by one at most. */
+  static boolean balanced(Map<Integer, Integer> placement, int members) {
+    Map<Integer, Integer> counts = new TreeMap<>();
+    placement.values().forEach(node -> counts.merge(node, 1, Integer::sum));
+    return counts.size() == members
+        && counts.values().stream().mapToInt(Integer::intValue).max().getAsInt()
+            - counts.values().stream().mapToInt(Integer::intValue).min().getAsInt() <= 1;
   }
 
   /** Partition -> node id if the view has {@code members} up and each partition once, else null. */
@@ -235,8 +272,9 @@ final class LocalCluster implements AutoCloseable {
         thread.join();
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
-        return;
+        break;
       }
     }
+    proxies.forEach(LinkDelayProxy::close);
   }
 }
