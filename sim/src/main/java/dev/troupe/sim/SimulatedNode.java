@@ -1428,6 +1428,11 @@ final class SimulatedNode {
     return cluster.nodeOf(entity, nodeId);
   }
 
+  /** Writes of this node a fence refused (another node had acquired the partition). */
+  long fencedPartitions() {
+    return storage instanceof StoreStorage store ? store.fencedPartitions() : 0;
+  }
+
   long partitionsAcquired() {
     return partitionsAcquired;
   }

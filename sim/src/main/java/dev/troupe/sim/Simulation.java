@@ -373,6 +373,9 @@ public final class Simulation {
       if (clustered()) {
         scheduleNodePartition();
       }
+      if (cluster.sharding() != null) {
+        scheduleZombie();
+      }
     }
     if (options.meanMillisBetweenDamage() > 0) {
       scheduleDamage();
@@ -438,13 +441,16 @@ public final class Simulation {
     }
     long acquired = 0;
     long released = 0;
+    long fenced = 0;
     for (SimulatedNode node : cluster.nodes()) {
+      fenced += node.fencedPartitions();
       acquired += node.partitionsAcquired();
       released += node.partitionsReleased();
     }
     return "; shared store: " + cluster.rebalances() + " rebalances, "
         + cluster.sharding().moves() + " partition moves, " + acquired + " acquisitions, "
-        + released + " releases, " + cluster.sharedDatabase().auditedJournalRecords()
+        + released + " releases, " + fenced + " zombie writes fenced, "
+        + cluster.sharedDatabase().auditedJournalRecords()
         + " journal records audited for their owner epoch";
   }
 
@@ -664,6 +670,33 @@ public final class Simulation {
     });
   }
 
+  /**
+   * The zombie fault (shared-store mode): now and then, as often as crashes, one node is cut off
+   * from the other nodes (not from its clients) for longer than the membership takes to notice
+   * (80 to 280 ms): its partitions move to the majority while it keeps running, serving its
+   * clients from its stale view and writing, and every such write must be fenced ({@code
+   * not_owner}), never applied. It replaces any cut between nodes in progress (one at a time).
+   */
+  private void scheduleZombie() {
+    long after = 1 + Math.round(-Math.log(1 - scheduler.random().nextDouble())
+        * options.meanMillisBetweenCrashes());
+    scheduler.schedule(after, "zombie", () -> {
+      if (scheduler.nowMillis() >= faultsEndMillis) {
+        return;
+      }
+      long duration = Math.min(80 + scheduler.random().nextInt(201),
+          faultsEndMillis - scheduler.nowMillis());
+      int zombie = scheduler.random().nextInt(cluster.size());
+      scheduler.trace().record(scheduler.nowMillis(), scheduler.steps(),
+          "[" + SimulatedCluster.nameOf(zombie) + "] cut off from the other nodes for " + duration
+              + " ms (a zombie once noticed)");
+      cluster.network().partition(java.util.Set.of(SimulatedCluster.nameOf(zombie)), duration);
+      cluster.scheduleDetection();
+      cluster.scheduleJoin(duration);
+      scheduleZombie();
+    });
+  }
+
   /** Unanswered requests liveness excused because damage degraded a node while they waited. */
   private int livenessExempted;
 
@@ -677,6 +710,10 @@ public final class Simulation {
   }
 
   private String check() {
+    // First: a zombie's write applied to the shared database is the root of what follows from it.
+    if (cluster.sharedDatabase() != null && cluster.sharedDatabase().violation() != null) {
+      return cluster.sharedDatabase().violation();
+    }
     for (SimulatedNode node : cluster.nodes()) {
       String bug = node.storageBug();
       if (bug != null) {
