@@ -996,6 +996,11 @@ final class SimulatedNode {
   }
 
   private void reply(EntityId entity, EntityTurnCore.Effect.Reply<Recipient> reply) {
+    if (reply.replyTo() == null) {
+      // The answer to a decision nobody acknowledges (an in-doubt answer): e.g. its commit was
+      // refused by a fence (the partition moved). Nobody waits for it; the new owner resolves it.
+      return;
+    }
     switch (reply.replyTo()) {
       case Recipient.Client client -> client.answer().accept(reply.result());
       case Recipient.RemoteClient client -> sendToOtherNode(

@@ -24,7 +24,7 @@ class SharedStoreSimulationTest {
     String[][] configurations = {
         {"serial", "dynamic"}, {"serial", "planned"}, {"keys", "dynamic"}, {"keys", "planned"},
         {"psac", "dynamic"}, {"psac", "planned"}};
-    long seedsPerConfiguration = Long.getLong("troupe.sim.sharedSeeds", 8);
+    long seedsPerConfiguration = Long.getLong("troupe.sim.sharedSeeds", 25);
     long committed = 0;
     long crashes = 0;
     long questions = 0;
