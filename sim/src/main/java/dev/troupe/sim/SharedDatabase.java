@@ -32,7 +32,9 @@ import java.util.Map;
  * <p>Not thread-safe: the simulation is single-threaded.
  */
 final class SharedDatabase {
-  private final MemoryDisk disk = new MemoryDisk();
+  /** The database's disk; a database crash replaces the handle (views follow it). */
+  private MemoryDisk disk = new MemoryDisk();
+  private long crashes;
   private final boolean dropFences;
   /** Per partition and owner epoch, the node that acquired it. */
   private final Map<Integer, Map<Long, Integer>> acquirers = new HashMap<>();
@@ -55,6 +57,20 @@ final class SharedDatabase {
   /** The database itself, for the simulator's observations (journal ever written, stored keys). */
   MemoryDisk disk() {
     return disk;
+  }
+
+  /**
+   * The database server loses power (every node's store must be dropped first: they crash with
+   * it): of what it applied since its last sync, a prefix survives or nothing ({@link
+   * MemoryDisk#crash}). Owner epochs are synced as they are acquired, so they survive.
+   */
+  void crash(java.util.random.RandomGenerator random, double keepUnsyncedPrefixProbability) {
+    disk = disk.crash(random, keepUnsyncedPrefixProbability);
+    crashes++;
+  }
+
+  long crashes() {
+    return crashes;
   }
 
   /** The first journal record written by a node that did not own its partition's epoch, or null. */

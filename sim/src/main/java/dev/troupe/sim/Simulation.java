@@ -375,6 +375,7 @@ public final class Simulation {
       }
       if (cluster.sharding() != null) {
         scheduleZombie();
+        scheduleDatabaseCrash();
       }
     }
     if (options.meanMillisBetweenDamage() > 0) {
@@ -447,7 +448,8 @@ public final class Simulation {
       acquired += node.partitionsAcquired();
       released += node.partitionsReleased();
     }
-    return "; shared store: " + cluster.rebalances() + " rebalances, "
+    return "; shared store: " + cluster.sharedDatabase().crashes() + " database crashes, "
+        + cluster.rebalances() + " rebalances, "
         + cluster.sharding().moves() + " partition moves, " + acquired + " acquisitions, "
         + released + " releases, " + fenced + " zombie writes fenced, "
         + cluster.sharedDatabase().auditedJournalRecords()
@@ -696,6 +698,41 @@ public final class Simulation {
       scheduleZombie();
     });
   }
+
+  /**
+   * The database crash (shared-store mode), rarer than a node's ({@link
+   * #DATABASE_CRASH_RARITY} times the mean between crashes): the database server loses power, so
+   * every node's store loses its connection mid-flight; modelled as every node that is up crashing
+   * with it (a store whose database died fails; its node restarts) while the database loses what
+   * it had not synced (or keeps a prefix of it). Each node restarts after its own downtime.
+   */
+  private void scheduleDatabaseCrash() {
+    long after = 1 + Math.round(-Math.log(1 - scheduler.random().nextDouble())
+        * options.meanMillisBetweenCrashes() * DATABASE_CRASH_RARITY);
+    scheduler.schedule(after, "database crash", () -> {
+      if (scheduler.nowMillis() >= faultsEndMillis) {
+        return;
+      }
+      scheduler.trace().record(scheduler.nowMillis(), scheduler.steps(),
+          "the database crashes; every node that is up crashes with it");
+      for (SimulatedNode node : cluster.nodes()) {
+        if (node.isUp()) {
+          node.crash();
+          long downtime = 5 + scheduler.random().nextInt(MAX_DOWNTIME_MILLIS - 5 + 1);
+          int restarted = node.nodeId;
+          scheduler.schedule(downtime, "restart " + nameForTrace(restarted),
+              () -> restartNode(restarted));
+        }
+      }
+      cluster.sharedDatabase().crash(scheduler.random(), DATABASE_KEEP_UNSYNCED_PREFIX_PROBABILITY);
+      scheduleDatabaseCrash();
+    });
+  }
+
+  /** How much rarer a database crash is than a node crash (shared-store mode). */
+  private static final int DATABASE_CRASH_RARITY = 4;
+  /** Chance a database crash keeps a prefix of what it had not synced (as a node's disk). */
+  private static final double DATABASE_KEEP_UNSYNCED_PREFIX_PROBABILITY = 0.5;
 
   /** Unanswered requests liveness excused because damage degraded a node while they waited. */
   private int livenessExempted;

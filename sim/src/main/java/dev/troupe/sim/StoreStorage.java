@@ -157,9 +157,6 @@ final class StoreStorage implements NodeStorage {
     this.database = database;
     this.sharedView = database == null ? null : database.viewFor(nodeId);
     this.partitionLost = partitionLost;
-    if (database != null) {
-      disk = database.disk();
-    }
     this.placement = placement;
     this.scheduler = scheduler;
     this.timers = timers;
@@ -344,6 +341,11 @@ final class StoreStorage implements NodeStorage {
 
   // ------------------------------------------------------------------ the shared-store mode
 
+  /** The disk the simulator observes: this node's own, or the shared database's current handle. */
+  private MemoryDisk observed() {
+    return database == null ? disk : database.disk();
+  }
+
   /** Fences observed (a write of this node refused because another node acquired the partition). */
   private long fencedPartitions;
   /** Parts committed or abandoned by this node's acquisitions (the in-doubt resolution). */
@@ -421,7 +423,7 @@ final class StoreStorage implements NodeStorage {
   private List<DecidedTransaction> decisionsOf(java.util.function.LongPredicate coordinatedHere) {
     List<DecidedTransaction> decisions = new ArrayList<>();
     // A decision's key: the tag 'D', then the transaction id (u64, big-endian) (Keys.decided).
-    for (byte[] key : disk.storedKeys(KeyValueDisk.Column.TRANSACTIONS, new byte[] {'D'},
+    for (byte[] key : observed().storedKeys(KeyValueDisk.Column.TRANSACTIONS, new byte[] {'D'},
         new byte[] {'E'})) {
       long transactionId = java.nio.ByteBuffer.wrap(key, 1, 8).getLong();
       if (coordinatedHere.test(transactionId)) {
@@ -615,7 +617,7 @@ final class StoreStorage implements NodeStorage {
   @Override
   public Map<Long, Map<EntityId, CommittedWrite>> committedWrites() {
     Map<Long, Map<EntityId, CommittedWrite>> writes = new LinkedHashMap<>();
-    for (byte[] value : disk.durableJournalValuesEverWritten()) {
+    for (byte[] value : observed().durableJournalValuesEverWritten()) {
       TransactionRecord record = Codec.decodeRecord(value);
       for (EntityWrite write : record.writes()) {
         writes.computeIfAbsent(record.transactionId(), ignored -> new LinkedHashMap<>())
@@ -633,7 +635,7 @@ final class StoreStorage implements NodeStorage {
   @Override
   public int preparedParts() {
     // A prepared part's key starts with the tag 'P' (Keys.prepared).
-    return disk.storedKeys(KeyValueDisk.Column.TRANSACTIONS, new byte[] {'P'}, new byte[] {'Q'})
+    return observed().storedKeys(KeyValueDisk.Column.TRANSACTIONS, new byte[] {'P'}, new byte[] {'Q'})
         .size();
   }
 
