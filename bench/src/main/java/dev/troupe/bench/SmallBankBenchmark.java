@@ -2,7 +2,7 @@ package dev.troupe.bench;
 
 import dev.troupe.bench.postgres.PostgresSmallBank;
 import dev.troupe.runtime.TransactionRequest;
-import dev.troupe.server.postgres.PostgresInstance;
+import dev.troupe.storage.postgres.PostgresInstance;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;

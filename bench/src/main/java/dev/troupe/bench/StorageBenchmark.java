@@ -1,12 +1,14 @@
 package dev.troupe.bench;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import com.typesafe.config.ConfigFactory;
 import dev.troupe.model.EntityId;
 import dev.troupe.model.Json;
 import dev.troupe.runtime.RuntimeSettings;
 import dev.troupe.runtime.Troupe;
 import dev.troupe.runtime.TurnOutcome;
 import dev.troupe.storage.RawRocksBaseline;
+import dev.troupe.storage.postgres.PostgresInstance;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.List;
@@ -52,6 +54,12 @@ final class StorageBenchmark extends Benchmark {
       description = "Bytes per written value (default: ${DEFAULT-VALUE}).")
   int valueBytes;
 
+  @Option(names = "--postgres",
+      description = "Also run the engine with its store on PostgreSQL (a throwaway local server,"
+          + " page checksums on, fsync and synchronous_commit on; troupe.storage.backend ="
+          + " postgres) and report engine_postgres / engine (no goal).")
+  boolean postgres;
+
   @Override
   BenchReport run() throws Exception {
     if (valueBytes < 1) {
@@ -63,35 +71,67 @@ final class StorageBenchmark extends Benchmark {
     settings.describe(report);
     report.parameter("value_bytes", valueBytes);
     String value = "v".repeat(valueBytes);
+    PostgresInstance database = postgres ? PostgresInstance.startForTroupe(256) : null;
     try (TemporaryDirectory work = TemporaryDirectory.create("storage")) {
-      Map<String, AlternatingComparison.Outcome> outcomes = AlternatingComparison.run("storage",
-          settings,
-          List.of(new EngineWrites(work, Json.NODES.textNode(value)),
-              new RawWrites(work, value.getBytes(StandardCharsets.UTF_8))),
-          report);
+      List<AlternatingComparison.Contender> contenders = new java.util.ArrayList<>(List.of(
+          new EngineWrites(work, Json.NODES.textNode(value), null),
+          new RawWrites(work, value.getBytes(StandardCharsets.UTF_8))));
+      if (database != null) {
+        contenders.add(new EngineWrites(work, Json.NODES.textNode(value), database));
+      }
+      Map<String, AlternatingComparison.Outcome> outcomes =
+          AlternatingComparison.run("storage", settings, contenders, report);
       report.ratio("engine / raw_rocksdb throughput",
           outcomes.get(EngineWrites.NAME).medianThroughput(),
           outcomes.get(RawWrites.NAME).medianThroughput(), GOAL);
+      if (database != null) {
+        report.ratio("engine_postgres / engine throughput",
+            outcomes.get(EngineWrites.POSTGRES_NAME).medianThroughput(),
+            outcomes.get(EngineWrites.NAME).medianThroughput(), null);
+      }
+    } finally {
+      if (database != null) {
+        database.close();
+      }
     }
     return report;
   }
 
-  /** Each worker assigns one key of its own entity through the engine; a fresh engine per round. */
+  /**
+   * Each worker assigns one key of its own entity through the engine; a fresh engine per round,
+   * on RocksDB, or on a fresh database of {@code postgres} when it is given.
+   */
   private static final class EngineWrites implements AlternatingComparison.Contender {
     static final String NAME = "engine";
+    static final String POSTGRES_NAME = "engine_postgres";
 
     private final TemporaryDirectory work;
     private final JsonNode value;
+    private final PostgresInstance postgres;
     private int rounds;
 
-    EngineWrites(TemporaryDirectory work, JsonNode value) {
+    EngineWrites(TemporaryDirectory work, JsonNode value, PostgresInstance postgres) {
       this.work = work;
       this.value = value;
+      this.postgres = postgres;
     }
 
     @Override
     public String name() {
-      return NAME;
+      return postgres == null ? NAME : POSTGRES_NAME;
+    }
+
+    private RuntimeSettings settings(Path directory) {
+      if (postgres == null) {
+        return RuntimeSettings.forDirectory(directory);
+      }
+      String database = "bench_" + rounds;
+      postgres.createDatabase(database);
+      return RuntimeSettings.fromConfig(ConfigFactory.parseMap(Map.of(
+              "troupe.data-directory", directory.toString(),
+              "troupe.storage.backend", "postgres",
+              "troupe.storage.postgres.jdbc-url", postgres.jdbcUrl(database)))
+          .withFallback(ConfigFactory.load()));
     }
 
     @Override
@@ -100,8 +140,8 @@ final class StorageBenchmark extends Benchmark {
       for (int worker = 0; worker < workers; worker++) {
         entities[worker] = new EntityId("Bench", "writer-" + worker);
       }
-      Path directory = work.resolve(NAME + "-" + ++rounds);
-      Troupe troupe = Troupe.open(RuntimeSettings.forDirectory(directory));
+      Path directory = work.resolve(name() + "-" + ++rounds);
+      Troupe troupe = Troupe.open(settings(directory));
       return new AlternatingComparison.Session() {
         @Override
         public void perform(int worker, long sequence) {

@@ -1,6 +1,6 @@
 package dev.troupe.bench;
 
-import dev.troupe.server.postgres.PostgresInstance;
+import dev.troupe.storage.postgres.PostgresInstance;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;

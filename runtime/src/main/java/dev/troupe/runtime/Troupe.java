@@ -109,7 +109,7 @@ public final class Troupe implements AutoCloseable {
     this.settings = settings;
     this.messageSettings = MessageSettings.fromConfig(settings.config().getConfig("troupe"));
     this.clock = RocksStore.defaultClock(settings.storage(), System::currentTimeMillis);
-    this.store = RocksStore.open(settings.storage(), clock);
+    this.store = StorageBackend.fromConfig(settings.config()).open(settings.storage(), clock);
     store.setEvents(storageEvents);
     storageEvents.useHealth(store::health);
     RenderedStates renderedStates =

@@ -4,8 +4,10 @@ import java.util.List;
 
 /**
  * The ordered, durable key-value disk under {@link RocksStore}: exactly what the engine uses of
- * RocksDB, so that production runs on RocksDB ({@link RocksDisk}) and the deterministic simulator
- * and tests on an in-memory disk with simulated power loss ({@link MemoryDisk}).
+ * RocksDB, so that production runs on RocksDB ({@link RocksDisk}) or on a PostgreSQL database the
+ * nodes of a data centre share ({@link dev.troupe.storage.postgres.PostgresDisk}), and the
+ * deterministic simulator and tests on an in-memory disk with simulated power loss ({@link
+ * MemoryDisk}). {@code KeyValueDiskContract} (tests) checks every one against this contract.
  *
  * <p><b>Contract</b> (RocksDB's, which the engine's recovery argument relies on):
  *

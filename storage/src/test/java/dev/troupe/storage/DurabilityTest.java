@@ -22,6 +22,14 @@ import org.junit.jupiter.api.io.TempDir;
  * (A real kill -9 cannot be simulated in-process; that test lives at the server level.)
  */
 class DurabilityTest {
+  /**
+   * Opens the store under test: on RocksDB in {@code settings.directory()} here, on PostgreSQL in
+   * {@code DurabilityOnPostgresTest}, which runs these tests again.
+   */
+  RocksStore open(StorageSettings settings, java.util.function.LongSupplier clock) {
+    return RocksStore.open(settings, clock);
+  }
+
   private static final EntityId ALICE = new EntityId("Account", "alice");
   private static final EntityId BOB = new EntityId("Account", "bob");
 
@@ -33,7 +41,7 @@ class DurabilityTest {
     StorageSettings settings = Fixtures.settings(directory);
     long lastTimestamp = 0;
     long lastTransaction = 0;
-    try (RocksStore store = RocksStore.open(settings, clock)) {
+    try (RocksStore store = open(settings, clock)) {
       List<CompletableFuture<Committed>> futures = new ArrayList<>();
       for (int i = 0; i < 100; i++) {
         EntityId entity = i % 2 == 0 ? ALICE : BOB;
@@ -51,7 +59,7 @@ class DurabilityTest {
     }
     // Restart with a physical clock one minute behind.
     clock.advance(-60_000);
-    try (RocksStore store = RocksStore.open(settings, clock)) {
+    try (RocksStore store = open(settings, clock)) {
       assertEquals(50, Fixtures.counter(store.read(ALICE), "balance"));
       assertEquals(50, Fixtures.counter(store.read(BOB), "balance"));
       assertEquals(100, store.statistics().journalRecordsRetained());
@@ -68,7 +76,7 @@ class DurabilityTest {
       assertEquals(101, store.statistics().journalRecordsRetained());
       lastTimestamp = next.commitTimestamp();
     }
-    try (RocksStore store = RocksStore.open(settings, clock)) {
+    try (RocksStore store = open(settings, clock)) {
       assertEquals(51, Fixtures.counter(store.readAt(ALICE, store.currentTimestamp()), "balance"));
       assertTrue(store.newTransactionId() > lastTimestamp);
     }
@@ -79,7 +87,7 @@ class DurabilityTest {
     FakeClock clock = new FakeClock(Fixtures.START_MILLIS);
     StorageSettings settings = Fixtures.settings(directory).withHistoryRetentionMillis(0);
     long lastTimestamp = 0;
-    try (RocksStore store = RocksStore.open(settings, clock)) {
+    try (RocksStore store = open(settings, clock)) {
       for (int i = 0; i < 20; i++) {
         lastTimestamp =
             store
@@ -95,7 +103,7 @@ class DurabilityTest {
       assertEquals(20, store.statistics().truncatedRecords());
     }
     clock.advance(-10_000);
-    try (RocksStore store = RocksStore.open(settings, clock)) {
+    try (RocksStore store = open(settings, clock)) {
       // Only checkpoints and the meta marks are left; they carry the sequence and timestamp.
       assertEquals(40, Fixtures.counter(store.read(ALICE), "balance"));
       assertTrue(store.currentTimestamp() >= lastTimestamp);
@@ -113,13 +121,13 @@ class DurabilityTest {
   void asyncDurabilityAcknowledgesAndSurvivesACleanClose() {
     FakeClock clock = new FakeClock(Fixtures.START_MILLIS);
     StorageSettings settings = Fixtures.settings(directory).withDurability(Durability.ASYNC);
-    try (RocksStore store = RocksStore.open(settings, clock)) {
+    try (RocksStore store = open(settings, clock)) {
       for (int i = 0; i < 30; i++) {
         store.commit(store.newTransactionId(), List.of(Fixtures.write(BOB, new Operation.Increment("n", 1))));
       }
       store.commit(store.newTransactionId(), List.of(Fixtures.write(BOB, new Operation.Increment("n", 1)))).join();
     }
-    try (RocksStore store = RocksStore.open(settings, clock)) {
+    try (RocksStore store = open(settings, clock)) {
       assertEquals(31, Fixtures.counter(store.read(BOB), "n"));
     }
   }
@@ -128,21 +136,21 @@ class DurabilityTest {
   void theStoreRefusesAnotherPartitionCount() {
     FakeClock clock = new FakeClock(Fixtures.START_MILLIS);
     StorageSettings settings = Fixtures.settings(directory);
-    RocksStore.open(settings, clock).close();
+    open(settings, clock).close();
     StorageSettings other =
         new StorageSettings(directory, 3, settings.durability(), settings.groupCommitMaxRecords(),
             settings.groupCommitQueueLimit(), settings.asyncFlushIntervalMillis(),
             settings.cacheMaxWeightBytes(), settings.checkpointEveryOperations(),
             settings.checkpointIntervalMillis(), settings.checkpointJournalRecords(),
             settings.historyRetentionMillis(), settings.dataCentreId());
-    assertThrows(IllegalStateException.class, () -> RocksStore.open(other, clock));
-    RocksStore.open(settings, clock).close();
+    assertThrows(IllegalStateException.class, () -> open(other, clock));
+    open(settings, clock).close();
   }
 
   @Test
   void aClosedStoreRejectsWorkAndCommitsAcrossPartitionsAreRejected() {
     FakeClock clock = new FakeClock(Fixtures.START_MILLIS);
-    RocksStore store = RocksStore.open(Fixtures.settings(directory), clock);
+    RocksStore store = open(Fixtures.settings(directory), clock);
     EntityId candidate = ALICE;
     for (int i = 0; store.partitionOf(candidate) == store.partitionOf(ALICE); i++) {
       candidate = new EntityId("Account", "n" + i);

@@ -15,169 +15,22 @@ import java.util.Set;
 import java.util.SplittableRandom;
 import org.junit.jupiter.api.Test;
 
-/** The in-memory disk keeps RocksDB's order, isolation and write-ahead-log durability contract. */
-class MemoryDiskTest {
+/**
+ * The in-memory disk keeps RocksDB's order, isolation and write-ahead-log durability contract:
+ * the shared {@link KeyValueDiskContract}, and here what only it does (power loss, damage).
+ */
+class MemoryDiskTest extends KeyValueDiskContract {
 
-  private static byte[] bytes(int... values) {
-    byte[] result = new byte[values.length];
-    for (int i = 0; i < values.length; i++) {
-      result[i] = (byte) values[i];
-    }
-    return result;
-  }
-
-  private static void put(KeyValueDisk disk, Column column, byte[] key, byte[] value, boolean sync)
-      throws DiskException {
-    try (KeyValueDisk.Batch batch = disk.newBatch()) {
-      batch.put(column, key, value);
-      disk.write(batch, sync);
-    }
-  }
-
-  private static List<byte[]> keys(KeyValueDisk.Cursor cursor) {
-    List<byte[]> keys = new ArrayList<>();
-    for (; cursor.isValid(); cursor.next()) {
-      keys.add(cursor.key());
-    }
-    return keys;
-  }
-
-  private static void assertKeys(List<byte[]> expected, List<byte[]> actual) {
-    assertEquals(expected.size(), actual.size(), "number of keys");
-    for (int i = 0; i < expected.size(); i++) {
-      assertArrayEquals(expected.get(i), actual.get(i), "key " + i);
-    }
+  @Override
+  protected KeyValueDisk openDisk() {
+    return new MemoryDisk();
   }
 
   @Test
-  void keysAreInUnsignedLexicographicOrderPerColumn() throws Exception {
-    MemoryDisk disk = new MemoryDisk();
-    List<byte[]> sorted = List.of(bytes(), bytes(0x00), bytes(0x00, 0x01), bytes(0x01),
-        bytes(0x7F), bytes(0x80), bytes(0x80, 0x00), bytes(0xFF));
-    for (int i = sorted.size() - 1; i >= 0; i--) {
-      put(disk, Column.INDEX, sorted.get(i), bytes(i), false);
-    }
-    put(disk, Column.META, bytes(0x42), bytes(1), false);
-    try (KeyValueDisk.Cursor cursor = disk.cursor(Column.INDEX)) {
-      cursor.seekToFirst();
-      assertKeys(sorted, keys(cursor));
-    }
-    try (KeyValueDisk.Cursor cursor = disk.cursor(Column.META)) {
-      cursor.seekToFirst();
-      assertKeys(List.of(bytes(0x42)), keys(cursor));
-    }
-    assertArrayEquals(bytes(5), disk.get(Column.INDEX, bytes(0x80)));
-    assertNull(disk.get(Column.JOURNAL, bytes(0x80)), "columns are separate");
-  }
-
-  @Test
-  void cursorsSeekForwardAndBackWithinTheirBounds() throws Exception {
-    MemoryDisk disk = new MemoryDisk();
-    try (KeyValueDisk.Cursor cursor = disk.cursor(Column.CHECKPOINTS)) {
-      cursor.seekToFirst();
-      assertFalse(cursor.isValid(), "an empty column");
-      cursor.seek(bytes(1));
-      assertFalse(cursor.isValid());
-      cursor.seekForPrev(bytes(1));
-      assertFalse(cursor.isValid());
-    }
-    for (int i = 0; i < 10; i++) {
-      put(disk, Column.CHECKPOINTS, bytes(2 * i), bytes(i), false);
-    }
-    try (KeyValueDisk.Cursor cursor = disk.cursor(Column.CHECKPOINTS)) {
-      cursor.seek(bytes(5));
-      assertArrayEquals(bytes(6), cursor.key());
-      assertArrayEquals(bytes(3), cursor.value());
-      cursor.seekForPrev(bytes(5));
-      assertArrayEquals(bytes(4), cursor.key());
-      cursor.seekForPrev(bytes(4));
-      assertArrayEquals(bytes(4), cursor.key(), "seekForPrev finds an equal key");
-      cursor.next();
-      assertArrayEquals(bytes(6), cursor.key());
-      cursor.seekForPrev(bytes(0xFF, 0xFF));
-      assertArrayEquals(bytes(18), cursor.key());
-      cursor.next();
-      assertFalse(cursor.isValid());
-      cursor.seek(bytes(19));
-      assertFalse(cursor.isValid());
-      cursor.seekForPrev(bytes());
-      assertFalse(cursor.isValid());
-      assertThrows(IllegalStateException.class, cursor::key);
-    }
-    // [4, 10): as RocksDB's iterate bounds, seeks clamp to them.
-    try (KeyValueDisk.Cursor cursor = disk.cursor(Column.CHECKPOINTS, null, bytes(4), bytes(10))) {
-      cursor.seekToFirst();
-      assertKeys(List.of(bytes(4), bytes(6), bytes(8)), keys(cursor));
-      cursor.seek(bytes(0));
-      assertArrayEquals(bytes(4), cursor.key());
-      cursor.seekForPrev(bytes(0x7F));
-      assertArrayEquals(bytes(8), cursor.key(), "the upper bound is exclusive");
-      cursor.seekForPrev(bytes(3));
-      assertFalse(cursor.isValid(), "nothing at or before 3 within the bounds");
-      cursor.seek(bytes(9));
-      assertFalse(cursor.isValid());
-    }
-  }
-
-  @Test
-  void snapshotsAndCursorsReadOnePointInTime() throws Exception {
-    MemoryDisk disk = new MemoryDisk();
-    put(disk, Column.JOURNAL, bytes(1), bytes(10), false);
-    put(disk, Column.JOURNAL, bytes(2), bytes(20), false);
-    KeyValueDisk.Snapshot snapshot = disk.snapshot();
-    KeyValueDisk.Cursor cursorBefore = disk.cursor(Column.JOURNAL);
-    try (KeyValueDisk.Batch batch = disk.newBatch()) {
-      batch.put(Column.JOURNAL, bytes(1), bytes(11));
-      batch.delete(Column.JOURNAL, bytes(2));
-      batch.put(Column.JOURNAL, bytes(3), bytes(30));
-      disk.write(batch, false);
-    }
-    List<byte[]> atSnapshot =
-        disk.multiGet(Column.JOURNAL, List.of(bytes(1), bytes(2), bytes(3)), snapshot);
-    assertArrayEquals(bytes(10), atSnapshot.get(0));
-    assertArrayEquals(bytes(20), atSnapshot.get(1));
-    assertNull(atSnapshot.get(2));
-    List<byte[]> latest = disk.multiGet(Column.JOURNAL, List.of(bytes(1), bytes(2), bytes(3)), null);
-    assertArrayEquals(bytes(11), latest.get(0));
-    assertNull(latest.get(1));
-    assertArrayEquals(bytes(30), latest.get(2));
-    try (KeyValueDisk.Cursor cursor = disk.cursor(Column.JOURNAL, snapshot, null, null)) {
-      cursor.seekToFirst();
-      assertKeys(List.of(bytes(1), bytes(2)), keys(cursor));
-    }
-    cursorBefore.seekToFirst();
-    assertKeys(List.of(bytes(1), bytes(2)), keys(cursorBefore));
-    cursorBefore.close();
-    try (KeyValueDisk.Cursor cursor = disk.cursor(Column.JOURNAL)) {
-      cursor.seekToFirst();
-      assertKeys(List.of(bytes(1), bytes(3)), keys(cursor));
-    }
-    snapshot.close();
+  void aSnapshotOfAnotherDiskIsRefused() {
+    MemoryDisk other = new MemoryDisk();
     assertThrows(IllegalArgumentException.class,
-        () -> new MemoryDisk().multiGet(Column.JOURNAL, List.of(bytes(1)), disk.snapshot()));
-  }
-
-  @Test
-  void deleteRangeDeletesFromInclusiveToExclusive() throws Exception {
-    MemoryDisk disk = new MemoryDisk();
-    for (int i = 0; i < 8; i++) {
-      put(disk, Column.JOURNAL, bytes(0, i), bytes(i), false);
-      put(disk, Column.INDEX, bytes(0, i), bytes(i), false);
-    }
-    try (KeyValueDisk.Batch batch = disk.newBatch()) {
-      batch.deleteRange(Column.JOURNAL, bytes(0, 2), bytes(0, 5));
-      batch.deleteRange(Column.JOURNAL, bytes(0, 6), bytes(0, 6));
-      disk.write(batch, true);
-    }
-    try (KeyValueDisk.Cursor cursor = disk.cursor(Column.JOURNAL)) {
-      cursor.seekToFirst();
-      assertKeys(List.of(bytes(0, 0), bytes(0, 1), bytes(0, 5), bytes(0, 6), bytes(0, 7)),
-          keys(cursor));
-    }
-    try (KeyValueDisk.Cursor cursor = disk.cursor(Column.INDEX)) {
-      cursor.seekToFirst();
-      assertEquals(8, keys(cursor).size(), "other columns are untouched");
-    }
+        () -> new MemoryDisk().multiGet(Column.JOURNAL, List.of(bytes(1)), other.snapshot()));
   }
 
   @Test

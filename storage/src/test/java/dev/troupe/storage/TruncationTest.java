@@ -19,6 +19,14 @@ import org.junit.jupiter.api.io.TempDir;
 
 /** Checkpoints bound the journal; pinned snapshots and the retention period hold truncation back. */
 class TruncationTest {
+  /**
+   * Opens the store under test: on RocksDB in {@code settings.directory()} here, on PostgreSQL in
+   * {@code TruncationOnPostgresTest}, which runs these tests again.
+   */
+  RocksStore open(StorageSettings settings, java.util.function.LongSupplier clock) {
+    return RocksStore.open(settings, clock);
+  }
+
   private static final int ENTITY_COUNT = 10;
 
   @TempDir Path directory;
@@ -66,7 +74,7 @@ class TruncationTest {
   void checkpointsBoundTheJournal() {
     StorageSettings settings =
         Fixtures.settings(directory).withCheckpoints(5, 1_000_000, 20).withHistoryRetentionMillis(0);
-    try (RocksStore store = RocksStore.open(settings, clock)) {
+    try (RocksStore store = open(settings, clock)) {
       commitRound(store, 500);
       clock.advance(10);
       store.checkpointNow();
@@ -90,7 +98,7 @@ class TruncationTest {
       assertEquals(1000, store.statistics().truncatedRecords() + store.statistics().journalRecordsRetained());
       assertStatesIntact(store);
     }
-    try (RocksStore store = RocksStore.open(settings, clock)) {
+    try (RocksStore store = open(settings, clock)) {
       assertStatesIntact(store);
     }
   }
@@ -99,7 +107,7 @@ class TruncationTest {
   void retentionKeepsRecentHistory() {
     StorageSettings settings =
         Fixtures.settings(directory).withCheckpoints(5, 1_000_000, 20).withHistoryRetentionMillis(1_000);
-    try (RocksStore store = RocksStore.open(settings, clock)) {
+    try (RocksStore store = open(settings, clock)) {
       long last = commitRound(store, 100);
       store.checkpointNow();
       assertEquals(0, store.statistics().truncatedRecords());
@@ -122,7 +130,7 @@ class TruncationTest {
   void aPinnedSnapshotHoldsTheHistoryItNeeds() {
     StorageSettings settings =
         Fixtures.settings(directory).withCheckpoints(5, 1_000_000, 20).withHistoryRetentionMillis(0);
-    try (RocksStore store = RocksStore.open(settings, clock)) {
+    try (RocksStore store = open(settings, clock)) {
       commitRound(store, 200);
       long pinnedAt = store.currentTimestamp();
       Map<EntityId, EntityState> atPin = new HashMap<>();

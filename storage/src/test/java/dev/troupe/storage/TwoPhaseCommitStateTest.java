@@ -17,6 +17,14 @@ import org.junit.jupiter.api.io.TempDir;
  * presumed abort without one).
  */
 class TwoPhaseCommitStateTest {
+  /**
+   * Opens the store under test: on RocksDB in {@code settings.directory()} here, on PostgreSQL in
+   * {@code TwoPhaseCommitStateOnPostgresTest}, which runs these tests again.
+   */
+  RocksStore open(StorageSettings settings, java.util.function.LongSupplier clock) {
+    return RocksStore.open(settings, clock);
+  }
+
   @TempDir Path directory;
 
   private static final EntityId A = new EntityId("Account", "a");
@@ -29,7 +37,7 @@ class TwoPhaseCommitStateTest {
   @Test
   void inDoubtPartsAreCommittedWithADecisionAndAbortedWithout() {
     StorageSettings settings = Fixtures.settings(directory);
-    try (RocksStore store = RocksStore.open(settings, System::currentTimeMillis)) {
+    try (RocksStore store = open(settings, System::currentTimeMillis)) {
       store.commit(store.newTransactionId(),
           List.of(Fixtures.write(A, new Operation.Increment("n", 100)))).join();
       // Transaction 1: both parts prepared and the decision durable, then the "crash".
@@ -41,7 +49,7 @@ class TwoPhaseCommitStateTest {
       assertEquals(100, Fixtures.counter(store.read(A), "n"), "prepared is not visible");
       assertEquals(0, Fixtures.counter(store.read(B), "n"));
     }
-    try (RocksStore store = RocksStore.open(settings, System::currentTimeMillis)) {
+    try (RocksStore store = open(settings, System::currentTimeMillis)) {
       InDoubtResolution resolution = store.resolveInDoubtTransactions(NO_REDO);
       assertEquals(2, resolution.toCommit().size());
       assertEquals(List.of(2L), resolution.toAbort().stream()
@@ -51,7 +59,7 @@ class TwoPhaseCommitStateTest {
       assertEquals(30, Fixtures.counter(store.read(B), "n"));
       assertEquals(0, Fixtures.counter(store.read(C), "n"));
     }
-    try (RocksStore store = RocksStore.open(settings, System::currentTimeMillis)) {
+    try (RocksStore store = open(settings, System::currentTimeMillis)) {
       assertTrue(store.resolveInDoubtTransactions(NO_REDO).isEmpty(), "resolved once, for good");
       assertEquals(70, Fixtures.counter(store.read(A), "n"), "not applied twice");
     }
@@ -60,7 +68,7 @@ class TwoPhaseCommitStateTest {
   @Test
   void committingAPreparedPartRemovesItAndAbandoningDropsIt() {
     StorageSettings settings = Fixtures.settings(directory);
-    try (RocksStore store = RocksStore.open(settings, System::currentTimeMillis)) {
+    try (RocksStore store = open(settings, System::currentTimeMillis)) {
       store.prepare(new PreparedTransaction(7, A, List.of(new Operation.Increment("n", 1)))).join();
       store.commitPrepared(7, A, List.of(new Operation.Increment("n", 1))).join();
       store.prepare(new PreparedTransaction(8, B, List.of(new Operation.Increment("n", 1)))).join();
@@ -69,7 +77,7 @@ class TwoPhaseCommitStateTest {
       store.forgetDecision(new DecidedTransaction(7, List.of(A)));
       store.checkpointNow(); // a barrier: every earlier task of every partition has run
     }
-    try (RocksStore store = RocksStore.open(settings, System::currentTimeMillis)) {
+    try (RocksStore store = open(settings, System::currentTimeMillis)) {
       assertTrue(store.resolveInDoubtTransactions(NO_REDO).isEmpty());
       assertEquals(1, Fixtures.counter(store.read(A), "n"));
       assertEquals(0, Fixtures.counter(store.read(B), "n"));
@@ -79,14 +87,14 @@ class TwoPhaseCommitStateTest {
   @Test
   void partsThatNeedARedoAreReEvaluatedInArrivalOrder() {
     StorageSettings settings = Fixtures.settings(directory);
-    try (RocksStore store = RocksStore.open(settings, System::currentTimeMillis)) {
+    try (RocksStore store = open(settings, System::currentTimeMillis)) {
       // Arrival 2 doubles the counter, arrival 1 adds 3: in arrival order 0 -> 3 -> 6.
       store.prepare(new PreparedTransaction(11, A, List.of(), new byte[] {'x', '2'}, 2)).join();
       store.prepare(new PreparedTransaction(10, A, List.of(), new byte[] {'+', '3'}, 1)).join();
       store.persistDecision(new DecidedTransaction(10, List.of(A))).join();
       store.persistDecision(new DecidedTransaction(11, List.of(A))).join();
     }
-    try (RocksStore store = RocksStore.open(settings, System::currentTimeMillis)) {
+    try (RocksStore store = open(settings, System::currentTimeMillis)) {
       store.resolveInDoubtTransactions((part, state) -> {
         long current = Fixtures.counter(state, "n");
         long next = part.redo()[0] == 'x' ? current * (part.redo()[1] - '0')

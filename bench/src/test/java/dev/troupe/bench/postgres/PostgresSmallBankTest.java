@@ -10,7 +10,7 @@ import dev.troupe.bench.postgres.PostgresSmallBank.Customer;
 import dev.troupe.bench.postgres.PostgresSmallBank.Outcome;
 import dev.troupe.bench.postgres.PostgresSmallBank.RetriesExhaustedException;
 import dev.troupe.bench.postgres.PostgresSmallBank.Settings;
-import dev.troupe.server.postgres.PostgresInstance;
+import dev.troupe.storage.postgres.PostgresInstance;
 import java.sql.Connection;
 import java.sql.DriverManager;
 import java.sql.ResultSet;

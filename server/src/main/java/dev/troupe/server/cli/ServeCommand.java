@@ -6,6 +6,7 @@ import com.typesafe.config.ConfigValueFactory;
 import dev.troupe.model.ErrorCode;
 import dev.troupe.model.TroupeException;
 import dev.troupe.runtime.RuntimeSettings;
+import dev.troupe.runtime.StorageBackend;
 import dev.troupe.runtime.Troupe;
 import dev.troupe.server.http.HttpSettings;
 import dev.troupe.server.http.TroupeServer;
@@ -29,7 +30,8 @@ import picocli.CommandLine.Option;
 @Command(
     name = "serve",
     mixinStandardHelpOptions = true,
-    description = "Run a Troupe node: embedded RocksDB storage and the REST API.")
+    description = "Run a Troupe node: its storage (embedded RocksDB, or PostgreSQL with --storage"
+        + " postgres) and the REST API.")
 public final class ServeCommand implements Callable<Integer> {
   private static final Logger log = LoggerFactory.getLogger(ServeCommand.class);
 
@@ -74,6 +76,16 @@ public final class ServeCommand implements Callable<Integer> {
           + " centre\"). Refused on a store with data, unless its bootstrap from NAME was cut.")
   String bootstrapFrom;
 
+  @Option(names = "--storage", paramLabel = "BACKEND",
+      description = "Where the store keeps its data: rocksdb (embedded, in --data; the default) or"
+          + " postgres (a PostgreSQL database, --jdbc-url) (troupe.storage.backend).")
+  String storage;
+
+  @Option(names = "--jdbc-url", paramLabel = "URL",
+      description = "The PostgreSQL database of --storage postgres, e.g."
+          + " jdbc:postgresql://10.0.0.5:5432/troupe (troupe.storage.postgres.jdbc-url).")
+  String jdbcUrl;
+
   @Option(names = "--config", description = "HOCON file overriding reference.conf settings.")
   File configFile;
 
@@ -92,11 +104,19 @@ public final class ServeCommand implements Callable<Integer> {
     }
     HttpSettings http;
     ReplicationServerSettings replication;
+    StorageBackend backend;
     try {
       http = HttpSettings.fromConfig(config);
       replication = ReplicationServerSettings.fromConfig(config);
+      backend = StorageBackend.fromConfig(config);
     } catch (RuntimeException e) {
       System.err.println("troupe: invalid settings: " + e.getMessage());
+      return EXIT_CONFIGURATION;
+    }
+    if (backend.kind() == StorageBackend.Kind.POSTGRES && bootstrapFrom != null) {
+      // The bootstrap installs a peer's image into an embedded store before the engine opens.
+      System.err.println("troupe: --bootstrap-from fills an embedded RocksDB store; it cannot be"
+          + " combined with --storage postgres");
       return EXIT_CONFIGURATION;
     }
     RuntimeSettings settings = RuntimeSettings.fromConfig(config);
@@ -123,6 +143,15 @@ public final class ServeCommand implements Callable<Integer> {
     } catch (CorruptDataException damage) {
       // Refuse to serve rather than serve an older state as the truth.
       return refuseDamagedStore(damage);
+    } catch (java.io.UncheckedIOException unreachable) {
+      if (backend.kind() != StorageBackend.Kind.POSTGRES) {
+        throw unreachable;
+      }
+      // The database is down, unreachable or refuses the login: say so in one line.
+      log.error("cannot open the store on PostgreSQL", unreachable);
+      System.err.println("troupe: cannot open the store on PostgreSQL: "
+          + unreachable.getMessage());
+      return EXIT_STORAGE_FAILED;
     } catch (TroupeException failure) {
       // Recovery read a damaged entity (the type definitions, an in-doubt transaction's part).
       if (failure.code() == ErrorCode.CORRUPT_DATA) {
@@ -182,8 +211,8 @@ public final class ServeCommand implements Callable<Integer> {
         replication.peers().isEmpty() ? "no peers" : String.join(", ",
             replication.peers().stream().map(peer -> peer.name() + " at " + peer.url()).toList())));
     log.info("storage recovered in {} ms", troupe.storageStatistics().recoveryMillis());
-    System.out.printf("Troupe listening on %s://%s:%d (data: %s, durability: %s)%n",
-        server.scheme(), server.host(), server.port(), settings.storage().directory().toAbsolutePath(),
+    System.out.printf("Troupe listening on %s://%s:%d (%s, durability: %s)%n",
+        server.scheme(), server.host(), server.port(), backend.describe(settings.storage()),
         settings.storage().durability().name().toLowerCase(java.util.Locale.ROOT));
     System.out.flush();
     stopped.await();
@@ -236,6 +265,27 @@ public final class ServeCommand implements Callable<Integer> {
     return config;
   }
 
+  /**
+   * {@code --storage} and {@code --jdbc-url} onto {@code troupe.storage.backend} and {@code
+   * troupe.storage.postgres.jdbc-url}. A JDBC URL for a node that does not run on PostgreSQL is
+   * refused: the operator meant one of the two.
+   */
+  Config withStorage(Config config) {
+    if (storage != null) {
+      config = config.withValue("troupe.storage.backend", ConfigValueFactory.fromAnyRef(storage));
+    }
+    if (jdbcUrl != null) {
+      config = config.withValue("troupe.storage.postgres.jdbc-url",
+          ConfigValueFactory.fromAnyRef(jdbcUrl));
+      if (!"postgres".equalsIgnoreCase(config.getString("troupe.storage.backend"))) {
+        throw new IllegalArgumentException("--jdbc-url is the database of --storage postgres;"
+            + " this node runs on " + config.getString("troupe.storage.backend")
+            + " (add --storage postgres, or drop --jdbc-url)");
+      }
+    }
+    return config;
+  }
+
   /** {@code troupe.server.on-storage-failure}: {@code exit} or {@code stay-up}. */
   static boolean exitOnStorageFailure(Config config) {
     String policy = config.getString("troupe.server.on-storage-failure");
@@ -265,6 +315,7 @@ public final class ServeCommand implements Callable<Integer> {
           ConfigValueFactory.fromAnyRef(tlsKey.getPath()));
     }
     config = withDataCentres(config);
+    config = withStorage(config);
     return config
         .withValue("troupe.data-directory", ConfigValueFactory.fromAnyRef(data.toString()))
         .withValue("troupe.http.port", ConfigValueFactory.fromAnyRef(port))

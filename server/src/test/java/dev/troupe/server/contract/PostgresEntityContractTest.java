@@ -1,7 +1,7 @@
 package dev.troupe.server.contract;
 
 import dev.troupe.server.ServerProcess;
-import dev.troupe.server.postgres.PostgresInstance;
+import dev.troupe.storage.postgres.PostgresInstance;
 import java.util.List;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;

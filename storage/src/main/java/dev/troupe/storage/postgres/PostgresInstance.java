@@ -1,4 +1,4 @@
-package dev.troupe.server.postgres;
+package dev.troupe.storage.postgres;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -16,7 +16,15 @@ import java.util.stream.Stream;
 /**
  * A throwaway PostgreSQL server for benchmarks and tests: {@code initdb} in a new temporary
  * directory, started with {@code pg_ctl} on 127.0.0.1 and a free port, stopped and deleted by
- * {@link #close()} (or by a shutdown hook if the JVM exits first).
+ * {@link #close()} (or by a shutdown hook if the JVM exits first). It lives in storage so that the
+ * tests of {@link dev.troupe.storage.postgres.PostgresDisk} (and anything that runs Troupe on
+ * PostgreSQL) can start one; the benchmark baseline (server, bench) uses it too.
+ *
+ * <p>An instance that backs Troupe itself is started with {@link #startForTroupe}: {@code initdb
+ * --data-checksums}, PostgreSQL's own page checksums, so that a damaged data page fails the read
+ * that meets it (an error, which the disk reports) instead of being served, as RocksDB's block
+ * checksums do for {@link dev.troupe.storage.RocksDisk}. The benchmark baseline keeps the
+ * defaults it was measured with ({@link #start}).
  *
  * <p>Durability is PostgreSQL's default and Troupe's: {@code fsync = on}, {@code
  * synchronous_commit = on}, {@code full_page_writes = on}. Every transaction is SERIALIZABLE by
@@ -54,6 +62,19 @@ public final class PostgresInstance implements AutoCloseable {
    *     to start (its log is quoted)
    */
   public static PostgresInstance start(int sharedBuffersMegabytes) {
+    return start(sharedBuffersMegabytes, false);
+  }
+
+  /**
+   * Creates and starts a new instance for Troupe's own storage: as {@link #start}, with page
+   * checksums ({@code initdb --data-checksums}). Troupe's disk sets the isolation of every
+   * transaction itself, so the server's default isolation does not matter to it.
+   */
+  public static PostgresInstance startForTroupe(int sharedBuffersMegabytes) {
+    return start(sharedBuffersMegabytes, true);
+  }
+
+  private static PostgresInstance start(int sharedBuffersMegabytes, boolean dataChecksums) {
     Path binaries = findBinaries();
     boolean asServerUser = "root".equals(System.getProperty("user.name"));
     Path directory;
@@ -72,8 +93,12 @@ public final class PostgresInstance implements AutoCloseable {
     PostgresInstance instance = new PostgresInstance(binaries, directory, port, asServerUser);
     Runtime.getRuntime().addShutdownHook(instance.shutdownHook);
     try {
-      instance.run("initdb", "-D", instance.dataDirectory().toString(), "-U", SERVER_USER,
-          "--auth=trust", "-E", "UTF8", "--no-sync", "--no-instructions");
+      List<String> initdb = new ArrayList<>(List.of("-D", instance.dataDirectory().toString(),
+          "-U", SERVER_USER, "--auth=trust", "-E", "UTF8", "--no-sync", "--no-instructions"));
+      if (dataChecksums) {
+        initdb.add("--data-checksums");
+      }
+      instance.run("initdb", initdb.toArray(String[]::new));
       Files.writeString(instance.dataDirectory().resolve("postgresql.auto.conf"),
           String.join("\n",
               "listen_addresses = '" + HOST + "'",
@@ -87,8 +112,7 @@ public final class PostgresInstance implements AutoCloseable {
               "default_transaction_isolation = 'serializable'",
               "max_pred_locks_per_transaction = 256",
               ""));
-      instance.run("pg_ctl", "-D", instance.dataDirectory().toString(), "-l",
-          directory.resolve("server.log").toString(), "-w", "-t", "60", "start");
+      instance.startServer();
       return instance;
     } catch (RuntimeException | IOException e) {
       String log = instance.logTail();
@@ -98,16 +122,49 @@ public final class PostgresInstance implements AutoCloseable {
     }
   }
 
+  private void startServer() {
+    run("pg_ctl", "-D", dataDirectory().toString(), "-l",
+        directory.resolve("server.log").toString(), "-w", "-t", "60", "start");
+  }
+
+  /**
+   * Stops the server the way a power loss or a kill -9 would: {@code pg_ctl stop -m immediate}
+   * (every server process quits at once, without a checkpoint; the next start replays the
+   * write-ahead log). The data directory stays; {@link #restart} starts the server on it again.
+   */
+  public synchronized void crash() {
+    run("pg_ctl", "-D", dataDirectory().toString(), "-m", "immediate", "-w", "-t", "60", "stop");
+  }
+
+  /** Starts the server again on its data directory (after {@link #crash}), on the same port. */
+  public synchronized void restart() {
+    startServer();
+  }
+
   /** The JDBC URL of the {@code postgres} database as the {@code postgres} superuser. */
   public String jdbcUrl() {
     return "jdbc:postgresql://" + HOST + ":" + port + "/postgres?user=" + SERVER_USER;
+  }
+
+  /** The JDBC URL of database {@code database} (see {@link #createDatabase}) as the superuser. */
+  public String jdbcUrl(String database) {
+    return "jdbc:postgresql://" + HOST + ":" + port + "/" + database + "?user=" + SERVER_USER;
+  }
+
+  /**
+   * Creates a new, empty database named {@code database} ({@code createdb}): a test's own, so
+   * that tests sharing one server start from nothing.
+   */
+  public void createDatabase(String database) {
+    run("createdb", "-h", HOST, "-p", Integer.toString(port), "-U", SERVER_USER, database);
   }
 
   public int port() {
     return port;
   }
 
-  private Path dataDirectory() {
+  /** The server's data directory (tests that damage a data file on purpose reach it here). */
+  public Path dataDirectory() {
     return directory.resolve("data");
   }
 
