@@ -73,6 +73,17 @@ import dev.troupe.txn.wire.WireMessage;
  * another message. Nothing else crosses nodes: a client's request runs on the node it reached.
  * Placement is an {@link EntityLocator} ({@link HashPlacement}).
  *
+ * <p><b>The shared-store mode</b> ({@code sharedStore}): the nodes of one data centre share ONE
+ * database ({@link SharedDatabase}: each node's production store, in the acquired-partitions mode,
+ * over its own view of one simulated disk), and the placement is dynamic: {@link
+ * SimulatedSharding} (the stand-in for Cluster Sharding) assigns the store's partitions to the live
+ * nodes, each node routes by its own view of that assignment, and every membership change ({@link
+ * #rebalance}, after a detection delay) hands partitions over: releases on the nodes that lose
+ * them, acquisitions (a new owner epoch, which fences the previous owner) on those that gain them,
+ * the parts in doubt resolved by the acquiring node. A node cut off from the majority keeps its
+ * stale view and runs on as a zombie: its writes are fenced. Docs: ARCHITECTURE.md, "Failover in
+ * the simulator".
+ *
  * <p>Not thread-safe: the simulation is single-threaded.
  */
 final class SimulatedCluster {
@@ -226,8 +237,8 @@ final class SimulatedCluster {
     for (int node = 0; node < nodes.size(); node++) {
       liveNow[node] = live(node);
     }
-    if (!sharding.rebalance(node -> liveNow[node]) && rebalances > 1) {
-      // Nothing moved, but a node that restarted may hold nothing of what its view gives it.
+    if (!sharding.rebalance(node -> liveNow[node])) {
+      // Nothing moved; a node that restarted may still have to acquire what its view gives it.
       scheduler.trace().record(scheduler.nowMillis(), scheduler.steps(), "rebalance: no move");
     } else {
       StringBuilder hosts = new StringBuilder();
@@ -623,6 +634,14 @@ final class SimulatedCluster {
    */
   Map<Integer, Integer> unresolvedInDoubt() {
     Map<Integer, Integer> left = new TreeMap<>();
+    if (database != null) {
+      // One database: every node would count the same prepared parts; the first node reports them.
+      int prepared = nodes.get(0).preparedParts();
+      if (prepared > 0) {
+        left.put(0, prepared);
+      }
+      return left;
+    }
     for (SimulatedNode node : nodes) {
       int prepared = node.preparedParts();
       if (prepared > 0) {

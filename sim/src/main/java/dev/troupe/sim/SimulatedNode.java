@@ -720,10 +720,11 @@ final class SimulatedNode {
     Invariants.check(!up, "restart of a node that is up");
     up = true; // before recovery: the storage's timers belong to this incarnation
     if (storage.restart()) {
-      // Every id a previous incarnation issued is below this one (the clock's durable ceiling):
-      // what tells a coordinator that ended from one of this incarnation (see acquireAssigned).
-      incarnationStartId = storage.newTransactionId();
+      // Shared-store mode: every id a previous incarnation issued is below this one (the clock's
+      // durable ceiling), which tells a coordinator that ended from one of this incarnation (see
+      // acquireAssigned). Only there: the other modes draw exactly the ids they always did.
       if (cluster.sharding() != null) {
+        incarnationStartId = storage.newTransactionId();
         cluster.nodeRestarted(nodeId);
       }
       InDoubtResolution resolution = storage.lastResolution();

@@ -73,6 +73,13 @@ import java.util.function.LongConsumer;
  * for any other reason is a bug the run reports ({@link #failureNotCausedByDamage}). Under the
  * {@code IGNORE_DAMAGE} mutation the disk passes damage over in silence, as the engine did before
  * it checked RocksDB's iterator status.
+ *
+ * <p><b>Shared store</b> (the cluster's shared-store mode): the store opens in {@code
+ * PartitionOwnership.ACQUIRED} over this node's view of the data centre's {@link SharedDatabase},
+ * owning nothing until {@link #acquire} (which resolves the partition's parts in doubt); a crash
+ * drops the store and loses nothing on the database (a process crash), a restart opens a new store
+ * owning nothing and learns the commit decisions of the transactions this node issued from the
+ * database. A fence that refuses a write is reported to the node ({@code partitionLost}).
  */
 final class StoreStorage implements NodeStorage {
   /** Maintenance ticks; under ASYNC durability, also how often the write-ahead log is synced. */
