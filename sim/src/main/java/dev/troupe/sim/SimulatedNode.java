@@ -1363,7 +1363,9 @@ final class SimulatedNode {
     dev.troupe.model.TroupeException refusal = storage.commit(transactionId, entity, operations,
         true, true, timestamp -> send("storage", "recovery",
             "recovered commit durable tx " + transactionId, () -> {
-              resolvingRecovered.remove(head);
+              if (!resolvingRecovered.remove(head)) {
+                return; // its partition was released meanwhile: the next owner resolved it
+              }
               recoveredResolved(entity);
             }),
         failure -> send("storage", "recovery", "recovered commit failed tx " + transactionId,

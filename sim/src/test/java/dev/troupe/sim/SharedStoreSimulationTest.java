@@ -30,6 +30,8 @@ class SharedStoreSimulationTest {
     long questions = 0;
     long moves = 0;
     long failures = 0;
+    long fenced = 0;
+    long databaseCrashes = 0;
     for (String[] configuration : configurations) {
       Simulation.Options options =
           SHARED.withAdmission(configuration[0], configuration[1].equals("planned"));
@@ -49,13 +51,21 @@ class SharedStoreSimulationTest {
         crashes += result.crashes();
         questions += result.inDoubtQuestions();
         moves += count(result.cluster(), "(\\d+) partition moves");
+        fenced += count(result.cluster(), "(\\d+) zombie writes fenced");
+        databaseCrashes += count(result.cluster(), "(\\d+) database crashes");
       }
     }
     System.out.println(configurations.length * seedsPerConfiguration
         + " shared-store seeds of 3 nodes: " + committed + " committed, " + crashes
-        + " crashes, " + moves + " partition moves, " + questions + " in-doubt questions");
+        + " crashes, " + databaseCrashes + " database crashes, " + moves + " partition moves, "
+        + fenced + " partitions whose zombie writes were fenced, " + questions
+        + " in-doubt questions");
     assertTrue(failures == 0, failures + " seeds failed (see the output)");
-    assertTrue(moves > 0, "partitions moved");
+    // The faults really happened: partitions moved, zombies wrote and were fenced, the database
+    // crashed.
+    assertTrue(moves > 1_000, "partition moves " + moves);
+    assertTrue(fenced > 10, "fenced zombie writes " + fenced);
+    assertTrue(databaseCrashes > 10, "database crashes " + databaseCrashes);
   }
 
   static long count(String summary, String pattern) {
