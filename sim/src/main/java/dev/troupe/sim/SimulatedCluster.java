@@ -155,6 +155,9 @@ final class SimulatedCluster {
     this.sharding = sharedStore ? new SimulatedSharding(size, PARTITIONS_PER_NODE * size) : null;
     this.database = sharedStore
         ? new SharedDatabase(settings.mutation() == SimulatedNode.Mutation.UNFENCED_WRITES) : null;
+    for (int node = 0; sharding != null && node < size; node++) {
+      views.add(sharding.viewOf(node));
+    }
     this.locator = HashPlacement.of(size);
     this.network = new SimulatedNetwork(scheduler, faults, SimulatedNetwork.Ordering.PER_CONNECTION);
     Function<EntityId, CompiledType> typeOf = entity -> {
@@ -326,16 +329,18 @@ final class SimulatedCluster {
    * refused there: its store does not own the partition).
    */
   int nodeOf(EntityId entity, int asking) {
-    if (sharding == null) {
-      return locator.nodeOf(entity);
-    }
-    int host = sharding.nodeOf(entity, asking);
-    return host == SimulatedSharding.NOBODY ? asking : host;
+    return sharding == null ? locator.nodeOf(entity) : views.get(asking).nodeOf(entity);
   }
 
-  /** Where entities live: the cluster's {@link EntityLocator}. */
+  /** Per node, its view of the placement (shared-store mode: {@link SimulatedSharding#viewOf}). */
+  private final List<EntityLocator> views = new ArrayList<>();
+
+  /**
+   * Where entities live: the cluster's {@link EntityLocator} (shared-store mode: the current
+   * assignment, {@link SimulatedSharding}).
+   */
   EntityLocator locator() {
-    return locator;
+    return sharding == null ? locator : sharding;
   }
 
   /**

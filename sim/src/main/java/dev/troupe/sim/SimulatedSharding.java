@@ -28,7 +28,7 @@ import java.util.function.IntPredicate;
  * views (see {@code SimulatedCluster.rebalance}). Not thread-safe: the simulation is
  * single-threaded.
  */
-final class SimulatedSharding {
+final class SimulatedSharding implements EntityLocator {
   /** No node: every node of a partition's candidates is down or cut off. */
   static final int NOBODY = -1;
 
@@ -57,18 +57,50 @@ final class SimulatedSharding {
     }
   }
 
-  int partitions() {
+  @Override
+  public int partitions() {
     return partitions;
   }
 
   /** The store's partition of an entity: the placement hash every store uses. */
-  int partitionOf(EntityId entity) {
+  @Override
+  public int partitionOf(EntityId entity) {
     return EntityLocator.partitionOf(entity, partitions);
   }
 
-  /** The node the coordinator assigned the entity's partition to ({@link #NOBODY} if none). */
-  int nodeOf(EntityId entity) {
+  /**
+   * The node the coordinator assigned the entity's partition to ({@link #NOBODY} if none). Unlike
+   * a static placement this answer changes with the membership (the {@link EntityLocator} contract
+   * of one answer everywhere holds only between rebalances, and only on the live nodes' views).
+   */
+  @Override
+  public int nodeOf(EntityId entity) {
     return assignment[partitionOf(entity)];
+  }
+
+  /**
+   * Node {@code asking}'s view as an {@link EntityLocator}: where that node routes an entity's
+   * messages ({@code asking} itself if its view knows no host: there its store refuses them).
+   */
+  EntityLocator viewOf(int asking) {
+    SimulatedSharding sharding = this;
+    return new EntityLocator() {
+      @Override
+      public int partitions() {
+        return partitions;
+      }
+
+      @Override
+      public int partitionOf(EntityId entity) {
+        return sharding.partitionOf(entity);
+      }
+
+      @Override
+      public int nodeOf(EntityId entity) {
+        int host = views[asking][partitionOf(entity)];
+        return host == NOBODY ? asking : host;
+      }
+    };
   }
 
   /** Where node {@code asking} believes the entity's partition is hosted (its view). */
