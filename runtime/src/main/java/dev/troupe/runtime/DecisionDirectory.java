@@ -2,8 +2,13 @@ package dev.troupe.runtime;
 
 import dev.troupe.txn.coordinator.CoordinatorCore;
 import dev.troupe.txn.coordinator.DecisionQueryCore;
+import dev.troupe.model.TroupeException;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.LongPredicate;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Shell of the node's {@link DecisionQueryCore}: knows the node's live coordinators (every attempt
@@ -17,12 +22,37 @@ import java.util.concurrent.ConcurrentHashMap;
  * monitor, so the locks are always taken in the order coordinator, then directory: no deadlock.
  *
  * <p>On one node the entity actors' mailboxes never lose a decision, so questions are rare (a
- * decision slower than {@code in-doubt-query-interval-millis}); the directory is what a transport
- * between nodes will answer from (issue 11).
+ * decision slower than {@code in-doubt-query-interval-millis}); between nodes the {@link NodeInbox}
+ * answers every {@code DecisionQuery} from here, and finds the coordinator of every vote and
+ * acknowledgement that came through the transport ({@link #live}). A question about a transaction
+ * no live coordinator knows is answered from the store's decision records too (a record means
+ * commit), so a part recovered in doubt on another node learns a commit decided before a restart.
  */
 final class DecisionDirectory {
+  private static final Logger log = LoggerFactory.getLogger(DecisionDirectory.class);
+
   private final Map<Long, TransactionRun> liveAttempts = new ConcurrentHashMap<>();
   private final DecisionQueryCore core = new DecisionQueryCore();
+  /**
+   * Whether the store holds a decision record of a transaction ({@code Store#decisionRecorded}):
+   * asked when no live coordinator of this node knows it. In a DC of several nodes the records
+   * live in the shared store, written by whichever node coordinated, and outlive a restart.
+   */
+  private final LongPredicate storedDecision;
+
+  /** A directory that answers from its live coordinators and its mirror only (tests). */
+  DecisionDirectory() {
+    this(transactionId -> false);
+  }
+
+  DecisionDirectory(LongPredicate storedDecision) {
+    this.storedDecision = storedDecision;
+  }
+
+  /** Recovery kept these decision records (participants on other nodes may still ask). */
+  synchronized void decisionsRecovered(List<Long> transactionIds) {
+    core.handle(new DecisionQueryCore.Input.DecisionsRecovered(transactionIds));
+  }
 
   /** A coordinator started an attempt under {@code transactionId}. */
   void attemptStarted(long transactionId, TransactionRun coordinator) {
@@ -32,6 +62,14 @@ final class DecisionDirectory {
   /** A coordinator finished: none of its attempts is live any more. */
   void finished(TransactionRun coordinator) {
     liveAttempts.values().removeIf(run -> run == coordinator);
+  }
+
+  /**
+   * The live coordinator of attempt {@code transactionId}, or null (finished, or never here): where
+   * a vote or an acknowledgement that came through the transport goes.
+   */
+  TransactionRun live(long transactionId) {
+    return liveAttempts.get(transactionId);
   }
 
   synchronized void decisionRecorded(long transactionId) {
@@ -51,9 +89,20 @@ final class DecisionDirectory {
     TransactionRun live = liveAttempts.get(transactionId);
     CoordinatorCore.Knowledge knowledge =
         live == null ? CoordinatorCore.Knowledge.NOT_MINE : live.knowledgeOf(transactionId);
+    boolean recordStored = false;
+    if (knowledge == CoordinatorCore.Knowledge.NOT_MINE) {
+      try {
+        // A point read, outside this monitor; only for a transaction nobody here coordinates.
+        recordStored = storedDecision.test(transactionId);
+      } catch (TroupeException unreadable) {
+        log.warn("cannot read the decision record of transaction {}: answering undecided",
+            transactionId, unreadable);
+        return DecisionQueryCore.Answer.UNDECIDED; // the participant asks again
+      }
+    }
     synchronized (this) {
-      for (DecisionQueryCore.Effect effect :
-          core.handle(new DecisionQueryCore.Input.Asked(transactionId, knowledge))) {
+      for (DecisionQueryCore.Effect effect : core.handle(
+          new DecisionQueryCore.Input.Asked(transactionId, knowledge, recordStored))) {
         switch (effect) {
           case DecisionQueryCore.Effect.Answered answered -> {
             return answered.answer();

@@ -61,13 +61,16 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
     void refuse(TroupeException reason);
   }
 
-  /** Run one turn against this entity and reply once everything it depends on is durable. */
-  /** {@code transactionId}: the turn's, or 0 to take a fresh one (see {@link Troupe#turn}). */
-  public record RunTurn(Turn turn, CompiledType type, ActorRef<TurnResult> replyTo,
-      long transactionId) implements Routed {
+  /**
+   * Run one turn against this entity and reply once everything it depends on is durable. {@code
+   * transactionId}: the turn's, or 0 to take a fresh one (see {@link Troupe#turn}); {@code
+   * replyTo}: a local {@link Recipient.Caller} or a {@link Recipient.RemoteCaller}.
+   */
+  record RunTurn(Turn turn, CompiledType type, Recipient replyTo, long transactionId)
+      implements Routed {
     @Override
     public void refuse(TroupeException reason) {
-      replyTo.tell(new TurnResult.Failed(reason));
+      replyTo.deliver(new TurnResult.Failed(reason));
     }
   }
 
@@ -96,10 +99,10 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
 
   /** One step of an interactive transaction (turn null: a read of the whole state). */
   record Step(long transactionId, long startTimestamp, Turn turn, CompiledType type,
-      ActorRef<TurnResult> replyTo) implements Routed {
+      Recipient replyTo) implements Routed {
     @Override
     public void refuse(TroupeException reason) {
-      replyTo.tell(new TurnResult.Failed(reason));
+      replyTo.deliver(new TurnResult.Failed(reason));
     }
   }
 
@@ -121,6 +124,21 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
       // applies the decision, so the registry delivers it without buffering. A resent commit may
       // meet an entity being passivated after it applied it; refused, it is simply resent (the
       // coordinator resends until acknowledged), as an in-doubt answer is asked for again.
+    }
+  }
+
+  /**
+   * A prepared part recovery kept in doubt (its coordinator is on another node: {@code
+   * InDoubtResolution.toAsk}), adopted before anything else reaches this entity ({@link
+   * RecoveredParts}): it holds the entity and asks the coordinator's node until answered.
+   */
+  record AdoptRecovered(long transactionId, List<dev.troupe.model.Operation> operations,
+      CompiledType type) implements Routed {
+    @Override
+    public void refuse(TroupeException reason) {
+      // Refused only when the entity has too many buffered messages, which cannot happen to the
+      // first message of a partition's entity; the part stays prepared in the store, and the
+      // next start (or acquisition of the partition) adopts it again.
     }
   }
 
@@ -301,7 +319,7 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
         case RunTurn run ->
             runEffects(core.handle(new Input.TurnRequested<>(run.turn(), run.type(),
                 run.transactionId() != 0 ? run.transactionId() : store.newTransactionId(),
-                new Recipient.Caller(run.replyTo(), run.transactionId()))));
+                run.replyTo())));
         case Prepare prepare ->
             runEffects(core.handle(new Input.PrepareRequested<>(
                 prepare.transactionId(), prepare.startTimestamp(), prepare.turns(),
@@ -312,8 +330,7 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
                 forwards.forwards(), forwards.voteTo(), forwards.round())));
         case Step step ->
             runEffects(core.handle(new Input.StepRequested<>(step.transactionId(),
-                step.startTimestamp(), step.turn(), step.type(),
-                new Recipient.Caller(step.replyTo()))));
+                step.startTimestamp(), step.turn(), step.type(), step.replyTo())));
         case Decide decide -> {
           Timers.Scheduled inDoubtTimer = inDoubtTimers.remove(decide.transactionId());
           if (inDoubtTimer != null) {
@@ -324,6 +341,8 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
               : new Input.DecisionReceived<>(decide.transactionId(), decide.commit(),
                   decide.acknowledgeTo())));
         }
+        case AdoptRecovered adopt -> runEffects(core.handle(new Input.PreparedPartRecovered<>(
+            adopt.transactionId(), adopt.operations(), adopt.type())));
         case InDoubtCheck check -> {
           inDoubtTimers.remove(check.transactionId());
           yield runEffects(core.handle(new Input.InDoubtQueryDue<>(check.transactionId())));
@@ -391,11 +410,11 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
           }
         }
         case Effect.Reply<Recipient> reply -> {
-          if (reply.replyTo() instanceof Recipient.Caller caller) {
+          if (reply.replyTo().answersCaller()) {
             metrics.recordTurn(reply.result());
-            if (caller.idempotentTransactionId() != 0) {
+            if (reply.replyTo().idempotentTransactionId() != 0) {
               // Answered: committed (the record is durable) or not (it never will be).
-              store.detachIdempotency(caller.idempotentTransactionId());
+              store.detachIdempotency(reply.replyTo().idempotentTransactionId());
             }
           }
           reply.replyTo().deliver(reply.result());

@@ -15,8 +15,6 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.function.Function;
-import org.apache.pekko.actor.typed.ActorRef;
 
 /**
  * The shell of the interactive transactions' lifecycle ({@link InteractiveCore}, guarded by its
@@ -29,21 +27,22 @@ final class InteractiveShell implements RequestShell.Interactive {
   private final DurableStore store;
   /** Runs the idle checks (the core's deadlines) through the node's {@link Timers}. */
   private final Timers timers;
-  private final Function<EntityId, ActorRef<EntityRegistry.Command>> registryOf;
+  /** Reaches the entities whose parts an abort releases, here or on another node. */
+  private final EntityRouter router;
   private final TransactionMetrics transactionMetrics;
   private final RequestShell requests;
   /** Per open interactive transaction, the timer that checks it for idleness. */
   private final Map<Long, Timers.Scheduled> idleTimers = new ConcurrentHashMap<>();
 
   InteractiveShell(RuntimeSettings.TransactionSettings settings, DurableStore store,
-      Timers timers, Function<EntityId, ActorRef<EntityRegistry.Command>> registryOf,
+      Timers timers, EntityRouter router,
       TransactionMetrics transactionMetrics, RequestShell requests) {
     this.interactive = new InteractiveCore(new InteractiveCore.Limits(
         settings.maxInteractiveTransactions(), settings.maxParticipants(),
         settings.interactiveIdleTimeoutMillis()));
     this.store = store;
     this.timers = timers;
-    this.registryOf = registryOf;
+    this.router = router;
     this.transactionMetrics = transactionMetrics;
     this.requests = requests;
     requests.useInteractive(this);
@@ -131,8 +130,7 @@ final class InteractiveShell implements RequestShell.Interactive {
     cancelIdleCheck(transactionId);
     transactionMetrics.recordAbortedInteractive();
     for (EntityId entity : touched) {
-      registryOf.apply(entity).tell(new EntityRegistry.Route(entity,
-          new EntityActor.Decide(transactionId, false, null)));
+      router.tell(entity, new EntityActor.Decide(transactionId, false, null));
     }
   }
 

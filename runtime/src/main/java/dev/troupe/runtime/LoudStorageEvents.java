@@ -32,6 +32,20 @@ final class LoudStorageEvents implements StorageEvents {
   }
 
   /** Registers the listener; tells it at once if the store failed already. */
+  /** Who hears of a partition this node acquired and lost to a newer owner (the cluster). */
+  private volatile java.util.function.IntConsumer partitionLostListener = partition -> {};
+
+  void onPartitionLost(java.util.function.IntConsumer listener) {
+    this.partitionLostListener = listener;
+  }
+
+  @Override
+  public void partitionLost(int partition, dev.troupe.storage.FencedException cause) {
+    log.warn("partition {} was fenced: another node owns it now ({})", partition,
+        cause.getMessage());
+    partitionLostListener.accept(partition);
+  }
+
   void onStorageFailure(Consumer<Throwable> listener) {
     this.listener = Objects.requireNonNull(listener, "listener");
     Throwable failed = failure;

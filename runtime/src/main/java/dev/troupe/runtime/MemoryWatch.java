@@ -11,6 +11,7 @@ import java.lang.management.MemoryPoolMXBean;
 import java.lang.management.MemoryType;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.function.Supplier;
 import java.util.Locale;
 import java.util.concurrent.Executors;
 import java.util.concurrent.RejectedExecutionException;
@@ -39,7 +40,8 @@ final class MemoryWatch implements AutoCloseable {
   private final MemoryBudgetCore core;
   private final Store store;
   private final RenderedStates renderedStates;
-  private final List<ActorRef<EntityRegistry.Command>> registries;
+  /** The registries running now (in a cluster, those of the partitions this node hosts). */
+  private final Supplier<List<ActorRef<EntityRegistry.Command>>> registries;
   private final TurnMetrics metrics;
   /** The pool that holds what survives collections; null when the collector has none we know. */
   private final MemoryPoolMXBean oldGeneration;
@@ -53,11 +55,11 @@ final class MemoryWatch implements AutoCloseable {
   private int actorLimit;
 
   MemoryWatch(RuntimeSettings.MemorySettings settings, Store store, RenderedStates renderedStates,
-      List<ActorRef<EntityRegistry.Command>> registries, TurnMetrics metrics) {
+      Supplier<List<ActorRef<EntityRegistry.Command>>> registries, TurnMetrics metrics) {
     this.settings = settings;
     this.store = store;
     this.renderedStates = renderedStates;
-    this.registries = List.copyOf(registries);
+    this.registries = registries;
     this.metrics = metrics;
     this.oldGeneration = findOldGeneration();
     long oldMaximum = oldGeneration == null ? -1 : oldGeneration.getUsage().getMax();
@@ -179,8 +181,9 @@ final class MemoryWatch implements AutoCloseable {
   private void apply(MemoryBudgetCore.Decision decision) {
     if (decision.actorLimit() != actorLimit) {
       actorLimit = decision.actorLimit();
-      int perRegistry = Math.max(1, actorLimit / registries.size());
-      for (ActorRef<EntityRegistry.Command> registry : registries) {
+      List<ActorRef<EntityRegistry.Command>> running = registries.get();
+      int perRegistry = Math.max(1, actorLimit / Math.max(1, running.size()));
+      for (ActorRef<EntityRegistry.Command> registry : running) {
         registry.tell(new EntityRegistry.LimitActive(perRegistry));
       }
     }

@@ -27,7 +27,8 @@ import java.util.function.Supplier;
  * The read path: committed states without an actor hop. A cached entity is read on the caller's
  * thread (the common, fast case); any other read runs on a bounded pool of materialization
  * threads, refused with {@code overloaded} when its queue is full and {@code unavailable} when the
- * heap is. The contracts are {@link Troupe}'s read methods'.
+ * heap is. An entity this node does not serve is read at its node ({@link RemoteReads}). The
+ * contracts are {@link Troupe}'s read methods'.
  */
 final class ReadPath {
   private final Store store;
@@ -38,6 +39,8 @@ final class ReadPath {
   /** The engine's admission check (closed, failed); throws {@link TroupeException}. */
   private final Runnable checkOpen;
   private volatile MemoryWatch memory;
+  /** Reads of entities this node does not serve (null until the transport exists: all here). */
+  private volatile RemoteReads remote;
 
   ReadPath(RuntimeSettings settings, Store store, Function<EntityId, CompiledType> typeOf,
       RenderedStates renderedStates, Runnable checkOpen) {
@@ -50,6 +53,30 @@ final class ReadPath {
         settings.materializationThreads(), settings.materializationThreads(), 0,
         TimeUnit.MILLISECONDS, new ArrayBlockingQueue<>(queueLimit),
         Thread.ofPlatform().name("troupe-materialize-", 0).daemon(true).factory());
+  }
+
+  /** Where reads of other nodes' entities go (set once the transport exists, before serving). */
+  void useRemote(RemoteReads remote) {
+    this.remote = remote;
+  }
+
+  /**
+   * For a read another node asks of this node's entity ({@link RemoteReads#serve}): its committed
+   * state, the latest ({@code timestamp} 0) or as of {@code timestamp}, whether it exists or not.
+   * Cached: on the caller's thread; otherwise on the materialization pool (its bounds apply).
+   */
+  CompletableFuture<EntityState> stateOf(EntityId entity, long timestamp) {
+    try {
+      checkOpen.run();
+      if (timestamp != 0) {
+        return materialize(() -> store.readAt(entity, timestamp));
+      }
+      return store.isCached(entity)
+          ? CompletableFuture.completedFuture(store.read(entity))
+          : materialize(() -> store.read(entity));
+    } catch (TroupeException e) {
+      return CompletableFuture.failedFuture(e);
+    }
   }
 
   /** The memory budget's refusals (set once the budget's shell exists, before serving). */
@@ -81,13 +108,18 @@ final class ReadPath {
     try {
       checkOpen.run();
       CompiledType type = typeOf.apply(entity);
-      return materialize(() -> {
-        EntityState state = store.readAt(entity, timestamp);
+      Function<EntityState, EntityView> view = state -> {
         if (!state.exists()) {
           throw new TroupeException(ErrorCode.NOT_FOUND, entity + " did not exist at " + timestamp);
         }
         return new EntityView(entity, type.render(state), state.version());
-      });
+      };
+      RemoteReads remoteReads = remote;
+      if (remoteReads != null && !remoteReads.isHere(entity)) {
+        return remoteReads.read(entity, timestamp).thenApply(view);
+      }
+      return atOwnerIfNotOwned(entity, timestamp,
+          materialize(() -> view.apply(store.readAt(entity, timestamp))), view);
     } catch (TroupeException e) {
       return CompletableFuture.failedFuture(e);
     }
@@ -146,19 +178,53 @@ final class ReadPath {
     try {
       checkOpen.run();
       CompiledType type = typeOf.apply(entity);
-      Supplier<T> read = () -> {
-        EntityState state = store.read(entity);
+      Function<EntityState, T> checked = state -> {
         if (!state.exists()) {
           throw new TroupeException(ErrorCode.NOT_FOUND, entity + " does not exist");
         }
         return view.apply(type, state);
       };
-      return store.isCached(entity)
-          ? CompletableFuture.completedFuture(read.get())
-          : materialize(read);
+      RemoteReads remoteReads = remote;
+      if (remoteReads != null && !remoteReads.isHere(entity)) {
+        // Another node serves it: only the owner's cache follows every commit.
+        return remoteReads.read(entity, 0).thenApply(checked);
+      }
+      Supplier<T> read = () -> checked.apply(store.read(entity));
+      CompletableFuture<T> local;
+      try {
+        local = store.isCached(entity)
+            ? CompletableFuture.completedFuture(read.get())
+            : materialize(read);
+      } catch (TroupeException refused) {
+        local = CompletableFuture.failedFuture(refused);
+      }
+      return atOwnerIfNotOwned(entity, 0, local, checked);
     } catch (TroupeException e) {
       return CompletableFuture.failedFuture(e);
     }
+  }
+
+  /**
+   * A read this node's store refused with {@code not_owner} (its partition is owned by another
+   * node, e.g. just moved, while this node still thought it hosted it) is asked of the entity's
+   * node instead. That node serves it from its own store and never forwards it again ({@link
+   * #stateOf}), so a read that finds no owner ends as {@code not_owner} (a 503 to retry), never a
+   * loop.
+   */
+  private <T> CompletableFuture<T> atOwnerIfNotOwned(EntityId entity, long timestamp,
+      CompletableFuture<T> local, Function<EntityState, T> view) {
+    RemoteReads remoteReads = remote;
+    if (remoteReads == null) {
+      return local;
+    }
+    return local.exceptionallyCompose(failure -> {
+      Throwable cause = failure instanceof CompletionException && failure.getCause() != null
+          ? failure.getCause() : failure;
+      if (cause instanceof TroupeException error && error.code() == ErrorCode.NOT_OWNER) {
+        return remoteReads.read(entity, timestamp).thenApply(view);
+      }
+      return CompletableFuture.failedFuture(cause);
+    });
   }
 
   /**

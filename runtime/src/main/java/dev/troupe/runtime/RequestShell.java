@@ -33,9 +33,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.function.Function;
-import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
-import org.apache.pekko.actor.typed.javadsl.AskPattern;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -70,7 +68,8 @@ final class RequestShell {
   private final ActorSystem<Void> system;
   /** Runs the coordinators' timer effects. */
   private final Timers timers;
-  private final Function<EntityId, ActorRef<EntityRegistry.Command>> registryOf;
+  /** The one way to an entity, here or on another node. */
+  private final EntityRouter router;
   private final Function<EntityId, CompiledType> typeOf;
   private final RequestCore.Limits limits;
   /** {@link #limits} without the bounds on one transaction's size (replica applications). */
@@ -93,7 +92,7 @@ final class RequestShell {
 
   RequestShell(RuntimeSettings settings, DurableStore store, ActorSystem<Void> system,
       Timers timers,
-      Function<EntityId, ActorRef<EntityRegistry.Command>> registryOf,
+      EntityRouter router,
       Function<EntityId, CompiledType> typeOf, TurnMetrics metrics,
       TransactionMetrics transactionMetrics, DecisionDirectory decisions) {
     this.store = store;
@@ -101,7 +100,7 @@ final class RequestShell {
     this.sequencer = new PlannedSequencer(store::newTransactionId);
     this.system = system;
     this.timers = timers;
-    this.registryOf = registryOf;
+    this.router = router;
     this.typeOf = typeOf;
     this.metrics = metrics;
     this.transactionMetrics = transactionMetrics;
@@ -133,7 +132,8 @@ final class RequestShell {
    * {@link InDoubtResolution}); PSAC parts are re-evaluated, in arrival order, on the state they
    * meet, with their entity's type.
    */
-  static void resolveInDoubtTransactions(Store store, Function<EntityId, CompiledType> typeOf,
+  static InDoubtResolution resolveInDoubtTransactions(Store store,
+      Function<EntityId, CompiledType> typeOf,
       RuntimeSettings settings, TransactionMetrics transactionMetrics) {
     InDoubtResolution resolution = store.resolveInDoubtTransactions((part, current) ->
         TurnEvaluator.redo(part.entity(), typeOf.apply(part.entity()), current,
@@ -145,6 +145,7 @@ final class RequestShell {
               + " forgot {} decisions", resolution.toCommit().size(),
           resolution.toAbort().size(), resolution.decisionsToForget().size());
     }
+    return resolution;
   }
 
   // ---------------------------------------------------------------- requests
@@ -338,8 +339,7 @@ final class RequestShell {
       long attached = idempotency == null ? 0 : transactionId;
       long started = System.nanoTime();
       long runAs = transactionId;
-      ask(turn.entity(), replyTo -> new EntityRegistry.Route(turn.entity(),
-          new EntityActor.RunTurn(turn.turn(), turn.type(), replyTo, runAs)))
+      router.turn(turn.entity(), turn.turn(), turn.type(), runAs, idempotency)
           .whenComplete((result, failure) -> {
             metrics.recordLatencyNanos(System.nanoTime() - started);
             Input answered = answered(result, failure);
@@ -362,20 +362,13 @@ final class RequestShell {
         answer.completeExceptionally(refused);
         return;
       }
-      ask(step.entity(), replyTo -> new EntityRegistry.Route(step.entity(),
-          new EntityActor.Step(step.transactionId(), step.transactionId(), step.turn(),
-              step.type(), replyTo)))
+      router.step(step.entity(), step.transactionId(), step.transactionId(), step.turn(),
+              step.type())
           .whenComplete((result, failure) -> {
             interactive.stepFinished(step.transactionId(), step.entity(), step.turn(),
                 failure == null && result instanceof TurnResult.Done);
             feed(answered(result, failure));
           });
-    }
-
-    private CompletableFuture<TurnResult> ask(EntityId entity,
-        Function<ActorRef<TurnResult>, EntityRegistry.Command> message) {
-      return Futures.onCompletingThread(AskPattern.<EntityRegistry.Command, TurnResult>ask(
-          registryOf.apply(entity), message::apply, turnTimeout, system.scheduler()));
     }
 
     private Input answered(TurnResult result, Throwable failure) {
@@ -391,7 +384,7 @@ final class RequestShell {
       Map<EntityId, CompiledType> types = new LinkedHashMap<>(start.types());
       coordinatorTypes = types;
       TransactionRun run = new TransactionRun(start.parts(), types, typeOf, start.limits(),
-          start.planned(), registryOf, store, timers, decisions);
+          start.planned(), router, store, timers, decisions);
       run.recordWithDecision(idempotency);
       long started = System.nanoTime();
       transactionMetrics.recordStarted();

@@ -4,6 +4,7 @@ import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
 import dev.troupe.model.ValueLimits;
 import dev.troupe.model.time.TransactionIds;
+import dev.troupe.runtime.cluster.ClusterSettings;
 import dev.troupe.runtime.replication.ReplicationSettings;
 import dev.troupe.storage.Durability;
 import dev.troupe.storage.StorageSettings;
@@ -28,6 +29,7 @@ public record RuntimeSettings(
     TypeSettings types,
     TransportSettings transport,
     ReplicationSettings replication,
+    ClusterSettings cluster,
     Config config) {
 
   /**
@@ -37,10 +39,28 @@ public record RuntimeSettings(
    * @param encodeLocalMessages encode and decode every envelope delivered in process with {@code
    *     WireCodec}, as a transport between nodes would (tests prove the formats carry the path)
    */
-  public record TransportSettings(boolean encodeLocalMessages) {
+  /**
+   * @param routeEntityMessages send every message to an entity through the transport, even to an
+   *     entity of this node (the one-node evidence of the remote path; the cluster uses the path
+   *     for other nodes' entities whatever this says)
+   * @param maxPendingReplies turns and steps sent through the transport awaiting their answer, at
+   *     most
+   * @param pendingReplyTimeoutMillis how long one of them waits for its answer
+   */
+  public record TransportSettings(boolean encodeLocalMessages, boolean routeEntityMessages,
+      int maxPendingReplies, long pendingReplyTimeoutMillis) {
     static TransportSettings fromConfig(Config troupe) {
-      return new TransportSettings(
-          troupe.getConfig("transport").getBoolean("encode-local-messages"));
+      Config transport = troupe.getConfig("transport");
+      TransportSettings settings = new TransportSettings(
+          transport.getBoolean("encode-local-messages"),
+          transport.getBoolean("route-entity-messages"),
+          transport.getInt("max-pending-replies"),
+          transport.getLong("pending-reply-timeout-millis"));
+      if (settings.maxPendingReplies() < 1 || settings.pendingReplyTimeoutMillis() < 1) {
+        throw new IllegalArgumentException("troupe.transport.max-pending-replies and"
+            + " pending-reply-timeout-millis must be positive");
+      }
+      return settings;
     }
   }
 
@@ -275,7 +295,22 @@ public record RuntimeSettings(
         TypeSettings.fromConfig(troupe),
         TransportSettings.fromConfig(troupe),
         replication,
+        cluster(troupe, replication),
         config);
+  }
+
+  /**
+   * {@code troupe.cluster}; refuses a cluster that would also replicate to other DCs (a DC of
+   * several nodes replicating is not built yet: issue 18 leaves it out).
+   */
+  private static ClusterSettings cluster(Config troupe, ReplicationSettings replication) {
+    ClusterSettings cluster = ClusterSettings.fromConfig(troupe);
+    if (cluster.enabled() && !replication.peerNames().isEmpty()) {
+      throw new IllegalArgumentException("troupe.cluster.enabled with replication peers"
+          + " (troupe.dc.peers, --peer): a data centre of several nodes does not replicate to"
+          + " other data centres yet; run it without peers, or one node per data centre");
+    }
+    return cluster;
   }
 
   /** {@code troupe.limits}: the limits on one value, requested or computed ({@link ValueLimits}). */

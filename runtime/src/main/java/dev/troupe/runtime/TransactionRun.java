@@ -16,12 +16,11 @@ import java.util.ArrayDeque;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.function.Function;
-import org.apache.pekko.actor.typed.ActorRef;
 
 /**
  * Shell of one transaction's {@link CoordinatorCore}: feeds it votes, acknowledgements, timer
- * expiries and store completions, and runs its effects (messages to participants through their
- * registries, decision records, the answer).
+ * expiries and store completions, and runs its effects (messages to participants through the
+ * {@link EntityRouter}, decision records, the answer).
  *
  * <p><b>Concurrency.</b> Not an actor: inputs arrive on participants' and the store's threads and
  * are fed to the core one at a time under this object's monitor. An input that arrives while
@@ -41,7 +40,8 @@ final class TransactionRun {
   /** Participants' types: the plan's, then those of the followers dependencies bring in. */
   private final Map<EntityId, CompiledType> types;
   private final Function<EntityId, CompiledType> typeOf;
-  private final Function<EntityId, ActorRef<EntityRegistry.Command>> registryOf;
+  /** Reaches the participants, on this node or through the transport. */
+  private final EntityRouter router;
   private final DurableStore store;
   private final Timers timers;
   private final CompletableFuture<CoordinatorCore.Outcome> outcome = new CompletableFuture<>();
@@ -80,7 +80,7 @@ final class TransactionRun {
    */
   TransactionRun(Map<EntityId, CoordinatorCore.Part> parts, Map<EntityId, CompiledType> types,
       Function<EntityId, CompiledType> typeOf, CoordinatorCore.Limits limits, boolean planned,
-      Function<EntityId, ActorRef<EntityRegistry.Command>> registryOf, DurableStore store,
+      EntityRouter router, DurableStore store,
       Timers timers, DecisionDirectory decisions) {
     this.decisions = decisions;
     this.core = new CoordinatorCore(parts, limits, planned);
@@ -89,7 +89,7 @@ final class TransactionRun {
             && part.turns().stream().allMatch(turn -> turn instanceof Turn.ApplyReplicated));
     this.types = types;
     this.typeOf = typeOf;
-    this.registryOf = registryOf;
+    this.router = router;
     this.store = store;
     this.timers = timers;
   }
@@ -159,18 +159,18 @@ final class TransactionRun {
         EntityId participant = prepare.participant();
         // A follower a dependency brought in has no type in the plan yet.
         CompiledType type = types.computeIfAbsent(participant, typeOf);
-        registryOf.apply(participant).tell(new EntityRegistry.Route(participant,
+        router.tell(participant,
             new EntityActor.Prepare(prepare.transactionId(), prepare.startTimestamp(),
                 prepare.part().turns(), prepare.part().readsState(), type,
                 prepare.planned(), prepare.part().forwards(), prepare.part().reserved(),
-                new Recipient.Voter(this, participant, prepare.transactionId()))));
+                new Recipient.Voter(this, participant, prepare.transactionId())));
       }
       case Effect.SendForwards forwards -> {
         EntityId participant = forwards.participant();
-        registryOf.apply(participant).tell(new EntityRegistry.Route(participant,
+        router.tell(participant,
             new EntityActor.Forwards(forwards.transactionId(), forwards.forwards(),
                 new Recipient.Voter(this, participant, forwards.transactionId(),
-                    forwards.round()), forwards.round())));
+                    forwards.round()), forwards.round()));
       }
       case Effect.SchedulePrepareTimeout timeout -> {
         long transactionId = timeout.transactionId();
@@ -200,8 +200,8 @@ final class TransactionRun {
         EntityId participant = decision.participant();
         Recipient acknowledgeTo = decision.commit()
             ? new Recipient.Acknowledger(this, participant, decision.transactionId()) : null;
-        registryOf.apply(participant).tell(new EntityRegistry.Route(participant,
-            new EntityActor.Decide(decision.transactionId(), decision.commit(), acknowledgeTo)));
+        router.tell(participant,
+            new EntityActor.Decide(decision.transactionId(), decision.commit(), acknowledgeTo));
       }
       case Effect.ForgetDecision forget -> {
         store.forgetDecision(

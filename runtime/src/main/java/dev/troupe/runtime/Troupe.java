@@ -7,6 +7,7 @@ import dev.troupe.model.TroupeException;
 import dev.troupe.model.dependency.Dependency;
 import dev.troupe.model.spec.CompiledType;
 import dev.troupe.model.spec.TypeEvolution;
+import dev.troupe.runtime.cluster.ClusterNode;
 import dev.troupe.runtime.messages.MessageDelivery;
 import dev.troupe.runtime.messages.MessageSettings;
 import dev.troupe.model.spec.TypeSpec;
@@ -17,6 +18,7 @@ import dev.troupe.storage.RocksStore;
 import dev.troupe.storage.StorageStatistics;
 import dev.troupe.storage.Store;
 import dev.troupe.txn.Turn;
+import dev.troupe.txn.port.Transport;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -81,9 +83,15 @@ public final class Troupe implements AutoCloseable {
   private final ActorSystem<Void> system;
   private final List<ActorRef<EntityRegistry.Command>> registries = new ArrayList<>();
   /** The node's answers to participants in doubt (DecisionQueryCore's shell). */
-  private final DecisionDirectory decisions = new DecisionDirectory();
-  /** Carries the messages between the node's cores (the in-doubt questions and answers). */
+  private final DecisionDirectory decisions;
+  /** Carries the messages between the node's cores (see {@link EntityRouter}). */
   private final LocalTransport transport;
+  /** This node as a member of a cluster (troupe.cluster.enabled); null on a single node. */
+  private final ClusterNode cluster;
+  /** Where the transport delivers this node's messages. */
+  private final NodeInbox inbox;
+  /** This node's turns and steps awaiting an answer through the transport. */
+  private final RemoteReplies remoteReplies;
   private final TurnMetrics metrics = new TurnMetrics();
   private final TransactionMetrics transactionMetrics = new TransactionMetrics();
   private final AtomicBoolean failed = new AtomicBoolean();
@@ -111,6 +119,7 @@ public final class Troupe implements AutoCloseable {
     this.clock = RocksStore.defaultClock(settings.storage(), System::currentTimeMillis);
     this.store = StorageBackend.fromConfig(settings.config()).open(settings.storage(), clock);
     store.setEvents(storageEvents);
+    this.decisions = new DecisionDirectory(store::decisionRecorded);
     storageEvents.useHealth(store::health);
     RenderedStates renderedStates =
         new RenderedStates(settings.memory().initialSplit().renderedMaximumBytes());
@@ -124,33 +133,83 @@ public final class Troupe implements AutoCloseable {
       fatalErrorHandler.onFatalError(where, error);
     };
     try {
-      this.system = ActorSystem.create(Behaviors.empty(), "troupe", settings.config());
+      int nodeId = settings.storage().nodeId();
+      this.system = ActorSystem.create(Behaviors.empty(), "troupe", settings.cluster().enabled()
+          ? ClusterNode.actorSystemConfig(settings.cluster(), nodeId, settings.config())
+          : settings.config());
       PekkoTimers timers = new PekkoTimers(system);
-      this.transport = new LocalTransport(settings.storage().nodeId(), store.locator(),
-          settings.transport().encodeLocalMessages(), new NodeInbox(decisions, this::registryOf));
+      this.remoteReplies =
+          new RemoteReplies(settings.transport().maxPendingReplies(), timers);
+      this.inbox =
+          new NodeInbox(decisions, this::registryOf, types, remoteReplies, reads, store);
+      this.transport = new LocalTransport(nodeId, store.locator(),
+          settings.transport().encodeLocalMessages(), inbox);
+      // In a cluster, sharding places the partitions: each one's registry runs under its host,
+      // on one member, and the cluster transport carries what goes to another member.
+      ClusterNode member = settings.cluster().enabled()
+          ? ClusterNode.create(system, settings.cluster(), nodeId,
+              settings.storage().partitions(), store.locator(), inbox::receive, () -> {
+                if (!closed.get()) {
+                  handler.onFatalError("cluster membership", new IllegalStateException(
+                      "this node is no longer a member of the cluster (removed, downed, or its"
+                          + " node id is another member's); restart it to rejoin"));
+                }
+              })
+          : null;
+      this.cluster = member;
+      Transport between = member != null ? member.transport() : transport;
+      // One node hosts every entity its locator places here; a cluster member, the entities of
+      // the partitions whose hosts run here (acquired in the store, registry running).
+      java.util.function.Predicate<EntityId> hostedHere = member != null
+          ? entity -> member.hosted().hosts(store.locator().partitionOf(entity))
+          : entity -> store.locator().nodeOf(entity) == transport.localNode();
+      EntityRouter router = new EntityRouter(this::registryOf, hostedHere, between,
+          settings, types, remoteReplies, store, system);
+      reads.useRemote(new RemoteReads(between, remoteReplies, router::isHere,
+          router.remoteTimeoutMillis()));
       int partitions = settings.storage().partitions();
       int maxActivePerRegistry =
           Math.max(1, settings.memory().initialSplit().actorLimit() / partitions);
-      for (int partition = 0; partition < partitions; partition++) {
-        registries.add(system.systemActorOf(
-            EntityRegistry.create(store, settings, maxActivePerRegistry, handler, metrics,
-                transactionMetrics, timers, transport),
-            "partition-" + partition, Props.empty()));
+      if (member != null) {
+        member.startSharding(
+            new StorePartitionOwner(store, settings.storage().partitionOwnership(), storageEvents), () -> EntityRegistry.create(store,
+            settings, maxActivePerRegistry, handler, metrics, transactionMetrics, timers,
+            between));
+        system.getWhenTerminated().thenRun(() -> {
+          if (!closed.get()) {
+            handler.onFatalError("cluster membership", new IllegalStateException(
+                "the actor system stopped: this node was removed from the cluster (downed by"
+                    + " the split brain resolver, or it left); restart it to rejoin"));
+          }
+        });
+      } else {
+        for (int partition = 0; partition < partitions; partition++) {
+          registries.add(system.systemActorOf(
+              EntityRegistry.create(store, settings, maxActivePerRegistry, handler, metrics,
+                  transactionMetrics, timers, transport),
+              "partition-" + partition, Props.empty()));
+        }
       }
-      this.requests = new RequestShell(settings, store, system, timers, this::registryOf,
+      this.requests = new RequestShell(settings, store, system, timers, router,
           types::typeOf, metrics, transactionMetrics, decisions);
       this.interactive = new InteractiveShell(settings.transactions(), store, timers,
-          this::registryOf, transactionMetrics, requests);
+          router, transactionMetrics, requests);
       types.loadTypes();
       // A DC given peers after declaring a causal type with unsafe preconditions does not start.
       homes.checkStored(types.types());
       // Before any turn runs: what a crash left prepared is committed or aborted.
-      RequestShell.resolveInDoubtTransactions(store, types::typeOf, settings, transactionMetrics);
-      this.memory = new MemoryWatch(settings.memory(), store, renderedStates, registries, metrics);
+      // A part whose coordinator is on another node stays in doubt and asks it (RecoveredParts).
+      adoptRecovered(RequestShell.resolveInDoubtTransactions(store, types::typeOf, settings,
+          transactionMetrics));
+      this.memory = new MemoryWatch(settings.memory(), store, renderedStates,
+          cluster != null ? cluster.hosted()::registries : () -> registries, metrics);
       reads.useMemory(memory);
       types.resumePendingMigrations();
       // Last: deliveries run turns, so everything above must be ready.
-      this.messageDelivery = MessageDelivery.start(this, messageSettings);
+      // Not in a cluster (issue 18): delivery reads this node's own replication log, which in a
+      // cluster holds only part of the data centre's messages; delivery across nodes is not built.
+      this.messageDelivery =
+          cluster == null ? MessageDelivery.start(this, messageSettings) : null;
     } catch (RuntimeException e) {
       types.close();
       reads.shutdownNow();
@@ -192,6 +251,9 @@ public final class Troupe implements AutoCloseable {
    * steps, prepares, decisions, releases) is routed here.
    */
   private ActorRef<EntityRegistry.Command> registryOf(EntityId entity) {
+    if (cluster != null) {
+      return cluster.hosted().registryOf(store.locator().partitionOf(entity));
+    }
     return registries.get(store.locator().partitionOf(entity));
   }
 
@@ -446,7 +508,10 @@ public final class Troupe implements AutoCloseable {
         });
   }
 
-  /** This node's delivery of causal messages (its counters, for metrics). */
+  /**
+   * This node's delivery of causal messages (its counters, for metrics); null on a cluster member,
+   * which delivers none.
+   */
   public MessageDelivery messageDelivery() {
     return messageDelivery;
   }
@@ -688,6 +753,31 @@ public final class Troupe implements AutoCloseable {
   /** The node's transport between cores (its counters, for metrics: delivered, dropped). */
   public LocalTransport transport() {
     return transport;
+  }
+
+  /** This node as a member of a cluster; empty on a single node (troupe.cluster.enabled off). */
+  public Optional<ClusterNode> cluster() {
+    return Optional.ofNullable(cluster);
+  }
+
+  /**
+   * After a recovery of this node's partitions (at start, or when the node acquires a partition
+   * in a DC of several nodes): hands the parts it kept in doubt to their entities, which ask their
+   * coordinators' nodes, and mirrors the decisions it kept ({@link RecoveredParts}). Call before
+   * anything else reaches those entities.
+   */
+  public void adoptRecovered(dev.troupe.storage.InDoubtResolution resolution) {
+    RecoveredParts.adopt(resolution, this::replicaTypeOf, this::registryOf, decisions);
+  }
+
+  /** Turns, steps and reads awaiting an answer through the transport (counters, for metrics). */
+  public RemoteReplies remoteReplies() {
+    return remoteReplies;
+  }
+
+  /** Where the transport delivers this node's messages (answers to finished coordinators). */
+  NodeInbox inbox() {
+    return inbox;
   }
 
   /** The storage engine, for tools in this JVM that need it (benchmarks, recovery checks). */

@@ -44,7 +44,7 @@ import org.slf4j.LoggerFactory;
  * (key {@value #MIGRATION_KEY_PREFIX}{@code <type>}) and removed once every entity was rewritten,
  * so a crash in between resumes it when the engine opens again, before it serves anything.
  */
-final class TypeRegistry {
+final class TypeRegistry implements dev.troupe.txn.wire.TypeRegistry {
   /**
    * Keys of {@link #TYPES_ENTITY} recording an unfinished migration: a type name never contains
    * '/', so they never clash with a type's key.
@@ -72,6 +72,11 @@ final class TypeRegistry {
   private final BiFunction<EntityId, Turn, CompletableFuture<TurnOutcome>> turns;
   /** Declared types with the version of the definition they were compiled from. */
   private final Map<String, Declared> declaredTypes = new ConcurrentHashMap<>();
+  /**
+   * Per type, the definition the current one replaced (at most one each): a message sent just
+   * before a redeclaration still resolves on the receiving node (see {@link #find}).
+   */
+  private final Map<String, Declared> replacedTypes = new ConcurrentHashMap<>();
   /** Types whose discard migration was recorded but has not finished. */
   private final Set<String> pendingMigrations = ConcurrentHashMap.newKeySet();
   /** Runs redeclarations one at a time; its queue is bounded by a setting. */
@@ -342,8 +347,52 @@ final class TypeRegistry {
     if (type.spec().actions().values().stream().anyMatch(action -> !action.send().isEmpty())) {
       sendingTypeDeclared = true; // before the type can run: set before it enters the map
     }
-    declaredTypes.merge(name, new Declared(type, version),
-        (current, candidate) -> candidate.version() > current.version() ? candidate : current);
+    declaredTypes.merge(name, new Declared(type, version), (current, candidate) -> {
+      if (candidate.version() > current.version()) {
+        replacedTypes.put(name, current);
+        return candidate;
+      }
+      return current;
+    });
+  }
+
+  /**
+   * How a message names {@code type} on the wire (docs/ARCHITECTURE.md, "Wire formats between
+   * cores"): a schemaless type (the reserved ones included) by its name at version 0, a declared
+   * one by the commit timestamp of the definition it was compiled from. A type older than the one
+   * the current definition replaced has no version any node still serves: -1, which every
+   * receiver refuses with {@code unknown_type} (the sender's request fails or retries, as for a
+   * definition not yet loaded there).
+   */
+  dev.troupe.txn.wire.TypeReference referenceOf(CompiledType type) {
+    if (type.isSchemaless()) {
+      return new dev.troupe.txn.wire.TypeReference(type.name(), 0);
+    }
+    for (Declared declared : new Declared[] {
+        declaredTypes.get(type.name()), replacedTypes.get(type.name())}) {
+      if (declared != null && declared.type() == type) {
+        return new dev.troupe.txn.wire.TypeReference(type.name(), declared.version());
+      }
+    }
+    return new dev.troupe.txn.wire.TypeReference(type.name(), -1);
+  }
+
+  /**
+   * The receiving side of {@link #referenceOf}: version 0 is the schemaless type of that name
+   * (what the sender used, whether or not a definition was declared since), any other version the
+   * current definition or the one it replaced when it was compiled from exactly that version.
+   */
+  @Override
+  public Optional<CompiledType> find(String name, long version) {
+    if (version == 0) {
+      return Optional.of(CompiledType.schemaless(name));
+    }
+    for (Declared declared : new Declared[] {declaredTypes.get(name), replacedTypes.get(name)}) {
+      if (declared != null && declared.version() == version) {
+        return Optional.of(declared.type());
+      }
+    }
+    return Optional.empty();
   }
 
   void close() {

@@ -33,8 +33,17 @@ import org.junit.jupiter.api.io.TempDir;
 class DependencyTest {
   @TempDir Path directory;
 
+  /**
+   * Settings every test here adds (none; {@link DependencyThroughTransportTest} sends every entity
+   * message through the transport).
+   */
+  String routingSettings() {
+    return "";
+  }
+
   private RuntimeSettings settings(String... overrides) {
     return RuntimeSettings.fromConfig(ConfigFactory.parseString(String.join("\n", overrides))
+        .withFallback(ConfigFactory.parseString(routingSettings()))
         .withFallback(ConfigFactory.parseMap(Map.of("troupe.data-directory", directory.toString())))
         .withFallback(ConfigFactory.load()));
   }

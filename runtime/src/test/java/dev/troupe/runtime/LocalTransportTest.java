@@ -10,6 +10,7 @@ import dev.troupe.model.EntityLocator;
 import dev.troupe.model.SingleNodeLocator;
 import dev.troupe.txn.wire.Envelope;
 import dev.troupe.txn.wire.ParticipantMessages;
+import java.util.Optional;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
@@ -49,7 +50,8 @@ class LocalTransportTest {
             .build(),
         "registry", Props.empty());
     transport = new LocalTransport(NODE, new SingleNodeLocator(4, NODE), true,
-        new NodeInbox(decisions, entity -> registry));
+        new NodeInbox(decisions, entity -> registry, (name, version) -> Optional.empty(),
+            new RemoteReplies(10, new PekkoTimers(system)), null, null));
   }
 
   @AfterEach
@@ -125,7 +127,8 @@ class LocalTransportTest {
     LocalTransport toRemoteEntities = new LocalTransport(NODE, elsewhere, true,
         new NodeInbox(decisions, entity -> {
           throw new AssertionError("nothing may be delivered for another node's entity");
-        }));
+        }, (name, version) -> Optional.empty(), new RemoteReplies(10, new PekkoTimers(system)),
+        null, null));
     toRemoteEntities.send(new Envelope(NODE, new Envelope.Destination.ToEntity(PARTICIPANT),
         new dev.troupe.txn.wire.WireMessage.DecisionAnswer(404, PARTICIPANT,
             dev.troupe.txn.wire.WireMessage.DecisionState.COMMITTED)));
@@ -137,7 +140,10 @@ class LocalTransportTest {
 
   @Test
   void theSettingDefaultsToHandingMessagesOverAsTheyAre() {
-    assertEquals(false, RuntimeSettings.fromConfig(com.typesafe.config.ConfigFactory.load())
-        .transport().encodeLocalMessages());
+    RuntimeSettings.TransportSettings defaults =
+        RuntimeSettings.fromConfig(com.typesafe.config.ConfigFactory.load()).transport();
+    assertEquals(false, defaults.encodeLocalMessages());
+    assertEquals(false, defaults.routeEntityMessages(),
+        "on one node entity messages are told directly unless a test asks for the remote path");
   }
 }

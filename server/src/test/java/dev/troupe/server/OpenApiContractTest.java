@@ -83,7 +83,8 @@ class OpenApiContractTest {
       "GET /v1/replication/status",
       "GET /v1/replication/peers",
       "POST /v1/replication/peers",
-      "DELETE /v1/replication/peers/{name}");
+      "DELETE /v1/replication/peers/{name}",
+      "GET /v1/cluster");
 
   static final String ACCOUNT_YAML = RestEndToEndTest.ACCOUNT_YAML;
 
@@ -340,6 +341,8 @@ class OpenApiContractTest {
     call("POST", "/v1/replication/peers", "/v1/replication/peers",
         "{\"name\": \"tokyo\", \"url\": \"http://127.0.0.1:9\"}", 404);
     call("DELETE", "/v1/replication/peers/{name}", "/v1/replication/peers/tokyo", null, 404);
+    // A node that is not a cluster member has no cluster to show (ClusterTest shows one).
+    call("GET", "/v1/cluster", "/v1/cluster", null, 404);
 
     // Deleting an entity.
     call("DELETE", entity, "/v1/entities/Account/bob", null, 200);

@@ -30,6 +30,14 @@ public final class ServerProcess implements AutoCloseable {
   private static final HttpClient CLIENT = HttpClient.newBuilder()
       .version(HttpClient.Version.HTTP_1_1).connectTimeout(Duration.ofSeconds(5)).build();
 
+  /**
+   * With this system property true ({@code -Dtroupe.test.route-entity-messages=true} on the test
+   * run), every server started here sends every entity message through its transport as wire
+   * bytes (docs/ARCHITECTURE.md, "Entity messages between nodes"): the server tests then prove
+   * the remote path carries what they exercise.
+   */
+  static final String ROUTE_ENTITY_MESSAGES_PROPERTY = "troupe.test.route-entity-messages";
+
   private final Process process;
   private final int port;
   private final Path log;
@@ -45,7 +53,13 @@ public final class ServerProcess implements AutoCloseable {
       throws IOException {
     List<String> arguments = new ArrayList<>(List.of("serve", "--data", dataDirectory.toString(),
         "--port", "0"));
-    for (String override : settingOverrides) {
+    List<String> overrides = new ArrayList<>();
+    if (Boolean.getBoolean(ROUTE_ENTITY_MESSAGES_PROPERTY)) {
+      overrides.addAll(List.of("troupe.transport.route-entity-messages=true",
+          "troupe.transport.encode-local-messages=true"));
+    }
+    overrides.addAll(List.of(settingOverrides));
+    for (String override : overrides) {
       arguments.add("--set");
       arguments.add(override);
     }

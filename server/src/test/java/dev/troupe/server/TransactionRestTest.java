@@ -201,6 +201,14 @@ class TransactionRestTest {
         "failed withdrawals are counted by reason");
     assertTrue(metrics.contains("troupe_transport_dropped_total{reason=\"other_node\"} 0"),
         "one node sends nothing to another: " + metrics);
+    if (Boolean.getBoolean(ServerProcess.ROUTE_ENTITY_MESSAGES_PROPERTY)) {
+      // The bank run's turns, prepares, votes, decisions and reads all went as envelopes.
+      long delivered = metrics.lines()
+          .filter(line -> line.startsWith("troupe_transport_delivered_total "))
+          .mapToLong(line -> Long.parseLong(line.substring(line.indexOf(' ') + 1).trim()))
+          .sum();
+      assertTrue(delivered > 1_000, "entity messages went through the transport: " + delivered);
+    }
   }
 
   /**

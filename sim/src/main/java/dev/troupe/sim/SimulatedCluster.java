@@ -441,6 +441,9 @@ final class SimulatedCluster {
       case WireMessage.TurnAnswer answer -> answer.transactionId();
       case WireMessage.DecisionQuery query -> query.transactionId();
       case WireMessage.DecisionAnswer answer -> answer.transactionId();
+      // The simulated nodes serve reads from their own stores; no read crosses a node.
+      case WireMessage.ReadRequest read -> read.readId();
+      case WireMessage.ReadAnswer answer -> answer.readId();
     };
   }
 

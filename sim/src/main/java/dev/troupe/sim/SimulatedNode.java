@@ -1672,6 +1672,11 @@ final class SimulatedNode {
             inDoubtAnswers++;
             deliverAnswer(answer.participant(), answered.transactionId(), answered.commit());
           }));
+      // The simulated clients read each node's own store: no read crosses a node here.
+      case WireMessage.ReadRequest read -> Invariants.check(false,
+          "the simulator sends no reads between nodes: %s", read);
+      case WireMessage.ReadAnswer answer -> Invariants.check(false,
+          "the simulator sends no reads between nodes: %s", answer);
     }
   }
 

@@ -205,9 +205,11 @@ public final class Codec {
 
   /**
    * {@code qualifiedKey, fingerprint, recordedAtMillis u64, hasEntity byte, [entity], commitTimestamp
-   * u64, transactionId u64, answerStatus varint, answerBody}.
+   * u64, transactionId u64, answerStatus varint, answerBody}. Public: the same frame travels in a
+   * turn request to the entity's node (the runtime's remote path), which writes it with the
+   * turn's commit.
    */
-  static byte[] encodeIdempotency(IdempotencyRecord record) {
+  public static byte[] encodeIdempotency(IdempotencyRecord record) {
     BinaryWriter out = writer(IDEMPOTENCY_RECORD, 96 + record.answerBody().length);
     out.string(record.qualifiedKey());
     out.bytes(record.fingerprint());
@@ -223,7 +225,8 @@ public final class Codec {
     return finish(out);
   }
 
-  static IdempotencyRecord decodeIdempotency(byte[] bytes) {
+  /** @throws CorruptDataException when {@code bytes} are not an intact record of this format */
+  public static IdempotencyRecord decodeIdempotency(byte[] bytes) {
     BinaryReader in = reader(bytes, IDEMPOTENCY_RECORD, "idempotency record");
     try {
       String qualifiedKey = in.string();

@@ -685,6 +685,16 @@ public final class RocksStore implements Store {
   }
 
   @Override
+  public boolean decisionRecorded(long transactionId) {
+    try {
+      return disk.get(KeyValueDisk.Column.TRANSACTIONS, Keys.decided(transactionId)) != null;
+    } catch (DiskException e) {
+      throw new TroupeException(ErrorCode.UNAVAILABLE,
+          "cannot read a decision record: " + e.getMessage());
+    }
+  }
+
+  @Override
   public java.util.Optional<IdempotencyRecord> idempotencyRecord(String qualifiedKey) {
     try {
       byte[] value = disk.get(KeyValueDisk.Column.TRANSACTIONS, Keys.idempotency(qualifiedKey));

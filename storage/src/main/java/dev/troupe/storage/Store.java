@@ -48,6 +48,17 @@ public interface Store extends DurableStore, AutoCloseable {
   boolean idempotencyAttached(String qualifiedKey);
 
   /** The durable record of this key, if any (expired ones too: pruning is the caller's). */
+  /**
+   * Whether the store holds the commit decision record of {@code transactionId} (written by
+   * {@link #persistDecision}, not forgotten yet): what a node answers a participant in doubt
+   * when no live coordinator of its own knows the transaction (in a DC of several nodes the
+   * record may have been written by another node's coordinator, or before a restart). A point
+   * read.
+   *
+   * @throws dev.troupe.model.TroupeException {@code unavailable} when the store cannot read it
+   */
+  boolean decisionRecorded(long transactionId);
+
   java.util.Optional<IdempotencyRecord> idempotencyRecord(String qualifiedKey);
 
   /**

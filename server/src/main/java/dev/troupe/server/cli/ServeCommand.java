@@ -76,6 +76,26 @@ public final class ServeCommand implements Callable<Integer> {
           + " centre\"). Refused on a store with data, unless its bootstrap from NAME was cut.")
   String bootstrapFrom;
 
+  @Option(names = "--node-id", paramLabel = "ID",
+      description = "This node's id, 0..63, unique in its cluster (troupe.node.id).")
+  Integer nodeId;
+
+  @Option(names = "--cluster-port", paramLabel = "PORT",
+      description = "Join a cluster of nodes sharing one data centre's store, reachable by the"
+          + " other members at --cluster-host:PORT (troupe.cluster.enabled, troupe.cluster.port;"
+          + " docs/OPERATIONS.md, \"A cluster of nodes\").")
+  Integer clusterPort;
+
+  @Option(names = "--cluster-host", paramLabel = "HOST",
+      description = "The address other members reach this node at (troupe.cluster.host; default"
+          + " 127.0.0.1).")
+  String clusterHost;
+
+  @Option(names = "--seed-nodes", paramLabel = "HOST:PORT", split = ",",
+      description = "Members to join through, e.g. --seed-nodes 10.0.0.1:7355,10.0.0.2:7355"
+          + " (troupe.cluster.seed-nodes); the first node lists itself.")
+  List<String> seedNodes = List.of();
+
   @Option(names = "--storage", paramLabel = "BACKEND",
       description = "Where the store keeps its data: rocksdb (embedded, in --data; the default) or"
           + " postgres (a PostgreSQL database, --jdbc-url) (troupe.storage.backend).")
@@ -119,7 +139,28 @@ public final class ServeCommand implements Callable<Integer> {
           + " combined with --storage postgres");
       return EXIT_CONFIGURATION;
     }
-    RuntimeSettings settings = RuntimeSettings.fromConfig(config);
+    RuntimeSettings settings;
+    try {
+      settings = RuntimeSettings.fromConfig(config);
+    } catch (IllegalArgumentException e) {
+      System.err.println("troupe: invalid settings: " + e.getMessage());
+      return EXIT_CONFIGURATION;
+    }
+    if (settings.cluster().enabled() && backend.kind() == StorageBackend.Kind.POSTGRES) {
+      // Several members on one database must each write only the partitions sharding gave them
+      // (the store's ACQUIRED mode, fenced by owner epochs); opening the shared store that way at
+      // boot is not wired yet, and every member writing every partition would corrupt it.
+      System.err.println("troupe: a cluster member (--cluster-port) on --storage postgres is not"
+          + " supported yet: the shared store's acquired mode is not wired at start (issue 18)");
+      return EXIT_CONFIGURATION;
+    }
+    if (settings.cluster().enabled()) {
+      // Each member on a RocksDB store of its own: sharding places partitions and moves them,
+      // but the members share no data.
+      System.err.println("troupe: warning: cluster member with its own RocksDB store ("
+          + settings.storage().directory().toAbsolutePath() + "): the members share no data;"
+          + " a partition that moves starts from this node's copy");
+    }
     // Before the store is opened: an API exposed without authentication never starts at all.
     if (http.exposureProblem().isPresent()) {
       System.err.println("troupe: " + http.exposureProblem().get());
@@ -214,6 +255,11 @@ public final class ServeCommand implements Callable<Integer> {
     System.out.printf("Troupe listening on %s://%s:%d (%s, durability: %s)%n",
         server.scheme(), server.host(), server.port(), backend.describe(settings.storage()),
         settings.storage().durability().name().toLowerCase(java.util.Locale.ROOT));
+    troupe.cluster().ifPresent(cluster -> System.out.printf(
+        "Cluster member pekko://troupe@%s:%d as node %d (seed nodes: %s)%n",
+        settings.cluster().host(), settings.cluster().port(), settings.storage().nodeId(),
+        settings.cluster().seedNodes().isEmpty() ? "none, waiting to be joined"
+            : String.join(", ", settings.cluster().seedNodes())));
     System.out.flush();
     stopped.await();
     return 0;
@@ -287,6 +333,28 @@ public final class ServeCommand implements Callable<Integer> {
   }
 
   /** {@code troupe.server.on-storage-failure}: {@code exit} or {@code stay-up}. */
+  /**
+   * {@code --node-id}, {@code --cluster-port}, {@code --cluster-host} and {@code --seed-nodes}
+   * onto {@code troupe.node.id} and {@code troupe.cluster.*}; a cluster port turns the cluster on.
+   */
+  Config withCluster(Config config) {
+    if (nodeId != null) {
+      config = config.withValue("troupe.node.id", ConfigValueFactory.fromAnyRef(nodeId));
+    }
+    if (clusterPort != null) {
+      config = config.withValue("troupe.cluster.enabled", ConfigValueFactory.fromAnyRef(true))
+          .withValue("troupe.cluster.port", ConfigValueFactory.fromAnyRef(clusterPort));
+    }
+    if (clusterHost != null) {
+      config = config.withValue("troupe.cluster.host", ConfigValueFactory.fromAnyRef(clusterHost));
+    }
+    if (!seedNodes.isEmpty()) {
+      config = config.withValue("troupe.cluster.seed-nodes",
+          ConfigValueFactory.fromIterable(seedNodes));
+    }
+    return config;
+  }
+
   static boolean exitOnStorageFailure(Config config) {
     String policy = config.getString("troupe.server.on-storage-failure");
     return switch (policy) {
@@ -315,6 +383,7 @@ public final class ServeCommand implements Callable<Integer> {
           ConfigValueFactory.fromAnyRef(tlsKey.getPath()));
     }
     config = withDataCentres(config);
+    config = withCluster(config);
     config = withStorage(config);
     return config
         .withValue("troupe.data-directory", ConfigValueFactory.fromAnyRef(data.toString()))

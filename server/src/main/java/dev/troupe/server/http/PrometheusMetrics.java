@@ -3,6 +3,7 @@ package dev.troupe.server.http;
 import dev.troupe.model.ErrorCode;
 import dev.troupe.runtime.LocalTransport;
 import dev.troupe.runtime.MemoryStatus;
+import dev.troupe.runtime.RemoteReplies;
 import dev.troupe.runtime.Troupe;
 import dev.troupe.runtime.TransactionMetrics;
 import dev.troupe.runtime.TurnMetrics;
@@ -123,7 +124,8 @@ final class PrometheusMetrics {
         transactions.recoveredAborted());
     LocalTransport transport = troupe.transport();
     counter(out, "troupe_transport_delivered_total",
-        "Messages between cores the node's transport delivered (in-doubt questions and answers).",
+        "Messages between cores the node's transport delivered (entity messages sent through it,"
+            + " in-doubt questions and answers).",
         transport.delivered());
     out.append("# HELP troupe_transport_dropped_total Messages between cores the node's transport"
         + " dropped: addressed to another node (no cluster transport yet), or undeliverable.\n");
@@ -132,6 +134,17 @@ final class PrometheusMetrics {
         .append(transport.droppedForOtherNodes()).append('\n');
     out.append("troupe_transport_dropped_total{reason=\"undeliverable\"} ")
         .append(transport.droppedUndeliverable()).append('\n');
+    RemoteReplies replies = troupe.remoteReplies();
+    gauge(out, "troupe_transport_pending_replies",
+        "Turns, steps and reads sent to entities through the transport, not answered yet.",
+        replies.pendingCount());
+    counter(out, "troupe_transport_late_answers_total",
+        "Answers through the transport dropped because their caller no longer waited (timed out"
+            + " or duplicated).", replies.lateAnswers());
+    counter(out, "troupe_transport_reply_timeouts_total",
+        "Turns, steps and reads through the transport that got no answer in time.",
+        replies.timedOut());
+    troupe.cluster().ifPresent(cluster -> cluster(out, cluster));
     messages(out);
     counter(out, "troupe_http_requests_total", "HTTP requests received.", requests.sum());
     counter(out, "troupe_http_overloaded_total",
@@ -214,6 +227,9 @@ final class PrometheusMetrics {
   /** Causal messages delivered by this node (docs/ARCHITECTURE.md, "Causal messages"). */
   private void messages(StringBuilder out) {
     dev.troupe.runtime.messages.MessageDelivery delivery = troupe.messageDelivery();
+    if (delivery == null) {
+      return; // a cluster member delivers no causal messages (issue 18)
+    }
     counter(out, "troupe_messages_delivered_total",
         "Causal messages whose receiving action ran.", delivery.deliveredCount());
     counter(out, "troupe_messages_redelivered_total",
@@ -319,6 +335,36 @@ final class PrometheusMetrics {
     double sumSeconds = micros.getMean() * micros.getTotalCount() / 1_000_000.0;
     out.append("troupe_turn_latency_seconds_sum ").append(sumSeconds).append('\n');
     out.append("troupe_turn_latency_seconds_count ").append(micros.getTotalCount()).append('\n');
+  }
+
+  /** The cluster transport's counters and the partitions hosted here (cluster members only). */
+  private static void cluster(StringBuilder out, dev.troupe.runtime.cluster.ClusterNode cluster) {
+    dev.troupe.runtime.cluster.ClusterTransport transport = cluster.transport();
+    out.append("# HELP troupe_cluster_transport_sent_total Messages between cores this node sent"
+        + " to other members (or itself) over the cluster: to a partition's host, to a node.\n");
+    out.append("# TYPE troupe_cluster_transport_sent_total counter\n");
+    out.append("troupe_cluster_transport_sent_total{to=\"partition\"} ")
+        .append(transport.sentToPartitions()).append('\n');
+    out.append("troupe_cluster_transport_sent_total{to=\"node\"} ")
+        .append(transport.sentToNodes()).append('\n');
+    counter(out, "troupe_cluster_transport_delivered_total",
+        "Messages between cores that arrived here over the cluster and reached the node's inbox.",
+        transport.delivered());
+    out.append("# HELP troupe_cluster_transport_dropped_total Messages between cores the cluster"
+        + " transport dropped: for a node no up member carries, damaged, undeliverable, or"
+        + " reaching a partition while it moved.\n");
+    out.append("# TYPE troupe_cluster_transport_dropped_total counter\n");
+    out.append("troupe_cluster_transport_dropped_total{reason=\"no_member\"} ")
+        .append(transport.droppedNoMember()).append('\n');
+    out.append("troupe_cluster_transport_dropped_total{reason=\"damaged\"} ")
+        .append(transport.droppedDamaged()).append('\n');
+    out.append("troupe_cluster_transport_dropped_total{reason=\"undeliverable\"} ")
+        .append(transport.droppedUndeliverable()).append('\n');
+    out.append("troupe_cluster_transport_dropped_total{reason=\"partition_moving\"} ")
+        .append(transport.droppedMoving()).append('\n');
+    gauge(out, "troupe_cluster_hosted_partitions",
+        "Storage partitions this node hosts now (acquired, their registries running).",
+        cluster.hosted().hostedPartitions().size());
   }
 
   private static void counter(StringBuilder out, String name, String help, long value) {

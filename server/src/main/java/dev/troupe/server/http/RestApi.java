@@ -241,6 +241,14 @@ public final class RestApi
           default -> RequestSupport.completed(replicationEndpoint.status());
         };
       }
+      case "cluster" -> {
+        if (size != 2) {
+          return support.notFound(request);
+        }
+        support.requireMethod(request, HttpMethods.GET);
+        request.discardEntityBytes(materializer);
+        return ClusterStatus.answer(troupe);
+      }
       case "openapi.json" -> {
         if (size != 2) {
           return support.notFound(request);

@@ -24,8 +24,9 @@ import java.util.Set;
  *   <li>A live coordinator's knowledge comes first. While it collects votes or writes its
  *       decision it answers {@link Answer#UNDECIDED} ("ask later"), never abort: it may still
  *       commit, and an abort answered now would let the asker abort a transaction that commits.
- *   <li>Else a decision record of T means commit: a record is written only for a commit, and is
- *       forgotten only after every participant acknowledged it.
+ *   <li>Else a decision record of T (mirrored here, or found in the store by the shell) means
+ *       commit: a record is written only for a commit, and is forgotten only after every
+ *       participant acknowledged it.
  *   <li>Else a decision write of T whose outcome is unknown (the store failed mid-write) is
  *       {@link Answer#UNDECIDED}: only the recovery of that store can tell.
  *   <li>Else {@link Answer#ABORTED} (presumed abort): nobody coordinates T any more and no commit
@@ -71,9 +72,19 @@ public final class DecisionQueryCore {
 
     /**
      * A participant asks for the decision of {@code transactionId}; {@code live} is what this
-     * node's live coordinator of it knows ({@link CoordinatorCore.Knowledge#NOT_MINE} if none).
+     * node's live coordinator of it knows ({@link CoordinatorCore.Knowledge#NOT_MINE} if none);
+     * {@code recordStored}: the shell found a decision record of it in the store (looked up only
+     * when no live coordinator knows it). In a DC of several nodes the decision records live in
+     * the shared store and outlive the coordinator that wrote them, and a node's mirror holds
+     * only the records it wrote since it started, so the store is asked too.
      */
-    record Asked(long transactionId, CoordinatorCore.Knowledge live) implements Input {}
+    record Asked(long transactionId, CoordinatorCore.Knowledge live, boolean recordStored)
+        implements Input {
+      /** A question answered from the live coordinators and the mirror only. */
+      public Asked(long transactionId, CoordinatorCore.Knowledge live) {
+        this(transactionId, live, false);
+      }
+    }
   }
 
   /** What the shell must do. */
@@ -106,7 +117,8 @@ public final class DecisionQueryCore {
       case UNDECIDED -> Answer.UNDECIDED;
       case COMMITTED -> Answer.COMMITTED;
       case ABORTED -> Answer.ABORTED;
-      case NOT_MINE -> recorded.contains(asked.transactionId()) ? Answer.COMMITTED
+      case NOT_MINE -> recorded.contains(asked.transactionId()) || asked.recordStored()
+          ? Answer.COMMITTED
           : uncertain.contains(asked.transactionId()) ? Answer.UNDECIDED : Answer.ABORTED;
     };
   }

@@ -88,6 +88,15 @@ public final class ParticipantMessages {
   }
 
   /**
+   * A turn with the client's idempotency record (its stored frame), written in the entity's
+   * node's store with the turn's commit (null: none).
+   */
+  public static TurnRequest turnRequest(long transactionId, EntityId entity, TypeReference type,
+      Turn turn, byte[] idempotencyRecord) {
+    return new TurnRequest(transactionId, entity, type, turn, idempotencyRecord);
+  }
+
+  /**
    * @param round what the vote answers: 1 for the prepare, the {@link ForwardsChanged}'s round
    *     for a vote after changed forwards (the shell keeps it in its reply target)
    */

@@ -22,6 +22,8 @@ import dev.troupe.txn.wire.WireMessage.DecisionQuery;
 import dev.troupe.txn.wire.WireMessage.DecisionState;
 import dev.troupe.txn.wire.WireMessage.ForwardsChanged;
 import dev.troupe.txn.wire.WireMessage.Prepare;
+import dev.troupe.txn.wire.WireMessage.ReadAnswer;
+import dev.troupe.txn.wire.WireMessage.ReadRequest;
 import dev.troupe.txn.wire.WireMessage.StepAnswer;
 import dev.troupe.txn.wire.WireMessage.StepRequest;
 import dev.troupe.txn.wire.WireMessage.TurnAnswer;
@@ -67,9 +69,17 @@ public final class WireCodec {
   static final byte TURN_ANSWER = 9;
   static final byte DECISION_QUERY = 10;
   static final byte DECISION_ANSWER = 11;
+  // Added for reads served by an entity's node (issue 18): new type ids, so no earlier message's
+  // bytes change; a build that does not know them refuses them as an unknown type.
+  static final byte READ_REQUEST = 12;
+  static final byte READ_ANSWER = 13;
 
-  /** The version this build writes (and the newest it reads) of each type id, by index. */
-  static final byte[] VERSIONS = {0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+  /**
+   * The newest version this build reads (and writes) of each type id, by index. A turn request
+   * is written as version 1 without an idempotency record, byte for byte as before, and as
+   * version 2 with one ({@link #versionOf}).
+   */
+  static final byte[] VERSIONS = {0, 1, 1, 1, 1, 1, 1, 1, 2, 1, 1, 1, 1, 1};
 
   private static final byte TO_ENTITY = 1;
   private static final byte TO_NODE = 2;
@@ -133,14 +143,24 @@ public final class WireCodec {
       case TurnAnswer ignored -> TURN_ANSWER;
       case DecisionQuery ignored -> DECISION_QUERY;
       case DecisionAnswer ignored -> DECISION_ANSWER;
+      case ReadRequest ignored -> READ_REQUEST;
+      case ReadAnswer ignored -> READ_ANSWER;
     };
   }
 
   // ---------------------------------------------------------------- frames
 
+  /** The version {@code message} is written as (see {@link #VERSIONS}). */
+  static byte versionOf(WireMessage message) {
+    if (message instanceof TurnRequest turn && turn.idempotencyRecord() == null) {
+      return 1;
+    }
+    return VERSIONS[typeId(message)];
+  }
+
   public static byte[] encode(Envelope envelope) {
     byte typeId = typeId(envelope.message());
-    BinaryWriter out = Frames.begin(typeId, VERSIONS[typeId], 96);
+    BinaryWriter out = Frames.begin(typeId, versionOf(envelope.message()), 96);
     out.varInt(envelope.senderNode());
     switch (envelope.destination()) {
       case Destination.ToEntity to -> {
@@ -174,7 +194,7 @@ public final class WireCodec {
         case TO_NODE -> new Destination.ToNode(in.varInt());
         default -> throw in.corrupt("unknown destination kind " + kind, null);
       };
-      WireMessage message = readMessage(in, typeId);
+      WireMessage message = readMessage(in, typeId, bytes[1]);
       in.end();
       return new Envelope(sender, destination, message);
     } catch (CorruptFrameException e) {
@@ -246,6 +266,10 @@ public final class WireCodec {
         ValueEncoding.writeEntity(out, turn.entity());
         writeType(out, turn.type());
         writeTurn(out, turn.turn());
+        byte[] idempotencyRecord = turn.idempotencyRecord();
+        if (idempotencyRecord != null) {
+          out.bytes(idempotencyRecord); // version 2 only
+        }
       }
       case TurnAnswer answer -> {
         out.fixedLong(answer.transactionId());
@@ -266,10 +290,20 @@ public final class WireCodec {
           case UNDECIDED -> UNDECIDED;
         });
       }
+      case ReadRequest read -> {
+        out.fixedLong(read.readId());
+        ValueEncoding.writeEntity(out, read.entity());
+        out.fixedLong(read.timestamp());
+      }
+      case ReadAnswer answer -> {
+        out.fixedLong(answer.readId());
+        ValueEncoding.writeEntity(out, answer.entity());
+        writeResult(out, answer.answer());
+      }
     }
   }
 
-  private static WireMessage readMessage(BinaryReader in, byte typeId) {
+  private static WireMessage readMessage(BinaryReader in, byte typeId, byte version) {
     return switch (typeId) {
       case PREPARE -> {
         long transactionId = in.fixedLong();
@@ -310,7 +344,7 @@ public final class WireCodec {
       case STEP_ANSWER ->
           new StepAnswer(in.fixedLong(), ValueEncoding.readEntity(in), readResult(in));
       case TURN_REQUEST -> new TurnRequest(in.fixedLong(), ValueEncoding.readEntity(in),
-          readType(in), readTurn(in));
+          readType(in), readTurn(in), version >= 2 ? in.bytes() : null);
       case TURN_ANSWER ->
           new TurnAnswer(in.fixedLong(), ValueEncoding.readEntity(in), readResult(in));
       case DECISION_QUERY ->
@@ -326,6 +360,10 @@ public final class WireCodec {
           default -> throw in.corrupt("unknown decision state " + state, null);
         });
       }
+      case READ_REQUEST ->
+          new ReadRequest(in.fixedLong(), ValueEncoding.readEntity(in), in.fixedLong());
+      case READ_ANSWER ->
+          new ReadAnswer(in.fixedLong(), ValueEncoding.readEntity(in), readResult(in));
       default -> throw in.corrupt("unknown message type " + typeId, null);
     };
   }

@@ -85,9 +85,52 @@ public sealed interface WireMessage {
   record StepAnswer(long transactionId, EntityId entity, WireResult answer)
       implements WireMessage {}
 
-  /** A request's node to an entity: one single-entity turn ({@code TurnRequested}). */
-  record TurnRequest(long transactionId, EntityId entity, TypeReference type, Turn turn)
-      implements WireMessage {}
+  /**
+   * A request's node to an entity: one single-entity turn ({@code TurnRequested}).
+   *
+   * @param idempotencyRecord the client's idempotency record (its stored frame, storage's {@code
+   *     Codec}) that must be written atomically with the turn's commit, in the store of the
+   *     entity's node; null without an {@code Idempotency-Key}. A request with one travels as
+   *     version 2 of this message (a node of an older build refuses it as newer, never runs it
+   *     without its record); one without is version 1, byte for byte as before.
+   */
+  record TurnRequest(long transactionId, EntityId entity, TypeReference type, Turn turn,
+      byte[] idempotencyRecord) implements WireMessage {
+    public TurnRequest {
+      idempotencyRecord = idempotencyRecord == null ? null : idempotencyRecord.clone();
+    }
+
+    /** A turn without an idempotency record. */
+    public TurnRequest(long transactionId, EntityId entity, TypeReference type, Turn turn) {
+      this(transactionId, entity, type, turn, null);
+    }
+
+    @Override
+    public byte[] idempotencyRecord() {
+      return idempotencyRecord == null ? null : idempotencyRecord.clone();
+    }
+
+    @Override
+    public boolean equals(Object other) {
+      return other instanceof TurnRequest that && transactionId == that.transactionId
+          && entity.equals(that.entity) && type.equals(that.type)
+          && java.util.Objects.equals(turn, that.turn)
+          && java.util.Arrays.equals(idempotencyRecord, that.idempotencyRecord);
+    }
+
+    @Override
+    public int hashCode() {
+      return java.util.Objects.hash(transactionId, entity, type, turn)
+          * 31 + java.util.Arrays.hashCode(idempotencyRecord);
+    }
+
+    @Override
+    public String toString() {
+      return "TurnRequest[transactionId=" + transactionId + ", entity=" + entity + ", type="
+          + type + ", turn=" + turn + ", idempotencyRecord="
+          + (idempotencyRecord == null ? "none" : idempotencyRecord.length + " bytes") + "]";
+    }
+  }
 
   /** The entity's answer to a single-entity turn. */
   record TurnAnswer(long transactionId, EntityId entity, WireResult answer)
@@ -105,6 +148,25 @@ public sealed interface WireMessage {
   /** The coordinator's node's answer to a {@link DecisionQuery} of {@code participant}. */
   record DecisionAnswer(long transactionId, EntityId participant, DecisionState state)
       implements WireMessage {}
+
+  /**
+   * A node serving a client's read of an entity another node owns, to the entity's node: its
+   * latest committed state ({@code timestamp} 0), or its state as of {@code timestamp} (a read
+   * {@code ?at=}), answered from that node's store and object cache with a {@link ReadAnswer}
+   * (docs/ARCHITECTURE.md, "Entity messages between nodes"). Changes nothing; not a turn (no actor
+   * hop, no lock).
+   *
+   * @param readId the asking node's number for this read, unique among its reads in flight; the
+   *     answer names it
+   */
+  record ReadRequest(long readId, EntityId entity, long timestamp) implements WireMessage {}
+
+  /**
+   * The entity's node's answer to a {@link ReadRequest}: {@link WireResult.Done} with the state
+   * (which may not exist: the asker answers {@code not_found} as a local read does) and its
+   * version, or the failure ({@code overloaded}, {@code unavailable}, {@code corrupt_data}...).
+   */
+  record ReadAnswer(long readId, EntityId entity, WireResult answer) implements WireMessage {}
 
   /** What a coordinator's node knows of a transaction's decision. */
   enum DecisionState {

@@ -25,6 +25,18 @@ class DecisionQueryCoreTest {
   }
 
   @Test
+  void aRecordTheShellFoundInTheStoreMeansCommitWhenNoCoordinatorKnowsIt() {
+    // Several nodes: the record was written by another node's coordinator, or before a restart.
+    DecisionQueryCore core = new DecisionQueryCore();
+    assertEquals(Answer.COMMITTED, ((Effect.Answered) core.handle(
+        new Input.Asked(7, Knowledge.NOT_MINE, true)).get(0)).answer());
+    assertEquals(Answer.UNDECIDED, ((Effect.Answered) core.handle(
+        new Input.Asked(7, Knowledge.UNDECIDED, true)).get(0)).answer(),
+        "a live coordinator still answers first");
+    assertEquals(0, core.recordedDecisions(), "a looked-up record is not mirrored (never forgotten)");
+  }
+
+  @Test
   void withoutACoordinatorARecordMeansCommitAndNothingMeansAbort() {
     DecisionQueryCore core = new DecisionQueryCore();
     assertEquals(Answer.ABORTED, ask(core, 7, Knowledge.NOT_MINE), "presumed abort");

@@ -235,12 +235,16 @@ final class WireArbitraries {
         Combinators.combine(ids, ids, entities(), types(), turns().injectNull(0.2))
             .as(WireMessage.StepRequest::new),
         Combinators.combine(ids, entities(), results()).as(WireMessage.StepAnswer::new),
-        Combinators.combine(ids, entities(), types(), turns()).as(WireMessage.TurnRequest::new),
+        Combinators.combine(ids, entities(), types(), turns(),
+                Arbitraries.bytes().array(byte[].class).ofMaxSize(40).injectNull(0.5))
+            .as(WireMessage.TurnRequest::new),
         Combinators.combine(ids, entities(), results()).as(WireMessage.TurnAnswer::new),
         Combinators.combine(ids, Arbitraries.integers().between(0, 63), entities())
             .as(WireMessage.DecisionQuery::new),
         Combinators.combine(ids, entities(), Arbitraries.of(WireMessage.DecisionState.class))
-            .as(WireMessage.DecisionAnswer::new));
+            .as(WireMessage.DecisionAnswer::new),
+        Combinators.combine(ids, entities(), ids).as(WireMessage.ReadRequest::new),
+        Combinators.combine(ids, entities(), results()).as(WireMessage.ReadAnswer::new));
   }
 
   static Arbitrary<Integer> rounds() {
@@ -262,6 +266,7 @@ final class WireArbitraries {
         WireMessage.Acknowledgement.class, WireMessage.StepRequest.class,
         WireMessage.StepAnswer.class, WireMessage.TurnRequest.class,
         WireMessage.TurnAnswer.class, WireMessage.DecisionQuery.class,
-        WireMessage.DecisionAnswer.class);
+        WireMessage.DecisionAnswer.class, WireMessage.ReadRequest.class,
+        WireMessage.ReadAnswer.class);
   }
 }

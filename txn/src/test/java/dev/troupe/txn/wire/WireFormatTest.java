@@ -130,6 +130,11 @@ class WireFormatTest {
         new WireMessage.DecisionQuery(101L, 2, CART)));
     examples.put("DecisionAnswer", new Envelope(5, new Destination.ToNode(2),
         new WireMessage.DecisionAnswer(101L, CART, WireMessage.DecisionState.UNDECIDED)));
+    examples.put("ReadRequest", new Envelope(2, toCart,
+        new WireMessage.ReadRequest(104L, CART, 4300L)));
+    examples.put("ReadAnswer", new Envelope(3, new Destination.ToNode(2),
+        new WireMessage.ReadAnswer(104L, CART, new WireResult.Done(4242L, state(), false, 4242L,
+            List.of(), Map.of(), Map.of()))));
     return examples;
   }
 
@@ -251,6 +256,28 @@ class WireFormatTest {
         HEX.formatHex(WireCodec.encode(applyReplicatedRequest())));
     assertEquals(applyReplicatedRequest(),
         WireCodec.decode(HEX.parseHex(APPLY_REPLICATED_TURN_REQUEST)));
+  }
+
+  /**
+   * A turn request with an idempotency record: version 2 (the record's stored frame after the
+   * turn); without one it is still version 1, byte for byte ({@link #everyMessageTypeKeepsItsBytes}).
+   */
+  static final String IDEMPOTENT_TURN_REQUEST =
+      "080200000035030107436172740063310000000000000067074361727400633104436172740000018bcfe5687b"
+      + "0305636f756e7402" + "050102030405" + "946026fa";
+
+  static Envelope idempotentTurnRequest() {
+    return new Envelope(3, new Destination.ToEntity(CART), new WireMessage.TurnRequest(103L, CART,
+        CART_TYPE, new Turn.IncrementKey("count", 1), new byte[] {1, 2, 3, 4, 5}));
+  }
+
+  @Test
+  void anIdempotentTurnRequestIsVersionTwoAndKeepsItsBytes() {
+    assertEquals(IDEMPOTENT_TURN_REQUEST, HEX.formatHex(WireCodec.encode(idempotentTurnRequest())));
+    assertEquals(idempotentTurnRequest(),
+        WireCodec.decode(HEX.parseHex(IDEMPOTENT_TURN_REQUEST)));
+    assertEquals(1, HEX.parseHex(VECTORS.get("TurnRequest"))[1], "without a record: version 1");
+    assertEquals(2, HEX.parseHex(IDEMPOTENT_TURN_REQUEST)[1]);
   }
 
   @Test

@@ -1,0 +1,189 @@
+package dev.troupe.runtime.cluster;
+
+import com.typesafe.config.Config;
+import dev.troupe.model.EntityLocator;
+import dev.troupe.runtime.EntityRegistry;
+import dev.troupe.txn.port.Transport;
+import dev.troupe.txn.wire.Envelope;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executor;
+import java.util.function.BiConsumer;
+import java.util.function.Supplier;
+import org.apache.pekko.actor.Address;
+import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.actor.typed.Behavior;
+import org.apache.pekko.actor.typed.DispatcherSelector;
+import org.apache.pekko.actor.typed.Props;
+import org.apache.pekko.actor.typed.javadsl.AskPattern;
+import org.apache.pekko.actor.typed.javadsl.Behaviors;
+import org.apache.pekko.cluster.Member;
+import org.apache.pekko.cluster.sharding.ShardRegion;
+import org.apache.pekko.cluster.sharding.typed.GetClusterShardingStats;
+import org.apache.pekko.cluster.sharding.typed.ShardingEnvelope;
+import org.apache.pekko.cluster.sharding.typed.ShardingMessageExtractor;
+import org.apache.pekko.cluster.sharding.typed.javadsl.ClusterSharding;
+import org.apache.pekko.cluster.sharding.typed.javadsl.Entity;
+import org.apache.pekko.cluster.sharding.typed.javadsl.EntityTypeKey;
+import org.apache.pekko.cluster.typed.Cluster;
+
+/**
+ * This node as a member of a cluster (troupe.cluster.enabled): the actor system's cluster
+ * settings, sharding of the store's partitions ({@link PartitionHost}), the node's inbox actor,
+ * the {@link ClusterTransport}, the refusal of a duplicate node id ({@link NodeIdGuard}) and the
+ * view of the cluster ({@link #view}). Kept out of the engine's facade; the engine calls it.
+ */
+public final class ClusterNode {
+  /** The name of the sharded entity type. */
+  public static final String PARTITION_TYPE_NAME = "troupe-partition";
+
+  /** The sharded entity type: one entity per storage partition. */
+  public static final EntityTypeKey<PartitionHost.Command> PARTITION_TYPE =
+      EntityTypeKey.create(PartitionHost.Command.class, PARTITION_TYPE_NAME);
+
+  private final ActorSystem<?> system;
+  private final ClusterSettings settings;
+  private final HostedPartitions hosted;
+  private final ClusterTransport transport;
+  private ActorRef<ShardingEnvelope<PartitionHost.Command>> region;
+
+  private ClusterNode(ActorSystem<?> system, ClusterSettings settings, HostedPartitions hosted,
+      ClusterTransport transport) {
+    this.system = system;
+    this.settings = settings;
+    this.hosted = hosted;
+    this.transport = transport;
+  }
+
+  /** The configuration of a member's actor system: the cluster's settings over {@code config}. */
+  public static Config actorSystemConfig(ClusterSettings settings, int nodeId, Config config) {
+    return settings.pekkoConfig(nodeId).withFallback(config);
+  }
+
+  /**
+   * Makes the node's cluster parts on {@code system} (created with {@link #actorSystemConfig}):
+   * its inbox actor and transport, and the guard against a duplicate node id. Sharding starts
+   * with {@link #startSharding}, once what the partitions' registries need exists.
+   *
+   * @param inbox the node's inbox: what a decoded envelope is handed to
+   * @param onRemoved called if this node must stop serving: its id is another member's, or it
+   *     was removed from the cluster (downed by the split brain resolver) while not closing
+   */
+  public static ClusterNode create(ActorSystem<?> system, ClusterSettings settings, int nodeId,
+      int partitions, EntityLocator locator, BiConsumer<Envelope, Transport> inbox,
+      Runnable onRemoved) {
+    HostedPartitions hosted = new HostedPartitions(partitions);
+    ClusterTransport transport = new ClusterTransport(nodeId, locator, system, inbox);
+    ClusterNode node = new ClusterNode(system, settings, hosted, transport);
+    hosted.useNotHostedHere(system.systemActorOf(
+        HostedPartitions.notHostedHere(), "troupe-not-hosted-here", Props.empty()));
+    Behavior<WireFrame> inboxActor = Behaviors.receiveMessage(frame -> {
+      transport.deliverArrived(frame);
+      return Behaviors.same();
+    });
+    transport.useLocalInbox(
+        system.systemActorOf(inboxActor, ClusterTransport.INBOX_NAME, Props.empty()));
+    system.systemActorOf(NodeIdGuard.create(nodeId, onRemoved), "troupe-node-id-guard",
+        Props.empty());
+    return node;
+  }
+
+  /**
+   * Starts sharding of the partitions ({@value #PARTITION_TYPE_NAME}) and keeps every partition
+   * started ({@link PartitionStarter}: at boot, when a member is removed, and periodically), so
+   * all are started, spread over the members and moved off a dead one without waiting for
+   * traffic.
+   *
+   * @param registry makes a partition's registry (the host runs it once the partition is acquired)
+   */
+  public void startSharding(PartitionOwner ownership,
+      Supplier<Behavior<EntityRegistry.Command>> registry) {
+    Executor blocking = system.dispatchers().lookup(DispatcherSelector.blocking());
+    ownership.onPartitionLost(hosted::lost);
+    region = ClusterSharding.get(system).init(
+        Entity.of(PARTITION_TYPE, context -> PartitionHost.create(
+                Integer.parseInt(context.getEntityId()), ownership, hosted, transport, blocking,
+                registry, settings.stashedMessagesPerPartition()))
+            .withStopMessage(new PartitionHost.HandOff())
+            .withMessageExtractor(new PartitionExtractor()));
+    transport.useRegion(region);
+    system.systemActorOf(PartitionStarter.create(region, hosted.partitions(),
+            Duration.ofMillis(settings.startPartitionsIntervalMillis())),
+        "troupe-partition-starter", Props.empty());
+  }
+
+  /** Shard id = entity id = the partition's number: one partition per shard. */
+  private static final class PartitionExtractor
+      extends ShardingMessageExtractor<ShardingEnvelope<PartitionHost.Command>,
+          PartitionHost.Command> {
+    @Override
+    public String entityId(ShardingEnvelope<PartitionHost.Command> envelope) {
+      return envelope.entityId();
+    }
+
+    @Override
+    public String shardId(String entityId) {
+      return entityId;
+    }
+
+    @Override
+    public PartitionHost.Command unwrapMessage(ShardingEnvelope<PartitionHost.Command> envelope) {
+      return envelope.message();
+    }
+  }
+
+  public ClusterTransport transport() {
+    return transport;
+  }
+
+  public HostedPartitions hosted() {
+    return hosted;
+  }
+
+  /**
+   * The cluster as this member sees it: the members from its membership state, and the
+   * partitions each member's shard region holds (asked of every region, waiting at most {@code
+   * troupe.cluster.status-timeout-millis}).
+   */
+  public CompletableFuture<ClusterView> view() {
+    Duration timeout = Duration.ofMillis(settings.statusTimeoutMillis());
+    return AskPattern.<org.apache.pekko.cluster.sharding.typed.ClusterShardingQuery,
+            ShardRegion.ClusterShardingStats>ask(
+            ClusterSharding.get(system).shardState(),
+            replyTo -> new GetClusterShardingStats(PARTITION_TYPE, timeout, replyTo),
+            timeout.plusSeconds(1), system.scheduler())
+        .toCompletableFuture()
+        .thenApply(this::viewOf);
+  }
+
+  private ClusterView viewOf(ShardRegion.ClusterShardingStats stats) {
+    Cluster cluster = Cluster.get(system);
+    Map<Address, List<Integer>> partitionsByAddress = new HashMap<>();
+    stats.getRegions().forEach((address, region) -> {
+      List<Integer> partitions = new ArrayList<>();
+      region.getStats().forEach((shard, entities) -> partitions.add(Integer.parseInt(shard)));
+      partitions.sort(Comparator.naturalOrder());
+      partitionsByAddress.put(address, partitions);
+    });
+    List<ClusterView.MemberView> members = new ArrayList<>();
+    var unreachable = cluster.state().getUnreachable();
+    for (Member member : cluster.state().getMembers()) {
+      int nodeId = -1;
+      for (String role : member.getRoles()) {
+        nodeId = Math.max(nodeId, ClusterSettings.nodeIdOfRole(role));
+      }
+      List<Integer> partitions = partitionsByAddress.get(member.address());
+      members.add(new ClusterView.MemberView(member.address().toString(),
+          member.status().toString().toLowerCase(java.util.Locale.ROOT),
+          !unreachable.contains(member), nodeId, member.getRoles().stream().sorted().toList(),
+          partitions == null ? List.of() : partitions, partitions != null));
+    }
+    return new ClusterView(cluster.selfMember().address().toString(), members);
+  }
+}

@@ -1,0 +1,205 @@
+package dev.troupe.runtime.cluster;
+
+import dev.troupe.model.EntityLocator;
+import dev.troupe.model.codec.CorruptFrameException;
+import dev.troupe.txn.port.Transport;
+import dev.troupe.txn.wire.Envelope;
+import dev.troupe.txn.wire.WireCodec;
+import java.util.concurrent.atomic.LongAdder;
+import java.util.function.BiConsumer;
+import org.apache.pekko.actor.ActorSelection;
+import org.apache.pekko.actor.Address;
+import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.cluster.Member;
+import org.apache.pekko.cluster.MemberStatus;
+import org.apache.pekko.cluster.sharding.typed.ShardingEnvelope;
+import org.apache.pekko.cluster.typed.Cluster;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The {@link Transport} between the nodes of a cluster (docs/ARCHITECTURE.md, "Pekko Cluster and
+ * sharding"). Every envelope is encoded with {@link WireCodec} into a {@link WireFrame}:
+ *
+ * <ul>
+ *   <li>a {@code ToEntity} envelope goes to the entity's partition through the sharding region,
+ *       which delivers it to the partition's host on whichever member hosts it now (buffering it
+ *       while the partition moves);
+ *   <li>a {@code ToNode} envelope goes to the target node's inbox actor ({@value #INBOX_NAME}
+ *       under {@code /system}), found at the address of the member whose role is {@code
+ *       troupe-node-<id>}; one for a node that is not an up member is dropped.
+ * </ul>
+ *
+ * On arrival ({@link #deliverArrived}) the frame is decoded and handed to the node's inbox. Every
+ * hop is a tell: {@link #send} never blocks and never fails its caller; what cannot be sent or
+ * decoded is dropped and counted (the cores resend or ask again, the port's contract). Unlike
+ * the in-process transport, nothing here is ordered or reliable across a move of a partition or
+ * a lost connection.
+ *
+ * <p>Thread-safe.
+ */
+public final class ClusterTransport implements Transport {
+  private static final Logger log = LoggerFactory.getLogger(ClusterTransport.class);
+
+  /** The name of every node's inbox actor (under {@code /system}). */
+  public static final String INBOX_NAME = "troupe-node-inbox";
+
+  private final int localNode;
+  private final EntityLocator locator;
+  private final BiConsumer<Envelope, Transport> inbox;
+  private final ActorSystem<?> system;
+  private volatile ActorRef<ShardingEnvelope<PartitionHost.Command>> region;
+  private volatile ActorRef<WireFrame> localInbox;
+
+  private final LongAdder sentToPartitions = new LongAdder();
+  private final LongAdder sentToNodes = new LongAdder();
+  private final LongAdder delivered = new LongAdder();
+  private final LongAdder droppedNoMember = new LongAdder();
+  private final LongAdder droppedDamaged = new LongAdder();
+  private final LongAdder droppedUndeliverable = new LongAdder();
+  private final LongAdder droppedMoving = new LongAdder();
+
+  /**
+   * @param inbox what a decoded envelope is handed to (the node's {@code NodeInbox}), with this
+   *     transport for its answers
+   */
+  ClusterTransport(int localNode, EntityLocator locator, ActorSystem<?> system,
+      BiConsumer<Envelope, Transport> inbox) {
+    this.localNode = localNode;
+    this.locator = locator;
+    this.system = system;
+    this.inbox = inbox;
+  }
+
+  void useRegion(ActorRef<ShardingEnvelope<PartitionHost.Command>> region) {
+    this.region = region;
+  }
+
+  void useLocalInbox(ActorRef<WireFrame> localInbox) {
+    this.localInbox = localInbox;
+  }
+
+  @Override
+  public int localNode() {
+    return localNode;
+  }
+
+  @Override
+  public void send(Envelope envelope) {
+    try {
+      WireFrame frame = new WireFrame(WireCodec.encode(envelope));
+      switch (envelope.destination()) {
+        case Envelope.Destination.ToEntity to -> {
+          int partition = locator.partitionOf(to.entity());
+          region.tell(new ShardingEnvelope<>(Integer.toString(partition), frame));
+          sentToPartitions.increment();
+        }
+        case Envelope.Destination.ToNode to -> sendToNode(to.nodeId(), frame, envelope);
+      }
+    } catch (RuntimeException unsendable) {
+      // The port never fails its caller: the cores ask again or resend.
+      droppedUndeliverable.increment();
+      log.warn("dropped an unsendable {}", envelope.message().getClass().getSimpleName(),
+          unsendable);
+    }
+  }
+
+  private void sendToNode(int nodeId, WireFrame frame, Envelope envelope) {
+    if (nodeId == localNode) {
+      localInbox.tell(frame);
+      sentToNodes.increment();
+      return;
+    }
+    Address address = upMemberOf(nodeId);
+    if (address == null) {
+      droppedNoMember.increment();
+      log.warn("dropped a {} for node {}: no up member has that node id",
+          envelope.message().getClass().getSimpleName(), nodeId);
+      return;
+    }
+    ActorSelection target =
+        system.classicSystem().actorSelection(address + "/system/" + INBOX_NAME);
+    target.tell(frame, org.apache.pekko.actor.ActorRef.noSender());
+    sentToNodes.increment();
+  }
+
+  /** The address of the up member whose role carries {@code nodeId}, or null. */
+  private Address upMemberOf(int nodeId) {
+    String role = ClusterSettings.nodeRole(nodeId);
+    for (Member member : Cluster.get(system).state().getMembers()) {
+      if ((member.status() == MemberStatus.up() || member.status() == MemberStatus.weaklyUp())
+          && member.hasRole(role)) {
+        return member.address();
+      }
+    }
+    return null;
+  }
+
+  /**
+   * A frame arrived at this node (at a partition's host or the node's inbox actor): decodes it
+   * and hands the envelope to the node's inbox. Damaged or undeliverable frames are dropped and
+   * counted.
+   */
+  public void deliverArrived(WireFrame frame) {
+    Envelope envelope;
+    try {
+      envelope = WireCodec.decode(frame.bytes());
+    } catch (CorruptFrameException damaged) {
+      droppedDamaged.increment();
+      log.warn("dropped a damaged frame from another node: {}", damaged.getMessage());
+      return;
+    }
+    try {
+      delivered.increment();
+      inbox.accept(envelope, this);
+    } catch (RuntimeException undeliverable) {
+      droppedUndeliverable.increment();
+      log.warn("dropped an undeliverable {}", envelope.message().getClass().getSimpleName(),
+          undeliverable);
+    }
+  }
+
+  void droppedWhileAcquiring() {
+    droppedMoving.increment();
+  }
+
+  void droppedWhileHandingOff() {
+    droppedMoving.increment();
+  }
+
+  /** Envelopes sent towards a partition's host (through sharding). */
+  public long sentToPartitions() {
+    return sentToPartitions.sum();
+  }
+
+  /** Envelopes sent towards a node's inbox actor. */
+  public long sentToNodes() {
+    return sentToNodes.sum();
+  }
+
+  /** Envelopes that arrived here, were decoded and handed to the node's inbox. */
+  public long delivered() {
+    return delivered.sum();
+  }
+
+  /** Envelopes for a node id no up member carries. */
+  public long droppedNoMember() {
+    return droppedNoMember.sum();
+  }
+
+  /** Frames that arrived damaged (refused by WireCodec). */
+  public long droppedDamaged() {
+    return droppedDamaged.sum();
+  }
+
+  /** Envelopes that could not be encoded, sent or delivered. */
+  public long droppedUndeliverable() {
+    return droppedUndeliverable.sum();
+  }
+
+  /** Frames that reached a partition's host while it was moving (full stash, handing off). */
+  public long droppedMoving() {
+    return droppedMoving.sum();
+  }
+}

@@ -1,0 +1,199 @@
+package dev.troupe.runtime;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.typesafe.config.Config;
+import com.typesafe.config.ConfigFactory;
+import dev.troupe.model.EntityId;
+import dev.troupe.model.ErrorCode;
+import dev.troupe.model.Operation;
+import dev.troupe.model.SingleNodeLocator;
+import dev.troupe.model.TroupeException;
+import dev.troupe.runtime.cluster.ClusterNode;
+import dev.troupe.runtime.cluster.ClusterSettings;
+import dev.troupe.storage.EntityWrite;
+import dev.troupe.storage.KeyValueDisk;
+import dev.troupe.storage.MemoryDisk;
+import dev.troupe.storage.PartitionOwnership;
+import dev.troupe.storage.RocksStore;
+import dev.troupe.storage.StorageSettings;
+import java.io.IOException;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Proxy;
+import java.net.ServerSocket;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.TreeSet;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
+import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.actor.typed.javadsl.Behaviors;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The partitions' hosts over the real store in {@link PartitionOwnership#ACQUIRED} mode: two
+ * members (two actor systems in one JVM), each with its own {@link RocksStore} over ONE shared
+ * disk (as they would share a PostgreSQL database). Sharding places the partitions; each member's
+ * store owns exactly the partitions its hosts run (acquired through {@link StorePartitionOwner}),
+ * together every partition once. When a member leaves, its hosts release their partitions and the
+ * other member's hosts acquire them: its store then owns them all.
+ */
+class ClusterPartitionOwnershipTest {
+  private static final int PARTITIONS = 4;
+
+  private final MemoryDisk disk = new MemoryDisk();
+  private final List<ActorSystem<Void>> systems = new ArrayList<>();
+  private final List<RocksStore> stores = new ArrayList<>();
+
+  @AfterEach
+  void stop() throws Exception {
+    for (ActorSystem<Void> system : systems) {
+      system.terminate();
+      system.getWhenTerminated().toCompletableFuture().get(30, TimeUnit.SECONDS);
+    }
+    for (RocksStore store : stores) {
+      store.close();
+    }
+    disk.close();
+  }
+
+  /** One member's view of the shared disk: closing it leaves the disk open for the other. */
+  private KeyValueDisk view() {
+    return (KeyValueDisk) Proxy.newProxyInstance(KeyValueDisk.class.getClassLoader(),
+        new Class<?>[] {KeyValueDisk.class}, (proxy, method, arguments) -> {
+          if (method.getName().equals("close") && arguments == null) {
+            return null;
+          }
+          try {
+            return method.invoke(disk, arguments);
+          } catch (InvocationTargetException e) {
+            throw e.getCause();
+          }
+        });
+  }
+
+  private static int freePort() throws IOException {
+    try (ServerSocket socket = new ServerSocket(0)) {
+      return socket.getLocalPort();
+    }
+  }
+
+  private record Member(ActorSystem<Void> system, RocksStore store, ClusterNode node) {}
+
+  private Member member(int nodeId, int port, int seedPort) {
+    return member(nodeId, port, seedPort, "");
+  }
+
+  private RocksStore store(int nodeId) {
+    RuntimeSettings defaults = RuntimeSettings.fromConfig(ConfigFactory.load());
+    StorageSettings storage = defaults.storage().withNodeId(nodeId).withPartitions(PARTITIONS)
+        .withPartitionOwnership(PartitionOwnership.ACQUIRED);
+    RocksStore store = RocksStore.open(storage, System::currentTimeMillis, view(),
+        RocksStore.Execution.THREADS);
+    stores.add(store);
+    return store;
+  }
+
+  private Member member(int nodeId, int port, int seedPort, String clusterSettings) {
+    RocksStore store = store(nodeId);
+    LoudStorageEvents events = new LoudStorageEvents();
+    store.setEvents(events);
+    Config troupe = ConfigFactory.parseString(
+            "cluster.enabled = true\ncluster.port = " + port
+                + "\ncluster.seed-nodes = [\"127.0.0.1:" + seedPort + "\"]\n" + clusterSettings)
+        .withFallback(ConfigFactory.load().getConfig("troupe"));
+    ClusterSettings settings = ClusterSettings.fromConfig(troupe);
+    ActorSystem<Void> system = ActorSystem.create(Behaviors.empty(), ClusterSettings.SYSTEM_NAME,
+        ClusterNode.actorSystemConfig(settings, nodeId, ConfigFactory.load()));
+    systems.add(system);
+    ClusterNode node = ClusterNode.create(system, settings, nodeId, PARTITIONS,
+        new SingleNodeLocator(PARTITIONS, nodeId), (envelope, replies) -> {}, () -> {});
+    node.startSharding(new StorePartitionOwner(store, PartitionOwnership.ACQUIRED, events),
+        Behaviors::empty);
+    return new Member(system, store, node);
+  }
+
+  @Test
+  void eachStoreOwnsWhatItsHostsRunAndALeavingMemberHandsItsPartitionsOver() throws Exception {
+    int firstPort = freePort();
+    int secondPort = freePort();
+    Member first = member(1, firstPort, firstPort);
+    Member second = member(2, secondPort, firstPort);
+
+    // Both up, both hosting (sharding rebalances the first member's partitions onto the second),
+    // each store owning exactly what its hosts run, every partition once.
+    await(60, () -> first.node().hosted().hostedPartitions().size()
+        + second.node().hosted().hostedPartitions().size() == PARTITIONS
+        && !second.node().hosted().hostedPartitions().isEmpty()
+        && first.store().ownedPartitions().equals(first.node().hosted().hostedPartitions())
+        && second.store().ownedPartitions().equals(second.node().hosted().hostedPartitions()));
+    TreeSet<Integer> all = new TreeSet<>(first.store().ownedPartitions());
+    all.addAll(second.store().ownedPartitions());
+    assertEquals(PARTITIONS, all.size(), "every partition owned once");
+    System.out.println("placed: node 1 owns " + first.store().ownedPartitions() + ", node 2 owns "
+        + second.store().ownedPartitions());
+
+    // The second member leaves (its actor system terminates: coordinated shutdown hands off).
+    long leftAt = System.nanoTime();
+    second.system().terminate();
+    second.system().getWhenTerminated().toCompletableFuture().get(30, TimeUnit.SECONDS);
+    assertTrue(second.store().ownedPartitions().isEmpty(), "the leaving member released all");
+    await(30, () -> first.store().ownedPartitions().size() == PARTITIONS
+        && first.node().hosted().hostedPartitions().size() == PARTITIONS);
+    System.out.printf("hand-over: node 1 owns %s %d ms after node 2 began leaving%n",
+        first.store().ownedPartitions(),
+        TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - leftAt));
+  }
+
+  /**
+   * A node outside the cluster takes a partition over behind sharding's back (what a member cut
+   * off from the majority meets once the majority moved its partition): the member's next write
+   * to it is fenced, the store reports the partition lost, and its host releases it and stops;
+   * the member's other partitions stay hosted.
+   */
+  @Test
+  void aFencedPartitionsHostStops() throws Exception {
+    int port = freePort();
+    // No periodic start during the test: the lost partition would be started (and taken back) again.
+    Member member = member(1, port, port, "cluster.start-partitions-interval-millis = 600000\n");
+    await(60, () -> member.node().hosted().hostedPartitions().size() == PARTITIONS
+        && member.store().ownedPartitions().size() == PARTITIONS);
+    RocksStore intruder = store(9);
+    EntityId entity = entityIn(member.store(), 0);
+    intruder.acquirePartition(0);
+    CompletableFuture<?> fenced = member.store().commit(member.store().newTransactionId(),
+        List.of(new EntityWrite(entity, List.of(new Operation.Increment("n", 1)))))
+        .orTimeout(10, TimeUnit.SECONDS);
+    CompletionException refused = assertThrows(CompletionException.class, fenced::join);
+    assertEquals(ErrorCode.NOT_OWNER, ((TroupeException) refused.getCause()).code());
+    await(10, () -> !member.node().hosted().hosts(0));
+    assertEquals(List.of(1, 2, 3), member.node().hosted().hostedPartitions());
+    assertEquals(List.of(1, 2, 3), member.store().ownedPartitions());
+    assertEquals(List.of(0), intruder.ownedPartitions());
+  }
+
+  private static EntityId entityIn(RocksStore store, int partition) {
+    for (int i = 0; ; i++) {
+      EntityId entity = new EntityId("Account", "a" + i);
+      if (store.partitionOf(entity) == partition) {
+        return entity;
+      }
+    }
+  }
+
+  private static void await(int seconds, BooleanSupplier condition) throws InterruptedException {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds);
+    while (System.nanoTime() < deadline) {
+      if (condition.getAsBoolean()) {
+        return;
+      }
+      Thread.sleep(100);
+    }
+    throw new AssertionError("not within " + seconds + " s");
+  }
+}

@@ -1,0 +1,199 @@
+package dev.troupe.server;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import dev.troupe.server.ServerProcess.Answer;
+import java.io.IOException;
+import java.net.ServerSocket;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Three real server processes form a Pekko cluster on loopback (issue 18): every partition is
+ * hosted by exactly one member and every member's {@code GET /v1/cluster} agrees; a member killed
+ * with SIGKILL is downed by the survivors' split brain resolver (keep-majority: two of three) and
+ * its partitions move to them within a bound (the time from the kill to every partition hosted
+ * again is measured and printed); restarted, it rejoins; a member stopped with SIGTERM hands its
+ * partitions off to the others (measured and printed too). Each member runs on a RocksDB store of its
+ * own: this tests placement and membership, not shared data.
+ */
+class ClusterTest {
+  private static final int PARTITIONS = 4;
+  /** Small heaps: three JVMs on a small machine. */
+  private static final List<String> JVM_OPTIONS =
+      List.of("-Xmx320m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1");
+  /**
+   * Failover = unreachable after the pause, downed after stable-after, moved after sharding's
+   * removal margin (stable-after again). Shorter than the defaults (3000, 7000) to keep the test
+   * short; -Dtroupe.test.failure-detector-pause-millis and -Dtroupe.test.stable-after-millis
+   * measure others.
+   */
+  private static final long FAILURE_DETECTOR_PAUSE_MILLIS =
+      Long.getLong("troupe.test.failure-detector-pause-millis", 2000);
+  private static final long STABLE_AFTER_MILLIS =
+      Long.getLong("troupe.test.stable-after-millis", 3000);
+  /** The bound the test holds failover to (detection, downing, hand-over, and slack). */
+  private static final long FAILOVER_BOUND_MILLIS =
+      10_000 + 2 * FAILURE_DETECTOR_PAUSE_MILLIS + 3 * STABLE_AFTER_MILLIS;
+
+  @TempDir Path directory;
+  private final ServerProcess[] nodes = new ServerProcess[3];
+  private final int[] clusterPorts = new int[3];
+
+  @AfterEach
+  void stop() throws InterruptedException {
+    for (ServerProcess node : nodes) {
+      if (node != null) {
+        node.close();
+      }
+    }
+  }
+
+  private static int freePort() throws IOException {
+    try (ServerSocket socket = new ServerSocket(0)) {
+      return socket.getLocalPort();
+    }
+  }
+
+  private ServerProcess start(int index) throws IOException, InterruptedException {
+    List<String> seeds = new ArrayList<>();
+    for (int port : clusterPorts) {
+      seeds.add("127.0.0.1:" + port);
+    }
+    Path data = directory.resolve("node-" + (index + 1));
+    java.nio.file.Files.createDirectories(data);
+    return ServerProcess.launchWithJvmOptions(JVM_OPTIONS, List.of("serve",
+        "--data", data.toString(), "--port", "0",
+        "--node-id", Integer.toString(index + 1),
+        "--cluster-port", Integer.toString(clusterPorts[index]),
+        "--seed-nodes", String.join(",", seeds),
+        "--set", "troupe.storage.partitions=" + PARTITIONS,
+        "--set", "troupe.cluster.failure-detector-pause-millis=" + FAILURE_DETECTOR_PAUSE_MILLIS,
+        "--set", "troupe.cluster.stable-after-millis=" + STABLE_AFTER_MILLIS));
+  }
+
+  @Test
+  void partitionsAreHostedOnceMoveOffAKilledNodeAndItRejoins() throws Exception {
+    for (int i = 0; i < 3; i++) {
+      clusterPorts[i] = freePort();
+    }
+    for (int i = 0; i < 3; i++) {
+      nodes[i] = start(i);
+    }
+
+    // Formed: three up members, every partition hosted once, every member agreeing, and (once
+    // sharding has rebalanced) every member hosting some.
+    Map<Integer, Integer> placement = awaitPlacement(List.of(0, 1, 2), 3, 90_000, true);
+    System.out.println("cluster formed: partition -> node " + placement);
+    Answer metrics = nodes[0].get("/metrics");
+    assertEquals(200, metrics.status(), metrics.text());
+    assertTrue(metrics.text().contains("troupe_cluster_hosted_partitions "), metrics.text());
+    assertTrue(metrics.text().contains("troupe_cluster_transport_sent_total{to=\"partition\"}"));
+
+    // A member dies: its partitions move to the two survivors.
+    int victim = 2;
+    long killedAt = System.nanoTime();
+    nodes[victim].kill();
+    nodes[victim] = null;
+    Map<Integer, Integer> after = awaitPlacement(List.of(0, 1), 2, FAILOVER_BOUND_MILLIS, false);
+    long failoverMillis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - killedAt);
+    System.out.printf("failover: every partition hosted again %d ms after kill -9 of node %d"
+        + " (failure detector pause %d ms, stable-after %d ms): partition -> node %s%n",
+        failoverMillis, victim + 1, FAILURE_DETECTOR_PAUSE_MILLIS, STABLE_AFTER_MILLIS, after);
+    assertTrue(after.values().stream().noneMatch(node -> node == victim + 1), after.toString());
+
+    // It comes back on the same ports and data: it rejoins, and the three agree again.
+    long restartedAt = System.nanoTime();
+    nodes[victim] = start(victim);
+    Map<Integer, Integer> rejoined = awaitPlacement(List.of(0, 1, 2), 3, 90_000, false);
+    System.out.printf("rejoin: three members agreeing %d ms after the restart: partition -> node"
+        + " %s%n", TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - restartedAt), rejoined);
+
+    // A member stopped gracefully (SIGTERM, as in a rolling restart) leaves: its partitions are
+    // handed off to the others without waiting for the failure detector or the resolver.
+    int leaving = 1;
+    long stoppedAt = System.nanoTime();
+    nodes[leaving].close();
+    nodes[leaving] = null;
+    long exitMillis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - stoppedAt);
+    Map<Integer, Integer> handedOff =
+        awaitPlacement(List.of(0, 2), 2, FAILOVER_BOUND_MILLIS, false);
+    System.out.printf("graceful stop of node %d: exited %d ms after SIGTERM, every partition"
+        + " hosted by the others %d ms after it: partition -> node %s%n", leaving + 1, exitMillis,
+        TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - stoppedAt), handedOff);
+  }
+
+  /**
+   * Waits until each of {@code members} sees {@code expectedMembers} up and reachable members and
+   * every partition hosted by exactly one of them, the same on all; answers partition -> node id.
+   */
+  private Map<Integer, Integer> awaitPlacement(List<Integer> members, int expectedMembers,
+      long timeoutMillis, boolean everyMemberHosts) throws Exception {
+    long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMillis);
+    String last = "";
+    while (System.nanoTime() < deadline) {
+      Map<Integer, Integer> agreed = null;
+      boolean ok = true;
+      for (int index : members) {
+        Answer answer = nodes[index].get("/v1/cluster");
+        if (answer.status() != 200) {
+          ok = false;
+          last = "node " + (index + 1) + ": " + answer.status() + " " + answer.text();
+          break;
+        }
+        Map<Integer, Integer> placement = placement(answer.body(), expectedMembers);
+        last = "node " + (index + 1) + ": " + answer.text();
+        if (placement == null || (agreed != null && !agreed.equals(placement))) {
+          ok = false;
+          break;
+        }
+        agreed = placement;
+      }
+      if (ok && agreed != null
+          && (!everyMemberHosts || agreed.values().stream().distinct().count() == expectedMembers)) {
+        return agreed;
+      }
+      Thread.sleep(250);
+    }
+    throw new AssertionError("the cluster did not settle within " + timeoutMillis + " ms; last: "
+        + last);
+  }
+
+  /** Partition -> node id if the view has the members up and each partition once, else null. */
+  private static Map<Integer, Integer> placement(JsonNode view, int expectedMembers) {
+    JsonNode members = view.path("members");
+    if (members.size() != expectedMembers) {
+      return null;
+    }
+    Map<Integer, Integer> placement = new TreeMap<>();
+    for (JsonNode member : members) {
+      if (!member.path("status").asText().equals("up") || !member.path("reachable").asBoolean()
+          || !member.path("partitionsKnown").asBoolean()) {
+        return null;
+      }
+      for (JsonNode partition : member.path("partitions")) {
+        if (placement.put(partition.asInt(), member.path("nodeId").asInt()) != null) {
+          return null;
+        }
+      }
+    }
+    return placement.size() == PARTITIONS ? placement : null;
+  }
+
+  @Test
+  void aNodeThatIsNotAMemberHasNoCluster() throws Exception {
+    nodes[0] = ServerProcess.start(directory.resolve("single"));
+    Answer answer = nodes[0].get("/v1/cluster");
+    assertEquals(404, answer.status(), answer.text());
+    assertEquals("not_found", answer.errorCode());
+  }
+}
