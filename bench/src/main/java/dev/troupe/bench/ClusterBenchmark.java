@@ -49,6 +49,7 @@ final class ClusterBenchmark extends Benchmark {
   static final Goal EFFICIENCY_GOAL = Goal.atLeast(0.6);
   static final Goal SPREAD_GOAL = Goal.atMost(1.2, "");
   private static final Duration START_TIMEOUT = Duration.ofSeconds(180);
+  private static final long IDLE_MEASUREMENT_MILLIS = 3000;
 
   /** What a run can measure. */
   enum Configuration { cluster, postgres, rocksdb }
@@ -178,6 +179,16 @@ final class ClusterBenchmark extends Benchmark {
           if (configuration == Configuration.cluster) {
             memorySpread(report, deployment);
           }
+          // What the servers burn with no request at all (heartbeats, gossip, timers, pollers):
+          // the fixed part of the CPU per operation below.
+          Usage idleBefore = deployment.usage();
+          long idleStart = System.nanoTime();
+          Thread.sleep(IDLE_MEASUREMENT_MILLIS);
+          Usage idleAfter = deployment.usage();
+          report.result("idle/" + configuration, "cpu_cores_busy",
+              (idleAfter.serverCpuSeconds() - idleBefore.serverCpuSeconds()
+                  + idleAfter.postgresCpuSeconds() - idleBefore.postgresCpuSeconds())
+                  / ((System.nanoTime() - idleStart) / 1e9));
           for (YcsbWorkloads.Workload workload : workloads) {
             String system = workload.name() + "/" + configuration;
             Properties properties = YcsbWorkloads.properties(workload, records);
