@@ -14,7 +14,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Random;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.atomic.AtomicBoolean;
 import me.tongfei.progressbar.ProgressBar;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -26,11 +25,12 @@ import picocli.CommandLine.Option;
  * successful write (through a surviving member) to an entity of a partition the killed member
  * hosted, and the time until an entity of every such partition has been written.
  *
- * <p>Every partition has one probe entity, written once before the kills; during a failover
- * {@code --probers} threads write the moved partitions' probes through the survivors over and over
- * (each write carries a new value). After each failover every probe is read back through a survivor
- * and must hold the last value a write of it was acknowledged with (or a later attempt's, whose
- * answer was lost): otherwise an acknowledged write was lost, a correctness failure.
+ * <p>Every partition has one probe entity, written once before the kills. During a failover a new
+ * write attempt (a new value, a connection of its own, through a survivor) to each moved partition
+ * not yet written starts every {@code --probe-interval-millis}, so a write stuck on the dead member
+ * until its timeout delays no later one. After each failover every probe is read back through a
+ * survivor and must hold a value it may hold (see {@link #problem}): an acknowledged write lost or
+ * a refused one applied is a correctness failure.
  *
  * <p>The failure detector's pause and the resolver's stable-after are passed to every member
  * explicitly and printed: failover is roughly their sum, plus sharding's removal margin (the
@@ -46,7 +46,7 @@ import picocli.CommandLine.Option;
 final class FailoverBenchmark extends Benchmark {
   private static final String TYPE = "usertable";
   private static final Duration START_TIMEOUT = Duration.ofSeconds(180);
-  private static final long PROBE_PAUSE_MILLIS = 20;
+  private static final String INITIAL_VALUE = "initial";
 
   @Option(names = "--kills", defaultValue = "3",
       description = "Members killed, one after the other (default: ${DEFAULT-VALUE}; the issue"
@@ -76,10 +76,10 @@ final class FailoverBenchmark extends Benchmark {
           + " (default: ${DEFAULT-VALUE}).")
   long startPartitionsIntervalMillis;
 
-  @Option(names = "--probers", defaultValue = "4",
-      description = "Threads writing the moved partitions' entities during a failover"
-          + " (default: ${DEFAULT-VALUE}).")
-  int probers;
+  @Option(names = "--probe-interval-millis", defaultValue = "100",
+      description = "How often a new write attempt to each moved partition not yet written starts"
+          + " during a failover: the resolution of the figures (default: ${DEFAULT-VALUE}).")
+  long probeIntervalMillis;
 
   @Option(names = "--timeout-seconds", defaultValue = "120",
       description = "Longest wait for a failover before the run fails (default: ${DEFAULT-VALUE}).")
@@ -99,9 +99,9 @@ final class FailoverBenchmark extends Benchmark {
 
   @Override
   BenchReport run() throws Exception {
-    if (kills < 1 || nodes < 3 || partitions < nodes || probers < 1) {
-      throw new IllegalArgumentException("--kills and --probers must be positive, --nodes at"
-          + " least 3 (a majority must survive) and --partitions at least --nodes");
+    if (kills < 1 || nodes < 3 || partitions < nodes || probeIntervalMillis < 1) {
+      throw new IllegalArgumentException("--kills and --probe-interval-millis must be positive,"
+          + " --nodes at least 3 (a majority must survive) and --partitions at least --nodes");
     }
     BenchReport report = new BenchReport("failover", "kill -9 of a member of a " + nodes
         + "-node data centre: time to the first write to a moved partition");
@@ -109,7 +109,7 @@ final class FailoverBenchmark extends Benchmark {
         .parameter("failure_detector_pause_millis", failureDetectorPauseMillis)
         .parameter("stable_after_millis", stableAfterMillis)
         .parameter("start_partitions_interval_millis", startPartitionsIntervalMillis)
-        .parameter("probers", probers).parameter("seed", seed).parameter("heap", heap)
+        .parameter("probe_interval_millis", probeIntervalMillis).parameter("seed", seed).parameter("heap", heap)
         .parameter("settings", settings)
         .parameter("machine", Machine.describe())
         .parameter("load_average_at_start", ClusterBenchmark.loadAverage());
@@ -137,17 +137,17 @@ final class FailoverBenchmark extends Benchmark {
           postgres.jdbcUrl("failover"), List.of("-Xmx" + heap), memberSettings)) {
         cluster.awaitHealthy(START_TIMEOUT);
         Map<Integer, Integer> placement = cluster.awaitPlacement(partitions, true, START_TIMEOUT);
-        Map<String, String> acknowledged = new ConcurrentHashMap<>();
+        Map<String, Map<String, Outcome>> attempts = new ConcurrentHashMap<>();
+        Map<String, String> baselines = new java.util.TreeMap<>();
         try (HttpConnection connection = cluster.member(0).connect()) {
           for (String key : probes.values()) {
-            String value = "initial";
-            HttpConnection.Response answer = write(connection, key, value);
+            baselines.put(key, INITIAL_VALUE);
+            HttpConnection.Response answer = write(connection, key, INITIAL_VALUE);
             if (answer.status() != 200) {
               report.failure("writing probe " + key + " answered " + answer.status() + ": "
                   + answer.text());
               return report;
             }
-            acknowledged.put(key, value);
           }
         }
         try (ProgressBar progress = ProgressBars.start("failover", kills, "kills", 1)) {
@@ -169,7 +169,7 @@ final class FailoverBenchmark extends Benchmark {
             }
             long killedAt = System.nanoTime();
             cluster.kill(victim);
-            Timings timings = probe(moved, survivors, acknowledged, killedAt,
+            Timings timings = probe(moved, survivors, attempts, killedAt,
                 Duration.ofSeconds(timeoutSeconds), kill);
             if (timings == null) {
               report.failure("kill " + kill + " (member " + victimNodeId + "): no write to a moved"
@@ -185,7 +185,9 @@ final class FailoverBenchmark extends Benchmark {
             report.result("kill-" + kill, "every_moved_partition_written_milliseconds",
                 timings.everyMillis());
             report.result("kill-" + kill, "failed_write_attempts", timings.failedAttempts());
-            checkProbes(report, survivors.get(0), acknowledged, "after kill " + kill);
+            report.parameter("kill_" + kill + "_failed_attempts_by_answer", timings.failures());
+            checkProbes(report, survivors.get(0), attempts, baselines, "after kill " + kill);
+            attempts.clear(); // all answered and checked: the values read are the baselines
 
             long restartedAt = System.nanoTime();
             cluster.restart(victim);
@@ -199,7 +201,7 @@ final class FailoverBenchmark extends Benchmark {
             progress.step();
           }
         }
-        checkProbes(report, cluster.member(0), acknowledged, "at the end");
+        checkProbes(report, cluster.member(0), attempts, baselines, "at the end");
       }
     }
     summary(report, "first_write_after_kill", firstWriteMillis);
@@ -233,93 +235,125 @@ final class FailoverBenchmark extends Benchmark {
     return keys;
   }
 
-  record Timings(double firstMillis, double everyMillis, long failedAttempts) {}
+  /**
+   * @param failures per answer ("503 not_owner") or exception, the failed attempts: what the
+   *     clients met during the failover
+   */
+  record Timings(double firstMillis, double everyMillis, long failedAttempts,
+      Map<String, Long> failures) {}
+
+  /** What became of one write attempt. */
+  enum Outcome { ACKNOWLEDGED, REFUSED, UNKNOWN }
 
   /**
-   * Writes the moved partitions' probes through the survivors from {@code probers} threads until
-   * every one was written once; null if {@code timeout} passes first.
+   * From the kill on, starts a write attempt to every moved partition's probe not yet written
+   * every {@code --probe-interval-millis}, each on a connection of its own to a survivor (in
+   * turn), so that a write stuck on the dead member (answered only after its timeout) delays no
+   * later attempt; stops starting them once every moved partition took a write, then waits for
+   * the attempts in flight. Null if {@code timeout} passes first.
    */
   private Timings probe(List<String> moved, List<TroupeProcess> survivors,
-      Map<String, String> acknowledged, long killedAt, Duration timeout, int kill)
+      Map<String, Map<String, Outcome>> attempts, long killedAt, Duration timeout, int kill)
       throws InterruptedException {
     Map<String, Long> firstSuccessNanos = new ConcurrentHashMap<>();
     java.util.concurrent.atomic.AtomicLong failed = new java.util.concurrent.atomic.AtomicLong();
-    AtomicBoolean stop = new AtomicBoolean();
+    Map<String, Long> failures = new ConcurrentHashMap<>();
     long deadline = killedAt + timeout.toNanos();
-    List<Thread> threads = new ArrayList<>();
-    for (int t = 0; t < probers; t++) {
-      int prober = t;
-      TroupeProcess through = survivors.get(t % survivors.size());
-      threads.add(Thread.ofPlatform().name("failover-prober-" + t).start(() -> {
-        long attempt = 0;
-        try (HttpConnection connection = through.connect()) {
-          while (!stop.get() && System.nanoTime() < deadline) {
-            for (int i = 0; i < moved.size() && !stop.get(); i++) {
-              String key = moved.get((i + prober) % moved.size());
-              String value = "kill-" + kill + "-prober-" + prober + "-" + attempt++;
-              try {
-                HttpConnection.Response answer = write(connection, key, value);
-                if (answer.status() == 200) {
-                  // A later attempt's value may be what the entity holds if its answer was lost;
-                  // the check below accepts any value this run wrote after the acknowledged one.
-                  acknowledged.put(key, value);
-                  firstSuccessNanos.putIfAbsent(key, System.nanoTime());
-                  if (firstSuccessNanos.size() == moved.size()) {
-                    stop.set(true);
-                  }
-                } else {
-                  failed.incrementAndGet();
-                }
-              } catch (IOException refusedOrTimedOut) {
-                failed.incrementAndGet();
-              }
-            }
-            Thread.sleep(PROBE_PAUSE_MILLIS);
-          }
-        } catch (InterruptedException e) {
-          Thread.currentThread().interrupt();
+    List<Thread> inFlight = new ArrayList<>();
+    long attempt = 0;
+    while (firstSuccessNanos.size() < moved.size() && System.nanoTime() < deadline) {
+      for (String key : moved) {
+        if (firstSuccessNanos.containsKey(key)) {
+          continue;
         }
-      }));
+        TroupeProcess through = survivors.get((int) (attempt % survivors.size()));
+        String value = "kill-" + kill + "-attempt-" + attempt++;
+        Map<String, Outcome> ofKey = attempts.computeIfAbsent(key, k -> new ConcurrentHashMap<>());
+        ofKey.put(value, Outcome.UNKNOWN);
+        inFlight.add(Thread.ofVirtual().start(() -> {
+          try (HttpConnection connection = through.connect()) {
+            HttpConnection.Response answer = write(connection, key, value);
+            if (answer.status() == 200) {
+              ofKey.put(value, Outcome.ACKNOWLEDGED);
+              firstSuccessNanos.putIfAbsent(key, System.nanoTime());
+              return;
+            }
+            failed.incrementAndGet();
+            String code = answer.status() >= 400 && answer.status() < 600
+                ? Json.parse(answer.body()).path("error").asText("") : "";
+            failures.merge(answer.status() + " " + code, 1L, Long::sum);
+            // Refusals that guarantee nothing was written; any other answer may have committed.
+            if (code.equals("not_owner") || code.equals("overloaded")) {
+              ofKey.put(value, Outcome.REFUSED);
+            }
+          } catch (IOException | RuntimeException noAnswer) {
+            failed.incrementAndGet();
+            failures.merge(noAnswer.getClass().getSimpleName(), 1L, Long::sum);
+          }
+        }));
+      }
+      Thread.sleep(probeIntervalMillis);
     }
-    for (Thread thread : threads) {
-      thread.join();
+    long settledAt = System.nanoTime();
+    for (Thread thread : inFlight) {
+      thread.join(); // each ends by its answer or the connection's read timeout
     }
     if (firstSuccessNanos.size() < moved.size() || moved.isEmpty()) {
-      return moved.isEmpty() ? new Timings(0, 0, failed.get()) : null;
+      return moved.isEmpty() ? new Timings(0, 0, failed.get(), failures) : null;
     }
     long first = firstSuccessNanos.values().stream().mapToLong(Long::longValue).min().orElseThrow();
-    long every = firstSuccessNanos.values().stream().mapToLong(Long::longValue).max().orElseThrow();
-    return new Timings((first - killedAt) / 1e6, (every - killedAt) / 1e6, failed.get());
+    long every = Math.min(settledAt,
+        firstSuccessNanos.values().stream().mapToLong(Long::longValue).max().orElseThrow());
+    return new Timings((first - killedAt) / 1e6, (every - killedAt) / 1e6, failed.get(),
+        new java.util.TreeMap<>(failures));
   }
 
   /**
-   * Reads every probe through {@code through}: each must hold the last value acknowledged to a
-   * writer, or a value of a later attempt (a write whose answer was lost may have committed).
+   * Reads every probe through {@code through} and checks it with {@link #problem}; the value read
+   * becomes the probe's baseline for the next failover.
    */
-  private static void checkProbes(BenchReport report, TroupeProcess through,
-      Map<String, String> acknowledged, String when) throws IOException {
+  static void checkProbes(BenchReport report, TroupeProcess through,
+      Map<String, Map<String, Outcome>> attempts, Map<String, String> baselines, String when)
+      throws IOException {
+    List<String> keys = List.copyOf(baselines.keySet());
     try (HttpConnection connection = through.connect()) {
-      for (Map.Entry<String, String> probe : acknowledged.entrySet()) {
-        HttpConnection.Response answer = connection.get("/v1/entities/" + TYPE + "/"
-            + probe.getKey());
+      for (String key : keys) {
+        HttpConnection.Response answer = connection.get("/v1/entities/" + TYPE + "/" + key);
         JsonNode state = answer.status() == 200 ? Json.parse(answer.body()).path("state") : null;
         String value = state == null ? null : state.path("value").asText(null);
-        if (value == null || !(value.equals(probe.getValue()) || later(value, probe.getValue()))) {
-          report.failure(when + ": probe " + probe.getKey() + " holds " + value
-              + " (answer " + answer.status() + "), acknowledged " + probe.getValue());
+        String problem = problem(value, baselines.get(key), attempts.getOrDefault(key, Map.of()));
+        if (problem != null) {
+          report.failure(when + ": probe " + key + " (answer " + answer.status() + "): "
+              + problem);
+        } else {
+          baselines.put(key, value);
         }
       }
     }
   }
 
-  /** Whether {@code value} was written by the same prober after {@code acknowledged}. */
-  static boolean later(String value, String acknowledged) {
-    int valueDash = value.lastIndexOf('-');
-    int acknowledgedDash = acknowledged.lastIndexOf('-');
-    return valueDash > 0 && acknowledgedDash > 0
-        && value.substring(0, valueDash).equals(acknowledged.substring(0, acknowledgedDash))
-        && Long.parseLong(value.substring(valueDash + 1))
-            > Long.parseLong(acknowledged.substring(acknowledgedDash + 1));
+  /**
+   * Why a probe cannot hold {@code value} after {@code attempts} (all answered or timed out) from
+   * {@code baseline} (the value checked before them); null if it can. With no acknowledged
+   * attempt it holds the baseline or an attempt's of unknown outcome; with one, an attempt's
+   * value that was not refused (every attempt of a key started before its first acknowledged one
+   * ended, so any of them may be the last), never the baseline (an acknowledged write lost) and
+   * never a refused attempt's (a refusal that wrote).
+   */
+  static String problem(String value, String baseline, Map<String, Outcome> attempts) {
+    boolean acknowledged = attempts.containsValue(Outcome.ACKNOWLEDGED);
+    if (value == null) {
+      return "no value";
+    }
+    if (value.equals(baseline)) {
+      return acknowledged ? "holds " + value + ", its value before an acknowledged write" : null;
+    }
+    Outcome outcome = attempts.get(value);
+    if (outcome == null) {
+      return "holds " + value + ", which no attempt of this key wrote";
+    }
+    return outcome == Outcome.REFUSED ? "holds " + value + ", a write refused with not_owner"
+        : null;
   }
 
   private static HttpConnection.Response write(HttpConnection connection, String key,

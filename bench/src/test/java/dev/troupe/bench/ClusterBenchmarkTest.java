@@ -70,11 +70,27 @@ class ClusterBenchmarkTest {
   }
 
   @Test
-  void aProbeMayHoldALaterAttemptOfTheSameProberOnly() {
-    assertTrue(FailoverBenchmark.later("kill-1-prober-0-12", "kill-1-prober-0-9"));
-    assertFalse(FailoverBenchmark.later("kill-1-prober-0-9", "kill-1-prober-0-12"));
-    assertFalse(FailoverBenchmark.later("kill-1-prober-1-12", "kill-1-prober-0-9"));
-    assertFalse(FailoverBenchmark.later("initial", "kill-1-prober-0-9"));
+  void aProbeHoldsAnAcknowledgedOrUnknownWriteNeverALostOrRefusedOne() {
+    Map<String, FailoverBenchmark.Outcome> none = Map.of();
+    assertNull(FailoverBenchmark.problem("initial", "initial", none));
+    Map<String, FailoverBenchmark.Outcome> unknownOnly =
+        Map.of("kill-1-attempt-0", FailoverBenchmark.Outcome.UNKNOWN);
+    assertNull(FailoverBenchmark.problem("initial", "initial", unknownOnly));
+    assertNull(FailoverBenchmark.problem("kill-1-attempt-0", "initial", unknownOnly));
+    Map<String, FailoverBenchmark.Outcome> mixed = Map.of(
+        "kill-1-attempt-0", FailoverBenchmark.Outcome.UNKNOWN,
+        "kill-1-attempt-1", FailoverBenchmark.Outcome.REFUSED,
+        "kill-1-attempt-2", FailoverBenchmark.Outcome.ACKNOWLEDGED);
+    assertNull(FailoverBenchmark.problem("kill-1-attempt-2", "initial", mixed));
+    assertNull(FailoverBenchmark.problem("kill-1-attempt-0", "initial", mixed),
+        "an attempt stuck in a buffer may commit after the acknowledged one");
+    assertTrue(FailoverBenchmark.problem("initial", "initial", mixed).contains("before an"
+        + " acknowledged write"));
+    assertTrue(FailoverBenchmark.problem("kill-1-attempt-1", "initial", mixed)
+        .contains("refused"));
+    assertTrue(FailoverBenchmark.problem("kill-9-attempt-9", "initial", mixed)
+        .contains("no attempt"));
+    assertTrue(FailoverBenchmark.problem(null, "initial", none).contains("no value"));
   }
 
   @Test
