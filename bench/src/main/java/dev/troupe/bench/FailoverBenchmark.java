@@ -76,7 +76,7 @@ final class FailoverBenchmark extends Benchmark {
           + " (default: ${DEFAULT-VALUE}).")
   long startPartitionsIntervalMillis;
 
-  @Option(names = "--probe-interval-millis", defaultValue = "100",
+  @Option(names = "--probe-interval-millis", defaultValue = "250",
       description = "How often a new write attempt to each moved partition not yet written starts"
           + " during a failover: the resolution of the figures (default: ${DEFAULT-VALUE}).")
   long probeIntervalMillis;
@@ -152,8 +152,11 @@ final class FailoverBenchmark extends Benchmark {
         }
         try (ProgressBar progress = ProgressBars.start("failover", kills, "kills", 1)) {
           for (int kill = 1; kill <= kills; kill++) {
-            int victim = random.nextInt(nodes);
-            int victimNodeId = victim + 1;
+            // A member that hosts partitions (one just restarted may host none until sharding
+            // rebalances): killing it moves some.
+            List<Integer> hosting = placement.values().stream().distinct().sorted().toList();
+            int victimNodeId = hosting.get(random.nextInt(hosting.size()));
+            int victim = victimNodeId - 1;
             List<String> moved = new ArrayList<>();
             placement.forEach((partition, node) -> {
               if (node == victimNodeId) {
