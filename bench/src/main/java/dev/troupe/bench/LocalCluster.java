@@ -27,6 +27,8 @@ import java.util.TreeMap;
 final class LocalCluster implements AutoCloseable {
   private static final String HOST = "127.0.0.1";
   private static final long PLACEMENT_POLL_MILLIS = 100;
+  /** Partitions sharding may move in one rebalance round (Pekko's default moves one). */
+  private static final int REBALANCE_LIMIT = 1000;
 
   private final Path work;
   private final String jdbcUrl;
@@ -95,6 +97,13 @@ final class LocalCluster implements AutoCloseable {
     if (jdbcUrl != null) {
       arguments.addAll(List.of("--storage", "postgres", "--jdbc-url", jdbcUrl));
     }
+    // Sharding moves one partition per rebalance round (10 s) by default: a cluster formed on one
+    // member would take minutes to spread twelve; a benchmark lets it move them all at once.
+    arguments.addAll(List.of("--set",
+        "pekko.cluster.sharding.least-shard-allocation-strategy.rebalance-absolute-limit="
+            + REBALANCE_LIMIT,
+        "--set", "pekko.cluster.sharding.least-shard-allocation-strategy.rebalance-relative-limit"
+            + "=1.0"));
     if (bindPorts[index] != 0) {
       arguments.addAll(List.of("--set", "pekko.remote.artery.bind.port=" + bindPorts[index]));
     }

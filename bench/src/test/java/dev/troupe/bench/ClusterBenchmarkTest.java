@@ -62,6 +62,13 @@ class ClusterBenchmarkTest {
   }
 
   @Test
+  void aPlacementIsBalancedWhenEveryMemberHostsAndTheCountsDifferByOneAtMost() {
+    assertTrue(LocalCluster.balanced(Map.of(0, 1, 1, 2, 2, 3, 3, 1), 3));
+    assertFalse(LocalCluster.balanced(Map.of(0, 1, 1, 1, 2, 2, 3, 1), 2), "3 against 1");
+    assertFalse(LocalCluster.balanced(Map.of(0, 1, 1, 2), 3), "a member hosts nothing");
+  }
+
+  @Test
   void everyPartitionHasAProbeThatItHolds() {
     Map<Integer, String> probes = FailoverBenchmark.probeKeys(12);
     assertEquals(12, probes.size());
