@@ -81,8 +81,10 @@ final class LinkDelayProxy implements AutoCloseable {
           sockets.add(inbound);
           sockets.add(outbound);
         }
-        pump(inbound, outbound);
-        pump(outbound, inbound);
+        java.util.concurrent.atomic.AtomicInteger openDirections =
+            new java.util.concurrent.atomic.AtomicInteger(2);
+        pump(inbound, outbound, openDirections);
+        pump(outbound, inbound, openDirections);
       } catch (IOException e) {
         if (!closed) {
           System.err.println("link delay proxy: " + e);
@@ -91,12 +93,18 @@ final class LinkDelayProxy implements AutoCloseable {
     }
   }
 
-  /** Copies {@code from} to {@code to}, each chunk after the delay. */
-  private void pump(Socket from, Socket to) {
+  /**
+   * Copies {@code from} to {@code to}, each chunk after the delay; at the end of {@code from}'s
+   * stream shuts {@code to}'s output (a half-close is forwarded), and the last of the two
+   * directions to end closes both sockets.
+   */
+  private void pump(Socket from, Socket to,
+      java.util.concurrent.atomic.AtomicInteger openDirections) {
     BlockingQueue<Chunk> queue = new LinkedBlockingQueue<>();
     Thread.ofPlatform().daemon().name("link-delay-read").start(() -> {
       byte[] buffer = new byte[CHUNK_BYTES];
-      try (InputStream in = from.getInputStream()) {
+      try {
+        InputStream in = from.getInputStream();
         int read;
         while ((read = in.read(buffer)) >= 0) {
           queue.add(new Chunk(System.nanoTime() + delayNanos, Arrays.copyOf(buffer, read)));
@@ -108,10 +116,14 @@ final class LinkDelayProxy implements AutoCloseable {
       }
     });
     Thread.ofPlatform().daemon().name("link-delay-write").start(() -> {
-      try (OutputStream out = to.getOutputStream()) {
+      boolean ended = false;
+      try {
+        OutputStream out = to.getOutputStream();
         while (true) {
           Chunk chunk = queue.take();
           if (chunk == END) {
+            ended = true;
+            to.shutdownOutput();
             break;
           }
           long wait;
@@ -122,10 +134,12 @@ final class LinkDelayProxy implements AutoCloseable {
           out.flush();
         }
       } catch (IOException | InterruptedException closedOrReset) {
-        // Ends this direction.
+        // Ends this direction, and the connection: a reset is not a half-close.
       } finally {
-        closeQuietly(to);
-        closeQuietly(from);
+        if (!ended || openDirections.decrementAndGet() == 0) {
+          closeQuietly(to);
+          closeQuietly(from);
+        }
       }
     });
   }
