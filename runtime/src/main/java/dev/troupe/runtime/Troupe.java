@@ -154,6 +154,16 @@ public final class Troupe implements AutoCloseable {
                       "this node is no longer a member of the cluster (removed, downed, or its"
                           + " node id is another member's); restart it to rejoin"));
                 }
+              }, new ClusterNode.LocalNumbers() {
+                @Override
+                public long activeEntities() {
+                  return metrics.activeEntities();
+                }
+
+                @Override
+                public long cacheBytes() {
+                  return store.statistics().cacheWeightBytes();
+                }
               })
           : null;
       this.cluster = member;
