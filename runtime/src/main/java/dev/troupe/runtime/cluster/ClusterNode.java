@@ -276,6 +276,7 @@ public final class ClusterNode {
           !unreachable.contains(member), nodeId, member.getRoles().stream().sorted().toList(),
           partitions == null ? List.of() : partitions, partitions != null, null));
     }
-    return new ClusterView(cluster.selfMember().address().toString(), members);
+    return new ClusterView(cluster.selfMember().address().toString(), hosted.partitions(),
+        members);
   }
 }

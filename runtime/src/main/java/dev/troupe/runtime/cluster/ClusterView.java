@@ -10,9 +10,11 @@ import java.util.Map;
  * numbers ({@link NodeStatus}: partitions hosted, active entities, heap, cache).
  *
  * @param selfAddress the address of the member that answered
+ * @param partitionCount the store's partitions ({@code troupe.storage.partitions}): what the
+ *     members host between them once every partition is placed
  * @param members the members, by address
  */
-public record ClusterView(String selfAddress, List<MemberView> members) {
+public record ClusterView(String selfAddress, int partitionCount, List<MemberView> members) {
   public ClusterView {
     members = List.copyOf(members);
   }
@@ -30,7 +32,7 @@ public record ClusterView(String selfAddress, List<MemberView> members) {
           member.nodeId(), member.roles(), member.partitions(), member.partitionsKnown(),
           status));
     }
-    return new ClusterView(selfAddress, completed);
+    return new ClusterView(selfAddress, partitionCount, completed);
   }
 
   /**

@@ -98,7 +98,7 @@ class NodeStatusQueriesTest {
 
   @Test
   void theViewCarriesTheNumbersOfTheMembersThatAnswered() {
-    ClusterView view = new ClusterView("pekko://troupe@127.0.0.1:1", List.of(
+    ClusterView view = new ClusterView("pekko://troupe@127.0.0.1:1", 4, List.of(
         member(1, List.of(0, 1)), member(2, List.of(2)), member(3, List.of()),
         member(-1, List.of())));
     ClusterView completed = view.withNodeStatuses(Map.of(
