@@ -273,6 +273,11 @@ class ClusterTest {
       nodes[i] = start(i);
     }
     Map<Integer, Integer> placement = awaitPlacement(List.of(0, 1, 2), 3, 90_000, true);
+    // Entities of every partition, active on their hosts.
+    Answer declared = nodes[0].send("PUT", "/v1/types/Counter",
+        "{\"keys\": {\"n\": {\"kind\": \"counter\"}}}");
+    assertEquals(200, declared.status(), declared.text());
+    writeThroughEveryMember(List.of(0, 1, 2), "status");
     Answer view = nodes[0].get("/v1/cluster");
     assertEquals(List.of(), OpenApiDocument.load()
         .validate("/components/schemas/ClusterView", view.text()));
@@ -293,6 +298,7 @@ class ClusterTest {
         .toList();
     assertEquals(3, rows.size(), status);
     int partitionsListed = 0;
+    long entities = 0;
     java.util.Set<Integer> nodeIds = new java.util.TreeSet<>();
     for (String row : rows) {
       String[] columns = row.trim().split("\\s+");
@@ -300,10 +306,12 @@ class ClusterTest {
       assertEquals("up", columns[2], row);
       assertEquals("yes", columns[3], row);
       partitionsListed += Integer.parseInt(columns[4]);
+      entities += Long.parseLong(columns[6]);
       assertTrue(Double.parseDouble(columns[7].replace("MiB", "")) > 0, "heap used: " + row);
       assertTrue(Double.parseDouble(columns[8].replace("MiB", "")) > 0, "heap max: " + row);
     }
     assertEquals(java.util.Set.of(1, 2, 3), nodeIds, status);
+    assertTrue(entities > 0, "the written entities are active somewhere: " + status);
     assertEquals(PARTITIONS, partitionsListed, status);
 
     // Node 3 dies: the survivors take its partitions over, and count and time it.

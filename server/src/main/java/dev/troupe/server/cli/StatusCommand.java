@@ -117,8 +117,11 @@ final class StatusCommand implements Callable<Integer> {
     return out.toString();
   }
 
+  /** Bytes in MiB, or in KiB below one MiB (a small cache would read 0.0MiB). */
   private static String mebibytes(long bytes) {
-    return String.format(java.util.Locale.ROOT, "%.1fMiB", bytes / (1024.0 * 1024.0));
+    return bytes < 1024 * 1024
+        ? String.format(java.util.Locale.ROOT, "%.1fKiB", bytes / 1024.0)
+        : String.format(java.util.Locale.ROOT, "%.1fMiB", bytes / (1024.0 * 1024.0));
   }
 
   /** The status as text: a line for this DC, a table of peers. */
