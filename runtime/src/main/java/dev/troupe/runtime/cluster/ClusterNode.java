@@ -14,6 +14,7 @@ import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
 import java.util.function.BiConsumer;
+import java.util.function.LongSupplier;
 import java.util.function.Supplier;
 import org.apache.pekko.actor.Address;
 import org.apache.pekko.actor.typed.ActorRef;
@@ -77,17 +78,22 @@ public final class ClusterNode {
     long cacheBytes();
 
     /** For a member with no engine (tests of placement): no entities, no cache. */
-    LocalNumbers NONE = new LocalNumbers() {
-      @Override
-      public long activeEntities() {
-        return 0;
-      }
+    LocalNumbers NONE = of(() -> 0, () -> 0);
 
-      @Override
-      public long cacheBytes() {
-        return 0;
-      }
-    };
+    /** The numbers {@code activeEntities} and {@code cacheBytes} read when asked. */
+    static LocalNumbers of(LongSupplier activeEntities, LongSupplier cacheBytes) {
+      return new LocalNumbers() {
+        @Override
+        public long activeEntities() {
+          return activeEntities.getAsLong();
+        }
+
+        @Override
+        public long cacheBytes() {
+          return cacheBytes.getAsLong();
+        }
+      };
+    }
   }
 
   /** The configuration of a member's actor system: the cluster's settings over {@code config}. */
