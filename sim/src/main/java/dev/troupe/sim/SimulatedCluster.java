@@ -444,6 +444,9 @@ final class SimulatedCluster {
       // The simulated nodes serve reads from their own stores; no read crosses a node.
       case WireMessage.ReadRequest read -> read.readId();
       case WireMessage.ReadAnswer answer -> answer.readId();
+      // Nor does a status query (operations; the simulator asks its nodes directly).
+      case WireMessage.NodeStatusQuery query -> query.queryId();
+      case WireMessage.NodeStatusAnswer answer -> answer.queryId();
     };
   }
 

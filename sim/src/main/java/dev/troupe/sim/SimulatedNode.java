@@ -1677,6 +1677,10 @@ final class SimulatedNode {
           "the simulator sends no reads between nodes: %s", read);
       case WireMessage.ReadAnswer answer -> Invariants.check(false,
           "the simulator sends no reads between nodes: %s", answer);
+      case WireMessage.NodeStatusQuery query -> Invariants.check(false,
+          "the simulator sends no status queries between nodes: %s", query);
+      case WireMessage.NodeStatusAnswer answer -> Invariants.check(false,
+          "the simulator sends no status queries between nodes: %s", answer);
     }
   }
 
