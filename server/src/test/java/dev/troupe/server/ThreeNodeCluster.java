@@ -33,7 +33,7 @@ import java.util.concurrent.TimeUnit;
  * <p>Small heaps and the serial collector (at most three JVMs on a small machine), as in {@link
  * ClusterTest}.
  */
-final class ThreeNodeCluster implements AutoCloseable {
+public final class ThreeNodeCluster implements AutoCloseable {
   static final List<String> JVM_OPTIONS =
       List.of("-Xmx320m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1");
 
@@ -46,10 +46,10 @@ final class ThreeNodeCluster implements AutoCloseable {
    * @param proxied whether the members reach each other through proxies (see the class comment)
    * @param settings more {@code --set PATH=VALUE} overrides for every member
    */
-  record Options(int partitions, long failureDetectorPauseMillis, long stableAfterMillis,
+  public record Options(int partitions, long failureDetectorPauseMillis, long stableAfterMillis,
       boolean proxied, List<String> settings) {
     /** Failover timings shorter than the defaults (3000, 7000), as ClusterTest's. */
-    static Options defaults() {
+    public static Options defaults() {
       return new Options(4, Long.getLong("troupe.test.failure-detector-pause-millis", 2000),
           Long.getLong("troupe.test.stable-after-millis", 3000), false, List.of());
     }
@@ -104,7 +104,7 @@ final class ThreeNodeCluster implements AutoCloseable {
   }
 
   /** Starts PostgreSQL and the three members, and waits until every partition is hosted. */
-  static ThreeNodeCluster start(Path directory, Options options) throws Exception {
+  public static ThreeNodeCluster start(Path directory, Options options) throws Exception {
     ThreeNodeCluster cluster = new ThreeNodeCluster(directory, options);
     try {
       for (int i = 0; i < 3; i++) {
@@ -137,7 +137,7 @@ final class ThreeNodeCluster implements AutoCloseable {
   }
 
   /** Member {@code index}, or null while it is down. */
-  ServerProcess node(int index) {
+  public ServerProcess node(int index) {
     return nodes[index];
   }
 
@@ -294,7 +294,7 @@ final class ThreeNodeCluster implements AutoCloseable {
   }
 
   /** Prints the log of every member running (for a failed test). */
-  void printLogs() {
+  public void printLogs() {
     for (int i = 0; i < 3; i++) {
       if (nodes[i] != null) {
         try {
