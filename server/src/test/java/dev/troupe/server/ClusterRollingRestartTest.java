@@ -92,7 +92,7 @@ class ClusterRollingRestartTest {
       long handedOffMillis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - stoppedAt);
       long startedAt = System.nanoTime();
       cluster.start(member);
-      Map<Integer, Integer> back = cluster.awaitPlacement(List.of(0, 1, 2), 120_000, true);
+      Map<Integer, Integer> back = cluster.awaitPlacementOfAll();
       long rejoinedMillis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - startedAt);
       String figure = ("node %d: exited %d ms after SIGTERM, partitions hosted by the others"
           + " %d ms after it (%s), started and hosting again %d ms later (%s); requests"

@@ -272,6 +272,19 @@ public final class ThreeNodeCluster implements AutoCloseable {
         + last);
   }
 
+  /**
+   * The placement once the three members agree, preferably (waiting up to 30 s for sharding to
+   * rebalance) with every member hosting a partition: a restarted member gets partitions back
+   * only when sharding rebalances.
+   */
+  Map<Integer, Integer> awaitPlacementOfAll() throws Exception {
+    try {
+      return awaitPlacement(List.of(0, 1, 2), 30_000, true);
+    } catch (AssertionError notRebalancedYet) {
+      return awaitPlacement(List.of(0, 1, 2), 90_000, false);
+    }
+  }
+
   /** Partition -> node id if the view has the members up and each partition once, else null. */
   private Map<Integer, Integer> placement(JsonNode view, int expectedMembers) {
     JsonNode members = view.path("members");
