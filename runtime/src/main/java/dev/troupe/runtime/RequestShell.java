@@ -132,13 +132,19 @@ final class RequestShell {
    * {@link InDoubtResolution}); PSAC parts are re-evaluated, in arrival order, on the state they
    * meet, with their entity's type.
    */
+  /** How a recovered PSAC part is redone: its turns evaluated again on the state it meets. */
+  static Store.Redo redo(Function<EntityId, CompiledType> typeOf, RuntimeSettings settings) {
+    return (part, current) ->
+        TurnEvaluator.redo(part.entity(), typeOf.apply(part.entity()), current,
+            TurnCodec.decode(part.redo()), part.transactionId(),
+            settings.storage().dataCentreId(), settings.turnLimits());
+  }
+
   static InDoubtResolution resolveInDoubtTransactions(Store store,
       Function<EntityId, CompiledType> typeOf,
       RuntimeSettings settings, TransactionMetrics transactionMetrics) {
-    InDoubtResolution resolution = store.resolveInDoubtTransactions((part, current) ->
-        TurnEvaluator.redo(part.entity(), typeOf.apply(part.entity()), current,
-            TurnCodec.decode(part.redo()), part.transactionId(),
-            settings.storage().dataCentreId(), settings.turnLimits()));
+    InDoubtResolution resolution =
+        store.resolveInDoubtTransactions(redo(typeOf, settings));
     transactionMetrics.recordRecovery(resolution.toCommit().size(), resolution.toAbort().size());
     if (!resolution.isEmpty()) {
       log.info("resolved in-doubt transactions: committed {} prepared parts, aborted {},"

@@ -271,6 +271,13 @@ public record RuntimeSettings(
             // Every commit also writes the replication log: a named DC ships it, and every node
             // delivers its causal messages from it (an unnamed one under origin 0).
             true);
+    ClusterSettings cluster = cluster(troupe, replication);
+    if (cluster.enabled()) {
+      // A member writes only the partitions sharding gave it, each fenced by its owner epoch in
+      // the shared store (docs/design/cluster.md).
+      storageSettings =
+          storageSettings.withPartitionOwnership(dev.troupe.storage.PartitionOwnership.ACQUIRED);
+    }
     Config valueLimits = troupe.getConfig("limits");
     TurnLimits limits =
         new TurnLimits(
@@ -295,7 +302,7 @@ public record RuntimeSettings(
         TypeSettings.fromConfig(troupe),
         TransportSettings.fromConfig(troupe),
         replication,
-        cluster(troupe, replication),
+        cluster,
         config);
   }
 
@@ -309,6 +316,13 @@ public record RuntimeSettings(
       throw new IllegalArgumentException("troupe.cluster.enabled with replication peers"
           + " (troupe.dc.peers, --peer): a data centre of several nodes does not replicate to"
           + " other data centres yet; run it without peers, or one node per data centre");
+    }
+    if (cluster.enabled() && !"postgres".equalsIgnoreCase(
+        troupe.getConfig("storage").getString("backend"))) {
+      throw new IllegalArgumentException("troupe.cluster.enabled needs the shared store"
+          + " (troupe.storage.backend = postgres, serve --storage postgres --jdbc-url URL): the"
+          + " members of a data centre share one database, and a partition that moves to another"
+          + " member must find its data there");
     }
     return cluster;
   }

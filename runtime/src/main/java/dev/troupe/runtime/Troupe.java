@@ -123,8 +123,8 @@ public final class Troupe implements AutoCloseable {
     storageEvents.useHealth(store::health);
     RenderedStates renderedStates =
         new RenderedStates(settings.memory().initialSplit().renderedMaximumBytes());
-    this.types = new TypeRegistry(settings.types(), store,
-        this::runTyped, this::turn);
+    this.types = new TypeRegistry(settings.types(), store, this::runTyped, this::turn,
+        settings.cluster().enabled() ? settings.cluster().typesRefreshMillis() : 0);
     this.homes = new StrongHomes(settings.replication(), types::typeOf);
     this.reads = new ReadPath(settings, store, types::typeOf, renderedStates, this::checkOpen);
     FatalErrorHandler handler = this.fatalErrors = (where, error) -> {
@@ -172,7 +172,10 @@ public final class Troupe implements AutoCloseable {
           Math.max(1, settings.memory().initialSplit().actorLimit() / partitions);
       if (member != null) {
         member.startSharding(
-            new StorePartitionOwner(store, settings.storage().partitionOwnership(), storageEvents), () -> EntityRegistry.create(store,
+            new StorePartitionOwner(store, settings.storage().partitionOwnership(),
+                storageEvents, RequestShell.redo(types::typeOf, settings), nodeId, decisions,
+                this::adoptRecovered),
+            () -> EntityRegistry.create(store,
             settings, maxActivePerRegistry, handler, metrics, transactionMetrics, timers,
             between));
         system.getWhenTerminated().thenRun(() -> {
@@ -301,7 +304,7 @@ public final class Troupe implements AutoCloseable {
   }
 
   public List<TypeSpec> types() {
-    return types.types();
+    return types.listedTypes();
   }
 
   // ---------------------------------------------------------------- reads

@@ -92,12 +92,43 @@ final class TypeRegistry implements dev.troupe.txn.wire.TypeRegistry {
    */
   private volatile boolean sendingTypeDeclared;
 
+  /**
+   * On a member of a cluster (a shared store): how long a name found undeclared stays trusted as
+   * schemaless ({@code troupe.cluster.types-refresh-millis}); 0 on a node with a store of its own,
+   * where every definition is declared through this registry.
+   */
+  private final long sharedRefreshNanos;
+  /**
+   * Shared store only: when each undeclared name was last looked up in the store (a bounded LRU;
+   * guarded by itself). A name missing here is looked up at once.
+   */
+  private final Map<String, Long> undeclaredCheckedAt =
+      new java.util.LinkedHashMap<>(64, 0.75f, true) {
+        @Override
+        protected boolean removeEldestEntry(Map.Entry<String, Long> eldest) {
+          return size() > MAX_UNDECLARED_NAMES_REMEMBERED;
+        }
+      };
+  private static final int MAX_UNDECLARED_NAMES_REMEMBERED = 10_000;
+
   TypeRegistry(RuntimeSettings.TypeSettings settings, Store store, TypedTurns typedTurns,
       BiFunction<EntityId, Turn, CompletableFuture<TurnOutcome>> turns) {
+    this(settings, store, typedTurns, turns, 0);
+  }
+
+  /**
+   * @param sharedRefreshMillis 0 on a node with a store of its own; on a member of a cluster,
+   *     {@code troupe.cluster.types-refresh-millis}: definitions are then read from the shared
+   *     store (another member may have declared them) when a name is not known here
+   */
+  TypeRegistry(RuntimeSettings.TypeSettings settings, Store store, TypedTurns typedTurns,
+      BiFunction<EntityId, Turn, CompletableFuture<TurnOutcome>> turns,
+      long sharedRefreshMillis) {
     this.settings = settings;
     this.store = store;
     this.typedTurns = typedTurns;
     this.turns = turns;
+    this.sharedRefreshNanos = TimeUnit.MILLISECONDS.toNanos(sharedRefreshMillis);
     this.typeExecutor = new ThreadPoolExecutor(1, 1, 0, TimeUnit.MILLISECONDS,
         new ArrayBlockingQueue<>(settings.maxQueuedRedeclarations()),
         Thread.ofPlatform().name("troupe-types").daemon(true).factory());
@@ -109,6 +140,14 @@ final class TypeRegistry implements dev.troupe.txn.wire.TypeRegistry {
     if (spec.name().startsWith("$")) {
       return CompletableFuture.failedFuture(TroupeException.invalid(
           "type names starting with '$' are reserved: " + spec.name()));
+    }
+    if (sharedRefreshNanos > 0
+        && spec.actions().values().stream().anyMatch(action -> !action.send().isEmpty())) {
+      // Messages are delivered from the replication log by one node; a data centre of several
+      // nodes shares that log and has no deliverer yet (docs/design/cluster.md).
+      return CompletableFuture.failedFuture(TroupeException.invalid("type " + spec.name()
+          + " has actions that send messages, which a data centre of several nodes does not"
+          + " deliver yet; declare it on a single node, or without send"));
     }
     CompiledType compiled;
     try {
@@ -176,7 +215,7 @@ final class TypeRegistry implements dev.troupe.txn.wire.TypeRegistry {
       }
       List<EntityId> page = store.entitiesOfType(typeName, after, wanted);
       for (EntityId entity : page) {
-        summary.add(store.read(entity));
+        summary.add(readDefinitionsOrEntity(entity));
       }
       examined += page.size();
       if (page.size() < wanted) {
@@ -257,7 +296,18 @@ final class TypeRegistry implements dev.troupe.txn.wire.TypeRegistry {
   }
 
   Optional<TypeSpec> type(String name) {
+    if (!declaredTypes.containsKey(name) && sharedRefreshNanos > 0 && lookUpUndeclared(name)) {
+      refreshFromSharedStore();
+    }
     return Optional.ofNullable(declaredTypes.get(name)).map(declared -> declared.type().spec());
+  }
+
+  /** Every declared type, as a client lists them: on a cluster member, the shared store's too. */
+  List<TypeSpec> listedTypes() {
+    if (sharedRefreshNanos > 0) {
+      refreshFromSharedStore();
+    }
+    return types();
   }
 
   List<TypeSpec> types() {
@@ -265,9 +315,60 @@ final class TypeRegistry implements dev.troupe.txn.wire.TypeRegistry {
         .sorted(Comparator.comparing(TypeSpec::name)).toList();
   }
 
+  /**
+   * An entity's latest state for the registry's own reads: from the cache on a node with a store
+   * of its own; on a member of a cluster from the shared store, whoever hosts the entity (the
+   * types' entity lives in one partition, hosted by one member).
+   */
+  private EntityState readDefinitionsOrEntity(EntityId entity) {
+    return sharedRefreshNanos > 0 ? store.readLatestDurable(entity) : store.read(entity);
+  }
+
+  /**
+   * Shared store only: declares what the store's definitions hold that this member does not have
+   * yet (declared on another member). Newer definitions win, as for {@link
+   * #loadReplicatedDefinitions}.
+   */
+  private void refreshFromSharedStore() {
+    EntityState state = store.readLatestDurable(TYPES_ENTITY);
+    for (Map.Entry<String, Value> entry : state.values().entrySet()) {
+      String name = entry.getKey();
+      if (name.startsWith("$") || name.startsWith(MIGRATION_KEY_PREFIX)) {
+        continue;
+      }
+      Declared known = declaredTypes.get(name);
+      if (known != null && known.version() >= state.version()) {
+        continue;
+      }
+      try {
+        declare(name, CompiledType.compile(SpecParser.fromJson(name, entry.getValue().toJson())),
+            state.version());
+      } catch (RuntimeException e) {
+        log.error("the stored definition of type {} cannot be used here: {}", name,
+            e.getMessage());
+      }
+    }
+  }
+
+  /**
+   * Shared store only: whether {@code name}, undeclared here, should be looked up in the store
+   * now (never looked up, or looked up longer than the refresh interval ago); records the lookup.
+   */
+  private boolean lookUpUndeclared(String name) {
+    long now = System.nanoTime();
+    synchronized (undeclaredCheckedAt) {
+      Long checked = undeclaredCheckedAt.get(name);
+      if (checked != null && now - checked < sharedRefreshNanos) {
+        return false;
+      }
+      undeclaredCheckedAt.put(name, now);
+      return true;
+    }
+  }
+
   /** At start: the stored definitions, and the migrations a crash left unfinished. */
   void loadTypes() {
-    EntityState state = store.read(TYPES_ENTITY);
+    EntityState state = readDefinitionsOrEntity(TYPES_ENTITY);
     for (Map.Entry<String, Value> entry : state.values().entrySet()) {
       if (entry.getKey().startsWith("$")) {
         // A hidden key, never a type (their names never start with '$'): the marker of another
@@ -305,7 +406,7 @@ final class TypeRegistry implements dev.troupe.txn.wire.TypeRegistry {
    * replicate as ordinary writes), so they are not resumed here.
    */
   void loadReplicatedDefinitions() {
-    EntityState state = store.read(TYPES_ENTITY);
+    EntityState state = readDefinitionsOrEntity(TYPES_ENTITY);
     for (Map.Entry<String, Value> entry : state.values().entrySet()) {
       String name = entry.getKey();
       if (ReplicaApplication.isMarkerKey(name) || name.startsWith(MIGRATION_KEY_PREFIX)
@@ -334,6 +435,10 @@ final class TypeRegistry implements dev.troupe.txn.wire.TypeRegistry {
           "entity types starting with '$' are reserved: " + entity.type());
     }
     Declared declared = declaredTypes.get(entity.type());
+    if (declared == null && sharedRefreshNanos > 0 && lookUpUndeclared(entity.type())) {
+      refreshFromSharedStore();
+      declared = declaredTypes.get(entity.type());
+    }
     return declared != null ? declared.type() : CompiledType.schemaless(entity.type());
   }
 
@@ -387,6 +492,17 @@ final class TypeRegistry implements dev.troupe.txn.wire.TypeRegistry {
     if (version == 0) {
       return Optional.of(CompiledType.schemaless(name));
     }
+    Optional<CompiledType> found = findDeclared(name, version);
+    if (found.isEmpty() && sharedRefreshNanos > 0) {
+      // Sent by a member that knows a definition this one has not read yet: it is durable in
+      // the shared store (a declaration is answered only once it committed).
+      refreshFromSharedStore();
+      found = findDeclared(name, version);
+    }
+    return found;
+  }
+
+  private Optional<CompiledType> findDeclared(String name, long version) {
     for (Declared declared : new Declared[] {declaredTypes.get(name), replacedTypes.get(name)}) {
       if (declared != null && declared.version() == version) {
         return Optional.of(declared.type());

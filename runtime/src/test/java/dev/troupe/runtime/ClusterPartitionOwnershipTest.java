@@ -113,7 +113,9 @@ class ClusterPartitionOwnershipTest {
     systems.add(system);
     ClusterNode node = ClusterNode.create(system, settings, nodeId, PARTITIONS,
         new SingleNodeLocator(PARTITIONS, nodeId), (envelope, replies) -> {}, () -> {});
-    node.startSharding(new StorePartitionOwner(store, PartitionOwnership.ACQUIRED, events),
+    node.startSharding(new StorePartitionOwner(store, PartitionOwnership.ACQUIRED, events,
+            (part, current) -> part.operations(), nodeId, new DecisionDirectory(),
+            resolution -> {}),
         Behaviors::empty);
     return new Member(system, store, node);
   }

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.troupe.server.ServerProcess.Answer;
+import dev.troupe.storage.postgres.PostgresInstance;
 import java.io.IOException;
 import java.net.ServerSocket;
 import java.nio.file.Path;
@@ -23,8 +24,10 @@ import org.junit.jupiter.api.io.TempDir;
  * with SIGKILL is downed by the survivors' split brain resolver (keep-majority: two of three) and
  * its partitions move to them within a bound (the time from the kill to every partition hosted
  * again is measured and printed); restarted, it rejoins; a member stopped with SIGTERM hands its
- * partitions off to the others (measured and printed too). Each member runs on a RocksDB store of its
- * own: this tests placement and membership, not shared data.
+ * partitions off to the others (measured and printed too). The members share one store, a real
+ * PostgreSQL started by the test: a write through one member to an entity another hosts reads
+ * back through the third, a transaction spanning partitions of different members commits, and
+ * every acknowledged write survives the kill and the hand-offs.
  */
 class ClusterTest {
   private static final int PARTITIONS = 4;
@@ -48,6 +51,7 @@ class ClusterTest {
   @TempDir Path directory;
   private final ServerProcess[] nodes = new ServerProcess[3];
   private final int[] clusterPorts = new int[3];
+  private PostgresInstance database;
 
   @AfterEach
   void stop() throws InterruptedException {
@@ -55,6 +59,9 @@ class ClusterTest {
       if (node != null) {
         node.close();
       }
+    }
+    if (database != null) {
+      database.close();
     }
   }
 
@@ -76,6 +83,7 @@ class ClusterTest {
         "--node-id", Integer.toString(index + 1),
         "--cluster-port", Integer.toString(clusterPorts[index]),
         "--seed-nodes", String.join(",", seeds),
+        "--storage", "postgres", "--jdbc-url", database.jdbcUrl(),
         "--set", "troupe.storage.partitions=" + PARTITIONS,
         "--set", "troupe.cluster.failure-detector-pause-millis=" + FAILURE_DETECTOR_PAUSE_MILLIS,
         "--set", "troupe.cluster.stable-after-millis=" + STABLE_AFTER_MILLIS));
@@ -83,6 +91,7 @@ class ClusterTest {
 
   @Test
   void partitionsAreHostedOnceMoveOffAKilledNodeAndItRejoins() throws Exception {
+    database = PostgresInstance.startForTroupe(64);
     for (int i = 0; i < 3; i++) {
       clusterPorts[i] = freePort();
     }
@@ -99,6 +108,28 @@ class ClusterTest {
     assertTrue(metrics.text().contains("troupe_cluster_hosted_partitions "), metrics.text());
     assertTrue(metrics.text().contains("troupe_cluster_transport_sent_total{to=\"partition\"}"));
 
+    // One shared store: a type declared through one member is known to the others; writes
+    // through every member, to entities every member hosts, read back through the others; a
+    // transaction across members' partitions commits.
+    Answer declared = nodes[0].send("PUT", "/v1/types/Counter",
+        "{\"keys\": {\"n\": {\"kind\": \"counter\"}}}");
+    assertEquals(200, declared.status(), declared.text());
+    for (int member = 1; member < 3; member++) {
+      Answer known = nodes[member].get("/v1/types/Counter");
+      assertEquals(200, known.status(), "node " + (member + 1) + ": " + known.text());
+    }
+    Map<String, Long> written = writeThroughEveryMember(List.of(0, 1, 2), "before");
+    assertReadBack(written, List.of(0, 1, 2));
+    Answer transfer = nodes[1].send("POST", "/v1/transactions", """
+        {"ops": [%s]}""".formatted(String.join(", ", written.keySet().stream().limit(6)
+        .map(entity -> "{\"entity\": \"" + entity
+            + "\", \"op\": \"increment\", \"key\": \"n\", \"by\": 1000}")
+        .toList())));
+    assertEquals(200, transfer.status(), transfer.text());
+    written.keySet().stream().limit(6).toList()
+        .forEach(entity -> written.merge(entity, 1000L, Long::sum));
+    assertReadBack(written, List.of(2, 0));
+
     // A member dies: its partitions move to the two survivors.
     int victim = 2;
     long killedAt = System.nanoTime();
@@ -110,6 +141,10 @@ class ClusterTest {
         + " (failure detector pause %d ms, stable-after %d ms): partition -> node %s%n",
         failoverMillis, victim + 1, FAILURE_DETECTOR_PAUSE_MILLIS, STABLE_AFTER_MILLIS, after);
     assertTrue(after.values().stream().noneMatch(node -> node == victim + 1), after.toString());
+    // Everything acknowledged before the kill is there, served by the survivors, who write on.
+    assertReadBack(written, List.of(0, 1));
+    written.putAll(writeThroughEveryMember(List.of(0, 1), "after-kill"));
+    assertReadBack(written, List.of(1, 0));
 
     // It comes back on the same ports and data: it rejoins, and the three agree again.
     long restartedAt = System.nanoTime();
@@ -117,6 +152,7 @@ class ClusterTest {
     Map<Integer, Integer> rejoined = awaitPlacement(List.of(0, 1, 2), 3, 90_000, false);
     System.out.printf("rejoin: three members agreeing %d ms after the restart: partition -> node"
         + " %s%n", TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - restartedAt), rejoined);
+    assertReadBack(written, List.of(victim, 0, 1));
 
     // A member stopped gracefully (SIGTERM, as in a rolling restart) leaves: its partitions are
     // handed off to the others without waiting for the failure detector or the resolver.
@@ -130,6 +166,38 @@ class ClusterTest {
     System.out.printf("graceful stop of node %d: exited %d ms after SIGTERM, every partition"
         + " hosted by the others %d ms after it: partition -> node %s%n", leaving + 1, exitMillis,
         TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - stoppedAt), handedOff);
+  }
+
+  /**
+   * Writes 24 entities (of every partition, with 4) through {@code members} in turn; answers each
+   * entity's expected counter.
+   */
+  private Map<String, Long> writeThroughEveryMember(List<Integer> members, String prefix)
+      throws Exception {
+    Map<String, Long> written = new TreeMap<>();
+    for (int i = 0; i < 24; i++) {
+      String entity = "Counter/" + prefix + "-" + i;
+      ServerProcess through = nodes[members.get(i % members.size())];
+      Answer answer = through.send("POST", "/v1/entities/" + entity + "/keys/n/increment",
+          "{\"by\": " + (i + 1) + "}");
+      assertEquals(200, answer.status(), entity + " through " + through + ": " + answer.text());
+      written.put(entity, (long) (i + 1));
+    }
+    return written;
+  }
+
+  /** Every entity of {@code expected} reads its counter through each of {@code members}. */
+  private void assertReadBack(Map<String, Long> expected, List<Integer> members)
+      throws Exception {
+    for (Map.Entry<String, Long> entry : expected.entrySet()) {
+      for (int member : members) {
+        Answer answer = nodes[member].get("/v1/entities/" + entry.getKey());
+        assertEquals(200, answer.status(), entry.getKey() + ": " + answer.text());
+        assertEquals(entry.getValue().longValue(),
+            answer.body().path("state").path("n").asLong(-1),
+            entry.getKey() + " through node " + (member + 1) + ": " + answer.text());
+      }
+    }
   }
 
   /**

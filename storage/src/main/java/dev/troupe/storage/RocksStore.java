@@ -979,6 +979,23 @@ public final class RocksStore implements Store {
     recoveredTransactionState = null;
     InDoubtResolution resolution =
         InDoubtResolution.of(state.prepared(), state.decided(), coordinatedHere, hostedHere);
+    apply(resolution, redo, true);
+    return resolution;
+  }
+
+  @Override
+  public InDoubtResolution resolveAcquired(AcquiredPartition acquired, Redo redo,
+      java.util.function.LongPredicate coordinatedByAnEndedIncarnation) {
+    Invariants.check(this.acquired != null, "resolveAcquired on a store that owns every partition");
+    InDoubtResolution resolution = acquired.resolution(coordinatedByAnEndedIncarnation,
+        entity -> ownsPartition(partitionOf(entity)));
+    // The report's decisions are only those of its own parts: never grounds to forget one.
+    apply(resolution, redo, false);
+    return resolution;
+  }
+
+  /** Commits, redoes and abandons what {@code resolution} says, waiting for every write. */
+  private void apply(InDoubtResolution resolution, Redo redo, boolean forgetDecisions) {
     List<CompletableFuture<?>> writes = new ArrayList<>();
     List<PreparedTransaction> redone = new ArrayList<>();
     for (PreparedTransaction commit : resolution.toCommit()) {
@@ -1007,12 +1024,14 @@ public final class RocksStore implements Store {
           new Partition.TransactionStateChange(key, null), true));
     }
     await(CompletableFuture.allOf(writes.toArray(CompletableFuture[]::new)));
+    if (!forgetDecisions) {
+      return;
+    }
     for (DecidedTransaction done : resolution.decisionsToForget()) {
       writes.add(writeTransactionState(decisionPartition(done), done.transactionId(),
           new Partition.TransactionStateChange(Keys.decided(done.transactionId()), null), true));
     }
     await(CompletableFuture.allOf(writes.toArray(CompletableFuture[]::new)));
-    return resolution;
   }
 
   @Override
@@ -1027,6 +1046,21 @@ public final class RocksStore implements Store {
       throw corrupt(entity, damage);
     } finally {
       admitted(admission);
+      closeLock.readLock().unlock();
+    }
+  }
+
+  @Override
+  public EntityState readLatestDurable(EntityId entity) {
+    Objects.requireNonNull(entity, "entity");
+    enter();
+    try {
+      // Not through the cache, and whatever partition owns it: in ACQUIRED mode another node may
+      // be writing this entity, and a cached copy here would never learn of its writes.
+      return loadLatest(entity);
+    } catch (CorruptDataException damage) {
+      throw corrupt(entity, damage);
+    } finally {
       closeLock.readLock().unlock();
     }
   }

@@ -90,6 +90,19 @@ public interface Store extends DurableStore, AutoCloseable {
    */
   InDoubtResolution resolveInDoubtTransactions(Redo redo);
 
+  /**
+   * What a partition acquired by this node of several ({@link #acquirePartition}) holds of
+   * two-phase commit, resolved as {@link #resolveInDoubtTransactions} resolves a restart's: its
+   * decided parts committed (redone where needed), its parts whose coordinator ended without a
+   * decision abandoned (presumed abort), and its parts whose coordinator may still run ({@code
+   * toAsk}) left prepared for their entities to ask. No decision is forgotten (see {@link
+   * AcquiredPartition#decided}). Call before any turn reaches the partition's entities.
+   *
+   * @param coordinatedByAnEndedIncarnation see {@link AcquiredPartition#resolution}
+   */
+  InDoubtResolution resolveAcquired(AcquiredPartition acquired, Redo redo,
+      java.util.function.LongPredicate coordinatedByAnEndedIncarnation);
+
   /** Computes a PSAC part's operations on the state it meets when applied. */
   @FunctionalInterface
   interface Redo {
@@ -125,6 +138,15 @@ public interface Store extends DurableStore, AutoCloseable {
 
   /** The state of an entity as of a commit timestamp (MVCC read). */
   EntityState readAt(EntityId entity, long timestamp);
+
+  /**
+   * The entity's latest durable state read from the disk, bypassing the object cache and
+   * partition ownership: for a node of several on a shared store ({@link
+   * PartitionOwnership#ACQUIRED}) reading what every node must agree on (the types' definitions),
+   * whoever hosts it. It sees every commit durable before the call, and may miss one in flight on
+   * its owner; it caches nothing. Damage answers {@code corrupt_data}, never an older state.
+   */
+  EntityState readLatestDurable(EntityId entity);
 
   /**
    * Pins the history at {@code timestamp}: until the snapshot is closed, truncation keeps every

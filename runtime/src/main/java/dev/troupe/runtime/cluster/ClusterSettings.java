@@ -34,6 +34,8 @@ import java.util.Map;
  *     region to say which partitions it holds
  * @param startPartitionsIntervalMillis how often each member asks for every partition (besides
  *     at boot and when a member is removed), so that a partition no message reaches is started
+ * @param typesRefreshMillis how long a member trusts that a type name it found undeclared in the
+ *     shared store is still undeclared (schemaless) before it reads the definitions again
  */
 public record ClusterSettings(
     boolean enabled,
@@ -45,7 +47,8 @@ public record ClusterSettings(
     long handOffTimeoutMillis,
     int stashedMessagesPerPartition,
     long statusTimeoutMillis,
-    long startPartitionsIntervalMillis) {
+    long startPartitionsIntervalMillis,
+    long typesRefreshMillis) {
 
   /** The name of the actor system, the same on every member (it is part of their addresses). */
   public static final String SYSTEM_NAME = "troupe";
@@ -78,7 +81,8 @@ public record ClusterSettings(
         positive(cluster, "hand-off-timeout-millis"),
         (int) positive(cluster, "stashed-messages-per-partition"),
         positive(cluster, "status-timeout-millis"),
-        positive(cluster, "start-partitions-interval-millis"));
+        positive(cluster, "start-partitions-interval-millis"),
+        positive(cluster, "types-refresh-millis"));
   }
 
   /** The member role of node {@code nodeId}. */

@@ -101,6 +101,7 @@ public final class PartitionHost {
       case Acquired acquired -> {
         ActorRef<EntityRegistry.Command> child = context.spawn(registry.get(), "registry");
         hosted.hosting(partition, context.getSelf(), child);
+        ownership.partitionHosted(partition);
         log.info("hosting partition {}", partition);
         yield stash.unstashAll(hosting(child));
       }

@@ -17,6 +17,13 @@ public interface PartitionOwner {
   /** Takes {@code partition} over; returns once it is recovered and this node writes it. */
   void acquirePartition(int partition);
 
+  /**
+   * The partition's registry runs here now (after {@link #acquirePartition}, before anything that
+   * waited for the acquisition reaches it): hand it what must come first (the parts in doubt the
+   * previous owner left). Called on the host's thread; must not block.
+   */
+  default void partitionHosted(int partition) {}
+
   /** Gives {@code partition} back; returns once its writes in flight are durable or refused. */
   void releasePartition(int partition);
 

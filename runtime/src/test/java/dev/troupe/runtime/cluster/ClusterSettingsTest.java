@@ -34,6 +34,8 @@ class ClusterSettingsTest {
         troupe.cluster.stable-after-millis = 4000
         troupe.cluster.failure-detector-pause-millis = 2500
         troupe.cluster.hand-off-timeout-millis = 6000
+        troupe.storage.backend = postgres
+        troupe.storage.postgres.jdbc-url = "jdbc:postgresql://127.0.0.1:5432/troupe"
         """)).cluster();
     assertTrue(settings.enabled());
     Config pekko = ClusterNode.actorSystemConfig(settings, 5, ConfigFactory.load());
@@ -53,6 +55,24 @@ class ClusterSettingsTest {
     assertEquals("none", pekko.getString("pekko.cluster.sharding.passivation.strategy"));
     assertEquals(WireFrameSerializer.class.getName(),
         pekko.getString("pekko.actor.serializers.troupe-wire"));
+  }
+
+  @Test
+  void aMemberNeedsTheSharedStoreAndOpensItAcquired() {
+    IllegalArgumentException refused = org.junit.jupiter.api.Assertions.assertThrows(
+        IllegalArgumentException.class, () -> RuntimeSettings.fromConfig(with("""
+            troupe.cluster.enabled = true
+            """)));
+    assertTrue(refused.getMessage().contains("postgres"), refused.getMessage());
+    RuntimeSettings member = RuntimeSettings.fromConfig(with("""
+        troupe.cluster.enabled = true
+        troupe.storage.backend = postgres
+        troupe.storage.postgres.jdbc-url = "jdbc:postgresql://127.0.0.1:5432/troupe"
+        """));
+    assertEquals(dev.troupe.storage.PartitionOwnership.ACQUIRED,
+        member.storage().partitionOwnership());
+    assertEquals(dev.troupe.storage.PartitionOwnership.ALL,
+        RuntimeSettings.fromConfig(ConfigFactory.load()).storage().partitionOwnership());
   }
 
   @Test

@@ -1,5 +1,6 @@
 package dev.troupe.server.cli;
 
+import dev.troupe.storage.postgres.PostgresInstance;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
@@ -23,9 +24,8 @@ import picocli.CommandLine.Option;
  * port and data directory, all joining through the first; prints their URLs; stops them one by
  * one (SIGTERM: each leaves the cluster, handing its partitions off) on Ctrl-C.
  *
- * <p>Each node runs on a RocksDB store of its own: the cluster places partitions and carries
- * messages between nodes, but the nodes share no data until the shared PostgreSQL store (issue 18)
- * is wired in.
+ * <p>The nodes share one store: a throwaway PostgreSQL server (initdb in a temporary directory,
+ * on 127.0.0.1), started first and stopped and deleted after the last node.
  */
 @Command(name = "cluster", mixinStandardHelpOptions = true,
     description = {"Start a throwaway cluster of nodes on this machine (loopback) and stop it on"
@@ -64,9 +64,20 @@ final class ClusterCommand implements Callable<Integer> {
     for (int node = 1; node <= nodes; node++) {
       seeds.add("127.0.0.1:" + (firstClusterPort + node - 1));
     }
+    System.out.println("starting a throwaway PostgreSQL for the nodes' shared store...");
+    PostgresInstance database;
+    try {
+      database = PostgresInstance.startForTroupe(128);
+    } catch (PostgresInstance.PostgresUnavailableException e) {
+      System.err.println("troupe cluster: " + e.getMessage());
+      return 1;
+    }
+    System.out.println("PostgreSQL: " + database.jdbcUrl());
     List<Process> processes = new ArrayList<>();
-    Runtime.getRuntime().addShutdownHook(new Thread(() -> stopAll(processes),
-        "troupe-cluster-stop"));
+    Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+      stopAll(processes);
+      database.close();
+    }, "troupe-cluster-stop"));
     List<String> urls = new ArrayList<>();
     for (int node = 1; node <= nodes; node++) {
       Path nodeData = directory.resolve("node-" + node);
@@ -79,7 +90,8 @@ final class ClusterCommand implements Callable<Integer> {
           "serve", "--data", nodeData.toString(), "--port",
           Integer.toString(firstPort + node - 1), "--node-id", Integer.toString(node),
           "--cluster-port", Integer.toString(firstClusterPort + node - 1),
-          "--seed-nodes", String.join(",", seeds)));
+          "--seed-nodes", String.join(",", seeds),
+          "--storage", "postgres", "--jdbc-url", database.jdbcUrl()));
       Process process = new ProcessBuilder(command).redirectErrorStream(true).start();
       synchronized (processes) {
         processes.add(process);
@@ -94,7 +106,7 @@ final class ClusterCommand implements Callable<Integer> {
       System.out.printf("node %d: %s (cluster port %d, data %s)%n", node, url,
           firstClusterPort + node - 1, nodeData);
     }
-    System.out.println("Each node has a RocksDB store of its own: the nodes share no data yet.");
+    System.out.println("Any node answers for every entity: the nodes share the store.");
     System.out.println("Cluster view: curl " + urls.get(0) + "/v1/cluster");
     System.out.println("Ctrl-C stops every node.");
     System.out.flush();

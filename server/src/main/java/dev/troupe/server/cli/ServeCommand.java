@@ -146,21 +146,6 @@ public final class ServeCommand implements Callable<Integer> {
       System.err.println("troupe: invalid settings: " + e.getMessage());
       return EXIT_CONFIGURATION;
     }
-    if (settings.cluster().enabled() && backend.kind() == StorageBackend.Kind.POSTGRES) {
-      // Several members on one database must each write only the partitions sharding gave them
-      // (the store's ACQUIRED mode, fenced by owner epochs); opening the shared store that way at
-      // boot is not wired yet, and every member writing every partition would corrupt it.
-      System.err.println("troupe: a cluster member (--cluster-port) on --storage postgres is not"
-          + " supported yet: the shared store's acquired mode is not wired at start (issue 18)");
-      return EXIT_CONFIGURATION;
-    }
-    if (settings.cluster().enabled()) {
-      // Each member on a RocksDB store of its own: sharding places partitions and moves them,
-      // but the members share no data.
-      System.err.println("troupe: warning: cluster member with its own RocksDB store ("
-          + settings.storage().directory().toAbsolutePath() + "): the members share no data;"
-          + " a partition that moves starts from this node's copy");
-    }
     // Before the store is opened: an API exposed without authentication never starts at all.
     if (http.exposureProblem().isPresent()) {
       System.err.println("troupe: " + http.exposureProblem().get());
