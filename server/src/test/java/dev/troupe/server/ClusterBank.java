@@ -85,6 +85,10 @@ final class ClusterBank {
   final AtomicLongArray savesSent;
   final AtomicLongArray savesAcknowledged;
   private final AtomicBoolean running = new AtomicBoolean();
+  private final long startNanos = System.nanoTime();
+  /** Per second since this bank was made: answers acknowledged, and the slowest answer (ms). */
+  private final AtomicLongArray acknowledgedPerSecond = new AtomicLongArray(3600);
+  private final AtomicLongArray slowestPerSecond = new AtomicLongArray(3600);
   private final List<Thread> clients = new ArrayList<>();
 
   /**
@@ -190,10 +194,15 @@ final class ClusterBank {
       }
     }
     String outcome;
+    long sentAt = System.nanoTime();
     try {
       Answer answer = ServerProcess.send(node.baseUrl() + path, "POST", body, "application/json",
           Map.of(), REQUEST_TIMEOUT);
       if (answer.status() == 200) {
+        long now = System.nanoTime();
+        int second = (int) Math.min(3599, (now - startNanos) / 1_000_000_000L);
+        acknowledgedPerSecond.incrementAndGet(second);
+        slowestPerSecond.accumulateAndGet(second, (now - sentAt) / 1_000_000, Math::max);
         outcome = "acknowledged";
         if (kind.equals("turn")) {
           savesAcknowledged.incrementAndGet(from);
@@ -224,6 +233,30 @@ final class ClusterBank {
       }
     }
     return total;
+  }
+
+  /** Seconds since this bank was made (the time line of {@link #timeLine}). */
+  long secondsSinceStart() {
+    return (System.nanoTime() - startNanos) / 1_000_000_000L;
+  }
+
+  /**
+   * Acknowledged answers per second and the slowest acknowledged answer of that second, in ms
+   * ("second: count/slowest"), from the first second with an answer to the last.
+   */
+  String timeLine() {
+    StringBuilder line = new StringBuilder();
+    int last = 0;
+    for (int second = 0; second < 3600; second++) {
+      if (acknowledgedPerSecond.get(second) > 0) {
+        last = second;
+      }
+    }
+    for (int second = 0; second <= last; second++) {
+      line.append(second).append(':').append(acknowledgedPerSecond.get(second)).append('/')
+          .append(slowestPerSecond.get(second)).append(' ');
+    }
+    return line.toString().trim();
   }
 
   /** The outcomes, sorted, for the test's output. */
@@ -287,7 +320,18 @@ final class ClusterBank {
       Answer marker = node.get("/v1/entities/Transfer/" + transfer.getKey());
       if (marker.status() != 200
           || !"booked".equals(marker.body().at("/state/status").asText())) {
-        lost.add(transfer.getValue() + " " + transfer.getKey() + ": " + marker.text());
+        // Say whether it is gone or its entity does not answer, through every member, twice.
+        StringBuilder again = new StringBuilder();
+        for (int attempt = 0; attempt < 2; attempt++) {
+          for (int index = 0; index < 3; index++) {
+            ServerProcess other = member.apply(index);
+            if (other != null) {
+              again.append("; through node ").append(index + 1).append(": ")
+                  .append(other.get("/v1/entities/Transfer/" + transfer.getKey()).text());
+            }
+          }
+        }
+        lost.add(transfer.getValue() + " " + transfer.getKey() + ": " + marker.text() + again);
       }
     }
     assertTrue(lost.isEmpty(), "acknowledged transfers lost: " + lost);

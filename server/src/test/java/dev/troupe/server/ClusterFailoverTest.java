@@ -77,6 +77,7 @@ class ClusterFailoverTest {
       int survivor = (victim + 1) % 3;
       long acknowledgedBefore = bank.acknowledgedCount();
       long killedAt = System.nanoTime();
+      long killedSecond = bank.secondsSinceStart();
       cluster.kill(victim);
       long restoredMillis = firstWriteMillis(cluster.node(survivor), probes[moved], killedAt,
           bound);
@@ -86,14 +87,16 @@ class ClusterFailoverTest {
       String figure = ("kill -9 of node %d: first write to moved partition %d (through node %d)"
           + " %d ms after the kill, every partition hosted again by %d ms (bound %d ms;"
           + " failure detector pause %d ms, stable-after %d ms); placement %s -> %s;"
-          + " acknowledged so far %d").formatted(ThreeNodeCluster.nodeId(victim), moved,
+          + " acknowledged so far %d; killed at second %d of the time line").formatted(ThreeNodeCluster.nodeId(victim), moved,
           ThreeNodeCluster.nodeId(survivor), restoredMillis, placedMillis, bound,
           options.failureDetectorPauseMillis(), options.stableAfterMillis(), before, after,
-          bank.acknowledgedCount());
+          bank.acknowledgedCount(), killedSecond);
       System.out.println(figure);
       figures.add(figure);
       assertTrue(restoredMillis <= bound, figure);
       cluster.start(victim);
+      figures.add("node " + ThreeNodeCluster.nodeId(victim) + " started again at second "
+          + bank.secondsSinceStart());
       cluster.awaitPlacement(List.of(0, 1, 2), 120_000, false);
       Thread.sleep(2_000);
       assertTrue(bank.acknowledgedCount() > acknowledgedBefore,
@@ -112,6 +115,7 @@ class ClusterFailoverTest {
     System.out.println("  acknowledged transfers checked: " + bank.acknowledged.size()
         + ", refused (precondition_failed, checked absent): " + bank.refused.size());
     System.out.println("  outcomes: " + outcomes);
+    System.out.println("  time line (second: acknowledged/slowest ms): " + bank.timeLine());
     for (String kind : List.of("turn", "sync", "planned", "dynamic")) {
       assertTrue(outcomes.getOrDefault(kind + " acknowledged", 0L) >= 20,
           "enough " + kind + " writes were acknowledged: " + outcomes);

@@ -306,8 +306,39 @@ public final class ThreeNodeCluster implements AutoCloseable {
     return placement.size() == options.partitions() ? placement : null;
   }
 
+  /**
+   * The prepared parts in the shared store now (rows of {@code troupe_transactions} whose key is
+   * a prepared part's: tag 'P', partition, transaction id, entity), one line each: what a failed
+   * test prints to show a part left in doubt.
+   */
+  List<String> preparedParts() {
+    List<String> parts = new ArrayList<>();
+    try (java.sql.Connection connection = java.sql.DriverManager.getConnection(jdbcUrl);
+        java.sql.Statement statement = connection.createStatement();
+        java.sql.ResultSet rows = statement.executeQuery("SELECT key FROM troupe_transactions")) {
+      while (rows.next()) {
+        java.nio.ByteBuffer key = java.nio.ByteBuffer.wrap(rows.getBytes(1));
+        if (key.get() != 'P') {
+          continue;
+        }
+        int partition = key.getShort() & 0xFFFF;
+        long transaction = key.getLong();
+        int length = key.getShort() & 0xFFFF;
+        byte[] entity = new byte[Math.min(length, key.remaining())];
+        key.get(entity);
+        parts.add("partition " + partition + " transaction " + transaction + " (node "
+            + dev.troupe.model.time.TransactionIds.nodeOf(transaction) + ") entity "
+            + new String(entity, java.nio.charset.StandardCharsets.UTF_8).replace('\0', '/'));
+      }
+    } catch (java.sql.SQLException | RuntimeException e) {
+      parts.add("cannot read the prepared parts: " + e);
+    }
+    return parts;
+  }
+
   /** Prints the log of every member running (for a failed test). */
   public void printLogs() {
+    System.out.println("---- prepared parts in the store: " + preparedParts());
     for (int i = 0; i < 3; i++) {
       if (nodes[i] != null) {
         try {
