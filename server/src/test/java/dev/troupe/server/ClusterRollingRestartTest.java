@@ -25,8 +25,11 @@ import org.junit.jupiter.api.io.TempDir;
  * partitions off), the test waits until the two others host every partition, starts it again and
  * waits until it is back in the placement; meanwhile clients write through the members that are
  * up. A client retries a request refused with 503 ({@code not_owner}, {@code unavailable}, {@code
- * overloaded}; each with Retry-After) or lost to a connection error, on the next member, as the
- * documentation allows; the retries are counted and printed. Nothing else may fail, and every
+ * overloaded}; each with Retry-After) or lost to a connection error, on the next member, and a
+ * transaction aborted for contention or an unanswered participant ({@code 409 aborted}, reason
+ * {@code lock_conflict}, {@code timeout}, {@code participant_unavailable}: nothing written) or
+ * answered {@code 500 outcome_unknown}, as README allows; the retries are counted by reason and
+ * printed (they are the cost of a rolling restart a client sees). Nothing else may fail, and every
  * acknowledged write is read back afterwards.
  *
  * <p>The writes are idempotent under such retries: a key put (the same value again) and a sync
@@ -39,6 +42,12 @@ class ClusterRollingRestartTest {
   private static final int CLIENTS = 4;
   /** The most attempts of one request (each after a short pause) before it counts as failed. */
   private static final int MAX_ATTEMPTS = 40;
+  /**
+   * The reasons of a transaction's abort a client sends it again for: contention and a
+   * participant that did not answer (README, "A transaction that aborts"); nothing was written.
+   */
+  private static final java.util.Set<String> RETRIED_ABORTS =
+      java.util.Set.of("lock_conflict", "timeout", "participant_unavailable");
 
   @TempDir Path directory;
   private ThreeNodeCluster cluster;
@@ -185,7 +194,10 @@ class ClusterRollingRestartTest {
         if (answer.status() == 200) {
           return answer;
         }
-        if (answer.status() == 409 && "precondition_failed".equals(answer.errorCode())) {
+        String reason = answer.body().path("reason").asText("");
+        boolean preconditionFailed = "precondition_failed".equals(answer.errorCode())
+            || ("aborted".equals(answer.errorCode()) && reason.equals("precondition_failed"));
+        if (answer.status() == 409 && preconditionFailed) {
           if (answerLost && path.startsWith("/v1/entities/Transfer/")) {
             String transfer = path.substring("/v1/entities/Transfer/".length(),
                 path.indexOf("/actions/"));
@@ -197,6 +209,22 @@ class ClusterRollingRestartTest {
             }
           }
           return null;
+        }
+        if (answer.status() == 409 && "aborted".equals(answer.errorCode())
+            && RETRIED_ABORTS.contains(reason)) {
+          // Aborted, nothing written: README's "A transaction that aborts" may be sent again.
+          retries.computeIfAbsent("409 aborted " + reason, k -> new AtomicLong())
+              .incrementAndGet();
+          Thread.sleep(100);
+          continue;
+        }
+        if (answer.status() == 500 && "outcome_unknown".equals(answer.errorCode())) {
+          // README's "Retrying safely": the answer is lost; the retry finds out (the marker).
+          retries.computeIfAbsent("500 outcome_unknown", k -> new AtomicLong())
+              .incrementAndGet();
+          answerLost = true;
+          Thread.sleep(100);
+          continue;
         }
         if (answer.status() != 503) {
           failures.add(method + " " + path + ": " + answer.status() + " " + answer.text());
