@@ -91,11 +91,19 @@ class ClusterPartitionTest {
   private void run(ThreeNodeCluster.Options options) throws Exception {
     String[] probes = ClusterFailoverTest.probeEntities(options.partitions());
     List<Thread> writers = new ArrayList<>();
+    Map<Integer, Integer> formed = cluster.awaitPlacement(List.of(0, 1, 2), 60_000, true);
     for (int member = 0; member < 3; member++) {
       for (int w = 0; w < 2; w++) {
         int index = member;
         String prefix = "m" + ThreeNodeCluster.nodeId(member) + "w" + w + "-";
-        Thread thread = new Thread(() -> write(index, prefix), "partition-writer-" + prefix);
+        // Writer 0 of each member writes only entities of the partitions the member hosted when
+        // the test began (so the cut-off member keeps writing its own partitions, which succeed
+        // until the majority takes them over); writer 1 writes entities of every partition.
+        List<Integer> own = w == 0 ? formed.entrySet().stream()
+            .filter(entry -> entry.getValue() == ThreeNodeCluster.nodeId(index))
+            .map(Map.Entry::getKey).toList() : null;
+        Thread thread = new Thread(() -> write(index, prefix, own, options.partitions()),
+            "partition-writer-" + prefix);
         thread.setDaemon(true);
         thread.start();
         writers.add(thread);
@@ -151,8 +159,10 @@ class ClusterPartitionTest {
         + " the three agree %d ms later: %s%n", ThreeNodeCluster.nodeId(CUT_OFF),
         minorityPartitions, before, takeOverMillis, placedMillis, majority,
         exitedByItself ? "had exited" : "was still running", rejoinedMillis, rejoined);
-    System.out.println("  writes acknowledged by the cut-off member after the cut (ms after it): "
-        + new TreeMap<>(minorityAcknowledgedAfterCut).values().stream().sorted().toList());
+    List<Long> minorityTimes = minorityAcknowledgedAfterCut.values().stream().sorted().toList();
+    System.out.println("  writes acknowledged by the cut-off member after the cut: "
+        + minorityTimes.size() + (minorityTimes.isEmpty() ? "" : ", from " + minorityTimes.getFirst()
+        + " to " + minorityTimes.getLast() + " ms after it"));
     System.out.println("  outcomes by member: " + counts);
     System.out.println("  journal: " + journal);
     for (long millis : takeOverMillis.values()) {
@@ -171,9 +181,16 @@ class ClusterPartitionTest {
         + latestMinority + " ms after the cut, the majority took over at " + firstTakeOver);
   }
 
-  /** A writer through member {@code index} only: one new schemaless entity per write. */
-  private void write(int index, String prefix) {
+  /**
+   * A writer through member {@code index} only: one new schemaless entity per write, of the
+   * partitions {@code only} (null: any).
+   */
+  private void write(int index, String prefix, List<Integer> only, int partitions) {
     for (long n = 0; running.get(); n++) {
+      if (only != null && !only.contains(
+          EntityLocator.partitionOf(new EntityId("Item", prefix + n), partitions))) {
+        continue;
+      }
       ServerProcess node = cluster.node(index);
       String member = "node " + ThreeNodeCluster.nodeId(index);
       if (node == null || !node.isAlive()) {
