@@ -102,7 +102,10 @@ final class ClusterBank {
     this.savesAcknowledged = new AtomicLongArray(accounts);
   }
 
-  /** Defines the types through {@code node}, waits until every running member knows them, opens the accounts. */
+  /**
+   * Defines the types through {@code node}, waits until every one of {@code members} knows them,
+   * opens the accounts.
+   */
   void setUp(ServerProcess node, List<ServerProcess> members) throws Exception {
     for (String yaml : List.of(ACCOUNT_YAML, TRANSFER_YAML)) {
       String type = yaml.lines().findFirst().orElseThrow().substring("type: ".length());

@@ -87,7 +87,8 @@ class ClusterFailoverTest {
       String figure = ("kill -9 of node %d: first write to moved partition %d (through node %d)"
           + " %d ms after the kill, every partition hosted again by %d ms (bound %d ms;"
           + " failure detector pause %d ms, stable-after %d ms); placement %s -> %s;"
-          + " acknowledged so far %d; killed at second %d of the time line").formatted(ThreeNodeCluster.nodeId(victim), moved,
+          + " acknowledged so far %d; killed at second %d of the time line").formatted(
+          ThreeNodeCluster.nodeId(victim), moved,
           ThreeNodeCluster.nodeId(survivor), restoredMillis, placedMillis, bound,
           options.failureDetectorPauseMillis(), options.stableAfterMillis(), before, after,
           bank.acknowledgedCount(), killedSecond);

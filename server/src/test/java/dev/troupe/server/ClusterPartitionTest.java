@@ -161,8 +161,8 @@ class ClusterPartitionTest {
         exitedByItself ? "had exited" : "was still running", rejoinedMillis, rejoined);
     List<Long> minorityTimes = minorityAcknowledgedAfterCut.values().stream().sorted().toList();
     System.out.println("  writes acknowledged by the cut-off member after the cut: "
-        + minorityTimes.size() + (minorityTimes.isEmpty() ? "" : ", from " + minorityTimes.getFirst()
-        + " to " + minorityTimes.getLast() + " ms after it"));
+        + minorityTimes.size() + (minorityTimes.isEmpty() ? "" : ", from "
+        + minorityTimes.getFirst() + " to " + minorityTimes.getLast() + " ms after it"));
     System.out.println("  outcomes by member: " + counts);
     System.out.println("  journal: " + journal);
     for (long millis : takeOverMillis.values()) {

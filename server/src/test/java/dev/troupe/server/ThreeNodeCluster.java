@@ -198,7 +198,10 @@ public final class ThreeNodeCluster implements AutoCloseable {
     nodes[index] = null;
   }
 
-  /** SIGTERM to member {@code index} (it leaves the cluster, handing its partitions off); waits for its exit. */
+  /**
+   * SIGTERM to member {@code index} (it leaves the cluster, handing its partitions off); waits
+   * for its exit.
+   */
   void stop(int index) throws InterruptedException {
     nodes[index].close();
     nodes[index] = null;
@@ -352,7 +355,7 @@ public final class ThreeNodeCluster implements AutoCloseable {
     }
   }
 
-  /** Kills every member still running (a test's end; nothing is checked after it) and PostgreSQL. */
+  /** Kills every member still running (a test's end: nothing is checked after it), PostgreSQL. */
   @Override
   public void close() throws InterruptedException {
     for (int i = 0; i < 3; i++) {
