@@ -3,14 +3,19 @@ package dev.troupe.model;
 /**
  * Where an entity lives: entity → partition → node. The port every component that routes a message
  * to an entity, or stores an entity, asks; implemented by {@link SingleNodeLocator} on one node and
- * by a cluster's placement elsewhere (the multi-node simulator, later Pekko Cluster Sharding).
+ * by a cluster's placement elsewhere (the multi-node simulator's hash placement). A data centre of
+ * several nodes on one shared store (issue 18) keeps {@link #partitionOf} a pure function, but
+ * its partitions move between nodes: there Pekko Cluster Sharding (the runtime) or the simulated
+ * sharding (the simulator's shared-store mode) decides which node hosts a partition now, and
+ * {@link #nodeOf} is at most a node's current view of it.
  *
  * <p><b>Contract.</b>
  *
  * <ul>
- *   <li>A pure function of the entity and the locator's configuration: the same answer on every
- *       node, in every JVM, across restarts (placement is what the data on disk was written under:
- *       the store refuses to open with a different partition count).
+ *   <li>{@link #partitionOf} is a pure function of the entity and the partition count: the same
+ *       answer on every node, in every JVM, across restarts (placement is what the data on disk was
+ *       written under: the store refuses to open with a different partition count). {@link
+ *       #nodeOf} is too for a static placement (one node, the hash placement).
  *   <li>{@link #nodeOf} is the node hosting the entity (0..63, the node ids of {@link
  *       dev.troupe.model.time.TransactionIds}): messages for the entity go there, and its state is
  *       in that node's store.

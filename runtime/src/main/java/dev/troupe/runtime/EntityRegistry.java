@@ -14,6 +14,7 @@ import java.util.Map;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
 import org.apache.pekko.actor.typed.DispatcherSelector;
+import org.apache.pekko.actor.typed.PostStop;
 import org.apache.pekko.actor.typed.javadsl.AbstractBehavior;
 import org.apache.pekko.actor.typed.javadsl.ActorContext;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
@@ -85,7 +86,13 @@ public final class EntityRegistry extends AbstractBehavior<EntityRegistry.Comman
 
   @Override
   public Receive<Command> createReceive() {
-    return newReceiveBuilder().onMessage(Command.class, this::onCommand).build();
+    return newReceiveBuilder().onMessage(Command.class, this::onCommand)
+        .onSignal(PostStop.class, stopped -> {
+          // A cluster member's registry stops when its partition moves away: its actors go too.
+          metrics.removeActiveEntities(metricsKey());
+          return this;
+        })
+        .build();
   }
 
   private Behavior<Command> onCommand(Command command) {
@@ -114,8 +121,16 @@ public final class EntityRegistry extends AbstractBehavior<EntityRegistry.Comman
                 ErrorCode.OVERLOADED, refuse.entity() + " has too many waiting turns"));
       }
     }
-    metrics.setActiveEntities(getContext().getSelf().path().name(), core.activeCount());
+    metrics.setActiveEntities(metricsKey(), core.activeCount());
     return this;
+  }
+
+  /**
+   * The registry's key among the node's active-entity counts: its whole path, since a cluster
+   * member's registries are all named {@code registry} (each under its partition's host).
+   */
+  private String metricsKey() {
+    return getContext().getSelf().path().toStringWithoutAddress();
   }
 
   private void activate(EntityId entity) {

@@ -157,6 +157,10 @@ final class NodeInbox {
       case WireMessage.ReadRequest read -> RemoteReads.serve(read, sender, reads, transport);
       case WireMessage.ReadAnswer answer -> replies.answer(RemoteReplies.Kind.READ,
           answer.readId(), answer.entity(), WireResults.fromWire(answer.answer()));
+      // A cluster member's ClusterNode answers these before its inbox (NodeStatusQueries); a
+      // single node is never asked: nothing to do.
+      case WireMessage.NodeStatusQuery ignored -> {}
+      case WireMessage.NodeStatusAnswer ignored -> {}
       case WireMessage.DecisionQuery query -> {
         DecisionState state = switch (decisions.ask(query.transactionId())) {
           case COMMITTED -> DecisionState.COMMITTED;

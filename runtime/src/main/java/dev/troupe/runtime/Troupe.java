@@ -154,7 +154,8 @@ public final class Troupe implements AutoCloseable {
                       "this node is no longer a member of the cluster (removed, downed, or its"
                           + " node id is another member's); restart it to rejoin"));
                 }
-              })
+              }, ClusterNode.LocalNumbers.of(metrics::activeEntities,
+                  () -> store.statistics().cacheWeightBytes()))
           : null;
       this.cluster = member;
       Transport between = member != null ? member.transport() : transport;

@@ -46,6 +46,11 @@ public final class TurnMetrics {
     activeEntitiesByRegistry.put(registry, count);
   }
 
+  /** A registry stopped (its partition moved to another node): its entities no longer count. */
+  void removeActiveEntities(String registry) {
+    activeEntitiesByRegistry.remove(registry);
+  }
+
   /** An actor started (positive), was re-weighed, or stopped (negative): its estimated bytes. */
   void addActorBytes(long delta) {
     actorBytes.add(delta);

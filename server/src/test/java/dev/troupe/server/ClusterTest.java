@@ -257,6 +257,106 @@ class ClusterTest {
     return placement.size() == PARTITIONS ? placement : null;
   }
 
+  /**
+   * Operations on a cluster: {@code troupe status} against one member lists the three nodes, the
+   * partitions each hosts (summing to the partition count) and each one's heap, as each member
+   * reported them; {@code GET /v1/cluster} is the documented ClusterView; after a member is
+   * killed, the survivors' {@code /metrics} count and time the partitions they took over.
+   */
+  @Test
+  void theStatusListsEveryNodeAndTheMetricsTimeTheHandOffs() throws Exception {
+    database = PostgresInstance.startForTroupe(64);
+    for (int i = 0; i < 3; i++) {
+      clusterPorts[i] = freePort();
+    }
+    for (int i = 0; i < 3; i++) {
+      nodes[i] = start(i);
+    }
+    Map<Integer, Integer> placement = awaitPlacement(List.of(0, 1, 2), 3, 90_000, true);
+    // Entities of every partition, active on their hosts.
+    Answer declared = nodes[0].send("PUT", "/v1/types/Counter",
+        "{\"keys\": {\"n\": {\"kind\": \"counter\"}}}");
+    assertEquals(200, declared.status(), declared.text());
+    writeThroughEveryMember(List.of(0, 1, 2), "status");
+    Answer view = nodes[0].get("/v1/cluster");
+    assertEquals(List.of(), OpenApiDocument.load()
+        .validate("/components/schemas/ClusterView", view.text()));
+
+    // The CLI against node 1, run as CliTest runs it; every member's numbers came from it.
+    String status = null;
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+    while (System.nanoTime() < deadline) {
+      status = troupeStatus(nodes[0]);
+      if (status.contains("cluster: 3 members (3 answered), " + PARTITIONS + " of " + PARTITIONS
+          + " partitions hosted")) {
+        break;
+      }
+      Thread.sleep(250);
+    }
+    System.out.println("troupe status against node 1:\n" + status);
+    List<String> rows = status.lines().dropWhile(line -> !line.startsWith("NODE ")).skip(1)
+        .toList();
+    assertEquals(3, rows.size(), status);
+    int partitionsListed = 0;
+    long entities = 0;
+    java.util.Set<Integer> nodeIds = new java.util.TreeSet<>();
+    for (String row : rows) {
+      String[] columns = row.trim().split("\\s+");
+      nodeIds.add(Integer.parseInt(columns[0]));
+      assertEquals("up", columns[2], row);
+      assertEquals("yes", columns[3], row);
+      partitionsListed += Integer.parseInt(columns[4]);
+      entities += Long.parseLong(columns[6]);
+      assertTrue(Double.parseDouble(columns[7].replace("MiB", "")) > 0, "heap used: " + row);
+      assertTrue(Double.parseDouble(columns[8].replace("MiB", "")) > 0, "heap max: " + row);
+    }
+    assertEquals(java.util.Set.of(1, 2, 3), nodeIds, status);
+    assertTrue(entities > 0, "the written entities are active somewhere: " + status);
+    assertEquals(PARTITIONS, partitionsListed, status);
+
+    // Node 3 dies: the survivors take its partitions over, and count and time it.
+    long victimHosted = placement.values().stream().filter(node -> node == 3).count();
+    long acquiredBefore = acquisitions(0) + acquisitions(1);
+    nodes[2].kill();
+    nodes[2] = null;
+    awaitPlacement(List.of(0, 1), 2, FAILOVER_BOUND_MILLIS, false);
+    long acquiredAfter = acquisitions(0) + acquisitions(1);
+    Answer metrics = nodes[0].get("/metrics");
+    System.out.println("hand-off metrics of node 1 after the failover:\n" + metrics.text().lines()
+        .filter(line -> line.startsWith("troupe_cluster_partition")).collect(
+            java.util.stream.Collectors.joining("\n")));
+    assertTrue(acquiredAfter - acquiredBefore >= victimHosted, "acquisitions " + acquiredBefore
+        + " -> " + acquiredAfter + ", node 3 hosted " + victimHosted);
+    assertTrue(metrics.text().contains("troupe_cluster_partition_acquire_seconds_bucket{le=\"+Inf\"}"));
+    assertTrue(metrics.text().contains("troupe_cluster_partition_release_seconds_count "));
+    assertTrue(metrics.text().contains("troupe_cluster_partitions_lost_total "));
+  }
+
+  /** Node {@code index}'s acquisitions since start, from its {@code /metrics}. */
+  private long acquisitions(int index) throws Exception {
+    Answer metrics = nodes[index].get("/metrics");
+    assertEquals(200, metrics.status(), metrics.text());
+    return metrics.text().lines()
+        .filter(line -> line.startsWith("troupe_cluster_partitions_acquired_total "))
+        .mapToLong(line -> Long.parseLong(line.substring(line.indexOf(' ') + 1)))
+        .findFirst().orElseThrow();
+  }
+
+  /** {@code troupe status --url URL} run in this JVM (as CliTest runs the CLI): what it printed. */
+  private static synchronized String troupeStatus(ServerProcess node) {
+    java.io.PrintStream originalOut = System.out;
+    java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
+    System.setOut(new java.io.PrintStream(out, true, java.nio.charset.StandardCharsets.UTF_8));
+    try {
+      int code = dev.troupe.server.cli.TroupeCli.commandLine()
+          .execute("status", "--url", node.baseUrl());
+      assertEquals(0, code, out.toString(java.nio.charset.StandardCharsets.UTF_8));
+    } finally {
+      System.setOut(originalOut);
+    }
+    return out.toString(java.nio.charset.StandardCharsets.UTF_8);
+  }
+
   @Test
   void aNodeThatIsNotAMemberHasNoCluster() throws Exception {
     nodes[0] = ServerProcess.start(directory.resolve("single"));

@@ -27,7 +27,7 @@ import java.util.Set;
  * against the documented JSON Schema, validated by networknt's JSON Schema 2020-12 validator with
  * the OpenAPI 3.1 dialect).
  */
-final class OpenApiDocument {
+public final class OpenApiDocument {
   static final String RESOURCE = "/openapi/troupe-v1.json";
   /** The document's base IRI for the validator: every schema is found by a pointer into it. */
   private static final String BASE = "https://troupe.invalid/openapi/troupe-v1.json";
@@ -45,7 +45,7 @@ final class OpenApiDocument {
         builder -> builder.schemas(Map.of(BASE, text)));
   }
 
-  static OpenApiDocument load() {
+  public static OpenApiDocument load() {
     try (InputStream in = OpenApiDocument.class.getResourceAsStream(RESOURCE)) {
       if (in == null) {
         throw new IllegalStateException(RESOURCE + " is not on the class path");
@@ -140,7 +140,7 @@ final class OpenApiDocument {
   }
 
   /** What is wrong with {@code json} against the schema at {@code pointer} in the document. */
-  List<String> validate(String pointer, String json) {
+  public List<String> validate(String pointer, String json) {
     Schema schema = registry.getSchema(SchemaLocation.of(BASE + "#" + pointer));
     List<String> problems = new ArrayList<>();
     for (Error error : schema.validate(Json.parse(json.getBytes(StandardCharsets.UTF_8)))) {

@@ -24,6 +24,7 @@ import picocli.CommandLine.Option;
     footer = {"", "Examples:", "  troupe sim --seed 42", "  troupe sim --seeds 500 --from 1",
         "  troupe sim --seeds 10000 --from 1 --admission psac --mode planned",
         "  troupe sim --nodes 3 --seeds 1000 --from 1",
+        "  troupe sim --nodes 3 --shared-store --seeds 500 --from 1",
         "  troupe sim --dcs 3 --seeds 200 --from 1",
         "  troupe sim --dcs 3 --seed 9 --history seed9.plume"})
 public final class SimCommand implements Callable<Integer> {
@@ -144,11 +145,20 @@ public final class SimCommand implements Callable<Integer> {
           + " transactions, registers only) to this file in the Plume/AWDIT text format.")
   java.nio.file.Path history;
 
+  @Option(names = "--shared-store",
+      description = "With --nodes 2 or more: the nodes share ONE database (the production store"
+          + " in acquired-partitions mode over one simulated disk); partitions are placed on live"
+          + " nodes and move on crashes, restarts and cuts between nodes (a cut-off node runs on as"
+          + " a fenced zombie); the new owner resolves the parts in doubt. Adds the owner-epoch"
+          + " audit of the journal to the checks.")
+  boolean sharedStore;
+
   @Option(names = "--breakage",
       description = "With --dcs: switch on a deliberate breakage (repeatable) to see the checkers"
           + " catch it: APPLY_BEFORE_DEPENDENCIES, TRUNCATE_BEFORE_STABLE,"
           + " SPLIT_MULTI_ENTITY_TRANSACTIONS, REGISTER_MERGE_WITHOUT_TIE_BREAK,"
-          + " IGNORE_CAUSAL_TOKENS, DELETE_WITHOUT_TOMBSTONE.")
+          + " IGNORE_CAUSAL_TOKENS, DELETE_WITHOUT_TOMBSTONE. With --shared-store (one only):"
+          + " UNFENCED_WRITES (the nodes' writes carry no owner-epoch fence).")
   List<String> breakages = new ArrayList<>();
 
   @Override
@@ -156,8 +166,20 @@ public final class SimCommand implements Callable<Integer> {
     if (dcs != 0) {
       return callDataCentres();
     }
-    if (history != null || !breakages.isEmpty()) {
-      throw new IllegalArgumentException("--history and --breakage need --dcs");
+    if (history != null) {
+      throw new IllegalArgumentException("--history needs --dcs");
+    }
+    SimulatedNode.Mutation mutation = SimulatedNode.Mutation.NONE;
+    if (!breakages.isEmpty()) {
+      if (!sharedStore || !breakages.equals(List.of("UNFENCED_WRITES"))) {
+        throw new IllegalArgumentException(
+            "--breakage needs --dcs, or --shared-store with --breakage UNFENCED_WRITES");
+      }
+      mutation = SimulatedNode.Mutation.UNFENCED_WRITES;
+    }
+    if (sharedStore && (nodes < 2 || !storage.equals("store") || damageMeanMillis > 0)) {
+      throw new IllegalArgumentException(
+          "--shared-store needs --nodes 2 or more, --storage store and no damage");
     }
     List<String> admissions = switch (admission) {
       case "all" -> List.of("serial", "keys", "psac");
@@ -192,7 +214,8 @@ public final class SimCommand implements Callable<Integer> {
             accounts, lists,
             clients, defaults.openingBalance(), durationMillis, defaults.faultFreeShare(),
             crashMeanMillis, clientLoss, defaults.clientTimeoutMillis(), traceLines,
-            damageMeanMillis, internalNetwork, nodes, nodeLoss, nodeDuplication));
+            damageMeanMillis, internalNetwork, nodes, nodeLoss, nodeDuplication)
+            .withSharedStore(sharedStore));
       }
     }
     long first = seed != null ? seed : from;
@@ -207,7 +230,7 @@ public final class SimCommand implements Callable<Integer> {
         .build()) {
       for (long each = first; each < first + count; each++) {
         for (Simulation.Options options : configurations) {
-          Simulation.Result result = Simulation.run(each, options, steps);
+          Simulation.Result result = Simulation.runMutated(each, options, steps, mutation);
           totalSteps += result.steps();
           String mode = options.planned() ? "planned" : "dynamic";
           String name = options.admission() + " " + mode;
@@ -223,6 +246,8 @@ public final class SimCommand implements Callable<Integer> {
                 + (internalNetwork.equals("lossy") ? " --internal-network lossy" : "")
                 + (nodes > 1 ? " --nodes " + nodes + " --node-loss " + nodeLoss
                     + " --node-duplication " + nodeDuplication : "")
+                + (sharedStore ? " --shared-store" : "")
+                + (mutation != SimulatedNode.Mutation.NONE ? " --breakage " + mutation : "")
                 + ": "
                 + result.failure());
             System.out.println(result.trace());

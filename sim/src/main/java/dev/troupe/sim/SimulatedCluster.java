@@ -73,6 +73,17 @@ import dev.troupe.txn.wire.WireMessage;
  * another message. Nothing else crosses nodes: a client's request runs on the node it reached.
  * Placement is an {@link EntityLocator} ({@link HashPlacement}).
  *
+ * <p><b>The shared-store mode</b> ({@code sharedStore}): the nodes of one data centre share ONE
+ * database ({@link SharedDatabase}: each node's production store, in the acquired-partitions mode,
+ * over its own view of one simulated disk), and the placement is dynamic: {@link
+ * SimulatedSharding} (the stand-in for Cluster Sharding) assigns the store's partitions to the live
+ * nodes, each node routes by its own view of that assignment, and every membership change ({@link
+ * #rebalance}, after a detection delay) hands partitions over: releases on the nodes that lose
+ * them, acquisitions (a new owner epoch, which fences the previous owner) on those that gain them,
+ * the parts in doubt resolved by the acquiring node. A node cut off from the majority keeps its
+ * stale view and runs on as a zombie: its writes are fenced. Docs: ARCHITECTURE.md, "Failover in
+ * the simulator".
+ *
  * <p>Not thread-safe: the simulation is single-threaded.
  */
 final class SimulatedCluster {
@@ -126,8 +137,27 @@ final class SimulatedCluster {
    */
   SimulatedCluster(Scheduler scheduler, int size, SimulatedNode.Settings settings,
       Map<String, CompiledType> types, SimulatedNetwork.Faults faults, long clockSkewMillis) {
+    this(scheduler, size, settings, types, faults, clockSkewMillis, false);
+  }
+
+  /**
+   * @param sharedStore whether the nodes share one database ({@link SharedDatabase}) and the
+   *     partitions move between them ({@link SimulatedSharding}); else each node has its own store
+   *     and the static {@link HashPlacement}
+   */
+  SimulatedCluster(Scheduler scheduler, int size, SimulatedNode.Settings settings,
+      Map<String, CompiledType> types, SimulatedNetwork.Faults faults, long clockSkewMillis,
+      boolean sharedStore) {
     Invariants.check(size >= 1 && size <= 64, "a cluster has 1 to 64 nodes, not %s", size);
+    Invariants.check(!sharedStore || (size >= 2 && settings.storage() == SimulatedNode.StorageKind.STORE),
+        "a shared store needs 2+ nodes on the production store");
     this.scheduler = scheduler;
+    this.sharding = sharedStore ? new SimulatedSharding(size, PARTITIONS_PER_NODE * size) : null;
+    this.database = sharedStore
+        ? new SharedDatabase(settings.mutation() == SimulatedNode.Mutation.UNFENCED_WRITES) : null;
+    for (int node = 0; sharding != null && node < size; node++) {
+      views.add(sharding.viewOf(node));
+    }
     this.locator = HashPlacement.of(size);
     this.network = new SimulatedNetwork(scheduler, faults, SimulatedNetwork.Ordering.PER_CONNECTION);
     Function<EntityId, CompiledType> typeOf = entity -> {
@@ -149,6 +179,126 @@ final class SimulatedCluster {
         nodes.get(node).jumpClock(scheduler.random().nextLong(clockSkewMillis + 1));
       }
     }
+    if (sharding != null) {
+      rebalance(); // every node live: each acquires its home partitions before the set-up
+    }
+  }
+
+  // ------------------------------------------------------------------ the shared-store mode
+
+  /** Partitions of the shared store per node (each node is the home of this many). */
+  static final int PARTITIONS_PER_NODE = 2;
+  /** How long the membership takes to notice a node crashed or was cut off (seeded in this range). */
+  static final int MIN_DETECTION_MILLIS = 20;
+  static final int MAX_DETECTION_MILLIS = 60;
+  /** How long a node that restarted or reconnected takes to be live again. */
+  static final int MAX_JOIN_MILLIS = 15;
+
+  private final SimulatedSharding sharding;
+  private final SharedDatabase database;
+  private long rebalances;
+
+  /** The placement of partitions (shared-store mode), or null. */
+  SimulatedSharding sharding() {
+    return sharding;
+  }
+
+  /** The data centre's database (shared-store mode), or null. */
+  SharedDatabase sharedDatabase() {
+    return database;
+  }
+
+  /**
+   * Whether the membership counts node {@code node} live: up, and on the majority side of any cut
+   * between nodes (keep-majority: the side with more than half of the nodes, or exactly half with
+   * node 0 in it).
+   */
+  private boolean live(int node) {
+    if (!nodes.get(node).isUp()) {
+      return false;
+    }
+    int side = 0;
+    boolean withFirst = false;
+    for (int other = 0; other < nodes.size(); other++) {
+      if (other == node || !network.separated(nameOf(node), nameOf(other))) {
+        side++;
+        withFirst |= other == 0;
+      }
+    }
+    return 2 * side > nodes.size() || (2 * side == nodes.size() && withFirst);
+  }
+
+  /**
+   * The sharding's reaction to a change of membership: the assignment recomputed for the live
+   * nodes and handed to their views; every live node first releases what its view no longer gives
+   * it, then acquires what it does (a graceful hand-off between two live nodes; from a node that
+   * is down or cut off, the new owner's acquisition fences it).
+   */
+  void rebalance() {
+    rebalances++;
+    boolean[] liveNow = new boolean[nodes.size()];
+    for (int node = 0; node < nodes.size(); node++) {
+      liveNow[node] = live(node);
+    }
+    if (!sharding.rebalance(node -> liveNow[node])) {
+      // Nothing moved; a node that restarted may still have to acquire what its view gives it.
+      scheduler.trace().record(scheduler.nowMillis(), scheduler.steps(), "rebalance: no move");
+    } else {
+      StringBuilder hosts = new StringBuilder();
+      for (int partition = 0; partition < sharding.partitions(); partition++) {
+        hosts.append(partition == 0 ? "" : " ").append(partition).append("->")
+            .append(sharding.hostOf(partition));
+      }
+      scheduler.trace().record(scheduler.nowMillis(), scheduler.steps(), "rebalance: " + hosts);
+    }
+    for (int node = 0; node < nodes.size(); node++) {
+      if (liveNow[node]) {
+        nodes.get(node).releaseUnassigned();
+      }
+    }
+    for (int node = 0; node < nodes.size(); node++) {
+      if (liveNow[node]) {
+        nodes.get(node).acquireAssigned();
+      }
+    }
+  }
+
+  /** A rebalance after the membership notices a crash or a cut (a seeded detection delay). */
+  void scheduleDetection() {
+    long delay = MIN_DETECTION_MILLIS
+        + scheduler.random().nextInt(MAX_DETECTION_MILLIS - MIN_DETECTION_MILLIS + 1);
+    scheduler.schedule(delay, "membership notices a change", this::rebalance);
+  }
+
+  /** A rebalance once a node that restarted, or a cut that healed, is noticed. */
+  void scheduleJoin(long afterMillis) {
+    scheduler.schedule(afterMillis + 1 + scheduler.random().nextInt(MAX_JOIN_MILLIS),
+        "membership notices a join", this::rebalance);
+  }
+
+  /** Node {@code node} restarted: it joins, and gets its partitions at the next rebalance. */
+  void nodeRestarted(int node) {
+    scheduleJoin(0);
+  }
+
+  /** Rebalances over the run (each a change of membership noticed). */
+  long rebalances() {
+    return rebalances;
+  }
+
+  /**
+   * After the run (every node up, the network healed, the last rebalance done): the first
+   * partition that no node serves, or that its assigned node does not own, or null.
+   */
+  String unservedPartition() {
+    for (int partition = 0; partition < sharding.partitions(); partition++) {
+      int host = sharding.hostOf(partition);
+      if (host == SimulatedSharding.NOBODY || !nodes.get(host).ownsPartition(partition)) {
+        return "partition " + partition + " is not served at the end (assigned to node " + host
+            + ")";
+      }
+    }
+    return null;
   }
 
   /** A node's name on the network between nodes and, with several nodes, on the clients'. */
@@ -168,13 +318,29 @@ final class SimulatedCluster {
     return List.copyOf(nodes);
   }
 
+  /** The entity's node: the placement's (shared-store mode: the current assignment). */
   int nodeOf(EntityId entity) {
-    return locator.nodeOf(entity);
+    return sharding == null ? locator.nodeOf(entity) : sharding.nodeOf(entity);
   }
 
-  /** Where entities live: the cluster's {@link EntityLocator}. */
+  /**
+   * Where node {@code asking} sends a message for the entity: the placement, or in the shared-store
+   * mode that node's own view of it; itself if its view knows no host (the message is then
+   * refused there: its store does not own the partition).
+   */
+  int nodeOf(EntityId entity, int asking) {
+    return sharding == null ? locator.nodeOf(entity) : views.get(asking).nodeOf(entity);
+  }
+
+  /** Per node, its view of the placement (shared-store mode: {@link SimulatedSharding#viewOf}). */
+  private final List<EntityLocator> views = new ArrayList<>();
+
+  /**
+   * Where entities live: the cluster's {@link EntityLocator} (shared-store mode: the current
+   * assignment, {@link SimulatedSharding}).
+   */
   EntityLocator locator() {
-    return locator;
+    return sharding == null ? locator : sharding;
   }
 
   /**
@@ -229,7 +395,7 @@ final class SimulatedCluster {
     @Override
     public void send(Envelope envelope) {
       int to = switch (envelope.destination()) {
-        case Envelope.Destination.ToEntity entity -> locator.nodeOf(entity.entity());
+        case Envelope.Destination.ToEntity entity -> nodeOf(entity.entity(), node);
         case Envelope.Destination.ToNode named -> named.nodeId();
       };
       Invariants.check(to != node && to < nodes.size(),
@@ -278,6 +444,9 @@ final class SimulatedCluster {
       // The simulated nodes serve reads from their own stores; no read crosses a node.
       case WireMessage.ReadRequest read -> read.readId();
       case WireMessage.ReadAnswer answer -> answer.readId();
+      // Nor does a status query (operations; the simulator asks its nodes directly).
+      case WireMessage.NodeStatusQuery query -> query.queryId();
+      case WireMessage.NodeStatusAnswer answer -> answer.queryId();
     };
   }
 
@@ -357,6 +526,9 @@ final class SimulatedCluster {
    * released transaction as decided abort.
    */
   void incarnationDied(int node) {
+    if (sharding != null) {
+      scheduleDetection();
+    }
     List<Long> dead = new ArrayList<>();
     for (Map.Entry<Long, Set<EntityId>> open : openInteractive.entrySet()) {
       if (nodeOfTransaction(open.getKey()) == node) {
@@ -457,7 +629,7 @@ final class SimulatedCluster {
 
   /** Whether the entity's type admits by key locks (the same types on every node). */
   boolean locksPerKey(EntityId entity) {
-    return nodes.get(nodeOf(entity)).locksPerKey(entity);
+    return nodes.get(0).locksPerKey(entity); // every node knows the same types
   }
 
   /** Entities excluded from the final-state checks, over every node. */
@@ -473,6 +645,14 @@ final class SimulatedCluster {
    */
   Map<Integer, Integer> unresolvedInDoubt() {
     Map<Integer, Integer> left = new TreeMap<>();
+    if (database != null) {
+      // One database: every node would count the same prepared parts; the first node reports them.
+      int prepared = nodes.get(0).preparedParts();
+      if (prepared > 0) {
+        left.put(0, prepared);
+      }
+      return left;
+    }
     for (SimulatedNode node : nodes) {
       int prepared = node.preparedParts();
       if (prepared > 0) {

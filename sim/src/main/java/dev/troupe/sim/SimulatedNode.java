@@ -132,6 +132,12 @@ final class SimulatedNode {
     /** Inside the production core: {@link Mutations.Mutation#RELEASE_KEY_LOCK_EARLY}. */
     RELEASE_KEY_LOCK_EARLY,
     /**
+     * Shared-store mode: the nodes' views of the shared database drop every batch's fence ({@link
+     * SharedDatabase}), as a writer that does not fence would: a zombie's writes are applied after
+     * the partition's new owner acquired it.
+     */
+    UNFENCED_WRITES,
+    /**
      * The store's disk passes damage over in silence, as the engine did before it checked RocksDB's
      * iterator status: a cursor that meets a damaged key reports the end of its range, a point
      * read of one answers absent ({@code MemoryDisk.ignoreDamageAsUncheckedRocksDbDid}). Store
@@ -284,9 +290,13 @@ final class SimulatedNode {
     NodeStorage.Timers timers = this::later;
     NodeStorage.Placement placement = new NodeStorage.Placement(
         transactionId -> cluster.nodeOfTransaction(transactionId) == nodeId,
-        entity -> cluster.nodeOf(entity) == nodeId);
+        entity -> hostOf(entity) == nodeId);
     this.storage = switch (settings.storage()) {
-      case STORE -> new StoreStorage(scheduler, timers, typeOf, settings.syncMillis(),
+      case STORE -> cluster.sharedDatabase() != null
+          ? new StoreStorage(scheduler, timers, typeOf, settings.syncMillis(),
+              settings.tornProbability(), settings.mutation(), nodeId, placement,
+              cluster.sharedDatabase(), cluster.sharding().partitions(), this::partitionLost)
+          : new StoreStorage(scheduler, timers, typeOf, settings.syncMillis(),
           settings.tornProbability(), settings.mutation(), nodeId, placement);
       case JOURNAL -> new SimulatedJournal(scheduler, timers, typeOf, settings.syncMillis(),
           settings.tornProbability(), settings.corruptProbability(), settings.mutation(), nodeId,
@@ -423,7 +433,7 @@ final class SimulatedNode {
       noteCorrupt(request, result);
       answer.accept(result);
     };
-    int owner = cluster.nodeOf(entity);
+    int owner = hostOf(entity);
     if (owner != nodeId) {
       // The entity's node answers with a TurnAnswer; a crash of this node forgets the request.
       remoteTurns.put(id, noted);
@@ -476,13 +486,14 @@ final class SimulatedNode {
       return;
     }
     Recipient.Step replyTo = new Recipient.Step(id, entity, turn, answer);
-    int owner = cluster.nodeOf(entity);
+    int owner = hostOf(entity);
     cluster.interactiveStepped(id, entity);
     if (owner != nodeId) {
       // As an ask to another node: if the entity's node crashed with the step (or its answer),
       // no answer ever comes; the step fails after the ask's timeout and the transaction aborts
       // (its other parts' locks are released). A late answer is then ignored.
       remoteSteps.add(replyTo);
+      remoteStepsSent.add(replyTo);
       later(REMOTE_STEP_TIMEOUT_MILLIS, "step timeout tx " + id + " on " + entity, () -> {
         if (remoteSteps.contains(replyTo)) {
           stepAnswered(replyTo, new TurnResult.Failed(new dev.troupe.model.TroupeException(
@@ -506,9 +517,15 @@ final class SimulatedNode {
   private static final long REMOTE_STEP_TIMEOUT_MILLIS = 300;
   /** Steps sent to other nodes and not answered yet (lost on a crash). */
   private final Set<Recipient.Step> remoteSteps = new java.util.HashSet<>();
+  /**
+   * Every step this incarnation sent to another node: its answer counts only while it waits in
+   * {@link #remoteSteps} (a local step is answered once; the entity's node may change meanwhile
+   * in the shared-store mode, so where it lives now does not say how it was sent).
+   */
+  private final Set<Recipient.Step> remoteStepsSent = new java.util.HashSet<>();
 
   private void stepAnswered(Recipient.Step step, TurnResult result) {
-    if (cluster.nodeOf(step.entity()) != nodeId && !remoteSteps.remove(step)) {
+    if (remoteStepsSent.contains(step) && !remoteSteps.remove(step)) {
       return; // answered after its timeout, or sent by an incarnation that crashed since
     }
     interactive.stepFinished(step.transactionId(), step.entity(), step.turn(),
@@ -631,7 +648,7 @@ final class SimulatedNode {
   private void release(long id, List<EntityId> entities) {
     for (EntityId entity : entities) {
       cluster.decidedAbort(id);
-      if (cluster.nodeOf(entity) != nodeId) {
+      if (hostOf(entity) != nodeId) {
         sendToOtherNode(new Envelope.Destination.ToEntity(entity),
             new WireMessage.Decision(id, entity, false));
         continue;
@@ -656,7 +673,7 @@ final class SimulatedNode {
    */
   void releaseOpenPartsOf(long transactionId, List<EntityId> entities) {
     for (EntityId entity : entities) {
-      if (cluster.nodeOf(entity) == nodeId) {
+      if (hostOf(entity) == nodeId) {
         send("membership", entity.toString(), "release tx " + transactionId
             + " of a dead incarnation", () -> deliverToEntity(entity,
                 new EntityTurnCore.Input.DecisionReceived<>(transactionId, false, null)));
@@ -674,7 +691,9 @@ final class SimulatedNode {
       cluster.incarnationDied(nodeId);
     }
     remoteSteps.clear();
+    remoteStepsSent.clear();
     remoteTurns.clear();
+    acquiredGeneration.clear();
     requests.crashed();
     lastAnswerOf.clear();
     entities.clear();
@@ -701,6 +720,13 @@ final class SimulatedNode {
     Invariants.check(!up, "restart of a node that is up");
     up = true; // before recovery: the storage's timers belong to this incarnation
     if (storage.restart()) {
+      // Shared-store mode: every id a previous incarnation issued is below this one (the clock's
+      // durable ceiling), which tells a coordinator that ended from one of this incarnation (see
+      // acquireAssigned). Only there: the other modes draw exactly the ids they always did.
+      if (cluster.sharding() != null) {
+        incarnationStartId = storage.newTransactionId();
+        cluster.nodeRestarted(nodeId);
+      }
       InDoubtResolution resolution = storage.lastResolution();
       if (resolution != null) {
         resolution.toAbort().forEach(part ->
@@ -971,6 +997,11 @@ final class SimulatedNode {
   }
 
   private void reply(EntityId entity, EntityTurnCore.Effect.Reply<Recipient> reply) {
+    if (reply.replyTo() == null) {
+      // The answer to a decision nobody acknowledges (an in-doubt answer): e.g. its commit was
+      // refused by a fence (the partition moved). Nobody waits for it; the new owner resolves it.
+      return;
+    }
     switch (reply.replyTo()) {
       case Recipient.Client client -> client.answer().accept(reply.result());
       case Recipient.RemoteClient client -> sendToOtherNode(
@@ -1036,13 +1067,13 @@ final class SimulatedNode {
         case CoordinatorCore.Effect.SendPrepare prepare -> {
           Recipient voteTo =
               new Recipient.Voter(key, prepare.participant(), prepare.transactionId(), 1);
-          if (cluster.nodeOf(prepare.participant()) != nodeId) {
+          if (hostOf(prepare.participant()) != nodeId) {
             sendToOtherNode(new Envelope.Destination.ToEntity(prepare.participant()),
                 CoordinatorMessages.prepare(prepare, typeReferenceOf(prepare.participant())));
             continue;
           }
           CompiledType type = typeOf.apply(prepare.participant());
-          routeTransactional(key, prepare.transactionId(), cluster.nodeOf(prepare.participant()),
+          routeTransactional(key, prepare.transactionId(), hostOf(prepare.participant()),
               prepareSender,
               prepare.participant().toString(), "prepare tx " + prepare.transactionId(),
               at -> at.deliverToEntity(prepare.participant(),
@@ -1052,7 +1083,7 @@ final class SimulatedNode {
                       prepare.part().forwards(), prepare.part().reserved())));
         }
         case CoordinatorCore.Effect.SendForwards forwards -> {
-          if (cluster.nodeOf(forwards.participant()) != nodeId) {
+          if (hostOf(forwards.participant()) != nodeId) {
             sendToOtherNode(new Envelope.Destination.ToEntity(forwards.participant()),
                 CoordinatorMessages.forwardsChanged(forwards, forwards.round()));
             continue;
@@ -1060,7 +1091,7 @@ final class SimulatedNode {
           Recipient voteTo = new Recipient.Voter(key, forwards.participant(),
               forwards.transactionId(), forwards.round());
           routeTransactional(key, forwards.transactionId(),
-              cluster.nodeOf(forwards.participant()), "coordinator-" + key,
+              hostOf(forwards.participant()), "coordinator-" + key,
               forwards.participant().toString(),
               "forwards tx " + forwards.transactionId() + " round " + forwards.round(),
               at -> at.deliverToEntity(forwards.participant(),
@@ -1107,13 +1138,13 @@ final class SimulatedNode {
           if (!decision.commit()) {
             cluster.decidedAbort(decision.transactionId());
           }
-          if (cluster.nodeOf(decision.participant()) != nodeId) {
+          if (hostOf(decision.participant()) != nodeId) {
             sendToOtherNode(new Envelope.Destination.ToEntity(decision.participant()),
                 CoordinatorMessages.decision(decision));
             continue;
           }
           routeTransactional(key, decision.transactionId(),
-              cluster.nodeOf(decision.participant()), "coordinator-" + key,
+              hostOf(decision.participant()), "coordinator-" + key,
               decision.participant().toString(),
               (decision.commit() ? "commit" : "abort") + " tx " + decision.transactionId(),
               at -> at.deliverToEntity(decision.participant(),
@@ -1261,7 +1292,9 @@ final class SimulatedNode {
       recoveredInDoubt.computeIfAbsent(part.entity(), ignored -> new java.util.ArrayDeque<>())
           .addLast(part);
     }
-    List<EntityId> fenced = new java.util.ArrayList<>(recoveredInDoubt.keySet());
+    // Only the entities of these parts: those of earlier acquisitions are asked about already.
+    List<EntityId> fenced = new java.util.ArrayList<>(
+        new java.util.LinkedHashSet<>(parts.stream().map(PreparedTransaction::entity).toList()));
     fenced.sort(java.util.Comparator.comparing(EntityId::toString)); // a seed fixes the order
     fenced.forEach(this::askAboutRecovered);
   }
@@ -1274,7 +1307,21 @@ final class SimulatedNode {
     }
     PreparedTransaction head = parts.peekFirst();
     inDoubtQuestions++;
-    askElsewhere(entity, head.transactionId(), cluster.nodeOfTransaction(head.transactionId()));
+    int coordinatorNode = cluster.nodeOfTransaction(head.transactionId());
+    if (coordinatorNode == nodeId) {
+      // A partition this node acquired holds a part one of its own live coordinators runs (a
+      // hand-off in the middle of the transaction): asked over the mailboxes.
+      long transactionId = head.transactionId();
+      send("recovery", "decisions", "in-doubt question tx " + transactionId, () -> {
+        Boolean commit = answerInDoubtQuestion(transactionId);
+        if (commit != null) {
+          inDoubtAnswers++;
+          deliverAnswer(entity, transactionId, commit);
+        }
+      });
+    } else {
+      askElsewhere(entity, head.transactionId(), coordinatorNode);
+    }
     later(settings.participantLimits().inDoubtQueryIntervalMillis(),
         "recovered in-doubt check tx " + head.transactionId() + " on " + entity, () -> {
           java.util.ArrayDeque<PreparedTransaction> now = recoveredInDoubt.get(entity);
@@ -1316,7 +1363,9 @@ final class SimulatedNode {
     dev.troupe.model.TroupeException refusal = storage.commit(transactionId, entity, operations,
         true, true, timestamp -> send("storage", "recovery",
             "recovered commit durable tx " + transactionId, () -> {
-              resolvingRecovered.remove(head);
+              if (!resolvingRecovered.remove(head)) {
+                return; // its partition was released meanwhile: the next owner resolved it
+              }
               recoveredResolved(entity);
             }),
         failure -> send("storage", "recovery", "recovered commit failed tx " + transactionId,
@@ -1367,6 +1416,128 @@ final class SimulatedNode {
 
   long inDoubtAnswers() {
     return inDoubtAnswers;
+  }
+
+  // ------------------------------------------------------------------ the shared-store mode
+
+  /** The first transaction id of this incarnation: every earlier id of this node's is dead. */
+  private long incarnationStartId;
+  /**
+   * Partitions this incarnation acquired, to the sharding generation it acquired them under
+   * ({@link SimulatedSharding}): one whose view holds another generation is acquired anew.
+   */
+  private final Map<Integer, Long> acquiredGeneration = new java.util.TreeMap<>();
+  /** Partitions this node acquired (hand-offs to it) and released, over the run. */
+  private long partitionsAcquired;
+  private long partitionsReleased;
+
+  /** Where this node routes a message for {@code entity}: its own view of the placement. */
+  private int hostOf(EntityId entity) {
+    return cluster.nodeOf(entity, nodeId);
+  }
+
+  /** Writes of this node a fence refused (another node had acquired the partition). */
+  long fencedPartitions() {
+    return storage instanceof StoreStorage store ? store.fencedPartitions() : 0;
+  }
+
+  long partitionsAcquired() {
+    return partitionsAcquired;
+  }
+
+  long partitionsReleased() {
+    return partitionsReleased;
+  }
+
+  /** The first id this incarnation issued (see {@link #incarnationStartId}). */
+  long incarnationStartId() {
+    return incarnationStartId;
+  }
+
+  /** Whether the storage writes {@code partition} now (shared-store mode). */
+  boolean ownsPartition(int partition) {
+    return up && storage instanceof StoreStorage store && store.owns(partition);
+  }
+
+  /**
+   * After a rebalance, first step on each live node: gives up the partitions its view no longer
+   * assigns to it, or assigns under a newer generation (the partition host stops: its entities'
+   * cores and its recovered parts go, and the store drains and stops its writer).
+   */
+  void releaseUnassigned() {
+    for (int partition : List.copyOf(acquiredGeneration.keySet())) {
+      if (!cluster.sharding().assignedInView(nodeId, partition)
+          || cluster.sharding().viewGeneration(nodeId, partition)
+              != acquiredGeneration.get(partition)) {
+        stopPartition(partition);
+      }
+    }
+  }
+
+  /**
+   * After every live node released, second step: acquires the partitions its view assigns to it
+   * that it does not hold under that generation, and resolves their two-phase-commit state ({@code
+   * AcquiredPartition.resolution}): decided parts committed, parts of coordinators that ended
+   * without a decision abandoned, and every other part kept in doubt here, asking its
+   * coordinator's node (never aborted: that coordinator may still commit).
+   */
+  void acquireAssigned() {
+    for (int partition = 0; partition < cluster.sharding().partitions(); partition++) {
+      long generation = cluster.sharding().viewGeneration(nodeId, partition);
+      if (!cluster.sharding().assignedInView(nodeId, partition)
+          || Long.valueOf(generation).equals(acquiredGeneration.get(partition))) {
+        continue;
+      }
+      dropPartitionState(partition);
+      InDoubtResolution resolution = ((StoreStorage) storage).acquire(partition,
+          this::coordinatorEnded, entity -> hostOf(entity) == nodeId);
+      if (resolution == null) {
+        continue; // refused: the next rebalance tries again
+      }
+      partitionsAcquired++;
+      acquiredGeneration.put(partition, generation);
+      scheduler.trace().record(scheduler.nowMillis(), scheduler.steps(), SimulatedCluster.nameOf(
+          nodeId) + " acquired partition " + partition + " (" + resolution.toCommit().size()
+          + " parts committed, " + resolution.toAbort().size() + " abandoned, "
+          + resolution.toAsk().size() + " in doubt)");
+      resolution.toAbort().forEach(part -> cluster.abandoned(part.transactionId(), part.entity()));
+      keepRecoveredInDoubt(resolution);
+    }
+  }
+
+  /**
+   * Whether the coordinator of {@code transactionId} ended without a decision it could still
+   * record: its node is down, or restarted since it issued the id. A coordinator of a node that is
+   * up (even cut off) may still decide commit: its parts are asked about, never aborted.
+   */
+  private boolean coordinatorEnded(long transactionId) {
+    SimulatedNode coordinator = cluster.node(cluster.nodeOfTransaction(transactionId));
+    return !coordinator.isUp() || transactionId < coordinator.incarnationStartId();
+  }
+
+  /** A fence refused a write of {@code partition}: another node acquired it. The host stops. */
+  private void partitionLost(int partition) {
+    if (up && !ownsPartition(partition)) {
+      stopPartition(partition);
+    }
+  }
+
+  private void stopPartition(int partition) {
+    dropPartitionState(partition);
+    ((StoreStorage) storage).release(partition);
+    if (acquiredGeneration.remove(partition) != null) {
+      partitionsReleased++;
+      scheduler.trace().record(scheduler.nowMillis(), scheduler.steps(),
+          SimulatedCluster.nameOf(nodeId) + " released partition " + partition);
+    }
+  }
+
+  /** Forgets the cores and recovered parts of the partition's entities (its host stopped). */
+  private void dropPartitionState(int partition) {
+    entities.keySet().removeIf(entity -> cluster.sharding().partitionOf(entity) == partition);
+    recoveredInDoubt.keySet().removeIf(
+        entity -> cluster.sharding().partitionOf(entity) == partition);
+    resolvingRecovered.removeIf(part -> cluster.sharding().partitionOf(part.entity()) == partition);
   }
 
   /** Lets the network between coordinators and participants heal (no more loss or duplication). */
@@ -1506,6 +1677,10 @@ final class SimulatedNode {
           "the simulator sends no reads between nodes: %s", read);
       case WireMessage.ReadAnswer answer -> Invariants.check(false,
           "the simulator sends no reads between nodes: %s", answer);
+      case WireMessage.NodeStatusQuery query -> Invariants.check(false,
+          "the simulator sends no status queries between nodes: %s", query);
+      case WireMessage.NodeStatusAnswer answer -> Invariants.check(false,
+          "the simulator sends no status queries between nodes: %s", answer);
     }
   }
 

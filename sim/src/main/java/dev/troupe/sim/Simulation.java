@@ -89,15 +89,31 @@ public final class Simulation {
    * @param nodeLossProbability chance a message between nodes is lost (faulty part only)
    * @param nodeDuplicateProbability chance a commit-protocol message between nodes arrives twice
    *     (faulty part only)
+   * @param sharedStore whether the nodes share one database and partitions move between them on
+   *     crashes, restarts and cuts (see {@link SimulatedCluster}); 2+ nodes, store storage
    */
   public record Options(String admission, String storage, String mailboxes, boolean planned,
       List<String> workloads, int accounts,
       int lists, int clients, long openingBalance, long durationMillis, double faultFreeShare,
       long meanMillisBetweenCrashes, double clientLossProbability, long clientTimeoutMillis,
       int traceLines, long meanMillisBetweenDamage, String internalNetwork, int nodes,
-      double nodeLossProbability, double nodeDuplicateProbability) {
+      double nodeLossProbability, double nodeDuplicateProbability, boolean sharedStore) {
     public static final Options DEFAULTS = new Options("serial", "store", "per-receiver", false,
-        WORKLOADS, 4, 3, 8, 100, 3_000, 0.3, 400, 0.02, 2_000, 400, 0, "reliable", 1, 0, 0);
+        WORKLOADS, 4, 3, 8, 100, 3_000, 0.3, 400, 0.02, 2_000, 400, 0, "reliable", 1, 0, 0,
+        false);
+
+    /** Options where every node has its own store (not {@code sharedStore}). */
+    public Options(String admission, String storage, String mailboxes, boolean planned,
+        List<String> workloads, int accounts, int lists, int clients, long openingBalance,
+        long durationMillis, double faultFreeShare, long meanMillisBetweenCrashes,
+        double clientLossProbability, long clientTimeoutMillis, int traceLines,
+        long meanMillisBetweenDamage, String internalNetwork, int nodes,
+        double nodeLossProbability, double nodeDuplicateProbability) {
+      this(admission, storage, mailboxes, planned, workloads, accounts, lists, clients,
+          openingBalance, durationMillis, faultFreeShare, meanMillisBetweenCrashes,
+          clientLossProbability, clientTimeoutMillis, traceLines, meanMillisBetweenDamage,
+          internalNetwork, nodes, nodeLossProbability, nodeDuplicateProbability, false);
+    }
 
     /** Options of one node with reliable mailboxes between coordinators and participants. */
     public Options(String admission, String storage, String mailboxes, boolean planned,
@@ -139,6 +155,10 @@ public final class Simulation {
           || !(nodeDuplicateProbability >= 0 && nodeDuplicateProbability <= 1)) {
         throw new IllegalArgumentException("between-node loss is in [0, 1), duplication in [0, 1]");
       }
+      if (sharedStore && (nodes < 2 || !storage.equals("store") || meanMillisBetweenDamage > 0)) {
+        throw new IllegalArgumentException(
+            "a shared store needs 2+ nodes, store storage and no damage");
+      }
       if (accounts < 2 || lists < 1 || clients < 1 || durationMillis < 1 || traceLines < 1) {
         throw new IllegalArgumentException("accounts >= 2, lists >= 1, clients >= 1,"
             + " durationMillis >= 1 and traceLines >= 1 are required");
@@ -149,35 +169,35 @@ public final class Simulation {
       return new Options(value, storage, mailboxes, plannedValue, workloads, accounts, lists, clients,
           openingBalance, durationMillis, faultFreeShare, meanMillisBetweenCrashes,
           clientLossProbability, clientTimeoutMillis, traceLines, meanMillisBetweenDamage,
-          internalNetwork, nodes, nodeLossProbability, nodeDuplicateProbability);
+          internalNetwork, nodes, nodeLossProbability, nodeDuplicateProbability, sharedStore);
     }
 
     public Options withMailboxes(String value) {
       return new Options(admission, storage, value, planned, workloads, accounts, lists, clients,
           openingBalance, durationMillis, faultFreeShare, meanMillisBetweenCrashes,
           clientLossProbability, clientTimeoutMillis, traceLines, meanMillisBetweenDamage,
-          internalNetwork, nodes, nodeLossProbability, nodeDuplicateProbability);
+          internalNetwork, nodes, nodeLossProbability, nodeDuplicateProbability, sharedStore);
     }
 
     public Options withStorage(String value) {
       return new Options(admission, value, mailboxes, planned, workloads, accounts, lists, clients,
           openingBalance, durationMillis, faultFreeShare, meanMillisBetweenCrashes,
           clientLossProbability, clientTimeoutMillis, traceLines, meanMillisBetweenDamage,
-          internalNetwork, nodes, nodeLossProbability, nodeDuplicateProbability);
+          internalNetwork, nodes, nodeLossProbability, nodeDuplicateProbability, sharedStore);
     }
 
     public Options withDamage(long value) {
       return new Options(admission, storage, mailboxes, planned, workloads, accounts, lists, clients,
           openingBalance, durationMillis, faultFreeShare, meanMillisBetweenCrashes,
           clientLossProbability, clientTimeoutMillis, traceLines, value, internalNetwork,
-          nodes, nodeLossProbability, nodeDuplicateProbability);
+          nodes, nodeLossProbability, nodeDuplicateProbability, sharedStore);
     }
 
     public Options withInternalNetwork(String value) {
       return new Options(admission, storage, mailboxes, planned, workloads, accounts, lists,
           clients, openingBalance, durationMillis, faultFreeShare, meanMillisBetweenCrashes,
           clientLossProbability, clientTimeoutMillis, traceLines, meanMillisBetweenDamage, value,
-          nodes, nodeLossProbability, nodeDuplicateProbability);
+          nodes, nodeLossProbability, nodeDuplicateProbability, sharedStore);
     }
 
     /** With a crash (and partitions) every {@code meanMillis} on average; 0: none. */
@@ -185,7 +205,18 @@ public final class Simulation {
       return new Options(admission, storage, mailboxes, planned, workloads, accounts, lists,
           clients, openingBalance, durationMillis, faultFreeShare, meanMillis,
           clientLossProbability, clientTimeoutMillis, traceLines, meanMillisBetweenDamage,
-          internalNetwork, nodes, nodeLossProbability, nodeDuplicateProbability);
+          internalNetwork, nodes, nodeLossProbability, nodeDuplicateProbability, sharedStore);
+    }
+
+    /**
+     * With the nodes on one shared database, partitions moving between them (see {@link
+     * SimulatedCluster}'s shared-store mode).
+     */
+    public Options withSharedStore(boolean value) {
+      return new Options(admission, storage, mailboxes, planned, workloads, accounts, lists,
+          clients, openingBalance, durationMillis, faultFreeShare, meanMillisBetweenCrashes,
+          clientLossProbability, clientTimeoutMillis, traceLines, meanMillisBetweenDamage,
+          internalNetwork, nodes, nodeLossProbability, nodeDuplicateProbability, value);
     }
 
     /** With {@code count} nodes and these faults between them. */
@@ -193,7 +224,7 @@ public final class Simulation {
       return new Options(admission, storage, mailboxes, planned, workloads, accounts, lists,
           clients, openingBalance, durationMillis, faultFreeShare, meanMillisBetweenCrashes,
           clientLossProbability, clientTimeoutMillis, traceLines, meanMillisBetweenDamage,
-          internalNetwork, count, lossProbability, duplicateProbability);
+          internalNetwork, count, lossProbability, duplicateProbability, sharedStore);
     }
 
     /** The admission lines of a type spec for {@link #admission}. */
@@ -301,7 +332,7 @@ public final class Simulation {
         options.internalNetwork().equals("lossy"),
         new dev.troupe.txn.entity.EntityTurnCore.ParticipantLimits(100, 64)),
         types, betweenNodes(options.nodeLossProbability(), options.nodeDuplicateProbability()),
-        MAX_CLOCK_SKEW_MILLIS);
+        MAX_CLOCK_SKEW_MILLIS, options.sharedStore());
   }
 
   /**
@@ -341,6 +372,10 @@ public final class Simulation {
       schedulePartition();
       if (clustered()) {
         scheduleNodePartition();
+      }
+      if (cluster.sharding() != null) {
+        scheduleZombie();
+        scheduleDatabaseCrash();
       }
     }
     if (options.meanMillisBetweenDamage() > 0) {
@@ -390,7 +425,7 @@ public final class Simulation {
         + cluster.network().delivered() + " messages between nodes delivered, "
         + cluster.network().dropped() + " lost, " + cluster.network().duplicated()
         + " duplicated, " + cluster.damagedFrames() + " damaged frames dropped, "
-        + cluster.commitDecisions() + " commit decisions";
+        + cluster.commitDecisions() + " commit decisions" + sharedStoreSummary();
     return new Result(seed, failure, scheduler.steps(), scheduler.nowMillis(),
         count(ClientCall.Outcome.COMMITTED), count(ClientCall.Outcome.ABORTED),
         count(ClientCall.Outcome.UNKNOWN), crashes, resolved, redone, edges, livenessChecked(),
@@ -398,6 +433,27 @@ public final class Simulation {
         cluster.unreadableAtEnd().size(), livenessExempted, reissued, questions, answers,
         clusterSummary,
         scheduler.trace().fingerprint(), journalFingerprint());
+  }
+
+  /** What the shared-store mode did (empty otherwise). */
+  private String sharedStoreSummary() {
+    if (cluster.sharedDatabase() == null) {
+      return "";
+    }
+    long acquired = 0;
+    long released = 0;
+    long fenced = 0;
+    for (SimulatedNode node : cluster.nodes()) {
+      fenced += node.fencedPartitions();
+      acquired += node.partitionsAcquired();
+      released += node.partitionsReleased();
+    }
+    return "; shared store: " + cluster.sharedDatabase().crashes() + " database crashes, "
+        + cluster.rebalances() + " rebalances, "
+        + cluster.sharding().moves() + " partition moves, " + acquired + " acquisitions, "
+        + released + " releases, " + fenced + " zombie writes fenced, "
+        + cluster.sharedDatabase().auditedJournalRecords()
+        + " journal records audited for their owner epoch";
   }
 
   /** See {@link Result#journalFingerprint}. */
@@ -606,9 +662,77 @@ public final class Simulation {
       scheduler.trace().record(scheduler.nowMillis(), scheduler.steps(),
           side + " cut off from the other nodes for " + duration + " ms");
       cluster.network().partition(side, duration);
+      if (cluster.sharding() != null) {
+        // The membership notices the cut (the minority's partitions move: its nodes run on as
+        // zombies, fenced), and notices it heal.
+        cluster.scheduleDetection();
+        cluster.scheduleJoin(duration);
+      }
       scheduleNodePartition();
     });
   }
+
+  /**
+   * The zombie fault (shared-store mode): now and then, as often as crashes, one node is cut off
+   * from the other nodes (not from its clients) for longer than the membership takes to notice
+   * (80 to 280 ms): its partitions move to the majority while it keeps running, serving its
+   * clients from its stale view and writing, and every such write must be fenced ({@code
+   * not_owner}), never applied. It replaces any cut between nodes in progress (one at a time).
+   */
+  private void scheduleZombie() {
+    long after = 1 + Math.round(-Math.log(1 - scheduler.random().nextDouble())
+        * options.meanMillisBetweenCrashes());
+    scheduler.schedule(after, "zombie", () -> {
+      if (scheduler.nowMillis() >= faultsEndMillis) {
+        return;
+      }
+      long duration = Math.min(80 + scheduler.random().nextInt(201),
+          faultsEndMillis - scheduler.nowMillis());
+      int zombie = scheduler.random().nextInt(cluster.size());
+      scheduler.trace().record(scheduler.nowMillis(), scheduler.steps(),
+          "[" + SimulatedCluster.nameOf(zombie) + "] cut off from the other nodes for " + duration
+              + " ms (a zombie once noticed)");
+      cluster.network().partition(java.util.Set.of(SimulatedCluster.nameOf(zombie)), duration);
+      cluster.scheduleDetection();
+      cluster.scheduleJoin(duration);
+      scheduleZombie();
+    });
+  }
+
+  /**
+   * The database crash (shared-store mode), rarer than a node's ({@link
+   * #DATABASE_CRASH_RARITY} times the mean between crashes): the database server loses power, so
+   * every node's store loses its connection mid-flight; modelled as every node that is up crashing
+   * with it (a store whose database died fails; its node restarts) while the database loses what
+   * it had not synced (or keeps a prefix of it). Each node restarts after its own downtime.
+   */
+  private void scheduleDatabaseCrash() {
+    long after = 1 + Math.round(-Math.log(1 - scheduler.random().nextDouble())
+        * options.meanMillisBetweenCrashes() * DATABASE_CRASH_RARITY);
+    scheduler.schedule(after, "database crash", () -> {
+      if (scheduler.nowMillis() >= faultsEndMillis) {
+        return;
+      }
+      scheduler.trace().record(scheduler.nowMillis(), scheduler.steps(),
+          "the database crashes; every node that is up crashes with it");
+      for (SimulatedNode node : cluster.nodes()) {
+        if (node.isUp()) {
+          node.crash();
+          long downtime = 5 + scheduler.random().nextInt(MAX_DOWNTIME_MILLIS - 5 + 1);
+          int restarted = node.nodeId;
+          scheduler.schedule(downtime, "restart " + nameForTrace(restarted),
+              () -> restartNode(restarted));
+        }
+      }
+      cluster.sharedDatabase().crash(scheduler.random(), DATABASE_KEEP_UNSYNCED_PREFIX_PROBABILITY);
+      scheduleDatabaseCrash();
+    });
+  }
+
+  /** How much rarer a database crash is than a node crash (shared-store mode). */
+  private static final int DATABASE_CRASH_RARITY = 4;
+  /** Chance a database crash keeps a prefix of what it had not synced (as a node's disk). */
+  private static final double DATABASE_KEEP_UNSYNCED_PREFIX_PROBABILITY = 0.5;
 
   /** Unanswered requests liveness excused because damage degraded a node while they waited. */
   private int livenessExempted;
@@ -623,6 +747,10 @@ public final class Simulation {
   }
 
   private String check() {
+    // First: a zombie's write applied to the shared database is the root of what follows from it.
+    if (cluster.sharedDatabase() != null && cluster.sharedDatabase().violation() != null) {
+      return cluster.sharedDatabase().violation();
+    }
     for (SimulatedNode node : cluster.nodes()) {
       String bug = node.storageBug();
       if (bug != null) {
@@ -697,6 +825,16 @@ public final class Simulation {
     String bothWays = cluster.decidedBothWays();
     if (bothWays != null) {
       return bothWays;
+    }
+    if (cluster.sharedDatabase() != null) {
+      String interleaved = cluster.sharedDatabase().violation();
+      if (interleaved != null) {
+        return interleaved;
+      }
+      String unserved = cluster.unservedPartition();
+      if (unserved != null) {
+        return unserved;
+      }
     }
     Map<Integer, Integer> inDoubt = cluster.unresolvedInDoubt();
     if (!inDoubt.isEmpty()) {

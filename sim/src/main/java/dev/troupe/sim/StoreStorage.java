@@ -73,6 +73,13 @@ import java.util.function.LongConsumer;
  * for any other reason is a bug the run reports ({@link #failureNotCausedByDamage}). Under the
  * {@code IGNORE_DAMAGE} mutation the disk passes damage over in silence, as the engine did before
  * it checked RocksDB's iterator status.
+ *
+ * <p><b>Shared store</b> (the cluster's shared-store mode): the store opens in {@code
+ * PartitionOwnership.ACQUIRED} over this node's view of the data centre's {@link SharedDatabase},
+ * owning nothing until {@link #acquire} (which resolves the partition's parts in doubt); a crash
+ * drops the store and loses nothing on the database (a process crash), a restart opens a new store
+ * owning nothing and learns the commit decisions of the transactions this node issued from the
+ * database. A fence that refuses a write is reported to the node ({@code partitionLost}).
  */
 final class StoreStorage implements NodeStorage {
   /** Maintenance ticks; under ASYNC durability, also how often the write-ahead log is synced. */
@@ -87,6 +94,12 @@ final class StoreStorage implements NodeStorage {
   private final double keepUnsyncedPrefixProbability;
   private final SimulatedNode.Mutation mutation;
   private final StorageSettings settings;
+  /** The data centre's database in the shared-store mode, or null (this node's own disk). */
+  private final SharedDatabase database;
+  /** This node's handle on {@link #database} (what its store opens), or null. */
+  private final KeyValueDisk sharedView;
+  /** Told (from a timer, never inside the writer's pass) that a fence refused a partition's write. */
+  private final java.util.function.IntConsumer partitionLost;
   private MemoryDisk disk = new MemoryDisk();
   private RocksStore store;
   private long clockOffsetMillis;
@@ -130,6 +143,27 @@ final class StoreStorage implements NodeStorage {
       Function<EntityId, CompiledType> typeOf, long syncMillis,
       double keepUnsyncedPrefixProbability, SimulatedNode.Mutation mutation, int nodeId,
       Placement placement) {
+    this(scheduler, timers, typeOf, syncMillis, keepUnsyncedPrefixProbability, mutation, nodeId,
+        placement, null, 0, ignored -> { });
+  }
+
+  /**
+   * One node of a data centre on one shared database ({@code database} not null): the store opens
+   * in {@link dev.troupe.storage.PartitionOwnership.ACQUIRED} mode over this node's view of it, owning
+   * no partition until {@link #acquire}; a crash of the node loses only its memory (the database
+   * server keeps what it applied).
+   *
+   * @param partitions the store's partitions (the sharding's)
+   * @param partitionLost told, from a timer of this node, which partition a fence refused
+   */
+  StoreStorage(Scheduler scheduler, NodeStorage.Timers timers,
+      Function<EntityId, CompiledType> typeOf, long syncMillis,
+      double keepUnsyncedPrefixProbability, SimulatedNode.Mutation mutation, int nodeId,
+      Placement placement, SharedDatabase database, int partitions,
+      java.util.function.IntConsumer partitionLost) {
+    this.database = database;
+    this.sharedView = database == null ? null : database.viewFor(nodeId);
+    this.partitionLost = partitionLost;
     this.placement = placement;
     this.scheduler = scheduler;
     this.timers = timers;
@@ -137,11 +171,13 @@ final class StoreStorage implements NodeStorage {
     this.syncMillis = syncMillis;
     this.keepUnsyncedPrefixProbability = keepUnsyncedPrefixProbability;
     this.mutation = mutation;
-    this.settings = new StorageSettings(Path.of("simulated-disk"), 2,
+    StorageSettings alone = new StorageSettings(Path.of("simulated-disk"), 2,
         mutation == SimulatedNode.Mutation.ACKNOWLEDGE_BEFORE_SYNC
             ? Durability.ASYNC : Durability.SYNC,
         16, 100_000, MAINTENANCE_INTERVAL_MILLIS, 4_096, 3, 40, 16, 0, 0)
         .withNodeId(nodeId);
+    this.settings = database == null ? alone : alone.withPartitions(partitions)
+        .withPartitionOwnership(dev.troupe.storage.PartitionOwnership.ACQUIRED);
     if (mutation == SimulatedNode.Mutation.IGNORE_DAMAGE) {
       disk.ignoreDamageAsUncheckedRocksDbDid();
     }
@@ -159,8 +195,18 @@ final class StoreStorage implements NodeStorage {
   }
 
   private void open() {
-    store = RocksStore.open(settings, newClock(), disk, RocksStore.Execution.STEPPED);
+    store = RocksStore.open(settings, newClock(), database == null ? disk : sharedView,
+        RocksStore.Execution.STEPPED);
     store.setEvents(new StorageEvents() {
+      @Override
+      public void partitionLost(int partition, dev.troupe.storage.FencedException cause) {
+        fencedPartitions++;
+        scheduler.trace().record(scheduler.nowMillis(), scheduler.steps(),
+            "node " + settings.nodeId() + " fenced out of partition " + partition);
+        // Not inside the writer's pass: the node releases it from a timer of its own.
+        timers.later(0, "partition " + partition + " lost", () -> partitionLost.accept(partition));
+      }
+
       @Override
       public void storeFailed(Throwable cause) {
         storeFailures++;
@@ -293,11 +339,116 @@ final class StoreStorage implements NodeStorage {
     countStatistics();
     store = null; // dropped, not closed: a dead process closes nothing
     writersScheduled = false;
-    disk = disk.crash(scheduler.random(), keepUnsyncedPrefixProbability);
+    if (database == null) {
+      disk = disk.crash(scheduler.random(), keepUnsyncedPrefixProbability);
+    }
+    // On a shared database the node's process died, not the database server: nothing applied is
+    // lost, and the next owner's acquisition fences whatever the dead store had queued.
+  }
+
+  // ------------------------------------------------------------------ the shared-store mode
+
+  /** The disk the simulator observes: this node's own, or the shared database's current handle. */
+  private MemoryDisk observed() {
+    return database == null ? disk : database.disk();
+  }
+
+  /** Fences observed (a write of this node refused because another node acquired the partition). */
+  private long fencedPartitions;
+  /** Parts committed or abandoned by this node's acquisitions (the in-doubt resolution). */
+  private long resolvedAtAcquisition;
+
+  long fencedPartitions() {
+    return fencedPartitions;
+  }
+
+  /**
+   * Acquires {@code partition} ({@code Store.acquirePartition}: a new owner epoch fences the
+   * previous owner) and resolves its two-phase-commit state as the runtime does: commits the parts
+   * whose transaction has a commit decision (redoing PSAC parts on the state they meet), abandons
+   * those whose coordinator ended without one ({@code coordinatorEnded}), and returns the
+   * resolution, whose {@code toAsk} parts the node keeps in doubt and asks about. Returns null if
+   * the acquisition was refused (the store failed, or another node acquired it meanwhile).
+   */
+  InDoubtResolution acquire(int partition, java.util.function.LongPredicate coordinatorEnded,
+      java.util.function.Predicate<EntityId> hostedHere) {
+    dev.troupe.storage.AcquiredPartition acquired;
+    try {
+      acquired = store.acquirePartition(partition);
+    } catch (TroupeException refused) {
+      scheduler.trace().record(scheduler.nowMillis(), scheduler.steps(),
+          "node " + settings.nodeId() + " could not acquire partition " + partition + ": "
+              + refused.getMessage());
+      return null;
+    }
+    InDoubtResolution resolution = acquired.resolution(coordinatorEnded, hostedHere);
+    for (PreparedTransaction part : resolution.toCommit()) {
+      List<dev.troupe.model.Operation> operations = part.operations();
+      if (part.needsRedo()) {
+        redone++;
+        operations = TurnEvaluator.redo(part.entity(), typeOf.apply(part.entity()),
+            store.read(part.entity()), TurnCodec.decode(part.redo()), part.transactionId(), 0,
+            TurnLimits.DEFAULTS);
+      }
+      if (operations.isEmpty()) {
+        store.abandonPrepared(part.transactionId(), part.entity());
+      } else {
+        await(store.commitPrepared(part.transactionId(), part.entity(), operations));
+      }
+    }
+    for (PreparedTransaction part : resolution.toAbort()) {
+      store.abandonPrepared(part.transactionId(), part.entity());
+    }
+    runWriters();
+    resolvedAtAcquisition += resolution.toCommit().size() + resolution.toAbort().size();
+    resolvedInDoubt += resolution.toCommit().size() + resolution.toAbort().size();
+    return resolution;
+  }
+
+  /** Steps the store until {@code future} completes; a refusal (a fence) is left to the caller. */
+  private void await(CompletableFuture<?> future) {
+    while (!future.isDone() && store.runPendingWork()) {
+      // each pass writes what is queued
+    }
+  }
+
+  /** Gives {@code partition} up ({@code Store.releasePartition}); nothing if not owned. */
+  void release(int partition) {
+    store.releasePartition(partition);
+  }
+
+  /** Whether the store writes {@code partition} now (acquired, not released or fenced). */
+  boolean owns(int partition) {
+    return store != null && store.ownsPartition(partition);
+  }
+
+  /**
+   * The commit decisions on the shared database of transactions {@code coordinatedHere} says this
+   * node issued: after a restart its in-doubt answers must say commit for them (a participant's new
+   * owner may ask long after the coordinator died), and presumed abort for the rest.
+   */
+  private List<DecidedTransaction> decisionsOf(java.util.function.LongPredicate coordinatedHere) {
+    List<DecidedTransaction> decisions = new ArrayList<>();
+    // A decision's key: the tag 'D', then the transaction id (u64, big-endian) (Keys.decided).
+    for (byte[] key : observed().storedKeys(KeyValueDisk.Column.TRANSACTIONS, new byte[] {'D'},
+        new byte[] {'E'})) {
+      long transactionId = java.nio.ByteBuffer.wrap(key, 1, 8).getLong();
+      if (coordinatedHere.test(transactionId)) {
+        decisions.add(new DecidedTransaction(transactionId, List.of()));
+      }
+    }
+    return decisions;
   }
 
   @Override
   public boolean restart() {
+    if (database != null) {
+      // ACQUIRED: the store owns nothing at open; each acquisition resolves its partition's parts.
+      open();
+      lastResolution = new InDoubtResolution(List.of(), List.of(), List.of(), List.of(),
+          decisionsOf(placement.coordinatedHere()));
+      return true;
+    }
     try {
       open();
     } catch (CorruptDataException damage) {
@@ -473,7 +624,7 @@ final class StoreStorage implements NodeStorage {
   @Override
   public Map<Long, Map<EntityId, CommittedWrite>> committedWrites() {
     Map<Long, Map<EntityId, CommittedWrite>> writes = new LinkedHashMap<>();
-    for (byte[] value : disk.durableJournalValuesEverWritten()) {
+    for (byte[] value : observed().durableJournalValuesEverWritten()) {
       TransactionRecord record = Codec.decodeRecord(value);
       for (EntityWrite write : record.writes()) {
         writes.computeIfAbsent(record.transactionId(), ignored -> new LinkedHashMap<>())
@@ -491,7 +642,7 @@ final class StoreStorage implements NodeStorage {
   @Override
   public int preparedParts() {
     // A prepared part's key starts with the tag 'P' (Keys.prepared).
-    return disk.storedKeys(KeyValueDisk.Column.TRANSACTIONS, new byte[] {'P'}, new byte[] {'Q'})
+    return observed().storedKeys(KeyValueDisk.Column.TRANSACTIONS, new byte[] {'P'}, new byte[] {'Q'})
         .size();
   }
 

@@ -45,6 +45,18 @@ class SimCommandTest {
   }
 
   @Test
+  void aSharedStoreIsAnOptionAndItsBreakageFails() {
+    String output = run(0, "--nodes", "3", "--shared-store", "--seeds", "2", "--from", "1",
+        "--admission", "serial", "--mode", "dynamic");
+    assertTrue(output.contains("2 runs, 0 failed"), output);
+    String broken = run(1, "--nodes", "3", "--shared-store", "--seed", "5", "--admission",
+        "serial", "--mode", "dynamic", "--breakage", "UNFENCED_WRITES");
+    assertTrue(broken.contains("FAILED: --seed 5") && broken.contains("--shared-store --breakage"
+        + " UNFENCED_WRITES: journal record"), broken);
+    assertNotEquals(0, new CommandLine(new SimCommand()).execute("--shared-store"));
+  }
+
+  @Test
   void aLossyNetworkBetweenCoordinatorsAndParticipantsIsAnOption() {
     String output = run(0, "--seed", "3", "--admission", "serial", "--mode", "dynamic",
         "--internal-network", "lossy");

@@ -227,7 +227,9 @@ class SimulationTest {
       // Lost, duplicated and reordered decisions happen only over a network (as between nodes).
       Map.entry(SimulatedNode.Mutation.COORDINATOR_SKIPS_DECISION_RESEND, LOSSY),
       Map.entry(SimulatedNode.Mutation.APPLY_DUPLICATE_DECISION, LOSSY),
-      Map.entry(SimulatedNode.Mutation.PRESUME_COMMIT_IN_DOUBT, LOSSY));
+      Map.entry(SimulatedNode.Mutation.PRESUME_COMMIT_IN_DOUBT, LOSSY),
+      // Fences matter only where nodes share a database and partitions move between them.
+      Map.entry(SimulatedNode.Mutation.UNFENCED_WRITES, SharedStoreSimulationTest.SHARED));
 
   /** Seeds per configuration each breakage must be caught within: the budget of its options. */
   private static long budgetOf(SimulatedNode.Mutation mutation) {

@@ -12,10 +12,9 @@ import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLongArray;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * The PostgreSQL server dies under a stream of commits ({@code pg_ctl stop -m immediate}: every
@@ -25,21 +24,10 @@ import org.junit.jupiter.api.io.TempDir;
  * else is.
  */
 class PostgresCrashTest {
-  static TestPostgres postgres;
+  @RegisterExtension static final TestPostgres postgres = new TestPostgres();
 
   @TempDir Path directory;
 
-  @BeforeAll
-  static void startPostgres() {
-    postgres = TestPostgres.start();
-  }
-
-  @AfterAll
-  static void stopPostgres() {
-    if (postgres != null) {
-      postgres.close();
-    }
-  }
 
   @Test
   void everyAcknowledgedCommitSurvivesACrashOfTheDatabaseServer() throws Exception {

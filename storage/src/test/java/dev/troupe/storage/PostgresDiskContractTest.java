@@ -17,9 +17,8 @@ import java.sql.Connection;
 import java.sql.DriverManager;
 import java.sql.ResultSet;
 import java.sql.Statement;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * {@link PostgresDisk} keeps the {@link KeyValueDiskContract}, on a real PostgreSQL (one server
@@ -28,19 +27,8 @@ import org.junit.jupiter.api.Test;
  * page checksums.
  */
 class PostgresDiskContractTest extends KeyValueDiskContract {
-  static TestPostgres postgres;
+  @RegisterExtension static final TestPostgres postgres = new TestPostgres();
 
-  @BeforeAll
-  static void startPostgres() {
-    postgres = TestPostgres.start();
-  }
-
-  @AfterAll
-  static void stopPostgres() {
-    if (postgres != null) {
-      postgres.close();
-    }
-  }
 
   @Override
   protected KeyValueDisk openDisk() {

@@ -14,9 +14,8 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * Two nodes share one PostgreSQL database, each through a {@link PostgresDisk} of its own (its
@@ -31,19 +30,8 @@ class SharedPostgresHandOffTest {
   private static final int PARTITIONS = 4;
   private static final int ENTITY_COUNT = 12;
 
-  static TestPostgres postgres;
+  @RegisterExtension static final TestPostgres postgres = new TestPostgres();
 
-  @BeforeAll
-  static void startPostgres() {
-    postgres = TestPostgres.start();
-  }
-
-  @AfterAll
-  static void stopPostgres() {
-    if (postgres != null) {
-      postgres.close();
-    }
-  }
 
   private record Submitted(EntityId entity, long amount, CompletableFuture<Committed> future) {}
 

@@ -1,26 +1,35 @@
 package dev.troupe.storage;
 
+import org.junit.jupiter.api.extension.AfterAllCallback;
+import org.junit.jupiter.api.extension.BeforeAllCallback;
+import org.junit.jupiter.api.extension.ExtensionContext;
 import dev.troupe.storage.postgres.PostgresDisk;
 import dev.troupe.storage.postgres.PostgresDiskSettings;
 import dev.troupe.storage.postgres.PostgresInstance;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
- * A real PostgreSQL for a test class ({@link #start} in {@code @BeforeAll}, {@link #close} in
- * {@code @AfterAll}) and a fresh database per test ({@link #newDatabase}).
+ * A real PostgreSQL for a test class and a fresh database per test ({@link #newDatabase}): a JUnit
+ * extension, registered as {@code @RegisterExtension static final TestPostgres postgres = new
+ * TestPostgres();}, that starts a server as Troupe runs on it (page checksums on) before the
+ * class's tests and stops and deletes it after them.
  */
-final class TestPostgres implements AutoCloseable {
+final class TestPostgres implements BeforeAllCallback, AfterAllCallback {
   private static final AtomicInteger DATABASES = new AtomicInteger();
 
-  private final PostgresInstance server;
+  private PostgresInstance server;
 
-  private TestPostgres(PostgresInstance server) {
-    this.server = server;
+  @Override
+  public void beforeAll(ExtensionContext context) {
+    server = PostgresInstance.startForTroupe(32);
   }
 
-  /** Starts a server as Troupe runs on it (page checksums on). */
-  static TestPostgres start() {
-    return new TestPostgres(PostgresInstance.startForTroupe(32));
+  @Override
+  public void afterAll(ExtensionContext context) {
+    if (server != null) {
+      server.close();
+      server = null;
+    }
   }
 
   PostgresInstance server() {
@@ -38,10 +47,5 @@ final class TestPostgres implements AutoCloseable {
 
   PostgresDisk open(PostgresDiskSettings settings) {
     return PostgresDisk.open(settings);
-  }
-
-  @Override
-  public void close() {
-    server.close();
   }
 }

@@ -3,29 +3,17 @@ package dev.troupe.storage;
 import dev.troupe.storage.postgres.PostgresDisk;
 import dev.troupe.storage.postgres.PostgresDiskSettings;
 import java.util.function.LongSupplier;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * {@link TwoPhaseCommitStateTest} with the store on a real PostgreSQL ({@link PostgresDisk}; one server for the
  * class, a new database per test): prepared parts and decisions survive a reopen and are resolved.
  */
 class TwoPhaseCommitStateOnPostgresTest extends TwoPhaseCommitStateTest {
-  static TestPostgres postgres;
+  @RegisterExtension static final TestPostgres postgres = new TestPostgres();
   private PostgresDiskSettings database;
 
-  @BeforeAll
-  static void startPostgres() {
-    postgres = TestPostgres.start();
-  }
-
-  @AfterAll
-  static void stopPostgres() {
-    if (postgres != null) {
-      postgres.close();
-    }
-  }
 
   @BeforeEach
   void newDatabase() {

@@ -14,6 +14,7 @@ import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
 import java.util.function.BiConsumer;
+import java.util.function.LongSupplier;
 import java.util.function.Supplier;
 import org.apache.pekko.actor.Address;
 import org.apache.pekko.actor.typed.ActorRef;
@@ -24,6 +25,7 @@ import org.apache.pekko.actor.typed.Props;
 import org.apache.pekko.actor.typed.javadsl.AskPattern;
 import org.apache.pekko.actor.typed.javadsl.Behaviors;
 import org.apache.pekko.cluster.Member;
+import org.apache.pekko.cluster.MemberStatus;
 import org.apache.pekko.cluster.sharding.ShardRegion;
 import org.apache.pekko.cluster.sharding.typed.GetClusterShardingStats;
 import org.apache.pekko.cluster.sharding.typed.ShardingEnvelope;
@@ -51,6 +53,9 @@ public final class ClusterNode {
   private final ClusterSettings settings;
   private final HostedPartitions hosted;
   private final ClusterTransport transport;
+  private final HandOffMetrics handOffs = new HandOffMetrics();
+  /** Asks the other members for their numbers, and answers them with this node's. */
+  private volatile NodeStatusQueries statuses;
   private ActorRef<ShardingEnvelope<PartitionHost.Command>> region;
 
   private ClusterNode(ActorSystem<?> system, ClusterSettings settings, HostedPartitions hosted,
@@ -59,6 +64,36 @@ public final class ClusterNode {
     this.settings = settings;
     this.hosted = hosted;
     this.transport = transport;
+  }
+
+  /**
+   * What this node reports of itself besides its hosted partitions and its heap ({@link
+   * NodeStatus}): read whenever another member asks or the cluster's status is shown.
+   */
+  public interface LocalNumbers {
+    /** Its entity actors in memory now. */
+    long activeEntities();
+
+    /** Its object cache's estimated weight now, in bytes. */
+    long cacheBytes();
+
+    /** For a member with no engine (tests of placement): no entities, no cache. */
+    LocalNumbers NONE = of(() -> 0, () -> 0);
+
+    /** The numbers {@code activeEntities} and {@code cacheBytes} read when asked. */
+    static LocalNumbers of(LongSupplier activeEntities, LongSupplier cacheBytes) {
+      return new LocalNumbers() {
+        @Override
+        public long activeEntities() {
+          return activeEntities.getAsLong();
+        }
+
+        @Override
+        public long cacheBytes() {
+          return cacheBytes.getAsLong();
+        }
+      };
+    }
   }
 
   /** The configuration of a member's actor system: the cluster's settings over {@code config}. */
@@ -78,9 +113,31 @@ public final class ClusterNode {
   public static ClusterNode create(ActorSystem<?> system, ClusterSettings settings, int nodeId,
       int partitions, EntityLocator locator, BiConsumer<Envelope, Transport> inbox,
       Runnable onRemoved) {
+    return create(system, settings, nodeId, partitions, locator, inbox, onRemoved,
+        LocalNumbers.NONE);
+  }
+
+  /**
+   * As {@link #create(ActorSystem, ClusterSettings, int, int, EntityLocator, BiConsumer,
+   * Runnable)}, with what the node reports of itself to the other members ({@link NodeStatus}).
+   * The node status messages between members are answered here, never handed to {@code inbox}.
+   */
+  public static ClusterNode create(ActorSystem<?> system, ClusterSettings settings, int nodeId,
+      int partitions, EntityLocator locator, BiConsumer<Envelope, Transport> inbox,
+      Runnable onRemoved, LocalNumbers numbers) {
     HostedPartitions hosted = new HostedPartitions(partitions);
-    ClusterTransport transport = new ClusterTransport(nodeId, locator, system, inbox);
+    NodeStatusQueries statuses = new NodeStatusQueries(nodeId, () -> NodeStatus.ofThisProcess(
+        nodeId, hosted.hostedPartitions(), numbers.activeEntities(), numbers.cacheBytes()));
+    ClusterTransport transport = new ClusterTransport(nodeId, locator, system,
+        (envelope, replies) -> {
+          if (NodeStatusQueries.handles(envelope.message())) {
+            statuses.receive(envelope.senderNode(), envelope.message(), replies);
+          } else {
+            inbox.accept(envelope, replies);
+          }
+        });
     ClusterNode node = new ClusterNode(system, settings, hosted, transport);
+    node.statuses = statuses;
     hosted.useNotHostedHere(system.systemActorOf(
         HostedPartitions.notHostedHere(), "troupe-not-hosted-here", Props.empty()));
     Behavior<WireFrame> inboxActor = Behaviors.receiveMessage(frame -> {
@@ -109,7 +166,7 @@ public final class ClusterNode {
     region = ClusterSharding.get(system).init(
         Entity.of(PARTITION_TYPE, context -> PartitionHost.create(
                 Integer.parseInt(context.getEntityId()), ownership, hosted, transport, blocking,
-                registry, settings.stashedMessagesPerPartition()))
+                registry, settings.stashedMessagesPerPartition(), handOffs))
             .withStopMessage(new PartitionHost.HandOff())
             .withMessageExtractor(new PartitionExtractor()));
     transport.useRegion(region);
@@ -146,20 +203,64 @@ public final class ClusterNode {
     return hosted;
   }
 
+  /** How this node's partitions came and went: hand-off durations and counts. */
+  public HandOffMetrics handOffs() {
+    return handOffs;
+  }
+
+  /** The node status queries of this node (its own numbers; its queries in flight). */
+  public NodeStatusQueries statuses() {
+    return statuses;
+  }
+
   /**
-   * The cluster as this member sees it: the members from its membership state, and the
-   * partitions each member's shard region holds (asked of every region, waiting at most {@code
-   * troupe.cluster.status-timeout-millis}).
+   * The cluster as this member sees it: the members from its membership state, the partitions
+   * each member's shard region holds (asked of every region), and each member's own numbers
+   * ({@link NodeStatus}: asked of every other up, reachable member with a node id, by a {@link
+   * dev.troupe.txn.wire.WireMessage.NodeStatusQuery} through the transport), all waiting at most
+   * {@code troupe.cluster.status-timeout-millis}; what did not answer in time is unknown.
    */
   public CompletableFuture<ClusterView> view() {
     Duration timeout = Duration.ofMillis(settings.statusTimeoutMillis());
-    return AskPattern.<org.apache.pekko.cluster.sharding.typed.ClusterShardingQuery,
+    Map<Integer, CompletableFuture<NodeStatus>> asked = new HashMap<>();
+    Cluster cluster = Cluster.get(system);
+    var unreachable = cluster.state().getUnreachable();
+    for (Member member : cluster.state().getMembers()) {
+      int nodeId = nodeIdOf(member);
+      boolean up = member.status() == MemberStatus.up()
+          || member.status() == MemberStatus.weaklyUp();
+      if (nodeId >= 0 && (member.equals(cluster.selfMember())
+          || (up && !unreachable.contains(member)))) {
+        asked.put(nodeId, statuses.ask(transport, nodeId, settings.statusTimeoutMillis()));
+      }
+    }
+    CompletableFuture<ClusterView> membership = AskPattern.<
+            org.apache.pekko.cluster.sharding.typed.ClusterShardingQuery,
             ShardRegion.ClusterShardingStats>ask(
             ClusterSharding.get(system).shardState(),
             replyTo -> new GetClusterShardingStats(PARTITION_TYPE, timeout, replyTo),
             timeout.plusSeconds(1), system.scheduler())
         .toCompletableFuture()
         .thenApply(this::viewOf);
+    return CompletableFuture.allOf(asked.values().toArray(CompletableFuture[]::new))
+        .thenCombine(membership, (ignored, view) -> {
+          Map<Integer, NodeStatus> answered = new HashMap<>();
+          asked.forEach((nodeId, answer) -> {
+            NodeStatus status = answer.join();
+            if (status != null) {
+              answered.put(nodeId, status);
+            }
+          });
+          return view.withNodeStatuses(answered);
+        });
+  }
+
+  private static int nodeIdOf(Member member) {
+    int nodeId = -1;
+    for (String role : member.getRoles()) {
+      nodeId = Math.max(nodeId, ClusterSettings.nodeIdOfRole(role));
+    }
+    return nodeId;
   }
 
   private ClusterView viewOf(ShardRegion.ClusterShardingStats stats) {
@@ -174,16 +275,14 @@ public final class ClusterNode {
     List<ClusterView.MemberView> members = new ArrayList<>();
     var unreachable = cluster.state().getUnreachable();
     for (Member member : cluster.state().getMembers()) {
-      int nodeId = -1;
-      for (String role : member.getRoles()) {
-        nodeId = Math.max(nodeId, ClusterSettings.nodeIdOfRole(role));
-      }
+      int nodeId = nodeIdOf(member);
       List<Integer> partitions = partitionsByAddress.get(member.address());
       members.add(new ClusterView.MemberView(member.address().toString(),
           member.status().toString().toLowerCase(java.util.Locale.ROOT),
           !unreachable.contains(member), nodeId, member.getRoles().stream().sorted().toList(),
-          partitions == null ? List.of() : partitions, partitions != null));
+          partitions == null ? List.of() : partitions, partitions != null, null));
     }
-    return new ClusterView(cluster.selfMember().address().toString(), members);
+    return new ClusterView(cluster.selfMember().address().toString(), hosted.partitions(),
+        members);
   }
 }

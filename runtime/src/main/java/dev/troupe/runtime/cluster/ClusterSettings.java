@@ -31,7 +31,7 @@ import java.util.Map;
  * @param stashedMessagesPerPartition most messages a partition's host keeps while it acquires
  *     the partition; past it, arrivals are dropped (the cores resend or ask again)
  * @param statusTimeoutMillis how long {@code GET /v1/cluster} waits for every member's shard
- *     region to say which partitions it holds
+ *     region to say which partitions it holds, and for every other member's {@link NodeStatus}
  * @param startPartitionsIntervalMillis how often each member asks for every partition (besides
  *     at boot and when a member is removed), so that a partition no message reaches is started
  * @param typesRefreshMillis how long a member trusts that a type name it found undeclared in the

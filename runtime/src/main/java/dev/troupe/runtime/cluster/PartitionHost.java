@@ -67,10 +67,13 @@ public final class PartitionHost {
   private final HostedPartitions hosted;
   private final ClusterTransport transport;
   private final Executor blocking;
+  private final HandOffMetrics handOffs;
 
   private PartitionHost(ActorContext<Command> context, int partition, PartitionOwner ownership,
-      HostedPartitions hosted, ClusterTransport transport, Executor blocking) {
+      HostedPartitions hosted, ClusterTransport transport, Executor blocking,
+      HandOffMetrics handOffs) {
     this.context = context;
+    this.handOffs = handOffs;
     this.partition = partition;
     this.ownership = ownership;
     this.hosted = hosted;
@@ -81,15 +84,21 @@ public final class PartitionHost {
   /**
    * @param registry makes the partition's registry (run as this host's child once acquired)
    * @param blocking where the store's acquire and release run (they block)
+   * @param handOffs where the acquisition's and the release's durations are recorded
    */
   public static Behavior<Command> create(int partition, PartitionOwner ownership,
       HostedPartitions hosted, ClusterTransport transport, Executor blocking,
-      Supplier<Behavior<EntityRegistry.Command>> registry, int stashedMessages) {
+      Supplier<Behavior<EntityRegistry.Command>> registry, int stashedMessages,
+      HandOffMetrics handOffs) {
     return Behaviors.withStash(stashedMessages, stash -> Behaviors.setup(context -> {
-      PartitionHost host =
-          new PartitionHost(context, partition, ownership, hosted, transport, blocking);
-      context.pipeToSelf(CompletableFuture.runAsync(
-              () -> ownership.acquirePartition(partition), blocking),
+      PartitionHost host = new PartitionHost(context, partition, ownership, hosted, transport,
+          blocking, handOffs);
+      context.pipeToSelf(CompletableFuture.runAsync(() -> {
+            // Acquisition, recovery and the parts in doubt resolved: the whole take-over.
+            long started = System.nanoTime();
+            ownership.acquirePartition(partition);
+            handOffs.recordAcquired(System.nanoTime() - started);
+          }, blocking),
           (ignored, error) -> error == null ? new Acquired() : new AcquireFailed(error));
       return host.acquiring(stash, registry);
     }));
@@ -106,6 +115,7 @@ public final class PartitionHost {
         yield stash.unstashAll(hosting(child));
       }
       case AcquireFailed failed -> {
+        handOffs.recordAcquireFailed();
         log.error("could not acquire partition {}; its next message starts it again",
             partition, failed.error());
         yield Behaviors.stopped();
@@ -164,6 +174,7 @@ public final class PartitionHost {
       }
       case PartitionLost lost -> {
         // The store refuses the partition's commits already; releasing stops its writer.
+        handOffs.recordLost();
         context.stop(registry);
         log.warn("partition {} is owned by another node now; its host here stops", partition);
         yield releasing();
@@ -177,8 +188,11 @@ public final class PartitionHost {
   /** Releases the partition in the store (off this thread), then stops. */
   private Behavior<Command> releasing() {
     hosted.released(partition, context.getSelf());
-    context.pipeToSelf(CompletableFuture.runAsync(
-            () -> ownership.releasePartition(partition), blocking),
+    context.pipeToSelf(CompletableFuture.runAsync(() -> {
+          long started = System.nanoTime();
+          ownership.releasePartition(partition);
+          handOffs.recordReleased(System.nanoTime() - started);
+        }, blocking),
         (ignored, error) -> new Released(error));
     return Behaviors.receiveMessage(command -> switch (command) {
       case Released released -> {

@@ -132,11 +132,17 @@ class ClusterTransportTest {
     for (ClusterView.MemberView member : view.members()) {
       assertTrue(member.partitionsKnown());
       assertTrue(List.of(1, 2).contains(member.nodeId()));
+      // Its own numbers, asked of it over Artery (a node status query; node 1 answers itself).
+      assertNotNull(member.node(), "node " + member.nodeId() + " answered its status");
+      assertEquals(member.nodeId(), member.node().nodeId());
+      assertEquals(member.partitions(), member.node().hostedPartitions());
+      assertTrue(member.node().heapUsedBytes() > 0 && member.node().heapMaxBytes() > 0);
       for (int hosted : member.partitions()) {
         assertTrue(seen.add(hosted), "partition " + hosted + " hosted once");
       }
     }
     assertEquals(PARTITIONS, seen.size());
+    assertEquals(PARTITIONS, view.hostedPartitionCount());
   }
 
   /** A damaged frame that reaches a node is dropped and counted; the inbox never sees it. */

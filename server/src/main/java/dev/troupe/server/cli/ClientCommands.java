@@ -97,12 +97,12 @@ final class ClientCommands {
     }
 
     /** An exchange with the server that ends in an exit code. */
-    private interface Exchange {
+    interface Exchange {
       int run() throws IOException, InterruptedException;
     }
 
     /** Runs {@code exchange}; the server unreachable (or the wait interrupted) is exit code 2. */
-    private int reaching(Exchange exchange) {
+    int reaching(Exchange exchange) {
       try {
         return exchange.run();
       } catch (IOException e) {

@@ -25,6 +25,14 @@ final class PrometheusMetrics {
     0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10
   };
 
+  /**
+   * Partition hand-off bucket upper bounds, in seconds: an acquisition recovers the partition's
+   * journal tail, from milliseconds to many seconds.
+   */
+  private static final double[] HAND_OFF_BUCKETS_SECONDS = {
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60
+  };
+
   private final Troupe troupe;
   private final LongAdder requests;
   private final RequestAdmission admission;
@@ -322,19 +330,26 @@ final class PrometheusMetrics {
   }
 
   private static void latencyHistogram(StringBuilder out, Histogram micros) {
-    out.append("# HELP troupe_turn_latency_seconds Turn latency from request to durable answer.\n");
-    out.append("# TYPE troupe_turn_latency_seconds histogram\n");
-    for (double bound : LATENCY_BUCKETS_SECONDS) {
+    histogram(out, "troupe_turn_latency_seconds", "Turn latency from request to durable answer.",
+        micros, LATENCY_BUCKETS_SECONDS);
+  }
+
+  /** An HdrHistogram of microseconds as a Prometheus histogram in seconds. */
+  private static void histogram(StringBuilder out, String name, String help, Histogram micros,
+      double[] bucketsSeconds) {
+    out.append("# HELP ").append(name).append(' ').append(help).append('\n');
+    out.append("# TYPE ").append(name).append(" histogram\n");
+    for (double bound : bucketsSeconds) {
       long count = micros.getTotalCount() == 0 ? 0
           : micros.getCountBetweenValues(0, (long) (bound * 1_000_000));
-      out.append("troupe_turn_latency_seconds_bucket{le=\"").append(bound).append("\"} ")
+      out.append(name).append("_bucket{le=\"").append(bound).append("\"} ")
           .append(count).append('\n');
     }
-    out.append("troupe_turn_latency_seconds_bucket{le=\"+Inf\"} ").append(micros.getTotalCount())
+    out.append(name).append("_bucket{le=\"+Inf\"} ").append(micros.getTotalCount())
         .append('\n');
     double sumSeconds = micros.getMean() * micros.getTotalCount() / 1_000_000.0;
-    out.append("troupe_turn_latency_seconds_sum ").append(sumSeconds).append('\n');
-    out.append("troupe_turn_latency_seconds_count ").append(micros.getTotalCount()).append('\n');
+    out.append(name).append("_sum ").append(sumSeconds).append('\n');
+    out.append(name).append("_count ").append(micros.getTotalCount()).append('\n');
   }
 
   /** The cluster transport's counters and the partitions hosted here (cluster members only). */
@@ -365,6 +380,29 @@ final class PrometheusMetrics {
     gauge(out, "troupe_cluster_hosted_partitions",
         "Storage partitions this node hosts now (acquired, their registries running).",
         cluster.hosted().hostedPartitions().size());
+    dev.troupe.runtime.cluster.HandOffMetrics handOffs = cluster.handOffs();
+    histogram(out, "troupe_cluster_partition_acquire_seconds",
+        "How long taking a partition over took here: its acquisition under a new owner epoch,"
+            + " its recovery and the resolution of the parts in doubt its previous owner left.",
+        handOffs.acquireHistogramMicros(), HAND_OFF_BUCKETS_SECONDS);
+    histogram(out, "troupe_cluster_partition_release_seconds",
+        "How long giving a partition back took here: refusing new commits, draining its writes,"
+            + " stopping its writer.",
+        handOffs.releaseHistogramMicros(), HAND_OFF_BUCKETS_SECONDS);
+    counter(out, "troupe_cluster_partitions_acquired_total",
+        "Partitions this node acquired (took over) since start.", handOffs.acquired());
+    counter(out, "troupe_cluster_partitions_released_total",
+        "Partitions this node released (handed off, or stopped after a loss) since start.",
+        handOffs.released());
+    counter(out, "troupe_cluster_partitions_lost_total",
+        "Partitions this node lost since start: another node's newer owner epoch fenced a write.",
+        handOffs.lost());
+    counter(out, "troupe_cluster_partition_acquire_failures_total",
+        "Acquisitions of a partition that failed here (its next message starts it again).",
+        handOffs.acquireFailures());
+    counter(out, "troupe_cluster_status_late_answers_total",
+        "Node status answers from other members dropped because the query had timed out.",
+        cluster.statuses().lateAnswers());
   }
 
   private static void counter(StringBuilder out, String name, String help, long value) {

@@ -204,7 +204,9 @@ final class TurnPipeline<R> {
     for (PendingReply<R> reply : side.replies) {
       boolean observedRefused = reply.dependsOnSerial() >= serial;
       if (observedRefused) {
-        effects.add(new Effect.Reply<>(reply.replyTo(), new TurnResult.Failed(error)));
+        if (reply.replyTo() != null) { // null: a commit learned by asking, which nobody awaits
+          effects.add(new Effect.Reply<>(reply.replyTo(), new TurnResult.Failed(error)));
+        }
       } else {
         kept.add(reply);
       }
@@ -251,7 +253,9 @@ final class TurnPipeline<R> {
                   cause.getMessage()))
           : new TroupeException(ErrorCode.UNAVAILABLE,
               "storage failed while this turn waited: " + cause.getMessage());
-      effects.add(new Effect.Reply<>(reply.replyTo(), new TurnResult.Failed(error)));
+      if (reply.replyTo() != null) { // null: a commit learned by asking, which nobody awaits
+        effects.add(new Effect.Reply<>(reply.replyTo(), new TurnResult.Failed(error)));
+      }
     }
     for (Waiting<R> turn : side.waiting) {
       effects.add(new Effect.Reply<>(turn.replyTo(), new TurnResult.Failed(

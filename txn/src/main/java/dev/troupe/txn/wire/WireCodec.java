@@ -21,6 +21,8 @@ import dev.troupe.txn.wire.WireMessage.DecisionAnswer;
 import dev.troupe.txn.wire.WireMessage.DecisionQuery;
 import dev.troupe.txn.wire.WireMessage.DecisionState;
 import dev.troupe.txn.wire.WireMessage.ForwardsChanged;
+import dev.troupe.txn.wire.WireMessage.NodeStatusAnswer;
+import dev.troupe.txn.wire.WireMessage.NodeStatusQuery;
 import dev.troupe.txn.wire.WireMessage.Prepare;
 import dev.troupe.txn.wire.WireMessage.ReadAnswer;
 import dev.troupe.txn.wire.WireMessage.ReadRequest;
@@ -73,13 +75,16 @@ public final class WireCodec {
   // bytes change; a build that does not know them refuses them as an unknown type.
   static final byte READ_REQUEST = 12;
   static final byte READ_ANSWER = 13;
+  // The cluster's status asked of each member (issue 18, operations): new type ids likewise.
+  static final byte NODE_STATUS_QUERY = 14;
+  static final byte NODE_STATUS_ANSWER = 15;
 
   /**
    * The newest version this build reads (and writes) of each type id, by index. A turn request
    * is written as version 1 without an idempotency record, byte for byte as before, and as
    * version 2 with one ({@link #versionOf}).
    */
-  static final byte[] VERSIONS = {0, 1, 1, 1, 1, 1, 1, 1, 2, 1, 1, 1, 1, 1};
+  static final byte[] VERSIONS = {0, 1, 1, 1, 1, 1, 1, 1, 2, 1, 1, 1, 1, 1, 1, 1};
 
   private static final byte TO_ENTITY = 1;
   private static final byte TO_NODE = 2;
@@ -145,6 +150,8 @@ public final class WireCodec {
       case DecisionAnswer ignored -> DECISION_ANSWER;
       case ReadRequest ignored -> READ_REQUEST;
       case ReadAnswer ignored -> READ_ANSWER;
+      case NodeStatusQuery ignored -> NODE_STATUS_QUERY;
+      case NodeStatusAnswer ignored -> NODE_STATUS_ANSWER;
     };
   }
 
@@ -300,6 +307,18 @@ public final class WireCodec {
         ValueEncoding.writeEntity(out, answer.entity());
         writeResult(out, answer.answer());
       }
+      case NodeStatusQuery query -> out.fixedLong(query.queryId());
+      case NodeStatusAnswer answer -> {
+        out.fixedLong(answer.queryId());
+        out.varInt(answer.hostedPartitions().size());
+        for (int partition : answer.hostedPartitions()) {
+          out.varInt(partition);
+        }
+        out.varLong(answer.activeEntities());
+        out.varLong(answer.heapUsedBytes());
+        out.varLong(answer.heapMaxBytes());
+        out.varLong(answer.cacheBytes());
+      }
     }
   }
 
@@ -364,6 +383,21 @@ public final class WireCodec {
           new ReadRequest(in.fixedLong(), ValueEncoding.readEntity(in), in.fixedLong());
       case READ_ANSWER ->
           new ReadAnswer(in.fixedLong(), ValueEncoding.readEntity(in), readResult(in));
+      case NODE_STATUS_QUERY -> new NodeStatusQuery(in.fixedLong());
+      case NODE_STATUS_ANSWER -> {
+        long queryId = in.fixedLong();
+        int count = in.count();
+        List<Integer> partitions = new ArrayList<>(count);
+        for (int i = 0; i < count; i++) {
+          int partition = in.varInt();
+          if (!partitions.isEmpty() && partition <= partitions.getLast()) {
+            throw in.corrupt("hosted partitions out of order", null);
+          }
+          partitions.add(partition);
+        }
+        yield new NodeStatusAnswer(queryId, partitions, in.varLong(), in.varLong(),
+            in.varLong(), in.varLong());
+      }
       default -> throw in.corrupt("unknown message type " + typeId, null);
     };
   }

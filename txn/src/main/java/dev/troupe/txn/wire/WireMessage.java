@@ -168,6 +168,33 @@ public sealed interface WireMessage {
    */
   record ReadAnswer(long readId, EntityId entity, WireResult answer) implements WireMessage {}
 
+  /**
+   * A node asked for the cluster's status ({@code troupe status}, {@code GET /v1/cluster}) to
+   * another member: its own numbers, which only it knows (docs/OPERATIONS.md, "A cluster of
+   * nodes"). Changes nothing; answered with a {@link NodeStatusAnswer} to the sender's node.
+   *
+   * @param queryId the asking node's number for this query, unique among its queries in flight;
+   *     the answer names it
+   */
+  record NodeStatusQuery(long queryId) implements WireMessage {}
+
+  /**
+   * A member's answer to a {@link NodeStatusQuery}: what it hosts and holds now.
+   *
+   * @param hostedPartitions the storage partitions it hosts (acquired, registry running),
+   *     ascending
+   * @param activeEntities its entity actors in memory
+   * @param heapUsedBytes its JVM heap in use
+   * @param heapMaxBytes its JVM's maximum heap
+   * @param cacheBytes its object cache's estimated weight
+   */
+  record NodeStatusAnswer(long queryId, List<Integer> hostedPartitions, long activeEntities,
+      long heapUsedBytes, long heapMaxBytes, long cacheBytes) implements WireMessage {
+    public NodeStatusAnswer {
+      hostedPartitions = List.copyOf(hostedPartitions);
+    }
+  }
+
   /** What a coordinator's node knows of a transaction's decision. */
   enum DecisionState {
     /** The commit decision is durable: apply the part. */

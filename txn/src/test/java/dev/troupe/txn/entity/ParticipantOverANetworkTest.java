@@ -1,11 +1,13 @@
 package dev.troupe.txn.entity;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.troupe.model.EntityId;
+import dev.troupe.model.TroupeException;
 import dev.troupe.model.EntityState;
 import dev.troupe.model.ErrorCode;
 import dev.troupe.model.Invariants;
@@ -193,6 +195,24 @@ class ParticipantOverANetworkTest {
         "nobody awaits a commit learned by asking");
     assertInstanceOf(TurnResult.Done.class, only(core.handle(
         new Input.DecisionReceived<>(ID, true, "ack")), Effect.Reply.class).result());
+  }
+
+  /**
+   * Found by the shared-store simulator: a commit learned by asking that the store then refuses
+   * (a fenced partition: {@code not_owner}) or fails answers nobody, as when it succeeds; before
+   * the fix the core emitted a reply to nobody, which the actor's shell could not deliver.
+   */
+  @Test
+  void aCommitLearnedByAskingThatTheStoreRefusesOrFailsAnswersNobody() {
+    for (boolean refusedBeforeWrite : new boolean[] {true, false}) {
+      EntityTurnCore<String> core = prepared();
+      only(core.handle(new Input.DecisionAnswered<>(ID, true)), Effect.SubmitCommit.class);
+      List<Effect<String>> failed = core.handle(new Input.CommitFailed<>(1,
+          new TroupeException(ErrorCode.NOT_OWNER, "fenced"), refusedBeforeWrite));
+      for (Effect.Reply<?> reply : all(failed, Effect.Reply.class)) {
+        assertNotNull(reply.replyTo(), "a reply to nobody in " + failed);
+      }
+    }
   }
 
   /**

@@ -244,7 +244,14 @@ final class WireArbitraries {
         Combinators.combine(ids, entities(), Arbitraries.of(WireMessage.DecisionState.class))
             .as(WireMessage.DecisionAnswer::new),
         Combinators.combine(ids, entities(), ids).as(WireMessage.ReadRequest::new),
-        Combinators.combine(ids, entities(), results()).as(WireMessage.ReadAnswer::new));
+        Combinators.combine(ids, entities(), results()).as(WireMessage.ReadAnswer::new),
+        ids.map(WireMessage.NodeStatusQuery::new),
+        Combinators.combine(ids,
+                Arbitraries.integers().between(0, 4095).set().ofMaxSize(20)
+                    .map(set -> set.stream().sorted().toList()),
+                Arbitraries.longs().between(0, 1_000_000), Arbitraries.longs().greaterOrEqual(0),
+                Arbitraries.longs(), Arbitraries.longs().greaterOrEqual(0))
+            .as(WireMessage.NodeStatusAnswer::new));
   }
 
   static Arbitrary<Integer> rounds() {
@@ -267,6 +274,7 @@ final class WireArbitraries {
         WireMessage.StepAnswer.class, WireMessage.TurnRequest.class,
         WireMessage.TurnAnswer.class, WireMessage.DecisionQuery.class,
         WireMessage.DecisionAnswer.class, WireMessage.ReadRequest.class,
-        WireMessage.ReadAnswer.class);
+        WireMessage.ReadAnswer.class, WireMessage.NodeStatusQuery.class,
+        WireMessage.NodeStatusAnswer.class);
   }
 }

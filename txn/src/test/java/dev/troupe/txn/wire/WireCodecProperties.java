@@ -63,7 +63,7 @@ class WireCodecProperties {
 
   @Property(tries = 100)
   void anUnknownTypeIdIsRefusedAsSuch(@ForAll("envelopes") Envelope envelope,
-      @ForAll @IntRange(min = 14, max = 255) int typeId) {
+      @ForAll @IntRange(min = 16, max = 255) int typeId) {
     byte[] bytes = WireCodec.encode(envelope);
     bytes[0] = (byte) typeId;
     CorruptFrameException refused = assertThrows(CorruptFrameException.class,

@@ -135,6 +135,11 @@ class WireFormatTest {
     examples.put("ReadAnswer", new Envelope(3, new Destination.ToNode(2),
         new WireMessage.ReadAnswer(104L, CART, new WireResult.Done(4242L, state(), false, 4242L,
             List.of(), Map.of(), Map.of()))));
+    examples.put("NodeStatusQuery", new Envelope(2, new Destination.ToNode(3),
+        new WireMessage.NodeStatusQuery(105L)));
+    examples.put("NodeStatusAnswer", new Envelope(3, new Destination.ToNode(2),
+        new WireMessage.NodeStatusAnswer(105L, List.of(0, 5, 130), 1234L, 201_326_592L,
+            402_653_184L, 65_536L)));
     return examples;
   }
 
