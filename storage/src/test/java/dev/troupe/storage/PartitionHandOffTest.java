@@ -16,10 +16,7 @@ import java.util.Map;
 import java.util.Set;
 import java.util.SplittableRandom;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CompletionException;
 import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -211,89 +208,17 @@ class PartitionHandOffTest {
   @Test
   void handOffsUnderThreadedCommitsLoseNothingAndNeverHaveTwoWriters() throws Exception {
     MemoryDisk disk = new MemoryDisk();
-    RocksStore[] nodes = new RocksStore[2];
     List<Throwable> failures = new CopyOnWriteArrayList<>();
-    for (int i = 0; i < 2; i++) {
-      StorageSettings settings = PartitionOwnershipTest.settings(i + 1).withPartitions(PARTITIONS)
-          .withCheckpoints(50, 20, 200).withHistoryRetentionMillis(0);
-      nodes[i] = RocksStore.open(settings, System::currentTimeMillis, new SharedDisk(disk),
-          RocksStore.Execution.THREADS);
-      nodes[i].setEvents(new StorageEvents() {
-        @Override
-        public void storeFailed(Throwable cause) {
-          failures.add(cause);
-        }
-
-        @Override
-        public void corruptionDetected(String where, CorruptDataException damage) {}
-      });
-    }
-    List<EntityId> entities = new ArrayList<>();
-    for (int i = 0; i < ENTITY_COUNT; i++) {
-      entities.add(new EntityId("Account", "a" + i));
-    }
-    int[] owner = new int[PARTITIONS];
-    List<List<Integer>> acquisitions = new ArrayList<>();
-    for (int partition = 0; partition < PARTITIONS; partition++) {
-      nodes[0].acquirePartition(partition);
-      acquisitions.add(new ArrayList<>(List.of(1)));
-    }
-    List<Submitted> submitted = new CopyOnWriteArrayList<>();
-    AtomicBoolean running = new AtomicBoolean(true);
-    List<Thread> committers = new ArrayList<>();
-    for (int t = 0; t < 3; t++) {
-      long seed = t;
-      Thread committer = new Thread(() -> {
-        SplittableRandom random = new SplittableRandom(seed);
-        while (running.get()) {
-          List<Submitted> window = new ArrayList<>();
-          for (int i = 0; i < 4; i++) {
-            EntityId entity = entities.get(random.nextInt(ENTITY_COUNT));
-            int partition = nodes[0].partitionOf(entity);
-            int index = random.nextInt(10) < 8 ? owner[partition] : random.nextInt(2);
-            RocksStore node = nodes[index];
-            long amount = 1 + random.nextInt(9);
-            long id = node.newTransactionId();
-            window.add(new Submitted(id, index, entity, amount, 0,
-                node.commit(id, PartitionOwnershipTest.increment(entity, amount))));
-          }
-          submitted.addAll(window);
-          for (Submitted commit : window) {
-            try {
-              commit.future().get(30, TimeUnit.SECONDS);
-            } catch (Exception e) {
-              // Checked below.
-            }
-          }
-        }
-      }, "committer-" + t);
-      committer.start();
-      committers.add(committer);
-    }
-    SplittableRandom random = new SplittableRandom(42);
-    long end = System.currentTimeMillis() + 1_500;
-    int moves = 0;
-    while (System.currentTimeMillis() < end) {
-      int partition = random.nextInt(PARTITIONS);
-      int from = owner[partition];
-      int to = 1 - from;
-      if (random.nextBoolean()) {
-        nodes[from].releasePartition(partition);
-      }
-      nodes[to].acquirePartition(partition);
-      acquisitions.get(partition).add(to + 1);
-      owner[partition] = to;
-      moves++;
-      Thread.sleep(random.nextInt(5));
-    }
-    running.set(false);
-    for (Thread committer : committers) {
-      committer.join();
-    }
+    RocksStore[] nodes = ThreadedHandOffs.open(PARTITIONS, i -> new SharedDisk(disk), failures);
+    List<EntityId> entities = ThreadedHandOffs.entities();
+    ThreadedHandOffs.Run run = ThreadedHandOffs.run(nodes, PARTITIONS, entities, 1_500, 5);
+    List<ThreadedHandOffs.Submitted> submitted = run.submitted();
+    List<List<Integer>> acquisitions = run.acquisitions();
+    int moves = run.moves();
     try {
       assertEquals(List.of(), failures, "a store failed");
       Set<Long> acknowledged = new HashSet<>();
-      for (Submitted commit : submitted) {
+      for (ThreadedHandOffs.Submitted commit : submitted) {
         assertTrue(commit.future().isDone(), "commit " + commit.transactionId() + " never ended");
         ErrorCode refusal = PartitionOwnershipTest.refusal(commit.future());
         if (refusal == null) {
@@ -302,7 +227,7 @@ class PartitionHandOffTest {
           assertEquals(ErrorCode.NOT_OWNER, refusal, "the only refusal is not_owner");
         }
       }
-      Map<Long, Submitted> byId = new HashMap<>();
+      Map<Long, ThreadedHandOffs.Submitted> byId = new HashMap<>();
       submitted.forEach(commit -> byId.put(commit.transactionId(), commit));
       Set<Long> written = new HashSet<>();
       List<List<Integer>> writers = new ArrayList<>();
@@ -311,7 +236,7 @@ class PartitionHandOffTest {
       }
       for (byte[] value : disk.durableJournalValuesEverWritten()) {
         TransactionRecord record = Codec.decodeRecord(value);
-        Submitted commit = byId.get(record.transactionId());
+        ThreadedHandOffs.Submitted commit = byId.get(record.transactionId());
         assertTrue(commit != null, "a record nobody submitted");
         assertTrue(written.add(record.transactionId()), "written twice");
         List<Integer> segments = writers.get(nodes[0].partitionOf(commit.entity()));
@@ -331,7 +256,7 @@ class PartitionHandOffTest {
         nodes[0].acquirePartition(partition);
       }
       for (EntityId entity : entities) {
-        assertEquals(acknowledgedSum(entity, submitted),
+        assertEquals(ThreadedHandOffs.acknowledgedSum(entity, submitted),
             Fixtures.counter(nodes[0].read(entity), "n"), entity + " after the last hand-off");
       }
       System.out.printf("threaded hand-offs: %d moves, %d commits acknowledged of %d%n", moves,

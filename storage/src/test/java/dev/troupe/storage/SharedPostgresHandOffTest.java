@@ -7,13 +7,8 @@ import dev.troupe.model.EntityId;
 import dev.troupe.model.ErrorCode;
 import dev.troupe.storage.postgres.PostgresDisk;
 import dev.troupe.storage.postgres.PostgresDiskSettings;
-import java.util.ArrayList;
 import java.util.List;
-import java.util.SplittableRandom;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
@@ -28,93 +23,24 @@ import org.junit.jupiter.api.extension.RegisterExtension;
  */
 class SharedPostgresHandOffTest {
   private static final int PARTITIONS = 4;
-  private static final int ENTITY_COUNT = 12;
 
   @RegisterExtension static final TestPostgres postgres = new TestPostgres();
-
-
-  private record Submitted(EntityId entity, long amount, CompletableFuture<Committed> future) {}
 
   @Test
   void handOffsBetweenTwoNodesOnOneDatabaseLoseNothing() throws Exception {
     PostgresDiskSettings database = postgres.newDatabase();
-    RocksStore[] nodes = new RocksStore[2];
     List<Throwable> failures = new CopyOnWriteArrayList<>();
-    for (int i = 0; i < 2; i++) {
-      StorageSettings settings = PartitionOwnershipTest.settings(i + 1).withPartitions(PARTITIONS)
-          .withCheckpoints(50, 20, 200).withHistoryRetentionMillis(0);
-      nodes[i] = RocksStore.open(settings, System::currentTimeMillis, PostgresDisk.open(database),
-          RocksStore.Execution.THREADS);
-      nodes[i].setEvents(new StorageEvents() {
-        @Override
-        public void storeFailed(Throwable cause) {
-          failures.add(cause);
-        }
-
-        @Override
-        public void corruptionDetected(String where, CorruptDataException damage) {}
-      });
-    }
+    // Each node through a disk of its own on the one database, as two processes would.
+    RocksStore[] nodes =
+        ThreadedHandOffs.open(PARTITIONS, i -> PostgresDisk.open(database), failures);
     try {
-      List<EntityId> entities = new ArrayList<>();
-      for (int i = 0; i < ENTITY_COUNT; i++) {
-        entities.add(new EntityId("Account", "a" + i));
-      }
-      int[] owner = new int[PARTITIONS];
-      for (int partition = 0; partition < PARTITIONS; partition++) {
-        nodes[0].acquirePartition(partition);
-      }
-      List<Submitted> submitted = new CopyOnWriteArrayList<>();
-      AtomicBoolean running = new AtomicBoolean(true);
-      List<Thread> committers = new ArrayList<>();
-      for (int t = 0; t < 3; t++) {
-        long seed = t;
-        Thread committer = new Thread(() -> {
-          SplittableRandom random = new SplittableRandom(seed);
-          while (running.get()) {
-            List<Submitted> window = new ArrayList<>();
-            for (int i = 0; i < 4; i++) {
-              EntityId entity = entities.get(random.nextInt(ENTITY_COUNT));
-              int partition = nodes[0].partitionOf(entity);
-              RocksStore node = nodes[random.nextInt(10) < 8 ? owner[partition] : random.nextInt(2)];
-              long amount = 1 + random.nextInt(9);
-              window.add(new Submitted(entity, amount, node.commit(node.newTransactionId(),
-                  PartitionOwnershipTest.increment(entity, amount))));
-            }
-            submitted.addAll(window);
-            for (Submitted commit : window) {
-              try {
-                commit.future().get(30, TimeUnit.SECONDS);
-              } catch (Exception e) {
-                // Checked below.
-              }
-            }
-          }
-        }, "committer-" + t);
-        committer.start();
-        committers.add(committer);
-      }
-      SplittableRandom random = new SplittableRandom(42);
-      long end = System.currentTimeMillis() + 3_000;
-      int moves = 0;
-      while (System.currentTimeMillis() < end) {
-        int partition = random.nextInt(PARTITIONS);
-        int from = owner[partition];
-        if (random.nextBoolean()) {
-          nodes[from].releasePartition(partition);
-        }
-        nodes[1 - from].acquirePartition(partition);
-        owner[partition] = 1 - from;
-        moves++;
-        Thread.sleep(random.nextInt(20));
-      }
-      running.set(false);
-      for (Thread committer : committers) {
-        committer.join();
-      }
+      List<EntityId> entities = ThreadedHandOffs.entities();
+      ThreadedHandOffs.Run run = ThreadedHandOffs.run(nodes, PARTITIONS, entities, 3_000, 20);
+      List<ThreadedHandOffs.Submitted> submitted = run.submitted();
+      int moves = run.moves();
       assertEquals(List.of(), failures, "a store failed");
       int acknowledged = 0;
-      for (Submitted commit : submitted) {
+      for (ThreadedHandOffs.Submitted commit : submitted) {
         assertTrue(commit.future().isDone(), "a commit never ended");
         ErrorCode refusal = PartitionOwnershipTest.refusal(commit.future());
         if (refusal == null) {
@@ -129,13 +55,8 @@ class SharedPostgresHandOffTest {
         nodes[0].acquirePartition(partition);
       }
       for (EntityId entity : entities) {
-        long sum = 0;
-        for (Submitted commit : submitted) {
-          if (commit.entity().equals(entity) && !commit.future().isCompletedExceptionally()) {
-            sum += commit.amount();
-          }
-        }
-        assertEquals(sum, Fixtures.counter(nodes[0].read(entity), "n"), entity.toString());
+        assertEquals(ThreadedHandOffs.acknowledgedSum(entity, submitted),
+            Fixtures.counter(nodes[0].read(entity), "n"), entity.toString());
       }
       System.out.printf("two nodes on PostgreSQL: %d moves, %d commits acknowledged of %d%n",
           moves, acknowledged, submitted.size());
