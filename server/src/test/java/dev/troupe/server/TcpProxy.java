@@ -12,10 +12,10 @@ import java.io.IOException;
  *
  * <p>Concurrency: the commands are safe from any thread.
  */
-public final class TcpProxy extends LoopbackProxy {
+public class TcpProxy extends LoopbackProxy {
   private volatile boolean partitioned;
 
-  private TcpProxy(int targetPort) throws IOException {
+  protected TcpProxy(int targetPort) throws IOException {
     super(targetPort);
   }
 

@@ -94,6 +94,27 @@ public class LoopbackProxy implements AutoCloseable {
     return true;
   }
 
+  /**
+   * Whether the new connection of {@code client} is forwarded: {@link #forwarding()} here; a
+   * subclass may refuse some clients (a test's cut between two peers on one machine).
+   */
+  protected boolean forwarding(Socket client) {
+    return forwarding();
+  }
+
+  /**
+   * Closes the open connections whose client is at {@code address} (the peer on the other side of
+   * a cut), not the others.
+   */
+  protected final void closeConnectionsFrom(InetAddress address) {
+    for (Socket socket : open) {
+      if (address.equals(socket.getInetAddress()) && socket.getPort() != targetPort) {
+        quietly(socket, false);
+        open.remove(socket);
+      }
+    }
+  }
+
   /** Closes every open connection, with a TCP RST to both sides if {@code reset}. */
   protected final void closeConnections(boolean reset) {
     for (Socket socket : open) {
@@ -121,7 +142,7 @@ public class LoopbackProxy implements AutoCloseable {
       } catch (IOException e) {
         return;
       }
-      if (!forwarding()) {
+      if (!forwarding(client)) {
         quietly(client, true);
         continue;
       }

@@ -1,0 +1,197 @@
+package dev.troupe.server;
+
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.troupe.model.EntityId;
+import dev.troupe.model.EntityLocator;
+import dev.troupe.server.ServerProcess.Answer;
+import java.io.IOException;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Bank failover in a data centre of three members on one PostgreSQL (issue 18): clients send
+ * transfers of every kind ({@link ClusterBank}: single-entity turns, sync actions, planned and
+ * dynamic transactions) to all three members round-robin while one member after another is killed
+ * with {@code kill -9} and started again (three cycles, a different victim each). Afterwards:
+ * money is conserved, no balance is negative, every acknowledged transfer is there, every account
+ * is writable (no part of a transaction left prepared and locking it), and after each kill a write
+ * to an entity of a partition that moved commits within a bound derived from the failure detector
+ * and stable-after settings (measured and printed).
+ */
+class ClusterFailoverTest {
+  private static final int ACCOUNTS = 8;
+  private static final int CLIENTS = 4;
+
+  @TempDir Path directory;
+  private ThreeNodeCluster cluster;
+
+  @AfterEach
+  void stop() throws InterruptedException {
+    if (cluster != null) {
+      cluster.close();
+    }
+  }
+
+  @Test
+  void acknowledgedTransfersSurviveKillNineOfEachMemberInTurn() throws Exception {
+    ThreeNodeCluster.Options options = ThreeNodeCluster.Options.defaults();
+    cluster = ThreeNodeCluster.start(directory, options);
+    try {
+      run(options);
+    } catch (Throwable failure) {
+      cluster.printLogs();
+      throw failure;
+    }
+  }
+
+  private void run(ThreeNodeCluster.Options options) throws Exception {
+    ClusterBank bank = new ClusterBank(ACCOUNTS, cluster::node);
+    bank.setUp(cluster.node(0), running());
+    String[] probes = probeEntities(options.partitions());
+    long seed = Long.getLong("troupe.test.seed", System.nanoTime());
+    System.out.println("ClusterFailoverTest seed " + seed);
+    bank.startClients(CLIENTS, seed);
+    Thread.sleep(3_000);
+    long bound = options.failoverBoundMillis();
+    List<String> figures = new ArrayList<>();
+    List<Integer> killed = new ArrayList<>();
+    for (int cycle = 0; cycle < 3; cycle++) {
+      Map<Integer, Integer> before = cluster.awaitPlacementOfAll();
+      // A different victim each cycle, among the members hosting a partition (a restarted member
+      // gets partitions back only when sharding rebalances).
+      int victim = List.of(2, 1, 0).stream()
+          .filter(index -> before.containsValue(ThreeNodeCluster.nodeId(index)))
+          .sorted(java.util.Comparator.comparing(killed::contains)).findFirst().orElseThrow();
+      killed.add(victim);
+      int moved = before.entrySet().stream()
+          .filter(entry -> entry.getValue() == ThreeNodeCluster.nodeId(victim))
+          .mapToInt(Map.Entry::getKey).findFirst().orElseThrow();
+      int survivor = (victim + 1) % 3;
+      long acknowledgedBefore = bank.acknowledgedCount();
+      long killedAt = System.nanoTime();
+      long killedSecond = bank.secondsSinceStart();
+      cluster.kill(victim);
+      long restoredMillis = firstWriteMillis(cluster.node(survivor), probes[moved], killedAt,
+          bound);
+      List<Integer> survivors = cluster.running();
+      Map<Integer, Integer> after = cluster.awaitPlacement(survivors, bound, false);
+      long placedMillis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - killedAt);
+      String figure = ("kill -9 of node %d: first write to moved partition %d (through node %d)"
+          + " %d ms after the kill, every partition hosted again by %d ms (bound %d ms;"
+          + " failure detector pause %d ms, stable-after %d ms); placement %s -> %s;"
+          + " acknowledged so far %d; killed at second %d of the time line").formatted(
+          ThreeNodeCluster.nodeId(victim), moved,
+          ThreeNodeCluster.nodeId(survivor), restoredMillis, placedMillis, bound,
+          options.failureDetectorPauseMillis(), options.stableAfterMillis(), before, after,
+          bank.acknowledgedCount(), killedSecond);
+      System.out.println(figure);
+      figures.add(figure);
+      assertTrue(restoredMillis <= bound, figure);
+      cluster.start(victim);
+      figures.add("node " + ThreeNodeCluster.nodeId(victim) + " started again at second "
+          + bank.secondsSinceStart());
+      cluster.awaitPlacement(List.of(0, 1, 2), 120_000, false);
+      Thread.sleep(2_000);
+      assertTrue(bank.acknowledgedCount() > acknowledgedBefore,
+          "the clients made progress around the kill of node " + ThreeNodeCluster.nodeId(victim));
+    }
+    bank.stopClients();
+    cluster.awaitPlacement(List.of(0, 1, 2), 120_000, false);
+    long writableMillis = bank.awaitEveryAccountWritable(cluster.node(0), 60_000);
+    long openMillis = awaitNoOpenTransactions(60_000);
+    bank.check(cluster.node(1));
+    Map<String, Long> outcomes = bank.outcomeCounts();
+    System.out.println("ClusterFailoverTest figures:");
+    figures.forEach(figure -> System.out.println("  " + figure));
+    System.out.println("  every account writable after the run within " + writableMillis
+        + " ms; no transaction open on any member within " + openMillis + " ms");
+    System.out.println("  acknowledged transfers checked: " + bank.acknowledged.size()
+        + ", refused (precondition_failed, checked absent): " + bank.refused.size());
+    System.out.println("  outcomes: " + outcomes);
+    System.out.println("  time line (second: acknowledged/slowest ms): " + bank.timeLine());
+    for (String kind : List.of("turn", "sync", "planned", "dynamic")) {
+      assertTrue(outcomes.getOrDefault(kind + " acknowledged", 0L) >= 20,
+          "enough " + kind + " writes were acknowledged: " + outcomes);
+    }
+  }
+
+  private List<ServerProcess> running() {
+    return cluster.running().stream().map(cluster::node).toList();
+  }
+
+  /** One schemaless entity per partition: {@code Probe/p<k>} for the first k that hashes to it. */
+  static String[] probeEntities(int partitions) {
+    String[] probes = new String[partitions];
+    int found = 0;
+    for (int k = 0; found < partitions; k++) {
+      int partition = EntityLocator.partitionOf(new EntityId("Probe", "p" + k), partitions);
+      if (probes[partition] == null) {
+        probes[partition] = "p" + k;
+        found++;
+      }
+    }
+    return probes;
+  }
+
+  /**
+   * Writes {@code Probe/<probe>} through {@code node} until a write is acknowledged; answers the
+   * milliseconds from {@code since} to that acknowledgement (fails past {@code boundMillis} plus
+   * one request timeout).
+   */
+  static long firstWriteMillis(ServerProcess node, String probe, long since, long boundMillis)
+      throws Exception {
+    long deadline = since + TimeUnit.MILLISECONDS.toNanos(boundMillis + 10_000);
+    String last = "";
+    for (int n = 0; System.nanoTime() < deadline; n++) {
+      try {
+        Answer answer = ServerProcess.send(node.baseUrl() + "/v1/entities/Probe/" + probe
+            + "/keys/n", "PUT", Integer.toString(n), "application/json", Map.of(),
+            Duration.ofSeconds(5));
+        if (answer.status() == 200) {
+          return TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - since);
+        }
+        last = answer.text();
+      } catch (IOException timedOut) {
+        last = timedOut.toString();
+      }
+      Thread.sleep(100);
+    }
+    throw new AssertionError("no write to Probe/" + probe + " was acknowledged within "
+        + (boundMillis + 10_000) + " ms of the kill; last: " + last);
+  }
+
+  /**
+   * Waits until every member's {@code troupe_transactions_open} is 0 (every transaction its
+   * coordinators ran has ended); answers how long it took.
+   */
+  private long awaitNoOpenTransactions(long timeoutMillis) throws Exception {
+    long start = System.nanoTime();
+    String last = "";
+    while (System.nanoTime() - start < TimeUnit.MILLISECONDS.toNanos(timeoutMillis)) {
+      boolean none = true;
+      for (int index : cluster.running()) {
+        String metrics = cluster.node(index).get("/metrics").text();
+        for (String line : metrics.lines().toList()) {
+          if (line.startsWith("troupe_transactions_open ")
+              && Double.parseDouble(line.substring(line.indexOf(' ') + 1).trim()) != 0) {
+            none = false;
+            last = "node " + ThreeNodeCluster.nodeId(index) + ": " + line;
+          }
+        }
+      }
+      if (none) {
+        return TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
+      }
+      Thread.sleep(250);
+    }
+    throw new AssertionError("transactions still open after " + timeoutMillis + " ms: " + last);
+  }
+}
