@@ -21,7 +21,7 @@ import java.util.concurrent.atomic.LongAdder;
  * {@code troupe bench bank --nodes N}: the bank's sync scenarios (BankBenchmark's workload: a
  * {@code Transfer.book} transaction over a new Transfer entity and two accounts) through a data
  * centre of N server processes, the two accounts of every booking on DIFFERENT nodes, optionally
- * with a delay on every link between the nodes ({@link LinkDelayProxy} in front of each member's
+ * with a delay on every link between the nodes (a {@code LoopbackProxy} in front of each member's
  * Artery port), so that PSAC's and 2PC's prepares, votes and decisions cross the network.
  *
  * <p><b>Fair because</b> both policies run on the same cluster at the same time of the run, as two

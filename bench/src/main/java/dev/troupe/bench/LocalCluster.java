@@ -19,8 +19,9 @@ import java.util.TreeMap;
  * 127.0.0.1:P1,...}. Member {@code i} (from 0) has node id {@code i + 1} and keeps its cluster port
  * across restarts, so a killed member comes back at the same address, as under a supervisor.
  *
- * <p>With a link delay, each member binds Artery at a private port and advertises a {@link
- * LinkDelayProxy}'s port in front of it, so every message between two members is delayed. Without
+ * <p>With a link delay, each member binds Artery at a private port and advertises the port of a
+ * {@code LoopbackProxy} (the one the multi-DC benchmarks delay their links with) in front of it,
+ * so every message between two members is delayed. Without
  * a JDBC URL each member runs on a RocksDB store of its own (placement and routing only, no
  * shared data: what {@code troupe cluster} ran before the shared store).
  */
@@ -36,7 +37,7 @@ final class LocalCluster implements AutoCloseable {
   private final List<String> settingOverrides;
   private final int[] clusterPorts;
   private final int[] bindPorts;
-  private final List<LinkDelayProxy> proxies = new ArrayList<>();
+  private final List<dev.troupe.server.proxy.LoopbackProxy> proxies = new ArrayList<>();
   private final TroupeProcess[] members;
   private final int[] incarnations;
 
@@ -71,11 +72,15 @@ final class LocalCluster implements AutoCloseable {
     LocalCluster cluster = new LocalCluster(work, jdbcUrl, jvmFlags, settingOverrides, size);
     try {
       for (int i = 0; i < size; i++) {
-        cluster.clusterPorts[i] = freePort();
         if (linkDelayMillis > 0) {
+          // The proxy's port is the member's address; Artery binds privately behind it.
           cluster.bindPorts[i] = freePort();
-          cluster.proxies.add(LinkDelayProxy.start(cluster.clusterPorts[i],
-              cluster.bindPorts[i], linkDelayMillis));
+          dev.troupe.server.proxy.LoopbackProxy proxy =
+              dev.troupe.server.proxy.LoopbackProxy.start(linkDelayMillis, cluster.bindPorts[i]);
+          cluster.proxies.add(proxy);
+          cluster.clusterPorts[i] = proxy.port();
+        } else {
+          cluster.clusterPorts[i] = freePort();
         }
       }
       for (int i = 0; i < size; i++) {
@@ -284,6 +289,6 @@ final class LocalCluster implements AutoCloseable {
         break;
       }
     }
-    proxies.forEach(LinkDelayProxy::close);
+    proxies.forEach(dev.troupe.server.proxy.LoopbackProxy::close);
   }
 }
