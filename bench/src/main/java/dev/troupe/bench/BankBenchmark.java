@@ -116,7 +116,7 @@ final class BankBenchmark extends Benchmark {
   long linkDelayMillis;
 
   @Option(names = "--cluster-storage", defaultValue = "postgres",
-      description = "With --nodes: postgres (one shared database) or rocksdb (a store per node)"
+      description = "With --nodes: postgres, the one shared database a cluster runs on"
           + " (default: ${DEFAULT-VALUE}).")
   String clusterStorage;
 
@@ -157,10 +157,10 @@ final class BankBenchmark extends Benchmark {
     };
     AlternatingComparison.Settings settings = alternation.settings(threads);
     if (nodes > 1) {
-      if (!List.of("postgres", "rocksdb").contains(clusterStorage) || linkDelayMillis < 0
-          || partitions < nodes) {
-        throw new IllegalArgumentException("--cluster-storage must be postgres or rocksdb,"
-            + " --link-delay-millis at least 0 and --partitions at least --nodes");
+      if (!clusterStorage.equals("postgres") || linkDelayMillis < 0 || partitions < nodes) {
+        throw new IllegalArgumentException("--cluster-storage must be postgres (a cluster's"
+            + " members share one store), --link-delay-millis at least 0 and --partitions at"
+            + " least --nodes");
       }
       return ClusterBank.run(new ClusterBank.Options(scenarios, policies, mode, maxInFlight,
           maxOvertakes, accountsOverride, nodes, linkDelayMillis, partitions, heap,

@@ -64,9 +64,8 @@ final class ClusterBenchmark extends Benchmark {
   List<Configuration> configurations;
 
   @Option(names = "--cluster-storage", defaultValue = "postgres",
-      description = "postgres (the members share one PostgreSQL database) or rocksdb (each member"
-          + " on a RocksDB store of its own: placement and routing without shared data)"
-          + " (default: ${DEFAULT-VALUE}).")
+      description = "postgres: the members share one PostgreSQL database, the only store a"
+          + " cluster runs on (default: ${DEFAULT-VALUE}).")
   String clusterStorage;
 
   @Option(names = "--nodes", defaultValue = "3",
@@ -116,8 +115,9 @@ final class ClusterBenchmark extends Benchmark {
   BenchReport run() throws Exception {
     List<YcsbWorkloads.Workload> workloads = workloadNames.stream()
         .map(String::strip).map(YcsbWorkloads::named).toList();
-    if (!List.of("postgres", "rocksdb").contains(clusterStorage)) {
-      throw new IllegalArgumentException("--cluster-storage must be postgres or rocksdb");
+    if (!clusterStorage.equals("postgres")) {
+      throw new IllegalArgumentException("--cluster-storage must be postgres: a cluster's members"
+          + " share one store (serve refuses a cluster member on RocksDB)");
     }
     if (records < 1 || threads < 1 || nodes < 2 || partitions < nodes) {
       throw new IllegalArgumentException("--records and --threads must be positive, --nodes at"
