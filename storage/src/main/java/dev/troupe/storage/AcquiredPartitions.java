@@ -56,6 +56,12 @@ final class AcquiredPartitions {
   private final Object[] partitionLocks;
   /** Writes of no partition, in submission order; null when stepped. */
   private final ExecutorService unfencedWriter;
+  /**
+   * The owner epoch of this node's coordinator partition ({@link CoordinatorPartitions}), acquired
+   * when the store opened ({@link #acquireCoordinatorPartition}); every decision record is fenced
+   * with it. 0 until then.
+   */
+  private volatile long coordinatorEpoch;
 
   AcquiredPartitions(RocksStore store, boolean threads, int partitions) {
     this.store = store;
@@ -224,7 +230,13 @@ final class AcquiredPartitions {
     byte[] value = Codec.encodeDecided(decision);
     IdempotencyRecord idempotency = decision.idempotency() == null ? null
         : decision.idempotency().decidedAs(decision.transactionId());
+    int coordinatorPartition = CoordinatorPartitions.of(store.settings.nodeId());
+    long epoch = coordinatorEpoch;
     return writeUnfenced("record a decision", batch -> {
+      // Fenced by this node's coordinator partition: once another node ended this node's
+      // coordinators (Store#endCoordinator), the decision is refused, nothing written, and the
+      // transaction is aborted (what that node answers in-doubt participants).
+      batch.fence(coordinatorPartition, epoch);
       batch.put(KeyValueDisk.Column.TRANSACTIONS, Keys.decided(decision.transactionId()), value);
       if (idempotency != null) {
         batch.put(KeyValueDisk.Column.TRANSACTIONS, Keys.idempotency(idempotency.qualifiedKey()),
@@ -269,6 +281,12 @@ final class AcquiredPartitions {
           store.disk.write(batch, sync);
         }
         done.complete(null);
+      } catch (FencedException e) {
+        // Only a decision is fenced: another node ended this node's coordinators. Nothing was
+        // written, so the transaction is not committed (a refusal, not an unknown outcome); the
+        // store itself stays healthy (its partitions have fences of their own).
+        done.completeExceptionally(new TroupeException(ErrorCode.UNAVAILABLE, "cannot " + what
+            + ": another node ended this node's coordinators (" + e.getMessage() + ")"));
       } catch (DiskException | RuntimeException e) {
         store.fail(e);
         done.completeExceptionally(
@@ -287,6 +305,50 @@ final class AcquiredPartitions {
       }
     }
     return done;
+  }
+
+  /**
+   * Makes this node the owner of its coordinator partition under a new epoch, which fences every
+   * decision an earlier incarnation of this node could still write (at open, before any decision).
+   */
+  void acquireCoordinatorPartition() throws DiskException {
+    coordinatorEpoch = store.disk.acquirePartition(
+        CoordinatorPartitions.of(store.settings.nodeId()), store.settings.nodeId());
+  }
+
+  long coordinatorEpoch() {
+    return coordinatorEpoch;
+  }
+
+  /** See {@link Store#endCoordinator}. */
+  long endCoordinator(int nodeId) {
+    if (nodeId == store.settings.nodeId()) {
+      throw new IllegalArgumentException("a node does not end its own coordinators");
+    }
+    store.enterOpen();
+    try {
+      return store.disk.acquirePartition(CoordinatorPartitions.of(nodeId),
+          store.settings.nodeId());
+    } catch (DiskException e) {
+      throw new TroupeException(ErrorCode.UNAVAILABLE,
+          "cannot end the coordinators of node " + nodeId + ": " + e.getMessage());
+    } finally {
+      store.exitOpen();
+    }
+  }
+
+  /** See {@link Store#coordinatorEnded}. */
+  boolean coordinatorEnded(int nodeId) {
+    store.enterOpen();
+    try {
+      KeyValueDisk.PartitionOwner owner = store.disk.ownerOf(CoordinatorPartitions.of(nodeId));
+      return owner != null && owner.nodeId() != nodeId;
+    } catch (DiskException e) {
+      throw new TroupeException(ErrorCode.UNAVAILABLE,
+          "cannot read the coordinator partition of node " + nodeId + ": " + e.getMessage());
+    } finally {
+      store.exitOpen();
+    }
   }
 
   /** After the store closed (its close lock refuses every later write): lets queued writes end. */

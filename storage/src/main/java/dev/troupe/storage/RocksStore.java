@@ -425,6 +425,7 @@ public final class RocksStore implements Store {
     }
     if (acquired != null) {
       recoverNodeWide();
+      acquired.acquireCoordinatorPartition();
       return;
     }
     for (Partition partition : partitions) {
@@ -1572,6 +1573,28 @@ public final class RocksStore implements Store {
       }
     }
     return owned;
+  }
+
+  @Override
+  public long coordinatorEpoch() {
+    requireAcquiredMode("coordinatorEpoch");
+    return acquired.coordinatorEpoch();
+  }
+
+  @Override
+  public long endCoordinator(int nodeId) {
+    requireAcquiredMode("endCoordinator");
+    Invariants.check(TransactionIds.isValidNodeId(nodeId), "endCoordinator of a valid node id");
+    return acquired.endCoordinator(nodeId);
+  }
+
+  @Override
+  public boolean coordinatorEnded(int nodeId) {
+    if (acquired == null) {
+      return false; // a single node: its coordinators end only with it, and it answers for them
+    }
+    Invariants.check(TransactionIds.isValidNodeId(nodeId), "coordinatorEnded of a valid node id");
+    return acquired.coordinatorEnded(nodeId);
   }
 
   private void requireAcquiredMode(String operation) {

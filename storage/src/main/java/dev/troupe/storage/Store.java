@@ -236,6 +236,52 @@ public interface Store extends DurableStore, AutoCloseable {
   /** The partitions {@link #ownsPartition owned}, ascending. */
   List<Integer> ownedPartitions();
 
+  // ------------------------------------------------- the coordinator fence (several nodes)
+
+  /**
+   * The owner epoch of this node's coordinator partition ({@link CoordinatorPartitions}), acquired
+   * when the store opened ({@link PartitionOwnership#ACQUIRED} only). Every decision record this
+   * node writes ({@link DurableStore#persistDecision}) is fenced with it: once another node {@link
+   * #endCoordinator ended} this node's coordinators, a decision write is refused ({@code
+   * unavailable}, nothing written: the transaction is not committed) instead of written.
+   *
+   * @throws IllegalStateException under {@link PartitionOwnership#ALL}
+   */
+  long coordinatorEpoch();
+
+  /**
+   * Ends the coordinators of node {@code nodeId} (a member the cluster removed): acquires its
+   * coordinator partition for this node under a new epoch, durably, and returns it. Once it
+   * returns, no decision record of that node's incarnation can be written any more (one in flight
+   * was either written before, and is visible to {@link #decisionRecorded}, or is refused), so
+   * whether one of its transactions committed is exactly whether its decision record exists, and
+   * any node may answer its participants in doubt: committed if recorded, else aborted (presumed
+   * abort). A restarted node with that id acquires its coordinator partition again when its store
+   * opens, which ends this state ({@link #coordinatorEnded} false again). Idempotent in effect
+   * (another call only bumps the epoch). Blocking ({@link PartitionOwnership#ACQUIRED} only).
+   *
+   * <p><b>Caution</b>: a call made after that node restarted ends its <i>new</i> incarnation's
+   * coordinators too (their decisions are then refused, and their transactions abort, until it
+   * restarts again): call it for a member the cluster removed, promptly, and never for a member
+   * that is up.
+   *
+   * @throws IllegalStateException under {@link PartitionOwnership#ALL}
+   * @throws IllegalArgumentException for this node's own id
+   * @throws dev.troupe.model.TroupeException {@code unavailable} if the disk cannot do it
+   */
+  long endCoordinator(int nodeId);
+
+  /**
+   * Whether node {@code nodeId}'s coordinators are ended: another node owns its coordinator
+   * partition now ({@link #endCoordinator}). Reads the disk each time and must be called after
+   * the question it answers arrived (so that an incarnation that coordinated the transaction in
+   * question had acquired its coordinator partition before this read); then read {@link
+   * #decisionRecorded} after it. Always false under {@link PartitionOwnership#ALL}.
+   *
+   * @throws dev.troupe.model.TroupeException {@code unavailable} if the disk cannot be read
+   */
+  boolean coordinatorEnded(int nodeId);
+
   @Override
   void close();
 
