@@ -321,14 +321,14 @@ final class AcquiredPartitions {
   }
 
   /** See {@link Store#endCoordinator}. */
-  long endCoordinator(int nodeId) {
+  long endCoordinator(int nodeId, long epoch) {
     if (nodeId == store.settings.nodeId()) {
       throw new IllegalArgumentException("a node does not end its own coordinators");
     }
     store.enterOpen();
     try {
-      return store.disk.acquirePartition(CoordinatorPartitions.of(nodeId),
-          store.settings.nodeId());
+      return store.disk.acquirePartitionIfEpoch(CoordinatorPartitions.of(nodeId),
+          store.settings.nodeId(), epoch);
     } catch (DiskException e) {
       throw new TroupeException(ErrorCode.UNAVAILABLE,
           "cannot end the coordinators of node " + nodeId + ": " + e.getMessage());

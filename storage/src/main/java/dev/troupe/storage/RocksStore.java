@@ -1582,10 +1582,10 @@ public final class RocksStore implements Store {
   }
 
   @Override
-  public long endCoordinator(int nodeId) {
+  public long endCoordinator(int nodeId, long epoch) {
     requireAcquiredMode("endCoordinator");
     Invariants.check(TransactionIds.isValidNodeId(nodeId), "endCoordinator of a valid node id");
-    return acquired.endCoordinator(nodeId);
+    return acquired.endCoordinator(nodeId, epoch);
   }
 
   @Override

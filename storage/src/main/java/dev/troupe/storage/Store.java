@@ -250,26 +250,24 @@ public interface Store extends DurableStore, AutoCloseable {
   long coordinatorEpoch();
 
   /**
-   * Ends the coordinators of node {@code nodeId} (a member the cluster removed): acquires its
-   * coordinator partition for this node under a new epoch, durably, and returns it. Once it
-   * returns, no decision record of that node's incarnation can be written any more (one in flight
-   * was either written before, and is visible to {@link #decisionRecorded}, or is refused), so
-   * whether one of its transactions committed is exactly whether its decision record exists, and
-   * any node may answer its participants in doubt: committed if recorded, else aborted (presumed
-   * abort). A restarted node with that id acquires its coordinator partition again when its store
-   * opens, which ends this state ({@link #coordinatorEnded} false again). Idempotent in effect
-   * (another call only bumps the epoch). Blocking ({@link PartitionOwnership#ACQUIRED} only).
-   *
-   * <p><b>Caution</b>: a call made after that node restarted ends its <i>new</i> incarnation's
-   * coordinators too (their decisions are then refused, and their transactions abort, until it
-   * restarts again): call it for a member the cluster removed, promptly, and never for a member
-   * that is up.
+   * Ends the coordinators of the incarnation of node {@code nodeId} that acquired its coordinator
+   * partition under {@code epoch} (a member the cluster removed; its epoch is in its member roles):
+   * acquires that partition for this node under a new epoch, durably, only if its epoch is still
+   * {@code epoch}, and returns the new one; returns 0 and changes nothing if it is not (another
+   * node ended that incarnation already, or the node restarted and its new incarnation acquired
+   * its partition again, which fenced the old one itself). Once it returns, either way, no decision
+   * record of that incarnation can be written any more (one in flight was written before, and is
+   * visible to {@link #decisionRecorded}, or is refused), so whether one of its transactions
+   * committed is exactly whether its decision record exists, and any node may answer its
+   * participants in doubt: committed if recorded, else aborted (presumed abort). Conditional so
+   * that every survivor may call it, late or not, and never ends a restarted incarnation.
+   * Blocking ({@link PartitionOwnership#ACQUIRED} only).
    *
    * @throws IllegalStateException under {@link PartitionOwnership#ALL}
    * @throws IllegalArgumentException for this node's own id
    * @throws dev.troupe.model.TroupeException {@code unavailable} if the disk cannot do it
    */
-  long endCoordinator(int nodeId);
+  long endCoordinator(int nodeId, long epoch);
 
   /**
    * Whether node {@code nodeId}'s coordinators are ended: another node owns its coordinator

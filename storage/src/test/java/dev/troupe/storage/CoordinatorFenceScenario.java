@@ -15,7 +15,8 @@ import java.util.function.IntFunction;
 /**
  * The coordinator fence ({@link CoordinatorPartitions}, {@link Store#endCoordinator}), written once
  * and run on every shared disk (a {@link MemoryDisk} and PostgreSQL): node 1 coordinates and
- * records a decision; node 2 ends node 1's coordinators; node 1's next decision is refused with
+ * records a decision; node 2 ends node 1's coordinators (conditionally on the epoch of the incarnation it ends,
+ * so a second or late end changes nothing); node 1's next decision is refused with
  * {@code unavailable}, writes nothing and leaves its store healthy; node 2 then knows what node 1
  * decided (one recorded decision, one not, presumed aborted); a restarted node 1 acquires its
  * coordinator partition again, under a higher epoch, and writes decisions again, and node 2 sees
@@ -42,8 +43,10 @@ final class CoordinatorFenceScenario {
           .join();
       long zombieId = coordinator.newTransactionId();
 
-      long endedEpoch = survivor.endCoordinator(1);
+      long endedEpoch = survivor.endCoordinator(1, firstEpoch);
       assertTrue(endedEpoch > firstEpoch, "ending bumps the coordinator partition's epoch");
+      // Every survivor may end it: a second end of the same incarnation changes nothing.
+      assertEquals(0, survivor.endCoordinator(1, firstEpoch));
       assertTrue(survivor.coordinatorEnded(1));
       assertTrue(coordinator.coordinatorEnded(1), "every node sees it (the shared disk)");
       // The zombie coordinator's decision: refused, not written, and its store still serves.
@@ -52,7 +55,7 @@ final class CoordinatorFenceScenario {
       assertTrue(survivor.decisionRecorded(committedId), "written before the end: committed");
       assertFalse(survivor.decisionRecorded(zombieId), "refused after it: presumed aborted");
       assertEquals(List.of(), failures, "a fenced decision fails no store");
-      assertThrows(IllegalArgumentException.class, () -> survivor.endCoordinator(2));
+      assertThrows(IllegalArgumentException.class, () -> survivor.endCoordinator(2, 1));
 
       // Node 1 restarts: its new incarnation takes its coordinator partition back.
       coordinator.close();
@@ -60,6 +63,10 @@ final class CoordinatorFenceScenario {
       RocksStore restarted = open(1, diskOf.apply(3), failures, opened);
       assertTrue(restarted.coordinatorEpoch() > endedEpoch);
       assertFalse(survivor.coordinatorEnded(1), "a restarted node coordinates again");
+      // A survivor that learns of the old incarnation's removal only now ends nothing.
+      assertEquals(0, survivor.endCoordinator(1, firstEpoch));
+      assertEquals(0, survivor.endCoordinator(1, endedEpoch));
+      assertFalse(survivor.coordinatorEnded(1));
       long laterId = restarted.newTransactionId();
       restarted.persistDecision(new DecidedTransaction(laterId, List.of(participant))).join();
       assertTrue(survivor.decisionRecorded(laterId));
