@@ -1591,7 +1591,8 @@ public final class RocksStore implements Store {
   @Override
   public boolean coordinatorEnded(int nodeId) {
     if (acquired == null) {
-      return false; // a single node: its coordinators end only with it, and it answers for them
+      // The only node of its store: no other node id coordinates anything here any more.
+      return nodeId != settings.nodeId();
     }
     Invariants.check(TransactionIds.isValidNodeId(nodeId), "coordinatorEnded of a valid node id");
     return acquired.coordinatorEnded(nodeId);

@@ -274,7 +274,8 @@ public interface Store extends DurableStore, AutoCloseable {
    * partition now ({@link #endCoordinator}). Reads the disk each time and must be called after
    * the question it answers arrived (so that an incarnation that coordinated the transaction in
    * question had acquired its coordinator partition before this read); then read {@link
-   * #decisionRecorded} after it. Always false under {@link PartitionOwnership#ALL}.
+   * #decisionRecorded} after it. Under {@link PartitionOwnership#ALL} (the only node of its store)
+   * true for every other node id, false for this node's.
    *
    * @throws dev.troupe.model.TroupeException {@code unavailable} if the disk cannot be read
    */
