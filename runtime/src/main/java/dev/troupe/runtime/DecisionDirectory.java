@@ -41,7 +41,8 @@ final class DecisionDirectory {
   private final LongPredicate storedDecision;
   /**
    * Whether a node's coordinators are ended in the store ({@code Store#coordinatorEnded}: another
-   * node took its coordinator partition, so none of its decisions can be written any more).
+   * node took its coordinator partition, so none of its decisions can be written any more); null
+   * for a directory that answers every question as its own node's (tests of one node).
    */
   private final java.util.function.IntPredicate coordinatorEnded;
 
@@ -50,8 +51,10 @@ final class DecisionDirectory {
     this(transactionId -> false);
   }
 
+  /** A directory that answers every question as its own node's (tests of one node). */
   DecisionDirectory(LongPredicate storedDecision) {
-    this(storedDecision, nodeId -> false);
+    this.storedDecision = storedDecision;
+    this.coordinatorEnded = null;
   }
 
   DecisionDirectory(LongPredicate storedDecision,
@@ -69,6 +72,9 @@ final class DecisionDirectory {
    * if the store cannot be read (the participant asks again).
    */
   DecisionQueryCore.Answer askForAnotherNode(long transactionId, int coordinatorNode) {
+    if (coordinatorEnded == null) {
+      return ask(transactionId);
+    }
     boolean ended;
     boolean recordStored;
     try {
