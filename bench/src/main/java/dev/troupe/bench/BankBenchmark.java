@@ -104,6 +104,30 @@ final class BankBenchmark extends Benchmark {
       description = "Override the accounts of sync (100000) and sync1000 (1000).")
   Integer accountsOverride;
 
+  @Option(names = "--nodes", defaultValue = "1",
+      description = "1: the embedded engine; more: a data centre of that many server processes"
+          + " (sync scenarios over REST, the two accounts of every booking on different nodes)"
+          + " (default: ${DEFAULT-VALUE}).")
+  int nodes;
+
+  @Option(names = "--link-delay-millis", defaultValue = "0",
+      description = "With --nodes: delay of every message between two nodes, one way, by a proxy"
+          + " in front of each node's cluster port (default: ${DEFAULT-VALUE}).")
+  long linkDelayMillis;
+
+  @Option(names = "--cluster-storage", defaultValue = "postgres",
+      description = "With --nodes: postgres (one shared database) or rocksdb (a store per node)"
+          + " (default: ${DEFAULT-VALUE}).")
+  String clusterStorage;
+
+  @Option(names = "--partitions", defaultValue = "12",
+      description = "With --nodes: storage partitions (default: ${DEFAULT-VALUE}).")
+  int partitions;
+
+  @Option(names = "--heap", defaultValue = "320m",
+      description = "With --nodes: maximum heap of every node (default: ${DEFAULT-VALUE}).")
+  String heap;
+
   @Mixin HtmlReportOption htmlReport;
 
   @Mixin AlternationOptions alternation;
@@ -132,6 +156,19 @@ final class BankBenchmark extends Benchmark {
       default -> throw new IllegalArgumentException("--mode must be planned or dynamic");
     };
     AlternatingComparison.Settings settings = alternation.settings(threads);
+    if (nodes > 1) {
+      if (!List.of("postgres", "rocksdb").contains(clusterStorage) || linkDelayMillis < 0
+          || partitions < nodes) {
+        throw new IllegalArgumentException("--cluster-storage must be postgres or rocksdb,"
+            + " --link-delay-millis at least 0 and --partitions at least --nodes");
+      }
+      return ClusterBank.run(new ClusterBank.Options(scenarios, policies, mode, maxInFlight,
+          maxOvertakes, accountsOverride, nodes, linkDelayMillis, partitions, heap,
+          clusterStorage.equals("postgres"), settings));
+    }
+    if (linkDelayMillis != 0) {
+      throw new IllegalArgumentException("--link-delay-millis needs --nodes 2 or more");
+    }
     BenchReport report = new BenchReport("bank",
         "PSAC vs plain 2PC (psac.maxInFlight = 1) on the PSAC paper's bank scenarios");
     settings.describe(report);

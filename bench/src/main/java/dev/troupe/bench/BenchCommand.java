@@ -26,6 +26,8 @@ import picocli.CommandLine.Command;
       MemoryBenchmark.class,
       VisibilityBenchmark.class,
       CausalCostBenchmark.class,
+      ClusterBenchmark.class,
+      FailoverBenchmark.class,
       CommandLine.HelpCommand.class
     },
     footer = {
@@ -41,7 +43,9 @@ import picocli.CommandLine.Command;
       "  troupe bench marketplace --actor-skew 2 --key-skew 2 --report marketplace-report",
       "  troupe bench overload --clients 256 --seconds 30",
       "  troupe bench visibility --dcs 2 --rtt-millis 100 --seconds 30 --report visibility-report",
-      "  troupe bench causal-cost --workload a,b --rounds 2 --json causal-cost.json"
+      "  troupe bench causal-cost --workload a,b --rounds 2 --json causal-cost.json",
+      "  troupe bench cluster --workload a,c --records 20000 --threads 16 --json cluster.json",
+      "  troupe bench failover --kills 3 --json failover.json"
     })
 public final class BenchCommand implements Runnable {
   @CommandLine.Spec CommandLine.Model.CommandSpec spec;

@@ -35,6 +35,14 @@ import site.ycsb.StringByteIterator;
 public final class RestEntityDb extends DB {
   static final String HOST_PROPERTY = "troupe.rest.host";
   static final String PORT_PROPERTY = "troupe.rest.port";
+  /**
+   * Several servers of one data centre, {@code port,port,...} (overrides {@link #PORT_PROPERTY}):
+   * the client threads are spread over them round-robin, each keeping its one server.
+   */
+  static final String PORTS_PROPERTY = "troupe.rest.ports";
+  /** Which server of {@link #PORTS_PROPERTY} the next client thread takes. */
+  private static final java.util.concurrent.atomic.AtomicLong NEXT_SERVER =
+      new java.util.concurrent.atomic.AtomicLong();
   /** A bearer token sent with every request (absent: none). */
   static final String TOKEN_PROPERTY = "troupe.rest.token";
   /** "true": every write carries a fresh {@code Idempotency-Key}, as a retrying client sends. */
@@ -47,8 +55,16 @@ public final class RestEntityDb extends DB {
 
   @Override
   public void init() {
-    connection = new HttpConnection(getProperties().getProperty(HOST_PROPERTY, "127.0.0.1"),
-        Integer.parseInt(getProperties().getProperty(PORT_PROPERTY)),
+    String ports = getProperties().getProperty(PORTS_PROPERTY);
+    int port;
+    if (ports == null) {
+      port = Integer.parseInt(getProperties().getProperty(PORT_PROPERTY));
+    } else {
+      String[] each = ports.split(",");
+      port = Integer.parseInt(
+          each[(int) Math.floorMod(NEXT_SERVER.getAndIncrement(), (long) each.length)].strip());
+    }
+    connection = new HttpConnection(getProperties().getProperty(HOST_PROPERTY, "127.0.0.1"), port,
         getProperties().getProperty(TOKEN_PROPERTY));
     if (Boolean.parseBoolean(getProperties().getProperty(IDEMPOTENCY_KEYS_PROPERTY))) {
       idempotencyKeyPrefix = java.util.UUID.randomUUID() + "-";

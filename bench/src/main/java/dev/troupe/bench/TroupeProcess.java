@@ -126,6 +126,16 @@ final class TroupeProcess implements AutoCloseable {
     return port;
   }
 
+  /** The operating system's id of the server process (for its CPU time in /proc). */
+  long pid() {
+    return process.pid();
+  }
+
+  /** Whether the server process is still running. */
+  boolean isAlive() {
+    return process.isAlive();
+  }
+
   /** A new connection to this server (connects on first use). */
   HttpConnection connect() {
     return new HttpConnection(HOST, port);

@@ -1,0 +1,110 @@
+package dev.troupe.bench;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.troupe.model.EntityId;
+import dev.troupe.model.EntityLocator;
+import dev.troupe.model.Json;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+import picocli.CommandLine;
+
+/**
+ * The parts of {@code bench cluster} and {@code bench failover} that decide figures: reading
+ * /metrics samples and /v1/cluster placements, the failover probes' keys and the check of what a
+ * probe may hold. (The benchmarks themselves start a PostgreSQL and three server JVMs: run them
+ * with {@code ./troupe bench cluster} and {@code ./troupe bench failover}.)
+ */
+class ClusterBenchmarkTest {
+  @Test
+  void readsOneSampleByItsNameAndLabels() {
+    String metrics = """
+        # HELP troupe_cluster_transport_sent_total Messages between cores.
+        # TYPE troupe_cluster_transport_sent_total counter
+        troupe_cluster_transport_sent_total{to="partition"} 1234
+        troupe_cluster_transport_sent_total{to="node"} 99
+        troupe_http_requests_total 5000
+        troupe_http_requests_total_other 7
+        troupe_memory_heap_after_collection_bytes 1.5E8
+        """;
+    assertEquals(1234, PrometheusText.value(metrics,
+        "troupe_cluster_transport_sent_total{to=\"partition\"}", -1));
+    assertEquals(99, PrometheusText.value(metrics,
+        "troupe_cluster_transport_sent_total{to=\"node\"}", -1));
+    assertEquals(5000, PrometheusText.value(metrics, "troupe_http_requests_total", -1));
+    assertEquals(1.5e8, PrometheusText.value(metrics,
+        "troupe_memory_heap_after_collection_bytes", -1));
+    assertEquals(-1, PrometheusText.value(metrics, "troupe_active_entities", -1));
+  }
+
+  @Test
+  void aPlacementCountsOnlyWhenEveryMemberIsUpAndEveryPartitionHostedOnce() {
+    String settled = """
+        {"members": [
+          {"nodeId": 1, "status": "up", "reachable": true, "partitionsKnown": true,
+           "partitions": [0, 3]},
+          {"nodeId": 2, "status": "up", "reachable": true, "partitionsKnown": true,
+           "partitions": [1]},
+          {"nodeId": 3, "status": "up", "reachable": true, "partitionsKnown": true,
+           "partitions": [2]}]}
+        """;
+    assertEquals(Map.of(0, 1, 3, 1, 1, 2, 2, 3),
+        LocalCluster.placement(Json.parse(settled), 3, 4));
+    assertNull(LocalCluster.placement(Json.parse(settled), 2, 4), "a member too many");
+    assertNull(LocalCluster.placement(Json.parse(settled), 3, 5), "a partition not hosted");
+    assertNull(LocalCluster.placement(Json.parse(settled.replace("[1]", "[1, 0]")), 3, 4),
+        "a partition hosted twice");
+    assertNull(LocalCluster.placement(Json.parse(settled.replaceFirst("\"reachable\": true",
+        "\"reachable\": false")), 3, 4), "an unreachable member");
+  }
+
+  @Test
+  void aPlacementIsBalancedWhenEveryMemberHostsAndTheCountsDifferByOneAtMost() {
+    assertTrue(LocalCluster.balanced(Map.of(0, 1, 1, 2, 2, 3, 3, 1), 3));
+    assertFalse(LocalCluster.balanced(Map.of(0, 1, 1, 1, 2, 2, 3, 1), 2), "3 against 1");
+    assertFalse(LocalCluster.balanced(Map.of(0, 1, 1, 2), 3), "a member hosts nothing");
+  }
+
+  @Test
+  void everyPartitionHasAProbeThatItHolds() {
+    Map<Integer, String> probes = FailoverBenchmark.probeKeys(12);
+    assertEquals(12, probes.size());
+    probes.forEach((partition, key) -> assertEquals(partition,
+        EntityLocator.partitionOf(new EntityId("usertable", key), 12)));
+  }
+
+  @Test
+  void aProbeHoldsAnAcknowledgedOrUnknownWriteNeverALostOrRefusedOne() {
+    Map<String, FailoverBenchmark.Outcome> none = Map.of();
+    assertNull(FailoverBenchmark.problem("initial", "initial", none));
+    Map<String, FailoverBenchmark.Outcome> unknownOnly =
+        Map.of("kill-1-attempt-0", FailoverBenchmark.Outcome.UNKNOWN);
+    assertNull(FailoverBenchmark.problem("initial", "initial", unknownOnly));
+    assertNull(FailoverBenchmark.problem("kill-1-attempt-0", "initial", unknownOnly));
+    Map<String, FailoverBenchmark.Outcome> mixed = Map.of(
+        "kill-1-attempt-0", FailoverBenchmark.Outcome.UNKNOWN,
+        "kill-1-attempt-1", FailoverBenchmark.Outcome.REFUSED,
+        "kill-1-attempt-2", FailoverBenchmark.Outcome.ACKNOWLEDGED);
+    assertNull(FailoverBenchmark.problem("kill-1-attempt-2", "initial", mixed));
+    assertNull(FailoverBenchmark.problem("kill-1-attempt-0", "initial", mixed),
+        "an attempt stuck in a buffer may commit after the acknowledged one");
+    assertTrue(FailoverBenchmark.problem("initial", "initial", mixed).contains("before an"
+        + " acknowledged write"));
+    assertTrue(FailoverBenchmark.problem("kill-1-attempt-1", "initial", mixed)
+        .contains("refused"));
+    assertTrue(FailoverBenchmark.problem("kill-9-attempt-9", "initial", mixed)
+        .contains("no attempt"));
+    assertTrue(FailoverBenchmark.problem(null, "initial", none).contains("no value"));
+  }
+
+  @Test
+  void refusesAClusterOfOneAndTooFewPartitions() {
+    CommandLine command = new CommandLine(new BenchCommand());
+    assertEquals(1, command.execute("cluster", "--nodes", "1"));
+    assertEquals(1, command.execute("cluster", "--partitions", "2"));
+    assertEquals(1, command.execute("failover", "--nodes", "2"));
+  }
+}
