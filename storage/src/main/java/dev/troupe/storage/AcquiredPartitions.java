@@ -40,9 +40,11 @@ import java.util.concurrent.TimeUnit;
  *
  * <p><b>Writes of no partition</b>: a decision record (two-phase commit) is keyed by its
  * transaction id and written by the coordinator's node, which may own none of its participants'
- * partitions; an expired idempotency record is a shared row. Both are written unfenced, in order,
- * by one thread of their own ({@link RocksStore.Execution#THREADS}) or on the caller's thread
- * ({@link RocksStore.Execution#STEPPED}).
+ * partitions; an expired idempotency record is a shared row. Both are written outside every
+ * partition's writer, in order, by one thread of their own ({@link RocksStore.Execution#THREADS}) or on the caller's thread
+ * ({@link RocksStore.Execution#STEPPED}). A decision is fenced by this node's coordinator
+ * partition ({@link CoordinatorPartitions}), acquired at open; an idempotency record's deletion
+ * is not fenced.
  */
 final class AcquiredPartitions {
   /** A batch's contents. */
@@ -222,8 +224,10 @@ final class AcquiredPartitions {
 
   /**
    * A decision on one node of several: keyed by its transaction id and written by the
-   * coordinator's node whichever partitions it owns, so unfenced, synced (under SYNC), with its
-   * idempotency record in the same batch. The replication log is not written (a data centre of
+   * coordinator's node whichever partitions it owns, so fenced by no storage partition but by
+   * this node's coordinator partition; synced (under SYNC), with its idempotency record in the
+   * same batch. Refused ({@code unavailable}, nothing written, the store not failed) once another
+   * node ended this node's coordinators. The replication log is not written (a data centre of
    * several nodes does not replicate to others, and the local log's messages need no decision).
    */
   CompletableFuture<Void> persistDecision(DecidedTransaction decision) {
