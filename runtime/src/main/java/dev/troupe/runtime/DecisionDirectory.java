@@ -39,14 +39,63 @@ final class DecisionDirectory {
    * live in the shared store, written by whichever node coordinated, and outlive a restart.
    */
   private final LongPredicate storedDecision;
+  /**
+   * Whether a node's coordinators are ended in the store ({@code Store#coordinatorEnded}: another
+   * node took its coordinator partition, so none of its decisions can be written any more); null
+   * for a directory that answers every question as its own node's (tests of one node).
+   */
+  private final java.util.function.IntPredicate coordinatorEnded;
 
   /** A directory that answers from its live coordinators and its mirror only (tests). */
   DecisionDirectory() {
     this(transactionId -> false);
   }
 
+  /** A directory that answers every question as its own node's (tests of one node). */
   DecisionDirectory(LongPredicate storedDecision) {
     this.storedDecision = storedDecision;
+    this.coordinatorEnded = null;
+  }
+
+  DecisionDirectory(LongPredicate storedDecision,
+      java.util.function.IntPredicate coordinatorEnded) {
+    this.storedDecision = storedDecision;
+    this.coordinatorEnded = coordinatorEnded;
+  }
+
+  /**
+   * The decision of {@code transactionId}, coordinated by node {@code coordinatorNode}, another
+   * node than this one (one that is no member any more: the cluster transport hands such a
+   * question to the asker's own node). Reads, in this order and after the question arrived,
+   * whether that node's coordinators are ended, then whether its decision is recorded (the order
+   * the core's rule needs: see {@link DecisionQueryCore}). Undecided while they are not ended, or
+   * if the store cannot be read (the participant asks again).
+   */
+  DecisionQueryCore.Answer askForAnotherNode(long transactionId, int coordinatorNode) {
+    if (coordinatorEnded == null) {
+      return ask(transactionId);
+    }
+    boolean ended;
+    boolean recordStored;
+    try {
+      ended = coordinatorEnded.test(coordinatorNode);
+      recordStored = ended && storedDecision.test(transactionId);
+    } catch (TroupeException unreadable) {
+      log.warn("cannot read whether node {}'s coordinators are ended or the decision record of"
+          + " transaction {}: answering undecided", coordinatorNode, transactionId, unreadable);
+      return DecisionQueryCore.Answer.UNDECIDED;
+    }
+    synchronized (this) {
+      for (DecisionQueryCore.Effect effect : core.handle(
+          new DecisionQueryCore.Input.AskedForAnotherNode(transactionId, ended, recordStored))) {
+        switch (effect) {
+          case DecisionQueryCore.Effect.Answered answered -> {
+            return answered.answer();
+          }
+        }
+      }
+    }
+    return DecisionQueryCore.Answer.UNDECIDED;
   }
 
   /** Recovery kept these decision records (participants on other nodes may still ask). */

@@ -3,10 +3,12 @@ package dev.troupe.runtime;
 import dev.troupe.model.EntityId;
 import dev.troupe.model.ErrorCode;
 import dev.troupe.model.TroupeException;
+import dev.troupe.model.time.TransactionIds;
 import dev.troupe.storage.Codec;
 import dev.troupe.storage.CorruptDataException;
 import dev.troupe.storage.DurableStore;
 import dev.troupe.txn.TurnResult;
+import dev.troupe.txn.coordinator.DecisionQueryCore;
 import dev.troupe.txn.port.Transport;
 import dev.troupe.txn.wire.CoordinatorMessages;
 import dev.troupe.txn.wire.Envelope;
@@ -162,7 +164,14 @@ final class NodeInbox {
       case WireMessage.NodeStatusQuery ignored -> {}
       case WireMessage.NodeStatusAnswer ignored -> {}
       case WireMessage.DecisionQuery query -> {
-        DecisionState state = switch (decisions.ask(query.transactionId())) {
+        // A question for another node's transaction reached this node: the cluster transport
+        // hands a participant's question to its own node when the coordinator's node is no member
+        // (ClusterTransport#sendToNode); answered only once that node's coordinators are ended.
+        int coordinatorNode = TransactionIds.nodeOf(query.transactionId());
+        DecisionQueryCore.Answer answer = coordinatorNode == transport.localNode()
+            ? decisions.ask(query.transactionId())
+            : decisions.askForAnotherNode(query.transactionId(), coordinatorNode);
+        DecisionState state = switch (answer) {
           case COMMITTED -> DecisionState.COMMITTED;
           case ABORTED -> DecisionState.ABORTED;
           case UNDECIDED -> DecisionState.UNDECIDED;

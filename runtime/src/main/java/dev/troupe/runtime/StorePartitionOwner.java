@@ -61,6 +61,18 @@ final class StorePartitionOwner implements PartitionOwner {
   }
 
   @Override
+  public void endCoordinator(int nodeId, long epoch) {
+    if (!acquired) {
+      return;
+    }
+    long ended = store.endCoordinator(nodeId, epoch);
+    if (ended > 0) {
+      log.info("ended the coordinators of removed node {} (its coordinator epoch {}, now {}): its"
+          + " participants in doubt are answered from the shared store", nodeId, epoch, ended);
+    }
+  }
+
+  @Override
   public void acquirePartition(int partition) {
     if (!acquired) {
       return;

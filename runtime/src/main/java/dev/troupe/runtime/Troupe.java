@@ -119,7 +119,7 @@ public final class Troupe implements AutoCloseable {
     this.clock = RocksStore.defaultClock(settings.storage(), System::currentTimeMillis);
     this.store = StorageBackend.fromConfig(settings.config()).open(settings.storage(), clock);
     store.setEvents(storageEvents);
-    this.decisions = new DecisionDirectory(store::decisionRecorded);
+    this.decisions = new DecisionDirectory(store::decisionRecorded, store::coordinatorEnded);
     storageEvents.useHealth(store::health);
     RenderedStates renderedStates =
         new RenderedStates(settings.memory().initialSplit().renderedMaximumBytes());
@@ -135,7 +135,9 @@ public final class Troupe implements AutoCloseable {
     try {
       int nodeId = settings.storage().nodeId();
       this.system = ActorSystem.create(Behaviors.empty(), "troupe", settings.cluster().enabled()
-          ? ClusterNode.actorSystemConfig(settings.cluster(), nodeId, settings.config())
+          ? ClusterNode.actorSystemConfig(settings.cluster(), nodeId,
+              ClusterMembers.coordinatorEpoch(store, settings.storage().partitionOwnership()),
+              settings.config())
           : settings.config());
       PekkoTimers timers = new PekkoTimers(system);
       this.remoteReplies =

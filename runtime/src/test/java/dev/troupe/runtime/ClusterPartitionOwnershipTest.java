@@ -13,12 +13,14 @@ import dev.troupe.model.SingleNodeLocator;
 import dev.troupe.model.TroupeException;
 import dev.troupe.runtime.cluster.ClusterNode;
 import dev.troupe.runtime.cluster.ClusterSettings;
+import dev.troupe.storage.DecidedTransaction;
 import dev.troupe.storage.EntityWrite;
 import dev.troupe.storage.KeyValueDisk;
 import dev.troupe.storage.MemoryDisk;
 import dev.troupe.storage.PartitionOwnership;
 import dev.troupe.storage.RocksStore;
 import dev.troupe.storage.StorageSettings;
+import dev.troupe.txn.coordinator.DecisionQueryCore;
 import java.io.IOException;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Proxy;
@@ -109,7 +111,8 @@ class ClusterPartitionOwnershipTest {
         .withFallback(ConfigFactory.load().getConfig("troupe"));
     ClusterSettings settings = ClusterSettings.fromConfig(troupe);
     ActorSystem<Void> system = ActorSystem.create(Behaviors.empty(), ClusterSettings.SYSTEM_NAME,
-        ClusterNode.actorSystemConfig(settings, nodeId, ConfigFactory.load()));
+        ClusterNode.actorSystemConfig(settings, nodeId, store.coordinatorEpoch(),
+            ConfigFactory.load()));
     systems.add(system);
     ClusterNode node = ClusterNode.create(system, settings, nodeId, PARTITIONS,
         new SingleNodeLocator(PARTITIONS, nodeId), (envelope, replies) -> {}, () -> {});
@@ -139,6 +142,18 @@ class ClusterPartitionOwnershipTest {
     assertEquals(PARTITIONS, all.size(), "every partition owned once");
     System.out.println("placed: node 1 owns " + first.store().ownedPartitions() + ", node 2 owns "
         + second.store().ownedPartitions());
+    // Node 2 coordinates: one transaction's decision recorded, one undecided. While node 2 is a
+    // member nobody else may presume: node 1 answers a question about them "undecided".
+    EntityId participant = entityIn(first.store(), 0);
+    long recordedId = second.store().newTransactionId();
+    second.store().persistDecision(new DecidedTransaction(recordedId, List.of(participant)))
+        .join();
+    long undecidedId = second.store().newTransactionId();
+    DecisionDirectory firstAnswers = new DecisionDirectory(first.store()::decisionRecorded,
+        first.store()::coordinatorEnded);
+    assertEquals(DecisionQueryCore.Answer.UNDECIDED, firstAnswers.askForAnotherNode(recordedId, 2));
+    assertEquals(DecisionQueryCore.Answer.UNDECIDED,
+        firstAnswers.askForAnotherNode(undecidedId, 2));
 
     // The second member leaves (its actor system terminates: coordinated shutdown hands off).
     long leftAt = System.nanoTime();
@@ -150,6 +165,16 @@ class ClusterPartitionOwnershipTest {
     System.out.printf("hand-over: node 1 owns %s %d ms after node 2 began leaving%n",
         first.store().ownedPartitions(),
         TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - leftAt));
+
+    // The coordinator fence: node 1 ended node 2's coordinators when it was removed, so node 2's
+    // store (a zombie now: its member is gone, its store still open) can record no decision, and
+    // node 1 answers node 2's transactions from the shared store.
+    await(30, () -> first.store().coordinatorEnded(2));
+    assertEquals(ErrorCode.UNAVAILABLE, ((TroupeException) assertThrows(CompletionException.class,
+        () -> second.store().persistDecision(
+            new DecidedTransaction(undecidedId, List.of(participant))).join()).getCause()).code());
+    assertEquals(DecisionQueryCore.Answer.COMMITTED, firstAnswers.askForAnotherNode(recordedId, 2));
+    assertEquals(DecisionQueryCore.Answer.ABORTED, firstAnswers.askForAnotherNode(undecidedId, 2));
   }
 
   /**

@@ -188,6 +188,17 @@ final class SharedDatabase {
     }
 
     @Override
+    public long acquirePartitionIfEpoch(int partition, int acquiringNode, long expectedEpoch)
+        throws DiskException {
+      long epoch = disk.acquirePartitionIfEpoch(partition, acquiringNode, expectedEpoch);
+      if (epoch != 0) {
+        acquirers.computeIfAbsent(partition, ignored -> new HashMap<>()).put(epoch, acquiringNode);
+        acquisitions++;
+      }
+      return epoch;
+    }
+
+    @Override
     public PartitionOwner ownerOf(int partition) throws DiskException {
       return disk.ownerOf(partition);
     }

@@ -40,9 +40,11 @@ import java.util.concurrent.TimeUnit;
  *
  * <p><b>Writes of no partition</b>: a decision record (two-phase commit) is keyed by its
  * transaction id and written by the coordinator's node, which may own none of its participants'
- * partitions; an expired idempotency record is a shared row. Both are written unfenced, in order,
- * by one thread of their own ({@link RocksStore.Execution#THREADS}) or on the caller's thread
- * ({@link RocksStore.Execution#STEPPED}).
+ * partitions; an expired idempotency record is a shared row. Both are written outside every
+ * partition's writer, in order, by one thread of their own ({@link RocksStore.Execution#THREADS}) or on the caller's thread
+ * ({@link RocksStore.Execution#STEPPED}). A decision is fenced by this node's coordinator
+ * partition ({@link CoordinatorPartitions}), acquired at open; an idempotency record's deletion
+ * is not fenced.
  */
 final class AcquiredPartitions {
   /** A batch's contents. */
@@ -56,6 +58,12 @@ final class AcquiredPartitions {
   private final Object[] partitionLocks;
   /** Writes of no partition, in submission order; null when stepped. */
   private final ExecutorService unfencedWriter;
+  /**
+   * The owner epoch of this node's coordinator partition ({@link CoordinatorPartitions}), acquired
+   * when the store opened ({@link #acquireCoordinatorPartition}); every decision record is fenced
+   * with it. 0 until then.
+   */
+  private volatile long coordinatorEpoch;
 
   AcquiredPartitions(RocksStore store, boolean threads, int partitions) {
     this.store = store;
@@ -216,15 +224,23 @@ final class AcquiredPartitions {
 
   /**
    * A decision on one node of several: keyed by its transaction id and written by the
-   * coordinator's node whichever partitions it owns, so unfenced, synced (under SYNC), with its
-   * idempotency record in the same batch. The replication log is not written (a data centre of
+   * coordinator's node whichever partitions it owns, so fenced by no storage partition but by
+   * this node's coordinator partition; synced (under SYNC), with its idempotency record in the
+   * same batch. Refused ({@code unavailable}, nothing written, the store not failed) once another
+   * node ended this node's coordinators. The replication log is not written (a data centre of
    * several nodes does not replicate to others, and the local log's messages need no decision).
    */
   CompletableFuture<Void> persistDecision(DecidedTransaction decision) {
     byte[] value = Codec.encodeDecided(decision);
     IdempotencyRecord idempotency = decision.idempotency() == null ? null
         : decision.idempotency().decidedAs(decision.transactionId());
+    int coordinatorPartition = CoordinatorPartitions.of(store.settings.nodeId());
+    long epoch = coordinatorEpoch;
     return writeUnfenced("record a decision", batch -> {
+      // Fenced by this node's coordinator partition: once another node ended this node's
+      // coordinators (Store#endCoordinator), the decision is refused, nothing written, and the
+      // transaction is aborted (what that node answers in-doubt participants).
+      batch.fence(coordinatorPartition, epoch);
       batch.put(KeyValueDisk.Column.TRANSACTIONS, Keys.decided(decision.transactionId()), value);
       if (idempotency != null) {
         batch.put(KeyValueDisk.Column.TRANSACTIONS, Keys.idempotency(idempotency.qualifiedKey()),
@@ -269,6 +285,12 @@ final class AcquiredPartitions {
           store.disk.write(batch, sync);
         }
         done.complete(null);
+      } catch (FencedException e) {
+        // Only a decision is fenced: another node ended this node's coordinators. Nothing was
+        // written, so the transaction is not committed (a refusal, not an unknown outcome); the
+        // store itself stays healthy (its partitions have fences of their own).
+        done.completeExceptionally(new TroupeException(ErrorCode.UNAVAILABLE, "cannot " + what
+            + ": another node ended this node's coordinators (" + e.getMessage() + ")"));
       } catch (DiskException | RuntimeException e) {
         store.fail(e);
         done.completeExceptionally(
@@ -287,6 +309,50 @@ final class AcquiredPartitions {
       }
     }
     return done;
+  }
+
+  /**
+   * Makes this node the owner of its coordinator partition under a new epoch, which fences every
+   * decision an earlier incarnation of this node could still write (at open, before any decision).
+   */
+  void acquireCoordinatorPartition() throws DiskException {
+    coordinatorEpoch = store.disk.acquirePartition(
+        CoordinatorPartitions.of(store.settings.nodeId()), store.settings.nodeId());
+  }
+
+  long coordinatorEpoch() {
+    return coordinatorEpoch;
+  }
+
+  /** See {@link Store#endCoordinator}. */
+  long endCoordinator(int nodeId, long epoch) {
+    if (nodeId == store.settings.nodeId()) {
+      throw new IllegalArgumentException("a node does not end its own coordinators");
+    }
+    store.enterOpen();
+    try {
+      return store.disk.acquirePartitionIfEpoch(CoordinatorPartitions.of(nodeId),
+          store.settings.nodeId(), epoch);
+    } catch (DiskException e) {
+      throw new TroupeException(ErrorCode.UNAVAILABLE,
+          "cannot end the coordinators of node " + nodeId + ": " + e.getMessage());
+    } finally {
+      store.exitOpen();
+    }
+  }
+
+  /** See {@link Store#coordinatorEnded}. */
+  boolean coordinatorEnded(int nodeId) {
+    store.enterOpen();
+    try {
+      KeyValueDisk.PartitionOwner owner = store.disk.ownerOf(CoordinatorPartitions.of(nodeId));
+      return owner != null && owner.nodeId() != nodeId;
+    } catch (DiskException e) {
+      throw new TroupeException(ErrorCode.UNAVAILABLE,
+          "cannot read the coordinator partition of node " + nodeId + ": " + e.getMessage());
+    } finally {
+      store.exitOpen();
+    }
   }
 
   /** After the store closed (its close lock refuses every later write): lets queued writes end. */

@@ -102,7 +102,11 @@ public interface DurableStore {
   /** Removes an aborted transaction's prepared record, in partition order; needs no sync. */
   void abandonPrepared(long transactionId, EntityId entity);
 
-  /** Durably records a commit decision; complete only once durable. */
+  /**
+   * Durably records a commit decision; complete only once durable. On a node of several ({@link
+   * PartitionOwnership#ACQUIRED}) refused with {@code unavailable}, nothing written, once another
+   * node ended this node's coordinators ({@link Store#endCoordinator}).
+   */
   CompletableFuture<Void> persistDecision(DecidedTransaction decision);
 
   /** Removes a decision every participant has applied; needs no sync. */

@@ -114,6 +114,15 @@ public interface KeyValueDisk extends AutoCloseable {
    */
   long acquirePartition(int partition, int nodeId) throws DiskException;
 
+  /**
+   * As {@link #acquirePartition}, but only if the partition's owner epoch is {@code expectedEpoch}
+   * now (checked atomically with the acquisition): returns the new epoch, or 0 if the epoch was
+   * another one (nothing changed then). Ends one known ownership and no later one, e.g. a removed
+   * member's coordinator partition ({@link CoordinatorPartitions}) but not its restarted
+   * incarnation's.
+   */
+  long acquirePartitionIfEpoch(int partition, int nodeId, long expectedEpoch) throws DiskException;
+
   /** The partition's current owner and owner epoch, or null if no node ever acquired it. */
   PartitionOwner ownerOf(int partition) throws DiskException;
 

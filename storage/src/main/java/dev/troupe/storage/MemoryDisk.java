@@ -273,6 +273,17 @@ public final class MemoryDisk implements KeyValueDisk {
   }
 
   @Override
+  public long acquirePartitionIfEpoch(int partition, int nodeId, long expectedEpoch)
+      throws DiskException {
+    synchronized (platter) {
+      if (platter.live != this || closed) {
+        throw new DiskException(ended());
+      }
+      return platter.epochs.acquireIfEpoch(partition, nodeId, expectedEpoch);
+    }
+  }
+
+  @Override
   public PartitionOwner ownerOf(int partition) throws DiskException {
     synchronized (platter) {
       if (platter.live != this || closed) {

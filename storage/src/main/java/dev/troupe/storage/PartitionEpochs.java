@@ -25,6 +25,13 @@ final class PartitionEpochs {
     return epoch;
   }
 
+  /** Under the caller's write lock; 0 (nothing changed) unless the epoch is {@code expected}. */
+  long acquireIfEpoch(int partition, int nodeId, long expected) {
+    KeyValueDisk.PartitionOwner previous = owners.get(partition);
+    long current = previous == null ? 0 : previous.epoch();
+    return current == expected ? acquire(partition, nodeId) : 0;
+  }
+
   /** Under the caller's lock. */
   KeyValueDisk.PartitionOwner ownerOf(int partition) {
     return owners.get(partition);

@@ -343,6 +343,13 @@ public final class RocksDisk implements KeyValueDisk {
   }
 
   @Override
+  public long acquirePartitionIfEpoch(int partition, int nodeId, long expectedEpoch) {
+    synchronized (epochs) {
+      return epochs.acquireIfEpoch(partition, nodeId, expectedEpoch);
+    }
+  }
+
+  @Override
   public PartitionOwner ownerOf(int partition) {
     synchronized (epochs) {
       return epochs.ownerOf(partition);

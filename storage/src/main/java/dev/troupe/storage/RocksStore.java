@@ -142,8 +142,9 @@ import java.util.function.LongSupplier;
  * its writer fences every batch with the owner epoch of that acquisition ({@link
  * AcquiredPartitions}, {@link Partition}). Reads and commits of a partition this node does not own
  * are refused with {@code not_owner}, so a state cached before another node wrote the partition is
- * never served; decisions and expired idempotency records, which belong to no partition, are
- * written unfenced.
+ * never served; decisions and expired idempotency records belong to no partition: a decision is
+ * fenced by this node's coordinator partition instead ({@link CoordinatorPartitions}, acquired at
+ * open; {@link #endCoordinator}), a deletion of an expired idempotency record is unfenced.
  *
  * <p><b>Threads.</b> Thread-safe. Futures complete on the partition's writer thread: continuations
  * must not block on the store ({@link #checkpointNow} and {@link #close} refuse to run there).
@@ -425,6 +426,7 @@ public final class RocksStore implements Store {
     }
     if (acquired != null) {
       recoverNodeWide();
+      acquired.acquireCoordinatorPartition();
       return;
     }
     for (Partition partition : partitions) {
@@ -1572,6 +1574,29 @@ public final class RocksStore implements Store {
       }
     }
     return owned;
+  }
+
+  @Override
+  public long coordinatorEpoch() {
+    requireAcquiredMode("coordinatorEpoch");
+    return acquired.coordinatorEpoch();
+  }
+
+  @Override
+  public long endCoordinator(int nodeId, long epoch) {
+    requireAcquiredMode("endCoordinator");
+    Invariants.check(TransactionIds.isValidNodeId(nodeId), "endCoordinator of a valid node id");
+    return acquired.endCoordinator(nodeId, epoch);
+  }
+
+  @Override
+  public boolean coordinatorEnded(int nodeId) {
+    if (acquired == null) {
+      // The only node of its store: no other node id coordinates anything here any more.
+      return nodeId != settings.nodeId();
+    }
+    Invariants.check(TransactionIds.isValidNodeId(nodeId), "coordinatorEnded of a valid node id");
+    return acquired.coordinatorEnded(nodeId);
   }
 
   private void requireAcquiredMode(String operation) {

@@ -236,6 +236,51 @@ public interface Store extends DurableStore, AutoCloseable {
   /** The partitions {@link #ownsPartition owned}, ascending. */
   List<Integer> ownedPartitions();
 
+  // ------------------------------------------------- the coordinator fence (several nodes)
+
+  /**
+   * The owner epoch of this node's coordinator partition ({@link CoordinatorPartitions}), acquired
+   * when the store opened ({@link PartitionOwnership#ACQUIRED} only). Every decision record this
+   * node writes ({@link DurableStore#persistDecision}) is fenced with it: once another node {@link
+   * #endCoordinator ended} this node's coordinators, a decision write is refused ({@code
+   * unavailable}, nothing written: the transaction is not committed) instead of written.
+   *
+   * @throws IllegalStateException under {@link PartitionOwnership#ALL}
+   */
+  long coordinatorEpoch();
+
+  /**
+   * Ends the coordinators of the incarnation of node {@code nodeId} that acquired its coordinator
+   * partition under {@code epoch} (a member the cluster removed; its epoch is in its member roles):
+   * acquires that partition for this node under a new epoch, durably, only if its epoch is still
+   * {@code epoch}, and returns the new one; returns 0 and changes nothing if it is not (another
+   * node ended that incarnation already, or the node restarted and its new incarnation acquired
+   * its partition again, which fenced the old one itself). Once it returns, either way, no decision
+   * record of that incarnation can be written any more (one in flight was written before, and is
+   * visible to {@link #decisionRecorded}, or is refused), so whether one of its transactions
+   * committed is exactly whether its decision record exists, and any node may answer its
+   * participants in doubt: committed if recorded, else aborted (presumed abort). Conditional so
+   * that every survivor may call it, late or not, and never ends a restarted incarnation.
+   * Blocking ({@link PartitionOwnership#ACQUIRED} only).
+   *
+   * @throws IllegalStateException under {@link PartitionOwnership#ALL}
+   * @throws IllegalArgumentException for this node's own id
+   * @throws dev.troupe.model.TroupeException {@code unavailable} if the disk cannot do it
+   */
+  long endCoordinator(int nodeId, long epoch);
+
+  /**
+   * Whether node {@code nodeId}'s coordinators are ended: another node owns its coordinator
+   * partition now ({@link #endCoordinator}). Reads the disk each time and must be called after
+   * the question it answers arrived (so that an incarnation that coordinated the transaction in
+   * question had acquired its coordinator partition before this read); then read {@link
+   * #decisionRecorded} after it. Under {@link PartitionOwnership#ALL} (the only node of its store)
+   * true for every other node id, false for this node's.
+   *
+   * @throws dev.troupe.model.TroupeException {@code unavailable} if the disk cannot be read
+   */
+  boolean coordinatorEnded(int nodeId);
+
   @Override
   void close();
 

@@ -301,6 +301,23 @@ abstract class KeyValueDiskContract {
   }
 
   @Test
+  void aConditionalAcquisitionTakesOnlyTheExpectedEpoch() throws Exception {
+    int partition = CoordinatorPartitions.of(5); // far outside the storage partitions
+    byte[] key = bytes(4, 5, 6);
+    assertEquals(0, disk.acquirePartitionIfEpoch(partition, 2, 1), "nobody acquired it: epoch 0");
+    assertNull(disk.ownerOf(partition));
+    fencedPut(partition, 0, Column.META, key, bytes(1)); // leaves a placeholder row at epoch 0
+    assertEquals(1, disk.acquirePartitionIfEpoch(partition, 5, 0));
+    assertEquals(new KeyValueDisk.PartitionOwner(5, 1), disk.ownerOf(partition));
+    assertEquals(2, disk.acquirePartitionIfEpoch(partition, 2, 1));
+    assertEquals(0, disk.acquirePartitionIfEpoch(partition, 3, 1), "epoch 1 is over already");
+    assertEquals(new KeyValueDisk.PartitionOwner(2, 2), disk.ownerOf(partition));
+    assertThrows(FencedException.class, () -> fencedPut(partition, 1, Column.META, key, bytes(2)));
+    assertArrayEquals(bytes(1), disk.get(Column.META, key));
+    assertEquals(3, disk.acquirePartition(partition, 5));
+  }
+
+  @Test
   void aSupersededEpochIsRefusedAndWritesNothing() throws Exception {
     byte[] key = bytes(1, 2, 3);
     assertNull(disk.ownerOf(3));

@@ -56,6 +56,12 @@ final class SharedDisk implements KeyValueDisk {
   }
 
   @Override
+  public long acquirePartitionIfEpoch(int partition, int nodeId, long expectedEpoch)
+      throws DiskException {
+    return shared.acquirePartitionIfEpoch(partition, nodeId, expectedEpoch);
+  }
+
+  @Override
   public PartitionOwner ownerOf(int partition) throws DiskException {
     return shared.ownerOf(partition);
   }

@@ -98,7 +98,17 @@ public final class ClusterNode {
 
   /** The configuration of a member's actor system: the cluster's settings over {@code config}. */
   public static Config actorSystemConfig(ClusterSettings settings, int nodeId, Config config) {
-    return settings.pekkoConfig(nodeId).withFallback(config);
+    return actorSystemConfig(settings, nodeId, 0, config);
+  }
+
+  /**
+   * As {@link #actorSystemConfig(ClusterSettings, int, Config)}, the member's roles carrying the
+   * coordinator epoch its store acquired at open ({@code Store.coordinatorEpoch}), so that the
+   * survivors end this incarnation's coordinators when it is removed ({@link RemovedCoordinators}).
+   */
+  public static Config actorSystemConfig(ClusterSettings settings, int nodeId,
+      long coordinatorEpoch, Config config) {
+    return settings.pekkoConfig(nodeId, coordinatorEpoch).withFallback(config);
   }
 
   /**
@@ -170,6 +180,8 @@ public final class ClusterNode {
             .withStopMessage(new PartitionHost.HandOff())
             .withMessageExtractor(new PartitionExtractor()));
     transport.useRegion(region);
+    system.systemActorOf(RemovedCoordinators.create(transport.localNode(), ownership, blocking),
+        "troupe-removed-coordinators", Props.empty());
     system.systemActorOf(PartitionStarter.create(region, hosted.partitions(),
             Duration.ofMillis(settings.startPartitionsIntervalMillis())),
         "troupe-partition-starter", Props.empty());

@@ -56,6 +56,9 @@ public record ClusterSettings(
   /** Prefix of the member role that carries a node's id: {@code troupe-node-<id>}. */
   public static final String NODE_ROLE_PREFIX = "troupe-node-";
 
+  /** The prefix of the member role that carries its coordinator epoch ({@link #coordinatorEpochRole}). */
+  public static final String COORDINATOR_EPOCH_ROLE_PREFIX = "troupe-coordinator-epoch-";
+
   public ClusterSettings {
     seedNodes = List.copyOf(seedNodes);
   }
@@ -90,6 +93,30 @@ public record ClusterSettings(
     return NODE_ROLE_PREFIX + nodeId;
   }
 
+  /**
+   * The member role that carries the owner epoch of this incarnation's coordinator partition
+   * (storage's {@code CoordinatorPartitions}; acquired when its store opened, before it joined),
+   * so that a survivor ends exactly that incarnation's coordinators when the member is removed
+   * ({@code Store.endCoordinator(nodeId, epoch)}), never a restarted one's.
+   */
+  public static String coordinatorEpochRole(long epoch) {
+    return COORDINATOR_EPOCH_ROLE_PREFIX + epoch;
+  }
+
+  /** The coordinator epoch among a member's roles, or 0 if none carries one. */
+  public static long coordinatorEpochOfRoles(java.util.Set<String> roles) {
+    for (String role : roles) {
+      if (role.startsWith(COORDINATOR_EPOCH_ROLE_PREFIX)) {
+        try {
+          return Long.parseLong(role.substring(COORDINATOR_EPOCH_ROLE_PREFIX.length()));
+        } catch (NumberFormatException notAnEpoch) {
+          return 0;
+        }
+      }
+    }
+    return 0;
+  }
+
   /** The node id a member role names, or -1 if it names none. */
   public static int nodeIdOfRole(String role) {
     if (!role.startsWith(NODE_ROLE_PREFIX)) {
@@ -110,6 +137,17 @@ public record ClusterSettings(
    * as its node hosts the partition).
    */
   public Config pekkoConfig(int nodeId) {
+    return pekkoConfig(nodeId, 0);
+  }
+
+  /**
+   * As {@link #pekkoConfig(int)}, the member's roles also carrying {@code coordinatorEpoch} (see
+   * {@link #coordinatorEpochRole}) when it is positive.
+   */
+  public Config pekkoConfig(int nodeId, long coordinatorEpoch) {
+    List<String> roles = coordinatorEpoch > 0
+        ? List.of(nodeRole(nodeId), coordinatorEpochRole(coordinatorEpoch))
+        : List.of(nodeRole(nodeId));
     List<String> seedAddresses = seedNodes.stream()
         .map(seed -> "pekko://" + SYSTEM_NAME + "@" + seed).toList();
     return ConfigFactory.parseMap(Map.ofEntries(
@@ -117,7 +155,7 @@ public record ClusterSettings(
         Map.entry("pekko.remote.artery.transport", "tcp"),
         Map.entry("pekko.remote.artery.canonical.hostname", host),
         Map.entry("pekko.remote.artery.canonical.port", port),
-        Map.entry("pekko.cluster.roles", List.of(nodeRole(nodeId))),
+        Map.entry("pekko.cluster.roles", roles),
         Map.entry("pekko.cluster.downing-provider-class",
             "org.apache.pekko.cluster.sbr.SplitBrainResolverProvider"),
         Map.entry("pekko.cluster.split-brain-resolver.active-strategy", "keep-majority"),

@@ -5,6 +5,7 @@ import dev.troupe.model.codec.CorruptFrameException;
 import dev.troupe.txn.port.Transport;
 import dev.troupe.txn.wire.Envelope;
 import dev.troupe.txn.wire.WireCodec;
+import dev.troupe.txn.wire.WireMessage;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.function.BiConsumer;
 import org.apache.pekko.actor.ActorSelection;
@@ -28,7 +29,8 @@ import org.slf4j.LoggerFactory;
  *       while the partition moves);
  *   <li>a {@code ToNode} envelope goes to the target node's inbox actor ({@value #INBOX_NAME}
  *       under {@code /system}), found at the address of the member whose role is {@code
- *       troupe-node-<id>}; one for a node that is not an up member is dropped.
+ *       troupe-node-<id>}; one for a node that is not an up member is dropped, except a {@code
+ *       DecisionQuery}, which this node's own inbox answers instead (see {@link #sendToNode}).
  * </ul>
  *
  * On arrival ({@link #deliverArrived}) the frame is decoded and handed to the node's inbox. Every
@@ -59,6 +61,7 @@ public final class ClusterTransport implements Transport {
   private final LongAdder droppedDamaged = new LongAdder();
   private final LongAdder droppedUndeliverable = new LongAdder();
   private final LongAdder droppedMoving = new LongAdder();
+  private final LongAdder questionsAnsweredHere = new LongAdder();
 
   /**
    * @param inbox what a decoded envelope is handed to (the node's {@code NodeInbox}), with this
@@ -112,6 +115,16 @@ public final class ClusterTransport implements Transport {
       return;
     }
     Address address = upMemberOf(nodeId);
+    if (address == null && envelope.message() instanceof WireMessage.DecisionQuery) {
+      // A participant in doubt asks a node that is no member (dead, or left): its own node answers
+      // instead, from the shared store, once that node's coordinators are ended (NodeInbox,
+      // DecisionQueryCore.AskedForAnotherNode). The simplest correct path: the asker's node reads
+      // the same shared store every node would, so no survivor needs to be chosen or to
+      // broadcast; until the end is recorded it answers undecided and the participant asks again.
+      localInbox.tell(frame);
+      questionsAnsweredHere.increment();
+      return;
+    }
     if (address == null) {
       droppedNoMember.increment();
       log.warn("dropped a {} for node {}: no up member has that node id",
@@ -181,6 +194,14 @@ public final class ClusterTransport implements Transport {
   /** Envelopes that arrived here, were decoded and handed to the node's inbox. */
   public long delivered() {
     return delivered.sum();
+  }
+
+  /**
+   * Decision questions for a node id no up member carries, handed to this node's own inbox
+   * instead (answered from the shared store once that node's coordinators are ended).
+   */
+  public long questionsAnsweredHere() {
+    return questionsAnsweredHere.sum();
   }
 
   /** Envelopes for a node id no up member carries. */

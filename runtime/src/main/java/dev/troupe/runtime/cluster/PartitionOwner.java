@@ -27,6 +27,13 @@ public interface PartitionOwner {
   /** Gives {@code partition} back; returns once its writes in flight are durable or refused. */
   void releasePartition(int partition);
 
+  /**
+   * Ends the coordinators of the removed member {@code nodeId}'s incarnation that held coordinator
+   * epoch {@code epoch} ({@code Store.endCoordinator}); a no-op for a store that is not shared.
+   * Blocking; called off any actor's thread.
+   */
+  default void endCoordinator(int nodeId, long epoch) {}
+
   /** Calls {@code lost} with a partition's number when the store finds another node owns it. */
   void onPartitionLost(IntConsumer lost);
 

@@ -377,6 +377,10 @@ final class PrometheusMetrics {
         .append(transport.droppedUndeliverable()).append('\n');
     out.append("troupe_cluster_transport_dropped_total{reason=\"partition_moving\"} ")
         .append(transport.droppedMoving()).append('\n');
+    counter(out, "troupe_cluster_questions_for_removed_nodes_total",
+        "Decision questions for a node no up member carries that this node's inbox answered"
+            + " instead (from the shared store, once that node's coordinators are ended).",
+        transport.questionsAnsweredHere());
     gauge(out, "troupe_cluster_hosted_partitions",
         "Storage partitions this node hosts now (acquired, their registries running).",
         cluster.hosted().hostedPartitions().size());

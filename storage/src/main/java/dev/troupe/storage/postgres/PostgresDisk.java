@@ -385,6 +385,37 @@ public final class PostgresDisk implements KeyValueDisk {
   }
 
   @Override
+  public long acquirePartitionIfEpoch(int partition, int nodeId, long expectedEpoch)
+      throws DiskException {
+    // One statement in autocommit, as acquirePartition: the row lock orders it after a fenced
+    // batch in flight, and the WHERE re-reads the epoch after that lock (READ COMMITTED's
+    // re-check of an updated row), so it compares with the latest epoch. A partition without a
+    // row has epoch 0: inserted only when 0 is what is expected.
+    String sql = expectedEpoch == 0
+        ? "INSERT INTO " + OWNERS + " (partition, owner_node, epoch) VALUES (?, ?, 1)"
+            + " ON CONFLICT (partition) DO UPDATE SET owner_node = EXCLUDED.owner_node, epoch = "
+            + OWNERS + ".epoch + 1 WHERE " + OWNERS + ".epoch = 0 RETURNING epoch"
+        : "UPDATE " + OWNERS + " SET owner_node = ?, epoch = epoch + 1"
+            + " WHERE partition = ? AND epoch = ? RETURNING epoch";
+    try (Connection connection = connection();
+        PreparedStatement statement = connection.prepareStatement(sql)) {
+      if (expectedEpoch == 0) {
+        statement.setInt(1, partition);
+        statement.setInt(2, nodeId);
+      } else {
+        statement.setInt(1, nodeId);
+        statement.setInt(2, partition);
+        statement.setLong(3, expectedEpoch);
+      }
+      try (ResultSet result = statement.executeQuery()) {
+        return result.next() ? result.getLong(1) : 0;
+      }
+    } catch (SQLException e) {
+      throw failure("acquiring partition " + partition + " from epoch " + expectedEpoch, e);
+    }
+  }
+
+  @Override
   public PartitionOwner ownerOf(int partition) throws DiskException {
     try (Connection connection = connection();
         PreparedStatement select = connection.prepareStatement(

@@ -39,6 +39,15 @@ import java.util.Set;
  * <p>On one node the decision record is local and every coordinator dies with its participants,
  * so recovery decides alone ({@code InDoubtResolution}); this core answers the questions asked
  * while the node runs (a decision message lost between cores).
+ *
+ * <p><b>Questions for another node</b> ({@link Input.AskedForAnotherNode}; a data centre of
+ * several nodes on a shared store, issue 18). A participant whose coordinator's node is no member
+ * any more asks its own node instead. Presumed abort is safe there only once that node's
+ * coordinators are <i>ended</i>: another node took its coordinator partition (the store's
+ * coordinator fence), so no decision record of it can be written any more, not even by a zombie
+ * (cut off, not yet exited). Then the shared store's decision record is the whole truth:
+ * recorded means commit, absent means abort. Until then the answer is {@link Answer#UNDECIDED}
+ * (ask again). The shell reads "ended" after the question arrived and the record after that.
  */
 public final class DecisionQueryCore {
 
@@ -85,6 +94,15 @@ public final class DecisionQueryCore {
         this(transactionId, live, false);
       }
     }
+
+    /**
+     * A participant asks this node for the decision of {@code transactionId}, which another node
+     * coordinated (one no longer a member): {@code coordinatorEnded}, read after the question
+     * arrived, says whether that node's coordinators are ended in the store; {@code
+     * recordStored}, read after that, whether the shared store holds its decision record.
+     */
+    record AskedForAnotherNode(long transactionId, boolean coordinatorEnded, boolean recordStored)
+        implements Input {}
   }
 
   /** What the shell must do. */
@@ -108,6 +126,9 @@ public final class DecisionQueryCore {
       case Input.DecisionsRecovered recovered -> recorded.addAll(recovered.transactionIds());
       case Input.Asked asked ->
           effects.add(new Effect.Answered(asked.transactionId(), answer(asked)));
+      case Input.AskedForAnotherNode asked -> effects.add(new Effect.Answered(
+          asked.transactionId(), !asked.coordinatorEnded() ? Answer.UNDECIDED
+              : asked.recordStored() ? Answer.COMMITTED : Answer.ABORTED));
     }
     return effects;
   }

@@ -37,6 +37,21 @@ class DecisionQueryCoreTest {
   }
 
   @Test
+  void anotherNodesTransactionIsPresumedAbortedOnlyOnceThatNodesCoordinatorsAreEnded() {
+    DecisionQueryCore core = new DecisionQueryCore();
+    core.handle(new Input.DecisionRecorded(7)); // this node's mirror says nothing of another's
+    assertEquals(Answer.UNDECIDED, ((Effect.Answered) core.handle(
+        new Input.AskedForAnotherNode(7, false, false)).get(0)).answer(),
+        "a zombie coordinator could still record a commit: never presume");
+    assertEquals(Answer.UNDECIDED, ((Effect.Answered) core.handle(
+        new Input.AskedForAnotherNode(7, false, true)).get(0)).answer());
+    assertEquals(Answer.COMMITTED, ((Effect.Answered) core.handle(
+        new Input.AskedForAnotherNode(7, true, true)).get(0)).answer());
+    assertEquals(Answer.ABORTED, ((Effect.Answered) core.handle(
+        new Input.AskedForAnotherNode(8, true, false)).get(0)).answer(), "ended: presumed abort");
+  }
+
+  @Test
   void withoutACoordinatorARecordMeansCommitAndNothingMeansAbort() {
     DecisionQueryCore core = new DecisionQueryCore();
     assertEquals(Answer.ABORTED, ask(core, 7, Knowledge.NOT_MINE), "presumed abort");
