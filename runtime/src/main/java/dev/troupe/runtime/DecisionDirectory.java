@@ -98,6 +98,15 @@ final class DecisionDirectory {
     return DecisionQueryCore.Answer.UNDECIDED;
   }
 
+  /**
+   * Whether {@link #askForAnotherNode} answers from the shared store (whether a node's coordinators
+   * are ended, then its decision record); false for a directory that answers every question as its
+   * own node's (tests of one node), where only the asked node may presume abort.
+   */
+  boolean answersForOtherNodes() {
+    return coordinatorEnded != null;
+  }
+
   /** Recovery kept these decision records (participants on other nodes may still ask). */
   synchronized void decisionsRecovered(List<Long> transactionIds) {
     core.handle(new DecisionQueryCore.Input.DecisionsRecovered(transactionIds));

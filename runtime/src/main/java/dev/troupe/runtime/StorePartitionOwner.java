@@ -6,6 +6,7 @@ import dev.troupe.storage.AcquiredPartition;
 import dev.troupe.storage.InDoubtResolution;
 import dev.troupe.storage.PartitionOwnership;
 import dev.troupe.storage.Store;
+import dev.troupe.txn.coordinator.DecisionQueryCore;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Consumer;
@@ -26,7 +27,13 @@ import org.slf4j.LoggerFactory;
  * parts are committed; a part whose coordinator was an earlier incarnation of this node, with no
  * decision recorded and no live coordinator here, is abandoned (presumed abort: that coordinator
  * is gone, and a restarted node answers every question about it with abort); a part whose
- * coordinator is another node stays prepared, since that coordinator may be alive and commit.
+ * coordinator is another node stays prepared, since that coordinator may be alive and commit,
+ * unless that node's coordinators are ended already (the coordinator fence: a removed member's
+ * coordinator partition taken by a survivor) and, read after that, no decision of the transaction
+ * is recorded: then it is abandoned at once too ({@link DecisionDirectory#askForAnotherNode}, the
+ * rule a participant's question meets, asked here instead of after an in-doubt interval: a
+ * failover usually acquires a dead member's partitions after the survivors ended it). A decision
+ * recorded since the acquisition read its records is left to the question (it answers commit).
  * Once the registry runs ({@link #partitionHosted}) those are handed to their entities, which ask
  * the coordinator's node until answered.
  */
@@ -56,8 +63,15 @@ final class StorePartitionOwner implements PartitionOwner {
     this.events = events;
     this.redo = redo;
     this.adopt = adopt;
-    this.coordinatedByAnEndedIncarnation = transactionId ->
-        TransactionIds.nodeOf(transactionId) == localNode && decisions.live(transactionId) == null;
+    this.coordinatedByAnEndedIncarnation = transactionId -> {
+      int coordinatorNode = TransactionIds.nodeOf(transactionId);
+      if (coordinatorNode == localNode) {
+        return decisions.live(transactionId) == null;
+      }
+      return decisions.answersForOtherNodes()
+          && decisions.askForAnotherNode(transactionId, coordinatorNode)
+              == DecisionQueryCore.Answer.ABORTED;
+    };
   }
 
   @Override
@@ -74,12 +88,20 @@ final class StorePartitionOwner implements PartitionOwner {
 
   @Override
   public void acquirePartition(int partition) {
+    acquireAndResolve(partition);
+  }
+
+  /**
+   * {@link #acquirePartition}, answering how the parts in doubt the previous owner left were
+   * resolved (null when there were none, or under {@link PartitionOwnership#ALL}).
+   */
+  InDoubtResolution acquireAndResolve(int partition) {
     if (!acquired) {
-      return;
+      return null;
     }
     AcquiredPartition report = store.acquirePartition(partition);
     if (report.prepared().isEmpty()) {
-      return;
+      return null;
     }
     InDoubtResolution resolution =
         store.resolveAcquired(report, redo, coordinatedByAnEndedIncarnation);
@@ -90,6 +112,7 @@ final class StorePartitionOwner implements PartitionOwner {
     if (!resolution.toAsk().isEmpty() || !resolution.decisionsToKeep().isEmpty()) {
       toAdopt.put(partition, resolution);
     }
+    return resolution;
   }
 
   @Override

@@ -204,13 +204,64 @@ class ClusterPartitionOwnershipTest {
     assertEquals(List.of(0), intruder.ownedPartitions());
   }
 
+  /**
+   * A partition acquired after its previous owner's node was removed: that node's parts in doubt
+   * are settled at the acquisition from the shared store (committed if its decision is recorded,
+   * aborted if not, since its coordinators are ended), not left to ask; a part whose coordinator's
+   * node is not ended stays prepared and asks.
+   */
+  @Test
+  void anEndedNodesPartsInDoubtAreSettledWhenTheirPartitionIsAcquired() {
+    RocksStore removed = store(2);
+    RocksStore alive = store(3);
+    RocksStore survivor = store(1);
+    removed.acquirePartition(0);
+    List<EntityId> entities = entitiesIn(removed, 0, 3);
+    EntityId recorded = entities.get(0);
+    EntityId undecided = entities.get(1);
+    EntityId elsewhere = entities.get(2);
+    long recordedId = removed.newTransactionId();
+    long undecidedId = removed.newTransactionId();
+    long elsewhereId = alive.newTransactionId();
+    for (var part : List.of(
+        new dev.troupe.storage.PreparedTransaction(recordedId, recorded,
+            List.of(new Operation.Increment("n", 1))),
+        new dev.troupe.storage.PreparedTransaction(undecidedId, undecided,
+            List.of(new Operation.Increment("n", 1))),
+        new dev.troupe.storage.PreparedTransaction(elsewhereId, elsewhere,
+            List.of(new Operation.Increment("n", 1))))) {
+      removed.prepare(part).join();
+    }
+    removed.persistDecision(new DecidedTransaction(recordedId, List.of(recorded))).join();
+    // The survivors end the removed node's coordinators (RemovedCoordinators), then sharding
+    // moves its partition.
+    survivor.endCoordinator(2, removed.coordinatorEpoch());
+    StorePartitionOwner owner = new StorePartitionOwner(survivor, PartitionOwnership.ACQUIRED,
+        new LoudStorageEvents(), (part, current) -> part.operations(), 1,
+        new DecisionDirectory(survivor::decisionRecorded, survivor::coordinatorEnded),
+        resolution -> {});
+    var resolution = owner.acquireAndResolve(0);
+    assertEquals(List.of(recordedId), resolution.toCommit().stream()
+        .map(dev.troupe.storage.PreparedTransaction::transactionId).toList());
+    assertEquals(List.of(undecidedId), resolution.toAbort().stream()
+        .map(dev.troupe.storage.PreparedTransaction::transactionId).toList());
+    assertEquals(List.of(elsewhereId), resolution.toAsk().stream()
+        .map(dev.troupe.storage.PreparedTransaction::transactionId).toList());
+  }
+
   private static EntityId entityIn(RocksStore store, int partition) {
-    for (int i = 0; ; i++) {
+    return entitiesIn(store, partition, 1).get(0);
+  }
+
+  private static List<EntityId> entitiesIn(RocksStore store, int partition, int count) {
+    List<EntityId> entities = new ArrayList<>();
+    for (int i = 0; entities.size() < count; i++) {
       EntityId entity = new EntityId("Account", "a" + i);
       if (store.partitionOf(entity) == partition) {
-        return entity;
+        entities.add(entity);
       }
     }
+    return entities;
   }
 
   private static void await(int seconds, BooleanSupplier condition) throws InterruptedException {
