@@ -158,6 +158,11 @@ final class SimulatedCluster {
     for (int node = 0; sharding != null && node < size; node++) {
       views.add(sharding.viewOf(node));
     }
+    this.memberIncarnation = new int[size];
+    java.util.Arrays.fill(memberIncarnation, -1);
+    this.memberEpoch = new long[size];
+    this.removed = new boolean[size];
+    this.removedInView = new boolean[size][size];
     this.locator = HashPlacement.of(size);
     this.network = new SimulatedNetwork(scheduler, faults, SimulatedNetwork.Ordering.PER_CONNECTION);
     Function<EntityId, CompiledType> typeOf = entity -> {
@@ -214,7 +219,7 @@ final class SimulatedCluster {
    * node 0 in it).
    */
   private boolean live(int node) {
-    if (!nodes.get(node).isUp()) {
+    if (!nodes.get(node).isUp() || removedIncarnationRuns(node)) {
       return false;
     }
     int side = 0;
@@ -240,6 +245,7 @@ final class SimulatedCluster {
     for (int node = 0; node < nodes.size(); node++) {
       liveNow[node] = live(node);
     }
+    updateMembership(liveNow);
     if (!sharding.rebalance(node -> liveNow[node])) {
       // Nothing moved; a node that restarted may still have to acquire what its view gives it.
       scheduler.trace().record(scheduler.nowMillis(), scheduler.steps(), "rebalance: no move");
@@ -278,7 +284,137 @@ final class SimulatedCluster {
 
   /** Node {@code node} restarted: it joins, and gets its partitions at the next rebalance. */
   void nodeRestarted(int node) {
+    // A joining node learns the membership from the members it contacts.
+    System.arraycopy(removed, 0, removedInView[node], 0, removed.length);
     scheduleJoin(0);
+  }
+
+  // ------------------------------------------------------------------ the membership and the fence
+
+  /**
+   * Longest a survivor's end of a removed member's coordinators comes after the removal (when it
+   * does not come before the hand-offs): each survivor's {@code RemovedCoordinators} hears of the
+   * removal at its own time.
+   */
+  static final int MAX_LATE_END_MILLIS = 10;
+  /**
+   * Longest a removed member that is still up (cut off on the minority side) keeps running after
+   * the majority's detection before it downs itself (Pekko's split brain resolver on its side).
+   */
+  static final int MAX_SELF_DOWN_MILLIS = 80;
+
+  /** Per node, the incarnation the membership knows as a member (it joined), or -1. */
+  private final int[] memberIncarnation;
+  /** Per node, that incarnation's coordinator epoch, learned from its member roles. */
+  private final long[] memberEpoch;
+  /** Per node, whether that member was removed (a detection found it not live) and not rejoined. */
+  private final boolean[] removed;
+  /** Per node, which nodes its own view of the membership holds removed (a zombie's is stale). */
+  private final boolean[][] removedInView;
+  /** Restarts a node that downed itself (the simulation's supervisor), after its downtime. */
+  private java.util.function.IntConsumer restarter = ignored -> { };
+  private long removals;
+  private long selfDowns;
+
+  /** Who restarts a node that downed itself (the simulation's supervisor). */
+  void onSelfDown(java.util.function.IntConsumer restarter) {
+    this.restarter = restarter;
+  }
+
+  /** Whether node {@code node} runs the very incarnation the membership removed (a zombie). */
+  private boolean removedIncarnationRuns(int node) {
+    return removed[node] && memberIncarnation[node] == nodes.get(node).incarnation()
+        && nodes.get(node).isUp();
+  }
+
+  /**
+   * Whether node {@code asking}'s view of the membership holds node {@code node} as a member (not
+   * removed, or rejoined since). A question for a node that is no member is answered by the asker
+   * itself from the shared store, as the cluster transport hands it to the asker's own inbox.
+   */
+  boolean memberInViewOf(int asking, int node) {
+    return !removedInView[asking][node];
+  }
+
+  /**
+   * The membership's side of a rebalance: a live node in a new incarnation joins (its coordinator
+   * epoch learned from its roles); a member found not live is removed: every live node ends its
+   * coordinators in the store ({@code Store.endCoordinator} under the epoch it joined with; the
+   * first end takes the coordinator partition, the others and any late one change nothing, and
+   * one after its restart never fences the new incarnation), either before the hand-offs (the
+   * usual order) or each survivor on its own a little later, and a removed node still up downs
+   * itself after a seeded delay. Every live node's view follows the membership.
+   */
+  private void updateMembership(boolean[] liveNow) {
+    for (int node = 0; node < nodes.size(); node++) {
+      SimulatedNode member = nodes.get(node);
+      if (liveNow[node] && memberIncarnation[node] != member.incarnation()) {
+        memberIncarnation[node] = member.incarnation();
+        memberEpoch[node] = member.coordinatorEpoch();
+        removed[node] = false;
+        scheduler.trace().record(scheduler.nowMillis(), scheduler.steps(), nameOf(node)
+            + " is a member (coordinator epoch " + memberEpoch[node] + ")");
+      }
+    }
+    for (int node = 0; node < nodes.size(); node++) {
+      if (liveNow[node] || memberIncarnation[node] < 0 || removed[node]) {
+        continue;
+      }
+      removed[node] = true;
+      removals++;
+      int removedNode = node;
+      long epoch = memberEpoch[node];
+      int incarnation = memberIncarnation[node];
+      boolean endsFirst = scheduler.random().nextBoolean();
+      scheduler.trace().record(scheduler.nowMillis(), scheduler.steps(), nameOf(node)
+          + " removed from the membership (coordinator epoch " + epoch + "; ends "
+          + (endsFirst ? "before the hand-offs" : "late") + ")");
+      for (int survivor = 0; survivor < nodes.size(); survivor++) {
+        if (!liveNow[survivor]) {
+          continue;
+        }
+        SimulatedNode ender = nodes.get(survivor);
+        if (endsFirst) {
+          ender.endCoordinatorOf(removedNode, epoch);
+        } else {
+          int enderIncarnation = ender.incarnation();
+          scheduler.schedule(1 + scheduler.random().nextInt(MAX_LATE_END_MILLIS),
+              nameOf(survivor) + " ends the coordinators of " + nameOf(removedNode), () -> {
+                if (ender.isUp() && ender.incarnation() == enderIncarnation) {
+                  ender.endCoordinatorOf(removedNode, epoch);
+                }
+              });
+        }
+      }
+      SimulatedNode zombie = nodes.get(node);
+      if (zombie.isUp() && zombie.incarnation() == incarnation) {
+        scheduler.schedule(scheduler.random().nextInt(MAX_SELF_DOWN_MILLIS + 1),
+            nameOf(node) + " downs itself", () -> {
+              if (zombie.isUp() && zombie.incarnation() == incarnation) {
+                selfDowns++;
+                scheduler.trace().record(scheduler.nowMillis(), scheduler.steps(), nameOf(
+                    removedNode) + " downs itself (removed by the majority)");
+                zombie.crash();
+                restarter.accept(removedNode);
+              }
+            });
+      }
+    }
+    for (int node = 0; node < nodes.size(); node++) {
+      if (liveNow[node]) {
+        System.arraycopy(removed, 0, removedInView[node], 0, removed.length);
+      }
+    }
+  }
+
+  /** Members removed over the run (a detection found them crashed or cut off). */
+  long removals() {
+    return removals;
+  }
+
+  /** Removed members that were still up and downed themselves. */
+  long selfDowns() {
+    return selfDowns;
   }
 
   /** Rebalances over the run (each a change of membership noticed). */

@@ -138,6 +138,14 @@ final class SimulatedNode {
      */
     UNFENCED_WRITES,
     /**
+     * Shared-store mode, the coordinator fence broken: the survivors never end a removed member's
+     * coordinators ({@code Store.endCoordinator}), and a question about its transaction (or an
+     * acquisition meeting its part in doubt) is answered from the decision record alone, aborted
+     * when there is none, without reading whether that node's coordinators are ended: a presumed
+     * abort without any end, which a zombie coordinator can still contradict with a commit.
+     */
+    PRESUME_ABORT_WITHOUT_END,
+    /**
      * The store's disk passes damage over in silence, as the engine did before it checked RocksDB's
      * iterator status: a cursor that meets a damaged key reports the end of its range, a point
      * read of one answers absent ({@code MemoryDisk.ignoreDamageAsUncheckedRocksDbDid}). Store
@@ -1225,8 +1233,72 @@ final class SimulatedNode {
    * it through {@link #fencedByRecovery}); "undecided" is not answered (the asker asks again).
    */
   private void askElsewhere(EntityId entity, long transactionId, int coordinatorNode) {
+    if (cluster.sharding() != null && !cluster.memberInViewOf(nodeId, coordinatorNode)) {
+      answerForAnotherNode(entity, transactionId, coordinatorNode);
+      return;
+    }
     sendToOtherNode(new Envelope.Destination.ToNode(coordinatorNode),
         ParticipantMessages.decisionQuery(transactionId, nodeId, entity));
+  }
+
+  /**
+   * Shared-store mode: a question about a transaction whose coordinator's node is no member in
+   * this node's view goes to this node's own inbox (as the cluster transport hands it), where it
+   * is answered from the shared store ({@code DecisionDirectory.askForAnotherNode}): whether that
+   * node's coordinators are ended, read after the question arrived, then its decision record
+   * ({@code DecisionQueryCore.Input.AskedForAnotherNode}); "undecided" (not ended yet) is not
+   * answered, so the part asks again.
+   */
+  private void answerForAnotherNode(EntityId entity, long transactionId, int coordinatorNode) {
+    send(entity.toString(), "decisions", "in-doubt question tx " + transactionId
+        + " for removed " + SimulatedCluster.nameOf(coordinatorNode), () -> {
+          dev.troupe.txn.coordinator.DecisionQueryCore.Answer answer =
+              answerFromStore(transactionId, coordinatorNode);
+          if (answer == dev.troupe.txn.coordinator.DecisionQueryCore.Answer.UNDECIDED) {
+            return;
+          }
+          answeredForOtherNodes++;
+          inDoubtAnswers++;
+          deliverAnswer(entity, transactionId,
+              answer == dev.troupe.txn.coordinator.DecisionQueryCore.Answer.COMMITTED);
+        });
+  }
+
+  /**
+   * What the shared store says of another node's transaction: reads whether that node's
+   * coordinators are ended, then (only if so) whether its decision record exists, in that order
+   * (a decision its coordinator still had in flight is then visible or refused). Under the
+   * breakage {@link Mutation#PRESUME_ABORT_WITHOUT_END} "ended" is never read (nor ever done).
+   */
+  private dev.troupe.txn.coordinator.DecisionQueryCore.Answer answerFromStore(long transactionId,
+      int coordinatorNode) {
+    StoreStorage store = (StoreStorage) storage;
+    boolean ended;
+    boolean recorded;
+    try {
+      ended = settings.mutation() == Mutation.PRESUME_ABORT_WITHOUT_END
+          || store.coordinatorEnded(coordinatorNode);
+      recorded = ended && store.decisionRecorded(transactionId);
+    } catch (dev.troupe.model.TroupeException unreadable) {
+      return dev.troupe.txn.coordinator.DecisionQueryCore.Answer.UNDECIDED;
+    }
+    for (dev.troupe.txn.coordinator.DecisionQueryCore.Effect effect : decisionQueries.handle(
+        new dev.troupe.txn.coordinator.DecisionQueryCore.Input.AskedForAnotherNode(
+            transactionId, ended, recorded))) {
+      switch (effect) {
+        case dev.troupe.txn.coordinator.DecisionQueryCore.Effect.Answered answered -> {
+          return answered.answer();
+        }
+      }
+    }
+    return dev.troupe.txn.coordinator.DecisionQueryCore.Answer.UNDECIDED;
+  }
+
+  /** In-doubt questions about removed nodes' transactions this node answered from the store. */
+  private long answeredForOtherNodes;
+
+  long answeredForOtherNodes() {
+    return answeredForOtherNodes;
   }
 
   /**
@@ -1441,6 +1513,16 @@ final class SimulatedNode {
     return storage instanceof StoreStorage store ? store.fencedPartitions() : 0;
   }
 
+  /** Decision writes of this node the coordinator fence refused (it was ended: a zombie). */
+  long refusedDecisions() {
+    return storage instanceof StoreStorage store ? store.refusedDecisions() : 0;
+  }
+
+  /** Ends of removed members' coordinators this node made that took their partition. */
+  long coordinatorsEnded() {
+    return storage instanceof StoreStorage store ? store.coordinatorsEnded() : 0;
+  }
+
   long partitionsAcquired() {
     return partitionsAcquired;
   }
@@ -1511,8 +1593,35 @@ final class SimulatedNode {
    * up (even cut off) may still decide commit: its parts are asked about, never aborted.
    */
   private boolean coordinatorEnded(long transactionId) {
-    SimulatedNode coordinator = cluster.node(cluster.nodeOfTransaction(transactionId));
-    return !coordinator.isUp() || transactionId < coordinator.incarnationStartId();
+    int coordinatorNode = cluster.nodeOfTransaction(transactionId);
+    if (coordinatorNode == nodeId) {
+      return transactionId < incarnationStartId; // an earlier incarnation of this node
+    }
+    // As StorePartitionOwner: another node's coordinator ended without a decision only if the
+    // store says so (its coordinators ended, then no record), whatever its node does now.
+    return answerFromStore(transactionId, coordinatorNode)
+        == dev.troupe.txn.coordinator.DecisionQueryCore.Answer.ABORTED;
+  }
+
+  /** This incarnation's coordinator epoch (shared-store mode), for the membership's roles. */
+  long coordinatorEpoch() {
+    return ((StoreStorage) storage).coordinatorEpoch();
+  }
+
+  /**
+   * As {@code RemovedCoordinators}: the membership removed the incarnation of node {@code node}
+   * that joined with coordinator epoch {@code epoch}; this survivor ends its coordinators in the
+   * store (conditional: a late or repeated end, or one after that node restarted, is a no-op).
+   */
+  void endCoordinatorOf(int node, long epoch) {
+    if (settings.mutation() == Mutation.PRESUME_ABORT_WITHOUT_END) {
+      return; // the breakage: nobody ends a removed member's coordinators
+    }
+    try {
+      ((StoreStorage) storage).endCoordinator(node, epoch);
+    } catch (dev.troupe.model.TroupeException unavailable) {
+      // The store cannot do it now (failed); another survivor's end, or a later one, does.
+    }
   }
 
   /** A fence refused a write of {@code partition}: another node acquired it. The host stops. */

@@ -378,6 +378,12 @@ public final class Simulation {
         scheduleDatabaseCrash();
       }
     }
+    if (cluster.sharding() != null) {
+      // A removed member that downed itself (SimulatedCluster) is restarted by its supervisor.
+      cluster.onSelfDown(downed -> scheduler.schedule(
+          5 + scheduler.random().nextInt(MAX_DOWNTIME_MILLIS - 5 + 1),
+          "restart " + nameForTrace(downed), () -> restartNode(downed)));
+    }
     if (options.meanMillisBetweenDamage() > 0) {
       scheduleDamage();
     }
@@ -443,7 +449,13 @@ public final class Simulation {
     long acquired = 0;
     long released = 0;
     long fenced = 0;
+    long ended = 0;
+    long refusedDecisions = 0;
+    long answeredFromStore = 0;
     for (SimulatedNode node : cluster.nodes()) {
+      ended += node.coordinatorsEnded();
+      refusedDecisions += node.refusedDecisions();
+      answeredFromStore += node.answeredForOtherNodes();
       fenced += node.fencedPartitions();
       acquired += node.partitionsAcquired();
       released += node.partitionsReleased();
@@ -453,7 +465,11 @@ public final class Simulation {
         + cluster.sharding().moves() + " partition moves, " + acquired + " acquisitions, "
         + released + " releases, " + fenced + " zombie writes fenced, "
         + cluster.sharedDatabase().auditedJournalRecords()
-        + " journal records audited for their owner epoch";
+        + " journal records audited for their owner epoch; coordinator fence: "
+        + cluster.removals() + " members removed, " + cluster.selfDowns() + " downed themselves, "
+        + ended + " coordinator partitions ended, " + refusedDecisions
+        + " zombie decisions refused, " + answeredFromStore
+        + " in-doubt questions answered from the store";
   }
 
   /** See {@link Result#journalFingerprint}. */
@@ -524,7 +540,7 @@ public final class Simulation {
     if (scheduler.nowMillis() >= options.durationMillis() && heldClients.contains(client)) {
       return;
     }
-    if (scheduler.nowMillis() > faultsEndMillis + MAX_DOWNTIME_MILLIS) {
+    if (scheduler.nowMillis() > settledMillis()) {
       heldClients.add(client);
     }
     if (clustered()) {
@@ -852,7 +868,18 @@ public final class Simulation {
 
   /** Requests issued once faults stopped and the nodes were back: each must be answered. */
   private boolean heldToLiveness(ClientCall call) {
-    return call.issuedMillis > faultsEndMillis + MAX_DOWNTIME_MILLIS;
+    return call.issuedMillis > settledMillis();
+  }
+
+  /**
+   * When the last fault's consequences are over: a node that crashed before the faults stopped
+   * restarted. In the shared-store mode, also a member removed by a detection that came after a
+   * cut near the end downed itself (SimulatedCluster), restarted and joined.
+   */
+  private long settledMillis() {
+    return faultsEndMillis + MAX_DOWNTIME_MILLIS + (cluster.sharding() == null ? 0
+        : SimulatedCluster.MAX_DETECTION_MILLIS + SimulatedCluster.MAX_SELF_DOWN_MILLIS
+            + SimulatedCluster.MAX_JOIN_MILLIS);
   }
 
   private int livenessChecked() {

@@ -317,6 +317,15 @@ final class StoreStorage implements NodeStorage {
       if (failure == null) {
         durable.run();
       } else {
+        Throwable cause = failure instanceof CompletionException && failure.getCause() != null
+            ? failure.getCause() : failure;
+        if (cause instanceof TroupeException refused && refused.getMessage() != null
+            && refused.getMessage().contains("ended this node's coordinators")) {
+          refusedDecisions++; // the coordinator fence: a zombie's decision, never written
+          scheduler.trace().record(scheduler.nowMillis(), scheduler.steps(), "node "
+              + settings.nodeId() + ": decision of tx " + decision.transactionId()
+              + " refused by the coordinator fence");
+        }
         failed.accept(failure);
       }
     });
@@ -420,6 +429,58 @@ final class StoreStorage implements NodeStorage {
   /** Whether the store writes {@code partition} now (acquired, not released or fenced). */
   boolean owns(int partition) {
     return store != null && store.ownsPartition(partition);
+  }
+
+  // ------------------------------------------------------------------ the coordinator fence
+
+  /**
+   * Decision writes of this node the coordinator fence refused (another node ended this node's
+   * coordinators: {@code Store.endCoordinator}); each such transaction aborted.
+   */
+  private long refusedDecisions;
+  /** Ends ({@code Store.endCoordinator}) this node made that took a coordinator partition. */
+  private long coordinatorsEnded;
+
+  /**
+   * The owner epoch of this incarnation's coordinator partition: the store acquired it when it
+   * opened ({@code Store.coordinatorEpoch}); the membership learns it as the member's role.
+   */
+  long coordinatorEpoch() {
+    return store.coordinatorEpoch();
+  }
+
+  /**
+   * Ends the coordinators of the incarnation of {@code nodeId} that acquired its coordinator
+   * partition under {@code epoch} ({@code Store.endCoordinator}: conditional, so a late or repeated
+   * end, or one after that node restarted, changes nothing). Returns whether this end took it.
+   */
+  boolean endCoordinator(int nodeId, long epoch) {
+    boolean took = store.endCoordinator(nodeId, epoch) > 0;
+    if (took) {
+      coordinatorsEnded++;
+      scheduler.trace().record(scheduler.nowMillis(), scheduler.steps(), "node "
+          + settings.nodeId() + " ended the coordinators of node " + nodeId + " (epoch " + epoch
+          + ")");
+    }
+    return took;
+  }
+
+  /** Whether another node owns {@code nodeId}'s coordinator partition now ({@code Store}). */
+  boolean coordinatorEnded(int nodeId) {
+    return store.coordinatorEnded(nodeId);
+  }
+
+  /** Whether the shared store holds a decision record of {@code transactionId} now. */
+  boolean decisionRecorded(long transactionId) {
+    return store.decisionRecorded(transactionId);
+  }
+
+  long refusedDecisions() {
+    return refusedDecisions;
+  }
+
+  long coordinatorsEnded() {
+    return coordinatorsEnded;
   }
 
   /**
