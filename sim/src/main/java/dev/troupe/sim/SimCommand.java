@@ -158,7 +158,9 @@ public final class SimCommand implements Callable<Integer> {
           + " catch it: APPLY_BEFORE_DEPENDENCIES, TRUNCATE_BEFORE_STABLE,"
           + " SPLIT_MULTI_ENTITY_TRANSACTIONS, REGISTER_MERGE_WITHOUT_TIE_BREAK,"
           + " IGNORE_CAUSAL_TOKENS, DELETE_WITHOUT_TOMBSTONE. With --shared-store (one only):"
-          + " UNFENCED_WRITES (the nodes' writes carry no owner-epoch fence).")
+          + " UNFENCED_WRITES (the nodes' writes carry no owner-epoch fence),"
+          + " PRESUME_ABORT_WITHOUT_END (a removed member's coordinators are never ended and its"
+          + " transactions are presumed aborted when no decision is recorded).")
   List<String> breakages = new ArrayList<>();
 
   @Override
@@ -171,11 +173,12 @@ public final class SimCommand implements Callable<Integer> {
     }
     SimulatedNode.Mutation mutation = SimulatedNode.Mutation.NONE;
     if (!breakages.isEmpty()) {
-      if (!sharedStore || !breakages.equals(List.of("UNFENCED_WRITES"))) {
-        throw new IllegalArgumentException(
-            "--breakage needs --dcs, or --shared-store with --breakage UNFENCED_WRITES");
+      List<String> shared = List.of("UNFENCED_WRITES", "PRESUME_ABORT_WITHOUT_END");
+      if (!sharedStore || breakages.size() != 1 || !shared.contains(breakages.get(0))) {
+        throw new IllegalArgumentException("--breakage needs --dcs, or --shared-store with one"
+            + " --breakage of UNFENCED_WRITES, PRESUME_ABORT_WITHOUT_END");
       }
-      mutation = SimulatedNode.Mutation.UNFENCED_WRITES;
+      mutation = SimulatedNode.Mutation.valueOf(breakages.get(0));
     }
     if (sharedStore && (nodes < 2 || !storage.equals("store") || damageMeanMillis > 0)) {
       throw new IllegalArgumentException(

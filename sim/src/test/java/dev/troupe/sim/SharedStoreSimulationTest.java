@@ -32,6 +32,11 @@ class SharedStoreSimulationTest {
     long failures = 0;
     long fenced = 0;
     long databaseCrashes = 0;
+    long removals = 0;
+    long selfDowns = 0;
+    long ended = 0;
+    long refusedDecisions = 0;
+    long answeredFromStore = 0;
     for (String[] configuration : configurations) {
       Simulation.Options options =
           SHARED.withAdmission(configuration[0], configuration[1].equals("planned"));
@@ -53,19 +58,33 @@ class SharedStoreSimulationTest {
         moves += count(result.cluster(), "(\\d+) partition moves");
         fenced += count(result.cluster(), "(\\d+) zombie writes fenced");
         databaseCrashes += count(result.cluster(), "(\\d+) database crashes");
+        removals += count(result.cluster(), "(\\d+) members removed");
+        selfDowns += count(result.cluster(), "(\\d+) downed themselves");
+        ended += count(result.cluster(), "(\\d+) coordinator partitions ended");
+        refusedDecisions += count(result.cluster(), "(\\d+) zombie decisions refused");
+        answeredFromStore += count(result.cluster(), "(\\d+) in-doubt questions answered from");
       }
     }
     System.out.println(configurations.length * seedsPerConfiguration
         + " shared-store seeds of 3 nodes: " + committed + " committed, " + crashes
         + " crashes, " + databaseCrashes + " database crashes, " + moves + " partition moves, "
         + fenced + " partitions whose zombie writes were fenced, " + questions
-        + " in-doubt questions");
+        + " in-doubt questions; coordinator fence: " + removals + " members removed, "
+        + selfDowns + " downed themselves, " + ended + " coordinator partitions ended, "
+        + refusedDecisions + " zombie decisions refused, " + answeredFromStore
+        + " questions answered from the store");
     assertTrue(failures == 0, failures + " seeds failed (see the output)");
     // The faults really happened: partitions moved, zombies wrote and were fenced, the database
     // crashed.
     assertTrue(moves > 1_000, "partition moves " + moves);
     assertTrue(fenced > 10, "fenced zombie writes " + fenced);
     assertTrue(databaseCrashes > 10, "database crashes " + databaseCrashes);
+    // The coordinator fence ran: detections removed members, survivors ended their coordinators,
+    // removed zombies downed themselves, and participants of removed members' transactions were
+    // answered from the shared store.
+    assertTrue(removals > 100 && ended > 100, removals + " removals, " + ended + " ends");
+    assertTrue(selfDowns > 10, "self-downs " + selfDowns);
+    assertTrue(answeredFromStore > 10, "answered from the store " + answeredFromStore);
   }
 
   static long count(String summary, String pattern) {

@@ -49,10 +49,16 @@ class SimCommandTest {
     String output = run(0, "--nodes", "3", "--shared-store", "--seeds", "2", "--from", "1",
         "--admission", "serial", "--mode", "dynamic");
     assertTrue(output.contains("2 runs, 0 failed"), output);
-    String broken = run(1, "--nodes", "3", "--shared-store", "--seed", "5", "--admission",
+    String broken = run(1, "--nodes", "3", "--shared-store", "--seed", "6", "--admission",
         "serial", "--mode", "dynamic", "--breakage", "UNFENCED_WRITES");
-    assertTrue(broken.contains("FAILED: --seed 5") && broken.contains("--shared-store --breakage"
+    assertTrue(broken.contains("FAILED: --seed 6") && broken.contains("--shared-store --breakage"
         + " UNFENCED_WRITES: journal record"), broken);
+    // The coordinator fence broken: a removed member's transaction presumed aborted, then
+    // committed by its zombie coordinator (or by a live one whose part moved).
+    String presumed = run(1, "--nodes", "3", "--shared-store", "--seed", "4", "--admission",
+        "serial", "--mode", "dynamic", "--breakage", "PRESUME_ABORT_WITHOUT_END");
+    assertTrue(presumed.contains("FAILED: --seed 4") && presumed.contains("--breakage"
+        + " PRESUME_ABORT_WITHOUT_END: transaction"), presumed);
     assertNotEquals(0, new CommandLine(new SimCommand()).execute("--shared-store"));
   }
 

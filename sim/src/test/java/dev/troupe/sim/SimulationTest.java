@@ -229,7 +229,10 @@ class SimulationTest {
       Map.entry(SimulatedNode.Mutation.APPLY_DUPLICATE_DECISION, LOSSY),
       Map.entry(SimulatedNode.Mutation.PRESUME_COMMIT_IN_DOUBT, LOSSY),
       // Fences matter only where nodes share a database and partitions move between them.
-      Map.entry(SimulatedNode.Mutation.UNFENCED_WRITES, SharedStoreSimulationTest.SHARED));
+      Map.entry(SimulatedNode.Mutation.UNFENCED_WRITES, SharedStoreSimulationTest.SHARED),
+      // So does the coordinator fence: a removed member's transactions presumed aborted.
+      Map.entry(SimulatedNode.Mutation.PRESUME_ABORT_WITHOUT_END,
+          SharedStoreSimulationTest.SHARED));
 
   /** Seeds per configuration each breakage must be caught within: the budget of its options. */
   private static long budgetOf(SimulatedNode.Mutation mutation) {
