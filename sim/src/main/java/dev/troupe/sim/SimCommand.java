@@ -149,7 +149,8 @@ public final class SimCommand implements Callable<Integer> {
       description = "With --nodes 2 or more: the nodes share ONE database (the production store"
           + " in acquired-partitions mode over one simulated disk); partitions are placed on live"
           + " nodes and move on crashes, restarts and cuts between nodes (a cut-off node runs on as"
-          + " a fenced zombie); the new owner resolves the parts in doubt. Adds the owner-epoch"
+          + " a fenced zombie until it downs itself; the survivors end its coordinators); the new"
+          + " owner resolves the parts in doubt. Adds the owner-epoch"
           + " audit of the journal to the checks.")
   boolean sharedStore;
 

@@ -81,8 +81,10 @@ import dev.troupe.txn.wire.WireMessage;
  * #rebalance}, after a detection delay) hands partitions over: releases on the nodes that lose
  * them, acquisitions (a new owner epoch, which fences the previous owner) on those that gain them,
  * the parts in doubt resolved by the acquiring node. A node cut off from the majority keeps its
- * stale view and runs on as a zombie: its writes are fenced. Docs: ARCHITECTURE.md, "Failover in
- * the simulator".
+ * stale view and runs on as a zombie: its writes are fenced. The membership runs the coordinator
+ * fence ({@link #updateMembership}): a removed member's coordinators are ended in the store by the
+ * survivors, a removed zombie downs itself, and a question about a non-member's transaction is
+ * answered by the asker from the store. Docs: ARCHITECTURE.md, "Failover in the simulator".
  *
  * <p>Not thread-safe: the simulation is single-threaded.
  */

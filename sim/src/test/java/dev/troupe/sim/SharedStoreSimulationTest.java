@@ -9,8 +9,9 @@ import org.junit.jupiter.api.Test;
  * mode, {@code ./troupe sim --nodes 3 --shared-store}): every node's production store opened in
  * the acquired-partitions mode over its view of one {@link SharedDatabase}, partitions placed on
  * the live nodes by {@link SimulatedSharding} and moving on crashes, restarts and cuts between
- * nodes (a cut-off minority runs on as a zombie, fenced), the acquiring node resolving the
- * partition's parts in doubt. Every seed passes every check of the cluster runs plus the
+ * nodes (a cut-off minority runs on as a zombie, fenced, until it downs itself), the acquiring
+ * node resolving the partition's parts in doubt, and the coordinator fence: the survivors end a
+ * removed member's coordinators, and its transactions are answered from the store. Every seed passes every check of the cluster runs plus the
  * shared-store ones (no journal record written by a node that did not own its partition's epoch;
  * every partition served at the end); a failing seed is printed with the command that replays it.
  */
