@@ -305,7 +305,7 @@ final class ClusterBank {
   void check(ServerProcess node) throws Exception {
     long total = 0;
     for (int i = 0; i < accounts; i++) {
-      Answer account = node.get("/v1/entities/Account/a" + i);
+      Answer account = node.getRetrying("/v1/entities/Account/a" + i, 30_000);
       assertEquals(200, account.status(), account.text());
       JsonNode state = account.body().get("state");
       long balance = state.get("balance").asLong();
@@ -320,7 +320,7 @@ final class ClusterBank {
     assertEquals(accounts * INITIAL, total, "money is conserved");
     List<String> lost = new ArrayList<>();
     for (Map.Entry<String, String> transfer : acknowledged.entrySet()) {
-      Answer marker = node.get("/v1/entities/Transfer/" + transfer.getKey());
+      Answer marker = node.getRetrying("/v1/entities/Transfer/" + transfer.getKey(), 30_000);
       if (marker.status() != 200
           || !"booked".equals(marker.body().at("/state/status").asText())) {
         // Say whether it is gone or its entity does not answer, through every member, twice.
@@ -340,7 +340,7 @@ final class ClusterBank {
     assertTrue(lost.isEmpty(), "acknowledged transfers lost: " + lost);
     List<String> phantom = new ArrayList<>();
     for (String id : refused) {
-      Answer marker = node.get("/v1/entities/Transfer/" + id);
+      Answer marker = node.getRetrying("/v1/entities/Transfer/" + id, 30_000);
       if (marker.status() == 200 && "booked".equals(marker.body().at("/state/status").asText())) {
         phantom.add(id);
       }

@@ -145,7 +145,7 @@ class ClusterPartitionTest {
 
     // Every acknowledged write is there.
     for (Map.Entry<String, Long> write : acknowledged.entrySet()) {
-      Answer answer = cluster.node(1).get(write.getKey());
+      Answer answer = cluster.node(1).getRetrying(write.getKey(), 30_000);
       assertEquals(200, answer.status(), "acknowledged write lost: " + write.getKey());
       assertEquals(write.getValue().longValue(), answer.body().get("value").asLong());
     }

@@ -117,13 +117,13 @@ class ClusterRollingRestartTest {
     }
     ServerProcess reader = cluster.node(2);
     for (Map.Entry<String, Long> put : acknowledgedPuts.entrySet()) {
-      Answer answer = reader.get(put.getKey());
+      Answer answer = reader.getRetrying(put.getKey(), 30_000);
       assertEquals(200, answer.status(), "acknowledged write lost: " + put.getKey() + " "
           + answer.text());
       assertEquals(put.getValue().longValue(), answer.body().get("value").asLong(), put.getKey());
     }
     for (String transfer : acknowledgedTransfers.keySet()) {
-      Answer marker = reader.get("/v1/entities/Transfer/" + transfer);
+      Answer marker = reader.getRetrying("/v1/entities/Transfer/" + transfer, 30_000);
       assertEquals("booked", marker.body().at("/state/status").asText(),
           "acknowledged transfer lost: " + transfer + " " + marker.text());
     }

@@ -333,6 +333,26 @@ public final class ServerProcess implements AutoCloseable {
     return send("GET", path, null);
   }
 
+  /**
+   * {@link #get}, retried as a client following the documented retries would: while the answer is
+   * a retryable refusal (503: a partition changing hands, {@code not_owner}, {@code unavailable};
+   * 429 {@code overloaded}), every 200 ms up to {@code timeoutMillis}; answers the last answer.
+   * For checks after a cluster's membership changed, where sharding may still be moving a
+   * partition back to a rejoined member.
+   */
+  public Answer getRetrying(String path, long timeoutMillis)
+      throws IOException, InterruptedException {
+    long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(
+        timeoutMillis);
+    while (true) {
+      Answer answer = get(path);
+      if ((answer.status() != 503 && answer.status() != 429) || System.nanoTime() > deadline) {
+        return answer;
+      }
+      Thread.sleep(200);
+    }
+  }
+
   public static HttpClient client() {
     return CLIENT;
   }
