@@ -63,6 +63,20 @@ final class ClusterBenchmark extends Benchmark {
           + " (one node on RocksDB) (default: ${DEFAULT-VALUE}).")
   List<Configuration> configurations;
 
+  /** How the client threads pick the member of the cluster configuration they send to. */
+  enum Routing {
+    /** Each client thread keeps one member, the threads spread round-robin (2/3 of hops at 3). */
+    any,
+    /** Each request goes to the member hosting its record ({@code troupe.rest.owner-aware}). */
+    owner
+  }
+
+  @Option(names = "--client-routing", split = ",", defaultValue = "any,owner",
+      description = "How clients of the cluster configuration pick a member, each measured on the"
+          + " same cluster: any (threads spread round-robin) and owner (each request to the member"
+          + " hosting its record, from GET /v1/cluster) (default: ${DEFAULT-VALUE}).")
+  List<Routing> routings;
+
   @Option(names = "--cluster-storage", defaultValue = "postgres",
       description = "postgres: the members share one PostgreSQL database, the only store a"
           + " cluster runs on (default: ${DEFAULT-VALUE}).")
@@ -134,6 +148,7 @@ final class ClusterBenchmark extends Benchmark {
         .parameter("records", records)
         .parameter("record_bytes", 1000)
         .parameter("threads", threads)
+        .parameter("client_routings", routings.stream().map(Enum::name).toList())
         .parameter("partitions", partitions)
         .parameter("heap", heap)
         .parameter("warmup_seconds", warmup.toMillis() / 1000.0)
@@ -151,8 +166,8 @@ final class ClusterBenchmark extends Benchmark {
         "troupe.storage.postgres.maximum-pool-size=" + (3 * partitions + 16)));
     serverSettings.addAll(settings);
 
-    Map<String, Map<Configuration, Double>> perCpuSecond = new LinkedHashMap<>();
-    Map<String, Map<Configuration, Double>> throughputs = new LinkedHashMap<>();
+    Map<String, Map<String, Double>> perCpuSecond = new LinkedHashMap<>();
+    Map<String, Map<String, Double>> throughputs = new LinkedHashMap<>();
     try (TemporaryDirectory work = TemporaryDirectory.create("cluster");
         PostgresInstance postgres = configurations.contains(Configuration.cluster)
             || configurations.contains(Configuration.postgres)
@@ -190,9 +205,14 @@ final class ClusterBenchmark extends Benchmark {
                   + idleAfter.postgresCpuSeconds() - idleBefore.postgresCpuSeconds())
                   / ((System.nanoTime() - idleStart) / 1e9));
           for (YcsbWorkloads.Workload workload : workloads) {
-            String system = workload.name() + "/" + configuration;
+           for (Routing routing : configuration == Configuration.cluster ? routings
+               : List.of(Routing.any)) {
+            String label = systemLabel(configuration, routing);
+            String system = workload.name() + "/" + label;
             Properties properties = YcsbWorkloads.properties(workload, records);
             properties.setProperty(RestEntityDb.PORTS_PROPERTY, deployment.httpPorts());
+            properties.setProperty(RestEntityDb.OWNER_AWARE_PROPERTY,
+                Boolean.toString(routing == Routing.owner));
             try (ProgressBar progress = ProgressBars.start(system,
                 warmup.toMillis() + measurement.toMillis(), "s", 1000)) {
               YcsbRunner.transactions(properties, threads, RestEntityDb::new, Duration.ZERO,
@@ -203,36 +223,48 @@ final class ClusterBenchmark extends Benchmark {
               Usage after = deployment.usage();
               summarize(report, system, result, before, after, deployment.usesPostgres());
               perCpuSecond.computeIfAbsent(workload.name(), name -> new LinkedHashMap<>())
-                  .put(configuration, report.result(system, "operations_per_cpu_second"));
+                  .put(label, report.result(system, "operations_per_cpu_second"));
               throughputs.computeIfAbsent(workload.name(), name -> new LinkedHashMap<>())
-                  .put(configuration, result.throughputPerSecond());
+                  .put(label, result.throughputPerSecond());
             }
+           }
           }
         }
       }
     }
     for (String workload : perCpuSecond.keySet()) {
       String suffix = workloads.size() == 1 ? "" : " " + workload;
-      Map<Configuration, Double> efficiency = perCpuSecond.get(workload);
-      Map<Configuration, Double> throughput = throughputs.get(workload);
-      if (efficiency.containsKey(Configuration.cluster)
-          && efficiency.containsKey(Configuration.postgres)) {
-        report.ratio("cluster/postgres operations per CPU-second" + suffix,
-            efficiency.get(Configuration.cluster), efficiency.get(Configuration.postgres),
-            EFFICIENCY_GOAL);
-        report.ratio("cluster/postgres throughput" + suffix, throughput.get(Configuration.cluster),
-            throughput.get(Configuration.postgres), null);
+      Map<String, Double> efficiency = perCpuSecond.get(workload);
+      Map<String, Double> throughput = throughputs.get(workload);
+      String postgres = Configuration.postgres.name();
+      String rocksdb = Configuration.rocksdb.name();
+      for (Routing routing : routings) {
+        String cluster = systemLabel(Configuration.cluster, routing);
+        if (efficiency.containsKey(cluster) && efficiency.containsKey(postgres)) {
+          report.ratio(cluster + "/postgres operations per CPU-second" + suffix,
+              efficiency.get(cluster), efficiency.get(postgres), EFFICIENCY_GOAL);
+          report.ratio(cluster + "/postgres throughput" + suffix, throughput.get(cluster),
+              throughput.get(postgres), null);
+        }
       }
-      if (throughput.containsKey(Configuration.postgres)
-          && throughput.containsKey(Configuration.rocksdb)) {
-        report.ratio("postgres/rocksdb throughput" + suffix, throughput.get(Configuration.postgres),
-            throughput.get(Configuration.rocksdb), null);
+      if (throughput.containsKey(postgres) && throughput.containsKey(rocksdb)) {
+        report.ratio("postgres/rocksdb throughput" + suffix, throughput.get(postgres),
+            throughput.get(rocksdb), null);
         report.ratio("postgres/rocksdb operations per CPU-second" + suffix,
-            efficiency.get(Configuration.postgres), efficiency.get(Configuration.rocksdb), null);
+            efficiency.get(postgres), efficiency.get(rocksdb), null);
       }
     }
     report.parameter("load_average_at_end", loadAverage());
     return report;
+  }
+
+  /**
+   * The name of a measured system: the configuration, and for the cluster the client routing
+   * ({@code cluster} for any member, as before; {@code cluster-owner-aware}).
+   */
+  static String systemLabel(Configuration configuration, Routing routing) {
+    return configuration == Configuration.cluster && routing == Routing.owner
+        ? "cluster-owner-aware" : configuration.name();
   }
 
   /** One measurement's figures. */

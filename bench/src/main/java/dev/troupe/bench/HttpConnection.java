@@ -27,8 +27,15 @@ final class HttpConnection implements AutoCloseable {
   private static final int CONNECT_TIMEOUT_MILLIS = 5_000;
   private static final int READ_TIMEOUT_MILLIS = 120_000;
 
-  /** A response: status code and body bytes. */
-  record Response(int status, byte[] body) {
+  /**
+   * A response: status code, body bytes, and whether it says {@code Troupe-Forwarded: true} (the
+   * cluster member that answered does not host the entity: the request took a hop).
+   */
+  record Response(int status, byte[] body, boolean forwarded) {
+    Response(int status, byte[] body) {
+      this(status, body, false);
+    }
+
     String text() {
       return new String(body, StandardCharsets.UTF_8);
     }
@@ -132,6 +139,7 @@ final class HttpConnection implements AutoCloseable {
     long contentLength = -1;
     boolean chunked = false;
     boolean closeAfter = false;
+    boolean forwarded = false;
     for (String header = readLine(); !header.isEmpty(); header = readLine()) {
       int colon = header.indexOf(':');
       if (colon < 0) {
@@ -143,6 +151,7 @@ final class HttpConnection implements AutoCloseable {
         case "content-length" -> contentLength = Long.parseLong(value);
         case "transfer-encoding" -> chunked = value.contains("chunked");
         case "connection" -> closeAfter = value.contains("close");
+        case "troupe-forwarded" -> forwarded = value.equals("true");
         default -> {
           // Other headers do not affect framing.
         }
@@ -160,7 +169,7 @@ final class HttpConnection implements AutoCloseable {
     if (closeAfter) {
       close();
     }
-    return new Response(status, body);
+    return new Response(status, body, forwarded);
   }
 
   private byte[] readChunkedBody() throws IOException {

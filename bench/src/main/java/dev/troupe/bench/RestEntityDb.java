@@ -7,6 +7,7 @@ import java.io.IOException;
 import java.net.URLEncoder;
 import java.nio.charset.StandardCharsets;
 import java.util.Iterator;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.Vector;
@@ -31,6 +32,13 @@ import site.ycsb.StringByteIterator;
  * <p>One instance per YCSB client thread (YCSB's contract), each with one keep-alive connection;
  * properties {@code troupe.rest.host} and {@code troupe.rest.port} name the server. A status other
  * than 200 (or 404, which is NOT_FOUND) and any I/O failure are ERROR; the connection reconnects.
+ *
+ * <p><b>Owner-aware</b> ({@code troupe.rest.owner-aware=true}, with {@code troupe.rest.ports}): the
+ * client sends each record's request to the member of the data centre that hosts its partition,
+ * from the placement {@code GET /v1/cluster} shows ({@link OwnerPlacement}, one per cluster shared
+ * by the client threads, re-read when an answer carries {@code Troupe-Forwarded: true} or is a
+ * {@code 503 not_owner}), with a keep-alive connection per member; a record whose partition has no
+ * known member goes to the thread's own member, which routes it.
  */
 public final class RestEntityDb extends DB {
   static final String HOST_PROPERTY = "troupe.rest.host";
@@ -47,6 +55,18 @@ public final class RestEntityDb extends DB {
   static final String TOKEN_PROPERTY = "troupe.rest.token";
   /** "true": every write carries a fresh {@code Idempotency-Key}, as a retrying client sends. */
   static final String IDEMPOTENCY_KEYS_PROPERTY = "troupe.rest.idempotency-keys";
+  /** "true": each request goes to the member hosting its record (see the class comment). */
+  static final String OWNER_AWARE_PROPERTY = "troupe.rest.owner-aware";
+  /** Least time between two readings of the placement by the client threads of one cluster. */
+  static final long PLACEMENT_REFRESH_INTERVAL_MILLIS = 250;
+  /** The placement of each cluster (by its ports), shared by the client threads. */
+  private static final java.util.concurrent.ConcurrentHashMap<String, OwnerPlacement> PLACEMENTS =
+      new java.util.concurrent.ConcurrentHashMap<>();
+
+  /** This thread's placement (owner-aware only, else null). */
+  private OwnerPlacement placement;
+  /** This thread's connection to each member, by base URL (owner-aware only). */
+  private final Map<String, HttpConnection> connectionsByUrl = new HashMap<>();
 
   private HttpConnection connection;
   /** Unique per client thread and run; null when writes carry no idempotency key. */
@@ -69,6 +89,53 @@ public final class RestEntityDb extends DB {
     if (Boolean.parseBoolean(getProperties().getProperty(IDEMPOTENCY_KEYS_PROPERTY))) {
       idempotencyKeyPrefix = java.util.UUID.randomUUID() + "-";
     }
+    if (Boolean.parseBoolean(getProperties().getProperty(OWNER_AWARE_PROPERTY))) {
+      String host = getProperties().getProperty(HOST_PROPERTY, "127.0.0.1");
+      String token = getProperties().getProperty(TOKEN_PROPERTY);
+      List<String> members = java.util.Arrays.stream((ports == null
+              ? getProperties().getProperty(PORT_PROPERTY) : ports).split(","))
+          .map(each -> "http://" + host + ":" + each.strip()).toList();
+      placement = PLACEMENTS.computeIfAbsent(String.join(",", members),
+          ignored -> new OwnerPlacement(members, url -> readCluster(url, token), System::nanoTime,
+              java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(
+                  PLACEMENT_REFRESH_INTERVAL_MILLIS)));
+    }
+  }
+
+  private static JsonNode readCluster(String baseUrl, String token) throws IOException {
+    java.net.URI uri = java.net.URI.create(baseUrl);
+    try (HttpConnection once = new HttpConnection(uri.getHost(), uri.getPort(), token)) {
+      HttpConnection.Response response = once.get("/v1/cluster");
+      if (response.status() != 200) {
+        throw new IOException("GET /v1/cluster answered " + response.status());
+      }
+      return Json.parse(response.body());
+    }
+  }
+
+  /** The connection to send {@code key}'s request on: its owner's, or this thread's member. */
+  private HttpConnection connectionFor(String table, String key) {
+    if (placement == null) {
+      return connection;
+    }
+    String url = placement.urlOf(new dev.troupe.model.EntityId(table, key));
+    if (url == null) {
+      return connection;
+    }
+    return connectionsByUrl.computeIfAbsent(url, owner -> {
+      java.net.URI uri = java.net.URI.create(owner);
+      return new HttpConnection(uri.getHost(), uri.getPort(),
+          getProperties().getProperty(TOKEN_PROPERTY));
+    });
+  }
+
+  /** Tells the placement when an answer says it is stale; returns the response. */
+  private HttpConnection.Response observed(HttpConnection.Response response) {
+    if (placement != null && (response.forwarded()
+        || response.status() == 503 && response.text().contains("\"not_owner\""))) {
+      placement.placementMoved();
+    }
+    return response;
   }
 
   private String nextIdempotencyKey() {
@@ -80,13 +147,14 @@ public final class RestEntityDb extends DB {
     if (connection != null) {
       connection.close();
     }
+    connectionsByUrl.values().forEach(HttpConnection::close);
   }
 
   @Override
   public Status read(String table, String key, Set<String> fields,
       Map<String, ByteIterator> result) {
     try {
-      HttpConnection.Response response = connection.get(path(table, key));
+      HttpConnection.Response response = observed(connectionFor(table, key).get(path(table, key)));
       if (response.status() == 404) {
         return Status.NOT_FOUND;
       }
@@ -136,8 +204,8 @@ public final class RestEntityDb extends DB {
   @Override
   public Status delete(String table, String key) {
     try {
-      int status = connection.send("DELETE", path(table, key), null, nextIdempotencyKey())
-          .status();
+      int status = observed(connectionFor(table, key).send("DELETE", path(table, key), null,
+          nextIdempotencyKey())).status();
       return status == 200 ? Status.OK : status == 404 ? Status.NOT_FOUND : Status.ERROR;
     } catch (IOException | RuntimeException e) {
       return Status.ERROR;
@@ -148,8 +216,8 @@ public final class RestEntityDb extends DB {
     try {
       ObjectNode body = Json.NODES.objectNode();
       values.forEach((field, value) -> body.put(field, value.toString()));
-      int status = connection.send("PATCH", path(table, key), Json.writeBytes(body),
-          nextIdempotencyKey()).status();
+      int status = observed(connectionFor(table, key).send("PATCH", path(table, key),
+          Json.writeBytes(body), nextIdempotencyKey())).status();
       return status == 200 ? Status.OK : Status.ERROR;
     } catch (IOException | RuntimeException e) {
       return Status.ERROR;

@@ -308,6 +308,42 @@ class ClusterTest {
     assertEquals(java.util.Set.of(1, 2, 3), nodeIds, status);
     assertTrue(entities > 0, "the written entities are active somewhere: " + status);
     assertEquals(PARTITIONS, partitionsListed, status);
+    assertPlacementIsPublished();
+  }
+
+  /**
+   * What an owner-aware client relies on (docs/ARCHITECTURE.md, "Clients that reach the owner"):
+   * every member reports the URL it serves HTTP at, and an answer for an entity of a partition the
+   * answering member does not host carries {@code Troupe-Forwarded: true}, one it hosts none.
+   */
+  private void assertPlacementIsPublished() throws Exception {
+    JsonNode view = nodes[0].get("/v1/cluster").body();
+    java.util.Set<Integer> hostedByFirst = new java.util.TreeSet<>();
+    for (JsonNode member : view.path("members")) {
+      int nodeId = member.path("nodeId").asInt();
+      assertEquals("http://127.0.0.1:" + nodes[nodeId - 1].port(),
+          member.path("node").path("httpUrl").asText(), member.toString());
+      if (nodeId == 1) {
+        member.path("node").path("hostedPartitions").forEach(p -> hostedByFirst.add(p.asInt()));
+      }
+    }
+    boolean sawHosted = false;
+    boolean sawForwarded = false;
+    for (int i = 0; i < 200 && !(sawHosted && sawForwarded); i++) {
+      dev.troupe.model.EntityId entity = new dev.troupe.model.EntityId("Placed", "p" + i);
+      boolean hosted = hostedByFirst.contains(
+          dev.troupe.model.EntityLocator.partitionOf(entity, PARTITIONS));
+      if (hosted ? sawHosted : sawForwarded) {
+        continue;
+      }
+      Answer answer = nodes[0].send("PUT", "/v1/entities/Placed/p" + i + "/keys/k", "1");
+      assertEquals(200, answer.status(), answer.text());
+      assertEquals(hosted ? java.util.Optional.empty() : java.util.Optional.of("true"),
+          answer.header("Troupe-Forwarded"), "partition hosted by node 1: " + hosted);
+      sawHosted |= hosted;
+      sawForwarded |= !hosted;
+    }
+    assertTrue(sawHosted && sawForwarded, "node 1 hosts " + hostedByFirst);
   }
 
   /**

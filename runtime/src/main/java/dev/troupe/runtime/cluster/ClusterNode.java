@@ -56,6 +56,9 @@ public final class ClusterNode {
   private final HandOffMetrics handOffs = new HandOffMetrics();
   /** Asks the other members for their numbers, and answers them with this node's. */
   private volatile NodeStatusQueries statuses;
+  /** This member's REST API base URL once its HTTP server is bound ({@link #advertiseHttpUrl}). */
+  private java.util.concurrent.atomic.AtomicReference<String> httpUrl =
+      new java.util.concurrent.atomic.AtomicReference<>();
   private ActorRef<ShardingEnvelope<PartitionHost.Command>> region;
 
   private ClusterNode(ActorSystem<?> system, ClusterSettings settings, HostedPartitions hosted,
@@ -136,8 +139,11 @@ public final class ClusterNode {
       int partitions, EntityLocator locator, BiConsumer<Envelope, Transport> inbox,
       Runnable onRemoved, LocalNumbers numbers) {
     HostedPartitions hosted = new HostedPartitions(partitions);
+    java.util.concurrent.atomic.AtomicReference<String> httpUrl =
+        new java.util.concurrent.atomic.AtomicReference<>();
     NodeStatusQueries statuses = new NodeStatusQueries(nodeId, () -> NodeStatus.ofThisProcess(
-        nodeId, hosted.hostedPartitions(), numbers.activeEntities(), numbers.cacheBytes()));
+        nodeId, hosted.hostedPartitions(), numbers.activeEntities(), numbers.cacheBytes(),
+        httpUrl.get()));
     ClusterTransport transport = new ClusterTransport(nodeId, locator, system,
         (envelope, replies) -> {
           if (NodeStatusQueries.handles(envelope.message())) {
@@ -148,6 +154,7 @@ public final class ClusterNode {
         });
     ClusterNode node = new ClusterNode(system, settings, hosted, transport);
     node.statuses = statuses;
+    node.httpUrl = httpUrl;
     hosted.useNotHostedHere(system.systemActorOf(
         HostedPartitions.notHostedHere(), "troupe-not-hosted-here", Props.empty()));
     Behavior<WireFrame> inboxActor = Behaviors.receiveMessage(frame -> {
@@ -205,6 +212,16 @@ public final class ClusterNode {
     public PartitionHost.Command unwrapMessage(ShardingEnvelope<PartitionHost.Command> envelope) {
       return envelope.message();
     }
+  }
+
+  /**
+   * The base URL of this member's REST API ({@code http://host:port}), told by the server once it
+   * is bound: every member reports it in its {@link NodeStatus}, so {@code GET /v1/cluster} shows
+   * where to send a request for each partition (a partition-aware client sends each request to
+   * its entity's owner and saves the hop between members).
+   */
+  public void advertiseHttpUrl(String url) {
+    httpUrl.set(url);
   }
 
   public ClusterTransport transport() {

@@ -8,7 +8,6 @@ import dev.troupe.txn.wire.WireCodec;
 import dev.troupe.txn.wire.WireMessage;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.function.BiConsumer;
-import org.apache.pekko.actor.ActorSelection;
 import org.apache.pekko.actor.Address;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
@@ -53,6 +52,9 @@ public final class ClusterTransport implements Transport {
   private final ActorSystem<?> system;
   private volatile ActorRef<ShardingEnvelope<PartitionHost.Command>> region;
   private volatile ActorRef<WireFrame> localInbox;
+  /** Other members' inbox actors by address ({@link #inboxAt}). */
+  private final java.util.concurrent.ConcurrentHashMap<Address, org.apache.pekko.actor.ActorRef>
+      inboxes = new java.util.concurrent.ConcurrentHashMap<>();
 
   private final LongAdder sentToPartitions = new LongAdder();
   private final LongAdder sentToNodes = new LongAdder();
@@ -131,10 +133,24 @@ public final class ClusterTransport implements Transport {
           envelope.message().getClass().getSimpleName(), nodeId);
       return;
     }
-    ActorSelection target =
-        system.classicSystem().actorSelection(address + "/system/" + INBOX_NAME);
-    target.tell(frame, org.apache.pekko.actor.ActorRef.noSender());
+    inboxAt(address).tell(frame, org.apache.pekko.actor.ActorRef.noSender());
     sentToNodes.increment();
+  }
+
+  /**
+   * The inbox actor at a member's address, resolved once per address. Every answer to another
+   * node goes here, so it is worth keeping: an {@code ActorSelection} per message (what this did
+   * first) parsed the path as a URI, wrapped the frame in a selection envelope (one more
+   * serialization layer) and walked the path on arrival, about a tenth of the CPU a hop cost in
+   * the profile (docs/BENCHMARKS.md); a resolved reference is sent as a plain message, which
+   * Artery's recipient cache and compression tables make cheap on both ends. Resolving a remote
+   * path asks nothing of the network and a reference without an incarnation reaches whatever
+   * incarnation runs at that address, so a restarted member needs no new entry.
+   */
+  private org.apache.pekko.actor.ActorRef inboxAt(Address address) {
+    return inboxes.computeIfAbsent(address, at ->
+        ((org.apache.pekko.actor.ExtendedActorSystem) system.classicSystem()).provider()
+            .resolveActorRef(at + "/system/" + INBOX_NAME));
   }
 
   /** The address of the up member whose role carries {@code nodeId}, or null. */

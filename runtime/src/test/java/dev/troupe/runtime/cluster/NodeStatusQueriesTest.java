@@ -123,7 +123,7 @@ class NodeStatusQueriesTest {
 
   @Test
   void thisProcessReportsAPositiveHeap() {
-    NodeStatus status = NodeStatus.ofThisProcess(4, List.of(1), 2, 3);
+    NodeStatus status = NodeStatus.ofThisProcess(4, List.of(1), 2, 3, "http://127.0.0.1:8080");
     assertTrue(status.heapUsedBytes() > 0);
     assertTrue(status.heapMaxBytes() >= status.heapUsedBytes());
     CompletableFuture<NodeStatus> unused = CompletableFuture.completedFuture(status);

@@ -225,6 +225,8 @@ public final class ServeCommand implements Callable<Integer> {
       System.err.println("troupe: " + e.getMessage());
       return 2;
     }
+    troupe.cluster().ifPresent(cluster -> cluster.advertiseHttpUrl(advertisedHttpUrl(
+        server.scheme(), server.host(), server.port(), settings.cluster().host())));
     CountDownLatch stopped = new CountDownLatch(1);
     Runtime.getRuntime().addShutdownHook(new Thread(() -> {
       server.close();
@@ -248,6 +250,21 @@ public final class ServeCommand implements Callable<Integer> {
     System.out.flush();
     stopped.await();
     return 0;
+  }
+
+  /**
+   * The base URL a cluster member reports for its REST API ({@code GET /v1/cluster}, each member's
+   * {@code node.httpUrl}): the bound address, or, when the server listens on every interface, the
+   * host the other members reach it at (its cluster host), which is what a client beside them can
+   * reach too.
+   */
+  static String advertisedHttpUrl(String scheme, String boundHost, int port, String clusterHost) {
+    String host = boundHost == null || boundHost.isEmpty() || boundHost.equals("0.0.0.0")
+        || boundHost.equals("::") || boundHost.equals("[::]") ? clusterHost : boundHost;
+    if (host.contains(":") && !host.startsWith("[")) {
+      host = "[" + host + "]"; // an IPv6 literal
+    }
+    return scheme + "://" + host + ":" + port;
   }
 
   private static int refuseDamagedStore(RuntimeException damage) {

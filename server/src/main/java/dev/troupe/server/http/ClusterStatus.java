@@ -55,6 +55,7 @@ final class ClusterStatus {
         own.put("heapUsedBytes", status.heapUsedBytes());
         own.put("heapMaxBytes", status.heapMaxBytes());
         own.put("cacheBytes", status.cacheBytes());
+        own.put("httpUrl", status.httpUrl());
       }
     }
     return body;

@@ -28,7 +28,8 @@ final class HttpEdge {
   static final String ALLOWED_METHODS = "GET, HEAD, PUT, PATCH, POST, DELETE";
   /** Answer headers a page may read beyond the CORS-safelisted ones. */
   static final String EXPOSED_HEADERS =
-      "Location, Retry-After, WWW-Authenticate, Allow, Idempotent-Replayed, Troupe-Causal-Token";
+      "Location, Retry-After, WWW-Authenticate, Allow, Idempotent-Replayed, Troupe-Causal-Token,"
+          + " Troupe-Forwarded";
   private static final HttpHeader BEARER_CHALLENGE =
       WWWAuthenticate.create(HttpChallenge.create("Bearer", "troupe"));
 

@@ -343,63 +343,71 @@ public final class RestApi
           return support.notFound(request);
         }
         EntityId entity = support.entity(path.get(2), path.get(3));
-        if (size == 4) {
-          return entityRoute(request, entity);
-        }
-        if (size == 5 && path.get(4).equals("dependencies")) {
-          support.requireMethod(request, HttpMethods.GET);
-          request.discardEntityBytes(materializer);
-          return troupe.dependencies(entity)
-              .thenApply(dependencies -> RequestSupport.json(200, dependenciesBody(dependencies)));
-        }
-        if (size >= 6 && path.get(4).equals("keys")) {
-          String key = support.checkKey(path.get(5));
-          if (size == 6) {
-            return keyRoute(request, entity, key);
-          }
-          if (size == 7) {
-            support.requireMethod(request, HttpMethods.POST);
-            return switch (path.get(6)) {
-              case "increment" -> support.body(request).thenCompose(bytes -> {
-                JsonNode by = RequestSupport.onlyField(bytes, "by");
-                if (!by.isIntegralNumber() || !by.canConvertToLong()) {
-                  throw TroupeException.invalid("'by' must be a 64-bit integer, was " + by);
-                }
-                return troupe.increment(entity, key, by.asLong());
-              }).thenApply(this::versionAndState);
-              case "add" -> support.body(request)
-                  .thenCompose(bytes ->
-                      troupe.add(entity, key, support.checkValueSize(RequestSupport.onlyField(bytes, "element"))))
-                  .thenApply(this::versionAndState);
-              case "remove" -> support.body(request)
-                  .thenCompose(bytes -> troupe.remove(entity, key, RequestSupport.onlyField(bytes, "element")))
-                  .thenApply(this::versionAndState);
-              default -> support.notFound(request);
-            };
-          }
-        }
-        if (size == 6 && path.get(4).equals("actions")) {
-          support.requireMethod(request, HttpMethods.POST);
-          String action = path.get(5);
-          return support.body(request).thenCompose(bytes -> {
-            JsonNode params = bytes.length == 0 ? Json.NODES.objectNode() : Json.parse(bytes);
-            if (!params.isObject()) {
-              throw TroupeException.invalid("action parameters must be a JSON object");
-            }
-            return troupe.invoke(entity, action, params);
-          }).thenApply(outcome -> {
-            ObjectNode body = Json.NODES.objectNode();
-            body.put("version", outcome.version());
-            body.set("state", outcome.state());
-            return RequestSupport.json(200, body);
-          });
-        }
-        return support.notFound(request);
+        CompletionStage<HttpResponse> answer = entitiesRoute(request, path, size, entity);
+        return troupe.cluster().isEmpty() ? answer
+            : answer.thenApply(response -> PlacementHeader.mark(troupe, entity, response));
       }
       default -> {
         return support.notFound(request);
       }
     }
+  }
+
+  /** {@code /v1/entities/{type}/{id}/...}: the entity, its keys, dependencies and actions. */
+  private CompletionStage<HttpResponse> entitiesRoute(HttpRequest request, List<String> path,
+      int size, EntityId entity) {
+    if (size == 4) {
+      return entityRoute(request, entity);
+    }
+    if (size == 5 && path.get(4).equals("dependencies")) {
+      support.requireMethod(request, HttpMethods.GET);
+      request.discardEntityBytes(materializer);
+      return troupe.dependencies(entity)
+          .thenApply(dependencies -> RequestSupport.json(200, dependenciesBody(dependencies)));
+    }
+    if (size >= 6 && path.get(4).equals("keys")) {
+      String key = support.checkKey(path.get(5));
+      if (size == 6) {
+        return keyRoute(request, entity, key);
+      }
+      if (size == 7) {
+        support.requireMethod(request, HttpMethods.POST);
+        return switch (path.get(6)) {
+          case "increment" -> support.body(request).thenCompose(bytes -> {
+            JsonNode by = RequestSupport.onlyField(bytes, "by");
+            if (!by.isIntegralNumber() || !by.canConvertToLong()) {
+              throw TroupeException.invalid("'by' must be a 64-bit integer, was " + by);
+            }
+            return troupe.increment(entity, key, by.asLong());
+          }).thenApply(this::versionAndState);
+          case "add" -> support.body(request)
+              .thenCompose(bytes ->
+                  troupe.add(entity, key, support.checkValueSize(RequestSupport.onlyField(bytes, "element"))))
+              .thenApply(this::versionAndState);
+          case "remove" -> support.body(request)
+              .thenCompose(bytes -> troupe.remove(entity, key, RequestSupport.onlyField(bytes, "element")))
+              .thenApply(this::versionAndState);
+          default -> support.notFound(request);
+        };
+      }
+    }
+    if (size == 6 && path.get(4).equals("actions")) {
+      support.requireMethod(request, HttpMethods.POST);
+      String action = path.get(5);
+      return support.body(request).thenCompose(bytes -> {
+        JsonNode params = bytes.length == 0 ? Json.NODES.objectNode() : Json.parse(bytes);
+        if (!params.isObject()) {
+          throw TroupeException.invalid("action parameters must be a JSON object");
+        }
+        return troupe.invoke(entity, action, params);
+      }).thenApply(outcome -> {
+        ObjectNode body = Json.NODES.objectNode();
+        body.put("version", outcome.version());
+        body.set("state", outcome.state());
+        return RequestSupport.json(200, body);
+      });
+    }
+    return support.notFound(request);
   }
 
   private CompletionStage<HttpResponse> entityRoute(HttpRequest request, EntityId entity) {

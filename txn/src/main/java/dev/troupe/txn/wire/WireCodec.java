@@ -82,9 +82,10 @@ public final class WireCodec {
   /**
    * The newest version this build reads (and writes) of each type id, by index. A turn request
    * is written as version 1 without an idempotency record, byte for byte as before, and as
-   * version 2 with one ({@link #versionOf}).
+   * version 2 with one ({@link #versionOf}); likewise a node status answer is written as version 1
+   * without the member's HTTP URL and as version 2 with one.
    */
-  static final byte[] VERSIONS = {0, 1, 1, 1, 1, 1, 1, 1, 2, 1, 1, 1, 1, 1, 1, 1};
+  static final byte[] VERSIONS = {0, 1, 1, 1, 1, 1, 1, 1, 2, 1, 1, 1, 1, 1, 1, 2};
 
   private static final byte TO_ENTITY = 1;
   private static final byte TO_NODE = 2;
@@ -160,6 +161,9 @@ public final class WireCodec {
   /** The version {@code message} is written as (see {@link #VERSIONS}). */
   static byte versionOf(WireMessage message) {
     if (message instanceof TurnRequest turn && turn.idempotencyRecord() == null) {
+      return 1;
+    }
+    if (message instanceof NodeStatusAnswer answer && answer.httpUrl() == null) {
       return 1;
     }
     return VERSIONS[typeId(message)];
@@ -318,6 +322,9 @@ public final class WireCodec {
         out.varLong(answer.heapUsedBytes());
         out.varLong(answer.heapMaxBytes());
         out.varLong(answer.cacheBytes());
+        if (answer.httpUrl() != null) {
+          out.string(answer.httpUrl()); // version 2 only
+        }
       }
     }
   }
@@ -396,7 +403,7 @@ public final class WireCodec {
           partitions.add(partition);
         }
         yield new NodeStatusAnswer(queryId, partitions, in.varLong(), in.varLong(),
-            in.varLong(), in.varLong());
+            in.varLong(), in.varLong(), version >= 2 ? in.string() : null);
       }
       default -> throw in.corrupt("unknown message type " + typeId, null);
     };

@@ -187,9 +187,13 @@ public sealed interface WireMessage {
    * @param heapUsedBytes its JVM heap in use
    * @param heapMaxBytes its JVM's maximum heap
    * @param cacheBytes its object cache's estimated weight
+   * @param httpUrl the base URL of its REST API ({@code http://host:port}), so that a client can
+   *     send each request to the member that hosts its entity; null when it has none yet (its HTTP
+   *     server not bound) or an older build answered (version 1 of the message has no URL)
    */
   record NodeStatusAnswer(long queryId, List<Integer> hostedPartitions, long activeEntities,
-      long heapUsedBytes, long heapMaxBytes, long cacheBytes) implements WireMessage {
+      long heapUsedBytes, long heapMaxBytes, long cacheBytes, String httpUrl)
+      implements WireMessage {
     public NodeStatusAnswer {
       hostedPartitions = List.copyOf(hostedPartitions);
     }

@@ -250,7 +250,9 @@ final class WireArbitraries {
                 Arbitraries.integers().between(0, 4095).set().ofMaxSize(20)
                     .map(set -> set.stream().sorted().toList()),
                 Arbitraries.longs().between(0, 1_000_000), Arbitraries.longs().greaterOrEqual(0),
-                Arbitraries.longs(), Arbitraries.longs().greaterOrEqual(0))
+                Arbitraries.longs(), Arbitraries.longs().greaterOrEqual(0),
+                Arbitraries.strings().ofMaxLength(40).map(path -> "http://127.0.0.1:" + path)
+                    .injectNull(0.3))
             .as(WireMessage.NodeStatusAnswer::new));
   }
 

@@ -85,14 +85,16 @@ class WireCodecProperties {
   }
 
   @Test
-  void everyMessageTypeHasItsOwnTypeIdAndVersionOneButIdempotentTurnRequests() {
+  void everyMessageTypeHasItsOwnTypeIdAndVersionOneButIdempotentTurnRequestsAndStatusAnswers() {
     Set<Byte> ids = new HashSet<>();
     for (Class<? extends WireMessage> type : WireArbitraries.messageTypes()) {
       WireMessage example = WireArbitraries.messages().filter(type::isInstance).sample();
       byte id = WireCodec.typeId(example);
       assertTrue(ids.add(id), "type id " + id + " used twice");
-      // A turn request with an idempotency record is version 2 (one without is still 1).
-      assertEquals(example instanceof WireMessage.TurnRequest ? 2 : 1, WireCodec.VERSIONS[id]);
+      // A turn request with an idempotency record is version 2 (one without is still 1), and so
+      // is a node status answer with the member's HTTP URL (one without is still 1).
+      assertEquals(example instanceof WireMessage.TurnRequest
+          || example instanceof WireMessage.NodeStatusAnswer ? 2 : 1, WireCodec.VERSIONS[id]);
     }
     assertEquals(WireCodec.VERSIONS.length - 1, ids.size());
     assertEquals(WireMessage.class.getPermittedSubclasses().length, ids.size());

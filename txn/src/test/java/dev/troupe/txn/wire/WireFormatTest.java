@@ -139,8 +139,25 @@ class WireFormatTest {
         new WireMessage.NodeStatusQuery(105L)));
     examples.put("NodeStatusAnswer", new Envelope(3, new Destination.ToNode(2),
         new WireMessage.NodeStatusAnswer(105L, List.of(0, 5, 130), 1234L, 201_326_592L,
-            402_653_184L, 65_536L)));
+            402_653_184L, 65_536L, null)));
     return examples;
+  }
+
+  /**
+   * A node status answer with the member's HTTP URL is version 2: version 1's bytes (the pinned
+   * vector, written when the URL is unknown) followed by the URL, so a node of the previous build
+   * refuses it (a version newer than it reads: that member's numbers stay null) rather than
+   * misreads it, and this build still reads version 1 (URL null).
+   */
+  @Test
+  void aNodeStatusAnswerWithAnHttpUrlIsVersionTwo() {
+    Envelope withUrl = new Envelope(3, new Destination.ToNode(2), new WireMessage.NodeStatusAnswer(
+        105L, List.of(0, 5, 130), 1234L, 201_326_592L, 402_653_184L, 65_536L,
+        "http://10.0.0.3:8080"));
+    byte[] bytes = WireCodec.encode(withUrl);
+    assertEquals(2, bytes[1], "version byte");
+    assertEquals(withUrl, WireCodec.decode(bytes));
+    assertEquals(1, HEX.parseHex(VECTORS.get("NodeStatusAnswer"))[1]);
   }
 
   @Test
