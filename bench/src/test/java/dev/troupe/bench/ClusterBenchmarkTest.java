@@ -107,4 +107,27 @@ class ClusterBenchmarkTest {
     assertEquals(1, command.execute("cluster", "--partitions", "2"));
     assertEquals(1, command.execute("failover", "--nodes", "2"));
   }
+
+  @Test
+  void heapInUseSumsTheGenerationsOfGcHeapInfoWithoutMetaspace() {
+    String parallel = """
+        12345:
+         PSYoungGen      total 95744K, used 1000K [0x00000000f9580000, 0x0000000100000000)
+          eden space 82432K, 1% used [0x00000000f9580000,0x00000000fe2aa150,0x00000000fe600000)
+          from space 13312K, 0% used [0x00000000fe600000,0x00000000ff225178,0x00000000ff300000)
+          to   space 13312K, 0% used [0x00000000ff300000,0x00000000ff300000,0x0000000100000000)
+         ParOldGen       total 218624K, used 24000K [0x00000000ec000000, 0x00000000f9580000)
+          object space 218624K, 10% used [0x00000000ec000000,0x00000000ec125ab8,0x00000000f9580000)
+         Metaspace       used 49338K, committed 50048K, reserved 1114112K
+          class space    used 6000K, committed 6336K, reserved 1048576K
+        """;
+    assertEquals(25_000 * 1024.0, MemorySpread.heapUsedBytes(parallel));
+    String g1 = """
+        12345:
+         garbage-first heap   total 262144K, used 51200K [0x00000000f0000000, 0x0000000100000000)
+          region size 1024K, 3 young (3072K), 0 survivors (0K)
+         Metaspace       used 49338K, committed 50048K, reserved 1114112K
+        """;
+    assertEquals(51_200 * 1024.0, MemorySpread.heapUsedBytes(g1));
+  }
 }
