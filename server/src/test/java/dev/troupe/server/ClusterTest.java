@@ -23,7 +23,8 @@ import org.junit.jupiter.api.io.TempDir;
  * partitions off to the others (measured and printed too). The members share one store, a real
  * PostgreSQL started by the test: a write through one member to an entity another hosts reads
  * back through the third, a transaction spanning partitions of different members commits, and
- * every acknowledged write survives the kill and the hand-offs.
+ * every acknowledged write survives the kill and the hand-offs. The members, PostgreSQL and the
+ * placement wait are the harness {@link ThreeNodeCluster}'s (one cluster for the whole run).
  */
 class ClusterTest {
   @TempDir Path directory;
@@ -169,12 +170,6 @@ class ClusterTest {
     return cluster.options.partitions();
   }
 
-  /**
-   * Operations on a cluster: {@code troupe status} against one member lists the three nodes, the
-   * partitions each hosts (summing to the partition count) and each one's heap, as each member
-   * reported them; {@code GET /v1/cluster} is the documented ClusterView; after a member is
-   * killed, the survivors' {@code /metrics} count and time the partitions they took over.
-   */
   /**
    * {@code GET /v1/cluster} matches the OpenAPI document, and {@code troupe status} against node 1
    * lists the three nodes, up and reachable, their partitions summing to the partition count, with
