@@ -28,6 +28,7 @@ import picocli.CommandLine.Command;
       CausalCostBenchmark.class,
       ClusterBenchmark.class,
       FailoverBenchmark.class,
+      MemorySpreadBenchmark.class,
       CommandLine.HelpCommand.class
     },
     footer = {

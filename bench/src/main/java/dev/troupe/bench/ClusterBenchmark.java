@@ -11,7 +11,6 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Properties;
-import java.util.concurrent.TimeUnit;
 import me.tongfei.progressbar.ProgressBar;
 import org.HdrHistogram.Histogram;
 import picocli.CommandLine.Command;
@@ -47,7 +46,6 @@ import picocli.CommandLine.Option;
         + " spread of entities and heap over the nodes.")
 final class ClusterBenchmark extends Benchmark {
   static final Goal EFFICIENCY_GOAL = Goal.atLeast(0.6);
-  static final Goal SPREAD_GOAL = Goal.atMost(1.2, "");
   private static final Duration START_TIMEOUT = Duration.ofSeconds(180);
   private static final long IDLE_MEASUREMENT_MILLIS = 3000;
 
@@ -192,7 +190,7 @@ final class ClusterBenchmark extends Benchmark {
             return report;
           }
           if (configuration == Configuration.cluster) {
-            memorySpread(report, deployment);
+            MemorySpread.measure(report, deployment.servers(), Map.of());
           }
           // What the servers burn with no request at all (heartbeats, gossip, timers, pollers):
           // the fixed part of the CPU per operation below.
@@ -305,54 +303,6 @@ final class ClusterBenchmark extends Benchmark {
           requests == 0 ? 0 : (after.sentToNodes() - before.sentToNodes()) / requests);
     }
     report.result(system, "load_average_1_minute", loadAverageOneMinute());
-  }
-
-  /**
-   * Entities and heap per member after loading, each member's old generation measured right
-   * after a full collection it is asked for ({@code jcmd <pid> GC.run}).
-   */
-  private static void memorySpread(BenchReport report, Deployment deployment) throws Exception {
-    List<Double> entities = new ArrayList<>();
-    List<Double> heaps = new ArrayList<>();
-    for (int i = 0; i < deployment.servers().size(); i++) {
-      TroupeProcess server = deployment.servers().get(i);
-      forceFullCollection(server.pid());
-      String metrics = metricsOf(server);
-      String member = "memory/member-" + (i + 1);
-      double active = PrometheusText.value(metrics, "troupe_active_entities", 0);
-      double heapBytes = PrometheusText.value(metrics,
-          "troupe_memory_heap_after_collection_bytes", -1);
-      report.result(member, "entities", active);
-      report.result(member, "heap_after_full_collection_megabytes", heapBytes / (1 << 20));
-      report.result(member, "hosted_partitions",
-          PrometheusText.value(metrics, "troupe_cluster_hosted_partitions", 0));
-      report.result(member, "estimated_actor_megabytes", PrometheusText.value(metrics,
-          "troupe_memory_estimated_bytes{holder=\"actors\"}", 0) / (1 << 20));
-      entities.add(active);
-      heaps.add(heapBytes);
-    }
-    report.ratio("entities max/min", max(entities), min(entities), SPREAD_GOAL);
-    report.ratio("heap max/min", max(heaps), min(heaps), SPREAD_GOAL);
-  }
-
-  private static double max(List<Double> values) {
-    return values.stream().mapToDouble(Double::doubleValue).max().orElse(0);
-  }
-
-  private static double min(List<Double> values) {
-    return values.stream().mapToDouble(Double::doubleValue).min().orElse(0);
-  }
-
-  private static void forceFullCollection(long pid) throws IOException, InterruptedException {
-    Process jcmd = new ProcessBuilder(
-        Path.of(System.getProperty("java.home"), "bin", "jcmd").toString(),
-        Long.toString(pid), "GC.run")
-        .redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
-    if (!jcmd.waitFor(60, TimeUnit.SECONDS)) {
-      jcmd.destroyForcibly();
-      throw new BenchmarkException("jcmd " + pid + " GC.run did not finish within 60 s");
-    }
-    Thread.sleep(200); // the memory monitor hears of the collection by a notification
   }
 
   static String metricsOf(TroupeProcess server) throws IOException {

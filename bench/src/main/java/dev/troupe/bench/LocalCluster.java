@@ -1,7 +1,6 @@
 package dev.troupe.bench;
 
-import com.fasterxml.jackson.databind.JsonNode;
-import dev.troupe.model.Json;
+import dev.troupe.server.http.ClusterPlacement;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.ServerSocket;
@@ -10,7 +9,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.TreeMap;
 
 /**
  * A data centre of several Troupe server processes on this machine, members of one Pekko cluster
@@ -27,7 +25,7 @@ import java.util.TreeMap;
  */
 final class LocalCluster implements AutoCloseable {
   private static final String HOST = "127.0.0.1";
-  private static final long PLACEMENT_POLL_MILLIS = 100;
+  private static final Duration PLACEMENT_POLL = Duration.ofMillis(100);
   /** Partitions sharding may move in one rebalance round (Pekko's default moves one). */
   private static final int REBALANCE_LIMIT = 1000;
 
@@ -178,73 +176,25 @@ final class LocalCluster implements AutoCloseable {
    * @throws BenchmarkException if that does not happen within {@code timeout}
    */
   Map<Integer, Integer> awaitPlacement(int partitions, boolean balanced,
-      Duration timeout) throws IOException, InterruptedException {
-    long deadline = System.nanoTime() + timeout.toNanos();
-    String last = "";
-    int running = 0;
+      Duration timeout) throws InterruptedException {
+    List<ClusterPlacement.Member> running = new ArrayList<>();
     for (TroupeProcess member : members) {
-      running += member == null ? 0 : 1;
-    }
-    while (System.nanoTime() < deadline) {
-      Map<Integer, Integer> agreed = null;
-      boolean settled = true;
-      for (int i = 0; i < members.length && settled; i++) {
-        if (members[i] == null) {
-          continue;
-        }
-        HttpConnection.Response answer;
-        try (HttpConnection connection = members[i].connect()) {
-          answer = connection.get("/v1/cluster");
-        } catch (IOException notYet) {
-          last = "member " + (i + 1) + ": " + notYet;
-          settled = false;
-          break;
-        }
-        last = "member " + (i + 1) + ": " + answer.status() + " " + answer.text();
-        Map<Integer, Integer> placement = answer.status() == 200
-            ? placement(Json.parse(answer.body()), running, partitions) : null;
-        if (placement == null || (agreed != null && !agreed.equals(placement))) {
-          settled = false;
-        }
-        agreed = placement;
-      }
-      if (settled && agreed != null && (!balanced || balanced(agreed, running))) {
-        return agreed;
-      }
-      Thread.sleep(PLACEMENT_POLL_MILLIS);
-    }
-    throw new BenchmarkException("the cluster did not settle within " + timeout.toSeconds()
-        + " s; last answer: " + last);
-  }
-
-  /** Whether {@code members} each host some partitions, their counts differing by one at most. */
-  static boolean balanced(Map<Integer, Integer> placement, int members) {
-    Map<Integer, Integer> counts = new TreeMap<>();
-    placement.values().forEach(node -> counts.merge(node, 1, Integer::sum));
-    return counts.size() == members
-        && counts.values().stream().mapToInt(Integer::intValue).max().getAsInt()
-            - counts.values().stream().mapToInt(Integer::intValue).min().getAsInt() <= 1;
-  }
-
-  /** Partition -> node id if the view has {@code members} up and each partition once, else null. */
-  static Map<Integer, Integer> placement(JsonNode view, int members, int partitions) {
-    JsonNode listed = view.path("members");
-    if (listed.size() != members) {
-      return null;
-    }
-    Map<Integer, Integer> placement = new TreeMap<>();
-    for (JsonNode member : listed) {
-      if (!member.path("status").asText().equals("up") || !member.path("reachable").asBoolean()
-          || !member.path("partitionsKnown").asBoolean()) {
-        return null;
-      }
-      for (JsonNode partition : member.path("partitions")) {
-        if (placement.put(partition.asInt(), member.path("nodeId").asInt()) != null) {
-          return null;
-        }
+      if (member != null) {
+        running.add(() -> {
+          try (HttpConnection connection = member.connect()) {
+            HttpConnection.Response answer = connection.get("/v1/cluster");
+            return new ClusterPlacement.Answer(answer.status(), answer.body());
+          }
+        });
       }
     }
-    return placement.size() == partitions ? placement : null;
+    try {
+      return ClusterPlacement.await(running, partitions,
+          placement -> !balanced || ClusterPlacement.balanced(placement, running.size()),
+          timeout, PLACEMENT_POLL);
+    } catch (ClusterPlacement.PlacementTimeoutException timedOut) {
+      throw new BenchmarkException(timedOut.getMessage());
+    }
   }
 
   private static int freePort() throws IOException {

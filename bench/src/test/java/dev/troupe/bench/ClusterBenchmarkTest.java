@@ -14,7 +14,7 @@ import picocli.CommandLine;
 
 /**
  * The parts of {@code bench cluster} and {@code bench failover} that decide figures: reading
- * /metrics samples and /v1/cluster placements, the failover probes' keys and the check of what a
+ * /metrics samples (the /v1/cluster placement reader is the server's ClusterPlacementTest), the failover probes' keys and the check of what a
  * probe may hold. (The benchmarks themselves start a PostgreSQL and three server JVMs: run them
  * with {@code ./troupe bench cluster} and {@code ./troupe bench failover}.)
  */
@@ -38,34 +38,6 @@ class ClusterBenchmarkTest {
     assertEquals(1.5e8, PrometheusText.value(metrics,
         "troupe_memory_heap_after_collection_bytes", -1));
     assertEquals(-1, PrometheusText.value(metrics, "troupe_active_entities", -1));
-  }
-
-  @Test
-  void aPlacementCountsOnlyWhenEveryMemberIsUpAndEveryPartitionHostedOnce() {
-    String settled = """
-        {"members": [
-          {"nodeId": 1, "status": "up", "reachable": true, "partitionsKnown": true,
-           "partitions": [0, 3]},
-          {"nodeId": 2, "status": "up", "reachable": true, "partitionsKnown": true,
-           "partitions": [1]},
-          {"nodeId": 3, "status": "up", "reachable": true, "partitionsKnown": true,
-           "partitions": [2]}]}
-        """;
-    assertEquals(Map.of(0, 1, 3, 1, 1, 2, 2, 3),
-        LocalCluster.placement(Json.parse(settled), 3, 4));
-    assertNull(LocalCluster.placement(Json.parse(settled), 2, 4), "a member too many");
-    assertNull(LocalCluster.placement(Json.parse(settled), 3, 5), "a partition not hosted");
-    assertNull(LocalCluster.placement(Json.parse(settled.replace("[1]", "[1, 0]")), 3, 4),
-        "a partition hosted twice");
-    assertNull(LocalCluster.placement(Json.parse(settled.replaceFirst("\"reachable\": true",
-        "\"reachable\": false")), 3, 4), "an unreachable member");
-  }
-
-  @Test
-  void aPlacementIsBalancedWhenEveryMemberHostsAndTheCountsDifferByOneAtMost() {
-    assertTrue(LocalCluster.balanced(Map.of(0, 1, 1, 2, 2, 3, 3, 1), 3));
-    assertFalse(LocalCluster.balanced(Map.of(0, 1, 1, 1, 2, 2, 3, 1), 2), "3 against 1");
-    assertFalse(LocalCluster.balanced(Map.of(0, 1, 1, 2), 3), "a member hosts nothing");
   }
 
   @Test
@@ -106,5 +78,28 @@ class ClusterBenchmarkTest {
     assertEquals(1, command.execute("cluster", "--nodes", "1"));
     assertEquals(1, command.execute("cluster", "--partitions", "2"));
     assertEquals(1, command.execute("failover", "--nodes", "2"));
+  }
+
+  @Test
+  void heapInUseSumsTheGenerationsOfGcHeapInfoWithoutMetaspace() {
+    String parallel = """
+        12345:
+         PSYoungGen      total 95744K, used 1000K [0x00000000f9580000, 0x0000000100000000)
+          eden space 82432K, 1% used [0x00000000f9580000,0x00000000fe2aa150,0x00000000fe600000)
+          from space 13312K, 0% used [0x00000000fe600000,0x00000000ff225178,0x00000000ff300000)
+          to   space 13312K, 0% used [0x00000000ff300000,0x00000000ff300000,0x0000000100000000)
+         ParOldGen       total 218624K, used 24000K [0x00000000ec000000, 0x00000000f9580000)
+          object space 218624K, 10% used [0x00000000ec000000,0x00000000ec125ab8,0x00000000f9580000)
+         Metaspace       used 49338K, committed 50048K, reserved 1114112K
+          class space    used 6000K, committed 6336K, reserved 1048576K
+        """;
+    assertEquals(25_000 * 1024.0, MemorySpread.heapUsedBytes(parallel));
+    String g1 = """
+        12345:
+         garbage-first heap   total 262144K, used 51200K [0x00000000f0000000, 0x0000000100000000)
+          region size 1024K, 3 young (3072K), 0 survivors (0K)
+         Metaspace       used 49338K, committed 50048K, reserved 1114112K
+        """;
+    assertEquals(51_200 * 1024.0, MemorySpread.heapUsedBytes(g1));
   }
 }

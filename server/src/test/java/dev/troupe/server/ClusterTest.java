@@ -3,11 +3,7 @@ package dev.troupe.server;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import com.fasterxml.jackson.databind.JsonNode;
 import dev.troupe.server.ServerProcess.Answer;
-import dev.troupe.storage.postgres.PostgresInstance;
-import java.io.IOException;
-import java.net.ServerSocket;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -27,83 +23,48 @@ import org.junit.jupiter.api.io.TempDir;
  * partitions off to the others (measured and printed too). The members share one store, a real
  * PostgreSQL started by the test: a write through one member to an entity another hosts reads
  * back through the third, a transaction spanning partitions of different members commits, and
- * every acknowledged write survives the kill and the hand-offs.
+ * every acknowledged write survives the kill and the hand-offs. The members, PostgreSQL and the
+ * placement wait are the harness {@link ThreeNodeCluster}'s (one cluster for the whole run).
  */
 class ClusterTest {
-  private static final int PARTITIONS = 4;
-  /** Small heaps: three JVMs on a small machine. */
-  private static final List<String> JVM_OPTIONS =
-      List.of("-Xmx320m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1");
-  /**
-   * Failover = unreachable after the pause, downed after stable-after, moved after sharding's
-   * removal margin (stable-after again). Shorter than the defaults (3000, 7000) to keep the test
-   * short; -Dtroupe.test.failure-detector-pause-millis and -Dtroupe.test.stable-after-millis
-   * measure others.
-   */
-  private static final long FAILURE_DETECTOR_PAUSE_MILLIS =
-      Long.getLong("troupe.test.failure-detector-pause-millis", 2000);
-  private static final long STABLE_AFTER_MILLIS =
-      Long.getLong("troupe.test.stable-after-millis", 3000);
-  /** The bound the test holds failover to (detection, downing, hand-over, and slack). */
-  private static final long FAILOVER_BOUND_MILLIS =
-      10_000 + 2 * FAILURE_DETECTOR_PAUSE_MILLIS + 3 * STABLE_AFTER_MILLIS;
-
   @TempDir Path directory;
-  private final ServerProcess[] nodes = new ServerProcess[3];
-  private final int[] clusterPorts = new int[3];
-  private PostgresInstance database;
+  /** The three members (ThreeNodeCluster: PostgreSQL, ports, settings, the placement wait). */
+  private ThreeNodeCluster cluster;
+  /** The single node of {@link #aNodeThatIsNotAMemberHasNoCluster}. */
+  private ServerProcess single;
 
   @AfterEach
   void stop() throws InterruptedException {
-    for (ServerProcess node : nodes) {
-      if (node != null) {
-        node.close();
-      }
+    if (cluster != null) {
+      cluster.close();
     }
-    if (database != null) {
-      database.close();
+    if (single != null) {
+      single.close();
     }
   }
 
-  private static int freePort() throws IOException {
-    try (ServerSocket socket = new ServerSocket(0)) {
-      return socket.getLocalPort();
-    }
-  }
-
-  private ServerProcess start(int index) throws IOException, InterruptedException {
-    List<String> seeds = new ArrayList<>();
-    for (int port : clusterPorts) {
-      seeds.add("127.0.0.1:" + port);
-    }
-    Path data = directory.resolve("node-" + (index + 1));
-    java.nio.file.Files.createDirectories(data);
-    return ServerProcess.launchWithJvmOptions(JVM_OPTIONS, List.of("serve",
-        "--data", data.toString(), "--port", "0",
-        "--node-id", Integer.toString(index + 1),
-        "--cluster-port", Integer.toString(clusterPorts[index]),
-        "--seed-nodes", String.join(",", seeds),
-        "--storage", "postgres", "--jdbc-url", database.jdbcUrl(),
-        "--set", "troupe.storage.partitions=" + PARTITIONS,
-        "--set", "troupe.cluster.failure-detector-pause-millis=" + FAILURE_DETECTOR_PAUSE_MILLIS,
-        "--set", "troupe.cluster.stable-after-millis=" + STABLE_AFTER_MILLIS));
+  /** Member {@code index} (0..2), running. */
+  private ServerProcess node(int index) {
+    return cluster.node(index);
   }
 
   @Test
   void partitionsAreHostedOnceMoveOffAKilledNodeAndItRejoins() throws Exception {
-    database = PostgresInstance.startForTroupe(64);
-    for (int i = 0; i < 3; i++) {
-      clusterPorts[i] = freePort();
-    }
-    for (int i = 0; i < 3; i++) {
-      nodes[i] = start(i);
-    }
-
     // Formed: three up members, every partition hosted once, every member agreeing, and (once
-    // sharding has rebalanced) every member hosting some.
-    Map<Integer, Integer> placement = awaitPlacement(List.of(0, 1, 2), 3, 90_000, true);
-    System.out.println("cluster formed: partition -> node " + placement);
-    Answer metrics = nodes[0].get("/metrics");
+    // sharding has rebalanced) every member hosting some (ThreeNodeCluster.start waits for it).
+    cluster = ThreeNodeCluster.start(directory, ThreeNodeCluster.Options.defaults());
+    try {
+      checkFormationFailoverRejoinAndHandOff();
+    } catch (Throwable failure) {
+      cluster.printLogs();
+      throw failure;
+    }
+  }
+
+  private void checkFormationFailoverRejoinAndHandOff() throws Exception {
+    ThreeNodeCluster.Options options = cluster.options;
+    Map<Integer, Integer> placement = cluster.awaitPlacement(List.of(0, 1, 2), 90_000, true);
+    Answer metrics = node(0).get("/metrics");
     assertEquals(200, metrics.status(), metrics.text());
     assertTrue(metrics.text().contains("troupe_cluster_hosted_partitions "), metrics.text());
     assertTrue(metrics.text().contains("troupe_cluster_transport_sent_total{to=\"partition\"}"));
@@ -111,16 +72,16 @@ class ClusterTest {
     // One shared store: a type declared through one member is known to the others; writes
     // through every member, to entities every member hosts, read back through the others; a
     // transaction across members' partitions commits.
-    Answer declared = nodes[0].send("PUT", "/v1/types/Counter",
+    Answer declared = node(0).send("PUT", "/v1/types/Counter",
         "{\"keys\": {\"n\": {\"kind\": \"counter\"}}}");
     assertEquals(200, declared.status(), declared.text());
     for (int member = 1; member < 3; member++) {
-      Answer known = nodes[member].get("/v1/types/Counter");
+      Answer known = node(member).get("/v1/types/Counter");
       assertEquals(200, known.status(), "node " + (member + 1) + ": " + known.text());
     }
     Map<String, Long> written = writeThroughEveryMember(List.of(0, 1, 2), "before");
     assertReadBack(written, List.of(0, 1, 2));
-    Answer transfer = nodes[1].send("POST", "/v1/transactions", """
+    Answer transfer = node(1).send("POST", "/v1/transactions", """
         {"ops": [%s]}""".formatted(String.join(", ", written.keySet().stream().limit(6)
         .map(entity -> "{\"entity\": \"" + entity
             + "\", \"op\": \"increment\", \"key\": \"n\", \"by\": 1000}")
@@ -136,13 +97,14 @@ class ClusterTest {
     long victimHosted = placement.values().stream().filter(node -> node == victim + 1).count();
     long acquiredBefore = acquisitions(0) + acquisitions(1);
     long killedAt = System.nanoTime();
-    nodes[victim].kill();
-    nodes[victim] = null;
-    Map<Integer, Integer> after = awaitPlacement(List.of(0, 1), 2, FAILOVER_BOUND_MILLIS, false);
+    cluster.kill(victim);
+    Map<Integer, Integer> after =
+        cluster.awaitPlacement(List.of(0, 1), options.failoverBoundMillis(), false);
     long failoverMillis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - killedAt);
     System.out.printf("failover: every partition hosted again %d ms after kill -9 of node %d"
         + " (failure detector pause %d ms, stable-after %d ms): partition -> node %s%n",
-        failoverMillis, victim + 1, FAILURE_DETECTOR_PAUSE_MILLIS, STABLE_AFTER_MILLIS, after);
+        failoverMillis, victim + 1, options.failureDetectorPauseMillis(),
+        options.stableAfterMillis(), after);
     assertTrue(after.values().stream().noneMatch(node -> node == victim + 1), after.toString());
     assertHandOffMetrics(victimHosted, acquiredBefore);
     // Everything acknowledged before the kill is there, served by the survivors, who write on.
@@ -152,8 +114,8 @@ class ClusterTest {
 
     // It comes back on the same ports and data: it rejoins, and the three agree again.
     long restartedAt = System.nanoTime();
-    nodes[victim] = start(victim);
-    Map<Integer, Integer> rejoined = awaitPlacement(List.of(0, 1, 2), 3, 90_000, false);
+    cluster.start(victim);
+    Map<Integer, Integer> rejoined = cluster.awaitPlacement(List.of(0, 1, 2), 90_000, false);
     System.out.printf("rejoin: three members agreeing %d ms after the restart: partition -> node"
         + " %s%n", TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - restartedAt), rejoined);
     assertReadBack(written, List.of(victim, 0, 1));
@@ -162,11 +124,10 @@ class ClusterTest {
     // handed off to the others without waiting for the failure detector or the resolver.
     int leaving = 1;
     long stoppedAt = System.nanoTime();
-    nodes[leaving].close();
-    nodes[leaving] = null;
+    cluster.stop(leaving);
     long exitMillis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - stoppedAt);
     Map<Integer, Integer> handedOff =
-        awaitPlacement(List.of(0, 2), 2, FAILOVER_BOUND_MILLIS, false);
+        cluster.awaitPlacement(List.of(0, 2), options.failoverBoundMillis(), false);
     System.out.printf("graceful stop of node %d: exited %d ms after SIGTERM, every partition"
         + " hosted by the others %d ms after it: partition -> node %s%n", leaving + 1, exitMillis,
         TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - stoppedAt), handedOff);
@@ -181,7 +142,7 @@ class ClusterTest {
     Map<String, Long> written = new TreeMap<>();
     for (int i = 0; i < 24; i++) {
       String entity = "Counter/" + prefix + "-" + i;
-      ServerProcess through = nodes[members.get(i % members.size())];
+      ServerProcess through = node(members.get(i % members.size()));
       Answer answer = through.send("POST", "/v1/entities/" + entity + "/keys/n/increment",
           "{\"by\": " + (i + 1) + "}");
       assertEquals(200, answer.status(), entity + " through " + through + ": " + answer.text());
@@ -195,7 +156,7 @@ class ClusterTest {
       throws Exception {
     for (Map.Entry<String, Long> entry : expected.entrySet()) {
       for (int member : members) {
-        Answer answer = nodes[member].get("/v1/entities/" + entry.getKey());
+        Answer answer = node(member).get("/v1/entities/" + entry.getKey());
         assertEquals(200, answer.status(), entry.getKey() + ": " + answer.text());
         assertEquals(entry.getValue().longValue(),
             answer.body().path("state").path("n").asLong(-1),
@@ -204,76 +165,18 @@ class ClusterTest {
     }
   }
 
-  /**
-   * Waits until each of {@code members} sees {@code expectedMembers} up and reachable members and
-   * every partition hosted by exactly one of them, the same on all; answers partition -> node id.
-   */
-  private Map<Integer, Integer> awaitPlacement(List<Integer> members, int expectedMembers,
-      long timeoutMillis, boolean everyMemberHosts) throws Exception {
-    long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMillis);
-    String last = "";
-    while (System.nanoTime() < deadline) {
-      Map<Integer, Integer> agreed = null;
-      boolean ok = true;
-      for (int index : members) {
-        Answer answer = nodes[index].get("/v1/cluster");
-        if (answer.status() != 200) {
-          ok = false;
-          last = "node " + (index + 1) + ": " + answer.status() + " " + answer.text();
-          break;
-        }
-        Map<Integer, Integer> placement = placement(answer.body(), expectedMembers);
-        last = "node " + (index + 1) + ": " + answer.text();
-        if (placement == null || (agreed != null && !agreed.equals(placement))) {
-          ok = false;
-          break;
-        }
-        agreed = placement;
-      }
-      if (ok && agreed != null
-          && (!everyMemberHosts || agreed.values().stream().distinct().count() == expectedMembers)) {
-        return agreed;
-      }
-      Thread.sleep(250);
-    }
-    throw new AssertionError("the cluster did not settle within " + timeoutMillis + " ms; last: "
-        + last);
+  /** The store's partition count the cluster runs with. */
+  private int partitions() {
+    return cluster.options.partitions();
   }
 
-  /** Partition -> node id if the view has the members up and each partition once, else null. */
-  private static Map<Integer, Integer> placement(JsonNode view, int expectedMembers) {
-    JsonNode members = view.path("members");
-    if (members.size() != expectedMembers) {
-      return null;
-    }
-    Map<Integer, Integer> placement = new TreeMap<>();
-    for (JsonNode member : members) {
-      if (!member.path("status").asText().equals("up") || !member.path("reachable").asBoolean()
-          || !member.path("partitionsKnown").asBoolean()) {
-        return null;
-      }
-      for (JsonNode partition : member.path("partitions")) {
-        if (placement.put(partition.asInt(), member.path("nodeId").asInt()) != null) {
-          return null;
-        }
-      }
-    }
-    return placement.size() == PARTITIONS ? placement : null;
-  }
-
-  /**
-   * Operations on a cluster: {@code troupe status} against one member lists the three nodes, the
-   * partitions each hosts (summing to the partition count) and each one's heap, as each member
-   * reported them; {@code GET /v1/cluster} is the documented ClusterView; after a member is
-   * killed, the survivors' {@code /metrics} count and time the partitions they took over.
-   */
   /**
    * {@code GET /v1/cluster} matches the OpenAPI document, and {@code troupe status} against node 1
    * lists the three nodes, up and reachable, their partitions summing to the partition count, with
    * heap figures and the written entities active somewhere: every member's numbers came from it.
    */
   private void assertStatusListsEveryNode() throws Exception {
-    Answer view = nodes[0].get("/v1/cluster");
+    Answer view = node(0).get("/v1/cluster");
     assertEquals(List.of(), OpenApiDocument.load()
         .validate("/components/schemas/ClusterView", view.text()));
 
@@ -281,8 +184,8 @@ class ClusterTest {
     String status = null;
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
     while (System.nanoTime() < deadline) {
-      status = troupeStatus(nodes[0]);
-      if (status.contains("cluster: 3 members (3 answered), " + PARTITIONS + " of " + PARTITIONS
+      status = troupeStatus(node(0));
+      if (status.contains("cluster: 3 members (3 answered), " + partitions() + " of " + partitions()
           + " partitions hosted")) {
         break;
       }
@@ -307,7 +210,7 @@ class ClusterTest {
     }
     assertEquals(java.util.Set.of(1, 2, 3), nodeIds, status);
     assertTrue(entities > 0, "the written entities are active somewhere: " + status);
-    assertEquals(PARTITIONS, partitionsListed, status);
+    assertEquals(partitions(), partitionsListed, status);
     assertPlacementIsPublished();
   }
 
@@ -317,11 +220,11 @@ class ClusterTest {
    * answering member does not host carries {@code Troupe-Forwarded: true}, one it hosts none.
    */
   private void assertPlacementIsPublished() throws Exception {
-    JsonNode view = nodes[0].get("/v1/cluster").body();
+    JsonNode view = node(0).get("/v1/cluster").body();
     java.util.Set<Integer> hostedByFirst = new java.util.TreeSet<>();
     for (JsonNode member : view.path("members")) {
       int nodeId = member.path("nodeId").asInt();
-      assertEquals("http://127.0.0.1:" + nodes[nodeId - 1].port(),
+      assertEquals("http://127.0.0.1:" + node(nodeId - 1).port(),
           member.path("node").path("httpUrl").asText(), member.toString());
       if (nodeId == 1) {
         member.path("node").path("hostedPartitions").forEach(p -> hostedByFirst.add(p.asInt()));
@@ -332,11 +235,11 @@ class ClusterTest {
     for (int i = 0; i < 200 && !(sawHosted && sawForwarded); i++) {
       dev.troupe.model.EntityId entity = new dev.troupe.model.EntityId("Placed", "p" + i);
       boolean hosted = hostedByFirst.contains(
-          dev.troupe.model.EntityLocator.partitionOf(entity, PARTITIONS));
+          dev.troupe.model.EntityLocator.partitionOf(entity, partitions()));
       if (hosted ? sawHosted : sawForwarded) {
         continue;
       }
-      Answer answer = nodes[0].send("PUT", "/v1/entities/Placed/p" + i + "/keys/k", "1");
+      Answer answer = node(0).send("PUT", "/v1/entities/Placed/p" + i + "/keys/k", "1");
       assertEquals(200, answer.status(), answer.text());
       assertEquals(hosted ? java.util.Optional.empty() : java.util.Optional.of("true"),
           answer.header("Troupe-Forwarded"), "partition hosted by node 1: " + hosted);
@@ -352,7 +255,7 @@ class ClusterTest {
    */
   private void assertHandOffMetrics(long victimHosted, long acquiredBefore) throws Exception {
     long acquiredAfter = acquisitions(0) + acquisitions(1);
-    Answer metrics = nodes[0].get("/metrics");
+    Answer metrics = node(0).get("/metrics");
     System.out.println("hand-off metrics of node 1 after the failover:\n" + metrics.text().lines()
         .filter(line -> line.startsWith("troupe_cluster_partition")).collect(
             java.util.stream.Collectors.joining("\n")));
@@ -365,7 +268,7 @@ class ClusterTest {
 
   /** Node {@code index}'s acquisitions since start, from its {@code /metrics}. */
   private long acquisitions(int index) throws Exception {
-    Answer metrics = nodes[index].get("/metrics");
+    Answer metrics = node(index).get("/metrics");
     assertEquals(200, metrics.status(), metrics.text());
     return metrics.text().lines()
         .filter(line -> line.startsWith("troupe_cluster_partitions_acquired_total "))
@@ -390,8 +293,8 @@ class ClusterTest {
 
   @Test
   void aNodeThatIsNotAMemberHasNoCluster() throws Exception {
-    nodes[0] = ServerProcess.start(directory.resolve("single"));
-    Answer answer = nodes[0].get("/v1/cluster");
+    single = ServerProcess.start(directory.resolve("single"));
+    Answer answer = single.get("/v1/cluster");
     assertEquals(404, answer.status(), answer.text());
     assertEquals("not_found", answer.errorCode());
   }

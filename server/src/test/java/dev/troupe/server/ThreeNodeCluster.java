@@ -1,7 +1,7 @@
 package dev.troupe.server;
 
-import com.fasterxml.jackson.databind.JsonNode;
 import dev.troupe.server.ServerProcess.Answer;
+import dev.troupe.server.http.ClusterPlacement;
 import dev.troupe.storage.postgres.PostgresInstance;
 import java.io.IOException;
 import java.net.InetAddress;
@@ -10,9 +10,8 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.time.Duration;
 import java.util.Map;
-import java.util.TreeMap;
-import java.util.concurrent.TimeUnit;
 
 /**
  * A data centre of three real server processes on loopback sharing one throwaway PostgreSQL
@@ -36,6 +35,7 @@ import java.util.concurrent.TimeUnit;
 public final class ThreeNodeCluster implements AutoCloseable {
   static final List<String> JVM_OPTIONS =
       List.of("-Xmx320m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1");
+  private static final Duration PLACEMENT_POLL = Duration.ofMillis(250);
 
   /**
    * What the cluster runs with.
@@ -234,45 +234,28 @@ public final class ThreeNodeCluster implements AutoCloseable {
 
   /**
    * Waits until each of {@code members} sees exactly those members up and reachable and every
-   * partition hosted by exactly one of them, the same on all; answers partition -> node id.
+   * partition hosted by exactly one of them, the same on all (and, if {@code everyMemberHosts},
+   * each of them hosting some); answers partition -> node id.
    */
   Map<Integer, Integer> awaitPlacement(List<Integer> members, long timeoutMillis,
-      boolean everyMemberHosts) throws Exception {
-    long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMillis);
-    String last = "";
-    while (System.nanoTime() < deadline) {
-      Map<Integer, Integer> agreed = null;
-      boolean ok = true;
-      for (int index : members) {
-        Answer answer;
-        try {
-          answer = nodes[index].get("/v1/cluster");
-        } catch (IOException notListening) {
-          ok = false;
-          last = "node " + nodeId(index) + ": " + notListening;
-          break;
-        }
-        if (answer.status() != 200) {
-          ok = false;
-          last = "node " + nodeId(index) + ": " + answer.status() + " " + answer.text();
-          break;
-        }
-        Map<Integer, Integer> placement = placement(answer.body(), members.size());
-        last = "node " + nodeId(index) + ": " + answer.text();
-        if (placement == null || (agreed != null && !agreed.equals(placement))) {
-          ok = false;
-          break;
-        }
-        agreed = placement;
-      }
-      if (ok && agreed != null
-          && (!everyMemberHosts || agreed.values().stream().distinct().count() == members.size())) {
-        return agreed;
-      }
-      Thread.sleep(250);
+      boolean everyMemberHosts) throws InterruptedException {
+    List<ClusterPlacement.Member> asked = new ArrayList<>();
+    for (int index : members) {
+      asked.add(() -> {
+        Answer answer = nodes[index].get("/v1/cluster");
+        return new ClusterPlacement.Answer(answer.status(),
+            answer.text().getBytes(java.nio.charset.StandardCharsets.UTF_8));
+      });
     }
-    throw new AssertionError("the cluster did not settle within " + timeoutMillis + " ms; last: "
-        + last);
+    try {
+      return ClusterPlacement.await(asked, options.partitions(),
+          placement -> !everyMemberHosts
+              || ClusterPlacement.everyMemberHosts(placement, members.size()),
+          Duration.ofMillis(timeoutMillis), PLACEMENT_POLL);
+    } catch (ClusterPlacement.PlacementTimeoutException timedOut) {
+      throw new AssertionError("nodes " + members.stream().map(ThreeNodeCluster::nodeId).toList()
+          + ": " + timedOut.getMessage());
+    }
   }
 
   /**
@@ -286,27 +269,6 @@ public final class ThreeNodeCluster implements AutoCloseable {
     } catch (AssertionError notRebalancedYet) {
       return awaitPlacement(List.of(0, 1, 2), 90_000, false);
     }
-  }
-
-  /** Partition -> node id if the view has the members up and each partition once, else null. */
-  private Map<Integer, Integer> placement(JsonNode view, int expectedMembers) {
-    JsonNode members = view.path("members");
-    if (members.size() != expectedMembers) {
-      return null;
-    }
-    Map<Integer, Integer> placement = new TreeMap<>();
-    for (JsonNode member : members) {
-      if (!member.path("status").asText().equals("up") || !member.path("reachable").asBoolean()
-          || !member.path("partitionsKnown").asBoolean()) {
-        return null;
-      }
-      for (JsonNode partition : member.path("partitions")) {
-        if (placement.put(partition.asInt(), member.path("nodeId").asInt()) != null) {
-          return null;
-        }
-      }
-    }
-    return placement.size() == options.partitions() ? placement : null;
   }
 
   /**

@@ -3,6 +3,7 @@ package dev.troupe.sim;
 import dev.troupe.storage.DiskException;
 import dev.troupe.storage.KeyValueDisk;
 import dev.troupe.storage.MemoryDisk;
+import dev.troupe.storage.SharedDiskView;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -133,55 +134,33 @@ final class SharedDatabase {
     }
   }
 
-  /** One node's handle on the shared database (see the class comment). */
-  final class View implements KeyValueDisk {
+  /**
+   * One node's handle on the shared database (see the class comment): a {@link SharedDiskView} of
+   * the database's current disk whose batches are audited and whose acquisitions are noted.
+   */
+  final class View extends SharedDiskView {
     private final int nodeId;
 
     private View(int nodeId) {
+      super(() -> disk);
       this.nodeId = nodeId;
     }
 
     @Override
     public Batch newBatch() {
-      return new AuditedBatch(disk.newBatch());
+      return new AuditedBatch(shared().newBatch());
     }
 
     @Override
     public void write(Batch batch, boolean sync) throws DiskException {
       AuditedBatch audited = (AuditedBatch) batch;
-      disk.write(audited.inner, sync); // throws FencedException, writing nothing, if fenced
+      shared().write(audited.inner, sync); // throws FencedException, writing nothing, if fenced
       audit(nodeId, audited.fences, audited.journalKeys);
     }
 
     @Override
-    public byte[] get(Column column, byte[] key) throws DiskException {
-      return disk.get(column, key);
-    }
-
-    @Override
-    public List<byte[]> multiGet(Column column, List<byte[]> keys, Snapshot snapshot)
-        throws DiskException {
-      return disk.multiGet(column, keys, snapshot);
-    }
-
-    @Override
-    public Snapshot snapshot() {
-      return disk.snapshot();
-    }
-
-    @Override
-    public Cursor cursor(Column column, Snapshot snapshot, byte[] lowerBound, byte[] upperBound) {
-      return disk.cursor(column, snapshot, lowerBound, upperBound);
-    }
-
-    @Override
-    public void flushWriteAheadLog(boolean sync) throws DiskException {
-      disk.flushWriteAheadLog(sync);
-    }
-
-    @Override
     public long acquirePartition(int partition, int acquiringNode) throws DiskException {
-      long epoch = disk.acquirePartition(partition, acquiringNode);
+      long epoch = shared().acquirePartition(partition, acquiringNode);
       acquirers.computeIfAbsent(partition, ignored -> new HashMap<>()).put(epoch, acquiringNode);
       acquisitions++;
       return epoch;
@@ -190,22 +169,12 @@ final class SharedDatabase {
     @Override
     public long acquirePartitionIfEpoch(int partition, int acquiringNode, long expectedEpoch)
         throws DiskException {
-      long epoch = disk.acquirePartitionIfEpoch(partition, acquiringNode, expectedEpoch);
+      long epoch = shared().acquirePartitionIfEpoch(partition, acquiringNode, expectedEpoch);
       if (epoch != 0) {
         acquirers.computeIfAbsent(partition, ignored -> new HashMap<>()).put(epoch, acquiringNode);
         acquisitions++;
       }
       return epoch;
-    }
-
-    @Override
-    public PartitionOwner ownerOf(int partition) throws DiskException {
-      return disk.ownerOf(partition);
-    }
-
-    @Override
-    public void close() {
-      // Only this node's handle ends; the database stays up for the others.
     }
   }
 

@@ -8,7 +8,7 @@ class CoordinatorFenceTest {
   void anEndedCoordinatorsDecisionsAreRefusedAndARestartedNodeCoordinatesAgain() {
     MemoryDisk disk = new MemoryDisk();
     try {
-      CoordinatorFenceScenario.run(view -> new SharedDisk(disk));
+      CoordinatorFenceScenario.run(view -> SharedDiskView.of(disk));
     } finally {
       disk.close();
     }

@@ -77,7 +77,7 @@ class PartitionHandOffTest {
       StorageSettings settings = PartitionOwnershipTest.settings(i + 1).withPartitions(PARTITIONS)
           .withCheckpoints(2, 10, 5).withHistoryRetentionMillis(random.nextBoolean() ? 0 : 100)
           .withCacheMaxWeightBytes(random.nextBoolean() ? 1_500 : 1 << 20);
-      nodes[i] = RocksStore.open(settings, clocks[i], new SharedDisk(disk),
+      nodes[i] = RocksStore.open(settings, clocks[i], SharedDiskView.of(disk),
           RocksStore.Execution.STEPPED);
       nodes[i].setEvents(new StorageEvents() {
         @Override
@@ -209,7 +209,7 @@ class PartitionHandOffTest {
   void handOffsUnderThreadedCommitsLoseNothingAndNeverHaveTwoWriters() throws Exception {
     MemoryDisk disk = new MemoryDisk();
     List<Throwable> failures = new CopyOnWriteArrayList<>();
-    RocksStore[] nodes = ThreadedHandOffs.open(PARTITIONS, i -> new SharedDisk(disk), failures);
+    RocksStore[] nodes = ThreadedHandOffs.open(PARTITIONS, i -> SharedDiskView.of(disk), failures);
     List<EntityId> entities = ThreadedHandOffs.entities();
     ThreadedHandOffs.Run run = ThreadedHandOffs.run(nodes, PARTITIONS, entities, 1_500, 5);
     List<ThreadedHandOffs.Submitted> submitted = run.submitted();

@@ -29,7 +29,7 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * Partition ownership ({@link PartitionOwnership#ACQUIRED}): two {@link RocksStore}s over one
- * shared {@link MemoryDisk} play two nodes of a data centre (each through a {@link SharedDisk}
+ * shared {@link MemoryDisk} play two nodes of a data centre (each through a {@link SharedDiskView}
  * view, as two nodes share a PostgreSQL database). Hand-offs keep every acknowledged commit and
  * its order, a fenced node's writes are refused with {@code not_owner} and write nothing, cached
  * states do not outlive an ownership, maintenance runs per acquired partition, and each node keeps
@@ -60,7 +60,7 @@ class PartitionOwnershipTest {
 
   private RocksStore node(StorageSettings settings, FakeClock clock,
       RocksStore.Execution execution) {
-    RocksStore store = RocksStore.open(settings, clock, new SharedDisk(disk), execution);
+    RocksStore store = RocksStore.open(settings, clock, SharedDiskView.of(disk), execution);
     opened.add(store);
     return store;
   }
@@ -547,9 +547,9 @@ class PartitionOwnershipTest {
     try (RocksDisk rocks = RocksDisk.open(directory)) {
       StorageSettings settingsA = settings(1).withPartitions(2);
       RocksStore a = RocksStore.open(settingsA, new FakeClock(Fixtures.START_MILLIS),
-          new SharedDisk(rocks), RocksStore.Execution.THREADS);
+          SharedDiskView.of(rocks), RocksStore.Execution.THREADS);
       RocksStore b = RocksStore.open(settings(2), new FakeClock(Fixtures.START_MILLIS),
-          new SharedDisk(rocks), RocksStore.Execution.THREADS);
+          SharedDiskView.of(rocks), RocksStore.Execution.THREADS);
       try {
         EntityId entity = entityIn(a, 1, 0);
         a.acquirePartition(1);
