@@ -3,6 +3,7 @@ package dev.troupe.server;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import com.fasterxml.jackson.databind.JsonNode;
 import dev.troupe.server.ServerProcess.Answer;
 import java.nio.file.Path;
 import java.util.ArrayList;
