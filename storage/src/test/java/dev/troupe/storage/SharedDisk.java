@@ -9,9 +9,16 @@ import java.util.List;
  */
 final class SharedDisk implements KeyValueDisk {
   private final KeyValueDisk shared;
+  /** Runs before every write (a test's hook to hold or count writes); null: none. */
+  private final Runnable beforeWrite;
 
   SharedDisk(KeyValueDisk shared) {
+    this(shared, null);
+  }
+
+  SharedDisk(KeyValueDisk shared, Runnable beforeWrite) {
     this.shared = shared;
+    this.beforeWrite = beforeWrite;
   }
 
   @Override
@@ -21,6 +28,9 @@ final class SharedDisk implements KeyValueDisk {
 
   @Override
   public void write(Batch batch, boolean sync) throws DiskException {
+    if (beforeWrite != null) {
+      beforeWrite.run();
+    }
     shared.write(batch, sync);
   }
 
