@@ -63,7 +63,7 @@ final class ClusterBank {
     for (String scenario : options.scenarios()) {
       if (scenario.equals("nosync")) {
         throw new IllegalArgumentException("--nodes runs the sync scenarios only (sync,"
-            + " sync1000): nosync has no participants to spread over nodes");
+            + " sync1000, sync10): nosync has no participants to spread over nodes");
       }
     }
     List<String> settings = List.of("troupe.storage.partitions=" + options.partitions(),
@@ -97,7 +97,7 @@ final class ClusterBank {
             }
           }
           int accounts = options.accountsOverride() != null ? options.accountsOverride()
-              : scenario.equals("sync") ? 100_000 : 1_000;
+              : BankBenchmark.accountsOf(scenario);
           report.parameter(scenario + "_accounts", accounts);
           List<Bank> banks = new ArrayList<>();
           for (String policy : options.policies()) {
@@ -116,8 +116,7 @@ final class ClusterBank {
                     + options.nodes() + " nodes",
                 banks.get(0).committedPerSecond(outcomes.get(banks.get(0).name())),
                 banks.get(1).committedPerSecond(outcomes.get(banks.get(1).name())),
-                scenario.equals("sync1000") ? BankBenchmark.CONTENDED_GOAL
-                    : BankBenchmark.UNCONTENDED_GOAL);
+                BankBenchmark.goalOf(scenario));
           }
         }
         report.parameter("load_average_at_end", ClusterBenchmark.loadAverage());

@@ -43,6 +43,15 @@ class BankBenchmarkTest {
   }
 
   @Test
+  void theHotScenarioBooksBetweenTenAccountsUnderTheContendedGoal() {
+    assertEquals(10, BankBenchmark.accountsOf("sync10"));
+    assertEquals(1_000, BankBenchmark.accountsOf("sync1000"));
+    assertEquals(BankBenchmark.CONTENDED_GOAL, BankBenchmark.goalOf("sync10"));
+    assertEquals(BankBenchmark.CONTENDED_GOAL, BankBenchmark.goalOf("sync1000"));
+    assertEquals(BankBenchmark.UNCONTENDED_GOAL, BankBenchmark.goalOf("sync"));
+  }
+
+  @Test
   void refusesUnknownScenariosAndPolicies() {
     CommandLine command = new CommandLine(new BenchCommand());
     assertNotEquals(0, command.execute("bank", "--scenario", "sync5"));

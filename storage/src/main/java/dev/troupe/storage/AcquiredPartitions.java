@@ -246,7 +246,7 @@ final class AcquiredPartitions {
         batch.put(KeyValueDisk.Column.TRANSACTIONS, Keys.idempotency(idempotency.qualifiedKey()),
             Codec.encodeIdempotency(idempotency));
       }
-    }, store.syncCommits);
+    }, store.syncCommits, true);
   }
 
   /** Removes a decision every participant applied; unfenced, unsynced. */
@@ -262,53 +262,117 @@ final class AcquiredPartitions {
   }
 
   /**
-   * Writes {@code contents} unfenced, after every earlier such write; the future completes once
-   * written (and synced with {@code sync}). A failed write fails the store, as a writer's does.
+   * Writes {@code contents} (a decision fences itself inside, {@code fenced}), after every earlier
+   * such write; the future completes once written (and synced with {@code sync}). A failed write
+   * fails the store, as a writer's does.
+   *
+   * <p><b>Group commit.</b> Every decision record the node's coordinators write goes through here,
+   * so one synced database transaction per decision, one after the other, made this thread the
+   * node's ceiling on transactions across nodes (on PostgreSQL a synced transaction costs a
+   * round trip and a WAL flush; under load decisions queued behind each other for hundreds of
+   * milliseconds). So the writer takes every write queued when it gets to run (at most {@code
+   * group-commit-max-records}) into ONE batch, in submission order, synced if any of them asks:
+   * one round trip and one flush for them all, as a partition's writer does for commits. Their
+   * fences are all this node's coordinator partition at the one epoch of this incarnation, so a
+   * fence refuses all of them or none; when it refuses, the writes without a fence (forgetting a
+   * decision, deleting an idempotency record) are written again on their own.
    */
   CompletableFuture<Void> writeUnfenced(String what, Contents contents, boolean sync) {
-    CompletableFuture<Void> done = new CompletableFuture<>();
-    Runnable write = () -> {
-      try {
-        store.enterOpen();
-      } catch (TroupeException closed) {
-        done.completeExceptionally(closed);
-        return;
-      }
-      try {
-        Throwable failed = store.failure();
-        if (failed != null) {
-          done.completeExceptionally(RocksStore.unavailable(failed));
-          return;
-        }
-        try (KeyValueDisk.Batch batch = store.disk.newBatch()) {
-          contents.fill(batch);
-          store.disk.write(batch, sync);
-        }
-        done.complete(null);
-      } catch (FencedException e) {
-        // Only a decision is fenced: another node ended this node's coordinators. Nothing was
-        // written, so the transaction is not committed (a refusal, not an unknown outcome); the
-        // store itself stays healthy (its partitions have fences of their own).
-        done.completeExceptionally(new TroupeException(ErrorCode.UNAVAILABLE, "cannot " + what
-            + ": another node ended this node's coordinators (" + e.getMessage() + ")"));
-      } catch (DiskException | RuntimeException e) {
-        store.fail(e);
-        done.completeExceptionally(
-            new OutcomeUnknownException("cannot " + what + "; it may or may not be durable", e));
-      } finally {
-        store.exitOpen();
-      }
-    };
+    return writeUnfenced(what, contents, sync, false);
+  }
+
+  private CompletableFuture<Void> writeUnfenced(String what, Contents contents, boolean sync,
+      boolean fenced) {
+    UnfencedWrite write = new UnfencedWrite(what, contents, sync, fenced,
+        new CompletableFuture<>());
     if (unfencedWriter == null) {
-      write.run();
-    } else {
-      try {
-        unfencedWriter.execute(write);
-      } catch (RejectedExecutionException e) {
-        done.completeExceptionally(new TroupeException(ErrorCode.UNAVAILABLE, "the store is closed"));
+      writeTogether(List.of(write));
+      return write.done();
+    }
+    unfencedQueue.add(write);
+    try {
+      unfencedWriter.execute(this::drainUnfenced);
+    } catch (RejectedExecutionException e) {
+      unfencedQueue.remove(write);
+      write.done().completeExceptionally(
+          new TroupeException(ErrorCode.UNAVAILABLE, "the store is closed"));
+    }
+    return write.done();
+  }
+
+  /** One write of no partition, waiting for the unfenced writer. */
+  private record UnfencedWrite(String what, Contents contents, boolean sync, boolean fenced,
+      CompletableFuture<Void> done) {}
+
+  /** Writes of no partition submitted and not yet taken by the writer (thread-safe). */
+  private final java.util.concurrent.ConcurrentLinkedQueue<UnfencedWrite> unfencedQueue =
+      new java.util.concurrent.ConcurrentLinkedQueue<>();
+
+  /** On the unfenced writer: writes what is queued, a group at a time (none left: returns). */
+  private void drainUnfenced() {
+    int most = Math.max(1, store.settings.groupCommitMaxRecords());
+    while (!unfencedQueue.isEmpty()) {
+      List<UnfencedWrite> group = new ArrayList<>();
+      UnfencedWrite next;
+      while (group.size() < most && (next = unfencedQueue.poll()) != null) {
+        group.add(next);
+      }
+      if (!group.isEmpty()) {
+        writeTogether(group);
       }
     }
-    return done;
+  }
+
+  /** Writes {@code group} as one batch, in order, and completes each write's future. */
+  private void writeTogether(List<UnfencedWrite> group) {
+    try {
+      store.enterOpen();
+    } catch (TroupeException closed) {
+      group.forEach(write -> write.done().completeExceptionally(closed));
+      return;
+    }
+    try {
+      Throwable failed = store.failure();
+      if (failed != null) {
+        group.forEach(write -> write.done().completeExceptionally(RocksStore.unavailable(failed)));
+        return;
+      }
+      boolean sync = false;
+      try (KeyValueDisk.Batch batch = store.disk.newBatch()) {
+        for (UnfencedWrite write : group) {
+          write.contents().fill(batch);
+          sync |= write.sync();
+        }
+        store.disk.write(batch, sync);
+      }
+      group.forEach(write -> write.done().complete(null));
+    } catch (FencedException e) {
+      // Only a decision is fenced: another node ended this node's coordinators. Nothing was
+      // written, so no decision of the group is committed (a refusal, not an unknown outcome);
+      // the store itself stays healthy (its partitions have fences of their own).
+      List<UnfencedWrite> unfenced = new ArrayList<>();
+      for (UnfencedWrite write : group) {
+        if (write.fenced()) {
+          write.done().completeExceptionally(new TroupeException(ErrorCode.UNAVAILABLE, "cannot "
+              + write.what() + ": another node ended this node's coordinators ("
+              + e.getMessage() + ")"));
+        } else {
+          unfenced.add(write);
+        }
+      }
+      if (!unfenced.isEmpty() && unfenced.size() < group.size()) {
+        writeTogether(unfenced); // the close lock's read side is reentrant
+      } else {
+        unfenced.forEach(write -> write.done().completeExceptionally(new TroupeException(
+            ErrorCode.UNAVAILABLE, "cannot " + write.what() + ": " + e.getMessage())));
+      }
+    } catch (DiskException | RuntimeException e) {
+      store.fail(e);
+      group.forEach(write -> write.done().completeExceptionally(new OutcomeUnknownException(
+          "cannot " + write.what() + "; it may or may not be durable", e)));
+    } finally {
+      store.exitOpen();
+    }
   }
 
   /**

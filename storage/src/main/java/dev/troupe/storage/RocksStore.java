@@ -183,6 +183,10 @@ public final class RocksStore implements Store {
   /** Every timestamp issued is below it, and it is durable (meta) before one reaches it. */
   private volatile long clockCeiling;
   private final Object ceilingLock = new Object();
+  /** Raises the clock ceiling ahead of the clock ({@link #tick}); null when stepped. */
+  private final java.util.concurrent.ExecutorService ceilingRaiser;
+  /** Whether a raise ahead is queued or running on {@link #ceilingRaiser}. */
+  private final AtomicBoolean ceilingRaiseQueued = new AtomicBoolean();
   /** What recovery read of two-phase-commit state, until in-doubt resolution consumes it. */
   private volatile TransactionState recoveredTransactionState;
   final KeyValueDisk disk;
@@ -288,6 +292,13 @@ public final class RocksStore implements Store {
     this.acquired = settings.partitionOwnership() == PartitionOwnership.ACQUIRED
         ? new AcquiredPartitions(this, execution == Execution.THREADS, initial.length) : null;
     this.replicationLog = new DiskReplicationLog(this);
+    this.ceilingRaiser = execution == Execution.THREADS
+        ? Executors.newSingleThreadExecutor(runnable -> {
+          Thread thread = new Thread(runnable, "troupe-storage-clock-ceiling");
+          thread.setDaemon(true);
+          return thread;
+        })
+        : null;
   }
 
   /**
@@ -478,10 +489,39 @@ public final class RocksStore implements Store {
    */
   long tick() {
     long timestamp = clock.tick();
-    if (timestamp >= clockCeiling) {
-      raiseClockCeiling(timestamp);
+    long ceiling = clockCeiling;
+    if (timestamp >= ceiling) {
+      raiseClockCeiling(timestamp, false);
+    } else if (ceilingRaiser != null
+        && timestamp >= ceiling - HybridLogicalClock.fromMillis(settings.clockCeilingMillis() / 2)
+        && ceilingRaiseQueued.compareAndSet(false, true)) {
+      raiseClockCeilingAhead(timestamp);
     }
     return timestamp;
+  }
+
+  /**
+   * Raises the ceiling on its own thread once the clock is within half the window of it, so that
+   * no caller waits for the synced write. Reaching the ceiling made the ticking thread write it
+   * (and every thread ticking meanwhile wait for it): once a second a partition writer, or the
+   * planned sequencer with its lock held, stalled for a synced database write; on PostgreSQL
+   * under load 20-480 ms (issue 18, `bench bank --nodes 3`). Only when the writes take longer
+   * than half the window does a caller still reach the ceiling and wait.
+   */
+  private void raiseClockCeilingAhead(long timestamp) {
+    try {
+      ceilingRaiser.execute(() -> {
+        try {
+          raiseClockCeiling(timestamp, true);
+        } catch (TroupeException failed) {
+          // The store failed (recorded by raiseClockCeiling); the next tick at the ceiling says so.
+        } finally {
+          ceilingRaiseQueued.set(false);
+        }
+      });
+    } catch (java.util.concurrent.RejectedExecutionException closing) {
+      ceilingRaiseQueued.set(false);
+    }
   }
 
   /**
@@ -491,15 +531,18 @@ public final class RocksStore implements Store {
    * id, so the ceiling stays (the journal's and the prepared records' own timestamps still bound
    * the next clock).
    */
-  private void raiseClockCeiling(long timestamp) {
+  private void raiseClockCeiling(long timestamp, boolean ahead) {
     boolean writer = onWriterThread();
     if (!writer) {
       closeLock.readLock().lock();
     }
     try {
       synchronized (ceilingLock) {
-        if (timestamp < clockCeiling || failure.get() != null || (!writer && closed)) {
-          return;
+        long needed = ahead
+            ? timestamp + HybridLogicalClock.fromMillis(settings.clockCeilingMillis() / 2)
+            : timestamp;
+        if (needed < clockCeiling || failure.get() != null || (!writer && closed)) {
+          return; // raised meanwhile (or nothing more becomes durable)
         }
         // From physical time, not from the timestamp: after a restart the clock starts at the old
         // ceiling, and raising from there would push it further ahead with every restart.
@@ -1513,6 +1556,14 @@ public final class RocksStore implements Store {
     }
     if (acquired != null) {
       acquired.close();
+    }
+    if (ceilingRaiser != null) {
+      ceilingRaiser.shutdown();
+      try {
+        ceilingRaiser.awaitTermination(10, TimeUnit.SECONDS);
+      } catch (InterruptedException e) {
+        interrupted = true;
+      }
     }
     if (walFlusher != null) {
       walFlusher.shutdown();

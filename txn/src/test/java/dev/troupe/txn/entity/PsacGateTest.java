@@ -82,6 +82,40 @@ class PsacGateTest {
   }
 
   @Test
+  void committedActionsWaitingForAnEarlierDecisionDoNotFillTheGate() {
+    PsacGate<Change> gate = gate(2, 100);
+    EntityState state = withBalance(100);
+    Change first = new Change(1, -1);
+    Change second = new Change(2, -1);
+    assertInstanceOf(PsacGate.Decision.Admitted.class, gate.offer(first, 1, true, false, state));
+    assertInstanceOf(PsacGate.Decision.Admitted.class, gate.offer(second, 2, true, false, state));
+    // The second commits while the first's decision is still travelling: it waits to be applied
+    // after it, but branches no outcome any more, so a newcomer is admitted beside them.
+    gate.commit(second);
+    assertNull(gate.pollApplicable());
+    Change third = new Change(3, -1);
+    assertInstanceOf(PsacGate.Decision.Admitted.class, gate.offer(third, 3, false, false, state));
+    // Two undecided again (first, third): the next waits.
+    assertInstanceOf(PsacGate.Decision.Delayed.class,
+        gate.offer(new Change(4, -1), 4, false, false, state));
+    gate.commit(third);
+    List<PsacGate.Decision<Change>> retried = gate.retryDelayed(state);
+    assertInstanceOf(PsacGate.Decision.Admitted.class, retried.get(0));
+    Change fourth = (Change) retried.get(0).item();
+    gate.commit(fourth);
+    // Four in progress, three committed behind the undecided first: 2 * maxInFlight, full.
+    assertInstanceOf(PsacGate.Decision.Delayed.class,
+        gate.offer(new Change(5, -1), 5, false, false, state));
+    gate.commit(first);
+    for (Change expected : List.of(first, second, third, fourth)) {
+      assertEquals(expected, gate.pollApplicable(), "applied in admission order");
+      state = evaluateHolds(expected, state);
+    }
+    assertEquals(96, balance(state));
+    assertInstanceOf(PsacGate.Decision.Admitted.class, gate.retryDelayed(state).get(0));
+  }
+
+  @Test
   void oneInFlightIsPlainTwoPhaseCommit() {
     PsacGate<Change> gate = gate(1, 100);
     EntityState state = withBalance(100);
