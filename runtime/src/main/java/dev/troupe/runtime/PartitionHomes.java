@@ -99,6 +99,17 @@ final class PartitionHomes {
     return before != Route.SEND && route(partition) == Route.SEND;
   }
 
+  /**
+   * {@code node} refused a message for {@code partition} with {@code not_owner} (it handed the
+   * partition off, or lost it): unless another host is known already, the partition is moving.
+   */
+  void refused(int partition, int node) {
+    if (knownHost[partition] == node || knownHost[partition] == UNKNOWN) {
+      knownHost[partition] = UNKNOWN;
+      moving[partition] = true;
+    }
+  }
+
   /** The failure detector lost {@code node}: its partitions are held. */
   void unreachable(int node) {
     troubled.putIfAbsent(node, Standing.UNREACHABLE);

@@ -78,6 +78,8 @@ public final class RemoteReplies {
     final Runnable sender;
     /** Whether it waits here, unsent (or to be sent again). */
     boolean held;
+    /** Times it was refused {@code not_owner} and held to go again. */
+    int reroutes;
     /** The partition's known host when the message went, or {@link PartitionHomes#UNKNOWN}. */
     int sentTo = PartitionHomes.UNKNOWN;
     Timers.Scheduled timer;
@@ -111,6 +113,7 @@ public final class RemoteReplies {
   private final LongAdder answeredAtDowning = new LongAdder();
   private final LongAdder resentAtDowning = new LongAdder();
   private final LongAdder probes = new LongAdder();
+  private final LongAdder rerouted = new LongAdder();
 
   /** A table that never holds (one partition, no membership verdicts): tests of the bounds. */
   RemoteReplies(int maxPendingReplies, Timers timers) {
@@ -307,17 +310,47 @@ public final class RemoteReplies {
    * partition's home.
    */
   void answer(Kind kind, long transactionId, EntityId entity, TurnResult result, int fromNode) {
-    if (fromNode != PartitionHomes.UNKNOWN) {
+    boolean notOwner = result instanceof TurnResult.Failed failed
+        && failed.error().code() == ErrorCode.NOT_OWNER;
+    if (fromNode != PartitionHomes.UNKNOWN && !notOwner) {
       learned(partitionOf.applyAsInt(entity), fromNode);
     }
     Key key = new Key(kind, transactionId, entity);
     Entry entry = pending.get(key);
+    if (entry != null && notOwner && fromNode != PartitionHomes.UNKNOWN
+        && rerouted(entry, fromNode)) {
+      return;
+    }
     if (entry == null || !remove(entry)) {
       lateAnswers.increment();
       return;
     }
     entry.future.complete(result);
   }
+
+  /**
+   * A turn or read refused {@code not_owner} by {@code fromNode} (the partition moved away, or is
+   * being handed off): nothing was done, so it waits for the partition's new home and goes again
+   * there, transparently, at most {@value #MAX_REROUTES} times. A step is not: its transaction's
+   * earlier steps stayed with the old host.
+   */
+  private boolean rerouted(Entry entry, int fromNode) {
+    synchronized (this) {
+      if (entry.sender == null || entry.key.kind() == Kind.STEP || entry.held
+          || entry.reroutes >= MAX_REROUTES || pending.get(entry.key) != entry) {
+        return false;
+      }
+      entry.reroutes++;
+      rerouted.increment();
+      homes.refused(entry.partition, fromNode);
+      hold(entry);
+      startProbing(entry.partition);
+      return true;
+    }
+  }
+
+  /** How many times one caller is sent again after a {@code not_owner} refusal. */
+  static final int MAX_REROUTES = 5;
 
   private void learned(int partition, int node) {
     List<Entry> release;
@@ -374,9 +407,19 @@ public final class RemoteReplies {
    * comment); its partitions' messages wait until it is removed and they have new homes.
    */
   public void memberDowned(int node) {
-    List<Entry> lost = new ArrayList<>();
     synchronized (this) {
       homes.downed(node);
+    }
+    answerCallersOf(node, "was declared down");
+  }
+
+  /**
+   * Answers every caller whose message went to {@code node}, which will never answer (declared
+   * down, or removed): a read is held to go again, a turn or step fails as a timeout now.
+   */
+  private void answerCallersOf(int node, String what) {
+    List<Entry> lost = new ArrayList<>();
+    synchronized (this) {
       for (Entry entry : pending.values()) {
         if (entry.held || entry.sentTo != node) {
           continue;
@@ -393,14 +436,19 @@ public final class RemoteReplies {
       if (remove(entry)) {
         answeredAtDowning.increment();
         entry.future.completeExceptionally(new MemberLostException("node " + node + ", which"
-            + " hosted the partition of " + entry.key.entity() + ", was declared down before it"
+            + " hosted the partition of " + entry.key.entity() + ", " + what + " before it"
             + " answered; it may have applied the " + entry.key.kind().name().toLowerCase()));
       }
     }
   }
 
-  /** {@code node} was removed: its partitions move; reads for them go, turns wait for a probe. */
+  /**
+   * {@code node} was removed: its callers are answered (as at a downing), its partitions move;
+   * reads for them go, turns wait for a probe.
+   */
   public void memberRemoved(int node) {
+    // A member that left (SIGTERM) is removed without a downing: its callers are answered now.
+    answerCallersOf(node, "left the cluster");
     List<Entry> release;
     synchronized (this) {
       release = releaseHeld(homes.removed(node));
@@ -479,6 +527,11 @@ public final class RemoteReplies {
   /** Reads waiting on a member declared down, held and sent again to the new home. */
   public long resentAtDowning() {
     return resentAtDowning.sum();
+  }
+
+  /** Turns and reads refused {@code not_owner} and sent again to the partition's new home. */
+  public long rerouted() {
+    return rerouted.sum();
   }
 
   /** Reads sent to find a moving partition's new home. */

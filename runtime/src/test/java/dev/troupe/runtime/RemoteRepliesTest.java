@@ -246,6 +246,45 @@ class RemoteRepliesTest {
     assertFalse(unknown.isDone(), "not known to wait on the dead member: its timeout applies");
   }
 
+  @Test
+  void aTurnRefusedNotOwnerByAHostHandingOffGoesAgainToTheNewHome() throws Exception {
+    Failover table = new Failover();
+    table.learnHosts();
+    CompletableFuture<TurnResult> turn = table.send(RemoteReplies.Kind.TURN, 7, IN_0);
+    table.replies.answer(RemoteReplies.Kind.TURN, 7, IN_0, new TurnResult.Failed(
+        new TroupeException(ErrorCode.NOT_OWNER, "handed off")), 2);
+    assertFalse(turn.isDone(), "not_owner: nothing was done, so it is not the caller's answer");
+    table.timers.fireUpTo(0);
+    assertEquals(List.of(IN_0), table.probed, "the moving partition is probed");
+    table.replies.expect(RemoteReplies.Kind.READ, 77, IN_0, 30_000);
+    table.replies.answer(RemoteReplies.Kind.READ, 77, IN_0, done(2), 3);
+    assertEquals(List.of("TURN 7", "TURN 7"), table.sent);
+    table.replies.answer(RemoteReplies.Kind.TURN, 7, IN_0, done(6), 3);
+    assertEquals(6, assertInstanceOf(TurnResult.Done.class, turn.get()).version());
+    assertEquals(1, table.replies.rerouted());
+  }
+
+  @Test
+  void aStepRefusedNotOwnerIsAnsweredNotRerouted() throws Exception {
+    Failover table = new Failover();
+    table.learnHosts();
+    CompletableFuture<TurnResult> step = table.send(RemoteReplies.Kind.STEP, 7, IN_0);
+    table.replies.answer(RemoteReplies.Kind.STEP, 7, IN_0, new TurnResult.Failed(
+        new TroupeException(ErrorCode.NOT_OWNER, "handed off")), 2);
+    assertInstanceOf(TurnResult.Failed.class, step.get());
+  }
+
+  @Test
+  void aTurnWaitingOnAMemberThatLeftIsAnsweredWhenItIsRemoved() {
+    Failover table = new Failover();
+    table.learnHosts();
+    CompletableFuture<TurnResult> turn = table.send(RemoteReplies.Kind.TURN, 7, IN_0);
+    table.replies.memberRemoved(2);
+    ExecutionException lost =
+        org.junit.jupiter.api.Assertions.assertThrows(ExecutionException.class, turn::get);
+    assertInstanceOf(RemoteReplies.MemberLostException.class, lost.getCause());
+  }
+
   private static void assertOverloaded(CompletableFuture<TurnResult> future) {
     ExecutionException failed =
         org.junit.jupiter.api.Assertions.assertThrows(ExecutionException.class, future::get);

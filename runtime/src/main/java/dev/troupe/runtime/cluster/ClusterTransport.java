@@ -62,6 +62,7 @@ public final class ClusterTransport implements Transport {
   private final LongAdder droppedUndeliverable = new LongAdder();
   private final LongAdder droppedMoving = new LongAdder();
   private final LongAdder questionsAnsweredHere = new LongAdder();
+  private final LongAdder refusedHandingOff = new LongAdder();
 
   /**
    * @param inbox what a decoded envelope is handed to (the node's {@code NodeInbox}), with this
@@ -177,8 +178,8 @@ public final class ClusterTransport implements Transport {
     droppedMoving.increment();
   }
 
-  void droppedWhileHandingOff() {
-    droppedMoving.increment();
+  void countRefusedWhileHandingOff() {
+    refusedHandingOff.increment();
   }
 
   /** Envelopes sent towards a partition's host (through sharding). */
@@ -219,7 +220,15 @@ public final class ClusterTransport implements Transport {
     return droppedUndeliverable.sum();
   }
 
-  /** Frames that reached a partition's host while it was moving (full stash, handing off). */
+  /**
+   * Frames that reached a partition's host while it handed the partition off: delivered to the
+   * inbox, which refuses their routed messages with {@code not_owner}.
+   */
+  public long refusedWhileHandingOff() {
+    return refusedHandingOff.sum();
+  }
+
+  /** Frames that reached a partition's host while it was acquiring with a full stash. */
   public long droppedMoving() {
     return droppedMoving.sum();
   }

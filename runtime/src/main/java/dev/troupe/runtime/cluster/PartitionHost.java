@@ -202,9 +202,13 @@ public final class PartitionHost {
         }
         yield Behaviors.stopped();
       }
-      // Frames that still arrive are dropped: the cores resend to the new host.
+      // Frames that still arrive are delivered: the partition is no longer in HostedPartitions,
+      // so the inbox refuses each routed message with not_owner (nothing done) and its sender
+      // learns at once, instead of after its timeout (a turn or read is then sent again to the
+      // new host: RemoteReplies; a coordinator's prepare gets a refusal instead of no vote).
       case WireFrame frame -> {
-        transport.droppedWhileHandingOff();
+        transport.countRefusedWhileHandingOff();
+        transport.deliverArrived(frame);
         yield Behaviors.same();
       }
       case StartPartition start -> Behaviors.same();

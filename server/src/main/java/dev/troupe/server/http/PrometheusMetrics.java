@@ -167,6 +167,9 @@ final class PrometheusMetrics {
     counter(out, "troupe_transport_reads_resent_at_downing_total",
         "Reads waiting on a member when it was declared down, sent again to the new home.",
         replies.resentAtDowning());
+    counter(out, "troupe_transport_rerouted_total",
+        "Turns and reads refused not_owner by a partition's old host (nothing done) and sent"
+            + " again to its new home.", replies.rerouted());
     counter(out, "troupe_transport_rehoming_probes_total",
         "Reads sent to learn a moving partition's new home while turns waited for it.",
         replies.probes());
@@ -395,6 +398,10 @@ final class PrometheusMetrics {
         .append(transport.droppedUndeliverable()).append('\n');
     out.append("troupe_cluster_transport_dropped_total{reason=\"partition_moving\"} ")
         .append(transport.droppedMoving()).append('\n');
+    counter(out, "troupe_cluster_refused_while_handing_off_total",
+        "Messages that reached a partition's host here while it handed the partition off,"
+            + " refused not_owner (nothing done; a turn or read goes again to the new host).",
+        transport.refusedWhileHandingOff());
     counter(out, "troupe_cluster_questions_for_removed_nodes_total",
         "Decision questions for a node no up member carries that this node's inbox answered"
             + " instead (from the shared store, once that node's coordinators are ended).",
