@@ -202,13 +202,12 @@ public final class PartitionHost {
         }
         yield Behaviors.stopped();
       }
-      // Frames that still arrive are delivered: the partition is no longer in HostedPartitions,
-      // so the inbox refuses each routed message with not_owner (nothing done) and its sender
-      // learns at once, instead of after its timeout (a turn or read is then sent again to the
-      // new host: RemoteReplies; a coordinator's prepare gets a refusal instead of no vote).
+      // A turn, step or read that still arrives is refused not_owner (the partition is no longer
+      // in HostedPartitions; nothing done), so its caller learns at once instead of after its
+      // timeout, and a turn or read goes again to the new host (RemoteReplies). What a
+      // coordinator sends is dropped as before: the coordinator resends or times out.
       case WireFrame frame -> {
-        transport.countRefusedWhileHandingOff();
-        transport.deliverArrived(frame);
+        transport.deliverWhileHandingOff(frame);
         yield Behaviors.same();
       }
       case StartPartition start -> Behaviors.same();
