@@ -349,8 +349,12 @@ public final class RemoteReplies {
     }
   }
 
-  /** How many times one caller is sent again after a {@code not_owner} refusal. */
-  static final int MAX_REROUTES = 5;
+  /**
+   * How many times one caller is sent again after a {@code not_owner} refusal: each time it may be
+   * held for the rehoming wait, so this bounds how long a partition no node will write (its
+   * acquisition failing) keeps a caller.
+   */
+  static final int MAX_REROUTES = 2;
 
   private void learned(int partition, int node) {
     List<Entry> release;
