@@ -129,6 +129,8 @@ final class FailoverBenchmark extends Benchmark {
     List<Double> firstWriteMillis = new ArrayList<>();
     List<Double> everyPartitionMillis = new ArrayList<>();
     List<Double> rejoinMillis = new ArrayList<>();
+    List<Double> declaredDownAfterKillMillis = new ArrayList<>();
+    List<Double> firstWriteAfterDownMillis = new ArrayList<>();
 
     try (TemporaryDirectory work = TemporaryDirectory.create("failover");
         PostgresInstance postgres = PostgresInstance.startForTroupe(128)) {
@@ -171,6 +173,7 @@ final class FailoverBenchmark extends Benchmark {
               }
             }
             long killedAt = System.nanoTime();
+            long killedAtEpochMillis = System.currentTimeMillis();
             cluster.kill(victim);
             Timings timings = probe(moved, survivors, attempts, killedAt,
                 Duration.ofSeconds(timeoutSeconds), kill);
@@ -181,6 +184,16 @@ final class FailoverBenchmark extends Benchmark {
             }
             firstWriteMillis.add(timings.firstMillis());
             everyPartitionMillis.add(timings.everyMillis());
+            // "Declared down": the earliest a survivor recorded it (its metric), from the kill.
+            double downedMillis = declaredDownMillis(survivors, killedAtEpochMillis);
+            if (downedMillis >= 0) {
+              declaredDownAfterKillMillis.add(downedMillis);
+              firstWriteAfterDownMillis.add(timings.firstMillis() - downedMillis);
+              report.result("kill-" + kill, "declared_down_after_kill_milliseconds",
+                  downedMillis);
+              report.result("kill-" + kill, "first_write_after_declared_down_milliseconds",
+                  timings.firstMillis() - downedMillis);
+            }
             report.result("kill-" + kill, "member_killed", victimNodeId);
             report.result("kill-" + kill, "partitions_moved", moved.size());
             report.result("kill-" + kill, "first_write_after_kill_milliseconds",
@@ -194,7 +207,9 @@ final class FailoverBenchmark extends Benchmark {
 
             long restartedAt = System.nanoTime();
             cluster.restart(victim);
-            cluster.awaitHealthy(START_TIMEOUT);
+            // Only the restarted member: a survivor's wait is bounded from its own start, which
+            // a run of more than three kills is past (it then failed at once).
+            cluster.member(victim).awaitHealthy(START_TIMEOUT);
             placement = cluster.awaitPlacement(partitions, false, START_TIMEOUT);
             double rejoined = (System.nanoTime() - restartedAt) / 1e6;
             rejoinMillis.add(rejoined);
@@ -209,6 +224,8 @@ final class FailoverBenchmark extends Benchmark {
     }
     summary(report, "first_write_after_kill", firstWriteMillis);
     summary(report, "every_moved_partition_written", everyPartitionMillis);
+    summary(report, "declared_down_after_kill", declaredDownAfterKillMillis);
+    summary(report, "first_write_after_declared_down", firstWriteAfterDownMillis);
     summary(report, "rejoined_after_restart", rejoinMillis);
     report.parameter("load_average_at_end", ClusterBenchmark.loadAverage());
     return report;
@@ -221,6 +238,33 @@ final class FailoverBenchmark extends Benchmark {
     List<Double> sorted = millis.stream().sorted().toList();
     report.result("failover", name + "_p50_milliseconds", YcsbBenchmark.median(sorted));
     report.result("failover", name + "_max_milliseconds", sorted.get(sorted.size() - 1));
+  }
+
+  /**
+   * Milliseconds from the kill to the earliest record of a member declared down among {@code
+   * survivors} (their metric troupe_cluster_last_member_downed_timestamp_seconds, epoch seconds);
+   * -1 when none recorded one since the kill.
+   */
+  private static double declaredDownMillis(List<TroupeProcess> survivors,
+      long killedAtEpochMillis) {
+    double earliest = Double.MAX_VALUE;
+    for (TroupeProcess survivor : survivors) {
+      try (HttpConnection connection = survivor.connect()) {
+        HttpConnection.Response metrics = connection.get("/metrics");
+        for (String line : metrics.text().lines().toList()) {
+          if (line.startsWith("troupe_cluster_last_member_downed_timestamp_seconds ")) {
+            double millis = Double.parseDouble(line.substring(line.indexOf(' ') + 1).trim())
+                * 1000 - killedAtEpochMillis;
+            if (millis >= 0) {
+              earliest = Math.min(earliest, millis);
+            }
+          }
+        }
+      } catch (Exception unanswered) {
+        // A survivor that does not answer its metrics adds nothing.
+      }
+    }
+    return earliest == Double.MAX_VALUE ? -1 : earliest;
   }
 
   /** One key per partition: the first {@code probe-<p>-<n>} the placement puts in partition p. */

@@ -153,13 +153,10 @@ final class EntityRouter {
 
   private CompletableFuture<TurnResult> remote(RemoteReplies.Kind kind, long transactionId,
       EntityId entity, WireMessage request) {
-    CompletableFuture<TurnResult> answer =
-        replies.expect(kind, transactionId, entity, remoteTimeoutMillis);
-    if (!answer.isDone()) {
-      transport.send(new Envelope(transport.localNode(),
-          new Envelope.Destination.ToEntity(entity), request));
-    }
-    return answer;
+    // The table sends it now, or holds it while its partition has no live home (failover).
+    return replies.send(kind, transactionId, entity, remoteTimeoutMillis,
+        () -> transport.send(new Envelope(transport.localNode(),
+            new Envelope.Destination.ToEntity(entity), request)));
   }
 
   private CompletableFuture<TurnResult> ask(EntityId entity,

@@ -152,13 +152,13 @@ final class NodeInbox {
         // retry here waits while it runs) is no longer needed (its commit, if any, wrote it).
         store.detachIdempotency(answer.transactionId());
         replies.answer(RemoteReplies.Kind.TURN, answer.transactionId(), answer.entity(),
-            WireResults.fromWire(answer.answer()));
+            WireResults.fromWire(answer.answer()), sender);
       }
       case WireMessage.StepAnswer answer -> replies.answer(RemoteReplies.Kind.STEP,
-          answer.transactionId(), answer.entity(), WireResults.fromWire(answer.answer()));
+          answer.transactionId(), answer.entity(), WireResults.fromWire(answer.answer()), sender);
       case WireMessage.ReadRequest read -> RemoteReads.serve(read, sender, reads, transport);
       case WireMessage.ReadAnswer answer -> replies.answer(RemoteReplies.Kind.READ,
-          answer.readId(), answer.entity(), WireResults.fromWire(answer.answer()));
+          answer.readId(), answer.entity(), WireResults.fromWire(answer.answer()), sender);
       // A cluster member's ClusterNode answers these before its inbox (NodeStatusQueries); a
       // single node is never asked: nothing to do.
       case WireMessage.NodeStatusQuery ignored -> {}

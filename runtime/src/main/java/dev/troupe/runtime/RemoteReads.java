@@ -49,6 +49,7 @@ final class RemoteReads {
     this.replies = replies;
     this.here = here;
     this.timeoutMillis = timeoutMillis;
+    replies.useProbe(this::probe);
   }
 
   /** Whether {@code entity} is read from this node's own store. */
@@ -63,13 +64,10 @@ final class RemoteReads {
    */
   CompletableFuture<EntityState> read(EntityId entity, long timestamp) {
     long readId = nextReadId.incrementAndGet();
-    CompletableFuture<TurnResult> answer =
-        replies.expect(RemoteReplies.Kind.READ, readId, entity, timeoutMillis);
-    if (!answer.isDone()) {
-      transport.send(new Envelope(transport.localNode(),
-          new Envelope.Destination.ToEntity(entity),
-          new WireMessage.ReadRequest(readId, entity, timestamp)));
-    }
+    // The table sends it now, or holds it while its partition has no live home (failover); a
+    // read is sent again when the member it went to is lost.
+    CompletableFuture<TurnResult> answer = replies.send(RemoteReplies.Kind.READ, readId, entity,
+        timeoutMillis, () -> sendRead(readId, entity, timestamp));
     return answer.handle((result, failure) -> {
       if (failure != null) {
         Throwable cause = failure instanceof CompletionException && failure.getCause() != null
@@ -85,6 +83,24 @@ final class RemoteReads {
         case TurnResult.Failed failed -> throw failed.error();
       };
     });
+  }
+
+  private void sendRead(long readId, EntityId entity, long timestamp) {
+    transport.send(new Envelope(transport.localNode(), new Envelope.Destination.ToEntity(entity),
+        new WireMessage.ReadRequest(readId, entity, timestamp)));
+  }
+
+  /**
+   * A read of {@code entity} sent at once whatever its partition's state, its answer ignored: the
+   * answer teaches the reply table the partition's new home ({@link RemoteReplies}, probes).
+   */
+  void probe(EntityId entity) {
+    long readId = nextReadId.incrementAndGet();
+    CompletableFuture<TurnResult> answer =
+        replies.expect(RemoteReplies.Kind.READ, readId, entity, timeoutMillis);
+    if (!answer.isDone()) {
+      sendRead(readId, entity, 0);
+    }
   }
 
   /** On the entity's node: serves {@code request} and answers the asking node. */

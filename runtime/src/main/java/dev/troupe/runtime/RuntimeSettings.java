@@ -46,19 +46,28 @@ public record RuntimeSettings(
    * @param maxPendingReplies turns and steps sent through the transport awaiting their answer, at
    *     most
    * @param pendingReplyTimeoutMillis how long one of them waits for its answer
+   * @param rehomingWaitMillis how long one is held, unsent, while its partition has no live home
+   *     (its member unreachable, down or just removed); then it is refused {@code unavailable}
+   * @param rehomingProbeIntervalMillis how often a moving partition with held turns is probed
+   *     (a read whose answer names its new home)
    */
   public record TransportSettings(boolean encodeLocalMessages, boolean routeEntityMessages,
-      int maxPendingReplies, long pendingReplyTimeoutMillis) {
+      int maxPendingReplies, long pendingReplyTimeoutMillis, long rehomingWaitMillis,
+      long rehomingProbeIntervalMillis) {
     static TransportSettings fromConfig(Config troupe) {
       Config transport = troupe.getConfig("transport");
       TransportSettings settings = new TransportSettings(
           transport.getBoolean("encode-local-messages"),
           transport.getBoolean("route-entity-messages"),
           transport.getInt("max-pending-replies"),
-          transport.getLong("pending-reply-timeout-millis"));
-      if (settings.maxPendingReplies() < 1 || settings.pendingReplyTimeoutMillis() < 1) {
-        throw new IllegalArgumentException("troupe.transport.max-pending-replies and"
-            + " pending-reply-timeout-millis must be positive");
+          transport.getLong("pending-reply-timeout-millis"),
+          transport.getLong("rehoming-wait-millis"),
+          transport.getLong("rehoming-probe-interval-millis"));
+      if (settings.maxPendingReplies() < 1 || settings.pendingReplyTimeoutMillis() < 1
+          || settings.rehomingWaitMillis() < 1 || settings.rehomingProbeIntervalMillis() < 1) {
+        throw new IllegalArgumentException("troupe.transport.max-pending-replies,"
+            + " pending-reply-timeout-millis, rehoming-wait-millis and"
+            + " rehoming-probe-interval-millis must be positive");
       }
       return settings;
     }

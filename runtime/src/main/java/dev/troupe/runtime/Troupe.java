@@ -141,7 +141,10 @@ public final class Troupe implements AutoCloseable {
           : settings.config());
       PekkoTimers timers = new PekkoTimers(system);
       this.remoteReplies =
-          new RemoteReplies(settings.transport().maxPendingReplies(), timers);
+          new RemoteReplies(settings.transport().maxPendingReplies(), timers,
+              store.locator()::partitionOf, store.locator().partitions(),
+              settings.transport().rehomingWaitMillis(),
+              settings.transport().rehomingProbeIntervalMillis());
       this.inbox =
           new NodeInbox(decisions, this::registryOf, types, remoteReplies, reads, store);
       this.transport = new LocalTransport(nodeId, store.locator(),
@@ -160,6 +163,9 @@ public final class Troupe implements AutoCloseable {
                   () -> store.statistics().cacheWeightBytes()))
           : null;
       this.cluster = member;
+      if (member != null) {
+        member.watchMembers(remoteReplies.verdictListener());
+      }
       Transport between = member != null ? member.transport() : transport;
       // One node hosts every entity its locator places here; a cluster member, the entities of
       // the partitions whose hosts run here (acquired in the store, registry running).

@@ -30,11 +30,21 @@ class RemoteRepliesTest {
   /** Timers fired by the test. */
   private static final class ManualTimers implements Timers {
     final List<Runnable> due = new ArrayList<>();
+    final java.util.Map<Runnable, Long> delays = new java.util.IdentityHashMap<>();
 
     @Override
     public Scheduled schedule(long delayMillis, Runnable action) {
       due.add(action);
+      delays.put(action, delayMillis);
       return () -> due.remove(action);
+    }
+
+    /** Fires the timers scheduled with at most {@code delayMillis}. */
+    void fireUpTo(long delayMillis) {
+      List<Runnable> firing = due.stream().filter(action -> delays.get(action) <= delayMillis)
+          .toList();
+      due.removeAll(firing);
+      firing.forEach(Runnable::run);
     }
 
     void fireAll() {
@@ -94,6 +104,185 @@ class RemoteRepliesTest {
     assertOverloaded(replies.expect(RemoteReplies.Kind.TURN, 3, ENTITY, 100));
     assertEquals(2, replies.pendingCount());
     assertEquals(2, replies.refused());
+  }
+
+  // ---------------------------------------------------------------- failing over fast
+
+  /** Two partitions: entities "P0/x" in 0, "P1/x" in 1 (by type name). */
+  private static int partitionOf(EntityId entity) {
+    return entity.type().equals("P1") ? 1 : 0;
+  }
+
+  private static final EntityId IN_0 = EntityId.parse("P0/a");
+  private static final EntityId IN_1 = EntityId.parse("P1/b");
+
+  /** A table over two partitions whose sends are recorded, probes included. */
+  private static final class Failover {
+    final ManualTimers timers = new ManualTimers();
+    final RemoteReplies replies = new RemoteReplies(100, timers, RemoteRepliesTest::partitionOf,
+        2, 10_000, 250);
+    final List<String> sent = new ArrayList<>();
+    final List<EntityId> probed = new ArrayList<>();
+
+    Failover() {
+      replies.useProbe(probed::add);
+    }
+
+    CompletableFuture<TurnResult> send(RemoteReplies.Kind kind, long id, EntityId entity) {
+      return replies.send(kind, id, entity, 30_000, () -> sent.add(kind + " " + id));
+    }
+
+    /** Node 2 hosts partition 0, node 3 partition 1 (they answered). */
+    void learnHosts() {
+      send(RemoteReplies.Kind.READ, 1000, IN_0);
+      send(RemoteReplies.Kind.READ, 1001, IN_1);
+      replies.answer(RemoteReplies.Kind.READ, 1000, IN_0, done(1), 2);
+      replies.answer(RemoteReplies.Kind.READ, 1001, IN_1, done(1), 3);
+      sent.clear();
+    }
+  }
+
+  @Test
+  void aTurnWaitingOnAMemberDeclaredDownIsAnsweredAtOnceAsATimeout() {
+    Failover table = new Failover();
+    table.learnHosts();
+    CompletableFuture<TurnResult> onTheDead = table.send(RemoteReplies.Kind.TURN, 7, IN_0);
+    CompletableFuture<TurnResult> onALiveOne = table.send(RemoteReplies.Kind.TURN, 8, IN_1);
+    assertEquals(List.of("TURN 7", "TURN 8"), table.sent);
+    table.replies.memberDowned(2);
+    ExecutionException lost =
+        org.junit.jupiter.api.Assertions.assertThrows(ExecutionException.class, onTheDead::get);
+    // A timeout (the member may have applied it: outcome_unknown), but now, not in 30 s.
+    assertInstanceOf(RemoteReplies.MemberLostException.class, lost.getCause());
+    assertInstanceOf(TimeoutException.class, lost.getCause());
+    assertFalse(onALiveOne.isDone(), "a caller waiting on a live member keeps waiting");
+    assertEquals(1, table.replies.answeredAtDowning());
+    assertEquals(1, table.replies.pendingCount());
+  }
+
+  @Test
+  void aReadWaitingOnALostMemberIsSentAgainToTheNewHome() throws Exception {
+    Failover table = new Failover();
+    table.learnHosts();
+    CompletableFuture<TurnResult> read = table.send(RemoteReplies.Kind.READ, 9, IN_0);
+    table.replies.memberUnreachable(2);
+    table.replies.memberDowned(2);
+    assertFalse(read.isDone());
+    assertEquals(List.of("READ 9"), table.sent);
+    table.replies.memberRemoved(2);
+    // The partition moves: reads go (sharding buffers them until the new home runs).
+    assertEquals(List.of("READ 9", "READ 9"), table.sent);
+    table.replies.answer(RemoteReplies.Kind.READ, 9, IN_0, done(4), 3);
+    assertEquals(4, assertInstanceOf(TurnResult.Done.class, read.get()).version());
+  }
+
+  @Test
+  void aTurnForAPartitionWithoutALiveHomeIsHeldUnsentAndGoesOnceTheNewHomeAnswers()
+      throws Exception {
+    Failover table = new Failover();
+    table.learnHosts();
+    table.replies.memberUnreachable(2);
+    CompletableFuture<TurnResult> held = table.send(RemoteReplies.Kind.TURN, 7, IN_0);
+    CompletableFuture<TurnResult> other = table.send(RemoteReplies.Kind.TURN, 8, IN_1);
+    assertEquals(List.of("TURN 8"), table.sent, "only the turn whose partition has a live home");
+    table.replies.memberDowned(2);
+    assertFalse(held.isDone(), "a held turn was never sent: nothing to answer at the downing");
+    table.replies.memberRemoved(2);
+    // Moving: the turn still waits, and a read of its entity probes for the new home.
+    assertEquals(List.of("TURN 8"), table.sent);
+    table.timers.fireUpTo(0);
+    assertEquals(List.of(IN_0), table.probed);
+    table.timers.fireUpTo(250);
+    assertEquals(List.of(IN_0), table.probed, "the tick schedules the next probe");
+    table.timers.fireUpTo(0);
+    assertEquals(List.of(IN_0, IN_0), table.probed, "probed again while the turn waits");
+    table.replies.expect(RemoteReplies.Kind.READ, 77, IN_0, 30_000);
+    table.replies.answer(RemoteReplies.Kind.READ, 77, IN_0, done(2), 3);
+    assertEquals(List.of("TURN 8", "TURN 7"), table.sent, "the new home answered: the turn goes");
+    table.replies.answer(RemoteReplies.Kind.TURN, 7, IN_0, done(5), 3);
+    assertEquals(5, assertInstanceOf(TurnResult.Done.class, held.get()).version());
+    assertFalse(other.isDone());
+    // Settled again: the next turn goes at once.
+    table.send(RemoteReplies.Kind.TURN, 10, IN_0);
+    assertEquals(List.of("TURN 8", "TURN 7", "TURN 10"), table.sent);
+  }
+
+  @Test
+  void aTurnHeldPastTheRehomingWaitIsRefusedUnavailableNeverSent() {
+    Failover table = new Failover();
+    table.learnHosts();
+    table.replies.memberUnreachable(2);
+    CompletableFuture<TurnResult> held = table.send(RemoteReplies.Kind.TURN, 7, IN_0);
+    table.timers.fireAll();
+    ExecutionException refusedLater =
+        org.junit.jupiter.api.Assertions.assertThrows(ExecutionException.class, held::get);
+    assertEquals(ErrorCode.UNAVAILABLE,
+        assertInstanceOf(TroupeException.class, refusedLater.getCause()).code());
+    assertTrue(table.sent.isEmpty());
+    assertEquals(1, table.replies.heldTooLong());
+    assertEquals(0, table.replies.pendingCount());
+  }
+
+  @Test
+  void aMemberReachableAgainGetsWhatWaitedForIt() {
+    Failover table = new Failover();
+    table.learnHosts();
+    table.replies.memberUnreachable(2);
+    CompletableFuture<TurnResult> held = table.send(RemoteReplies.Kind.TURN, 7, IN_0);
+    assertTrue(table.sent.isEmpty());
+    table.replies.memberReachable(2);
+    assertEquals(List.of("TURN 7"), table.sent);
+    assertFalse(held.isDone());
+  }
+
+  @Test
+  void aPartitionWhoseHostWasNeverLearnedIsSentAsAlways() {
+    Failover table = new Failover();
+    table.replies.memberUnreachable(2);
+    table.replies.memberDowned(2);
+    CompletableFuture<TurnResult> unknown = table.send(RemoteReplies.Kind.TURN, 7, IN_0);
+    assertEquals(List.of("TURN 7"), table.sent);
+    table.replies.memberDowned(2);
+    assertFalse(unknown.isDone(), "not known to wait on the dead member: its timeout applies");
+  }
+
+  @Test
+  void aTurnRefusedNotOwnerByAHostHandingOffGoesAgainToTheNewHome() throws Exception {
+    Failover table = new Failover();
+    table.learnHosts();
+    CompletableFuture<TurnResult> turn = table.send(RemoteReplies.Kind.TURN, 7, IN_0);
+    table.replies.answer(RemoteReplies.Kind.TURN, 7, IN_0, new TurnResult.Failed(
+        new TroupeException(ErrorCode.NOT_OWNER, "handed off")), 2);
+    assertFalse(turn.isDone(), "not_owner: nothing was done, so it is not the caller's answer");
+    table.timers.fireUpTo(0);
+    assertEquals(List.of(IN_0), table.probed, "the moving partition is probed");
+    table.replies.expect(RemoteReplies.Kind.READ, 77, IN_0, 30_000);
+    table.replies.answer(RemoteReplies.Kind.READ, 77, IN_0, done(2), 3);
+    assertEquals(List.of("TURN 7", "TURN 7"), table.sent);
+    table.replies.answer(RemoteReplies.Kind.TURN, 7, IN_0, done(6), 3);
+    assertEquals(6, assertInstanceOf(TurnResult.Done.class, turn.get()).version());
+    assertEquals(1, table.replies.rerouted());
+  }
+
+  @Test
+  void aStepRefusedNotOwnerIsAnsweredNotRerouted() throws Exception {
+    Failover table = new Failover();
+    table.learnHosts();
+    CompletableFuture<TurnResult> step = table.send(RemoteReplies.Kind.STEP, 7, IN_0);
+    table.replies.answer(RemoteReplies.Kind.STEP, 7, IN_0, new TurnResult.Failed(
+        new TroupeException(ErrorCode.NOT_OWNER, "handed off")), 2);
+    assertInstanceOf(TurnResult.Failed.class, step.get());
+  }
+
+  @Test
+  void aTurnWaitingOnAMemberThatLeftIsAnsweredWhenItIsRemoved() {
+    Failover table = new Failover();
+    table.learnHosts();
+    CompletableFuture<TurnResult> turn = table.send(RemoteReplies.Kind.TURN, 7, IN_0);
+    table.replies.memberRemoved(2);
+    ExecutionException lost =
+        org.junit.jupiter.api.Assertions.assertThrows(ExecutionException.class, turn::get);
+    assertInstanceOf(RemoteReplies.MemberLostException.class, lost.getCause());
   }
 
   private static void assertOverloaded(CompletableFuture<TurnResult> future) {

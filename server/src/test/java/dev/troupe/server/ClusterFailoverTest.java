@@ -98,6 +98,28 @@ class ClusterFailoverTest {
     }
   }
 
+  /**
+   * The failover bound from "declared down" (issue 18: service restored within 10 s of it):
+   * troupe.transport.rehoming-wait-millis, the default (reference.conf), after which a request
+   * held for a partition without a live home is refused.
+   */
+  private static final long REHOMING_WAIT_MILLIS = com.typesafe.config.ConfigFactory
+      .defaultReference().getLong("troupe.transport.rehoming-wait-millis");
+
+  /**
+   * When {@code node} last saw a member declared down (its metric
+   * troupe_cluster_last_member_downed_timestamp_seconds), in epoch milliseconds.
+   */
+  static long lastDownedEpochMillis(ServerProcess node) throws Exception {
+    for (String line : node.get("/metrics").text().lines().toList()) {
+      if (line.startsWith("troupe_cluster_last_member_downed_timestamp_seconds ")) {
+        return Math.round(Double.parseDouble(line.substring(line.indexOf(' ') + 1).trim())
+            * 1000);
+      }
+    }
+    throw new AssertionError("no troupe_cluster_last_member_downed_timestamp_seconds");
+  }
+
   /** troupe.transactions.in-doubt-query-interval-millis, the default (reference.conf). */
   private static final long IN_DOUBT_QUERY_INTERVAL_MILLIS = 5_000;
 
@@ -125,24 +147,34 @@ class ClusterFailoverTest {
           .mapToInt(Map.Entry::getKey).findFirst().orElseThrow();
       int survivor = (victim + 1) % 3;
       long killedAt = System.nanoTime();
+      long killedAtEpochMillis = System.currentTimeMillis();
       long killedSecond = bank.secondsSinceStart();
       cluster.kill(victim);
       long restoredMillis = firstWriteMillis(cluster.node(survivor), probes[moved], killedAt,
           bound);
+      // From "declared down" (the survivor's own record of it): the setting's bound.
+      long downedAtEpochMillis = lastDownedEpochMillis(cluster.node(survivor));
+      long afterDownedMillis = killedAtEpochMillis + restoredMillis - downedAtEpochMillis;
       List<Integer> survivors = cluster.running();
       Map<Integer, Integer> after = cluster.awaitPlacement(survivors, bound, false);
       long placedMillis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - killedAt);
       String figure = ("kill -9 of node %d: first write to moved partition %d (through node %d)"
-          + " %d ms after the kill, every partition hosted again by %d ms (bound %d ms;"
+          + " %d ms after the kill, %d ms after it was declared down (%d ms after the kill;"
+          + " bound troupe.transport.rehoming-wait-millis %d ms), every partition hosted again by"
+          + " %d ms (bound %d ms;"
           + " failure detector pause %d ms, stable-after %d ms); placement %s -> %s;"
           + " acknowledged so far %d; killed at second %d of the time line").formatted(
           ThreeNodeCluster.nodeId(victim), moved,
-          ThreeNodeCluster.nodeId(survivor), restoredMillis, placedMillis, bound,
+          ThreeNodeCluster.nodeId(survivor), restoredMillis, afterDownedMillis,
+          downedAtEpochMillis - killedAtEpochMillis, REHOMING_WAIT_MILLIS, placedMillis, bound,
           options.failureDetectorPauseMillis(), options.stableAfterMillis(), before, after,
           bank.acknowledgedCount(), killedSecond);
       System.out.println(figure);
       figures.add(figure);
       assertTrue(restoredMillis <= bound, figure);
+      assertTrue(downedAtEpochMillis >= killedAtEpochMillis,
+          "the survivor recorded the victim's downing: " + figure);
+      assertTrue(afterDownedMillis <= REHOMING_WAIT_MILLIS, figure);
       cluster.start(victim);
       figures.add("node " + ThreeNodeCluster.nodeId(victim) + " started again at second "
           + bank.secondsSinceStart());

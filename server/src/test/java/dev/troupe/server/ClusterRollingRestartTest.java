@@ -56,6 +56,7 @@ class ClusterRollingRestartTest {
   private final Map<String, Long> acknowledgedPuts = new ConcurrentHashMap<>();
   private final Map<String, Boolean> acknowledgedTransfers = new ConcurrentHashMap<>();
   private final AtomicLong requests = new AtomicLong();
+  private final Map<String, String> samples = new ConcurrentHashMap<>();
   private final AtomicBoolean running = new AtomicBoolean(true);
 
   @AfterEach
@@ -135,6 +136,7 @@ class ClusterRollingRestartTest {
     System.out.printf("  requests %d, acknowledged puts %d, acknowledged transfers %d,"
         + " retries by reason %s, failures %d%n", requests.get(), acknowledgedPuts.size(),
         acknowledgedTransfers.size(), retried, failures.size());
+    samples.forEach((reason, text) -> System.out.println("  a " + reason + ": " + text));
     assertTrue(failures.isEmpty(), "requests failed beyond the documented retries: " + failures);
     assertTrue(acknowledgedPuts.size() > 100 && acknowledgedTransfers.size() > 50,
         "the clients wrote during the restarts");
@@ -215,6 +217,8 @@ class ClusterRollingRestartTest {
           // Aborted, nothing written: README's "A transaction that aborts" may be sent again.
           retries.computeIfAbsent("409 aborted " + reason, k -> new AtomicLong())
               .incrementAndGet();
+          // One message per reason, printed: what the cluster said (the retries' cause).
+          samples.putIfAbsent("409 aborted " + reason, answer.text());
           Thread.sleep(100);
           continue;
         }

@@ -54,6 +54,7 @@ public final class ClusterNode {
   private final HostedPartitions hosted;
   private final ClusterTransport transport;
   private final HandOffMetrics handOffs = new HandOffMetrics();
+  private final MemberVerdicts verdicts = new MemberVerdicts();
   /** Asks the other members for their numbers, and answers them with this node's. */
   private volatile NodeStatusQueries statuses;
   /** This member's REST API base URL once its HTTP server is bound ({@link #advertiseHttpUrl}). */
@@ -235,6 +236,20 @@ public final class ClusterNode {
   /** How this node's partitions came and went: hand-off durations and counts. */
   public HandOffMetrics handOffs() {
     return handOffs;
+  }
+
+  /**
+   * Passes the membership's verdicts on the other members (unreachable, reachable, declared down,
+   * removed) to {@code listener} from now on (failover: the node's reply table).
+   */
+  public void watchMembers(MemberVerdicts.Listener listener) {
+    system.systemActorOf(verdicts.watch(transport.localNode(), listener),
+        "troupe-member-verdicts", Props.empty());
+  }
+
+  /** When members were declared down, as this node saw it. */
+  public MemberVerdicts verdicts() {
+    return verdicts;
   }
 
   /** The node status queries of this node (its own numbers; its queries in flight). */

@@ -36,6 +36,9 @@ import java.util.Map;
  *     at boot and when a member is removed), so that a partition no message reaches is started
  * @param typesRefreshMillis how long a member trusts that a type name it found undeclared in the
  *     shared store is still undeclared (schemaless) before it reads the definitions again
+ * @param drainTimeoutMillis on SIGTERM, the longest a member waits for the transactions it
+ *     started to end (after its REST server stopped taking requests) before it leaves the
+ *     cluster and hands its partitions off ({@link Drain})
  */
 public record ClusterSettings(
     boolean enabled,
@@ -48,7 +51,8 @@ public record ClusterSettings(
     int stashedMessagesPerPartition,
     long statusTimeoutMillis,
     long startPartitionsIntervalMillis,
-    long typesRefreshMillis) {
+    long typesRefreshMillis,
+    long drainTimeoutMillis) {
 
   /** The name of the actor system, the same on every member (it is part of their addresses). */
   public static final String SYSTEM_NAME = "troupe";
@@ -85,7 +89,8 @@ public record ClusterSettings(
         (int) positive(cluster, "stashed-messages-per-partition"),
         positive(cluster, "status-timeout-millis"),
         positive(cluster, "start-partitions-interval-millis"),
-        positive(cluster, "types-refresh-millis"));
+        positive(cluster, "types-refresh-millis"),
+        positive(cluster, "drain-timeout-millis"));
   }
 
   /** The member role of node {@code nodeId}. */

@@ -64,6 +64,7 @@ public final class ClusterTransport implements Transport {
   private final LongAdder droppedUndeliverable = new LongAdder();
   private final LongAdder droppedMoving = new LongAdder();
   private final LongAdder questionsAnsweredHere = new LongAdder();
+  private final LongAdder refusedHandingOff = new LongAdder();
 
   /**
    * @param inbox what a decoded envelope is handed to (the node's {@code NodeInbox}), with this
@@ -193,8 +194,26 @@ public final class ClusterTransport implements Transport {
     droppedMoving.increment();
   }
 
-  void droppedWhileHandingOff() {
-    droppedMoving.increment();
+  /**
+   * A frame reached a partition's host while it hands the partition off: a turn, step or read
+   * request is delivered (the inbox refuses it {@code not_owner}, so its caller learns at once);
+   * anything else is dropped and counted, as before.
+   */
+  void deliverWhileHandingOff(WireFrame frame) {
+    WireMessage message;
+    try {
+      message = WireCodec.decode(frame.bytes()).message();
+    } catch (CorruptFrameException damaged) {
+      droppedDamaged.increment();
+      return;
+    }
+    if (message instanceof WireMessage.TurnRequest || message instanceof WireMessage.StepRequest
+        || message instanceof WireMessage.ReadRequest) {
+      refusedHandingOff.increment();
+      deliverArrived(frame);
+    } else {
+      droppedMoving.increment();
+    }
   }
 
   /** Envelopes sent towards a partition's host (through sharding). */
@@ -235,7 +254,18 @@ public final class ClusterTransport implements Transport {
     return droppedUndeliverable.sum();
   }
 
-  /** Frames that reached a partition's host while it was moving (full stash, handing off). */
+  /**
+   * Turn, step and read requests that reached a partition's host while it handed the partition
+   * off: delivered to the inbox, which refuses them with {@code not_owner}.
+   */
+  public long refusedWhileHandingOff() {
+    return refusedHandingOff.sum();
+  }
+
+  /**
+   * Frames that reached a partition's host while it was moving and were dropped (acquiring with
+   * a full stash; a coordinator's message while handing off).
+   */
   public long droppedMoving() {
     return droppedMoving.sum();
   }

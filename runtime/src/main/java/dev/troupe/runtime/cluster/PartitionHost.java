@@ -202,9 +202,12 @@ public final class PartitionHost {
         }
         yield Behaviors.stopped();
       }
-      // Frames that still arrive are dropped: the cores resend to the new host.
+      // A turn, step or read that still arrives is refused not_owner (the partition is no longer
+      // in HostedPartitions; nothing done), so its caller learns at once instead of after its
+      // timeout, and a turn or read goes again to the new host (RemoteReplies). What a
+      // coordinator sends is dropped as before: the coordinator resends or times out.
       case WireFrame frame -> {
-        transport.droppedWhileHandingOff();
+        transport.deliverWhileHandingOff(frame);
         yield Behaviors.same();
       }
       case StartPartition start -> Behaviors.same();

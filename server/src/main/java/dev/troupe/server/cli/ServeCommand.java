@@ -229,7 +229,12 @@ public final class ServeCommand implements Callable<Integer> {
         server.scheme(), server.host(), server.port(), settings.cluster().host())));
     CountDownLatch stopped = new CountDownLatch(1);
     Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+      // Stops taking requests and lets those in flight finish; a cluster member then drains the
+      // transactions it started before it leaves (troupe.cluster.drain-timeout-millis).
       server.close();
+      troupe.cluster().ifPresent(member -> dev.troupe.runtime.cluster.Drain
+          .awaitNoOpenTransactions(troupe.transactionMetrics()::open,
+              settings.cluster().drainTimeoutMillis()));
       replicating.ifPresent(DataCentreReplication::close);
       troupe.close();
       stopped.countDown();

@@ -152,6 +152,27 @@ final class PrometheusMetrics {
     counter(out, "troupe_transport_reply_timeouts_total",
         "Turns, steps and reads through the transport that got no answer in time.",
         replies.timedOut());
+    counter(out, "troupe_transport_held_total",
+        "Turns, steps and reads held, unsent, because their partition had no live home (its"
+            + " member unreachable, declared down or just removed); counted each time.",
+        replies.held());
+    counter(out, "troupe_transport_held_too_long_total",
+        "Held turns, steps and reads refused 503 unavailable after"
+            + " troupe.transport.rehoming-wait-millis (never sent, nothing done).",
+        replies.heldTooLong());
+    counter(out, "troupe_transport_answered_at_downing_total",
+        "Turns and steps waiting on a member when it was declared down, answered at once"
+            + " (outcome unknown) instead of after the pending-reply timeout.",
+        replies.answeredAtDowning());
+    counter(out, "troupe_transport_reads_resent_at_downing_total",
+        "Reads waiting on a member when it was declared down, sent again to the new home.",
+        replies.resentAtDowning());
+    counter(out, "troupe_transport_rerouted_total",
+        "Turns and reads refused not_owner by a partition's old host (nothing done) and sent"
+            + " again to its new home.", replies.rerouted());
+    counter(out, "troupe_transport_rehoming_probes_total",
+        "Reads sent to learn a moving partition's new home while turns waited for it.",
+        replies.probes());
     troupe.cluster().ifPresent(cluster -> cluster(out, cluster));
     messages(out);
     counter(out, "troupe_http_requests_total", "HTTP requests received.", requests.sum());
@@ -377,6 +398,10 @@ final class PrometheusMetrics {
         .append(transport.droppedUndeliverable()).append('\n');
     out.append("troupe_cluster_transport_dropped_total{reason=\"partition_moving\"} ")
         .append(transport.droppedMoving()).append('\n');
+    counter(out, "troupe_cluster_refused_while_handing_off_total",
+        "Messages that reached a partition's host here while it handed the partition off,"
+            + " refused not_owner (nothing done; a turn or read goes again to the new host).",
+        transport.refusedWhileHandingOff());
     counter(out, "troupe_cluster_questions_for_removed_nodes_total",
         "Decision questions for a node no up member carries that this node's inbox answered"
             + " instead (from the shared store, once that node's coordinators are ended).",
@@ -384,6 +409,13 @@ final class PrometheusMetrics {
     gauge(out, "troupe_cluster_hosted_partitions",
         "Storage partitions this node hosts now (acquired, their registries running).",
         cluster.hosted().hostedPartitions().size());
+    counter(out, "troupe_cluster_members_downed_total",
+        "Other members this node saw declared down (by the split brain resolver) since start.",
+        cluster.verdicts().downedCount());
+    gauge(out, "troupe_cluster_last_member_downed_timestamp_seconds",
+        "When this node last saw another member declared down, in seconds since the epoch (0:"
+            + " never): the moment the failover bound is measured from.",
+        cluster.verdicts().lastDownedEpochMillis() / 1000.0);
     dev.troupe.runtime.cluster.HandOffMetrics handOffs = cluster.handOffs();
     histogram(out, "troupe_cluster_partition_acquire_seconds",
         "How long taking a partition over took here: its acquisition under a new owner epoch,"
