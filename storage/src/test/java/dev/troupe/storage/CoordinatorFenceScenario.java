@@ -80,9 +80,18 @@ final class CoordinatorFenceScenario {
 
   private static RocksStore open(int nodeId, KeyValueDisk disk, List<Throwable> failures,
       List<RocksStore> opened) {
+    RocksStore store = open(nodeId, disk, failures);
+    opened.add(store);
+    return store;
+  }
+
+  /**
+   * A store of node {@code nodeId} of several on {@code disk} (acquired partitions, threads) whose
+   * store failures are collected in {@code failures}.
+   */
+  static RocksStore open(int nodeId, KeyValueDisk disk, List<Throwable> failures) {
     RocksStore store = RocksStore.open(PartitionOwnershipTest.settings(nodeId),
         System::currentTimeMillis, disk, RocksStore.Execution.THREADS);
-    opened.add(store);
     store.setEvents(new StorageEvents() {
       @Override
       public void storeFailed(Throwable cause) {

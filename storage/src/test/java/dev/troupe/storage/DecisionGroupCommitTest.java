@@ -49,8 +49,8 @@ class DecisionGroupCommitTest {
       }
     };
     List<Throwable> failures = new CopyOnWriteArrayList<>();
-    RocksStore coordinator = open(1, new WriteHookedView(disk, hook), failures);
-    RocksStore survivor = open(2, SharedDiskView.of(disk), failures);
+    RocksStore coordinator = CoordinatorFenceScenario.open(1, new WriteHookedView(disk, hook), failures);
+    RocksStore survivor = CoordinatorFenceScenario.open(2, SharedDiskView.of(disk), failures);
     try {
       EntityId participant = new EntityId("Account", "a1");
       // Hold the writer inside a first decision's write, queue twenty more, release.
@@ -116,20 +116,5 @@ class DecisionGroupCommitTest {
       assertTrue(System.nanoTime() < deadline, "timed out waiting");
       Thread.sleep(5);
     }
-  }
-
-  private static RocksStore open(int nodeId, KeyValueDisk disk, List<Throwable> failures) {
-    RocksStore store = RocksStore.open(PartitionOwnershipTest.settings(nodeId),
-        System::currentTimeMillis, disk, RocksStore.Execution.THREADS);
-    store.setEvents(new StorageEvents() {
-      @Override
-      public void storeFailed(Throwable cause) {
-        failures.add(cause);
-      }
-
-      @Override
-      public void corruptionDetected(String where, CorruptDataException damage) {}
-    });
-    return store;
   }
 }
