@@ -96,7 +96,22 @@ final class PartitionHomes {
     Route before = route(partition);
     knownHost[partition] = node;
     moving[partition] = false;
+    // An answer shows that a member with this node id serves now: a restarted node (a new
+    // incarnation with the same id) whose old incarnation's verdict is still recorded here, or
+    // one whose "reachable" was missed. Holding its partitions would hold them for good.
+    troubled.remove(node);
     return before != Route.SEND && route(partition) == Route.SEND;
+  }
+
+  /**
+   * A message for {@code partition} was held for the whole rehoming wait: this node's belief about
+   * its home is stale or the verdict that holds it will not change (a member's verdicts are keyed
+   * by node id, and a restarted node is a new member). Forget the home, so that the next message
+   * is sent through sharding and its answer names the home; never hold a partition for good.
+   */
+  void heldTooLong(int partition) {
+    knownHost[partition] = UNKNOWN;
+    moving[partition] = false;
   }
 
   /**

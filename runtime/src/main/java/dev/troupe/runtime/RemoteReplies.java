@@ -244,6 +244,9 @@ public final class RemoteReplies {
       boolean stillHeld;
       synchronized (this) {
         stillHeld = entry.held;
+        if (stillHeld) {
+          homes.heldTooLong(entry.partition);
+        }
       }
       if (stillHeld && remove(entry)) {
         heldTooLong.increment();

@@ -47,4 +47,27 @@ class PartitionHomesTest {
     assertEquals(Route.SEND, homes.route(0));
     assertTrue(homes.settled());
   }
+
+  /**
+   * A verdict that will not change (a downed node id that restarted as a new member, whose old
+   * incarnation's removal this node never saw) never holds a partition for good: a message held
+   * the whole rehoming wait forgets the home, the next goes, and its answer from the node clears
+   * the verdict.
+   */
+  @Test
+  void aStaleVerdictHoldsAPartitionForOneRehomingWaitAtMost() {
+    PartitionHomes homes = new PartitionHomes(2);
+    homes.answered(0, 3);
+    homes.answered(1, 3);
+    homes.unreachable(3);
+    homes.downed(3);
+    assertEquals(Route.HOLD, homes.route(0));
+    homes.heldTooLong(0);
+    assertEquals(Route.SEND, homes.route(0), "sent again through sharding");
+    assertEquals(Route.HOLD, homes.route(1), "only the partition that waited");
+    homes.answered(0, 3);
+    assertEquals(Route.SEND, homes.route(0));
+    assertEquals(Route.SEND, homes.route(1), "an answer from node 3 shows it serves");
+    assertTrue(homes.settled());
+  }
 }

@@ -146,7 +146,8 @@ class ClusterPartitionTest {
     // Every acknowledged write is there.
     for (Map.Entry<String, Long> write : acknowledged.entrySet()) {
       Answer answer = cluster.node(1).getRetrying(write.getKey(), 30_000);
-      assertEquals(200, answer.status(), "acknowledged write lost: " + write.getKey());
+      assertEquals(200, answer.status(), "acknowledged write lost: " + write.getKey() + " "
+          + answer.text());
       assertEquals(write.getValue().longValue(), answer.body().get("value").asLong());
     }
     JournalCheck journal = checkJournal(cluster.jdbcUrl(), options.partitions());
