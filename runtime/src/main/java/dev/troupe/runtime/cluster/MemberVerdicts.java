@@ -85,6 +85,8 @@ public final class MemberVerdicts {
           case ClusterEvent.MemberRemoved removed -> {
             int nodeId = nodeIdOf(removed.member());
             if (nodeId >= 0 && nodeId != localNode) {
+              log.info("member node {} ({}) removed: its partitions move to new homes", nodeId,
+                  removed.member().address());
               listener.removed(nodeId);
             }
           }
