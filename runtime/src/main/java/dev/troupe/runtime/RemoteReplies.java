@@ -80,6 +80,8 @@ public final class RemoteReplies {
     boolean held;
     /** Times it was refused {@code not_owner} and held to go again. */
     int reroutes;
+    /** Milliseconds of its timeout spent waiting for answers to sends of it so far. */
+    long waitedMillis;
     /** The partition's known host when the message went, or {@link PartitionHomes#UNKNOWN}. */
     int sentTo = PartitionHomes.UNKNOWN;
     Timers.Scheduled timer;
@@ -99,6 +101,9 @@ public final class RemoteReplies {
   private final ToIntFunction<EntityId> partitionOf;
   private final long rehomingWaitMillis;
   private final long rehomingProbeIntervalMillis;
+  /** A read unanswered this long is sent again, within its timeout. */
+  private final long readResendMillis;
+  private final LongAdder readsResent = new LongAdder();
   /** Guarded by {@code this}. */
   private final PartitionHomes homes;
   /** Partitions with a probe tick scheduled; guarded by {@code this}. */
@@ -117,22 +122,26 @@ public final class RemoteReplies {
 
   /** A table that never holds (one partition, no membership verdicts): tests of the bounds. */
   RemoteReplies(int maxPendingReplies, Timers timers) {
-    this(maxPendingReplies, timers, entity -> 0, 1, 10_000, 500);
+    this(maxPendingReplies, timers, entity -> 0, 1, 10_000, 500, Long.MAX_VALUE);
   }
 
   /**
    * @param partitionOf the partition of an entity (the store's locator)
    * @param rehomingWaitMillis how long a caller is held for a partition without a live home
    * @param rehomingProbeIntervalMillis how often a moving partition with held turns is probed
+   * @param readResendMillis how long a read waits for its answer before it is sent again (within
+   *     its timeout)
    */
   RemoteReplies(int maxPendingReplies, Timers timers, ToIntFunction<EntityId> partitionOf,
-      int partitions, long rehomingWaitMillis, long rehomingProbeIntervalMillis) {
+      int partitions, long rehomingWaitMillis, long rehomingProbeIntervalMillis,
+      long readResendMillis) {
     this.maxPendingReplies = maxPendingReplies;
     this.timers = timers;
     this.partitionOf = partitionOf;
     this.homes = new PartitionHomes(partitions);
     this.rehomingWaitMillis = rehomingWaitMillis;
     this.rehomingProbeIntervalMillis = rehomingProbeIntervalMillis;
+    this.readResendMillis = readResendMillis;
   }
 
   /** How a moving partition is probed: a read of {@code entity} that is never held. */
@@ -216,7 +225,12 @@ public final class RemoteReplies {
     };
   }
 
-  /** Under the lock: the entry's message goes now; its answer is awaited for its timeout. */
+  /**
+   * Under the lock: the entry's message goes now; its answer is awaited for its timeout. A read
+   * (safe to send twice) whose answer does not come within the read resend interval is sent
+   * again, until its timeout has passed: a message sharding buffered for a partition being handed
+   * off is dropped, and its caller would otherwise wait the whole timeout.
+   */
   private void markSent(Entry entry) {
     entry.held = false;
     entry.sentTo = homes.knownHost(entry.partition);
@@ -224,13 +238,37 @@ public final class RemoteReplies {
       entry.timer.cancel();
     }
     long timeoutMillis = entry.timeoutMillis;
-    entry.timer = timers.schedule(timeoutMillis, () -> {
+    long remainingMillis = Math.max(1, timeoutMillis - entry.waitedMillis);
+    boolean resendable = entry.key.kind() == Kind.READ && entry.sender != null
+        && readResendMillis < remainingMillis;
+    long waitMillis = resendable ? readResendMillis : remainingMillis;
+    entry.timer = timers.schedule(waitMillis, () -> {
+      if (resendable) {
+        boolean again;
+        synchronized (this) {
+          again = pending.get(entry.key) == entry && !entry.held;
+          if (again) {
+            entry.waitedMillis += waitMillis;
+            readsResent.increment();
+            markSent(entry);
+          }
+        }
+        if (again) {
+          entry.sender.run();
+        }
+        return;
+      }
       if (remove(entry)) {
         timedOut.increment();
         entry.future.completeExceptionally(new TimeoutException("no answer from "
             + entry.key.entity() + " within " + timeoutMillis + " ms"));
       }
     });
+  }
+
+  /** Reads sent again because their answer did not come within the read resend interval. */
+  public long readsResent() {
+    return readsResent.sum();
   }
 
   /** Under the lock: the entry waits here, unsent, for at most the rehoming wait. */

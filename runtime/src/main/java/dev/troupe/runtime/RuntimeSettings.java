@@ -50,10 +50,13 @@ public record RuntimeSettings(
    *     (its member unreachable, down or just removed); then it is refused {@code unavailable}
    * @param rehomingProbeIntervalMillis how often a moving partition with held turns is probed
    *     (a read whose answer names its new home)
+   * @param readResendMillis how long a read sent through the transport waits for its answer
+   *     before it is sent again (a read is safe to send twice; sharding drops messages it buffered
+   *     for a partition being handed off), within its pending-reply timeout
    */
   public record TransportSettings(boolean encodeLocalMessages, boolean routeEntityMessages,
       int maxPendingReplies, long pendingReplyTimeoutMillis, long rehomingWaitMillis,
-      long rehomingProbeIntervalMillis) {
+      long rehomingProbeIntervalMillis, long readResendMillis) {
     static TransportSettings fromConfig(Config troupe) {
       Config transport = troupe.getConfig("transport");
       TransportSettings settings = new TransportSettings(
@@ -62,12 +65,14 @@ public record RuntimeSettings(
           transport.getInt("max-pending-replies"),
           transport.getLong("pending-reply-timeout-millis"),
           transport.getLong("rehoming-wait-millis"),
-          transport.getLong("rehoming-probe-interval-millis"));
+          transport.getLong("rehoming-probe-interval-millis"),
+          transport.getLong("read-resend-millis"));
       if (settings.maxPendingReplies() < 1 || settings.pendingReplyTimeoutMillis() < 1
-          || settings.rehomingWaitMillis() < 1 || settings.rehomingProbeIntervalMillis() < 1) {
+          || settings.rehomingWaitMillis() < 1 || settings.rehomingProbeIntervalMillis() < 1
+          || settings.readResendMillis() < 1) {
         throw new IllegalArgumentException("troupe.transport.max-pending-replies,"
-            + " pending-reply-timeout-millis, rehoming-wait-millis and"
-            + " rehoming-probe-interval-millis must be positive");
+            + " pending-reply-timeout-millis, rehoming-wait-millis,"
+            + " rehoming-probe-interval-millis and read-resend-millis must be positive");
       }
       return settings;
     }

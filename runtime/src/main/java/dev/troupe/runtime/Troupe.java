@@ -144,7 +144,8 @@ public final class Troupe implements AutoCloseable {
           new RemoteReplies(settings.transport().maxPendingReplies(), timers,
               store.locator()::partitionOf, store.locator().partitions(),
               settings.transport().rehomingWaitMillis(),
-              settings.transport().rehomingProbeIntervalMillis());
+              settings.transport().rehomingProbeIntervalMillis(),
+              settings.transport().readResendMillis());
       this.inbox =
           new NodeInbox(decisions, this::registryOf, types, remoteReplies, reads, store);
       this.transport = new LocalTransport(nodeId, store.locator(),

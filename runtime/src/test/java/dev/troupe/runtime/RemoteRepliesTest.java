@@ -120,7 +120,7 @@ class RemoteRepliesTest {
   private static final class Failover {
     final ManualTimers timers = new ManualTimers();
     final RemoteReplies replies = new RemoteReplies(100, timers, RemoteRepliesTest::partitionOf,
-        2, 10_000, 250);
+        2, 10_000, 250, Long.MAX_VALUE);
     final List<String> sent = new ArrayList<>();
     final List<EntityId> probed = new ArrayList<>();
 
@@ -290,5 +290,48 @@ class RemoteRepliesTest {
         org.junit.jupiter.api.Assertions.assertThrows(ExecutionException.class, future::get);
     assertEquals(ErrorCode.OVERLOADED,
         assertInstanceOf(TroupeException.class, failed.getCause()).code());
+  }
+
+  /**
+   * A read whose answer does not come (sharding dropped it during a hand-off) is sent again every
+   * read resend interval until its timeout, and the answer to any send completes it; a turn is
+   * never sent twice.
+   */
+  @Test
+  void anUnansweredReadIsSentAgainWithinItsTimeoutATurnIsNot() throws Exception {
+    ManualTimers timers = new ManualTimers();
+    RemoteReplies replies = new RemoteReplies(100, timers, RemoteRepliesTest::partitionOf, 2,
+        10_000, 250, 2_000);
+    List<String> sent = new ArrayList<>();
+    CompletableFuture<TurnResult> read =
+        replies.send(RemoteReplies.Kind.READ, 1, IN_0, 5_000, () -> sent.add("READ 1"));
+    CompletableFuture<TurnResult> turn =
+        replies.send(RemoteReplies.Kind.TURN, 2, IN_1, 5_000, () -> sent.add("TURN 2"));
+    assertEquals(List.of("READ 1", "TURN 2"), sent);
+    timers.fireUpTo(2_000);
+    assertEquals(List.of("READ 1", "TURN 2", "READ 1"), sent, "the read went again");
+    timers.fireUpTo(2_000);
+    assertEquals(List.of("READ 1", "TURN 2", "READ 1", "READ 1"), sent);
+    assertEquals(2, replies.readsResent());
+    assertFalse(read.isDone());
+    replies.answer(RemoteReplies.Kind.READ, 1, IN_0, done(5), 2);
+    assertEquals(5, assertInstanceOf(TurnResult.Done.class, read.get()).version());
+    timers.fireAll();
+    assertEquals(4, sent.size(), "the turn was sent once");
+    ExecutionException timedOut =
+        org.junit.jupiter.api.Assertions.assertThrows(ExecutionException.class, turn::get);
+    assertInstanceOf(TimeoutException.class, timedOut.getCause());
+
+    // Past its timeout (5 s: two resends at 2 s, then the last 1 s) an unanswered read fails.
+    CompletableFuture<TurnResult> lost =
+        replies.send(RemoteReplies.Kind.READ, 3, IN_0, 5_000, () -> sent.add("READ 3"));
+    timers.fireUpTo(2_000);
+    timers.fireUpTo(2_000);
+    assertFalse(lost.isDone());
+    timers.fireUpTo(1_000);
+    ExecutionException gaveUp =
+        org.junit.jupiter.api.Assertions.assertThrows(ExecutionException.class, lost::get);
+    assertInstanceOf(TimeoutException.class, gaveUp.getCause());
+    assertEquals(3, sent.stream().filter("READ 3"::equals).count());
   }
 }

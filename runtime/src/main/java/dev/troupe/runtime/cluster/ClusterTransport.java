@@ -8,7 +8,6 @@ import dev.troupe.txn.wire.WireCodec;
 import dev.troupe.txn.wire.WireMessage;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.function.BiConsumer;
-import org.apache.pekko.actor.Address;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.cluster.Member;
@@ -52,9 +51,9 @@ public final class ClusterTransport implements Transport {
   private final ActorSystem<?> system;
   private volatile ActorRef<ShardingEnvelope<PartitionHost.Command>> region;
   private volatile ActorRef<WireFrame> localInbox;
-  /** Other members' inbox actors by address ({@link #inboxAt}). */
-  private final java.util.concurrent.ConcurrentHashMap<Address, org.apache.pekko.actor.ActorRef>
-      inboxes = new java.util.concurrent.ConcurrentHashMap<>();
+  /** Other members' inbox actors by incarnation ({@link #inboxAt}). */
+  private final java.util.concurrent.ConcurrentHashMap<org.apache.pekko.cluster.UniqueAddress,
+      org.apache.pekko.actor.ActorRef> inboxes = new java.util.concurrent.ConcurrentHashMap<>();
 
   private final LongAdder sentToPartitions = new LongAdder();
   private final LongAdder sentToNodes = new LongAdder();
@@ -117,8 +116,8 @@ public final class ClusterTransport implements Transport {
       sentToNodes.increment();
       return;
     }
-    Address address = upMemberOf(nodeId);
-    if (address == null && envelope.message() instanceof WireMessage.DecisionQuery) {
+    org.apache.pekko.cluster.UniqueAddress member = upMemberOf(nodeId);
+    if (member == null && envelope.message() instanceof WireMessage.DecisionQuery) {
       // A participant in doubt asks a node that is no member (dead, or left): its own node answers
       // instead, from the shared store, once that node's coordinators are ended (NodeInbox,
       // DecisionQueryCore.AskedForAnotherNode). The simplest correct path: the asker's node reads
@@ -128,39 +127,48 @@ public final class ClusterTransport implements Transport {
       questionsAnsweredHere.increment();
       return;
     }
-    if (address == null) {
+    if (member == null) {
       droppedNoMember.increment();
       log.warn("dropped a {} for node {}: no up member has that node id",
           envelope.message().getClass().getSimpleName(), nodeId);
       return;
     }
-    inboxAt(address).tell(frame, org.apache.pekko.actor.ActorRef.noSender());
+    inboxAt(member).tell(frame, org.apache.pekko.actor.ActorRef.noSender());
     sentToNodes.increment();
   }
 
   /**
-   * The inbox actor at a member's address, resolved once per address. Every answer to another
+   * The inbox actor of a member, resolved once per incarnation. Every answer to another
    * node goes here, so it is worth keeping: an {@code ActorSelection} per message (what this did
    * first) parsed the path as a URI, wrapped the frame in a selection envelope (one more
    * serialization layer) and walked the path on arrival, about a tenth of the CPU a hop cost in
    * the profile (docs/BENCHMARKS.md); a resolved reference is sent as a plain message, which
    * Artery's recipient cache and compression tables make cheap on both ends. Resolving a remote
-   * path asks nothing of the network and a reference without an incarnation reaches whatever
-   * incarnation runs at that address, so a restarted member needs no new entry.
+   * path asks nothing of the network. Kept per incarnation (address and uid), not per address: a
+   * member restarted at its old address is a new incarnation, and a full test run with references
+   * kept per address saw a restarted member's remote reads go unanswered for more than 30 s (the
+   * reference resolved while the old incarnation ran is the suspect; a fresh one per incarnation
+   * costs one resolution per restart). An old incarnation's entry is dropped when the new one's
+   * is made.
    */
-  private org.apache.pekko.actor.ActorRef inboxAt(Address address) {
-    return inboxes.computeIfAbsent(address, at ->
+  private org.apache.pekko.actor.ActorRef inboxAt(org.apache.pekko.cluster.UniqueAddress member) {
+    org.apache.pekko.actor.ActorRef known = inboxes.get(member);
+    if (known != null) {
+      return known;
+    }
+    inboxes.keySet().removeIf(other -> other.address().equals(member.address()));
+    return inboxes.computeIfAbsent(member, at ->
         ((org.apache.pekko.actor.ExtendedActorSystem) system.classicSystem()).provider()
-            .resolveActorRef(at + "/system/" + INBOX_NAME));
+            .resolveActorRef(at.address() + "/system/" + INBOX_NAME));
   }
 
-  /** The address of the up member whose role carries {@code nodeId}, or null. */
-  private Address upMemberOf(int nodeId) {
+  /** The up member (its incarnation) whose role carries {@code nodeId}, or null. */
+  private org.apache.pekko.cluster.UniqueAddress upMemberOf(int nodeId) {
     String role = ClusterSettings.nodeRole(nodeId);
     for (Member member : Cluster.get(system).state().getMembers()) {
       if ((member.status() == MemberStatus.up() || member.status() == MemberStatus.weaklyUp())
           && member.hasRole(role)) {
-        return member.address();
+        return member.uniqueAddress();
       }
     }
     return null;

@@ -170,6 +170,10 @@ final class PrometheusMetrics {
     counter(out, "troupe_transport_rerouted_total",
         "Turns and reads refused not_owner by a partition's old host (nothing done) and sent"
             + " again to its new home.", replies.rerouted());
+    counter(out, "troupe_transport_reads_resent_total",
+        "Reads sent through the transport again because their answer did not come within"
+            + " troupe.transport.read-resend-millis (a read is safe to send twice).",
+        replies.readsResent());
     counter(out, "troupe_transport_rehoming_probes_total",
         "Reads sent to learn a moving partition's new home while turns waited for it.",
         replies.probes());
