@@ -44,12 +44,7 @@ class ClusterFailoverTest {
   void acknowledgedTransfersSurviveKillNineOfEachMemberInTurn() throws Exception {
     ThreeNodeCluster.Options options = ThreeNodeCluster.Options.defaults();
     cluster = ThreeNodeCluster.start(directory, options);
-    try {
-      run(options);
-    } catch (Throwable failure) {
-      cluster.printLogs();
-      throw failure;
-    }
+    cluster.check(() -> run(options));
   }
 
   /**
@@ -64,7 +59,7 @@ class ClusterFailoverTest {
   void serviceReturnsAfterAKillWithoutTheRestart() throws Exception {
     ThreeNodeCluster.Options options = ThreeNodeCluster.Options.defaults();
     cluster = ThreeNodeCluster.start(directory, options);
-    try {
+    cluster.check(() -> {
       ClusterBank bank = new ClusterBank(ACCOUNTS, cluster::node);
       bank.setUp(cluster.node(0), running());
       long seed = Long.getLong("troupe.test.seed", System.nanoTime());
@@ -92,10 +87,7 @@ class ClusterFailoverTest {
       System.out.println(figure);
       bank.check(cluster.node(survivor));
       System.out.println("  outcomes: " + bank.outcomeCounts());
-    } catch (Throwable failure) {
-      cluster.printLogs();
-      throw failure;
-    }
+    });
   }
 
   /**

@@ -80,12 +80,7 @@ class ClusterPartitionTest {
         .with("troupe.storage.checkpoint-interval-millis=3600000",
             "troupe.storage.checkpoint-journal-records=10000000");
     cluster = ThreeNodeCluster.start(directory, options);
-    try {
-      run(options);
-    } catch (Throwable failure) {
-      cluster.printLogs();
-      throw failure;
-    }
+    cluster.check(() -> run(options));
   }
 
   private void run(ThreeNodeCluster.Options options) throws Exception {

@@ -74,12 +74,7 @@ class ClusterRollingRestartTest {
   void everyMemberRestartedInTurnUnderLoadLosesNothing() throws Exception {
     ThreeNodeCluster.Options options = ThreeNodeCluster.Options.defaults();
     cluster = ThreeNodeCluster.start(directory, options);
-    try {
-      run(options);
-    } catch (Throwable failure) {
-      cluster.printLogs();
-      throw failure;
-    }
+    cluster.check(() -> run(options));
   }
 
   private void run(ThreeNodeCluster.Options options) throws Exception {

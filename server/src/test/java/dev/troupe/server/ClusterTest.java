@@ -54,12 +54,7 @@ class ClusterTest {
     // Formed: three up members, every partition hosted once, every member agreeing, and (once
     // sharding has rebalanced) every member hosting some (ThreeNodeCluster.start waits for it).
     cluster = ThreeNodeCluster.start(directory, ThreeNodeCluster.Options.defaults());
-    try {
-      checkFormationFailoverRejoinAndHandOff();
-    } catch (Throwable failure) {
-      cluster.printLogs();
-      throw failure;
-    }
+    cluster.check(() -> checkFormationFailoverRejoinAndHandOff());
   }
 
   private void checkFormationFailoverRejoinAndHandOff() throws Exception {

@@ -301,6 +301,22 @@ public final class ThreeNodeCluster implements AutoCloseable {
     return parts;
   }
 
+  /** A test's checks on a running cluster. */
+  @FunctionalInterface
+  public interface Checks {
+    void run() throws Exception;
+  }
+
+  /** Runs {@code checks}; if they fail, prints every member's log first, then rethrows. */
+  public void check(Checks checks) throws Exception {
+    try {
+      checks.run();
+    } catch (Throwable failure) {
+      printLogs();
+      throw failure;
+    }
+  }
+
   /** Prints the log of every member running (for a failed test). */
   public void printLogs() {
     System.out.println("---- prepared parts in the store: " + preparedParts());
