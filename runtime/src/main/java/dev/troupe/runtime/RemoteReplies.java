@@ -104,6 +104,8 @@ public final class RemoteReplies {
   /** A read unanswered this long is sent again, within its timeout. */
   private final long readResendMillis;
   private final LongAdder readsResent = new LongAdder();
+  /** How many times one caller refused {@code not_owner} is sent again. */
+  private final int maxReroutes;
   /** Guarded by {@code this}. */
   private final PartitionHomes homes;
   /** Partitions with a probe tick scheduled; guarded by {@code this}. */
@@ -122,7 +124,7 @@ public final class RemoteReplies {
 
   /** A table that never holds (one partition, no membership verdicts): tests of the bounds. */
   RemoteReplies(int maxPendingReplies, Timers timers) {
-    this(maxPendingReplies, timers, entity -> 0, 1, 10_000, 500, Long.MAX_VALUE);
+    this(maxPendingReplies, timers, entity -> 0, 1, 10_000, 500, Long.MAX_VALUE, 2);
   }
 
   /**
@@ -131,10 +133,13 @@ public final class RemoteReplies {
    * @param rehomingProbeIntervalMillis how often a moving partition with held turns is probed
    * @param readResendMillis how long a read waits for its answer before it is sent again (within
    *     its timeout)
+   * @param maxReroutes how many times one caller is sent again after a {@code not_owner} refusal:
+   *     each time it may be held for the rehoming wait, so this bounds how long a partition no
+   *     node will write (its acquisition failing) keeps a caller
    */
   RemoteReplies(int maxPendingReplies, Timers timers, ToIntFunction<EntityId> partitionOf,
       int partitions, long rehomingWaitMillis, long rehomingProbeIntervalMillis,
-      long readResendMillis) {
+      long readResendMillis, int maxReroutes) {
     this.maxPendingReplies = maxPendingReplies;
     this.timers = timers;
     this.partitionOf = partitionOf;
@@ -142,6 +147,7 @@ public final class RemoteReplies {
     this.rehomingWaitMillis = rehomingWaitMillis;
     this.rehomingProbeIntervalMillis = rehomingProbeIntervalMillis;
     this.readResendMillis = readResendMillis;
+    this.maxReroutes = maxReroutes;
   }
 
   /** How a moving partition is probed: a read of {@code entity} that is never held. */
@@ -372,13 +378,13 @@ public final class RemoteReplies {
   /**
    * A turn or read refused {@code not_owner} by {@code fromNode} (the partition moved away, or is
    * being handed off): nothing was done, so it waits for the partition's new home and goes again
-   * there, transparently, at most {@value #MAX_REROUTES} times. A step is not: its transaction's
+   * there, transparently, at most {@code troupe.transport.max-reroutes} times. A step is not: its transaction's
    * earlier steps stayed with the old host.
    */
   private boolean rerouted(Entry entry, int fromNode) {
     synchronized (this) {
       if (entry.sender == null || entry.key.kind() == Kind.STEP || entry.held
-          || entry.reroutes >= MAX_REROUTES || pending.get(entry.key) != entry) {
+          || entry.reroutes >= maxReroutes || pending.get(entry.key) != entry) {
         return false;
       }
       entry.reroutes++;
@@ -390,12 +396,6 @@ public final class RemoteReplies {
     }
   }
 
-  /**
-   * How many times one caller is sent again after a {@code not_owner} refusal: each time it may be
-   * held for the rehoming wait, so this bounds how long a partition no node will write (its
-   * acquisition failing) keeps a caller.
-   */
-  static final int MAX_REROUTES = 2;
 
   private void learned(int partition, int node) {
     List<Entry> release;

@@ -53,10 +53,12 @@ public record RuntimeSettings(
    * @param readResendMillis how long a read sent through the transport waits for its answer
    *     before it is sent again (a read is safe to send twice; sharding drops messages it buffered
    *     for a partition being handed off), within its pending-reply timeout
+   * @param maxReroutes how many times one turn or read refused {@code not_owner} is sent again
+   *     to the partition's new home
    */
   public record TransportSettings(boolean encodeLocalMessages, boolean routeEntityMessages,
       int maxPendingReplies, long pendingReplyTimeoutMillis, long rehomingWaitMillis,
-      long rehomingProbeIntervalMillis, long readResendMillis) {
+      long rehomingProbeIntervalMillis, long readResendMillis, int maxReroutes) {
     static TransportSettings fromConfig(Config troupe) {
       Config transport = troupe.getConfig("transport");
       TransportSettings settings = new TransportSettings(
@@ -66,13 +68,15 @@ public record RuntimeSettings(
           transport.getLong("pending-reply-timeout-millis"),
           transport.getLong("rehoming-wait-millis"),
           transport.getLong("rehoming-probe-interval-millis"),
-          transport.getLong("read-resend-millis"));
+          transport.getLong("read-resend-millis"),
+          transport.getInt("max-reroutes"));
       if (settings.maxPendingReplies() < 1 || settings.pendingReplyTimeoutMillis() < 1
           || settings.rehomingWaitMillis() < 1 || settings.rehomingProbeIntervalMillis() < 1
-          || settings.readResendMillis() < 1) {
+          || settings.readResendMillis() < 1 || settings.maxReroutes() < 0) {
         throw new IllegalArgumentException("troupe.transport.max-pending-replies,"
             + " pending-reply-timeout-millis, rehoming-wait-millis,"
-            + " rehoming-probe-interval-millis and read-resend-millis must be positive");
+            + " rehoming-probe-interval-millis and read-resend-millis must be positive,"
+            + " max-reroutes at least 0");
       }
       return settings;
     }

@@ -145,7 +145,8 @@ public final class Troupe implements AutoCloseable {
               store.locator()::partitionOf, store.locator().partitions(),
               settings.transport().rehomingWaitMillis(),
               settings.transport().rehomingProbeIntervalMillis(),
-              settings.transport().readResendMillis());
+              settings.transport().readResendMillis(),
+              settings.transport().maxReroutes());
       this.inbox =
           new NodeInbox(decisions, this::registryOf, types, remoteReplies, reads, store);
       this.transport = new LocalTransport(nodeId, store.locator(),

@@ -120,7 +120,7 @@ class RemoteRepliesTest {
   private static final class Failover {
     final ManualTimers timers = new ManualTimers();
     final RemoteReplies replies = new RemoteReplies(100, timers, RemoteRepliesTest::partitionOf,
-        2, 10_000, 250, Long.MAX_VALUE);
+        2, 10_000, 250, Long.MAX_VALUE, 2);
     final List<String> sent = new ArrayList<>();
     final List<EntityId> probed = new ArrayList<>();
 
@@ -301,7 +301,7 @@ class RemoteRepliesTest {
   void anUnansweredReadIsSentAgainWithinItsTimeoutATurnIsNot() throws Exception {
     ManualTimers timers = new ManualTimers();
     RemoteReplies replies = new RemoteReplies(100, timers, RemoteRepliesTest::partitionOf, 2,
-        10_000, 250, 2_000);
+        10_000, 250, 2_000, 2);
     List<String> sent = new ArrayList<>();
     CompletableFuture<TurnResult> read =
         replies.send(RemoteReplies.Kind.READ, 1, IN_0, 5_000, () -> sent.add("READ 1"));
