@@ -180,7 +180,8 @@ class ClusterFailoverTest {
           + " ms of every member hosting again");
       assertTrue(progressMillis >= 0, "the clients made no progress within "
           + PROGRESS_TIMEOUT_MILLIS + " ms after node " + ThreeNodeCluster.nodeId(victim)
-          + " was killed and started again: " + bank.timeLine());
+          + " was killed and started again: " + bank.timeLine() + "; outcomes "
+          + bank.outcomeCounts());
     }
     bank.stopClients();
     cluster.awaitPlacement(List.of(0, 1, 2), 120_000, false);
