@@ -276,7 +276,10 @@ public final class ServerProcess implements AutoCloseable {
 
   @Override
   public void close() throws InterruptedException {
-    process.destroy();
+    // SIGTERM through the process handle: Process.destroy() also closes this side of the
+    // server's output pipe, so the reader stops and whatever the server logs while it shuts down
+    // (its drain, its leave) is lost, and its writes to the pipe fail.
+    process.toHandle().destroy();
     if (!process.waitFor(30, TimeUnit.SECONDS)) {
       process.destroyForcibly().waitFor();
     }

@@ -228,17 +228,28 @@ public final class ServeCommand implements Callable<Integer> {
     troupe.cluster().ifPresent(cluster -> cluster.advertiseHttpUrl(advertisedHttpUrl(
         server.scheme(), server.host(), server.port(), settings.cluster().host())));
     CountDownLatch stopped = new CountDownLatch(1);
-    Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+    // Registered through the actor system's CoordinatedShutdown rather than as a plain JVM hook:
+    // Pekko's remoting (Artery) has a JVM hook of its own that shuts the remote transport down at
+    // once unless a hook registered this way is still running. As a plain hook, a member was cut
+    // off from the cluster the moment SIGTERM arrived: it could not leave or hand its partitions
+    // off, the others found it unreachable and downed it (its partitions moved ~11 s after it
+    // exited), and the stopping member, downed as a minority, took everyone else for removed.
+    org.apache.pekko.actor.CoordinatedShutdown.get(troupe.actorSystem()).addJvmShutdownHook(() -> {
       // Stops taking requests and lets those in flight finish; a cluster member then drains the
       // transactions it started before it leaves (troupe.cluster.drain-timeout-millis).
+      long signalled = System.nanoTime();
       server.close();
       troupe.cluster().ifPresent(member -> dev.troupe.runtime.cluster.Drain
           .awaitNoOpenTransactions(troupe.transactionMetrics()::open,
               settings.cluster().drainTimeoutMillis()));
       replicating.ifPresent(DataCentreReplication::close);
+      // Leaves the cluster (sharding hands the partitions off while this member still answers),
+      // then closes the store.
       troupe.close();
+      log.info("stopped {} ms after the shutdown began",
+          java.util.concurrent.TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - signalled));
       stopped.countDown();
-    }, "troupe-shutdown"));
+    });
     replicating.ifPresent(node -> System.out.printf("Data centre %s (id %d), pulling from %s%n",
         replication.dataCentreName(), replication.dataCentreId(),
         replication.peers().isEmpty() ? "no peers" : String.join(", ",
