@@ -85,6 +85,14 @@ public final class ThreeNodeCluster implements AutoCloseable {
   /** The port Artery binds (the cluster port when not proxied). */
   private final int[] bindPorts = new int[3];
   private final IsolatingProxy[] proxies = new IsolatingProxy[3];
+  /**
+   * The incarnations killed or stopped so far, oldest first: their logs (a stopped member's
+   * shutdown: drain, leave, hand-off) are printed with the running members' when a test fails.
+   */
+  private final List<Ended> ended = new ArrayList<>();
+
+  /** An incarnation of member {@code index} that was killed or stopped. */
+  private record Ended(int index, ServerProcess process, String how) {}
 
   private ThreeNodeCluster(Path directory, Options options) throws IOException {
     this.directory = directory;
@@ -195,6 +203,7 @@ public final class ThreeNodeCluster implements AutoCloseable {
   /** kill -9 of member {@code index}: no shutdown hook, no hand-off. */
   void kill(int index) throws InterruptedException {
     nodes[index].kill();
+    ended.add(new Ended(index, nodes[index], "killed"));
     nodes[index] = null;
   }
 
@@ -204,6 +213,7 @@ public final class ThreeNodeCluster implements AutoCloseable {
    */
   void stop(int index) throws InterruptedException {
     nodes[index].close();
+    ended.add(new Ended(index, nodes[index], "stopped"));
     nodes[index] = null;
   }
 
@@ -317,9 +327,35 @@ public final class ThreeNodeCluster implements AutoCloseable {
     }
   }
 
-  /** Prints the log of every member running (for a failed test). */
+  /**
+   * The logs of every incarnation of the members so far (killed, stopped, running), for checks
+   * on what the members said.
+   */
+  List<String> memberLogs() throws IOException {
+    List<String> logs = new ArrayList<>();
+    for (Ended incarnation : ended) {
+      logs.add(incarnation.process().log());
+    }
+    for (ServerProcess node : nodes) {
+      if (node != null) {
+        logs.add(node.log());
+      }
+    }
+    return logs;
+  }
+
+  /** Prints the log of every member running, and the end of each ended one's (for a failed test). */
   public void printLogs() {
     System.out.println("---- prepared parts in the store: " + preparedParts());
+    for (Ended incarnation : ended) {
+      try {
+        String log = incarnation.process().log();
+        System.out.println("---- node " + nodeId(incarnation.index()) + " (" + incarnation.how()
+            + ") log (last 8000 chars):\n" + log.substring(Math.max(0, log.length() - 8_000)));
+      } catch (IOException ignored) {
+        // Nothing to print.
+      }
+    }
     for (int i = 0; i < 3; i++) {
       if (nodes[i] != null) {
         try {

@@ -171,7 +171,10 @@ public record ClusterSettings(
         Map.entry("pekko.cluster.sharding.remember-entities", "off"),
         Map.entry("pekko.cluster.sharding.passivation.strategy", "none"),
         // The engine's close leaves the cluster (handing its partitions off) before the store
-        // closes; Pekko's own JVM hook would race it and stop the actors under the store.
+        // closes; Pekko's own JVM hook would race it and stop the actors under the store. The
+        // server's shutdown sequence (stop HTTP, drain, close) is registered instead with
+        // CoordinatedShutdown.addJvmShutdownHook, which Artery's JVM hook waits for before it
+        // stops remoting: a plain JVM hook left the member cut off from the others at SIGTERM.
         Map.entry("pekko.coordinated-shutdown.run-by-jvm-shutdown-hook", "off")))
         .withValue("pekko.cluster.seed-nodes", ConfigValueFactory.fromIterable(seedAddresses));
   }
