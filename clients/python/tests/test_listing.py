@@ -40,8 +40,21 @@ def test_pages_cover_every_entity_once_in_id_order(troupe: Troupe, unique: str, 
     assert [e.id for e in troupe.iter_entities(type_name, limit=5, at=at)] == ids
     assert [e.id for e in troupe.iter_entities(type_name)][-1] == "e99"
 
+    # A range from an id on, and pages with the entities' states.
+    assert [e.id for e in troupe.list_entities(type_name, from_id="e05", limit=2).entities] == ["e05", "e06"]
+    assert [e.id for e in troupe.iter_entities(type_name, from_id="e09", limit=1)] == ["e09", "e10", "e99"]
+    with_states = troupe.list_entities(type_name, limit=2, states=True)
+    assert [(e.id, e.state) for e in with_states.entities] == [("e00", {"n": 0}), ("e01", {"n": 1})]
+    assert troupe.list_entities(type_name, limit=2).entities[0].state is None
+
+    # Deleted entities are not listed.
+    troupe.delete(type_name, "e03")
+    assert "e03" not in [e.id for e in troupe.iter_entities(type_name, limit=3)]
+
     with pytest.raises(errors.InvalidRequestError):
         troupe.list_entities(type_name, limit=0)
+    with pytest.raises(errors.InvalidRequestError):
+        troupe.list_entities(type_name, after="e01", from_id="e02")
 
 
 async def test_async_iteration_lists_every_entity(base_url: str, troupe: Troupe, run_id: str) -> None:
@@ -51,8 +64,9 @@ async def test_async_iteration_lists_every_entity(base_url: str, troupe: Troupe,
         troupe.put_key(type_name, f"a{n}", "n", n)
     async with AsyncTroupe(base_url) as client:
         assert [e.id async for e in client.iter_entities(type_name, limit=2)] == [f"a{n}" for n in range(5)]
-        page = await client.list_entities(type_name, limit=10)
-        assert page.next is None and len(page.entities) == 5
+        page = await client.list_entities(type_name, limit=10, states=True)
+        assert page.next is None and [e.state for e in page.entities] == [{"n": n} for n in range(5)]
+        assert [e.id async for e in client.iter_entities(type_name, from_id="a3")] == ["a3", "a4"]
 
 
 test_async_iteration_lists_every_entity = pytest.mark.anyio(test_async_iteration_lists_every_entity)

@@ -299,14 +299,20 @@ def put_type(type_name: str, spec: Mapping[str, Any] | str, migration: str | Non
     return Call("PUT", f"/v1/types/{segment(type_name)}", lambda b, _: dict(b), params=params, body=dict(spec))
 
 
-def list_entities(type_name: str, after: str | None, limit: int | None, at: int | None) -> Call[models.EntityPage]:
+def list_entities(
+    type_name: str, after: str | None, from_id: str | None, limit: int | None, at: int | None, states: bool
+) -> Call[models.EntityPage]:
     params: dict[str, str] = {}
     if after is not None:
         params["after"] = after
+    if from_id is not None:
+        params["from"] = from_id
     if limit is not None:
         params["limit"] = str(limit)
     if at is not None:
         params["at"] = str(at)
+    if states:
+        params["states"] = "true"
     return Call("GET", f"/v1/entities/{segment(type_name)}", lambda b, _: models.EntityPage.from_json(b), params=params)
 
 

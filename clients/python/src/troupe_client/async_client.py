@@ -113,23 +113,39 @@ class AsyncTroupe:
     # ---- Listing ----
 
     async def list_entities(
-        self, type_name: str, *, after: str | None = None, limit: int | None = None, at: int | None = None
+        self,
+        type_name: str,
+        *,
+        after: str | None = None,
+        from_id: str | None = None,
+        limit: int | None = None,
+        at: int | None = None,
+        states: bool = False,
     ) -> models.EntityPage:
-        """One page of the type's entities ordered by id, after the cursor ``after``."""
-        return await self._run(_core.list_entities(type_name, after, limit, at))
+        """One page of the type's entities in id order: after the cursor ``after`` (a previous
+        page's ``next``), or from the id ``from_id`` on (a range scan); at most ``limit``; as of
+        version ``at`` (every page at one version is a consistent cut); with their states if
+        ``states``."""
+        return await self._run(_core.list_entities(type_name, after, from_id, limit, at, states))
 
     async def iter_entities(
-        self, type_name: str, *, limit: int | None = None, at: int | None = None
+        self,
+        type_name: str,
+        *,
+        from_id: str | None = None,
+        limit: int | None = None,
+        at: int | None = None,
+        states: bool = False,
     ) -> AsyncIterator[models.ListedEntity]:
-        """Every entity of the type, page after page (``limit`` per page)."""
-        after: str | None = None
+        """Every entity of the type (from ``from_id`` on), following the pages' cursors
+        (``limit`` per page): each entity that exists throughout is listed exactly once."""
+        page = await self.list_entities(type_name, from_id=from_id, limit=limit, at=at, states=states)
         while True:
-            page = await self.list_entities(type_name, after=after, limit=limit, at=at)
             for entity in page.entities:
                 yield entity
             if page.next is None:
                 return
-            after = page.next
+            page = await self.list_entities(type_name, after=page.next, limit=limit, at=at, states=states)
 
     # ---- Types ----
 

@@ -210,16 +210,19 @@ class EntityDependencies:
 
 @dataclass(frozen=True)
 class ListedEntity:
-    """One entity of a listing: its id and current version."""
+    """One entity of a listing: its id, its version (now, or as of the listing's ``at``) and,
+    when the listing asked for states, its state."""
 
     id: str
     version: int
+    state: JsonObject | None = None
 
 
 @dataclass(frozen=True)
 class EntityPage:
     """One page of a type's entities, ordered by id; ``next`` is the cursor of the next page
-    (pass it as ``after``), ``None`` on the last page."""
+    (pass it as ``after``), ``None`` on the last page. A page may hold fewer entities than its
+    limit and still have a ``next``."""
 
     type: str
     entities: Sequence[ListedEntity]
@@ -230,7 +233,10 @@ class EntityPage:
         following = body.get("next")
         return cls(
             body.get("type", ""),
-            tuple(ListedEntity(e["id"], int(e["version"])) for e in body.get("entities", ())),
+            tuple(
+                ListedEntity(e["id"], int(e["version"]), _object(e["state"]) if "state" in e else None)
+                for e in body.get("entities", ())
+            ),
             str(following) if following is not None else None,
         )
 
