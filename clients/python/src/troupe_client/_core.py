@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import enum
 import json
+import threading
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -133,6 +134,8 @@ class Session:
         self.retry = retry
         self.causal_token = causal_token
         self._clock = clock
+        # The blocking client is shared between threads: merging is a read-modify-write.
+        self._token_lock = threading.Lock()
 
     def _headers(self, call: Call[Any], idempotency_key: str | None) -> dict[str, str]:
         headers = {"Accept": "application/json"}
@@ -149,7 +152,8 @@ class Session:
     def _remember(self, response: httpx.Response) -> None:
         token = response.headers.get(CAUSAL_TOKEN_HEADER)
         if token:
-            self.causal_token = merge_causal_tokens(self.causal_token, token)
+            with self._token_lock:
+                self.causal_token = merge_causal_tokens(self.causal_token, token)
 
     def exchange(self, call: Call[T]) -> Generator[Step, Outcome, T]:
         """Runs ``call`` to its result, retrying within ``self.retry`` (see the module doc)."""
