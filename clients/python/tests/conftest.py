@@ -38,6 +38,12 @@ def base_url() -> str:
 
 
 @pytest.fixture(scope="session")
+def token() -> str | None:
+    """A bearer token with every scope, when the server requires tokens (``TROUPE_TOKEN``)."""
+    return os.environ.get("TROUPE_TOKEN") or None
+
+
+@pytest.fixture(scope="session")
 def run_id() -> str:
     return uuid.uuid4().hex[:8]
 
@@ -49,16 +55,16 @@ def unique(run_id: str, request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture()
-def troupe(base_url: str) -> Iterator[Troupe]:
-    with Troupe(base_url, retry=RetrySettings(max_seconds=20.0)) as client:
+def troupe(base_url: str, token: str | None) -> Iterator[Troupe]:
+    with Troupe(base_url, token=token, retry=RetrySettings(max_seconds=20.0)) as client:
         yield client
 
 
 @pytest.fixture(scope="session")
-def account_type(base_url: str, run_id: str) -> str:
+def account_type(base_url: str, token: str | None, run_id: str) -> str:
     """A declared type like the README's Account, of this run."""
     name = f"Account{run_id}"
-    with Troupe(base_url) as client:
+    with Troupe(base_url, token=token) as client:
         client.put_type(name, ACCOUNT_YAML.format(name=name))
     return name
 

@@ -12,8 +12,8 @@ from troupe_client import AsyncTroupe, KeyReference, errors, ops
 pytestmark = pytest.mark.anyio
 
 
-async def test_entities_keys_and_actions(base_url: str, account_type: str, unique: str) -> None:
-    async with AsyncTroupe(base_url) as troupe:
+async def test_entities_keys_and_actions(base_url: str, token: str | None, account_type: str, unique: str) -> None:
+    async with AsyncTroupe(base_url, token=token) as troupe:
         created = await troupe.patch("Contract", unique, {"a": 1})
         assert (await troupe.get("Contract", unique)).version == created.version
         assert (await troupe.get("Contract", unique, at=created.version)).state == {"a": 1}
@@ -37,17 +37,17 @@ async def test_entities_keys_and_actions(base_url: str, account_type: str, uniqu
         assert (await troupe.get_type(account_type))["type"] == account_type
 
 
-async def test_concurrent_tasks_each_write_once(base_url: str, account_type: str, unique: str) -> None:
-    async with AsyncTroupe(base_url) as troupe:
+async def test_concurrent_tasks_each_write_once(base_url: str, token: str | None, account_type: str, unique: str) -> None:
+    async with AsyncTroupe(base_url, token=token) as troupe:
         await troupe.act(account_type, unique, "open", initial=0)
         written = await asyncio.gather(*(troupe.act(account_type, unique, "deposit", amount=1) for _ in range(20)))
         assert len({w.version for w in written}) == 20
         assert (await troupe.get(account_type, unique)).state["balance"] == 20
 
 
-async def test_transactions_snapshots_and_dependencies(base_url: str, account_type: str, unique: str) -> None:
+async def test_transactions_snapshots_and_dependencies(base_url: str, token: str | None, account_type: str, unique: str) -> None:
     alice, bob = f"{account_type}/{unique}-a", f"{account_type}/{unique}-b"
-    async with AsyncTroupe(base_url) as troupe:
+    async with AsyncTroupe(base_url, token=token) as troupe:
         await troupe.act(account_type, f"{unique}-a", "open", initial=100)
         await troupe.act(account_type, f"{unique}-b", "open", initial=0)
         result = await troupe.transact([ops.act(alice, "withdraw", amount=40), ops.act(bob, "deposit", amount=40)],

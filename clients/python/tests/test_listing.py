@@ -57,12 +57,12 @@ def test_pages_cover_every_entity_once_in_id_order(troupe: Troupe, unique: str, 
         troupe.list_entities(type_name, after="e01", from_id="e02")
 
 
-async def test_async_iteration_lists_every_entity(base_url: str, troupe: Troupe, run_id: str) -> None:
+async def test_async_iteration_lists_every_entity(base_url: str, token: str | None, troupe: Troupe, run_id: str) -> None:
     type_name = f"ListedAsync{run_id}"
     listing_or_skip(troupe, type_name)
     for n in range(5):
         troupe.put_key(type_name, f"a{n}", "n", n)
-    async with AsyncTroupe(base_url) as client:
+    async with AsyncTroupe(base_url, token=token) as client:
         assert [e.id async for e in client.iter_entities(type_name, limit=2)] == [f"a{n}" for n in range(5)]
         page = await client.list_entities(type_name, limit=10, states=True)
         assert page.next is None and [e.state for e in page.entities] == [{"n": n} for n in range(5)]

@@ -18,7 +18,7 @@ from .proxy import Answer, Plan, Proxy, Seen, answer_first, lose_first
 
 
 @pytest.fixture()
-def through() -> Iterator[Callable[..., tuple[Troupe, Proxy]]]:
+def through(token: str | None) -> Iterator[Callable[..., tuple[Troupe, Proxy]]]:
     """Makes a client that talks to the server through a proxy following a plan."""
     made: list[tuple[Troupe, Proxy]] = []
 
@@ -27,7 +27,7 @@ def through() -> Iterator[Callable[..., tuple[Troupe, Proxy]]]:
         proxy = Proxy(base_url, plan)
         http = httpx.Client(base_url=proxy.url, timeout=10.0,
                             limits=httpx.Limits(max_keepalive_connections=0))
-        client = Troupe(proxy.url, retry=retry, http_client=http, causal_token=causal_token)
+        client = Troupe(proxy.url, token=token, retry=retry, http_client=http, causal_token=causal_token)
         made.append((client, proxy))
         return client, proxy
 
@@ -102,6 +102,23 @@ def test_unavailable_is_retried_after_retry_after(
     started = time.monotonic()
     assert client.get("Loose", unique).state == {"a": 1}
     assert len(proxy.seen) == 3 and time.monotonic() - started >= 1.9, "waited Retry-After twice"
+
+
+def test_unavailable_is_not_retried_for_an_interactive_step(
+        base_url: str, through: Callable[..., tuple[Troupe, Proxy]], troupe: Troupe,
+        account_type: str, unique: str) -> None:
+    # 503 unavailable is also what a request that timed out inside the server gets, and it may
+    # still complete: a step (not safe to repeat) is not sent again; a read step is.
+    troupe.act(account_type, unique, "open", initial=10)
+    unavailable = Answer(503, json.dumps({"error": "unavailable", "message": "slow"}).encode(), {"Retry-After": "0"})
+    client, proxy = through(base_url, answer_first(1, unavailable, lambda r: r.path.endswith(("/write", "/read"))))
+    with client.transaction() as tx:
+        with pytest.raises(errors.UnavailableError):
+            tx.write(ops.increment(f"{account_type}/{unique}", "logins", 1))
+        assert tx.read(f"{account_type}/{unique}").state["logins"] == 0
+        tx.abort()
+    steps = [r.path.rpartition("/")[2] for r in proxy.seen if "/transactions/" in r.path]
+    assert steps == ["begin", "write", "read", "abort"], "the write went once"
 
 
 def test_retries_are_bounded(base_url: str, through: Callable[..., tuple[Troupe, Proxy]], unique: str) -> None:

@@ -21,7 +21,14 @@ from urllib.parse import quote
 import httpx
 
 from . import models
-from .errors import ConflictError, ConnectionFailedError, OutcomeUnknownError, TroupeError, error_from_answer
+from .errors import (
+    ConflictError,
+    ConnectionFailedError,
+    OutcomeUnknownError,
+    TroupeError,
+    UnavailableError,
+    error_from_answer,
+)
 
 T = TypeVar("T")
 
@@ -40,7 +47,8 @@ class Safety(enum.Enum):
     answers the first attempt's answer and does nothing twice."""
     ONCE = "once"
     """Neither (an interactive step, begin): sent again only when the server said it did nothing
-    (429/503) or the connection was never made."""
+    (429, and the 503s but ``unavailable``, which a request that timed out inside the server also
+    gets) or the connection was never made."""
 
 
 @dataclass(frozen=True)
@@ -206,6 +214,10 @@ def _retries(error: TroupeError, safety: Safety, attempt: int) -> bool:
         # With a key, a retry meets 409 conflict while the first attempt still runs (or may still
         # commit): asked again later it is replayed. A first attempt's conflict is the request's.
         return safety is Safety.KEYED and attempt > 1
+    if isinstance(error, UnavailableError):
+        # Also the answer to a request that outlived request-timeout-millis inside the server,
+        # which may still complete: only a request that is safe to repeat goes again.
+        return safety is not Safety.ONCE
     return error.retryable
 
 

@@ -5,7 +5,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
+import dev.troupe.server.http.Authorization;
 import java.util.List;
+import java.util.UUID;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -18,8 +20,10 @@ import org.junit.jupiter.api.io.TempDir;
  * errors, retries with idempotency keys through a proxy that loses answers, and the causal token.
  *
  * <p>The server is a named data centre with no peers, so it sends a real {@code
- * Troupe-Causal-Token} with every answer and waits on the ones the client sends back. The only
- * skips allowed are the listing tests' while the server has no listing route (404/405).
+ * Troupe-Causal-Token} with every answer and waits on the ones the client sends back, and it
+ * requires bearer tokens: the tests get one with every scope ({@code TROUPE_TOKEN}) and one that
+ * may only read ({@code TROUPE_READ_TOKEN}). The only skips allowed are the listing tests' while the
+ * server has no listing route (404/405).
  */
 class PythonClientTest {
   /** Installing the client (first use: a virtual environment and PyPI) and the run together. */
@@ -33,19 +37,27 @@ class PythonClientTest {
   void pythonClientTestsPassAgainstARealServer() throws Exception {
     Files.createDirectories(REPORTS);
     Path output = REPORTS.resolve("output.txt");
+    String token = UUID.randomUUID().toString();
+    String readToken = UUID.randomUUID().toString();
     try (ServerProcess server = ServerProcess.start(data.resolve("node"),
-        "troupe.dc.name=python-client")) {
-      Process run = new ProcessBuilder("bash", SCRIPT.toString(), server.baseUrl(),
+        "troupe.dc.name=python-client",
+        "troupe.http.auth.tokens=[" + token("python", token, "read, write, admin") + ", "
+            + token("reader", readToken, "read") + "]")) {
+      ProcessBuilder builder = new ProcessBuilder("bash", SCRIPT.toString(), server.baseUrl(),
           REPORTS.toAbsolutePath().toString())
-          .redirectErrorStream(true).redirectOutput(output.toFile()).start();
+          .redirectErrorStream(true).redirectOutput(output.toFile());
+      builder.environment().put("TROUPE_TOKEN", token);
+      builder.environment().put("TROUPE_READ_TOKEN", readToken);
+      Process run = builder.start();
       boolean finished = run.waitFor(TIMEOUT_MINUTES, TimeUnit.MINUTES);
       if (!finished) {
         run.destroyForcibly().waitFor();
       }
       String printed = Files.readString(output);
       System.out.println(printed);
-      String replay = "replay: start a server with --set troupe.dc.name=NAME, then " + SCRIPT
-          + " http://127.0.0.1:PORT " + REPORTS.toAbsolutePath();
+      String replay = "replay: start a server with --set troupe.dc.name=NAME and tokens, then"
+          + " TROUPE_TOKEN=... TROUPE_READ_TOKEN=... " + SCRIPT + " http://127.0.0.1:PORT "
+          + REPORTS.toAbsolutePath();
       assertTrue(finished, "the Python client's tests did not finish within " + TIMEOUT_MINUTES
           + " min (" + replay + ")\n" + printed);
       assertTrue(server.isAlive(), "the server died under the client's tests\n" + printed
@@ -59,5 +71,10 @@ class PythonClientTest {
       assertTrue(printed.lines().anyMatch(line -> line.matches("\\d+ passed.*")),
           "no pytest summary\n" + printed);
     }
+  }
+
+  private static String token(String name, String secret, String scopes) {
+    return "{name = " + name + ", sha256 = \"" + Authorization.sha256Hex(secret)
+        + "\", scopes = [" + scopes + "]}";
   }
 }
