@@ -106,8 +106,8 @@ class Proxy:
             if isinstance(plan, Answer):
                 headers = {"Content-Type": "application/json", "Content-Length": str(len(plan.body)),
                            "Connection": "close", **plan.headers}
-                head = f"HTTP/1.1 {plan.status} X\r\n" + "".join(f"{k}: {v}\r\n" for k, v in headers.items())
-                connection.sendall(head.encode("latin-1") + b"\r\n" + plan.body)
+                lines = f"HTTP/1.1 {plan.status} X\r\n" + "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+                connection.sendall(lines.encode("latin-1") + b"\r\n" + plan.body)
                 return
             with socket.create_connection(self._target) as upstream:
                 upstream.sendall(message)

@@ -8,7 +8,8 @@
 # `test` extra) into a virtual environment under server/target (PYTHON_CLIENT_VENV overrides
 # where; PYTHON which interpreter, 3.10 or newer), reinstalling the client itself every run so the
 # tests meet the checkout's code. Its dependencies come from PyPI on first use.
-# Exit status: pytest's (0: all passed), or 2 when the client cannot be installed.
+# Exit status: mypy's when it finds a typing error, else pytest's (0: all passed), or 2 when
+# the client cannot be installed.
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 CLIENT="$(cd "$HERE/../../../../clients/python" && pwd)"
@@ -35,5 +36,8 @@ mkdir -p "$REPORT_DIRECTORY"
 cd "$CLIENT"
 # No bytecode or cache written into the checkout; -rs lists every skip with its reason.
 export PYTHONDONTWRITEBYTECODE=1
+# The package is typed (py.typed): its code and the tests that use it pass mypy --strict.
+echo "mypy --strict src tests"
+"$VENV/bin/mypy" --strict --no-incremental --cache-dir=/dev/null src tests
 TROUPE_URL="$BASE_URL" exec "$VENV/bin/python" -m pytest -q -rs -p no:cacheprovider \
   --junitxml "$REPORT_DIRECTORY/junit.xml" tests
