@@ -22,8 +22,9 @@ class AsyncTroupe:
 
     ``base_url`` like ``http://127.0.0.1:8080``; ``token`` a bearer token when the server requires
     one; ``retry`` bounds the retries of each request; ``causal_token`` a token to start from
-    (``self.causal_token`` holds the newest the server sent, merged). Use it as an async context manager,
-    or ``await aclose()``.
+    (``self.causal_token`` holds the newest the server sent, merged); ``http_client`` an httpx
+    client of your own (proxies, TLS, limits), whose ``base_url`` is then the server's. Use it as
+    an async context manager, or ``await aclose()``.
     """
 
     def __init__(
