@@ -32,6 +32,9 @@ from .errors import (
 
 T = TypeVar("T")
 
+DEFAULT_TIMEOUT_SECONDS = 30.0
+"""Each attempt's bound on connecting, sending and waiting for the answer (httpx's timeout)."""
+
 CAUSAL_TOKEN_HEADER = "Troupe-Causal-Token"
 IDEMPOTENCY_KEY_HEADER = "Idempotency-Key"
 REPLAYED_HEADER = "Idempotent-Replayed"

@@ -9,12 +9,10 @@ from typing import Any, AsyncIterator, Mapping, Sequence, TypeVar
 import httpx
 
 from . import _core, models
-from ._core import Call, RetrySettings, Send, Session
+from ._core import DEFAULT_TIMEOUT_SECONDS, Call, RetrySettings, Send, Session
 from .errors import TroupeError
 
 T = TypeVar("T")
-
-DEFAULT_TIMEOUT_SECONDS = 30.0
 
 
 class AsyncTroupe:
@@ -208,8 +206,8 @@ class AsyncTroupe:
 class AsyncTransaction:
     """An interactive transaction: steps that see the transaction's own writes, then one commit.
 
-    ``async with client.transaction() as tx:`` begins it, commits it when the block ends and aborts it
-    when the block raises; ``commit()`` or ``abort()`` inside the block end it earlier. A failed
+    ``async with client.transaction() as tx:`` begins it, commits it when the block ends and
+    aborts it when the block raises; ``commit()`` or ``abort()`` inside the block end it earlier. A failed
     step changes nothing and leaves the transaction open.
     """
 

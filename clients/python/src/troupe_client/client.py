@@ -9,12 +9,10 @@ from typing import Any, Iterator, Mapping, Sequence, TypeVar
 import httpx
 
 from . import _core, models
-from ._core import Call, RetrySettings, Send, Session
+from ._core import DEFAULT_TIMEOUT_SECONDS, Call, RetrySettings, Send, Session
 from .errors import TroupeError
 
 T = TypeVar("T")
-
-DEFAULT_TIMEOUT_SECONDS = 30.0
 
 
 class Troupe:
