@@ -22,7 +22,9 @@ def through(token: str | None) -> Iterator[Callable[..., tuple[Troupe, Proxy]]]:
     """Makes a client that talks to the server through a proxy following a plan."""
     made: list[tuple[Troupe, Proxy]] = []
 
-    def make(base_url: str, plan: Callable[[Seen], Plan], retry: RetrySettings = RetrySettings(),
+    # More attempts than the default: on a loaded machine a retry may meet the first attempt
+    # still recording its answer (409 conflict) a few times before it is replayed.
+    def make(base_url: str, plan: Callable[[Seen], Plan], retry: RetrySettings = RetrySettings(max_attempts=12),
              causal_token: str | None = None) -> tuple[Troupe, Proxy]:
         proxy = Proxy(base_url, plan)
         http = httpx.Client(base_url=proxy.url, timeout=10.0,
