@@ -167,6 +167,18 @@ class ClusterPartitionTest {
     long firstTakeOver = takeOverMillis.values().stream().mapToLong(Long::longValue).min()
         .orElse(Long.MAX_VALUE);
     assertTrue(journal.violations().isEmpty(), "journal: " + journal.violations());
+    // The cut-off member downed itself and was told, as its cluster shut down, that the others
+    // were removed: it must not have ended their coordinators (they never restarted, so their
+    // coordinator partitions are still at the epoch they opened with).
+    for (int member = 0; member < 3; member++) {
+      if (member != CUT_OFF) {
+        int coordinatorPartition =
+            dev.troupe.storage.CoordinatorPartitions.BASE + ThreeNodeCluster.nodeId(member);
+        assertEquals(1L, journal.epochs().get(coordinatorPartition), "the coordinators of"
+            + " node " + ThreeNodeCluster.nodeId(member) + " (never restarted) were ended: "
+            + journal.epochs());
+      }
+    }
     long latestMinority = minorityAcknowledgedAfterCut.values().stream()
         .mapToLong(Long::longValue).max().orElse(-1);
     System.out.println("  first take-over " + firstTakeOver + " ms after the cut; latest"
