@@ -63,11 +63,72 @@ class PartitionHomesTest {
     homes.downed(3);
     assertEquals(Route.HOLD, homes.route(0));
     homes.heldTooLong(0);
-    assertEquals(Route.SEND, homes.route(0), "sent again through sharding");
+    assertEquals(Route.PROBE, homes.route(0),
+        "its home forgotten: uncertain while node 3's verdict stands, so a read (a probe) goes"
+            + " through sharding");
     assertEquals(Route.HOLD, homes.route(1), "only the partition that waited");
     homes.answered(0, 3);
     assertEquals(Route.SEND, homes.route(0));
     assertEquals(Route.SEND, homes.route(1), "an answer from node 3 shows it serves");
     assertTrue(homes.settled());
+  }
+
+  @Test
+  void aPartitionOfUnknownHomeIsUncertainOnlyWhileAMemberIsInTrouble() {
+    PartitionHomes homes = new PartitionHomes(3);
+    homes.answered(0, 2);
+    assertEquals(Route.SEND, homes.route(1));
+    assertFalse(homes.uncertain(1));
+    homes.unreachable(3);
+    assertEquals(Route.PROBE, homes.route(1), "it may be node 3's: reads go, turns wait");
+    assertTrue(homes.uncertain(1));
+    assertEquals(Route.SEND, homes.route(0), "known on a live member");
+    assertFalse(homes.uncertain(0));
+    homes.answered(1, 2);
+    assertEquals(Route.SEND, homes.route(1), "an answer from a live member settles it");
+    assertEquals(List.of(), homes.reachable(3));
+    assertEquals(Route.SEND, homes.route(2), "no member in trouble: sent as always");
+    assertTrue(homes.settled());
+  }
+
+  /**
+   * A message sent with its partition's home unknown went to the lost member when the partition
+   * was probed in vain while it was in trouble (a live home answers a probe in a round trip), or
+   * turned out to be its; at the removal such partitions move with the member's own.
+   */
+  @Test
+  void aPartitionProbedInVainIsTakenForTheLostMembersAndMovesAtItsRemoval() {
+    PartitionHomes homes = new PartitionHomes(4);
+    homes.answered(0, 3);
+    homes.unreachable(3);
+    homes.probed(1);
+    homes.probed(2);
+    homes.answered(2, 2);
+    homes.downed(3);
+    int unknown = PartitionHomes.UNKNOWN;
+    assertTrue(homes.mayHaveGoneTo(3, 0, 3), "sent to it");
+    assertFalse(homes.mayHaveGoneTo(2, 2, 3), "sent to another");
+    assertTrue(homes.mayHaveGoneTo(unknown, 1, 3), "probed in vain");
+    assertFalse(homes.mayHaveGoneTo(unknown, 2, 3), "its probe answered from node 2");
+    assertFalse(homes.mayHaveGoneTo(unknown, 3, 3), "never probed: no evidence");
+    assertTrue(homes.mayHaveGoneTo(unknown, 0, 3), "sent unknown, learned to be its");
+    assertEquals(List.of(0, 1), homes.removed(3));
+    assertEquals(Route.PROBE, homes.route(0));
+    assertEquals(Route.PROBE, homes.route(1), "moving: its turns wait for the new home");
+    assertEquals(Route.SEND, homes.route(2));
+    assertEquals(Route.SEND, homes.route(3), "nobody in trouble any more");
+    assertTrue(homes.answered(1, 1));
+    homes.unreachable(3);
+    assertFalse(homes.mayHaveGoneTo(unknown, 1, 3), "an answer clears the probe's evidence");
+  }
+
+  /** A member that leaves without being unreachable moves only the partitions known to be its. */
+  @Test
+  void aLeaveMovesOnlyThePartitionsKnownToBeTheMembers() {
+    PartitionHomes homes = new PartitionHomes(3);
+    homes.answered(0, 3);
+    assertEquals(List.of(0), homes.removed(3));
+    assertFalse(homes.mayHaveGoneTo(PartitionHomes.UNKNOWN, 1, 3));
+    assertEquals(Route.SEND, homes.route(1));
   }
 }
