@@ -159,7 +159,7 @@ final class PartitionHomes {
   void heldTooLong(int partition) {
     knownHost[partition] = UNKNOWN;
     moving[partition] = false;
-    probedInVain[partition] = false;
+    // probedInVain stays: still no answer since the probe.
   }
 
   /**

@@ -514,7 +514,9 @@ public final class RemoteReplies {
     }
     for (Entry entry : lost) {
       if (remove(entry)) {
-        answeredAtDowning.increment();
+        if (entry.sender != null) {
+          answeredAtDowning.increment(); // not a probe (its own read, its answer ignored)
+        }
         entry.future.completeExceptionally(new MemberLostException("node " + node + ", which"
             + " hosted the partition of " + entry.key.entity() + ", " + what + " before it"
             + " answered; it may have applied the " + entry.key.kind().name().toLowerCase()));
