@@ -44,7 +44,10 @@ import java.util.function.ToIntFunction;
  * answers), a turn or step fails as a timeout ({@link MemberLostException}: the member may have
  * applied it before it died, so {@code outcome_unknown}, never a guess). While a partition moves,
  * reads go (their answers name the new home) and, if only turns wait, a read of one of their
- * entities is sent every {@code troupe.transport.rehoming-probe-interval-millis} (a probe).
+ * entities is sent every {@code troupe.transport.rehoming-probe-interval-millis} (a probe). A
+ * partition whose home was never learned is probed the same way while a member is in trouble
+ * (its turns wait meanwhile): an unanswered probe makes the callers sent there without knowing
+ * the home count as sent to the lost member ({@link PartitionHomes#mayHaveGoneTo}).
  *
  * <p>Thread-safe: callers register from request threads, answers arrive on the transport's
  * delivering thread, timeouts on the timers' thread, membership verdicts on an actor's. The
