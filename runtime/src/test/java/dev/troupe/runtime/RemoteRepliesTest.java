@@ -297,6 +297,18 @@ class RemoteRepliesTest {
     assertEquals(List.of("TURN 7", "TURN 8", "TURN 10"), table.sent);
   }
 
+  /** A member reachable again releases the turns of unknown home held while it was unreachable. */
+  @Test
+  void aMemberReachableAgainReleasesTheTurnsOfUnknownHomeHeldMeanwhile() {
+    Failover table = new Failover();
+    table.replies.memberUnreachable(2);
+    CompletableFuture<TurnResult> held = table.send(RemoteReplies.Kind.TURN, 7, IN_0);
+    assertTrue(table.sent.isEmpty());
+    table.replies.memberReachable(2);
+    assertEquals(List.of("TURN 7"), table.sent, "nobody in trouble: sent through sharding");
+    assertFalse(held.isDone());
+  }
+
   /** A member that leaves (no unreachability, nothing probed) answers nobody it cannot have had. */
   @Test
   void aLeaveAnswersNoCallerWhosePartitionsHomeWasNeverLearned() {
