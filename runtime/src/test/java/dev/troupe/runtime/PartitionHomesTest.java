@@ -131,4 +131,64 @@ class PartitionHomesTest {
     assertFalse(homes.mayHaveGoneTo(PartitionHomes.UNKNOWN, 1, 3));
     assertEquals(Route.SEND, homes.route(1));
   }
+
+  /**
+   * Random sequences of verdicts, answers, probes and expired holds (seeded, so reproducible):
+   * a caller sent without knowing its partition's home is only ever taken for a lost member's
+   * when the partition answered from it or was probed with no answer since (never a guess), and
+   * once every member in trouble is removed and every partition answered by a live member, nothing
+   * is held or moving (no partition held for good).
+   */
+  @Test
+  void randomHistoriesAnswerNoCallerWithoutEvidenceAndHoldNothingForGood() {
+    java.util.Random random = new java.util.Random(18);
+    for (int history = 0; history < 500; history++) {
+      int partitions = 1 + random.nextInt(6);
+      PartitionHomes homes = new PartitionHomes(partitions);
+      boolean[] probedSinceAnswer = new boolean[partitions];
+      for (int step = 0; step < 40; step++) {
+        int partition = random.nextInt(partitions);
+        int node = 1 + random.nextInt(3);
+        switch (random.nextInt(7)) {
+          case 0 -> {
+            homes.answered(partition, node);
+            probedSinceAnswer[partition] = false;
+          }
+          case 1 -> {
+            homes.probed(partition);
+            probedSinceAnswer[partition] |= homes.knownHost(partition) == PartitionHomes.UNKNOWN;
+          }
+          case 2 -> homes.unreachable(node);
+          case 3 -> homes.downed(node);
+          case 4 -> {
+            for (int moved : homes.removed(node)) {
+              probedSinceAnswer[moved] = false;
+            }
+          }
+          case 5 -> homes.heldTooLong(partition);
+          default -> homes.reachable(node);
+        }
+        for (int each = 0; each < partitions; each++) {
+          for (int lost = 1; lost <= 3; lost++) {
+            if (homes.mayHaveGoneTo(PartitionHomes.UNKNOWN, each, lost)) {
+              assertTrue(homes.knownHost(each) == lost || probedSinceAnswer[each],
+                  "history " + history + ": partition " + each + " taken for node " + lost
+                      + "'s without evidence");
+            }
+          }
+        }
+      }
+      for (int node = 1; node <= 3; node++) {
+        homes.downed(node);
+        homes.removed(node);
+      }
+      for (int each = 0; each < partitions; each++) {
+        homes.answered(each, 4);
+      }
+      assertTrue(homes.settled(), "history " + history + ": something held or moving for good");
+      for (int each = 0; each < partitions; each++) {
+        assertEquals(Route.SEND, homes.route(each));
+      }
+    }
+  }
 }
