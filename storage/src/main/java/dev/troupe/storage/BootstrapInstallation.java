@@ -119,6 +119,8 @@ public final class BootstrapInstallation {
       if (restart) {
         // Only installed states were written since begin (the node did not serve).
         batch.deleteRange(KeyValueDisk.Column.CHECKPOINTS, new byte[] {0}, ABOVE_EVERY_ENTITY);
+        // Their listing keys too: nothing else was written since begin.
+        batch.deleteRange(KeyValueDisk.Column.LISTING, new byte[] {0}, ABOVE_EVERY_ENTITY);
       }
       batch.put(KeyValueDisk.Column.META, META_BOOTSTRAP,
           encode(new Progress(Phase.STARTED, sourceDc, DependencyVector.EMPTY)));
@@ -152,6 +154,7 @@ public final class BootstrapInstallation {
         batch.put(KeyValueDisk.Column.CHECKPOINTS,
             Keys.checkpoint(Keys.entityPrefix(image.entity()), version),
             Codec.encodeState(installed));
+        ListingIndex.put(batch, image.entity());
       }
     });
     return version;
