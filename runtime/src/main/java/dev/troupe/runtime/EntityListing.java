@@ -43,8 +43,11 @@ public final class EntityListing {
     this.settings = settings;
   }
 
-  /** One listed entity: its id and its version (the latest, or the one at the page's version). */
-  public record Entry(String id, long version) {}
+  /**
+   * One listed entity: its id, its version (the latest, or the one at the page's version) and,
+   * when asked for, its state there as JSON bytes (null otherwise; not to be modified).
+   */
+  public record Entry(String id, long version, byte[] stateJson) {}
 
   /**
    * A page: its entities in id order, and where the next one starts ({@code after} of the next
@@ -53,14 +56,16 @@ public final class EntityListing {
   public record Page(String type, List<Entry> entities, String next) {}
 
   /**
-   * The page of {@code type} after the id {@code afterId} (null: from the first), at most {@code
-   * limit} entities, of the latest states or as of version {@code at}.
+   * The page of {@code type} from the id {@code startId} (included with {@code includeStart},
+   * else only ids after it: a cursor; null: from the first), at most {@code limit} entities, of
+   * the latest states or as of version {@code at}, with their states when {@code withStates}.
    *
    * @throws TroupeException (in the future) {@code invalid_request} for a limit outside 1..{@code
    *     max-limit} or a version not yet issued, {@code history_truncated} for a version below the
    *     history horizon, or whatever a read of a candidate fails with
    */
-  CompletableFuture<Page> page(String type, String afterId, int limit, OptionalLong at) {
+  CompletableFuture<Page> page(String type, String startId, boolean includeStart, int limit,
+      OptionalLong at, boolean withStates) {
     if (limit < 1 || limit > settings.maxLimit()) {
       return CompletableFuture.failedFuture(TroupeException.invalid(
           "limit must be 1 to " + settings.maxLimit() + ", was " + limit));
@@ -81,7 +86,8 @@ public final class EntityListing {
       }
     }
     Store.Snapshot release = pinned;
-    CompletableFuture<Page> page = new Collecting(type, limit, at.orElse(0)).from(afterId);
+    CompletableFuture<Page> page =
+        new Collecting(type, limit, at.orElse(0), withStates).from(startId, includeStart);
     return release == null ? page : page.whenComplete((result, failure) -> release.close());
   }
 
@@ -90,20 +96,22 @@ public final class EntityListing {
     private final String type;
     private final int limit;
     private final long timestamp;
+    private final boolean withStates;
     private final List<Entry> found = new ArrayList<>();
     private int examined;
 
-    Collecting(String type, int limit, long timestamp) {
+    Collecting(String type, int limit, long timestamp, boolean withStates) {
       this.type = type;
       this.limit = limit;
       this.timestamp = timestamp;
+      this.withStates = withStates;
     }
 
-    CompletableFuture<Page> from(String afterId) {
+    CompletableFuture<Page> from(String startId, boolean includeStart) {
       int wanted = Math.min(Math.min(limit - found.size(), settings.concurrentReads()),
           settings.maxExamined() - examined);
-      Invariants.check(wanted > 0, "listing %s: nothing left to read after %s", type, afterId);
-      return reads.onStoragePool(() -> store.listing(type, afterId, wanted))
+      Invariants.check(wanted > 0, "listing %s: nothing left to read from %s", type, startId);
+      return reads.onStoragePool(() -> store.listing(type, startId, includeStart, wanted))
           .thenCompose(candidates -> {
             List<CompletableFuture<EntityState>> states = new ArrayList<>(candidates.size());
             for (EntityId candidate : candidates) {
@@ -120,7 +128,9 @@ public final class EntityListing {
         examined++;
         EntityState state = states.get(i).join();
         if (state.exists()) {
-          found.add(new Entry(candidates.get(i).id(), state.version()));
+          EntityId entity = candidates.get(i);
+          found.add(new Entry(entity.id(), state.version(),
+              withStates ? reads.render(entity, state) : null));
           if (found.size() == limit) {
             return CompletableFuture.completedFuture(
                 new Page(type, List.copyOf(found), candidates.get(i).id()));
@@ -134,7 +144,7 @@ public final class EntityListing {
       if (examined >= settings.maxExamined()) {
         return CompletableFuture.completedFuture(new Page(type, List.copyOf(found), last));
       }
-      return from(last);
+      return from(last, false);
     }
   }
 }

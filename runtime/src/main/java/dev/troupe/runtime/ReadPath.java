@@ -98,6 +98,11 @@ final class ReadPath {
     }
   }
 
+  /** The entity's state as its type renders it (JSON bytes; memoized per state object). */
+  byte[] render(EntityId entity, EntityState state) {
+    return renderedStates.render(typeOf.apply(entity), state);
+  }
+
   /**
    * Runs a blocking storage read (a page of the listing index: a range read, on a shared
    * database a round trip) on the materialization pool, under its bounds, never on the caller's

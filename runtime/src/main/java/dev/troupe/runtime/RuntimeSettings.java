@@ -53,7 +53,8 @@ public record RuntimeSettings(
       }
     }
 
-    static ListingSettings fromConfig(Config troupe) {
+    /** Parses {@code troupe.listing} of the {@code troupe} section. */
+    public static ListingSettings fromConfig(Config troupe) {
       Config listing = troupe.getConfig("listing");
       return new ListingSettings(listing.getInt("default-limit"), listing.getInt("max-limit"),
           listing.getInt("max-examined"), listing.getInt("concurrent-reads"));

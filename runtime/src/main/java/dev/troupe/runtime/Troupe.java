@@ -355,12 +355,13 @@ public final class Troupe implements AutoCloseable {
 
   /**
    * A page of the entities of {@code type} that exist (latest, or as of version {@code at}), in
-   * id order, after the id {@code afterId} (null: from the first), at most {@code limit}; see
+   * id order, from the id {@code startId} (included with {@code includeStart}, else after it;
+   * null: from the first), at most {@code limit}, with their states when {@code withStates}; see
    * {@link EntityListing}.
    */
-  public CompletableFuture<EntityListing.Page> listEntities(String type, String afterId,
-      int limit, java.util.OptionalLong at) {
-    return listing.page(type, afterId, limit, at);
+  public CompletableFuture<EntityListing.Page> listEntities(String type, String startId,
+      boolean includeStart, int limit, java.util.OptionalLong at, boolean withStates) {
+    return listing.page(type, startId, includeStart, limit, at, withStates);
   }
 
   /** The greatest commit timestamp issued so far: a read at it sees every acknowledged write. */

@@ -233,6 +233,12 @@ class OpenApiContractTest {
     Answer then = call("GET", listing, "/v1/entities/Account?at=" + version, null, 200);
     assertEquals(1, then.body().path("entities").size(), then.text());
     call("GET", listing, "/v1/entities/Loose", null, 200);
+    Answer withStates = call("GET", listing, "/v1/entities/Account?from=bob&states=true", null,
+        200);
+    assertEquals("open", withStates.body().at("/entities/0/state/status").asText(),
+        withStates.text());
+    call("GET", listing, "/v1/entities/Account?from=alice&after=bob", null, 400);
+    call("GET", listing, "/v1/entities/Account?states=maybe", null, 400);
     call("GET", listing, "/v1/entities/Account?limit=0", null, 400);
     call("GET", listing, "/v1/entities/Account?limit=1001", null, 400);
     call("GET", listing, "/v1/entities/Account?limit=ten", null, 400);

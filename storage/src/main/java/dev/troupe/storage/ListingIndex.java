@@ -72,12 +72,15 @@ final class ListingIndex {
   }
 
   /**
-   * The ids of {@code type} in the index after {@code afterId} (null: from the first), in id order,
-   * at most {@code limit}: one bounded range read at one consistent point of the disk.
+   * The ids of {@code type} in the index from {@code startId} (included with {@code
+   * includeStart}, else only ids after it; null: from the first), in id order, at most {@code
+   * limit}: one bounded range read at one consistent point of the disk.
    */
-  static List<EntityId> page(KeyValueDisk disk, String type, String afterId, int limit) {
+  static List<EntityId> page(KeyValueDisk disk, String type, String startId,
+      boolean includeStart, int limit) {
     Invariants.check(limit > 0, "a listing page holds at least one entity, asked for %d", limit);
-    byte[] lower = afterId == null ? typeStart(type) : after(type, afterId);
+    byte[] lower = startId == null ? typeStart(type)
+        : includeStart ? key(new EntityId(type, startId)) : after(type, startId);
     List<EntityId> found = new ArrayList<>(Math.min(limit, 1024));
     try (KeyValueDisk.Cursor cursor =
         disk.cursor(KeyValueDisk.Column.LISTING, null, lower, typeEnd(type))) {

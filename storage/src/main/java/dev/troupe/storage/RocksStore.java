@@ -1184,11 +1184,11 @@ public final class RocksStore implements Store {
   }
 
   @Override
-  public List<EntityId> listing(String type, String afterId, int limit) {
+  public List<EntityId> listing(String type, String startId, boolean includeStart, int limit) {
     Objects.requireNonNull(type, "type");
     enter();
     try {
-      return ListingIndex.page(disk, type, afterId, limit);
+      return ListingIndex.page(disk, type, startId, includeStart, limit);
     } catch (CorruptDataException damage) {
       corruptionsDetected.increment();
       lastCorruption = "the listing index of type " + type + ": " + damage.getMessage();

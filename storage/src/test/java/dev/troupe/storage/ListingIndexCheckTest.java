@@ -45,7 +45,7 @@ class ListingIndexCheckTest {
     try (RocksStore store = RocksStore.open(settings, clock)) {
       assertEquals(3, store.listingEntitiesBuiltAtOpen());
       assertEquals(List.of(new EntityId("Item", "a"), lost, new EntityId("Item", "c")),
-          store.listing("Item", null, 10));
+          store.listing("Item", null, false, 10));
     }
     assertTrue(StoreCheck.check(directory).clean());
   }

@@ -61,11 +61,15 @@ class ListingIndexTest {
         assertEquals(expected(type), allPages(store, type, 3), type + " in pages of 3");
         assertEquals(expected(type), allPages(store, type, 1), type + " in pages of 1");
       }
-      assertEquals(List.of(), store.listing("C", null, 10));
-      assertEquals(List.of(), store.listing("A", "\uD83D\uDE01", 10), "after the last id");
+      assertEquals(List.of(), store.listing("C", null, false, 10));
+      assertEquals(List.of(), store.listing("A", "\uD83D\uDE01", false, 10), "after the last id");
       // A cursor need not be a listed id: the page starts at the next id after it.
       assertEquals(List.of(new EntityId("A", "2"), new EntityId("A", "a-longer-id-0001")),
-          store.listing("A", "10a", 2));
+          store.listing("A", "10a", false, 2));
+      // A range from an id: included when listed, the next one when not.
+      assertEquals(List.of(new EntityId("A", "10"), new EntityId("A", "2")),
+          store.listing("A", "10", true, 2));
+      assertEquals(List.of(new EntityId("A", "2")), store.listing("A", "10a", true, 1));
     }
     try (RocksStore store = open(settings(), clock)) {
       for (String type : TYPES) {
@@ -98,10 +102,10 @@ class ListingIndexTest {
       assertEquals(count + 1, store.listingEntitiesBuiltAtOpen());
       List<EntityId> items = allPages(store, "Item", 100);
       assertEquals(count, items.size());
-      assertEquals(List.of(new EntityId("Other", "o")), store.listing("Other", null, 10));
+      assertEquals(List.of(new EntityId("Other", "o")), store.listing("Other", null, false, 10));
       // Kept by the commits from here on.
       write(store, new EntityId("Item", "new"));
-      assertTrue(store.listing("Item", "item-999", 10).contains(new EntityId("Item", "new")));
+      assertTrue(store.listing("Item", "item-999", false, 10).contains(new EntityId("Item", "new")));
     }
     try (RocksStore store = open(settings(), clock)) {
       assertEquals(0, store.listingEntitiesBuiltAtOpen(), "built once, not at every open");
@@ -137,7 +141,7 @@ class ListingIndexTest {
     List<EntityId> all = new ArrayList<>();
     String after = null;
     while (true) {
-      List<EntityId> page = store.listing(type, after, pageSize);
+      List<EntityId> page = store.listing(type, after, false, pageSize);
       assertTrue(page.size() <= pageSize);
       all.addAll(page);
       if (page.size() < pageSize) {

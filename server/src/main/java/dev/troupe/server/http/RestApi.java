@@ -414,56 +414,40 @@ public final class RestApi
   }
 
   /**
-   * {@code GET /v1/entities/{type}?after=ID&limit=N&at=VERSION}: a page of the type's entities in
-   * id order ({@link dev.troupe.runtime.EntityListing}). Every parameter is checked before
-   * anything is read: a bad one is a 400, never a partial answer.
+   * {@code GET /v1/entities/{type}?after=ID|from=ID&limit=N&at=VERSION&states=BOOLEAN}: a page of
+   * the type's entities in id order ({@link dev.troupe.runtime.EntityListing}). Every parameter
+   * is checked before anything is read ({@link ListingQuery}): a bad one is a 400, never a partial
+   * answer.
    */
   private CompletionStage<HttpResponse> listingRoute(HttpRequest request, String type) {
     support.requireMethod(request, HttpMethods.GET);
     request.discardEntityBytes(materializer);
-    var query = request.getUri().query();
-    String after = query.get("after").orElse(null);
-    if (after != null) {
-      support.entity(type, after); // the same rules as any id: 1..max-id-length, no '/'
-    }
-    dev.troupe.runtime.RuntimeSettings.ListingSettings listing = troupe.settings().listing();
-    int limit = listing.defaultLimit();
-    Optional<String> limitText = query.get("limit");
-    if (limitText.isPresent()) {
-      limit = parseLimit(limitText.get(), listing.maxLimit());
-    }
-    java.util.OptionalLong at = query.get("at")
-        .map(text -> java.util.OptionalLong.of(parseTimestamp(text)))
-        .orElse(java.util.OptionalLong.empty());
-    return troupe.listEntities(type, after, limit, at).thenApply(page -> {
-      ObjectNode body = Json.NODES.objectNode();
-      body.put("type", page.type());
-      ArrayNode entities = body.putArray("entities");
-      for (dev.troupe.runtime.EntityListing.Entry entry : page.entities()) {
-        entities.addObject().put("id", entry.id()).put("version", entry.version());
-      }
-      if (page.next() == null) {
-        body.putNull("next");
-      } else {
-        body.put("next", page.next());
-      }
-      return RequestSupport.json(200, body);
-    });
+    ListingQuery query =
+        ListingQuery.parse(request.getUri().query()::get, troupe.settings().listing());
+    query.start().ifPresent(id -> support.entity(type, id)); // any id's rules
+    return troupe.listEntities(type, query.start().orElse(null), query.includeStart(),
+        query.limit(), query.at(), query.withStates()).thenApply(page -> {
+          ObjectNode body = Json.NODES.objectNode();
+          body.put("type", page.type());
+          ArrayNode entities = body.putArray("entities");
+          for (dev.troupe.runtime.EntityListing.Entry entry : page.entities()) {
+            ObjectNode listed = entities.addObject().put("id", entry.id())
+                .put("version", entry.version());
+            if (entry.stateJson() != null) {
+              // Already JSON (the type's rendering, as a GET answers): embedded, not re-parsed.
+              listed.putRawValue("state", new com.fasterxml.jackson.databind.util.RawValue(
+                  new String(entry.stateJson(), StandardCharsets.UTF_8)));
+            }
+          }
+          if (page.next() == null) {
+            body.putNull("next");
+          } else {
+            body.put("next", page.next());
+          }
+          return RequestSupport.json(200, body);
+        });
   }
 
-  private static int parseLimit(String text, int maxLimit) {
-    int value;
-    try {
-      value = Integer.parseInt(text);
-    } catch (NumberFormatException e) {
-      throw TroupeException.invalid("'limit' must be an integer from 1 to " + maxLimit
-          + ", was '" + text + "'");
-    }
-    if (value < 1 || value > maxLimit) {
-      throw TroupeException.invalid("'limit' must be from 1 to " + maxLimit + ", was " + value);
-    }
-    return value;
-  }
 
   private CompletionStage<HttpResponse> entityRoute(HttpRequest request, EntityId entity) {
     HttpMethod method = request.method();
