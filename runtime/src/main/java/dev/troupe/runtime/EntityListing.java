@@ -28,7 +28,8 @@ import java.util.concurrent.CompletableFuture;
  *
  * <p>Bounds: at most {@code limit} entities ({@code troupe.listing.max-limit}); at most {@code
  * max-examined} listing keys per page (a page that reached it ends early with its cursor, so a
- * type full of deleted entities never makes a request unbounded); candidates are read {@code
+ * type full of deleted entities never makes a request unbounded); the candidates of a page come
+ * from one range read (another only when deleted ones left the page short) and are read {@code
  * concurrent-reads} at a time, so a cold page does not fill the materialization queue. Any failed
  * read fails the page (never a page with a hole).
  */
@@ -108,43 +109,48 @@ public final class EntityListing {
     }
 
     CompletableFuture<Page> from(String startId, boolean includeStart) {
-      int wanted = Math.min(Math.min(limit - found.size(), settings.concurrentReads()),
-          settings.maxExamined() - examined);
+      // One range read for what the page still needs (bounded by max-examined), then the reads
+      // of the candidates in windows of concurrent-reads.
+      int wanted = Math.min(limit - found.size(), settings.maxExamined() - examined);
       Invariants.check(wanted > 0, "listing %s: nothing left to read from %s", type, startId);
       return reads.onStoragePool(() -> store.listing(type, startId, includeStart, wanted))
-          .thenCompose(candidates -> {
-            List<CompletableFuture<EntityState>> states = new ArrayList<>(candidates.size());
-            for (EntityId candidate : candidates) {
-              states.add(reads.stateAnywhere(candidate, timestamp));
-            }
-            return CompletableFuture.allOf(states.toArray(CompletableFuture[]::new))
-                .thenCompose(all -> collected(candidates, states, wanted));
-          });
+          .thenCompose(candidates -> window(candidates, 0, wanted));
     }
 
-    private CompletableFuture<Page> collected(List<EntityId> candidates,
-        List<CompletableFuture<EntityState>> states, int asked) {
-      for (int i = 0; i < candidates.size(); i++) {
-        examined++;
-        EntityState state = states.get(i).join();
-        if (state.exists()) {
-          EntityId entity = candidates.get(i);
-          found.add(new Entry(entity.id(), state.version(),
-              withStates ? reads.render(entity, state) : null));
-          if (found.size() == limit) {
-            return CompletableFuture.completedFuture(
-                new Page(type, List.copyOf(found), candidates.get(i).id()));
-          }
-        }
+    /** Reads the candidates from {@code first} on, a window at a time, in order. */
+    private CompletableFuture<Page> window(List<EntityId> candidates, int first, int asked) {
+      int end = Math.min(candidates.size(), first + settings.concurrentReads());
+      List<CompletableFuture<EntityState>> states = new ArrayList<>(end - first);
+      for (int i = first; i < end; i++) {
+        states.add(reads.stateAnywhere(candidates.get(i), timestamp));
       }
-      if (candidates.size() < asked) {
-        return CompletableFuture.completedFuture(new Page(type, List.copyOf(found), null));
-      }
-      String last = candidates.get(candidates.size() - 1).id();
-      if (examined >= settings.maxExamined()) {
-        return CompletableFuture.completedFuture(new Page(type, List.copyOf(found), last));
-      }
-      return from(last, false);
+      return CompletableFuture.allOf(states.toArray(CompletableFuture[]::new))
+          .thenCompose(all -> {
+            for (int i = first; i < end; i++) {
+              examined++;
+              EntityState state = states.get(i - first).join();
+              if (state.exists()) {
+                EntityId entity = candidates.get(i);
+                found.add(new Entry(entity.id(), state.version(),
+                    withStates ? reads.render(entity, state) : null));
+                if (found.size() == limit) {
+                  return CompletableFuture.completedFuture(
+                      new Page(type, List.copyOf(found), entity.id()));
+                }
+              }
+            }
+            if (end < candidates.size()) {
+              return window(candidates, end, asked);
+            }
+            if (candidates.size() < asked) {
+              return CompletableFuture.completedFuture(new Page(type, List.copyOf(found), null));
+            }
+            String last = candidates.get(candidates.size() - 1).id();
+            if (examined >= settings.maxExamined()) {
+              return CompletableFuture.completedFuture(new Page(type, List.copyOf(found), last));
+            }
+            return from(last, false);
+          });
     }
   }
 }

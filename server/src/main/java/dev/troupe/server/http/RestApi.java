@@ -426,28 +426,56 @@ public final class RestApi
         ListingQuery.parse(request.getUri().query()::get, troupe.settings().listing());
     query.start().ifPresent(id -> support.entity(type, id)); // any id's rules
     return troupe.listEntities(type, query.start().orElse(null), query.includeStart(),
-        query.limit(), query.at(), query.withStates()).thenApply(page -> {
-          ObjectNode body = Json.NODES.objectNode();
-          body.put("type", page.type());
-          ArrayNode entities = body.putArray("entities");
-          for (dev.troupe.runtime.EntityListing.Entry entry : page.entities()) {
-            ObjectNode listed = entities.addObject().put("id", entry.id())
-                .put("version", entry.version());
-            if (entry.stateJson() != null) {
-              // Already JSON (the type's rendering, as a GET answers): embedded, not re-parsed.
-              listed.putRawValue("state", new com.fasterxml.jackson.databind.util.RawValue(
-                  new String(entry.stateJson(), StandardCharsets.UTF_8)));
-            }
-          }
-          if (page.next() == null) {
-            body.putNull("next");
-          } else {
-            body.put("next", page.next());
-          }
-          return RequestSupport.json(200, body);
-        });
+        query.limit(), query.at(), query.withStates())
+        .thenApply(page -> RequestSupport.json(200, listingBody(page)));
   }
 
+
+  /**
+   * {@code {"type", "entities": [{"id", "version"[, "state"]}], "next"}}, written straight into
+   * bytes: each state is already JSON (the type's rendering, as a {@code GET} answers it, memoized
+   * per state) and is copied in as it is, never parsed or re-encoded.
+   */
+  static byte[] listingBody(dev.troupe.runtime.EntityListing.Page page) {
+    java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream(256);
+    try {
+      out.write(LISTING_TYPE);
+      out.write(Json.MAPPER.writeValueAsBytes(page.type()));
+      out.write(LISTING_ENTITIES);
+      boolean first = true;
+      for (dev.troupe.runtime.EntityListing.Entry entry : page.entities()) {
+        out.write(first ? LISTING_FIRST_ID : LISTING_NEXT_ID);
+        first = false;
+        out.write(Json.MAPPER.writeValueAsBytes(entry.id()));
+        out.write(LISTING_VERSION);
+        out.write(Long.toString(entry.version()).getBytes(StandardCharsets.US_ASCII));
+        if (entry.stateJson() != null) {
+          out.write(LISTING_STATE);
+          out.write(entry.stateJson());
+        }
+        out.write('}');
+      }
+      out.write(LISTING_NEXT);
+      out.write(page.next() == null ? LISTING_NULL : Json.MAPPER.writeValueAsBytes(page.next()));
+      out.write('}');
+    } catch (java.io.IOException e) {
+      throw new java.io.UncheckedIOException(e);
+    }
+    return out.toByteArray();
+  }
+
+  private static final byte[] LISTING_TYPE = ascii("{\"type\":");
+  private static final byte[] LISTING_ENTITIES = ascii(",\"entities\":[");
+  private static final byte[] LISTING_FIRST_ID = ascii("{\"id\":");
+  private static final byte[] LISTING_NEXT_ID = ascii(",{\"id\":");
+  private static final byte[] LISTING_VERSION = ascii(",\"version\":");
+  private static final byte[] LISTING_STATE = ascii(",\"state\":");
+  private static final byte[] LISTING_NEXT = ascii("],\"next\":");
+  private static final byte[] LISTING_NULL = ascii("null");
+
+  private static byte[] ascii(String text) {
+    return text.getBytes(StandardCharsets.US_ASCII);
+  }
 
   private CompletionStage<HttpResponse> entityRoute(HttpRequest request, EntityId entity) {
     HttpMethod method = request.method();
