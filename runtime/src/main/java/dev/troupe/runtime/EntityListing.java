@@ -86,6 +86,12 @@ public final class EntityListing {
         return CompletableFuture.failedFuture(truncated);
       }
     }
+    if (at.isPresent() && at.getAsLong() == 0) {
+      // Version 0 is before every write (and 0 means "the latest" to the read path below): no
+      // entity existed there.
+      pinned.close();
+      return CompletableFuture.completedFuture(new Page(type, List.of(), null));
+    }
     Store.Snapshot release = pinned;
     CompletableFuture<Page> page =
         new Collecting(type, limit, at.orElse(0), withStates).from(startId, includeStart);

@@ -154,6 +154,8 @@ class EntityListingRestTest {
     assertEquals(Map.of("p", created, "q", other), versionsAt("Phoenix", other));
     assertEquals(Map.of("q", other), versionsAt("Phoenix", deletedAt));
     assertEquals(Map.of("p", recreated, "q", other), versionsAt("Phoenix", recreated));
+    assertEquals(Map.of(), versionsAt("Phoenix", 0), "version 0 is before every write");
+    assertEquals(Map.of(), versionsAt("Phoenix", created - 1));
     Answer latest = server.get("/v1/entities/Phoenix");
     assertEquals(200, latest.status(), latest.text());
     assertEquals("Phoenix", latest.body().path("type").asText());
