@@ -17,7 +17,9 @@ import java.util.Arrays;
  *   <li>journal: {@code partition u16, sequence u64}
  *   <li>index: {@code entityLength u16, entityBytes, commitTimestamp u64, partition u16, sequence u64}
  *   <li>checkpoints: {@code entityLength u16, entityBytes, timestamp u64}
- *   <li>meta: a tag byte then tag-specific fields (see the constants)
+ *   <li>meta: a tag byte then tag-specific fields (see the constants; two tags are kept by their
+ *       owners: {@code 'B'} by {@link BootstrapInstallation}, {@code 'S'} by {@link ListingIndex})
+ *   <li>listing: {@code UTF-8 type, 0x00, UTF-8 id} ({@link ListingIndex})
  *   <li>transactions: {@code 'P', partition u16, transactionId u64, entityPrefix} for a prepared
  *       transaction's part, {@code 'D', transactionId u64} for a commit decision, {@code 'I',
  *       qualifiedKey UTF-8} for an idempotency record ({@link IdempotencyRecord})

@@ -31,7 +31,7 @@ final class ListingIndex {
    * meta: the listing index is complete for every entity stored (a position whose sequence is the
    * key format, {@link #FORMAT}). Written with the store's first batch, or by the build.
    */
-  static final byte[] META_BUILT = {'B'};
+  static final byte[] META_BUILT = {'S'};
 
   /** The listing key format written here; a store marked with another is refused, not misread. */
   static final long FORMAT = 1;
