@@ -183,7 +183,14 @@ public final class RestEntityDb extends DB {
       HttpConnection.Response response = connection.get("/v1/entities/" + segment(table)
           + "?from=" + segment(startKey) + "&limit=" + recordCount + "&states=true");
       if (response.status() != 200) {
-        return Status.ERROR;
+        // Named, so that a run's failures say which: refused by admission or unavailable (429,
+        // 503: a client would retry after Retry-After) or refused as bad (400: a count above
+        // troupe.listing.max-limit).
+        return switch (response.status()) {
+          case 429, 503 -> Status.SERVICE_UNAVAILABLE;
+          case 400 -> Status.BAD_REQUEST;
+          default -> Status.ERROR;
+        };
       }
       JsonNode entities = Json.parse(response.body()).get("entities");
       if (entities == null || !entities.isArray()) {

@@ -115,9 +115,11 @@ public final class EntityListing {
     }
 
     CompletableFuture<Page> from(String startId, boolean includeStart) {
-      // One range read for what the page still needs (bounded by max-examined), then the reads
-      // of the candidates in windows of concurrent-reads.
-      int wanted = Math.min(limit - found.size(), settings.maxExamined() - examined);
+      // One range read for what the page still needs, at least a window's worth (so a small
+      // page over many deleted entities is not one range read per key), at most what
+      // max-examined leaves; then the candidates are read in windows of concurrent-reads.
+      int wanted = Math.min(Math.max(limit - found.size(), settings.concurrentReads()),
+          settings.maxExamined() - examined);
       Invariants.check(wanted > 0, "listing %s: nothing left to read from %s", type, startId);
       return reads.onStoragePool(() -> store.listing(type, startId, includeStart, wanted))
           .thenCompose(candidates -> window(candidates, 0, wanted));
