@@ -32,8 +32,18 @@ import java.util.Map;
  *   <li>anything else is {@link Route#SEND}.
  * </ul>
  *
- * <p>A partition whose host was never learned is sent as always (the cost of not knowing: its
- * caller may wait for the pending-reply timeout).
+ * <p><b>A partition whose host was never learned</b> is sent as always while every member is
+ * well. While a member is unreachable or downed it may be that member's, so it is <b>uncertain</b>
+ * ({@link Route#PROBE} too): reads go, turns and steps wait, and the shell probes it (a read,
+ * {@link #probed}). A live host answers a probe in a round trip, which teaches the home (the
+ * partition is then sent, or held, as any known one); a probe that stays unanswered is evidence
+ * that the partition is on the lost member. So, at the downing or removal of a member, a message
+ * sent with its partition's home unknown counts as sent to that member ({@link #mayHaveGoneTo})
+ * when its partition is still unknown and was probed in vain (its caller is answered then, not
+ * after the pending-reply timeout: the bench's 30 s), and at the removal such a partition moves
+ * with the member's own ({@link #removed}). A message sent with an unknown home and never probed
+ * (no member was in trouble) counts as sent elsewhere: a graceful leave answers nobody it cannot
+ * have reached.
  */
 final class PartitionHomes {
   /** What to do with a message for a partition now. */
@@ -53,12 +63,15 @@ final class PartitionHomes {
 
   private final int[] knownHost;
   private final boolean[] moving;
+  /** Probed while its home was unknown, and no answer since (see the class comment). */
+  private final boolean[] probedInVain;
   private final Map<Integer, Standing> troubled = new HashMap<>();
 
   PartitionHomes(int partitions) {
     Invariants.check(partitions > 0, "partitions must be positive");
     knownHost = new int[partitions];
     moving = new boolean[partitions];
+    probedInVain = new boolean[partitions];
     Arrays.fill(knownHost, UNKNOWN);
   }
 
@@ -85,7 +98,40 @@ final class PartitionHomes {
       return Route.PROBE;
     }
     int host = knownHost[partition];
-    return host != UNKNOWN && troubled.containsKey(host) ? Route.HOLD : Route.SEND;
+    if (host == UNKNOWN) {
+      // Unknown while a member is in trouble: it may be that member's (uncertain).
+      return troubled.isEmpty() ? Route.SEND : Route.PROBE;
+    }
+    return troubled.containsKey(host) ? Route.HOLD : Route.SEND;
+  }
+
+  /**
+   * Whether {@code partition}'s home is unknown while a member is in trouble (so that messages
+   * sent to it with an unknown home are worth a probe: it may be on the troubled member).
+   */
+  boolean uncertain(int partition) {
+    return !moving[partition] && knownHost[partition] == UNKNOWN && !troubled.isEmpty();
+  }
+
+  /** A probe (a read) of {@code partition} was sent: unanswered, it marks it as the lost member's. */
+  void probed(int partition) {
+    if (knownHost[partition] == UNKNOWN) {
+      probedInVain[partition] = true;
+    }
+  }
+
+  /**
+   * Whether a message for {@code partition} sent when its known host was {@code sentTo} may have
+   * gone to {@code node} (declared down, or removed): it did if it was sent to it; if it was sent
+   * with an unknown home, only if the partition turned out to be {@code node}'s, or is still
+   * unknown though probed in vain (a live host would have answered the probe).
+   */
+  boolean mayHaveGoneTo(int sentTo, int partition, int node) {
+    if (sentTo != UNKNOWN) {
+      return sentTo == node;
+    }
+    int host = knownHost[partition];
+    return host == node || (host == UNKNOWN && probedInVain[partition]);
   }
 
   /**
@@ -96,6 +142,7 @@ final class PartitionHomes {
     Route before = route(partition);
     knownHost[partition] = node;
     moving[partition] = false;
+    probedInVain[partition] = false;
     // An answer shows that a member with this node id serves now: a restarted node (a new
     // incarnation with the same id) whose old incarnation's verdict is still recorded here, or
     // one whose "reachable" was missed. Holding its partitions would hold them for good.
@@ -112,6 +159,7 @@ final class PartitionHomes {
   void heldTooLong(int partition) {
     knownHost[partition] = UNKNOWN;
     moving[partition] = false;
+    // probedInVain stays: still no answer since the probe.
   }
 
   /**
@@ -151,15 +199,23 @@ final class PartitionHomes {
   }
 
   /**
-   * {@code node} was removed (after a downing, or after it left): its partitions are moving.
-   * Answers them.
+   * {@code node} was removed (after a downing, or after it left): its partitions are moving, and
+   * so are the partitions of unknown home probed in vain while it was in trouble (most likely
+   * its: their new home answers a probe once it runs; a turn sent now could meet a region that
+   * has not yet seen the removal). Answers them.
    */
   List<Integer> removed(int node) {
     troubled.remove(node);
-    List<Integer> partitions = partitionsOf(node);
-    for (int partition : partitions) {
-      knownHost[partition] = UNKNOWN;
-      moving[partition] = true;
+    List<Integer> partitions = new ArrayList<>();
+    for (int partition = 0; partition < knownHost.length; partition++) {
+      boolean itsOwn = knownHost[partition] == node;
+      boolean likelyItsOwn = knownHost[partition] == UNKNOWN && probedInVain[partition];
+      if (itsOwn || likelyItsOwn) {
+        partitions.add(partition);
+        knownHost[partition] = UNKNOWN;
+        moving[partition] = true;
+        probedInVain[partition] = false;
+      }
     }
     return partitions;
   }

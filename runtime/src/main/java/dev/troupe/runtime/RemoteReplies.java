@@ -44,7 +44,10 @@ import java.util.function.ToIntFunction;
  * answers), a turn or step fails as a timeout ({@link MemberLostException}: the member may have
  * applied it before it died, so {@code outcome_unknown}, never a guess). While a partition moves,
  * reads go (their answers name the new home) and, if only turns wait, a read of one of their
- * entities is sent every {@code troupe.transport.rehoming-probe-interval-millis} (a probe).
+ * entities is sent every {@code troupe.transport.rehoming-probe-interval-millis} (a probe). A
+ * partition whose home was never learned is probed the same way while a member is in trouble
+ * (its turns wait meanwhile): an unanswered probe makes the callers sent there without knowing
+ * the home count as sent to the lost member ({@link PartitionHomes#mayHaveGoneTo}).
  *
  * <p>Thread-safe: callers register from request threads, answers arrive on the transport's
  * delivering thread, timeouts on the timers' thread, membership verdicts on an actor's. The
@@ -223,6 +226,11 @@ public final class RemoteReplies {
       case HOLD -> false;
       case PROBE -> {
         if (entry.key.kind() == Kind.READ) {
+          // A read's answer names the home too; an uncertain partition is probed all the same,
+          // since only an unanswered probe marks it as the lost member's (PartitionHomes).
+          if (homes.uncertain(entry.partition)) {
+            startProbing(entry.partition);
+          }
           yield true;
         }
         startProbing(entry.partition);
@@ -311,7 +319,7 @@ public final class RemoteReplies {
 
   private void probeTick(int partition) {
     synchronized (this) {
-      if (homes.route(partition) != PartitionHomes.Route.PROBE || !anyHeld(partition)) {
+      if (homes.route(partition) != PartitionHomes.Route.PROBE || !anyWaiting(partition)) {
         probing.remove(partition);
         return;
       }
@@ -319,17 +327,18 @@ public final class RemoteReplies {
     }
   }
 
-  /** Under the lock: one probe (a read of a held caller's entity) and the next tick. */
+  /** Under the lock: one probe (a read of a waiting caller's entity) and the next tick. */
   private void probeNow(int partition) {
     EntityId entity = null;
     for (Entry entry : pending.values()) {
-      if (entry.held && entry.partition == partition) {
+      if (entry.partition == partition && waiting(entry)) {
         entity = entry.key.entity();
         break;
       }
     }
     if (entity != null) {
       probes.increment();
+      homes.probed(partition);
       EntityId probed = entity;
       // Off the lock: the probe registers itself in this table.
       timers.schedule(0, () -> probe.accept(probed));
@@ -337,13 +346,22 @@ public final class RemoteReplies {
     timers.schedule(rehomingProbeIntervalMillis, () -> probeTick(partition));
   }
 
-  private boolean anyHeld(int partition) {
+  private boolean anyWaiting(int partition) {
     for (Entry entry : pending.values()) {
-      if (entry.held && entry.partition == partition) {
+      if (entry.partition == partition && waiting(entry)) {
         return true;
       }
     }
     return false;
+  }
+
+  /**
+   * Under the lock: whether {@code entry} waits for its partition's home to be known: held, or
+   * sent without knowing it (a probe's answer tells whether it went to a member now lost). A
+   * probe itself ({@link #expect}) is not: probing for a probe would never stop.
+   */
+  private static boolean waiting(Entry entry) {
+    return entry.held || (entry.sender != null && entry.sentTo == PartitionHomes.UNKNOWN);
   }
 
   /** An answer arrived: completes its caller, or drops and counts it when nobody waits. */
@@ -424,7 +442,11 @@ public final class RemoteReplies {
     return release;
   }
 
-  /** The failure detector lost {@code node}: its partitions' messages wait; reads to it go again. */
+  /**
+   * The failure detector lost {@code node}: its partitions' messages wait; reads to it go again;
+   * the partitions of messages sent without knowing their home are probed (they may be {@code
+   * node}'s: then their callers are answered at its downing, see {@link PartitionHomes}).
+   */
   public void memberUnreachable(int node) {
     synchronized (this) {
       homes.unreachable(node);
@@ -433,6 +455,8 @@ public final class RemoteReplies {
         if (!entry.held && entry.sentTo == node && entry.key.kind() == Kind.READ
             && entry.sender != null) {
           hold(entry);
+        } else if (waiting(entry) && !entry.held && homes.uncertain(entry.partition)) {
+          startProbing(entry.partition);
         }
       }
     }
@@ -442,9 +466,23 @@ public final class RemoteReplies {
   public void memberReachable(int node) {
     List<Entry> release;
     synchronized (this) {
-      release = releaseHeld(homes.reachable(node));
+      homes.reachable(node);
+      // Not only its partitions: those of unknown home held while it was in trouble go too.
+      release = releaseWhatMayGo();
     }
     release.forEach(entry -> entry.sender.run());
+  }
+
+  /** Under the lock: every held entry that may go now (after a verdict), marked sent. */
+  private List<Entry> releaseWhatMayGo() {
+    List<Entry> release = new ArrayList<>();
+    for (Entry entry : pending.values()) {
+      if (entry.held && mayGo(entry)) {
+        markSent(entry);
+        release.add(entry);
+      }
+    }
+    return release;
   }
 
   /**
@@ -466,7 +504,7 @@ public final class RemoteReplies {
     List<Entry> lost = new ArrayList<>();
     synchronized (this) {
       for (Entry entry : pending.values()) {
-        if (entry.held || entry.sentTo != node) {
+        if (entry.held || !homes.mayHaveGoneTo(entry.sentTo, entry.partition, node)) {
           continue;
         }
         if (entry.key.kind() == Kind.READ && entry.sender != null) {
@@ -479,7 +517,9 @@ public final class RemoteReplies {
     }
     for (Entry entry : lost) {
       if (remove(entry)) {
-        answeredAtDowning.increment();
+        if (entry.sender != null) {
+          answeredAtDowning.increment(); // not a probe (its own read, its answer ignored)
+        }
         entry.future.completeExceptionally(new MemberLostException("node " + node + ", which"
             + " hosted the partition of " + entry.key.entity() + ", " + what + " before it"
             + " answered; it may have applied the " + entry.key.kind().name().toLowerCase()));
@@ -496,7 +536,8 @@ public final class RemoteReplies {
     answerCallersOf(node, "left the cluster");
     List<Entry> release;
     synchronized (this) {
-      release = releaseHeld(homes.removed(node));
+      homes.removed(node);
+      release = releaseWhatMayGo();
     }
     release.forEach(entry -> entry.sender.run());
   }

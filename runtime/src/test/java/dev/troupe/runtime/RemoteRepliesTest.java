@@ -235,15 +235,88 @@ class RemoteRepliesTest {
     assertFalse(held.isDone());
   }
 
+  /**
+   * The bench's 30 s failover (kills 1 and 2 of `bench failover`): a survivor that never had an
+   * answer from a partition sent writes into the dead member without knowing it, and they waited
+   * for the pending-reply timeout. Now, while a member is unreachable, the partitions of such
+   * callers are probed: a live home answers (its caller keeps waiting), an unanswered probe marks
+   * the partition as the lost member's, and its callers are answered at the downing.
+   */
   @Test
-  void aPartitionWhoseHostWasNeverLearnedIsSentAsAlways() {
+  void aTurnSentWithoutKnowingItsHomeIsAnsweredAtTheDowningWhenItsProbeWentUnanswered() {
+    Failover table = new Failover();
+    CompletableFuture<TurnResult> onTheDead = table.send(RemoteReplies.Kind.TURN, 7, IN_0);
+    CompletableFuture<TurnResult> onALiveOne = table.send(RemoteReplies.Kind.TURN, 8, IN_1);
+    assertEquals(List.of("TURN 7", "TURN 8"), table.sent, "no member in trouble: sent");
+    table.replies.memberUnreachable(2);
+    table.timers.fireUpTo(0);
+    assertEquals(java.util.Set.of(IN_0, IN_1), java.util.Set.copyOf(table.probed),
+        "both homes unknown: both probed");
+    table.replies.expect(RemoteReplies.Kind.READ, 78, IN_1, 30_000);
+    table.replies.answer(RemoteReplies.Kind.READ, 78, IN_1, done(2), 3);
+    table.replies.memberDowned(2);
+    ExecutionException lost =
+        org.junit.jupiter.api.Assertions.assertThrows(ExecutionException.class, onTheDead::get);
+    assertInstanceOf(RemoteReplies.MemberLostException.class, lost.getCause());
+    assertFalse(onALiveOne.isDone(), "its partition answered from node 3: it waits there");
+    assertEquals(1, table.replies.answeredAtDowning());
+  }
+
+  /**
+   * While a member is in trouble a turn for a partition of unknown home is held (it may be the
+   * lost member's) and probed; a live home's answer sends it (a round trip later), and a lost
+   * member's partition gets its turns after the removal, once the new home answers a probe.
+   */
+  @Test
+  void whileAMemberIsInTroubleATurnOfUnknownHomeWaitsForAProbesAnswer() throws Exception {
     Failover table = new Failover();
     table.replies.memberUnreachable(2);
+    CompletableFuture<TurnResult> live = table.send(RemoteReplies.Kind.TURN, 7, IN_1);
+    CompletableFuture<TurnResult> lost = table.send(RemoteReplies.Kind.TURN, 8, IN_0);
+    assertTrue(table.sent.isEmpty(), "held, never sent into the member in trouble");
+    table.timers.fireUpTo(0);
+    assertEquals(List.of(IN_1, IN_0), table.probed);
+    table.replies.expect(RemoteReplies.Kind.READ, 77, IN_1, 30_000);
+    table.replies.answer(RemoteReplies.Kind.READ, 77, IN_1, done(2), 3);
+    assertEquals(List.of("TURN 7"), table.sent, "a live home answered: the turn goes");
     table.replies.memberDowned(2);
+    assertFalse(lost.isDone(), "held, never sent: nothing to answer at the downing");
+    table.replies.memberRemoved(2);
+    assertEquals(List.of("TURN 7"), table.sent, "the unanswered partition moves: still waits");
+    table.timers.fireUpTo(250);
+    table.timers.fireUpTo(0);
+    assertEquals(IN_0, table.probed.get(table.probed.size() - 1), "probed while it waits");
+    table.replies.expect(RemoteReplies.Kind.READ, 79, IN_0, 30_000);
+    table.replies.answer(RemoteReplies.Kind.READ, 79, IN_0, done(3), 1);
+    assertEquals(List.of("TURN 7", "TURN 8"), table.sent, "the new home answered: it goes");
+    table.replies.answer(RemoteReplies.Kind.TURN, 8, IN_0, done(4), 1);
+    assertEquals(4, assertInstanceOf(TurnResult.Done.class, lost.get()).version());
+    assertFalse(live.isDone());
+    // Settled: the next turn goes at once.
+    table.send(RemoteReplies.Kind.TURN, 10, IN_0);
+    assertEquals(List.of("TURN 7", "TURN 8", "TURN 10"), table.sent);
+  }
+
+  /** A member reachable again releases the turns of unknown home held while it was unreachable. */
+  @Test
+  void aMemberReachableAgainReleasesTheTurnsOfUnknownHomeHeldMeanwhile() {
+    Failover table = new Failover();
+    table.replies.memberUnreachable(2);
+    CompletableFuture<TurnResult> held = table.send(RemoteReplies.Kind.TURN, 7, IN_0);
+    assertTrue(table.sent.isEmpty());
+    table.replies.memberReachable(2);
+    assertEquals(List.of("TURN 7"), table.sent, "nobody in trouble: sent through sharding");
+    assertFalse(held.isDone());
+  }
+
+  /** A member that leaves (no unreachability, nothing probed) answers nobody it cannot have had. */
+  @Test
+  void aLeaveAnswersNoCallerWhosePartitionsHomeWasNeverLearned() {
+    Failover table = new Failover();
     CompletableFuture<TurnResult> unknown = table.send(RemoteReplies.Kind.TURN, 7, IN_0);
-    assertEquals(List.of("TURN 7"), table.sent);
-    table.replies.memberDowned(2);
-    assertFalse(unknown.isDone(), "not known to wait on the dead member: its timeout applies");
+    table.replies.memberRemoved(2);
+    assertFalse(unknown.isDone(), "not known to wait on the member that left: its timeout applies");
+    assertEquals(0, table.replies.answeredAtDowning());
   }
 
   @Test
