@@ -60,7 +60,7 @@ public final class BootstrapInstallation {
     public static final Progress NONE = new Progress(Phase.NONE, 0, DependencyVector.EMPTY);
   }
 
-  private static final byte[] META_BOOTSTRAP = {'B'};
+  private static final byte[] META_BOOTSTRAP = Keys.META_BOOTSTRAP;
   /** Frame type and version of a {@link Progress} record in meta (own to this class). */
   private static final byte PROGRESS_TYPE = 1;
   private static final byte PROGRESS_VERSION = 1;

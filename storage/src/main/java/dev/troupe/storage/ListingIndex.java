@@ -27,11 +27,8 @@ import java.util.List;
  * it). The built marker is in meta ({@link #META_BUILT}).
  */
 final class ListingIndex {
-  /**
-   * meta: the listing index is complete for every entity stored (a position whose sequence is the
-   * key format, {@link #FORMAT}). Written with the store's first batch, or by the build.
-   */
-  static final byte[] META_BUILT = {'S'};
+  /** meta: the listing index is complete ({@link Keys#META_LISTING_BUILT}). */
+  static final byte[] META_BUILT = Keys.META_LISTING_BUILT;
 
   /** The listing key format written here; a store marked with another is refused, not misread. */
   static final long FORMAT = 1;

@@ -123,6 +123,23 @@ class ListingIndexTest {
     }
   }
 
+  @Test
+  void aStoreWithABootstrapInProgressAndTheListingMarkerOpensAndReadsBoth() throws Exception {
+    FakeClock clock = new FakeClock(Fixtures.START_MILLIS);
+    try (RocksStore store = open(settings(), clock)) {
+      store.bootstrapInstallation().begin(7); // meta B, beside the listing index's marker
+    }
+    try (RocksStore store = open(settings(), clock)) {
+      assertEquals(BootstrapInstallation.Phase.STARTED,
+          store.bootstrapInstallation().progress().phase());
+      assertEquals(7, store.bootstrapInstallation().progress().sourceDc());
+      assertEquals(0, store.listingEntitiesBuiltAtOpen());
+    }
+    try (KeyValueDisk disk = openDisk()) {
+      assertTrue(ListingIndex.built(disk));
+    }
+  }
+
   static void write(RocksStore store, EntityId entity) {
     store.commit(store.newTransactionId(), List.of(Fixtures.write(entity,
         new Operation.Assign("n", LongNode.valueOf(1))))).join();
