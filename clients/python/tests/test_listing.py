@@ -1,7 +1,4 @@
-"""Listing a type's entities page by page (``GET /v1/entities/{type}``), sync and asyncio.
-
-Skipped only while the server has no such route (it answers 404 "no such resource" or 405):
-the listing route is being added beside this client (issue 19, item 1)."""
+"""Listing a type's entities page by page (``GET /v1/entities/{type}``), sync and asyncio."""
 
 from __future__ import annotations
 
@@ -10,20 +7,8 @@ import pytest
 from troupe_client import AsyncTroupe, Troupe, errors
 
 
-def listing_or_skip(troupe: Troupe, type_name: str) -> None:
-    try:
-        troupe.list_entities(type_name, limit=1)
-    except errors.MethodNotAllowedError:
-        pytest.skip("the server has no listing route yet (405)")
-    except errors.NotFoundError as missing:
-        if missing.message.startswith("no such resource"):
-            pytest.skip("the server has no listing route yet (404)")
-        raise
-
-
 def test_pages_cover_every_entity_once_in_id_order(troupe: Troupe, unique: str, run_id: str) -> None:
     type_name = f"Listed{run_id}"
-    listing_or_skip(troupe, type_name)
     ids = sorted(f"e{n:02d}" for n in range(11))
     versions = {entity_id: troupe.put_key(type_name, entity_id, "n", n).version for n, entity_id in enumerate(ids)}
     first = troupe.list_entities(type_name, limit=4)
@@ -59,7 +44,6 @@ def test_pages_cover_every_entity_once_in_id_order(troupe: Troupe, unique: str, 
 
 async def test_async_iteration_lists_every_entity(base_url: str, token: str | None, troupe: Troupe, run_id: str) -> None:
     type_name = f"ListedAsync{run_id}"
-    listing_or_skip(troupe, type_name)
     for n in range(5):
         troupe.put_key(type_name, f"a{n}", "n", n)
     async with AsyncTroupe(base_url, token=token) as client:

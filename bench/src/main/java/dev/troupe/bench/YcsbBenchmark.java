@@ -34,7 +34,8 @@ import picocli.CommandLine.Option;
     mixinStandardHelpOptions = true,
     description = "YCSB over the REST API: Troupe vs the same API over PostgreSQL SERIALIZABLE "
         + "(and the bare HTTP ceiling), alternating rounds in one run; median ratios.",
-    footer = {"", "Workloads: a, b, c, d, f (YCSB core) and 90-10, 80-20, 65-35 (D-Thespis mixes)."})
+    footer = {"", "Workloads: a, b, c, d, e, f (YCSB core; e scans through the listing) and 90-10,"
+        + " 80-20, 65-35 (D-Thespis mixes)."})
 final class YcsbBenchmark extends Benchmark {
   static final Goal POSTGRES_GOAL = Goal.atLeast(3.0);
   /** Issue 15: tokens and idempotency keys cost under 5% of throughput. */

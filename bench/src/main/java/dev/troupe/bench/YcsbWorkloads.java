@@ -8,8 +8,9 @@ import java.util.Properties;
 /**
  * The YCSB workloads {@code troupe bench ycsb} runs: the standard core workloads (the mixes and
  * request distributions of YCSB's {@code workloads/workload[a-f]} files) and the D-Thespis paper's
- * read/update mixes (§5: 90/10, 80/20, 65/35, zipfian). Workload E (short range scans) is left out:
- * Troupe has no range read yet, so the binding answers scans NOT_IMPLEMENTED.
+ * read/update mixes (§5: 90/10, 80/20, 65/35, zipfian). Workload E (short range scans: 95% scans
+ * of 1 to 100 records from a zipfian start key, 5% inserts, as YCSB's {@code workloade}) scans
+ * through the listing ({@code GET /v1/entities/{type}?from=&limit=&states=true}).
  *
  * <p>Every workload uses 1 KB records, 10 fields of 100 bytes, in the schemaless entity type
  * {@code usertable}; reads read every field, updates write one.
@@ -36,6 +37,9 @@ final class YcsbWorkloads {
         "1.0", "0", "0", "0", "zipfian");
     add("d", "read latest: 95% reads, 5% inserts, latest",
         "0.95", "0", "0.05", "0", "latest");
+    add("e", "short ranges: 95% scans of 1 to 100 records, 5% inserts, zipfian start",
+        "0", "0", "0.05", "0", "zipfian");
+    WORKLOADS.put("e", withScans(WORKLOADS.get("e"), "0.95", "100", "uniform"));
     add("f", "read-modify-write: 50% reads, 50% read-modify-writes, zipfian",
         "0.5", "0", "0", "0.5", "zipfian");
     add("90-10", "D-Thespis mix: 90% reads, 10% updates, zipfian",
@@ -58,6 +62,16 @@ final class YcsbWorkloads {
     WORKLOADS.put(name, new Workload(name, description, Map.copyOf(properties)));
   }
 
+  /** {@code workload} with a scan proportion, YCSB's maximum scan length and its distribution. */
+  private static Workload withScans(Workload workload, String proportion, String maxLength,
+      String lengthDistribution) {
+    Map<String, String> properties = new LinkedHashMap<>(workload.properties());
+    properties.put("scanproportion", proportion);
+    properties.put("maxscanlength", maxLength);
+    properties.put("scanlengthdistribution", lengthDistribution);
+    return new Workload(workload.name(), workload.description(), Map.copyOf(properties));
+  }
+
   static List<String> names() {
     return List.copyOf(WORKLOADS.keySet());
   }
@@ -71,9 +85,7 @@ final class YcsbWorkloads {
     Workload workload = WORKLOADS.get(name.toLowerCase(java.util.Locale.ROOT));
     if (workload == null) {
       throw new IllegalArgumentException("unknown workload '" + name + "'; known: "
-          + String.join(", ", WORKLOADS.keySet())
-          + (name.equalsIgnoreCase("e") ? " (E needs range scans, which Troupe does not have yet)"
-              : ""));
+          + String.join(", ", WORKLOADS.keySet()));
     }
     return workload;
   }

@@ -58,7 +58,7 @@ class YcsbBenchmarkTest {
   @Test
   void refusesUnknownWorkloadsAndTargets() {
     CommandLine command = new CommandLine(new BenchCommand());
-    assertNotEquals(0, command.execute("ycsb", "--workload", "e", "--records", "10"));
+    assertNotEquals(0, command.execute("ycsb", "--workload", "g", "--records", "10"));
     assertNotEquals(0, command.execute("ycsb", "--target", "mysql", "--records", "10"));
   }
 }

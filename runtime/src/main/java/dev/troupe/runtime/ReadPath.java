@@ -79,6 +79,44 @@ final class ReadPath {
     }
   }
 
+  /**
+   * An entity's committed state, the latest ({@code timestamp} 0) or as of {@code timestamp},
+   * whether it exists or not, wherever it is served (another node's entity at its node, as {@link
+   * #readAt}): what a listing filters its candidates with ({@link EntityListing}).
+   */
+  CompletableFuture<EntityState> stateAnywhere(EntityId entity, long timestamp) {
+    try {
+      checkOpen.run();
+      RemoteReads remoteReads = remote;
+      if (remoteReads != null && !remoteReads.isHere(entity)) {
+        return remoteReads.read(entity, timestamp);
+      }
+      return atOwnerIfNotOwned(entity, timestamp, stateOf(entity, timestamp),
+          Function.identity());
+    } catch (TroupeException e) {
+      return CompletableFuture.failedFuture(e);
+    }
+  }
+
+  /** The entity's state as its type renders it (JSON bytes; memoized per state object). */
+  byte[] render(EntityId entity, EntityState state) {
+    return renderedStates.render(typeOf.apply(entity), state);
+  }
+
+  /**
+   * Runs a blocking storage read (a page of the listing index: a range read, on a shared
+   * database a round trip) on the materialization pool, under its bounds, never on the caller's
+   * (an HTTP or actor) thread.
+   */
+  <T> CompletableFuture<T> onStoragePool(Supplier<T> read) {
+    try {
+      checkOpen.run();
+    } catch (TroupeException e) {
+      return CompletableFuture.failedFuture(e);
+    }
+    return materialize(read);
+  }
+
   /** The memory budget's refusals (set once the budget's shell exists, before serving). */
   void useMemory(MemoryWatch memory) {
     this.memory = memory;

@@ -30,7 +30,36 @@ public record RuntimeSettings(
     TransportSettings transport,
     ReplicationSettings replication,
     ClusterSettings cluster,
+    ListingSettings listing,
     Config config) {
+
+  /**
+   * The {@code troupe.listing} settings (reference.conf documents each): the bounds of one page of
+   * a type's entities.
+   *
+   * @param defaultLimit entities in a page when the request names no limit
+   * @param maxLimit most entities a request may ask for
+   * @param maxExamined most listing keys one page reads (deleted entities' included)
+   * @param concurrentReads most candidates of one page read at once
+   */
+  public record ListingSettings(int defaultLimit, int maxLimit, int maxExamined,
+      int concurrentReads) {
+    public ListingSettings {
+      if (defaultLimit < 1 || maxLimit < defaultLimit || maxExamined < maxLimit
+          || concurrentReads < 1) {
+        throw new IllegalArgumentException("troupe.listing: need 1 <= default-limit <= max-limit"
+            + " <= max-examined and concurrent-reads >= 1, was " + defaultLimit + ", " + maxLimit
+            + ", " + maxExamined + ", " + concurrentReads);
+      }
+    }
+
+    /** Parses {@code troupe.listing} of the {@code troupe} section. */
+    public static ListingSettings fromConfig(Config troupe) {
+      Config listing = troupe.getConfig("listing");
+      return new ListingSettings(listing.getInt("default-limit"), listing.getInt("max-limit"),
+          listing.getInt("max-examined"), listing.getInt("concurrent-reads"));
+    }
+  }
 
   /**
    * The {@code troupe.transport} settings (reference.conf documents each): how the node's {@link
@@ -321,6 +350,7 @@ public record RuntimeSettings(
         TransportSettings.fromConfig(troupe),
         replication,
         cluster,
+        ListingSettings.fromConfig(troupe),
         config);
   }
 

@@ -102,6 +102,7 @@ public final class Troupe implements AutoCloseable {
   /** Strong types' homes: what this DC may declare and which writes it runs. */
   private final StrongHomes homes;
   private final ReadPath reads;
+  private final EntityListing listing;
   private final RequestShell requests;
   private final InteractiveShell interactive;
   /** The memory budget's shell: actor limits, cache sizes, refusals when the heap is full. */
@@ -127,6 +128,7 @@ public final class Troupe implements AutoCloseable {
         settings.cluster().enabled() ? settings.cluster().typesRefreshMillis() : 0);
     this.homes = new StrongHomes(settings.replication(), types::typeOf);
     this.reads = new ReadPath(settings, store, types::typeOf, renderedStates, this::checkOpen);
+    this.listing = new EntityListing(store, reads, settings.listing());
     FatalErrorHandler handler = this.fatalErrors = (where, error) -> {
       failed.set(true);
       log.error("fatal error in {}: the engine refuses all further work", where, error);
@@ -349,6 +351,17 @@ public final class Troupe implements AutoCloseable {
    */
   public CompletableFuture<EntityView> readAt(EntityId entity, long timestamp) {
     return reads.readAt(entity, timestamp);
+  }
+
+  /**
+   * A page of the entities of {@code type} that exist (latest, or as of version {@code at}), in
+   * id order, from the id {@code startId} (included with {@code includeStart}, else after it;
+   * null: from the first), at most {@code limit}, with their states when {@code withStates}; see
+   * {@link EntityListing}.
+   */
+  public CompletableFuture<EntityListing.Page> listEntities(String type, String startId,
+      boolean includeStart, int limit, java.util.OptionalLong at, boolean withStates) {
+    return listing.page(type, startId, includeStart, limit, at, withStates);
   }
 
   /** The greatest commit timestamp issued so far: a read at it sees every acknowledged write. */

@@ -55,6 +55,7 @@ class OpenApiContractTest {
       "GET /v1/types",
       "GET /v1/types/{type}",
       "PUT /v1/types/{type}",
+      "GET /v1/entities/{type}",
       "GET /v1/entities/{type}/{id}",
       "PATCH /v1/entities/{type}/{id}",
       "DELETE /v1/entities/{type}/{id}",
@@ -218,6 +219,34 @@ class OpenApiContractTest {
     call("GET", entity, "/v1/entities/Account/alice?at=soon", null, 400);
     call("GET", entity, "/v1/entities/Account/" + "i".repeat(300), null, 400);
     call("GET", entity, "/v1/entities/Loose/free", null, 404);
+
+    // Listing: pages, a cursor, a version, and every bad parameter refused.
+    String listing = "/v1/entities/{type}";
+    call("PUT", "/v1/entities/{type}/{id}/keys/{key}", "/v1/entities/Account/bob/keys/status",
+        "\"open\"", 200);
+    Answer first = call("GET", listing, "/v1/entities/Account?limit=1", null, 200);
+    assertEquals("alice", first.body().at("/entities/0/id").asText(), first.text());
+    String next = first.body().path("next").asText();
+    Answer rest = call("GET", listing, "/v1/entities/Account?after=" + encode(next), null, 200);
+    assertEquals("bob", rest.body().at("/entities/0/id").asText(), rest.text());
+    assertTrue(rest.body().path("next").isNull(), rest.text());
+    Answer then = call("GET", listing, "/v1/entities/Account?at=" + version, null, 200);
+    assertEquals(1, then.body().path("entities").size(), then.text());
+    call("GET", listing, "/v1/entities/Loose", null, 200);
+    Answer withStates = call("GET", listing, "/v1/entities/Account?from=bob&states=true", null,
+        200);
+    assertEquals("open", withStates.body().at("/entities/0/state/status").asText(),
+        withStates.text());
+    call("GET", listing, "/v1/entities/Account?from=alice&after=bob", null, 400);
+    call("GET", listing, "/v1/entities/Account?states=maybe", null, 400);
+    call("GET", listing, "/v1/entities/Account?limit=0", null, 400);
+    call("GET", listing, "/v1/entities/Account?limit=1001", null, 400);
+    call("GET", listing, "/v1/entities/Account?limit=ten", null, 400);
+    call("GET", listing, "/v1/entities/Account?after=", null, 400);
+    call("GET", listing, "/v1/entities/Account?after=" + "i".repeat(300), null, 400);
+    call("GET", listing, "/v1/entities/Account?at=soon", null, 400);
+    call("GET", listing, "/v1/entities/Account?at=" + Long.MAX_VALUE, null, 400);
+    call("GET", listing, "/v1/entities/" + encode("$reserved"), null, 400);
 
     // Keys.
     String key = "/v1/entities/{type}/{id}/keys/{key}";

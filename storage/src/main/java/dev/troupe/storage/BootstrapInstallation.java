@@ -60,7 +60,7 @@ public final class BootstrapInstallation {
     public static final Progress NONE = new Progress(Phase.NONE, 0, DependencyVector.EMPTY);
   }
 
-  private static final byte[] META_BOOTSTRAP = {'B'};
+  private static final byte[] META_BOOTSTRAP = Keys.META_BOOTSTRAP;
   /** Frame type and version of a {@link Progress} record in meta (own to this class). */
   private static final byte PROGRESS_TYPE = 1;
   private static final byte PROGRESS_VERSION = 1;
@@ -119,6 +119,8 @@ public final class BootstrapInstallation {
       if (restart) {
         // Only installed states were written since begin (the node did not serve).
         batch.deleteRange(KeyValueDisk.Column.CHECKPOINTS, new byte[] {0}, ABOVE_EVERY_ENTITY);
+        // Their listing keys too: nothing else was written since begin.
+        batch.deleteRange(KeyValueDisk.Column.LISTING, new byte[] {0}, ABOVE_EVERY_ENTITY);
       }
       batch.put(KeyValueDisk.Column.META, META_BOOTSTRAP,
           encode(new Progress(Phase.STARTED, sourceDc, DependencyVector.EMPTY)));
@@ -152,6 +154,7 @@ public final class BootstrapInstallation {
         batch.put(KeyValueDisk.Column.CHECKPOINTS,
             Keys.checkpoint(Keys.entityPrefix(image.entity()), version),
             Codec.encodeState(installed));
+        ListingIndex.put(batch, image.entity());
       }
     });
     return version;

@@ -53,7 +53,13 @@ public interface KeyValueDisk extends AutoCloseable {
      * dev.troupe.model.causal.ReplicationEntry} ({@link ReplicationLog}). Added with issue 17: a
      * database created before it gets it, empty, when opened for serving.
      */
-    REPLICATION
+    REPLICATION,
+    /**
+     * The listing index: (type, id) → empty, one key per entity ever written ({@link
+     * ListingIndex}). Added with issue 19: a database created before it gets it, built from the
+     * entities it holds, when opened for serving.
+     */
+    LISTING
   }
 
   /** A new, empty write batch; close it once written or abandoned. */

@@ -17,7 +17,10 @@ import java.util.Arrays;
  *   <li>journal: {@code partition u16, sequence u64}
  *   <li>index: {@code entityLength u16, entityBytes, commitTimestamp u64, partition u16, sequence u64}
  *   <li>checkpoints: {@code entityLength u16, entityBytes, timestamp u64}
- *   <li>meta: a tag byte then tag-specific fields (see the constants)
+ *   <li>meta: a tag byte then tag-specific fields (see the constants: every tag is declared here,
+ *       one byte each and each distinct, so that no meta key is a prefix of another tag's;
+ *       {@link #META_TAGS} lists them and {@code KeysTest} holds them to it)
+ *   <li>listing: {@code UTF-8 type, 0x00, UTF-8 id} ({@link ListingIndex})
  *   <li>transactions: {@code 'P', partition u16, transactionId u64, entityPrefix} for a prepared
  *       transaction's part, {@code 'D', transactionId u64} for a commit decision, {@code 'I',
  *       qualifiedKey UTF-8} for an idempotency record ({@link IdempotencyRecord})
@@ -98,9 +101,33 @@ final class Keys {
   /** meta: how many entries truncations deleted from the replication log (likewise). */
   static final byte[] META_TRUNCATED_ENTRIES = {'X'};
 
+  /**
+   * meta: the progress of installing a bootstrap image ({@link BootstrapInstallation}), kept until
+   * the node serves.
+   */
+  static final byte[] META_BOOTSTRAP = {'B'};
+
+  /**
+   * meta: the listing index is complete for every entity stored ({@link ListingIndex}: a position
+   * whose sequence is the listing key format). Written with a new store's first batch, or once by
+   * the build of a store written before the listing index.
+   */
+  static final byte[] META_LISTING_BUILT = {'S'};
+
   private static final byte META_LAST_ROUND = 'R';
   private static final byte META_HORIZON = 'H';
   private static final byte META_ROUND_LIST = 'L';
+
+  /**
+   * The first byte of every meta key, one per kind of record: a new kind takes a byte not here
+   * (two kinds sharing one would read each other's records, as the listing index's first marker
+   * did the bootstrap progress's).
+   */
+  static final byte[] META_TAGS = {META_PARTITIONS[0], META_CLOCK_CEILING[0], META_RECEIVED,
+      META_APPLIED, META_LOGGED_DECISION, META_DELIVERED[0], META_TRUNCATED, META_PEERS[0],
+      META_DELIVERED_REMOTE, META_LOGGED_ENTRIES, META_RECEIVED_ENTRIES[0],
+      META_TRUNCATED_ENTRIES[0], META_LAST_ROUND, META_HORIZON, META_ROUND_LIST,
+      META_BOOTSTRAP[0], META_LISTING_BUILT[0]};
 
   private Keys() {}
 

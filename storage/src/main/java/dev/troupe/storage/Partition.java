@@ -572,6 +572,8 @@ final class Partition {
           }
           batch.put(KeyValueDisk.Column.INDEX,
               Keys.index(effect.prefix(), timestamp, number, sequence), Keys.EMPTY);
+          // In the commit's own batch: a crash keeps the entity's listing key with its record.
+          ListingIndex.put(batch, effect.entity());
           int operations =
               operationsSinceCheckpoint.merge(
                   effect.entity(), Math.max(1, effect.operations().size()), Integer::sum);

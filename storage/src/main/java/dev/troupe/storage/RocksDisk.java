@@ -219,6 +219,7 @@ public final class RocksDisk implements KeyValueDisk {
       case META -> "meta";
       case TRANSACTIONS -> "transactions";
       case REPLICATION -> "replication";
+      case LISTING -> "listing";
     };
   }
 

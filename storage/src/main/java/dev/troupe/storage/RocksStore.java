@@ -260,6 +260,8 @@ public final class RocksStore implements Store {
   private boolean closed;
   private ScheduledExecutorService walFlusher;
   private long recoveryMillis;
+  /** Statistics only: entities the listing index was built for at this open (0: built before). */
+  private long listingEntitiesBuilt;
 
   private RocksStore(
       StorageSettings settings,
@@ -424,6 +426,8 @@ public final class RocksStore implements Store {
       try (KeyValueDisk.Batch batch = disk.newBatch()) {
         batch.put(KeyValueDisk.Column.META, Keys.META_PARTITIONS,
             Codec.encodePosition(new JournalPosition(settings.partitions(), 0)));
+        // A new store: its listing index is complete from the first commit on.
+        ListingIndex.markBuilt(batch);
         disk.write(batch, syncCommits);
       }
     } else {
@@ -435,6 +439,9 @@ public final class RocksStore implements Store {
                 + " (entities would move between partitions)");
       }
     }
+    // Before any writer of this node runs; on a store written before the listing index existed,
+    // built once from the entities it holds (ListingIndex.buildIfAbsent).
+    listingEntitiesBuilt = ListingIndex.buildIfAbsent(disk, this::entities);
     if (acquired != null) {
       recoverNodeWide();
       acquired.acquireCoordinatorPartition();
@@ -1174,6 +1181,32 @@ public final class RocksStore implements Store {
     } finally {
       closeLock.readLock().unlock();
     }
+  }
+
+  @Override
+  public List<EntityId> listing(String type, String startId, boolean includeStart, int limit) {
+    Objects.requireNonNull(type, "type");
+    enter();
+    try {
+      return ListingIndex.page(disk, type, startId, includeStart, limit);
+    } catch (CorruptDataException damage) {
+      corruptionsDetected.increment();
+      lastCorruption = "the listing index of type " + type + ": " + damage.getMessage();
+      events.corruptionDetected("the listing index of type " + type, damage);
+      throw new TroupeException(ErrorCode.CORRUPT_DATA, "the listing index of type " + type
+          + " failed its integrity check (" + damage.getMessage() + "); an operator must check"
+          + " and repair the store (troupe check, docs/OPERATIONS.md)");
+    } catch (java.io.UncheckedIOException e) {
+      throw new TroupeException(ErrorCode.UNAVAILABLE,
+          "cannot read the listing index of type " + type + ": " + e.getMessage());
+    } finally {
+      closeLock.readLock().unlock();
+    }
+  }
+
+  /** Entities the listing index was built for at this open (0: it was complete already). */
+  long listingEntitiesBuiltAtOpen() {
+    return listingEntitiesBuilt;
   }
 
   @Override

@@ -129,6 +129,20 @@ public interface Store extends DurableStore, AutoCloseable {
   List<EntityId> entitiesOfType(String type, EntityId after, int limit);
 
   /**
+   * A page of the listing index ({@link ListingIndex}): the entities of the type name {@code type}
+   * ever written (deleted ones too: whether one exists, now or at a version, is the caller's read),
+   * in id order (UTF-8 bytes, so code point order), from the id {@code startId} (included with
+   * {@code includeStart}, else only the ids after it; null: from the first), at most {@code
+   * limit}. One bounded range read of the listing column at one consistent
+   * point of the disk, whatever the node owns: on a disk several nodes share, it sees every commit
+   * durable before the call, whichever node wrote it.
+   *
+   * @throws dev.troupe.model.TroupeException {@code unavailable} if the store is closed or the disk
+   *     cannot be read; {@code corrupt_data} if it is damaged
+   */
+  List<EntityId> listing(String type, String startId, boolean includeStart, int limit);
+
+  /**
    * A page of every stored entity (with a journal record or a checkpoint; deleted ones too), of
    * every type, in storage order, starting after {@code after} (null: from the first): the
    * enumeration a bootstrap image is read by (docs/ARCHITECTURE.md, "Bootstrapping a new data

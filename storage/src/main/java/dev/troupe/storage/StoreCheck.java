@@ -152,6 +152,17 @@ public final class StoreCheck {
         long entries = rebuildIndex(disk, found.damagedRanges);
         actions.add("index: rebuilt from the journal (" + entries + " entries)");
       }
+      if (found.findings.stream().anyMatch(finding -> finding.where().startsWith("listing"))) {
+        // Dropped unread with any damaged files, and its built marker deleted: the next open
+        // builds it again from the index and checkpoints (ListingIndex.buildIfAbsent).
+        disk.recreateColumn(KeyValueDisk.Column.LISTING);
+        try (KeyValueDisk.Batch batch = disk.newBatch()) {
+          batch.delete(KeyValueDisk.Column.META, ListingIndex.META_BUILT);
+          disk.write(batch, true);
+        }
+        actions.add("listing index: dropped; the next open of the store builds it again from"
+            + " the index and checkpoints");
+      }
       disk.flushMemtables();
     } catch (DiskException e) {
       throw new UncheckedIOException(new IOException("repair failed: " + e.getMessage(), e));
@@ -203,6 +214,7 @@ public final class StoreCheck {
       checkCheckpoints(disk);
       checkTransactions(disk);
       checkReplicationLog(disk);
+      checkListing(disk);
     } catch (DiskException e) {
       throw new UncheckedIOException(new IOException("check failed: " + e.getMessage(), e));
     }
@@ -212,7 +224,7 @@ public final class StoreCheck {
       // Every damage to checkpoints (a table file, a scan that stopped, a checkpoint failing its
       // own checksum) is rebuilt the same way; a checkpoint newer than its key is not damage.
       boolean rebuildable = finding.where().startsWith("checkpoints") && journalComplete
-          || finding.where().startsWith("index");
+          || finding.where().startsWith("index") || finding.where().startsWith("listing");
       marked.add(rebuildable ? new Finding(finding.where(), finding.problem(), true) : finding);
     }
     findings.clear();
@@ -375,6 +387,45 @@ public final class StoreCheck {
             + state.version() + ", newer than its key " + version, false));
       }
     });
+  }
+
+  /**
+   * The listing index agrees with the entity index: every entity with an index entry or a
+   * checkpoint has its listing key, and every listing key is an entity's (a key is never deleted,
+   * so one without records is normal: the entity's records were truncated after its deletion).
+   * Checked only once the index is marked built: a store written before it gets it at its next
+   * open. One scan of the listing column (every key decodes), then one of each entity column with
+   * a point read of the listing per entity met (each once), so memory does not grow with the store.
+   */
+  private void checkListing(KeyValueDisk disk) throws DiskException {
+    if (!ListingIndex.built(disk)) {
+      return;
+    }
+    scan(disk, KeyValueDisk.Column.LISTING, (key, value) -> {
+      try {
+        EntityId.fromBytes(key);
+      } catch (RuntimeException notAnEntity) {
+        throw new CorruptDataException("a listing key is not an entity's: "
+            + notAnEntity.getMessage());
+      }
+    });
+    for (KeyValueDisk.Column column
+        : List.of(KeyValueDisk.Column.INDEX, KeyValueDisk.Column.CHECKPOINTS)) {
+      byte[][] previous = {null};
+      scan(disk, column, (key, value) -> {
+        int prefixLength = 2 + (((key[0] & 0xFF) << 8) | (key[1] & 0xFF));
+        byte[] entityBytes = Arrays.copyOfRange(key, 2, prefixLength);
+        if (Arrays.equals(entityBytes, previous[0])) {
+          return; // the entity's other entries: checked once
+        }
+        previous[0] = entityBytes;
+        if (disk.get(KeyValueDisk.Column.LISTING, entityBytes) == null) {
+          findings.add(new Finding("listing index of " + EntityId.fromBytes(entityBytes),
+              "no listing key, though the " + RocksDisk.columnFamilyName(column)
+                  + " column holds the entity", true));
+        }
+      });
+    }
   }
 
   private void checkTransactions(KeyValueDisk disk) throws DiskException {

@@ -31,6 +31,24 @@ class KeysTest {
   }
 
   @Test
+  void everyKindOfMetaRecordHasItsOwnFirstByte() {
+    java.util.Set<Byte> seen = new java.util.HashSet<>();
+    for (byte tag : Keys.META_TAGS) {
+      assertTrue(seen.add(tag), "meta tag '" + (char) tag + "' is used twice");
+    }
+    for (byte[] key : java.util.List.of(Keys.META_PARTITIONS, Keys.META_CLOCK_CEILING,
+        Keys.META_DELIVERED, Keys.META_PEERS, Keys.META_RECEIVED_ENTRIES,
+        Keys.META_TRUNCATED_ENTRIES, Keys.META_BOOTSTRAP, Keys.META_LISTING_BUILT,
+        Keys.metaClockCeiling(3), Keys.metaLastRound(1), Keys.metaHorizon(1), Keys.metaRound(1, 7),
+        Keys.metaLoggedEntries(1), Keys.metaLoggedDecision(5),
+        Keys.metaVectorEntry(Keys.META_APPLIED, 2), Keys.metaVectorEntry(Keys.META_RECEIVED, 2),
+        Keys.metaVectorEntry(Keys.META_TRUNCATED, 2),
+        Keys.metaVectorEntry(Keys.META_DELIVERED_REMOTE, 2))) {
+      assertTrue(seen.contains(key[0]), "meta key of tag '" + (char) key[0] + "' not in META_TAGS");
+    }
+  }
+
+  @Test
   void keysSortInNumericOrder() {
     assertTrue(Arrays.compareUnsigned(Keys.journal(1, 255), Keys.journal(1, 256)) < 0);
     assertTrue(Arrays.compareUnsigned(Keys.journal(1, Long.MAX_VALUE), Keys.journal(2, 0)) < 0);

@@ -47,7 +47,10 @@ public final class PostgresBaselineServer implements AutoCloseable {
     try {
       Materializer materializer = Materializer.matFromSystem(system);
       ServerBinding binding = Bindings.bind(system, http,
-          new PostgresRestApi(entities, executor, http, materializer));
+          new PostgresRestApi(entities, executor, http,
+              dev.troupe.runtime.RuntimeSettings.ListingSettings.fromConfig(
+                  config.getConfig("troupe")),
+              materializer));
       return new PostgresBaselineServer(system, binding, entities, executor);
     } catch (RuntimeException e) {
       system.terminate();

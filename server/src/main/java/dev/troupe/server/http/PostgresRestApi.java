@@ -31,7 +31,8 @@ import org.apache.pekko.stream.Materializer;
  * and limits ({@link RequestSupport}), same JSON bodies and error codes as {@link RestApi}, so
  * that one client and one contract test suite serve both.
  *
- * <p>Routes: {@code GET /v1/health}; {@code GET /metrics} (serialization retries); {@code GET | PATCH | DELETE /v1/entities/{type}/{id}};
+ * <p>Routes: {@code GET /v1/health}; {@code GET /metrics} (serialization retries); {@code GET
+ * /v1/entities/{type}} (a listing, without {@code at}); {@code GET | PATCH | DELETE /v1/entities/{type}/{id}};
  * {@code GET | PUT | DELETE /v1/entities/{type}/{id}/keys/{key}}. Everything else is 404.
  *
  * <p>JDBC blocks, so every statement runs on {@code executor} (one thread per pooled connection,
@@ -45,10 +46,12 @@ public final class PostgresRestApi
   private final Executor executor;
   private final Materializer materializer;
   private final RequestSupport support;
+  private final dev.troupe.runtime.RuntimeSettings.ListingSettings listing;
 
   public PostgresRestApi(PostgresEntities entities, Executor executor, HttpSettings settings,
-      Materializer materializer) {
+      dev.troupe.runtime.RuntimeSettings.ListingSettings listing, Materializer materializer) {
     this.entities = entities;
+    this.listing = listing;
     this.executor = executor;
     this.materializer = materializer;
     this.support = new RequestSupport(settings, materializer);
@@ -76,6 +79,9 @@ public final class PostgresRestApi
               + " failure or deadlock.\n# TYPE postgres_serialization_retries_total counter\n"
               + "postgres_serialization_retries_total " + entities.retries() + "\n"));
     }
+    if (size == 3 && path.get(0).equals("v1") && path.get(1).equals("entities")) {
+      return listingRoute(request, support.checkTypeName(path.get(2)));
+    }
     if (size < 4 || !path.get(0).equals("v1") || !path.get(1).equals("entities")) {
       return support.notFound(request);
     }
@@ -87,6 +93,43 @@ public final class PostgresRestApi
       return keyRoute(request, entity, support.checkKey(path.get(5)));
     }
     return support.notFound(request);
+  }
+
+  /** A page of the type's entities in id order, with the same query and answer as Troupe's. */
+  private CompletionStage<HttpResponse> listingRoute(HttpRequest request, String type) {
+    support.requireMethod(request, HttpMethods.GET);
+    request.discardEntityBytes(materializer);
+    ListingQuery query = ListingQuery.parse(request.getUri().query()::get, listing);
+    query.start().ifPresent(id -> support.entity(type, id));
+    if (query.at().isPresent()) {
+      throw TroupeException.invalid("the PostgreSQL baseline keeps no history: 'at' is not"
+          + " supported");
+    }
+    return blocking(() -> {
+      List<PostgresEntities.Listed> page = entities.list(type, query.start().orElse(null),
+          query.includeStart(), query.limit(), query.withStates());
+      return RequestSupport.json(200, rawObject(generator -> {
+        generator.writeStringField("type", type);
+        generator.writeArrayFieldStart("entities");
+        for (PostgresEntities.Listed listed : page) {
+          generator.writeStartObject();
+          generator.writeStringField("id", listed.id());
+          generator.writeNumberField("version", listed.version());
+          if (listed.stateJson() != null) {
+            generator.writeFieldName("state");
+            generator.writeRawValue(listed.stateJson());
+          }
+          generator.writeEndObject();
+        }
+        generator.writeEndArray();
+        // A full page may have more after it; a short one is the end of the type.
+        if (page.size() == query.limit()) {
+          generator.writeStringField("next", page.get(page.size() - 1).id());
+        } else {
+          generator.writeNullField("next");
+        }
+      }));
+    });
   }
 
   private CompletionStage<HttpResponse> entityRoute(HttpRequest request, EntityId entity) {

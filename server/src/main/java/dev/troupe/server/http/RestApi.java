@@ -339,6 +339,9 @@ public final class RestApi
         return support.notFound(request);
       }
       case "entities" -> {
+        if (size == 3) {
+          return listingRoute(request, support.checkTypeName(path.get(2)));
+        }
         if (size < 4) {
           return support.notFound(request);
         }
@@ -408,6 +411,70 @@ public final class RestApi
       });
     }
     return support.notFound(request);
+  }
+
+  /**
+   * {@code GET /v1/entities/{type}?after=ID|from=ID&limit=N&at=VERSION&states=BOOLEAN}: a page of
+   * the type's entities in id order ({@link dev.troupe.runtime.EntityListing}). Every parameter
+   * is checked before anything is read ({@link ListingQuery}): a bad one is a 400, never a partial
+   * answer.
+   */
+  private CompletionStage<HttpResponse> listingRoute(HttpRequest request, String type) {
+    support.requireMethod(request, HttpMethods.GET);
+    request.discardEntityBytes(materializer);
+    ListingQuery query =
+        ListingQuery.parse(request.getUri().query()::get, troupe.settings().listing());
+    query.start().ifPresent(id -> support.entity(type, id)); // any id's rules
+    return troupe.listEntities(type, query.start().orElse(null), query.includeStart(),
+        query.limit(), query.at(), query.withStates())
+        .thenApply(page -> RequestSupport.json(200, listingBody(page)));
+  }
+
+
+  /**
+   * {@code {"type", "entities": [{"id", "version"[, "state"]}], "next"}}, written straight into
+   * bytes: each state is already JSON (the type's rendering, as a {@code GET} answers it, memoized
+   * per state) and is copied in as it is, never parsed or re-encoded.
+   */
+  static byte[] listingBody(dev.troupe.runtime.EntityListing.Page page) {
+    java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream(256);
+    try {
+      out.write(LISTING_TYPE);
+      out.write(Json.MAPPER.writeValueAsBytes(page.type()));
+      out.write(LISTING_ENTITIES);
+      boolean first = true;
+      for (dev.troupe.runtime.EntityListing.Entry entry : page.entities()) {
+        out.write(first ? LISTING_FIRST_ID : LISTING_NEXT_ID);
+        first = false;
+        out.write(Json.MAPPER.writeValueAsBytes(entry.id()));
+        out.write(LISTING_VERSION);
+        out.write(Long.toString(entry.version()).getBytes(StandardCharsets.US_ASCII));
+        if (entry.stateJson() != null) {
+          out.write(LISTING_STATE);
+          out.write(entry.stateJson());
+        }
+        out.write('}');
+      }
+      out.write(LISTING_NEXT);
+      out.write(page.next() == null ? LISTING_NULL : Json.MAPPER.writeValueAsBytes(page.next()));
+      out.write('}');
+    } catch (java.io.IOException e) {
+      throw new java.io.UncheckedIOException(e);
+    }
+    return out.toByteArray();
+  }
+
+  private static final byte[] LISTING_TYPE = ascii("{\"type\":");
+  private static final byte[] LISTING_ENTITIES = ascii(",\"entities\":[");
+  private static final byte[] LISTING_FIRST_ID = ascii("{\"id\":");
+  private static final byte[] LISTING_NEXT_ID = ascii(",{\"id\":");
+  private static final byte[] LISTING_VERSION = ascii(",\"version\":");
+  private static final byte[] LISTING_STATE = ascii(",\"state\":");
+  private static final byte[] LISTING_NEXT = ascii("],\"next\":");
+  private static final byte[] LISTING_NULL = ascii("null");
+
+  private static byte[] ascii(String text) {
+    return text.getBytes(StandardCharsets.US_ASCII);
   }
 
   private CompletionStage<HttpResponse> entityRoute(HttpRequest request, EntityId entity) {

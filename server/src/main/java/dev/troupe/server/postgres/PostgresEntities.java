@@ -8,6 +8,7 @@ import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
+import java.util.List;
 import java.util.Optional;
 import java.util.OptionalLong;
 import java.util.concurrent.atomic.LongAdder;
@@ -76,7 +77,7 @@ public final class PostgresEntities implements AutoCloseable {
       statement.execute("""
           CREATE TABLE IF NOT EXISTS entities (
             type text NOT NULL,
-            id text NOT NULL,
+            id text COLLATE "C" NOT NULL,
             state jsonb NOT NULL,
             version bigint NOT NULL,
             PRIMARY KEY (type, id)
@@ -166,6 +167,39 @@ public final class PostgresEntities implements AutoCloseable {
             return row.getLong(1);
           }
         });
+  }
+
+  /** One listed entity: its id, version and (when asked for) its state's JSON text. */
+  public record Listed(String id, long version, String stateJson) {}
+
+  /**
+   * A page of the type's entities in id order (the id column's collation is "C": byte order of
+   * UTF-8, which is code point order, as Troupe's listing index), from {@code startId} (included
+   * with {@code includeStart}; null: from the first), at most {@code limit}: one range read of
+   * the primary key's index, as Troupe's listing is one of its listing index.
+   */
+  public List<Listed> list(String type, String startId, boolean includeStart, int limit,
+      boolean withStates) {
+    String sql = "SELECT id, version" + (withStates ? ", state::text" : "")
+        + " FROM entities WHERE type = ?"
+        + (startId == null ? "" : includeStart ? " AND id >= ?" : " AND id > ?")
+        + " ORDER BY id LIMIT ?";
+    return execute(sql, statement -> {
+      int parameter = 1;
+      statement.setString(parameter++, type);
+      if (startId != null) {
+        statement.setString(parameter++, startId);
+      }
+      statement.setInt(parameter, limit);
+      List<Listed> page = new java.util.ArrayList<>(Math.min(limit, 1024));
+      try (ResultSet row = statement.executeQuery()) {
+        while (row.next()) {
+          page.add(new Listed(row.getString(1), row.getLong(2),
+              withStates ? row.getString(3) : null));
+        }
+      }
+      return page;
+    });
   }
 
   /** Deletes the entity; returns the deletion's version, or empty if it did not exist. */

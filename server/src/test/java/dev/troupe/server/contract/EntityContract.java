@@ -122,6 +122,40 @@ abstract class EntityContract {
     assertEquals(deleted, read.body().get("version").asLong());
   }
 
+  /**
+   * A listing pages through a type in id order, skips deleted entities, starts a range at an id
+   * ({@code from}) or after a cursor ({@code after}), carries versions and, when asked, states.
+   * Against a cluster every request goes to the next member: each page is answered by a member
+   * that did not write most of the entities it lists.
+   */
+  @Test
+  void aTypeIsListedInIdOrderPageByPage() throws Exception {
+    String type = "/v1/entities/ContractListing";
+    java.util.Map<String, Long> versions = new java.util.TreeMap<>();
+    for (String id : List.of("b", "a", "d", "c")) {
+      versions.put(id, version(send("PUT", type + "/" + id + "/keys/n", "\"" + id + "\"")));
+    }
+    version(send("DELETE", type + "/c", null));
+    Answer first = send("GET", type + "?limit=2", null);
+    assertEquals(200, first.status(), first.text());
+    assertEquals(Json.parse("{\"type\":\"ContractListing\",\"entities\":[{\"id\":\"a\",\"version\":"
+        + versions.get("a") + "},{\"id\":\"b\",\"version\":" + versions.get("b")
+        + "}],\"next\":\"b\"}"), first.body());
+    Answer second = send("GET", type + "?limit=2&after=b&states=true", null);
+    assertEquals(Json.parse("{\"type\":\"ContractListing\",\"entities\":[{\"id\":\"d\",\"version\":"
+        + versions.get("d") + ",\"state\":{\"n\":\"d\"}}],\"next\":null}"), second.body());
+    Answer range = send("GET", type + "?from=b&limit=1", null);
+    assertEquals(200, range.status(), range.text());
+    assertEquals("b", range.body().at("/entities/0/id").asText(), range.text());
+    assertEquals("b", range.body().path("next").asText(), range.text());
+    Answer none = send("GET", "/v1/entities/ContractNeverWritten", null);
+    assertEquals(Json.parse("{\"type\":\"ContractNeverWritten\",\"entities\":[],\"next\":null}"),
+        none.body());
+    assertError(400, "invalid_request", send("GET", type + "?limit=0", null));
+    assertError(400, "invalid_request", send("GET", type + "?after=a&from=b", null));
+    assertError(400, "invalid_request", send("GET", type + "?states=yes", null));
+  }
+
   @Test
   void deletedEntityIsGoneAndCanBeRecreated() throws Exception {
     long created = version(send("PATCH", entity("d"), "{\"a\":1,\"b\":2}"));
