@@ -24,7 +24,7 @@ import org.junit.jupiter.api.io.TempDir;
  * cases per route (default {@value #DEFAULT_MAX_EXAMPLES}, about two minutes on two cores).
  */
 class SchemathesisTest {
-  static final int DEFAULT_MAX_EXAMPLES = 300;
+  static final int DEFAULT_MAX_EXAMPLES = 200;
   /** Installing schemathesis and the run together; past this the run is stopped and failed. */
   private static final long TIMEOUT_MINUTES = 15;
   private static final Path SCRIPT = Path.of("src/test/schemathesis/run.sh");
