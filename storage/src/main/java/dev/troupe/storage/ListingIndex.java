@@ -33,12 +33,6 @@ final class ListingIndex {
   /** The listing key format written here; a store marked with another is refused, not misread. */
   static final long FORMAT = 1;
 
-  /**
-   * Entities read and indexed per write while building the index of an existing store: a one-time
-   * step at the first open after the upgrade, bounded so its memory does not grow with the store.
-   */
-  static final int BUILD_BATCH_ENTITIES = 1024;
-
   private ListingIndex() {}
 
   /** The listing key of {@code entity}. */
@@ -123,7 +117,9 @@ final class ListingIndex {
    * Builds the index of a store written before it existed, once, at open (before any writer of
    * this node runs): every entity the store holds records or checkpoints of ({@code entities}, the
    * enumeration by the index and checkpoint columns, one seek per entity) gets its key, in batches
-   * of {@link #BUILD_BATCH_ENTITIES}, and the marker comes in a synced batch after the last. A
+   * of {@code batchEntities} (the store's {@code troupe.storage.group-commit-max-records}, the
+   * most records one write batch carries: memory stays bounded whatever the store's size), and
+   * the marker comes in a synced batch after the last. A
    * crash in between leaves no marker, so the next open builds again (the puts are idempotent).
    * Never a scan of the journal: the index and checkpoint columns name every entity that has one.
    *
@@ -134,14 +130,17 @@ final class ListingIndex {
    *
    * @return how many entities were indexed (0 when the index was built already)
    */
-  static long buildIfAbsent(KeyValueDisk disk, EntityPages entities) throws DiskException {
+  static long buildIfAbsent(KeyValueDisk disk, EntityPages entities, int batchEntities)
+      throws DiskException {
+    Invariants.check(batchEntities > 0, "a build batch holds at least one entity, was %d",
+        batchEntities);
     if (built(disk)) {
       return 0;
     }
     long indexed = 0;
     EntityId after = null;
     while (true) {
-      List<EntityId> page = entities.page(after, BUILD_BATCH_ENTITIES);
+      List<EntityId> page = entities.page(after, batchEntities);
       if (!page.isEmpty()) {
         try (KeyValueDisk.Batch batch = disk.newBatch()) {
           for (EntityId entity : page) {
@@ -152,7 +151,7 @@ final class ListingIndex {
         indexed += page.size();
         after = page.get(page.size() - 1);
       }
-      if (page.size() < BUILD_BATCH_ENTITIES) {
+      if (page.size() < batchEntities) {
         break;
       }
     }

@@ -441,7 +441,8 @@ public final class RocksStore implements Store {
     }
     // Before any writer of this node runs; on a store written before the listing index existed,
     // built once from the entities it holds (ListingIndex.buildIfAbsent).
-    listingEntitiesBuilt = ListingIndex.buildIfAbsent(disk, this::entities);
+    listingEntitiesBuilt = ListingIndex.buildIfAbsent(disk, this::entities,
+        settings.groupCommitMaxRecords());
     if (acquired != null) {
       recoverNodeWide();
       acquired.acquireCoordinatorPartition();

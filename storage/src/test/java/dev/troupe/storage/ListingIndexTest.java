@@ -81,7 +81,7 @@ class ListingIndexTest {
   @Test
   void aStoreWrittenBeforeTheListingIndexGetsItBuiltOnceAtOpen() throws Exception {
     FakeClock clock = new FakeClock(Fixtures.START_MILLIS);
-    int count = ListingIndex.BUILD_BATCH_ENTITIES + 7; // more than one batch of the build
+    int count = settings().groupCommitMaxRecords() + 7; // more than one batch of the build
     try (RocksStore store = open(settings(), clock)) {
       for (int i = 0; i < count; i++) {
         write(store, new EntityId("Item", "item-" + i));
