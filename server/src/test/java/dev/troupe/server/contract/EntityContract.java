@@ -23,6 +23,8 @@ import org.junit.jupiter.api.TestInfo;
  * codes, error codes, states and key values, and versions that grow with every write to an entity
  * (their values differ by design: Troupe's are commit timestamps, the baseline's a sequence).
  *
+ * <p>The cases also run through the Java client ({@link JavaClientEntityContractTest}).
+ *
  * <p>Each test works on entities of its own, so the order of tests does not matter.
  */
 abstract class EntityContract {
@@ -40,7 +42,11 @@ abstract class EntityContract {
     return "/v1/entities/Contract/" + prefix + "-" + id;
   }
 
-  private Answer send(String method, String path, String body) throws Exception {
+  /**
+   * Sends one request of the contract. Over REST by default; a client's contract test overrides
+   * it to make the request through the client ({@link JavaClientEntityContractTest}).
+   */
+  Answer send(String method, String path, String body) throws Exception {
     return server().send(method, path, body);
   }
 

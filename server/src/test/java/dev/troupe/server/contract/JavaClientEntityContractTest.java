@@ -1,0 +1,198 @@
+package dev.troupe.server.contract;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.troupe.client.EntityPage;
+import dev.troupe.client.EntityState;
+import dev.troupe.client.ListQuery;
+import dev.troupe.client.ListedEntity;
+import dev.troupe.client.RetryPolicy;
+import dev.troupe.client.TroupeClient;
+import dev.troupe.client.TroupeClientException;
+import dev.troupe.client.Written;
+import dev.troupe.model.Json;
+import dev.troupe.server.ServerProcess;
+import dev.troupe.server.ServerProcess.Answer;
+import java.net.URLDecoder;
+import java.net.http.HttpHeaders;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The entity REST contract through the Java client ({@code client-java}) against a real Troupe
+ * node: the contract's requests are made by the client's methods ({@code get}, {@code patch},
+ * {@code putKey}, {@code listEntities}, ...), whose typed results are written back as the JSON
+ * the contract checks, and whose {@link TroupeClientException}s become the error answers (their
+ * status and body). So every case checks what the client sends, how it reads each answer and
+ * which error it raises.
+ *
+ * <p>A request a typed client cannot make (a malformed body, a method the resource does not take,
+ * a path of no operation, {@code states=yes}) goes over plain HTTP, as in {@link
+ * TroupeEntityContractTest}; the run prints how many did.
+ */
+class JavaClientEntityContractTest extends EntityContract {
+  private static final HttpHeaders NO_HEADERS = HttpHeaders.of(Map.of(), (name, value) -> true);
+
+  @TempDir static Path data;
+  static ServerProcess server;
+  static TroupeClient client;
+  static final AtomicInteger THROUGH_CLIENT = new AtomicInteger();
+  static final List<String> RAW = java.util.Collections.synchronizedList(new ArrayList<>());
+
+  @BeforeAll
+  static void start() throws Exception {
+    server = ServerProcess.start(data.resolve("node"));
+    client = TroupeClient.builder(server.baseUrl()).retry(RetryPolicy.NONE).build();
+  }
+
+  @AfterAll
+  static void stop() throws Exception {
+    System.out.println("through the client: " + THROUGH_CLIENT.get() + " requests; over plain"
+        + " HTTP (not expressible with a typed client): " + RAW);
+    client.close();
+    server.close();
+  }
+
+  @Override
+  ServerProcess server() {
+    return server;
+  }
+
+  @Override
+  Answer send(String method, String path, String body) throws Exception {
+    java.util.concurrent.Callable<JsonNode> call = clientCall(method, path, body);
+    if (call == null) {
+      RAW.add(method + " " + (path.length() > 60 ? path.substring(0, 60) + "..." : path));
+      return super.send(method, path, body);
+    }
+    THROUGH_CLIENT.incrementAndGet();
+    try {
+      // Written as JSON text and parsed back as the contract parses answers (numbers as the
+      // server's JSON reader types them).
+      String text = call.call().toString();
+      return new Answer(200, Json.parse(text), text, NO_HEADERS);
+    } catch (TroupeClientException refused) {
+      String text = refused.body().toString();
+      return new Answer(refused.status(), Json.parse(text), text, NO_HEADERS);
+    }
+  }
+
+  /** The client call that makes this request, or null when the client cannot make it. */
+  private static java.util.concurrent.Callable<JsonNode> clientCall(String method, String path,
+      String body) {
+    int question = path.indexOf('?');
+    String[] segments = (question < 0 ? path : path.substring(0, question)).split("/");
+    Map<String, String> query = new HashMap<>();
+    if (question >= 0) {
+      for (String parameter : path.substring(question + 1).split("&")) {
+        String[] pair = parameter.split("=", 2);
+        query.put(decode(pair[0]), decode(pair[1]));
+      }
+    }
+    // segments: "", "v1", "entities", type[, id[, "keys", key]]
+    if (segments.length < 4 || !segments[1].equals("v1") || !segments[2].equals("entities")) {
+      return null;
+    }
+    String type = decode(segments[3]);
+    JsonNode parsedBody = null;
+    if (body != null) {
+      try {
+        parsedBody = Json.parse(body);
+      } catch (RuntimeException malformed) {
+        return null;
+      }
+    }
+    JsonNode value = parsedBody;
+    if (segments.length == 4) {
+      ListQuery listing = listQuery(query);
+      return method.equals("GET") && listing != null
+          ? () -> page(client.listEntities(type, listing)) : null;
+    }
+    String id = decode(segments[4]);
+    if (segments.length == 5 && query.isEmpty()) {
+      return switch (method) {
+        case "GET" -> () -> entity(client.get(type, id));
+        case "DELETE" -> () -> written(client.delete(type, id));
+        case "PATCH" -> value != null && value.isObject()
+            ? () -> written(client.patch(type, id, Json.MAPPER.convertValue(value,
+                new com.fasterxml.jackson.core.type.TypeReference<Map<String, Object>>() {})))
+            : null;
+        default -> null;
+      };
+    }
+    if (segments.length == 7 && segments[5].equals("keys") && query.isEmpty()) {
+      String key = decode(segments[6]);
+      return switch (method) {
+        case "GET" -> () -> Json.NODES.objectNode().set("value", client.getKey(type, id, key));
+        case "PUT" -> value != null ? () -> written(client.putKey(type, id, key, value)) : null;
+        case "DELETE" -> () -> written(client.deleteKey(type, id, key));
+        default -> null;
+      };
+    }
+    return null;
+  }
+
+  private static ListQuery listQuery(Map<String, String> query) {
+    ListQuery listing = ListQuery.firstPage();
+    for (Map.Entry<String, String> parameter : query.entrySet()) {
+      String value = parameter.getValue();
+      switch (parameter.getKey()) {
+        case "after" -> listing = listing.after(value);
+        case "from" -> listing = listing.from(value);
+        case "limit" -> listing = listing.limit(Integer.parseInt(value));
+        case "at" -> listing = listing.at(Long.parseLong(value));
+        case "states" -> {
+          if (!value.equals("true")) {
+            return null;
+          }
+          listing = listing.withStates();
+        }
+        default -> {
+          return null;
+        }
+      }
+    }
+    return listing;
+  }
+
+  private static String decode(String segment) {
+    return URLDecoder.decode(segment, StandardCharsets.UTF_8);
+  }
+
+  private static JsonNode entity(EntityState read) {
+    ObjectNode json = Json.NODES.objectNode().put("type", read.type()).put("id", read.id());
+    json.set("state", read.state());
+    return json.put("version", read.version());
+  }
+
+  private static JsonNode written(Written written) {
+    ObjectNode json = Json.NODES.objectNode();
+    written.version().ifPresent(version -> json.put("version", version));
+    written.state().ifPresent(state -> json.set("state", state));
+    return json;
+  }
+
+  private static JsonNode page(EntityPage page) {
+    ObjectNode json = Json.NODES.objectNode().put("type", page.type());
+    var entities = json.putArray("entities");
+    for (ListedEntity listed : page.entities()) {
+      ObjectNode entity = entities.addObject().put("id", listed.id())
+          .put("version", listed.version());
+      listed.state().ifPresent(state -> entity.set("state", state));
+    }
+    if (page.next().isPresent()) {
+      json.put("next", page.next().get());
+    } else {
+      json.putNull("next");
+    }
+    return json;
+  }
+}
