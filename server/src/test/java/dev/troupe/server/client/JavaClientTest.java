@@ -24,6 +24,7 @@ import dev.troupe.client.TroupeClientException;
 import dev.troupe.client.Written;
 import dev.troupe.model.ErrorCode;
 import dev.troupe.server.ServerProcess;
+import dev.troupe.server.contract.EntityContract;
 import dev.troupe.server.client.AnswerLosingProxy.Answer;
 import dev.troupe.server.client.AnswerLosingProxy.Seen;
 import dev.troupe.server.http.Authorization;
@@ -46,6 +47,7 @@ import java.util.stream.Collectors;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Nested;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInfo;
 import org.junit.jupiter.api.io.TempDir;
@@ -56,7 +58,8 @@ import org.junit.jupiter.api.io.TempDir;
  * client's tests run: every area of the API through both faces, typed errors, retries with one
  * idempotency key through {@link AnswerLosingProxy} (the write applied once), {@code
  * Retry-After}, the retry bounds, the causal token, and the README's example compiled and run as
- * printed. (The entity contract through the client: {@code JavaClientEntityContractTest}.)
+ * printed; and the entity contract's cases ({@link EntityContract}) through the client ({@link
+ * EntityContractThroughTheClient}), on the same server so the class starts one.
  */
 class JavaClientTest {
   private static final String ACCOUNT_YAML = """
@@ -503,5 +506,41 @@ class JavaClientTest {
         + printed);
     assertEquals(0, troupe.get(type, "alice").state().get("balance").asInt(), printed);
     assertEquals(100, troupe.get(type, "bob").state().get("balance").asInt(), printed);
+  }
+
+  // ---- The entity contract ----
+
+  /**
+   * The entity contract's cases with every request the client can make made through it ({@link
+   * ClientContractDriver}); the rest over plain HTTP with the token (the run prints which).
+   */
+  @Nested
+  class EntityContractThroughTheClient extends EntityContract {
+    private final TroupeClient client =
+        TroupeClient.builder(server.baseUrl()).token(token).retry(RetryPolicy.NONE).build();
+    private final ClientContractDriver driver = new ClientContractDriver(client,
+        (method, path, body) -> ServerProcess.send(server.baseUrl() + path, method, body,
+            "application/json", Map.of("Authorization", "Bearer " + token),
+            Duration.ofSeconds(60)));
+
+    @org.junit.jupiter.api.AfterEach
+    void report() {
+      client.close();
+      if (!driver.raw().isEmpty()) {
+        System.out.println("over plain HTTP (not expressible with a typed client): "
+            + driver.raw());
+      }
+    }
+
+    @Override
+    protected ServerProcess server() {
+      return server;
+    }
+
+    @Override
+    protected ServerProcess.Answer send(String method, String path, String body)
+        throws Exception {
+      return driver.send(method, path, body);
+    }
   }
 }

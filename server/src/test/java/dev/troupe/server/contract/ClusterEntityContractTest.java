@@ -32,7 +32,7 @@ class ClusterEntityContractTest extends EntityContract {
   }
 
   @Override
-  ServerProcess server() {
+  protected ServerProcess server() {
     return cluster.node(Math.floorMod(NEXT.getAndIncrement(), 3));
   }
 }

@@ -23,13 +23,15 @@ import org.junit.jupiter.api.TestInfo;
  * codes, error codes, states and key values, and versions that grow with every write to an entity
  * (their values differ by design: Troupe's are commit timestamps, the baseline's a sequence).
  *
- * <p>The cases also run through the Java client ({@link JavaClientEntityContractTest}).
+ * <p>The cases also run through the Java client ({@code client.JavaClientTest}'s nested {@code
+ * EntityContractThroughTheClient}): public, with {@link #server()} and {@link #send} protected, for
+ * that subclass in another package.
  *
  * <p>Each test works on entities of its own, so the order of tests does not matter.
  */
-abstract class EntityContract {
+public abstract class EntityContract {
   /** The server under test, started once per concrete class. */
-  abstract ServerProcess server();
+  protected abstract ServerProcess server();
 
   private String prefix;
 
@@ -44,9 +46,9 @@ abstract class EntityContract {
 
   /**
    * Sends one request of the contract. Over REST by default; a client's contract test overrides
-   * it to make the request through the client ({@link JavaClientEntityContractTest}).
+   * it to make the request through the client.
    */
-  Answer send(String method, String path, String body) throws Exception {
+  protected Answer send(String method, String path, String body) throws Exception {
     return server().send(method, path, body);
   }
 

@@ -32,7 +32,7 @@ class PostgresEntityContractTest extends EntityContract {
   }
 
   @Override
-  ServerProcess server() {
+  protected ServerProcess server() {
     return server;
   }
 }

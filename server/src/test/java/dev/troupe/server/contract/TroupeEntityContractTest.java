@@ -22,7 +22,7 @@ class TroupeEntityContractTest extends EntityContract {
   }
 
   @Override
-  ServerProcess server() {
+  protected ServerProcess server() {
     return server;
   }
 }

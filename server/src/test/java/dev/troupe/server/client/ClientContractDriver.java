@@ -1,4 +1,4 @@
-package dev.troupe.server.contract;
+package dev.troupe.server.client;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
@@ -6,74 +6,62 @@ import dev.troupe.client.EntityPage;
 import dev.troupe.client.EntityState;
 import dev.troupe.client.ListQuery;
 import dev.troupe.client.ListedEntity;
-import dev.troupe.client.RetryPolicy;
 import dev.troupe.client.TroupeClient;
 import dev.troupe.client.TroupeClientException;
 import dev.troupe.client.Written;
 import dev.troupe.model.Json;
-import dev.troupe.server.ServerProcess;
 import dev.troupe.server.ServerProcess.Answer;
 import java.net.URLDecoder;
 import java.net.http.HttpHeaders;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.atomic.AtomicInteger;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.io.TempDir;
 
 /**
- * The entity REST contract through the Java client ({@code client-java}) against a real Troupe
- * node: the contract's requests are made by the client's methods ({@code get}, {@code patch},
- * {@code putKey}, {@code listEntities}, ...), whose typed results are written back as the JSON
- * the contract checks, and whose {@link TroupeClientException}s become the error answers (their
- * status and body). So every case checks what the client sends, how it reads each answer and
- * which error it raises.
+ * The entity contract's requests ({@code contract.EntityContract}) made through the Java client:
+ * each request becomes the client method that makes it ({@code get}, {@code patch}, {@code
+ * putKey}, {@code listEntities}, ...), whose typed result is written back as the JSON the
+ * contract checks, and whose {@link TroupeClientException} becomes the error answer (its status
+ * and body). So every contract case checks what the client sends, how it reads each answer and
+ * which exception it throws.
  *
  * <p>A request a typed client cannot make (a malformed body, a method the resource does not take,
- * a path of no operation, {@code states=yes}) goes over plain HTTP, as in {@link
- * TroupeEntityContractTest}; the run prints how many did.
+ * a path of no operation, {@code states=yes}) is made by {@code raw} over plain HTTP and listed in
+ * {@link #raw()}.
+ *
+ * <p>Concurrency: safe to share (the contract's concurrent writers use one driver).
  */
-class JavaClientEntityContractTest extends EntityContract {
+final class ClientContractDriver {
   private static final HttpHeaders NO_HEADERS = HttpHeaders.of(Map.of(), (name, value) -> true);
 
-  @TempDir static Path data;
-  static ServerProcess server;
-  static TroupeClient client;
-  static final AtomicInteger THROUGH_CLIENT = new AtomicInteger();
-  static final List<String> RAW = java.util.Collections.synchronizedList(new ArrayList<>());
-
-  @BeforeAll
-  static void start() throws Exception {
-    server = ServerProcess.start(data.resolve("node"));
-    client = TroupeClient.builder(server.baseUrl()).retry(RetryPolicy.NONE).build();
+  /** Makes a request over plain HTTP. */
+  @FunctionalInterface
+  interface RawRequest {
+    Answer send(String method, String path, String body) throws Exception;
   }
 
-  @AfterAll
-  static void stop() throws Exception {
-    System.out.println("through the client: " + THROUGH_CLIENT.get() + " requests; over plain"
-        + " HTTP (not expressible with a typed client): " + RAW);
-    client.close();
-    server.close();
+  private final TroupeClient client;
+  private final RawRequest rawRequest;
+  private final List<String> raw = java.util.Collections.synchronizedList(new ArrayList<>());
+
+  ClientContractDriver(TroupeClient client, RawRequest rawRequest) {
+    this.client = client;
+    this.rawRequest = rawRequest;
   }
 
-  @Override
-  ServerProcess server() {
-    return server;
+  /** The requests made over plain HTTP so far (method and the start of the path). */
+  List<String> raw() {
+    return List.copyOf(raw);
   }
 
-  @Override
   Answer send(String method, String path, String body) throws Exception {
     java.util.concurrent.Callable<JsonNode> call = clientCall(method, path, body);
     if (call == null) {
-      RAW.add(method + " " + (path.length() > 60 ? path.substring(0, 60) + "..." : path));
-      return super.send(method, path, body);
+      raw.add(method + " " + (path.length() > 60 ? path.substring(0, 60) + "..." : path));
+      return rawRequest.send(method, path, body);
     }
-    THROUGH_CLIENT.incrementAndGet();
     try {
       // Written as JSON text and parsed back as the contract parses answers (numbers as the
       // server's JSON reader types them).
@@ -86,7 +74,7 @@ class JavaClientEntityContractTest extends EntityContract {
   }
 
   /** The client call that makes this request, or null when the client cannot make it. */
-  private static java.util.concurrent.Callable<JsonNode> clientCall(String method, String path,
+  private java.util.concurrent.Callable<JsonNode> clientCall(String method, String path,
       String body) {
     int question = path.indexOf('?');
     String[] segments = (question < 0 ? path : path.substring(0, question)).split("/");
