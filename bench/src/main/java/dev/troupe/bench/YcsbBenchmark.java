@@ -103,7 +103,24 @@ final class YcsbBenchmark extends Benchmark {
           + " -XX:StartFlightRecording=filename=troupe.jfr to profile.")
   List<String> serverJvmOptions = new ArrayList<>();
 
+  @Option(names = "--driver", defaultValue = "connection", paramLabel = "connection|java-client",
+      description = "The YCSB binding's HTTP client: connection (RestEntityDb on its minimal"
+          + " keep-alive connection, what the recorded figures use) or java-client"
+          + " (ClientEntityDb on client-java, what an application on the Java client gets)"
+          + " (default: ${DEFAULT-VALUE}).")
+  String driver;
+
   @Mixin HtmlReportOption htmlReport;
+
+  /** The YCSB binding of {@code --driver}. */
+  java.util.function.Supplier<site.ycsb.DB> databases() {
+    return switch (driver) {
+      case "connection" -> RestEntityDb::new;
+      case "java-client" -> ClientEntityDb::new;
+      default -> throw new IllegalArgumentException(
+          "--driver must be connection or java-client, was '" + driver + "'");
+    };
+  }
 
   List<Target> targets() {
     return switch (target.toLowerCase(java.util.Locale.ROOT)) {
@@ -145,6 +162,7 @@ final class YcsbBenchmark extends Benchmark {
         .parameter("records", records)
         .parameter("record_bytes", 1000)
         .parameter("threads", threads)
+        .parameter("driver", driver)
         .parameter("request_distribution",
             requestDistribution == null ? "the workload's" : requestDistribution)
         .parameter("rounds", rounds)
@@ -163,7 +181,7 @@ final class YcsbBenchmark extends Benchmark {
         servers.address(each, properties);
         YcsbRunner.PhaseResult loaded;
         try (ProgressBar progress = ProgressBars.start("load " + each, records, "records", 1)) {
-          loaded = YcsbRunner.load(properties, threads, RestEntityDb::new, progress);
+          loaded = YcsbRunner.load(properties, threads, databases(), progress);
         }
         report.result("load/" + each, "records_per_second", loaded.throughputPerSecond());
         report.result("load/" + each, "seconds", loaded.seconds());
@@ -190,7 +208,7 @@ final class YcsbBenchmark extends Benchmark {
               }
               servers.address(each, properties);
               byTarget.get(each).add(YcsbRunner.transactions(properties, threads,
-                  RestEntityDb::new, warmup, measurement, progress));
+                  databases(), warmup, measurement, progress));
             }
           }
         }

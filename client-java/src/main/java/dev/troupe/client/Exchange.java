@@ -42,13 +42,16 @@ final class Exchange<T> {
 
   /**
    * @param idempotencyKey the key every attempt carries (used only when the call is {@link
-   *     Safety#KEYED})
+   *     Safety#KEYED} and the policy allows a retry)
    * @param startNanos the time of the first attempt, on the clock later times are given on
    */
   Exchange(Call<T> call, RetryPolicy policy, String idempotencyKey, long startNanos) {
     this.call = call;
     this.policy = policy;
-    this.idempotencyKey = call.safety() == Safety.KEYED ? idempotencyKey : null;
+    // A key only serves a retry: without one (maxAttempts 1) it would only cost the server the
+    // record of the answer.
+    this.idempotencyKey = call.safety() == Safety.KEYED && policy.maxAttempts() > 1
+        ? idempotencyKey : null;
     this.deadlineNanos = startNanos + policy.maxTotal().toNanos();
     this.backoff = policy.initialBackoff();
   }

@@ -35,7 +35,10 @@ public record RetryPolicy(int maxAttempts, Duration maxTotal, Duration initialBa
   public static final RetryPolicy DEFAULT = new RetryPolicy(DEFAULT_MAX_ATTEMPTS,
       DEFAULT_MAX_TOTAL, DEFAULT_INITIAL_BACKOFF, DEFAULT_MAX_BACKOFF);
 
-  /** No retries at all: every request is sent once. */
+  /**
+   * No retries at all: every request is sent once, and writes carry no idempotency key (it would
+   * serve no retry, and costs the server the record of the answer).
+   */
   public static final RetryPolicy NONE = DEFAULT.withMaxAttempts(1);
 
   public RetryPolicy {

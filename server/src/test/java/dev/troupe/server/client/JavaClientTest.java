@@ -315,6 +315,87 @@ class JavaClientTest {
     assertEquals(List.of(), troupe.entityDependencies("Product", unique).leads());
   }
 
+  /** operationId to the class and method of the blocking client that calls it. */
+  private static final Map<String, List<Object>> METHODS = Map.ofEntries(
+      Map.entry("getHealth", List.of(TroupeClient.class, "health")),
+      Map.entry("listTypes", List.of(TroupeClient.class, "listTypes")),
+      Map.entry("getType", List.of(TroupeClient.class, "getType")),
+      Map.entry("putType", List.of(TroupeClient.class, "putType")),
+      Map.entry("listEntities", List.of(TroupeClient.class, "listEntities")),
+      Map.entry("getEntity", List.of(TroupeClient.class, "get")),
+      Map.entry("patchEntity", List.of(TroupeClient.class, "patch")),
+      Map.entry("deleteEntity", List.of(TroupeClient.class, "delete")),
+      Map.entry("getKey", List.of(TroupeClient.class, "getKey")),
+      Map.entry("putKey", List.of(TroupeClient.class, "putKey")),
+      Map.entry("deleteKey", List.of(TroupeClient.class, "deleteKey")),
+      Map.entry("incrementKey", List.of(TroupeClient.class, "increment")),
+      Map.entry("addElement", List.of(TroupeClient.class, "add")),
+      Map.entry("removeElement", List.of(TroupeClient.class, "remove")),
+      Map.entry("invokeAction", List.of(TroupeClient.class, "act")),
+      Map.entry("getEntityDependencies", List.of(TroupeClient.class, "entityDependencies")),
+      Map.entry("transact", List.of(TroupeClient.class, "transact")),
+      Map.entry("beginTransaction", List.of(TroupeClient.class, "begin")),
+      Map.entry("readInTransaction", List.of(InteractiveTransaction.class, "read")),
+      Map.entry("writeInTransaction", List.of(InteractiveTransaction.class, "write")),
+      Map.entry("actInTransaction", List.of(InteractiveTransaction.class, "act")),
+      Map.entry("commitTransaction", List.of(InteractiveTransaction.class, "commit")),
+      Map.entry("abortTransaction", List.of(InteractiveTransaction.class, "abort")),
+      Map.entry("snapshotRead", List.of(TroupeClient.class, "snapshotRead")),
+      Map.entry("registerDependency", List.of(TroupeClient.class, "registerDependency")),
+      Map.entry("getDependency", List.of(TroupeClient.class, "getDependency")),
+      Map.entry("deregisterDependency", List.of(TroupeClient.class, "deregisterDependency")));
+
+  /** Operations for operators and other servers, not applications (the CLI and peers use them). */
+  private static final java.util.Set<String> NOT_FOR_APPLICATIONS = java.util.Set.of(
+      "getReadiness", "getLiveness", "getOpenApi", "getMetrics", "getCluster",
+      "streamBootstrapImage", "pullReplicationLog", "streamReplicationLog",
+      "getReplicationStatus", "listReplicationPeers", "addReplicationPeer",
+      "removeReplicationPeer");
+
+  private static final Map<Class<?>, Class<?>> ASYNC_OF = Map.of(
+      TroupeClient.class, dev.troupe.client.AsyncTroupeClient.class,
+      InteractiveTransaction.class, AsyncInteractiveTransaction.class);
+
+  /**
+   * Every client-facing operation of the OpenAPI document the server serves has a method on both
+   * faces, with the same parameters (a route added without the client fails here); and every
+   * public method of the blocking face has its asynchronous twin returning a future.
+   */
+  @Test
+  void everyOperationOfTheApiHasAMethodOnBothFaces() throws Exception {
+    ServerProcess.Answer document = server.send("GET", "/v1/openapi.json", null);
+    assertEquals(200, document.status(), document.text());
+    java.util.Set<String> operations = new java.util.TreeSet<>();
+    document.body().path("paths").forEach(path -> path.forEach(operation -> {
+      if (operation.has("operationId")) {
+        operations.add(operation.get("operationId").asText());
+      }
+    }));
+    operations.removeAll(NOT_FOR_APPLICATIONS);
+    operations.removeAll(METHODS.keySet());
+    assertEquals(java.util.Set.of(), operations, "operations without a client method");
+    for (List<Object> method : METHODS.values()) {
+      Class<?> owner = (Class<?>) method.get(0);
+      assertTrue(Arrays.stream(owner.getMethods())
+          .anyMatch(each -> each.getName().equals(method.get(1))), method.toString());
+    }
+    for (Map.Entry<Class<?>, Class<?>> faces : ASYNC_OF.entrySet()) {
+      for (java.lang.reflect.Method blocking : faces.getKey().getDeclaredMethods()) {
+        if (!java.lang.reflect.Modifier.isPublic(blocking.getModifiers())
+            || java.lang.reflect.Modifier.isStatic(blocking.getModifiers())
+            || List.of("close", "async", "baseUri", "allEntities", "result")
+                .contains(blocking.getName())) {
+          continue;
+        }
+        java.lang.reflect.Method twin = faces.getValue().getMethod(blocking.getName(),
+            blocking.getParameterTypes());
+        assertTrue(blocking.getName().equals("causalToken") || blocking.getName().equals("txId")
+            || twin.getReturnType() == java.util.concurrent.CompletableFuture.class,
+            twin.toString());
+      }
+    }
+  }
+
   // ---- The asynchronous face ----
 
   @Test
