@@ -25,22 +25,27 @@ public record ListQuery(String after, String from, Integer limit, Long at, boole
     return FIRST;
   }
 
+  /** This query with {@link #after} set. */
   public ListQuery after(String cursor) {
     return new ListQuery(cursor, from, limit, at, states);
   }
 
+  /** This query with {@link #from} set. */
   public ListQuery from(String firstId) {
     return new ListQuery(after, firstId, limit, at, states);
   }
 
+  /** This query with {@link #limit} set. */
   public ListQuery limit(int most) {
     return new ListQuery(after, from, most, at, states);
   }
 
+  /** This query with {@link #at} set. */
   public ListQuery at(long version) {
     return new ListQuery(after, from, limit, version, states);
   }
 
+  /** This query asking for states. */
   public ListQuery withStates() {
     return new ListQuery(after, from, limit, at, true);
   }

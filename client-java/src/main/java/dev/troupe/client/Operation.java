@@ -12,6 +12,7 @@ import java.util.Map;
  * Map}, a string, a number, a boolean, a list, null.
  */
 public record Operation(ObjectNode json) {
+  /** An operation from its JSON as the request body carries it (copied). */
   public Operation {
     json = json.deepCopy();
   }

@@ -41,6 +41,7 @@ public record RetryPolicy(int maxAttempts, Duration maxTotal, Duration initialBa
    */
   public static final RetryPolicy NONE = DEFAULT.withMaxAttempts(1);
 
+  /** Checks the bounds: at least one attempt, no negative duration. */
   public RetryPolicy {
     if (maxAttempts < 1) {
       throw new IllegalArgumentException("maxAttempts must be at least 1: " + maxAttempts);
@@ -53,14 +54,17 @@ public record RetryPolicy(int maxAttempts, Duration maxTotal, Duration initialBa
     }
   }
 
+  /** This policy with another {@link #maxAttempts}. */
   public RetryPolicy withMaxAttempts(int attempts) {
     return new RetryPolicy(attempts, maxTotal, initialBackoff, maxBackoff);
   }
 
+  /** This policy with another {@link #maxTotal}. */
   public RetryPolicy withMaxTotal(Duration total) {
     return new RetryPolicy(maxAttempts, total, initialBackoff, maxBackoff);
   }
 
+  /** This policy with other {@link #initialBackoff} and {@link #maxBackoff}. */
   public RetryPolicy withBackoff(Duration initial, Duration max) {
     return new RetryPolicy(maxAttempts, maxTotal, initial, max);
   }

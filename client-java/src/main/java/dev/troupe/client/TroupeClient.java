@@ -111,6 +111,7 @@ public final class TroupeClient implements AutoCloseable {
       return this;
     }
 
+    /** The client, with these settings. */
     public TroupeClient build() {
       return new TroupeClient(new ClientCore(baseUri, token, connectTimeout, requestTimeout,
           retryPolicy, causalToken));
@@ -171,6 +172,7 @@ public final class TroupeClient implements AutoCloseable {
     return core.run(Calls.putKey(type, id, key, value));
   }
 
+  /** Deletes one key (the entity stays, with its other keys). */
   public Written deleteKey(String type, String id, String key) {
     return core.run(Calls.deleteKey(type, id, key));
   }
@@ -238,6 +240,7 @@ public final class TroupeClient implements AutoCloseable {
     return core.run(Calls.listTypes());
   }
 
+  /** A declared type's spec; {@link TroupeClientException.UnknownType} if none. */
   public ObjectNode getType(String type) {
     return core.run(Calls.getType(type));
   }
@@ -300,6 +303,7 @@ public final class TroupeClient implements AutoCloseable {
     return core.run(Calls.registerDependency(kind, leader, follower, function));
   }
 
+  /** A registered dependency by its id. */
   public Dependency getDependency(String dependencyId) {
     return core.run(Calls.getDependency(dependencyId));
   }
@@ -309,6 +313,7 @@ public final class TroupeClient implements AutoCloseable {
     return core.run(Calls.deregisterDependency(dependencyId));
   }
 
+  /** The dependencies the entity leads and those it follows. */
   public EntityDependencies entityDependencies(String type, String id) {
     return core.run(Calls.entityDependencies(type, id));
   }
