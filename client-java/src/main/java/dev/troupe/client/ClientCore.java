@@ -37,7 +37,7 @@ final class ClientCore implements AutoCloseable {
   private final HttpClient http;
 
   ClientCore(URI baseUri, String bearerToken, Duration connectTimeout, Duration requestTimeout,
-      RetryPolicy retryPolicy, String causalToken) {
+      RetryPolicy retryPolicy, String causalToken, java.util.concurrent.Executor executor) {
     String base = baseUri.toString();
     this.baseUri = URI.create(base.endsWith("/") ? base.substring(0, base.length() - 1) : base);
     this.bearerToken = bearerToken == null || bearerToken.isBlank() ? null : bearerToken;
@@ -46,7 +46,11 @@ final class ClientCore implements AutoCloseable {
     this.causalTokens = new CausalTokens(causalToken);
     // HTTP/1.1: the server speaks it, and the JDK's default (HTTP/2) would first try an h2c
     // upgrade on every new plain-text connection.
-    this.http = HttpClient.newBuilder()
+    HttpClient.Builder builder = HttpClient.newBuilder();
+    if (executor != null) {
+      builder.executor(executor);
+    }
+    this.http = builder
         .version(HttpClient.Version.HTTP_1_1)
         .connectTimeout(connectTimeout)
         .followRedirects(HttpClient.Redirect.NEVER)

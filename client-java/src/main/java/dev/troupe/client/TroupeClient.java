@@ -69,6 +69,7 @@ public final class TroupeClient implements AutoCloseable {
     private Duration requestTimeout = DEFAULT_REQUEST_TIMEOUT;
     private RetryPolicy retryPolicy = RetryPolicy.DEFAULT;
     private String causalToken;
+    private java.util.concurrent.Executor executor;
 
     private Builder(URI baseUri) {
       if (baseUri.getScheme() == null || baseUri.getHost() == null) {
@@ -111,10 +112,20 @@ public final class TroupeClient implements AutoCloseable {
       return this;
     }
 
+    /**
+     * The executor the JDK HttpClient runs its tasks on, and the asynchronous face's futures
+     * complete on (default: the HttpClient's own, a cached thread pool). Code chained on those
+     * futures runs there: it must not block a small or direct executor.
+     */
+    public Builder executor(java.util.concurrent.Executor tasks) {
+      this.executor = Objects.requireNonNull(tasks, "tasks");
+      return this;
+    }
+
     /** The client, with these settings. */
     public TroupeClient build() {
       return new TroupeClient(new ClientCore(baseUri, token, connectTimeout, requestTimeout,
-          retryPolicy, causalToken));
+          retryPolicy, causalToken, executor));
     }
 
     private static Duration positive(Duration value, String name) {
