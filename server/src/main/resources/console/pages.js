@@ -178,8 +178,8 @@ export async function transactionsPage(main, parts, query) {
     el('td', {}, transaction.entities.map((entity, i) => [i ? ', ' : '', entityLink(entity)]),
       transaction.entityCount > transaction.entities.length ? ` and ${transaction.entityCount - transaction.entities.length} more` : ''),
     el('td', { class: 'mono' }, transaction.version ? String(transaction.version) : ''),
-    el('td', { class: 'mono' }, `${(transaction.durationMicros / 1000).toFixed(1)} ms`),
-    el('td', { class: 'mono' }, time(transaction.finishedAtMillis)),
+    el('td', { class: 'mono nowrap' }, `${(transaction.durationMicros / 1000).toFixed(1)} ms`),
+    el('td', { class: 'mono nowrap' }, time(transaction.finishedAtMillis)),
     el('td', { class: 'muted' }, transaction.message ?? '')));
   main.append(el('section', {},
     page.transactions.length === 0 ? el('p', { class: 'muted' }, 'No transaction yet.')
@@ -202,7 +202,7 @@ const SAMPLES_KEPT = 60;
 const samples = [];
 
 /** Samples /metrics now and every `intervalMillis` while the page shows; the charts redraw. */
-export async function metricsPage(main, parts, query, { intervalMillis = 2000, stillShown }) {
+export async function metricsPage(main, parts, query, { intervalMillis = 1000, stillShown }) {
   main.append(el('h1', {}, 'Metrics'));
   main.append(el('p', { class: 'muted' }, `From /metrics every ${intervalMillis / 1000} s while this page is open; the last ${SAMPLES_KEPT} samples.`));
   const grid = el('div', { class: 'grid', id: 'charts' });

@@ -45,7 +45,8 @@ export function lineChart(points, { width = 360, height = 140, xLabel = (x) => S
   const xMin = Math.min(...xs);
   const xMax = Math.max(...xs);
   const yMin = Math.min(0, ...ys);
-  const yMax = Math.max(...ys, yMin + 1e-9);
+  // A flat series at zero still gets a readable scale (0 to 1), not one of rounding errors.
+  const yMax = Math.max(...ys) > yMin ? Math.max(...ys) : yMin + 1;
   const xOf = (x) => left + (xMax === xMin ? (width - left - right) / 2
     : ((x - xMin) / (xMax - xMin)) * (width - left - right));
   const yOf = (y) => height - bottom - ((y - yMin) / (yMax - yMin)) * (height - top - bottom);
@@ -104,14 +105,14 @@ export function dependencyGraph(entity, leads, follows) {
     const y = rowY(i, follows.length);
     box(0, y, `${dependency.leader.entity}.${dependency.leader.key}`, false);
     edge(boxWidth, y + boxHeight / 2, middleX, middleY + boxHeight / 2,
-      `${dependency.function || dependency.kind} → ${dependency.follower.key}`);
+      `(${dependency.function || dependency.kind}) → .${dependency.follower.key}`);
   });
   leads.forEach((dependency, i) => {
     const y = rowY(i, leads.length);
     const x = middleX + boxWidth + 170;
     box(x, y, `${dependency.follower.entity}.${dependency.follower.key}`, false);
     edge(middleX + boxWidth, middleY + boxHeight / 2, x, y + boxHeight / 2,
-      `${dependency.leader.key} → ${dependency.function || dependency.kind}`);
+      `.${dependency.leader.key} (${dependency.function || dependency.kind})`);
   });
   return graph;
 }

@@ -169,9 +169,10 @@ class ConsoleBrowserTest {
       browser.screenshot(SCREENSHOTS.resolve("5-transactions.png"));
 
       show(browser, "#/metrics", "metrics");
-      // A rate needs two samples: the second comes one interval (2 s) after the first.
-      browser.await("document.querySelector("
-          + "'[data-metric=troupe_http_requests_total] path.line')", PAGE_TIMEOUT,
+      // A rate needs two samples, a line two rates: the third sample comes two intervals (1 s
+      // each) after the first.
+      browser.await("document.querySelectorAll("
+          + "'[data-metric=troupe_http_requests_total] circle.dot').length >= 2", PAGE_TIMEOUT,
           "the requests chart's line");
       assertTrue(browser.evaluate("document.querySelectorAll('#charts .chart').length").asInt()
           >= 4, text(browser));
