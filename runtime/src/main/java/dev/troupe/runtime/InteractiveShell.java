@@ -118,7 +118,7 @@ final class InteractiveShell implements RequestShell.Interactive {
       touched = interactive.abort(transactionId);
     }
     touched.ifPresent(entities -> release(transactionId, entities, new TroupeException(
-        ErrorCode.ABORTED, "interactive_aborted", "aborted by its client")));
+        ErrorCode.ABORTED, TransactionAbort.INTERACTIVE_ABORTED, "aborted by its client")));
   }
 
   boolean isOpen(long transactionId) {

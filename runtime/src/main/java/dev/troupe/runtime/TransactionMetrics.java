@@ -66,7 +66,7 @@ public final class TransactionMetrics {
 
   /** An interactive transaction aborted by its client or its idle timeout. */
   void recordAbortedInteractive() {
-    failedByReason.computeIfAbsent("interactive_aborted", ignored -> new LongAdder()).increment();
+    failedByReason.computeIfAbsent(dev.troupe.model.TransactionAbort.INTERACTIVE_ABORTED, ignored -> new LongAdder()).increment();
   }
 
   void recordPsacDelays(long count) {
