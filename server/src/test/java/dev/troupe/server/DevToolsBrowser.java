@@ -58,6 +58,8 @@ final class DevToolsBrowser implements AutoCloseable {
     Process process = new ProcessBuilder(chromium, "--headless", "--no-sandbox", "--disable-gpu",
         "--disable-quic", "--no-first-run", "--disable-background-networking",
         "--disable-component-update", "--disable-sync", "--disable-extensions",
+        // Containers often have a small /dev/shm, which crashes chromium's renderers.
+        "--disable-dev-shm-usage",
         "--remote-debugging-port=0", "--user-data-dir=" + profile,
         "--window-size=" + width + "," + height, "about:blank")
         .redirectErrorStream(true)
