@@ -87,6 +87,17 @@ public final class AsyncTroupeClient {
     return core.runAsync(Calls.act(type, id, action, args));
   }
 
+  /** As {@link TroupeClient#entityVersions(String,String)}, as a future. */
+  public CompletableFuture<EntityVersions> entityVersions(String type, String id) {
+    return core.runAsync(Calls.entityVersions(type, id, null, null));
+  }
+
+  /** As {@link TroupeClient#entityVersions(String,String,Long,Integer)}, as a future. */
+  public CompletableFuture<EntityVersions> entityVersions(String type, String id, Long before,
+      Integer limit) {
+    return core.runAsync(Calls.entityVersions(type, id, before, limit));
+  }
+
   /** As {@link TroupeClient#listEntities(String,ListQuery)}, as a future. */
   public CompletableFuture<EntityPage> listEntities(String type, ListQuery query) {
     return core.runAsync(Calls.listEntities(type, query));

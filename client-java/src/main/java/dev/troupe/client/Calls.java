@@ -182,6 +182,19 @@ final class Calls {
         (body, replayed) -> EntityDependencies.from(body));
   }
 
+  static Call<EntityVersions> entityVersions(String type, String id, Long before,
+      Integer limit) {
+    Map<String, String> query = new java.util.LinkedHashMap<>();
+    if (before != null) {
+      query.put("before", Long.toString(before));
+    }
+    if (limit != null) {
+      query.put("limit", Integer.toString(limit));
+    }
+    return new Call<>("GET", entityPath(type, id) + "/versions", query, null, JSON, Safety.SAFE,
+        (body, replayed) -> EntityVersions.from(body));
+  }
+
   static Call<ObjectNode> health() {
     return call("GET", "/v1/health", Safety.SAFE, null, (body, replayed) -> (ObjectNode) body);
   }

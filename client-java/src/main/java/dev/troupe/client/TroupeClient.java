@@ -208,6 +208,21 @@ public final class TroupeClient implements AutoCloseable {
     return core.run(Calls.act(type, id, action, args));
   }
 
+  /** The entity's newest versions still in the server's journal (the server's default limit). */
+  public EntityVersions entityVersions(String type, String id) {
+    return core.run(Calls.entityVersions(type, id, null, null));
+  }
+
+  /**
+   * The entity's versions still in the server's journal, newest first: those below {@code
+   * before} (a previous page's {@link EntityVersions#next()}; null: the newest), at most {@code
+   * limit} (null: the server's default). Read each with {@link #get(String, String, long)} for
+   * the entity's history.
+   */
+  public EntityVersions entityVersions(String type, String id, Long before, Integer limit) {
+    return core.run(Calls.entityVersions(type, id, before, limit));
+  }
+
   // ---- Listing ----
 
   /** One page of the type's entities in id order (see {@link ListQuery}). */

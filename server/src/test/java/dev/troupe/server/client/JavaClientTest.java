@@ -247,6 +247,23 @@ class JavaClientTest {
   }
 
   @Test
+  void anEntitysVersionsPageNewestFirstAndEachIsReadable() {
+    List<Long> written = new ArrayList<>();
+    for (int value = 1; value <= 3; value++) {
+      written.add(troupe.putKey("Loose", unique, "n", value).version().orElseThrow());
+    }
+    dev.troupe.client.EntityVersions first = troupe.entityVersions("Loose", unique, null, 2);
+    assertEquals("Loose/" + unique, first.entity());
+    assertEquals(List.of(written.get(2), written.get(1)), first.versions());
+    dev.troupe.client.EntityVersions rest = troupe.async().entityVersions("Loose", unique,
+        first.next().orElseThrow(), 2).join();
+    assertEquals(List.of(written.get(0)), rest.versions());
+    assertTrue(rest.next().isEmpty());
+    assertEquals(1, troupe.get("Loose", unique, rest.versions().get(0)).state().get("n").asInt());
+    assertEquals(written.reversed(), troupe.entityVersions("Loose", unique).versions());
+  }
+
+  @Test
   void staticAndInteractiveTransactionsAndSnapshotReads() {
     troupe.act(ACCOUNT, unique + "-alice", "open", Map.of("initial", 100));
     troupe.act(ACCOUNT, unique + "-bob", "open", Map.of("initial", 0));
@@ -323,6 +340,7 @@ class JavaClientTest {
       Map.entry("putType", List.of(TroupeClient.class, "putType")),
       Map.entry("listEntities", List.of(TroupeClient.class, "listEntities")),
       Map.entry("getEntity", List.of(TroupeClient.class, "get")),
+      Map.entry("listEntityVersions", List.of(TroupeClient.class, "entityVersions")),
       Map.entry("patchEntity", List.of(TroupeClient.class, "patch")),
       Map.entry("deleteEntity", List.of(TroupeClient.class, "delete")),
       Map.entry("getKey", List.of(TroupeClient.class, "getKey")),
@@ -350,7 +368,7 @@ class JavaClientTest {
       "getReadiness", "getLiveness", "getOpenApi", "getMetrics", "getCluster",
       "streamBootstrapImage", "pullReplicationLog", "streamReplicationLog",
       "getReplicationStatus", "listReplicationPeers", "addReplicationPeer",
-      "removeReplicationPeer");
+      "removeReplicationPeer", "listRecentTransactions");
 
   private static final Map<Class<?>, Class<?>> ASYNC_OF = Map.of(
       TroupeClient.class, dev.troupe.client.AsyncTroupeClient.class,
