@@ -34,6 +34,13 @@ import org.junit.jupiter.api.io.TempDir;
  */
 class TransactionCrashTest {
   private static final int CYCLES = 8;
+  /**
+   * Transfers each cycle acknowledges at least before its kill (waiting past the random kill time,
+   * up to {@link #LONGEST_CYCLE_MILLIS}, on a slow or loaded machine), so that the run always
+   * exercises more than the 200 acknowledged transfers it asserts.
+   */
+  private static final int LEAST_ACKNOWLEDGED_PER_CYCLE = 26;
+  private static final long LONGEST_CYCLE_MILLIS = 15_000;
   private static final int CLIENTS = 6;
   private static final int ACCOUNTS = 6;
   private static final long OPENING = 10_000;
@@ -96,7 +103,13 @@ class TransactionCrashTest {
           thread.start();
           clients.add(thread);
         }
+        int acknowledgedBefore = acknowledged.size();
+        long cycleStartNanos = System.nanoTime();
         Thread.sleep(400 + random.nextInt(1200));
+        while (acknowledged.size() - acknowledgedBefore < LEAST_ACKNOWLEDGED_PER_CYCLE
+            && System.nanoTime() - cycleStartNanos < LONGEST_CYCLE_MILLIS * 1_000_000) {
+          Thread.sleep(20);
+        }
         server.kill();
         running.set(false);
         for (Thread thread : clients) {
