@@ -67,6 +67,14 @@ public final class RestApi
   private final HomeForwarding homeForwarding;
   private final LongAdder requests = new LongAdder();
 
+  /**
+   * Adds metrics of a part wired outside the engine (the system-of-record exporter) to {@code
+   * GET /metrics}: the source appends lines in the Prometheus text format.
+   */
+  public void addMetricsSource(java.util.function.Consumer<StringBuilder> source) {
+    metrics.addSource(source);
+  }
+
   public RestApi(Troupe troupe, HttpSettings settings, Materializer materializer) {
     this(troupe, settings, materializer, Optional.empty());
   }
