@@ -57,7 +57,8 @@ import org.slf4j.LoggerFactory;
  * <p><b>Recovery.</b> Nothing of its own is persisted in the store: after any failure (a lost
  * connection, a failed statement, a restart of the server) the exporter reads its watermark back
  * from PostgreSQL, positions its journal cursors after it ({@link Store#journalSequenceAfter}) and
- * goes on; a database without the watermark row gets an initial export of every entity at one
+ * goes on; a database without the watermark row, or with a watermark below the store's history
+ * horizon (the journal it needs is truncated), gets an export of every entity's state at one
  * timestamp first. A state it cannot map ({@link UnmappableException}) stops it, logged and
  * counted, never skipped.
  */
@@ -185,12 +186,6 @@ public final class PostgresExporter implements AutoCloseable {
           if (!running) {
             break;
           }
-          if (e instanceof TroupeException troupe && troupe.code()
-              == dev.troupe.model.ErrorCode.HISTORY_TRUNCATED) {
-            stop("the journal was truncated past the exporter's watermark " + watermark + ": "
-                + e.getMessage() + "; re-export into an empty database");
-            break;
-          }
           errors.incrementAndGet();
           log.warn("system of record: batch failed ({}); retrying in {} ms from the watermark"
               + " in PostgreSQL", e.getMessage(), backoffMillis);
@@ -280,6 +275,17 @@ public final class PostgresExporter implements AutoCloseable {
       }
     }
     connection.commit();
+    long horizon = 0;
+    for (int p = 0; p < store.partitionCount(); p++) {
+      horizon = Math.max(horizon, store.historyHorizon(p));
+    }
+    if (stored >= 0 && stored < horizon) {
+      // The journal above the watermark is gone (the exporter was off, or behind when the node
+      // restarted, for longer than troupe.storage.history-retention-millis): the states are not.
+      log.warn("system of record: the journal is truncated up to {}, past the watermark {};"
+          + " exporting every entity again", horizon, stored);
+      stored = -1;
+    }
     if (stored < 0) {
       stored = initialExport();
     }
