@@ -11,10 +11,10 @@ final class SystemOfRecordMetrics {
         "Commit timestamp up to which the PostgreSQL tables hold every transaction.",
         statistics.watermark());
     metric(out, "troupe_system_of_record_lag_timestamp", "gauge",
-        "Durable commit timestamp minus the watermark (hybrid-clock units); 0 when caught up.",
+        "Durable commit timestamp minus the oldest record not applied (hybrid-clock units); 0 when caught up.",
         statistics.lagTimestamp());
     metric(out, "troupe_system_of_record_lag_seconds", "gauge",
-        "How far behind the durable journal the tables are, in seconds; 0 when caught up.",
+        "Age of the oldest committed record not yet in the tables (or, after a batch, how long its oldest record waited), in seconds; 0 when caught up.",
         statistics.lagMillis() / 1000.0);
     metric(out, "troupe_system_of_record_rows_applied_total", "counter",
         "Rows written or deleted in the PostgreSQL tables.", statistics.rowsApplied());

@@ -55,11 +55,12 @@ public final class ExportPlanner {
    * @param entities every entity written by the batch's records, in last-written order, with the
    *     origin DC of its last record in the batch
    * @param records how many journal records it covers
+   * @param firstCommitTimestamp the commit timestamp of its first (oldest) record
    * @param nextSequences per partition, the sequence after the last record taken (absent: none
    *     taken)
    */
   public record Batch(long upTo, Map<EntityId, Integer> entities, int records,
-      Map<Integer, Long> nextSequences) {}
+      long firstCommitTimestamp, Map<Integer, Long> nextSequences) {}
 
   /**
    * The next batch, or null when no record is at or below the bound (nothing to apply yet).
@@ -86,6 +87,7 @@ public final class ExportPlanner {
     long upTo = bound;
     int taken = 0;
     long previous = watermark;
+    long first = 0;
     while (true) {
       // The k-way merge: the partition whose next record has the lowest commit timestamp.
       int best = -1;
@@ -113,6 +115,9 @@ public final class ExportPlanner {
       Invariants.check(record.commitTimestamp() > previous,
           "journal records merge in commit order: %d after %d", record.commitTimestamp(), previous);
       previous = record.commitTimestamp();
+      if (taken == 0) {
+        first = previous;
+      }
       for (EntityId entity : record.entities()) {
         entities.remove(entity); // re-inserted below: the map keeps the origin of the last write
         entities.put(entity, record.originDc());
@@ -123,14 +128,6 @@ public final class ExportPlanner {
     if (taken == 0) {
       return null;
     }
-    return new Batch(upTo, entities, taken, nextSequences);
-  }
-
-  /**
-   * How far behind the exporter is, in timestamp units: 0 when nothing waits at or below the safe
-   * timestamp, else the safe timestamp minus the watermark.
-   */
-  public static long lag(long watermark, long safeTimestamp, boolean pending) {
-    return pending ? Math.max(0, safeTimestamp - watermark) : 0;
+    return new Batch(upTo, entities, taken, first, nextSequences);
   }
 }

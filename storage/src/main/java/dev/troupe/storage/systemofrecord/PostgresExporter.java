@@ -87,7 +87,13 @@ public final class PostgresExporter implements AutoCloseable {
   private final AtomicLong batches = new AtomicLong();
   private final AtomicLong errors = new AtomicLong();
   private volatile long publishedWatermark;
+  /** The safe timestamp minus the oldest record not applied (hybrid-clock units); 0 caught up. */
   private volatile long lagTimestamp;
+  /**
+   * Milliseconds since the commit of the oldest record not applied yet (while a batch is in
+   * flight), or that the last batch's oldest record waited until its PostgreSQL commit; 0 once
+   * caught up.
+   */
   private volatile long lagMillis;
   private volatile String stoppedBecause;
   private volatile boolean connected;
@@ -364,12 +370,14 @@ public final class PostgresExporter implements AutoCloseable {
       lagMillis = 0;
       return false;
     }
-    lagTimestamp = ExportPlanner.lag(watermark, safe, true);
-    lagMillis = Math.max(0, HybridLogicalClock.toMillis(safe)
-        - HybridLogicalClock.toMillis(watermark));
+    // Behind by the age of the oldest record not applied yet, until this batch commits.
+    lagTimestamp = Math.max(0, safe - batch.firstCommitTimestamp());
+    lagMillis = ageMillis(batch.firstCommitTimestamp());
     long rows = applyStates(batch.entities(), batch.upTo());
     writeWatermark(batch.upTo());
     connection.commit();
+    // The batch's oldest record waited this long to be in the tables: a visibility delay.
+    lagMillis = ageMillis(batch.firstCommitTimestamp());
     watermark = batch.upTo();
     publishedWatermark = watermark;
     batch.nextSequences().forEach((partition, next) -> cursors[partition] = next);
@@ -377,11 +385,12 @@ public final class PostgresExporter implements AutoCloseable {
     rowsApplied.addAndGet(rows);
     recordsApplied.addAndGet(batch.records());
     batches.incrementAndGet();
-    long remaining = Math.max(0, HybridLogicalClock.toMillis(safe)
-        - HybridLogicalClock.toMillis(watermark));
-    lagMillis = remaining;
-    lagTimestamp = Math.max(0, safe - watermark);
     return batch.upTo() < safe;
+  }
+
+  /** Milliseconds of the node's clock since the hybrid-clock timestamp (0 if ahead of it). */
+  private static long ageMillis(long timestamp) {
+    return Math.max(0, System.currentTimeMillis() - HybridLogicalClock.toMillis(timestamp));
   }
 
   /**
