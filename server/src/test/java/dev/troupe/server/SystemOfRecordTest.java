@@ -54,7 +54,39 @@ class SystemOfRecordTest {
           "--set", "troupe.system-of-record.poll-interval-millis=20",
           "--set", "troupe.system-of-record.retry-min-backoff-millis=50",
           "--set", "troupe.system-of-record.retry-max-backoff-millis=400",
-          "--set", "troupe.system-of-record.batch-max-records=50");
+          "--set", "troupe.system-of-record.batch-max-records=500");
+      // Any SQL reader sees a consistent cut: transfers are applied whole, so the total never
+      // changes between batches. Sampled all along, across the drops and the kill.
+      AtomicBoolean sampling = new AtomicBoolean(true);
+      List<String> inconsistentCuts = java.util.Collections.synchronizedList(new ArrayList<>());
+      AtomicInteger cutsSampled = new AtomicInteger();
+      Thread sampler = new Thread(() -> {
+        while (sampling.get()) {
+          try (Connection connection = DriverManager.getConnection(direct);
+              Statement statement = connection.createStatement();
+              ResultSet result = statement.executeQuery("SELECT count(*), sum(balance),"
+                  + " (SELECT watermark FROM troupe_system_of_record) FROM \"Account\"")) {
+            result.next();
+            if (result.getInt(1) == ACCOUNTS) {
+              cutsSampled.incrementAndGet();
+              if (result.getBigDecimal(2).longValueExact() != ACCOUNTS * OPENING) {
+                inconsistentCuts.add("sum " + result.getBigDecimal(2) + " at watermark "
+                    + result.getLong(3));
+              }
+            }
+            Thread.sleep(20);
+          } catch (Exception notYet) {
+            // The table does not exist yet, or the test is ending.
+            try {
+              Thread.sleep(20);
+            } catch (InterruptedException e) {
+              return;
+            }
+          }
+        }
+      });
+      sampler.setDaemon(true);
+      sampler.start();
 
       long began = System.nanoTime();
       ServerProcess first = ServerProcess.launch(arguments);
@@ -135,10 +167,14 @@ class SystemOfRecordTest {
         }
         assertEquals(ACCOUNTS * OPENING, troupeTotal, "transfers conserve money");
         assertEquals(BigDecimal.valueOf(troupeTotal), sum, "SELECT sum(balance) agrees");
+        sampling.set(false);
+        sampler.join(5_000);
+        assertTrue(cutsSampled.get() > 10, "too few cuts sampled: " + cutsSampled.get());
+        assertEquals(List.of(), inconsistentCuts, "a reader saw a transfer half applied");
         assertTrue(transfers.get() > 20, "too few transfers committed: " + transfers.get());
         assertNotEquals(0, metric(metrics, "troupe_system_of_record_rows_applied_total"));
         System.out.println("SystemOfRecordTest: " + transfers.get() + " transfers committed,"
-            + " watermark " + watermark);
+            + " watermark " + watermark + ", " + cutsSampled.get() + " cuts sampled");
       } catch (Throwable failure) {
         System.out.println("server log:\n" + second.log());
         throw failure;

@@ -18,7 +18,9 @@ import java.util.Map;
  * still be written); (2) {@code upTo} is at most the last timestamp read of any partition whose
  * read-ahead was cut by its limit, since that partition may hold unread records just above it;
  * (3) when {@code maxRecords} cuts the merge, {@code upTo} is the last record taken (timestamps
- * are unique node-wide: one clock ticks them all). Replaying a batch is harmless: its rows carry
+ * are unique node-wide: one clock ticks them all); (4) it ends before the first record of a
+ * transaction not known whole (a part of it may still be committing, with a later timestamp).
+ * Replaying a batch is harmless: its rows carry
  * their versions and the shell's writes are guarded by them.
  *
  * <p><b>Concurrency.</b> Immutable inputs and outputs; call from any thread.
@@ -27,11 +29,13 @@ public final class ExportPlanner {
   private ExportPlanner() {}
 
   /**
-   * One journal record as the planner needs it: where it is, its commit timestamp, the data
-   * centre it committed in, and the entities it wrote.
+   * One journal record as the planner needs it: where it is, its transaction (the parts of a
+   * multi-entity transaction are records of one transaction id, one per participant, each with a
+   * commit timestamp of its own), its commit timestamp, the data centre it committed in, and the
+   * entities it wrote.
    */
-  public record PendingRecord(int partition, long sequence, long commitTimestamp, int originDc,
-      List<EntityId> entities) {
+  public record PendingRecord(int partition, long sequence, long transactionId,
+      long commitTimestamp, int originDc, List<EntityId> entities) {
     public PendingRecord {
       entities = List.copyOf(entities);
     }
@@ -71,9 +75,14 @@ public final class ExportPlanner {
    * @param ahead per partition (index = partition), its records from its cursor on
    * @param maxRecords the most records one batch covers ({@code
    *     troupe.system-of-record.batch-max-records})
+   * @param whole whether every part of a transaction is known to be durable at or below the safe
+   *     timestamp (the shell saw its commit decision forgotten, or none, before it took the safe
+   *     timestamp): the batch ends before the first record of a transaction not known whole, so
+   *     that a multi-entity transaction is never cut by the watermark while a part is still
+   *     being committed
    */
   public static Batch next(long watermark, long safeTimestamp, List<PartitionAhead> ahead,
-      int maxRecords) {
+      int maxRecords, java.util.function.LongPredicate whole) {
     Invariants.check(maxRecords >= 1, "a batch covers at least one record, not %d", maxRecords);
     long bound = safeTimestamp;
     for (PartitionAhead partition : ahead) {
@@ -107,7 +116,8 @@ public final class ExportPlanner {
       if (best < 0 || bestTimestamp > bound) {
         break;
       }
-      if (taken == maxRecords) {
+      PendingRecord next = ahead.get(best).records().get(positions[best]);
+      if (taken == maxRecords || !whole.test(next.transactionId())) {
         upTo = previous;
         break;
       }

@@ -80,6 +80,10 @@ public final class PostgresExporter implements AutoCloseable {
   /** The shapes the tables have in the database now, per type, as far as this connection knows. */
   private final Map<String, TableShape> tables = new HashMap<>();
   private long backoffMillis;
+  /** Transactions known whole: every part durable at or below the safe timestamps taken since. */
+  private final java.util.Set<Long> whole = new java.util.HashSet<>();
+  /** Transactions read last time and not known whole: checked at the start of the next step. */
+  private java.util.Set<Long> toVerify = new java.util.HashSet<>();
 
   // Published for metrics.
   private final AtomicLong rowsApplied = new AtomicLong();
@@ -348,9 +352,18 @@ public final class PostgresExporter implements AutoCloseable {
 
   /** Applies one batch if there is one; returns whether more may be waiting. */
   private boolean step() throws SQLException, UnmappableException {
+    // First the transactions seen last time: whether each is whole (its commit decision, which
+    // a multi-entity transaction keeps until every part is durable, is gone or never was). Checked
+    // before the safe timestamp is taken, so every part of a whole one is at or below it.
+    for (long transaction : toVerify) {
+      if (!store.decisionRecorded(transaction)) {
+        whole.add(transaction);
+      }
+    }
     long safe = store.replicationLog().localSafeTimestamp();
     int limit = settings.batchMaxRecords();
     List<PartitionAhead> ahead = new ArrayList<>(cursors.length);
+    java.util.Set<Long> unverified = new java.util.HashSet<>();
     for (int p = 0; p < cursors.length; p++) {
       List<JournalEntry> entries = store.readJournal(p, cursors[p], limit);
       List<PendingRecord> records = new ArrayList<>(entries.size());
@@ -359,16 +372,26 @@ public final class PostgresExporter implements AutoCloseable {
         for (EntityWrite write : entry.record().writes()) {
           written.add(write.entity());
         }
-        records.add(new PendingRecord(p, entry.sequence(), entry.record().commitTimestamp(),
-            entry.record().originDc(), written));
+        long transaction = entry.record().transactionId();
+        records.add(new PendingRecord(p, entry.sequence(), transaction,
+            entry.record().commitTimestamp(), entry.record().originDc(), written));
+        if (!whole.contains(transaction)) {
+          unverified.add(transaction);
+        }
       }
       ahead.add(new PartitionAhead(records, entries.size() == limit));
     }
-    Batch batch = ExportPlanner.next(watermark, safe, ahead, limit);
+    boolean newlySeen = !toVerify.containsAll(unverified);
+    toVerify = unverified;
+    Batch batch = ExportPlanner.next(watermark, safe, ahead, limit, whole::contains);
     if (batch == null) {
-      lagTimestamp = 0;
-      lagMillis = 0;
-      return false;
+      if (unverified.isEmpty()) {
+        lagTimestamp = 0;
+        lagMillis = 0;
+      }
+      // Records seen for the first time are checked at once; a transaction still committing
+      // its parts is looked at again after the poll interval.
+      return newlySeen;
     }
     // Behind by the age of the oldest record not applied yet, until this batch commits.
     lagTimestamp = Math.max(0, safe - batch.firstCommitTimestamp());
@@ -384,8 +407,23 @@ public final class PostgresExporter implements AutoCloseable {
     movePin(watermark);
     rowsApplied.addAndGet(rows);
     recordsApplied.addAndGet(batch.records());
+    // A whole transaction's parts are all applied once the watermark passes the last of them;
+    // those still ahead keep their entry (they are re-read and need it).
+    whole.retainAll(stillAhead(ahead, watermark));
     batches.incrementAndGet();
     return batch.upTo() < safe;
+  }
+
+  private static java.util.Set<Long> stillAhead(List<PartitionAhead> ahead, long watermark) {
+    java.util.Set<Long> left = new java.util.HashSet<>();
+    for (PartitionAhead partition : ahead) {
+      for (PendingRecord record : partition.records()) {
+        if (record.commitTimestamp() > watermark) {
+          left.add(record.transactionId());
+        }
+      }
+    }
+    return left;
   }
 
   /** Milliseconds of the node's clock since the hybrid-clock timestamp (0 if ahead of it). */
