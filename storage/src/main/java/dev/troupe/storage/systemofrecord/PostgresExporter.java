@@ -385,10 +385,17 @@ public final class PostgresExporter implements AutoCloseable {
     toVerify = unverified;
     Batch batch = ExportPlanner.next(watermark, safe, ahead, limit, whole::contains);
     if (batch == null) {
-      if (unverified.isEmpty()) {
-        lagTimestamp = 0;
-        lagMillis = 0;
+      long oldest = Long.MAX_VALUE;
+      for (PartitionAhead partition : ahead) {
+        for (PendingRecord record : partition.records()) {
+          if (record.commitTimestamp() > watermark && record.commitTimestamp() <= safe) {
+            oldest = Math.min(oldest, record.commitTimestamp());
+          }
+        }
       }
+      // Waiting for a transaction to be known whole: behind by the oldest record waiting.
+      lagTimestamp = oldest == Long.MAX_VALUE ? 0 : safe - oldest;
+      lagMillis = oldest == Long.MAX_VALUE ? 0 : ageMillis(oldest);
       // Records seen for the first time are checked at once; a transaction still committing
       // its parts is looked at again after the poll interval.
       return newlySeen;
