@@ -27,6 +27,7 @@ METHODS = {
     "removeElement": (Troupe, "remove"),
     "invokeAction": (Troupe, "act"),
     "getEntityDependencies": (Troupe, "entity_dependencies"),
+    "listEntityVersions": (Troupe, "entity_versions"),
     "transact": (Troupe, "transact"),
     "beginTransaction": (Transaction, "begin"),
     "readInTransaction": (Transaction, "read"),
@@ -45,6 +46,8 @@ NOT_FOR_APPLICATIONS = {
     "getReadiness", "getLiveness", "getOpenApi", "getMetrics", "getCluster",
     "streamBootstrapImage", "pullReplicationLog", "streamReplicationLog", "getReplicationStatus",
     "listReplicationPeers", "addReplicationPeer", "removeReplicationPeer",
+    # The node's recent outcomes: what the web console shows operators.
+    "listRecentTransactions",
 }
 
 ASYNC_OF = {Troupe: AsyncTroupe, Transaction: AsyncTransaction}

@@ -54,3 +54,18 @@ async def test_async_iteration_lists_every_entity(base_url: str, token: str | No
 
 
 test_async_iteration_lists_every_entity = pytest.mark.anyio(test_async_iteration_lists_every_entity)
+
+
+def test_an_entitys_versions_page_by_page_each_readable_at(troupe: Troupe, unique: str, run_id: str) -> None:
+    type_name = f"Versioned{run_id}"
+    written = [troupe.put_key(type_name, "v", "n", n).version for n in range(5)]
+    newest_first = list(reversed(written))
+    first = troupe.entity_versions(type_name, "v", limit=3)
+    assert first.entity == f"{type_name}/v" and list(first.versions) == newest_first[:3]
+    assert first.next == newest_first[2]
+    rest = troupe.entity_versions(type_name, "v", before=first.next)
+    assert list(rest.versions) == newest_first[3:] and rest.next is None
+    assert [troupe.get(type_name, "v", at=v).state["n"] for v in newest_first] == [4, 3, 2, 1, 0]
+    assert list(troupe.entity_versions(type_name, "never").versions) == []
+    with pytest.raises(errors.InvalidRequestError):
+        troupe.entity_versions(type_name, "v", before=0)

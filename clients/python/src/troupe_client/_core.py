@@ -381,6 +381,18 @@ def entity_dependencies(type_name: str, entity_id: str) -> Call[models.EntityDep
     return Call("GET", path, lambda b, _: models.EntityDependencies.from_json(b))
 
 
+def entity_versions(
+    type_name: str, entity_id: str, before: int | None, limit: int | None
+) -> Call[models.EntityVersions]:
+    params: dict[str, str] = {}
+    if before is not None:
+        params["before"] = str(before)
+    if limit is not None:
+        params["limit"] = str(limit)
+    path = f"{entity_path(type_name, entity_id)}/versions"
+    return Call("GET", path, lambda b, _: models.EntityVersions.from_json(b), params=params)
+
+
 def health() -> Call[models.JsonObject]:
     return Call("GET", "/v1/health", lambda b, _: dict(b))
 

@@ -199,6 +199,14 @@ class AsyncTroupe:
     async def entity_dependencies(self, type_name: str, entity_id: str) -> models.EntityDependencies:
         return await self._run(_core.entity_dependencies(type_name, entity_id))
 
+    async def entity_versions(
+        self, type_name: str, entity_id: str, *, before: int | None = None, limit: int | None = None
+    ) -> models.EntityVersions:
+        """The entity's versions still in the journal, newest first, below the cursor ``before``
+        (a previous page's ``next``), at most ``limit``: read each with ``get(..., at=version)``
+        for the entity's history."""
+        return await self._run(_core.entity_versions(type_name, entity_id, before, limit))
+
     async def health(self) -> models.JsonObject:
         return await self._run(_core.health())
 

@@ -198,6 +198,14 @@ class Troupe:
     def entity_dependencies(self, type_name: str, entity_id: str) -> models.EntityDependencies:
         return self._run(_core.entity_dependencies(type_name, entity_id))
 
+    def entity_versions(
+        self, type_name: str, entity_id: str, *, before: int | None = None, limit: int | None = None
+    ) -> models.EntityVersions:
+        """The entity's versions still in the journal, newest first, below the cursor ``before``
+        (a previous page's ``next``), at most ``limit``: read each with ``get(..., at=version)``
+        for the entity's history."""
+        return self._run(_core.entity_versions(type_name, entity_id, before, limit))
+
     def health(self) -> models.JsonObject:
         return self._run(_core.health())
 

@@ -242,6 +242,26 @@ class EntityPage:
 
 
 @dataclass(frozen=True)
+class EntityVersions:
+    """An entity's versions still in the server's journal, newest first; each is readable with
+    ``get(..., at=version)``. ``next`` is the cursor of the next page (pass it as ``before``),
+    ``None`` on the last page."""
+
+    entity: str
+    versions: Sequence[int]
+    next: int | None
+
+    @classmethod
+    def from_json(cls, body: Mapping[str, Any]) -> EntityVersions:
+        following = body.get("next")
+        return cls(
+            str(body.get("entity", "")),
+            tuple(int(version) for version in body.get("versions", ())),
+            int(following) if following is not None else None,
+        )
+
+
+@dataclass(frozen=True)
 class InteractiveTransactionOpened:
     """An open interactive transaction: its id and how long the server keeps it idle."""
 

@@ -54,4 +54,11 @@ public final class TransactionAbort {
    * nothing, and the runtime plans it again from fresher states or runs it as a dynamic one.
    */
   public static final String DEPENDENCIES_INVOLVED = "dependencies_involved";
+
+  /**
+   * An interactive transaction its client aborted ({@code POST /v1/transactions/{txId}/abort}):
+   * never an answer's reason (the client asked for it), only what the metrics and the recent
+   * transactions ({@code GET /v1/transactions/recent}) say of it.
+   */
+  public static final String INTERACTIVE_ABORTED = "interactive_aborted";
 }

@@ -2,6 +2,7 @@ package dev.troupe.runtime;
 
 import dev.troupe.model.EntityId;
 import dev.troupe.model.ErrorCode;
+import dev.troupe.model.TransactionAbort;
 import dev.troupe.model.TroupeException;
 import dev.troupe.model.spec.CompiledType;
 import dev.troupe.storage.DurableStore;
@@ -116,7 +117,8 @@ final class InteractiveShell implements RequestShell.Interactive {
     synchronized (interactive) {
       touched = interactive.abort(transactionId);
     }
-    touched.ifPresent(entities -> release(transactionId, entities));
+    touched.ifPresent(entities -> release(transactionId, entities, new TroupeException(
+        ErrorCode.ABORTED, TransactionAbort.INTERACTIVE_ABORTED, "aborted by its client")));
   }
 
   boolean isOpen(long transactionId) {
@@ -126,9 +128,12 @@ final class InteractiveShell implements RequestShell.Interactive {
   }
 
   /** An ended-by-abort transaction: count it and release its parts in the entities it touched. */
-  private void release(long transactionId, List<EntityId> touched) {
+  private void release(long transactionId, List<EntityId> touched, TroupeException why) {
     cancelIdleCheck(transactionId);
     transactionMetrics.recordAbortedInteractive();
+    // Its duration is not tracked here; 0 says unknown.
+    transactionMetrics.recent().failed(transactionId, RecentTransactions.Kind.INTERACTIVE, why,
+        touched, System.currentTimeMillis(), 0);
     for (EntityId entity : touched) {
       router.tell(entity, new EntityActor.Decide(transactionId, false, null));
     }
@@ -154,7 +159,8 @@ final class InteractiveShell implements RequestShell.Interactive {
         synchronized (interactive) {
           expired = interactive.expireIfIdle(transactionId, nowMillis());
         }
-        expired.ifPresent(entities -> release(transactionId, entities));
+        expired.ifPresent(entities -> release(transactionId, entities, new TroupeException(
+            ErrorCode.ABORTED, TransactionAbort.TIMEOUT, "no request within its idle timeout")));
       });
       previous = idleTimers.put(transactionId, timer);
     }

@@ -394,6 +394,11 @@ final class RequestShell {
       run.recordWithDecision(idempotency);
       long started = System.nanoTime();
       transactionMetrics.recordStarted();
+      RecentTransactions.Kind kind = switch (start.start()) {
+        case DYNAMIC -> RecentTransactions.Kind.DYNAMIC;
+        case PLANNED -> RecentTransactions.Kind.PLANNED;
+        case INTERACTIVE_COMMIT -> RecentTransactions.Kind.INTERACTIVE;
+      };
       if (idempotency != null) {
         // Until the coordinator is done, not until the caller stops waiting (outcome_unknown).
         String key = idempotency.qualifiedKey();
@@ -419,20 +424,41 @@ final class RequestShell {
       };
       outcome.orTimeout(turnTimeout.toMillis(), TimeUnit.MILLISECONDS)
           .whenComplete((result, failure) -> {
+            long micros = Math.max(0, (System.nanoTime() - started) / 1000);
+            RecentTransactions recent = transactionMetrics.recent();
             if (failure != null) {
-              transactionMetrics.recordFailed(new TroupeException(ErrorCode.OUTCOME_UNKNOWN,
-                  "no outcome in time"), run.lockConflicts());
+              TroupeException unknown = new TroupeException(ErrorCode.OUTCOME_UNKNOWN,
+                  "no outcome in time");
+              transactionMetrics.recordFailed(unknown, run.lockConflicts());
+              recent.failed(run.transactionId(), kind, unknown, start.parts().keySet(),
+                  System.currentTimeMillis(), micros);
               feed(new Input.CoordinatorUnanswered());
               return;
             }
             switch (result) {
-              case CoordinatorCore.Outcome.Committed ignored -> transactionMetrics
-                  .recordCommitted(System.nanoTime() - started, run.lockConflicts());
-              case CoordinatorCore.Outcome.Failed failed ->
-                  transactionMetrics.recordFailed(failed.error(), run.lockConflicts());
+              case CoordinatorCore.Outcome.Committed committed -> {
+                transactionMetrics.recordCommitted(System.nanoTime() - started,
+                    run.lockConflicts());
+                recent.committed(committed.transactionId(), kind, committed.results().keySet(),
+                    commitVersion(committed), System.currentTimeMillis(), micros);
+              }
+              case CoordinatorCore.Outcome.Failed failed -> {
+                transactionMetrics.recordFailed(failed.error(), run.lockConflicts());
+                recent.failed(run.transactionId(), kind, failed.error(), start.parts().keySet(),
+                    System.currentTimeMillis(), micros);
+              }
             }
             feed(new Input.CoordinatorAnswered(result));
           });
+    }
+
+    /** A committed transaction's commit timestamp: the greatest version it wrote or read. */
+    private static long commitVersion(CoordinatorCore.Outcome.Committed committed) {
+      long version = 0;
+      for (CoordinatorCore.ParticipantResult result : committed.results().values()) {
+        version = Math.max(version, result.version());
+      }
+      return version;
     }
 
     /** A committed transaction's answer, its states rendered lazily with its types. */

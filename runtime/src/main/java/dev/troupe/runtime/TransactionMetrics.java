@@ -26,6 +26,17 @@ public final class TransactionMetrics {
   private volatile long recoveredAborted;
   private final Recorder latencyMicros = new Recorder(3);
   private final Histogram cumulativeLatencyMicros = new Histogram(3);
+  /** The last outcomes themselves, for people looking at the node (the console). */
+  private final RecentTransactions recent;
+
+  TransactionMetrics(RecentTransactions recent) {
+    this.recent = recent;
+  }
+
+  /** The last transactions' outcomes ({@code GET /v1/transactions/recent}). */
+  public RecentTransactions recent() {
+    return recent;
+  }
 
   void recordStarted() {
     open.increment();
@@ -55,7 +66,7 @@ public final class TransactionMetrics {
 
   /** An interactive transaction aborted by its client or its idle timeout. */
   void recordAbortedInteractive() {
-    failedByReason.computeIfAbsent("interactive_aborted", ignored -> new LongAdder()).increment();
+    failedByReason.computeIfAbsent(dev.troupe.model.TransactionAbort.INTERACTIVE_ABORTED, ignored -> new LongAdder()).increment();
   }
 
   void recordPsacDelays(long count) {

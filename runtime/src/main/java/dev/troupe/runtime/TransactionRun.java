@@ -110,6 +110,11 @@ final class TransactionRun {
     return outcome;
   }
 
+  /** The current (or last) attempt's transaction id. */
+  synchronized long transactionId() {
+    return core.transactionId();
+  }
+
   /** Attempts wait-die killed so far. */
   synchronized int lockConflicts() {
     return core.lockConflicts();

@@ -93,7 +93,7 @@ public final class Troupe implements AutoCloseable {
   /** This node's turns and steps awaiting an answer through the transport. */
   private final RemoteReplies remoteReplies;
   private final TurnMetrics metrics = new TurnMetrics();
-  private final TransactionMetrics transactionMetrics = new TransactionMetrics();
+  private final TransactionMetrics transactionMetrics;
   private final AtomicBoolean failed = new AtomicBoolean();
   private final LoudStorageEvents storageEvents = new LoudStorageEvents();
   private final AtomicBoolean closed = new AtomicBoolean();
@@ -116,6 +116,8 @@ public final class Troupe implements AutoCloseable {
 
   private Troupe(RuntimeSettings settings, FatalErrorHandler fatalErrorHandler) {
     this.settings = settings;
+    this.transactionMetrics = new TransactionMetrics(
+        new RecentTransactions(RecentTransactions.Settings.fromConfig(settings.config())));
     this.messageSettings = MessageSettings.fromConfig(settings.config().getConfig("troupe"));
     this.clock = RocksStore.defaultClock(settings.storage(), System::currentTimeMillis);
     this.store = StorageBackend.fromConfig(settings.config()).open(settings.storage(), clock);
@@ -362,6 +364,20 @@ public final class Troupe implements AutoCloseable {
   public CompletableFuture<EntityListing.Page> listEntities(String type, String startId,
       boolean includeStart, int limit, java.util.OptionalLong at, boolean withStates) {
     return listing.page(type, startId, includeStart, limit, at, withStates);
+  }
+
+  /**
+   * The versions of {@code entity} still in the journal, newest first, below {@code before}
+   * (null: from the newest), at most {@code limit} ({@link Store#versions}): each a version a read
+   * {@code at} it answers. Read on the storage pool, never on the caller's thread.
+   */
+  public CompletableFuture<List<Long>> versions(EntityId entity, Long before, int limit) {
+    return reads.onStoragePool(() -> store.versions(entity, before, limit));
+  }
+
+  /** The outcomes of the last transactions this node coordinated, in a bounded ring. */
+  public RecentTransactions recentTransactions() {
+    return transactionMetrics.recent();
   }
 
   /** The greatest commit timestamp issued so far: a read at it sees every acknowledged write. */

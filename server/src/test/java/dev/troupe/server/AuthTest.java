@@ -47,6 +47,8 @@ class AuthTest {
       new Route("HEAD", "/v1/entities/User/x", null, "read"),
       new Route("GET", "/v1/entities/User/x/keys/a", null, "read"),
       new Route("GET", "/v1/entities/User/x/dependencies", null, "read"),
+      new Route("GET", "/v1/entities/User/x/versions", null, "read"),
+      new Route("GET", "/v1/transactions/recent", null, "read"),
       new Route("PUT", "/v1/entities/User/x/keys/a", "2", "write"),
       new Route("PATCH", "/v1/entities/User/x", "{\"a\": 3}", "write"),
       new Route("DELETE", "/v1/entities/User/x/keys/b", null, "write"),
@@ -124,6 +126,39 @@ class AuthTest {
       }
     }
     assertEquals(before, state(), "a refused request changed something");
+  }
+
+  /**
+   * The console's files need no token (they hold no data), its calls do; the outcomes of recent
+   * transactions are a reader's, interactive aborts included.
+   */
+  @Test
+  void theConsoleIsPublicAndWhatItReadsIsNot() throws Exception {
+    HttpResponse<String> page = send("GET", "/console", null, null);
+    assertEquals(200, page.statusCode(), page.body());
+    assertTrue(page.headers().firstValue("Content-Type").orElse("").startsWith("text/html"));
+    assertTrue(page.headers().firstValue("Content-Security-Policy").orElse("")
+        .contains("default-src 'self'"), page.headers().toString());
+    assertTrue(page.body().contains("/console/app.js"), page.body());
+    HttpResponse<String> module = send("GET", "/console/app.js", null, null);
+    assertEquals(200, module.statusCode());
+    assertTrue(module.headers().firstValue("Content-Type").orElse("").startsWith(
+        "text/javascript"));
+    assertRefused(404, "not_found", send("GET", "/console/secret.txt", null, null),
+        "no other file");
+    assertRefused(401, "unauthorized", send("POST", "/console", "{}", null), "only reads");
+    HttpResponse<String> begun = send("POST", "/v1/transactions/begin", null, WRITER);
+    String transaction = Json.parse(begun.body()).path("txId").asText();
+    assertEquals(200, send("POST", "/v1/transactions/" + transaction + "/abort", null, WRITER)
+        .statusCode());
+    HttpResponse<String> recent = send("GET", "/v1/transactions/recent?limit=1", null, READER);
+    assertEquals(200, recent.statusCode(), recent.body());
+    com.fasterxml.jackson.databind.JsonNode outcome = Json.parse(recent.body())
+        .at("/transactions/0");
+    assertEquals(transaction, outcome.path("txId").asText(), recent.body());
+    assertEquals("interactive", outcome.path("kind").asText());
+    assertEquals("aborted", outcome.path("outcome").asText());
+    assertEquals("interactive_aborted", outcome.path("reason").asText());
   }
 
   @Test

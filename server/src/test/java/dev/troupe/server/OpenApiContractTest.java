@@ -67,8 +67,10 @@ class OpenApiContractTest {
       "POST /v1/entities/{type}/{id}/keys/{key}/remove",
       "POST /v1/entities/{type}/{id}/actions/{action}",
       "GET /v1/entities/{type}/{id}/dependencies",
+      "GET /v1/entities/{type}/{id}/versions",
       "POST /v1/transactions",
       "POST /v1/transactions/begin",
+      "GET /v1/transactions/recent",
       "POST /v1/transactions/{txId}/read",
       "POST /v1/transactions/{txId}/write",
       "POST /v1/transactions/{txId}/action",
@@ -248,6 +250,19 @@ class OpenApiContractTest {
     call("GET", listing, "/v1/entities/Account?at=" + Long.MAX_VALUE, null, 400);
     call("GET", listing, "/v1/entities/" + encode("$reserved"), null, 400);
 
+    // An entity's versions: pages newest first, a cursor, and every bad parameter refused.
+    String versions = "/v1/entities/{type}/{id}/versions";
+    Answer newest = call("GET", versions, "/v1/entities/Account/alice/versions?limit=1", null, 200);
+    Answer older = call("GET", versions, "/v1/entities/Account/alice/versions?before="
+        + newest.body().path("next").asText(), null, 200);
+    assertTrue(older.body().path("versions").size() >= 1, older.text());
+    call("GET", versions, "/v1/entities/Account/nobody/versions", null, 200);
+    call("GET", versions, "/v1/entities/Account/alice/versions?limit=0", null, 400);
+    call("GET", versions, "/v1/entities/Account/alice/versions?limit=1001", null, 400);
+    call("GET", versions, "/v1/entities/Account/alice/versions?before=0", null, 400);
+    call("GET", versions, "/v1/entities/Account/alice/versions?before=soon", null, 400);
+    call("GET", versions, "/v1/entities/Account/" + "i".repeat(300) + "/versions", null, 400);
+
     // Keys.
     String key = "/v1/entities/{type}/{id}/keys/{key}";
     call("GET", key, "/v1/entities/Account/alice/keys/balance", null, 200);
@@ -294,6 +309,20 @@ class OpenApiContractTest {
                                       "args": {"amount": 1000000}}]}""", 409);
     assertEquals("aborted", aborted.errorCode(), aborted.text());
     call("POST", "/v1/transactions", "/v1/transactions", "{\"ops\": []}", 400);
+    String recent = "/v1/transactions/recent";
+    Answer outcomes = call("GET", recent, recent + "?limit=2", null, 200);
+    assertEquals("aborted", outcomes.body().at("/transactions/0/outcome").asText(),
+        outcomes.text());
+    assertEquals("committed", outcomes.body().at("/transactions/1/outcome").asText(),
+        outcomes.text());
+    Answer earlier = call("GET", recent, recent + "?before="
+        + outcomes.body().at("/transactions/0/sequence").asText(), null, 200);
+    assertEquals(outcomes.body().at("/transactions/1"), earlier.body().at("/transactions/0"),
+        earlier.text());
+    call("GET", recent, recent + "?limit=0", null, 400);
+    call("GET", recent, recent + "?limit=1001", null, 400);
+    call("GET", recent, recent + "?before=-1", null, 400);
+    call("GET", recent, recent + "?before=x", null, 400);
     call("POST", "/v1/transactions", "/v1/transactions", "{\"mode\": \"eventually\"}", 400);
 
     // Interactive transactions.

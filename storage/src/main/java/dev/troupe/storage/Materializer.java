@@ -124,4 +124,33 @@ final class Materializer {
     }
     return operations;
   }
+
+  /**
+   * The commit timestamps of {@code entity}'s index entries below {@code before} (null: all),
+   * newest first, at most {@code limit} ({@link Store#versions}). The cursor only moves forward, so
+   * each version is found by a seek for the last key below the previous one; several entries at
+   * one timestamp (one per journal record) give it once.
+   */
+  static List<Long> versions(KeyValueDisk disk, KeyValueDisk.Snapshot snapshot,
+      dev.troupe.model.EntityId entity, Long before, int limit) {
+    byte[] prefix = Keys.entityPrefix(entity);
+    List<Long> versions = new ArrayList<>(Math.min(limit, 64));
+    long below = before == null ? Long.MAX_VALUE : before;
+    try (KeyValueDisk.Cursor iterator = disk.cursor(KeyValueDisk.Column.INDEX, snapshot, prefix,
+        Keys.entityUpperBound(prefix))) {
+      while (versions.size() < limit && below > 0) {
+        // The greatest key below every entry at `below`: timestamp below-1, the largest rest.
+        iterator.seekForPrev(Keys.index(prefix, below - 1, 0xFFFF, -1L));
+        if (!iterator.isValid() || !Keys.hasPrefix(iterator.key(), prefix, 18)) {
+          break;
+        }
+        long version = Keys.indexTimestamp(iterator.key(), prefix.length);
+        Invariants.check(version < below, "index of %s: %d found seeking below %d", entity,
+            version, below);
+        versions.add(version);
+        below = version;
+      }
+    }
+    return versions;
+  }
 }

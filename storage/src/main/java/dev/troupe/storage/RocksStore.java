@@ -1205,6 +1205,23 @@ public final class RocksStore implements Store {
     }
   }
 
+  @Override
+  public List<Long> versions(EntityId entity, Long before, int limit) {
+    Objects.requireNonNull(entity, "entity");
+    Invariants.check(limit > 0, "a page of versions holds at least one, asked for %d", limit);
+    enter();
+    try (KeyValueDisk.Snapshot snapshot = disk.snapshot()) {
+      return Materializer.versions(disk, snapshot, entity, before, limit);
+    } catch (CorruptDataException damage) {
+      throw corrupt(entity, damage);
+    } catch (java.io.UncheckedIOException e) {
+      throw new TroupeException(ErrorCode.UNAVAILABLE,
+          "cannot read the versions of " + entity + ": " + e.getMessage());
+    } finally {
+      closeLock.readLock().unlock();
+    }
+  }
+
   /** Entities the listing index was built for at this open (0: it was complete already). */
   long listingEntitiesBuiltAtOpen() {
     return listingEntitiesBuilt;

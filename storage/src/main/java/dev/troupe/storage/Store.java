@@ -143,6 +143,19 @@ public interface Store extends DurableStore, AutoCloseable {
   List<EntityId> listing(String type, String startId, boolean includeStart, int limit);
 
   /**
+   * The versions of {@code entity} still in the journal (the commit timestamps of its index
+   * entries: every write, delete included, since its partition's history horizon), newest first,
+   * each below {@code before} (null: from the newest), at most {@code limit}. A read {@code
+   * ?at=} each of them answers the entity's state as that write left it. One seek per version in
+   * the entity's own key range of the index column, at one consistent point of the disk; on a
+   * disk several nodes share, it sees every commit durable before the call.
+   *
+   * @throws dev.troupe.model.TroupeException {@code unavailable} if the store is closed or the disk
+   *     cannot be read; {@code corrupt_data} if it is damaged
+   */
+  List<Long> versions(EntityId entity, Long before, int limit);
+
+  /**
    * A page of every stored entity (with a journal record or a checkpoint; deleted ones too), of
    * every type, in storage order, starting after {@code after} (null: from the first): the
    * enumeration a bootstrap image is read by (docs/ARCHITECTURE.md, "Bootstrapping a new data

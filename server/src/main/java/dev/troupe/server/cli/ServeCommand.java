@@ -11,6 +11,7 @@ import dev.troupe.runtime.Troupe;
 import dev.troupe.server.http.HttpSettings;
 import dev.troupe.server.http.TroupeServer;
 import dev.troupe.server.replication.DataCentreReplication;
+import dev.troupe.server.logging.LogFormat;
 import dev.troupe.server.replication.ReplicationServerSettings;
 import dev.troupe.storage.CorruptDataException;
 import java.io.File;
@@ -134,8 +135,10 @@ public final class ServeCommand implements Callable<Integer> {
     ReplicationServerSettings replication;
     StorageBackend backend;
     SystemOfRecordSettings systemOfRecordSettings;
+    LogFormat logFormat;
     try {
       systemOfRecordSettings = systemOfRecordSettings(config);
+      logFormat = LogFormat.fromConfig(config);
       http = HttpSettings.fromConfig(config);
       replication = ReplicationServerSettings.fromConfig(config);
       backend = StorageBackend.fromConfig(config);
@@ -143,6 +146,7 @@ public final class ServeCommand implements Callable<Integer> {
       System.err.println("troupe: invalid settings: " + e.getMessage());
       return EXIT_CONFIGURATION;
     }
+    logFormat.apply(logIdentity(config));
     if (backend.kind() == StorageBackend.Kind.POSTGRES && bootstrapFrom != null) {
       // The bootstrap installs a peer's image into an embedded store before the engine opens.
       System.err.println("troupe: --bootstrap-from fills an embedded RocksDB store; it cannot be"
@@ -425,6 +429,17 @@ public final class ServeCommand implements Callable<Integer> {
           ConfigValueFactory.fromIterable(seedNodes));
     }
     return config;
+  }
+
+  /** This node's identity in every JSON log line: its node id and, when named, its DC. */
+  static Map<String, String> logIdentity(Config config) {
+    Map<String, String> identity = new java.util.LinkedHashMap<>();
+    identity.put("troupe.node.id", config.getString("troupe.node.id"));
+    String dataCentre = config.getString("troupe.dc.name");
+    if (!dataCentre.isEmpty()) {
+      identity.put("troupe.dc.name", dataCentre);
+    }
+    return identity;
   }
 
   static boolean exitOnStorageFailure(Config config) {

@@ -2,6 +2,7 @@ package dev.troupe.server.cli;
 
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
+import dev.troupe.server.logging.LogFormat;
 import com.typesafe.config.ConfigValueFactory;
 import dev.troupe.server.http.PostgresBaselineServer;
 import java.util.Map;
@@ -49,6 +50,7 @@ public final class ServePostgresCommand implements Callable<Integer> {
         .withValue("troupe.http.host", ConfigValueFactory.fromAnyRef(host));
     PostgresBaselineServer server;
     try {
+      LogFormat.fromConfig(config).apply(Map.of());
       server = PostgresBaselineServer.start(jdbcUrl, config);
     } catch (RuntimeException e) {
       System.err.println("troupe: " + e.getMessage());

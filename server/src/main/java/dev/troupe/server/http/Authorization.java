@@ -27,7 +27,8 @@ import java.util.Set;
  * /v1/transactions} route), {@code admin} ({@code PUT /v1/types/{type}}, {@code POST} and {@code
  * DELETE /v1/dependencies}, {@code POST /v1/replication/peers} and {@code DELETE
  * /v1/replication/peers/{name}}). Scopes do not imply one another: a token lists each it may use. Open
- * to all: {@code /v1/health} and below, {@code GET /v1/openapi.json}. {@code /metrics} takes any
+ * to all: {@code /v1/health} and below, {@code GET /v1/openapi.json}, the console's files ({@code
+ * GET /console} and below). {@code GET /v1/transactions/recent} needs {@code read}. {@code /metrics} takes any
  * valid token. A path no route knows needs {@code read} for GET and HEAD and {@code write}
  * otherwise, so that probing unknown paths takes a token too.
  *
@@ -167,6 +168,15 @@ public final class Authorization {
     boolean read = method.equals("GET") || method.equals("HEAD");
     if (read && path.equals("/v1/openapi.json")) {
       return new Requirement.Open();
+    }
+    if (read && ConsoleAssets.isConsolePath(path)) {
+      // The console's files hold no data; every call the page makes needs its token.
+      return new Requirement.Open();
+    }
+    if (read && path.equals("/v1/transactions/recent")) {
+      // Looking at outcomes changes nothing: a reader's right, unlike every other transactions
+      // route.
+      return new Requirement.Needs(Scope.READ);
     }
     if (path.equals("/metrics")) {
       return new Requirement.AnyToken();

@@ -143,7 +143,8 @@ final class RequestAdmission {
     boolean read = method.equals("GET") || method.equals("HEAD");
     String resource = resource(path);
     return switch (resource) {
-      case "transactions" -> WorkClass.TRANSACTIONS;
+      case "transactions" -> read && path.equals("/v1/transactions/recent")
+          ? WorkClass.READS : WorkClass.TRANSACTIONS;
       case "dependencies" -> read ? WorkClass.READS : WorkClass.TRANSACTIONS;
       case "snapshot-read" -> WorkClass.READS;
       default -> read ? WorkClass.READS : WorkClass.WRITES;

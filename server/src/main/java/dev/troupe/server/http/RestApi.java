@@ -66,6 +66,10 @@ public final class RestApi
   private final Optional<DataCentreReplication> replication;
   private final HomeForwarding homeForwarding;
   private final LongAdder requests = new LongAdder();
+  /** The web console's files ({@code /console}). */
+  private final ConsoleAssets console = new ConsoleAssets();
+  /** The bounds of a page of an entity's versions ({@code troupe.versions}). */
+  private final PageQuery.Bounds versionBounds;
 
   /**
    * Adds metrics of a part wired outside the engine (the system-of-record exporter) to {@code
@@ -87,6 +91,7 @@ public final class RestApi
       Optional<DataCentreReplication> replication) {
     this.troupe = troupe;
     this.materializer = materializer;
+    this.versionBounds = PageQuery.Bounds.fromConfig(troupe.settings().config(), "troupe.versions");
     this.admission = new RequestAdmission(settings);
     this.edge = new HttpEdge(settings, replication
         .map(node -> Authorization.PeerAccess.of(node.settings().secret(),
@@ -213,6 +218,9 @@ public final class RestApi
               org.apache.pekko.http.javadsl.model.HttpCharsets.UTF_8),
           metrics.render()));
     }
+    if (ConsoleAssets.isConsolePath(request.getUri().path())) {
+      return consoleRoute(request);
+    }
     if (size < 2 || !path.get(0).equals("v1")) {
       return support.notFound(request);
     }
@@ -293,6 +301,9 @@ public final class RestApi
         return support.notFound(request);
       }
       case "transactions" -> {
+        if (size == 3 && path.get(2).equals("recent")) {
+          return recentTransactionsRoute(request);
+        }
         if (size == 3 && path.get(2).equals("begin")) {
           support.requireMethod(request, HttpMethods.POST);
           request.discardEntityBytes(materializer);
@@ -369,6 +380,14 @@ public final class RestApi
       int size, EntityId entity) {
     if (size == 4) {
       return entityRoute(request, entity);
+    }
+    if (size == 5 && path.get(4).equals("versions")) {
+      support.requireMethod(request, HttpMethods.GET);
+      request.discardEntityBytes(materializer);
+      PageQuery query = PageQuery.parse(request.getUri().query()::get, versionBounds);
+      return troupe.versions(entity, query.before(), query.limit())
+          .thenApply(versions -> RequestSupport.json(200, ConsoleBodies.versions(entity,
+              versions, query.limit())));
     }
     if (size == 5 && path.get(4).equals("dependencies")) {
       support.requireMethod(request, HttpMethods.GET);
@@ -543,6 +562,37 @@ public final class RestApi
     }
     throw support.methodNotAllowed(request,
         HttpMethods.GET, HttpMethods.PUT, HttpMethods.DELETE);
+  }
+
+  /**
+   * {@code GET /console} and its files ({@link ConsoleAssets}): public, as they are stored, never
+   * cached stale (a new server's console is loaded at once).
+   */
+  private CompletionStage<HttpResponse> consoleRoute(HttpRequest request) {
+    support.requireMethod(request, HttpMethods.GET);
+    request.discardEntityBytes(materializer);
+    ConsoleAssets.Asset asset = console.asset(request.getUri().path());
+    return RequestSupport.completed(HttpResponse.create()
+        .withEntity(org.apache.pekko.http.javadsl.model.ContentTypes.parse(
+            asset.mediaType() + "; charset=UTF-8"), asset.bytes())
+        .addHeader(org.apache.pekko.http.javadsl.model.headers.RawHeader.create(
+            "Cache-Control", "no-cache"))
+        .addHeader(org.apache.pekko.http.javadsl.model.headers.RawHeader.create(
+            "X-Content-Type-Options", "nosniff"))
+        .addHeader(org.apache.pekko.http.javadsl.model.headers.RawHeader.create(
+            "Content-Security-Policy", ConsoleAssets.CONTENT_SECURITY_POLICY)));
+  }
+
+  /** {@code GET /v1/transactions/recent?before=SEQUENCE&limit=N}: newest first. */
+  private CompletionStage<HttpResponse> recentTransactionsRoute(HttpRequest request) {
+    support.requireMethod(request, HttpMethods.GET);
+    request.discardEntityBytes(materializer);
+    dev.troupe.runtime.RecentTransactions recent = troupe.recentTransactions();
+    PageQuery query = PageQuery.parse(request.getUri().query()::get, new PageQuery.Bounds(
+        recent.settings().defaultLimit(), recent.settings().maxLimit(),
+        "troupe.recent-transactions"));
+    return RequestSupport.completed(RequestSupport.json(200,
+        ConsoleBodies.recentTransactions(recent.page(query.before(), query.limit()))));
   }
 
   /** {@code GET | DELETE /v1/dependencies/{id}}. */
