@@ -29,6 +29,7 @@ import picocli.CommandLine.Command;
       ClusterBenchmark.class,
       FailoverBenchmark.class,
       MemorySpreadBenchmark.class,
+      SystemOfRecordBenchmark.class,
       CommandLine.HelpCommand.class
     },
     footer = {
@@ -46,7 +47,8 @@ import picocli.CommandLine.Command;
       "  troupe bench visibility --dcs 2 --rtt-millis 100 --seconds 30 --report visibility-report",
       "  troupe bench causal-cost --workload a,b --rounds 2 --json causal-cost.json",
       "  troupe bench cluster --workload a,c --records 20000 --threads 16 --json cluster.json",
-      "  troupe bench failover --kills 3 --json failover.json"
+      "  troupe bench failover --kills 3 --json failover.json",
+      "  troupe bench system-of-record --records 10000 --threads 32 --duration 20"
     })
 public final class BenchCommand implements Runnable {
   @CommandLine.Spec CommandLine.Model.CommandSpec spec;

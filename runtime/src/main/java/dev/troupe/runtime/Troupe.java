@@ -823,6 +823,18 @@ public final class Troupe implements AutoCloseable {
     return inbox;
   }
 
+  /**
+   * The type an entity is rendered with now (its declared one, or a schemaless one), or empty for
+   * Troupe's own reserved types: for parts of the server that show states outside the REST API
+   * (the system-of-record exporter).
+   */
+  public Optional<dev.troupe.model.spec.CompiledType> typeForExport(EntityId entity) {
+    if (entity.type().startsWith("$")) {
+      return Optional.empty();
+    }
+    return Optional.of(types.typeOf(entity));
+  }
+
   /** The storage engine, for tools in this JVM that need it (benchmarks, recovery checks). */
   public Store store() {
     return store;

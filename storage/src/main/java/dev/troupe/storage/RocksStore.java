@@ -1490,7 +1490,60 @@ public final class RocksStore implements Store {
     return locator;
   }
 
+  @Override
+  public int partitionCount() {
+    return partitions.length;
+  }
+
+  @Override
+  public List<JournalEntry> readJournal(int partitionNumber, long fromSequence, int limit) {
+    Invariants.check(limit > 0, "a page of the journal holds at least one record, asked for %d",
+        limit);
+    Partition partition = partitions[partitionNumber];
+    long end = partition.publishedNextSequence;
+    long from = Math.max(fromSequence, partition.firstRetainedSequence);
+    List<JournalEntry> entries = new ArrayList<>();
+    if (from >= end) {
+      return entries;
+    }
+    enter();
+    try (KeyValueDisk.Cursor cursor = disk.cursor(KeyValueDisk.Column.JOURNAL, null,
+        Keys.journal(partitionNumber, from), Keys.journal(partitionNumber, end))) {
+      for (cursor.seek(Keys.journal(partitionNumber, from));
+          cursor.isValid() && entries.size() < limit; cursor.next()) {
+        byte[] key = cursor.key();
+        entries.add(new JournalEntry(partitionNumber, Keys.journalSequence(key),
+            Codec.decodeRecord(cursor.value())));
+      }
+      return entries;
+    } finally {
+      closeLock.readLock().unlock();
+    }
+  }
+
+  @Override
+  public long journalSequenceAfter(int partitionNumber, long timestamp) {
+    Partition partition = partitions[partitionNumber];
+    long low = partition.firstRetainedSequence;
+    long high = partition.publishedNextSequence;
+    // Invariant: every retained record below `low` is at or below the timestamp, every one at or
+    // above `high` above it (sequence order is timestamp order).
+    while (low < high) {
+      long middle = low + (high - low) / 2;
+      List<JournalEntry> found = readJournal(partitionNumber, middle, 1);
+      if (found.isEmpty() || found.get(0).sequence() >= high) {
+        high = middle;
+      } else if (found.get(0).record().commitTimestamp() <= timestamp) {
+        low = found.get(0).sequence() + 1;
+      } else {
+        high = middle; // sequences are contiguous: the record found is the one at `middle`
+      }
+    }
+    return low;
+  }
+
   /** The history horizon of a partition: readAt below it fails with history_truncated. */
+  @Override
   public long historyHorizon(int partition) {
     return partitions[partition].historyHorizon;
   }

@@ -163,6 +163,35 @@ public interface Store extends DurableStore, AutoCloseable {
    */
   List<EntityId> entities(EntityId after, int limit);
 
+  /**
+   * Up to {@code limit} journal records of {@code partition} from sequence {@code fromSequence}
+   * on, in sequence (so commit-timestamp) order, only records already written (below the
+   * partition's published next sequence): how the system-of-record exporter tails the journal
+   * (docs/ARCHITECTURE.md, "System of record"). A sequence below the first retained one starts at
+   * the first retained record (truncation deleted the ones before: the caller checks the history
+   * horizon, {@link #historyHorizon}). One bounded range read.
+   *
+   * @throws dev.troupe.model.TroupeException {@code unavailable} if the store is closed or the
+   *     disk cannot be read; {@code corrupt_data} if a record is damaged
+   */
+  List<JournalEntry> readJournal(int partition, long fromSequence, int limit);
+
+  /**
+   * The first sequence of {@code partition} whose record has a commit timestamp above {@code
+   * timestamp} (the partition's next sequence if none): where a journal reader resumes after a
+   * watermark. A binary search of point reads over the retained journal.
+   */
+  long journalSequenceAfter(int partition, long timestamp);
+
+  /** The number of journal partitions. */
+  int partitionCount();
+
+  /**
+   * The history horizon of {@code partition}: every record with a commit timestamp above it is
+   * retained, and {@link #readAt} below it fails with {@code history_truncated}.
+   */
+  long historyHorizon(int partition);
+
   /** The state of an entity as of a commit timestamp (MVCC read). */
   EntityState readAt(EntityId entity, long timestamp);
 

@@ -26,6 +26,8 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
+import dev.troupe.storage.systemofrecord.PostgresExporter;
+import dev.troupe.storage.systemofrecord.SystemOfRecordSettings;
 
 /** {@code troupe serve}: runs the engine with embedded storage and the REST API. */
 @Command(
@@ -107,6 +109,12 @@ public final class ServeCommand implements Callable<Integer> {
           + " jdbc:postgresql://10.0.0.5:5432/troupe (troupe.storage.postgres.jdbc-url).")
   String jdbcUrl;
 
+  @Option(names = "--system-of-record", paramLabel = "JDBC_URL",
+      description = "Keep one PostgreSQL table per type equal to the entities' states, fed from"
+          + " the journal, e.g. jdbc:postgresql://127.0.0.1:5432/reports?user=troupe"
+          + " (troupe.system-of-record.jdbc-url).")
+  String systemOfRecord;
+
   @Option(names = "--config", description = "HOCON file overriding reference.conf settings.")
   File configFile;
 
@@ -126,8 +134,10 @@ public final class ServeCommand implements Callable<Integer> {
     HttpSettings http;
     ReplicationServerSettings replication;
     StorageBackend backend;
+    SystemOfRecordSettings systemOfRecordSettings;
     LogFormat logFormat;
     try {
+      systemOfRecordSettings = systemOfRecordSettings(config);
       logFormat = LogFormat.fromConfig(config);
       http = HttpSettings.fromConfig(config);
       replication = ReplicationServerSettings.fromConfig(config);
@@ -220,15 +230,27 @@ public final class ServeCommand implements Callable<Integer> {
       System.err.println("troupe: replication did not start: " + e.getMessage());
       return 2;
     }
+    Optional<PostgresExporter> exporter;
+    try {
+      exporter = startSystemOfRecord(systemOfRecordSettings, settings, troupe);
+    } catch (IllegalArgumentException e) {
+      replicating.ifPresent(DataCentreReplication::close);
+      troupe.close();
+      System.err.println("troupe: " + e.getMessage());
+      return EXIT_CONFIGURATION;
+    }
     TroupeServer server;
     try {
       server = TroupeServer.start(troupe, http, replicating);
     } catch (RuntimeException e) {
+      exporter.ifPresent(PostgresExporter::close);
       replicating.ifPresent(DataCentreReplication::close);
       troupe.close();
       System.err.println("troupe: " + e.getMessage());
       return 2;
     }
+    exporter.ifPresent(running -> server.addMetricsSource(
+        out -> SystemOfRecordMetrics.render(out, running.statistics())));
     troupe.cluster().ifPresent(cluster -> cluster.advertiseHttpUrl(advertisedHttpUrl(
         server.scheme(), server.host(), server.port(), settings.cluster().host())));
     CountDownLatch stopped = new CountDownLatch(1);
@@ -247,6 +269,7 @@ public final class ServeCommand implements Callable<Integer> {
           .awaitNoOpenTransactions(troupe.transactionMetrics()::open,
               settings.cluster().drainTimeoutMillis()));
       replicating.ifPresent(DataCentreReplication::close);
+      exporter.ifPresent(PostgresExporter::close);
       // Leaves the cluster (sharding hands the partitions off while this member still answers),
       // then closes the store.
       troupe.close();
@@ -270,6 +293,37 @@ public final class ServeCommand implements Callable<Integer> {
     System.out.flush();
     stopped.await();
     return 0;
+  }
+
+  /** {@code troupe.system-of-record.*}, parsed once. */
+  static SystemOfRecordSettings systemOfRecordSettings(Config config) {
+    Config section = config.getConfig("troupe.system-of-record");
+    return new SystemOfRecordSettings(section.getString("jdbc-url"),
+        section.getInt("batch-max-records"), section.getLong("poll-interval-millis"),
+        section.getLong("retry-min-backoff-millis"), section.getLong("retry-max-backoff-millis"),
+        section.getInt("connect-timeout-seconds"), section.getInt("socket-timeout-seconds"),
+        section.getInt("initial-export-page-entities"));
+  }
+
+  /**
+   * Starts the system-of-record exporter when a database is set (docs/ARCHITECTURE.md, "System
+   * of record"): a node of one data centre's only node; a misconfigured database is refused.
+   */
+  static Optional<PostgresExporter> startSystemOfRecord(SystemOfRecordSettings exportSettings,
+      RuntimeSettings settings, Troupe troupe) {
+    if (!exportSettings.enabled()) {
+      return Optional.empty();
+    }
+    if (settings.storage().partitionOwnership()
+        != dev.troupe.storage.PartitionOwnership.ALL) {
+      throw new IllegalArgumentException("--system-of-record runs on a data centre of one node;"
+          + " this node shares its store with a cluster (not built yet)");
+    }
+    PostgresExporter started =
+        PostgresExporter.start(troupe.store(), exportSettings, troupe::typeForExport);
+    System.out.println("System of record: exporting to "
+        + exportSettings.jdbcUrl().replaceAll("password=[^&]*", "password=..."));
+    return Optional.of(started);
   }
 
   /**
@@ -418,6 +472,10 @@ public final class ServeCommand implements Callable<Integer> {
     config = withDataCentres(config);
     config = withCluster(config);
     config = withStorage(config);
+    if (systemOfRecord != null) {
+      config = config.withValue("troupe.system-of-record.jdbc-url",
+          ConfigValueFactory.fromAnyRef(systemOfRecord));
+    }
     return config
         .withValue("troupe.data-directory", ConfigValueFactory.fromAnyRef(data.toString()))
         .withValue("troupe.http.port", ConfigValueFactory.fromAnyRef(port))

@@ -37,6 +37,9 @@ final class PrometheusMetrics {
   private final LongAdder requests;
   private final RequestAdmission admission;
   private final java.util.Optional<DataCentreReplication> replication;
+  /** Parts of the server wired outside the engine (the system-of-record exporter). */
+  private final List<java.util.function.Consumer<StringBuilder>> sources =
+      new java.util.concurrent.CopyOnWriteArrayList<>();
 
   PrometheusMetrics(Troupe troupe, LongAdder requests, RequestAdmission admission,
       java.util.Optional<DataCentreReplication> replication) {
@@ -44,6 +47,11 @@ final class PrometheusMetrics {
     this.requests = requests;
     this.admission = admission;
     this.replication = replication;
+  }
+
+  /** Adds a source that appends its own metrics, in the exposition format, to every render. */
+  void addSource(java.util.function.Consumer<StringBuilder> source) {
+    sources.add(source);
   }
 
   String render() {
@@ -187,6 +195,9 @@ final class PrometheusMetrics {
         admission.inFlight());
     requestClasses(out);
     replication.ifPresent(node -> replication(out, node));
+    for (java.util.function.Consumer<StringBuilder> source : sources) {
+      source.accept(out);
+    }
     return out.toString();
   }
 

@@ -71,6 +71,14 @@ public final class RestApi
   /** The bounds of a page of an entity's versions ({@code troupe.versions}). */
   private final PageQuery.Bounds versionBounds;
 
+  /**
+   * Adds metrics of a part wired outside the engine (the system-of-record exporter) to {@code
+   * GET /metrics}: the source appends lines in the Prometheus text format.
+   */
+  public void addMetricsSource(java.util.function.Consumer<StringBuilder> source) {
+    metrics.addSource(source);
+  }
+
   public RestApi(Troupe troupe, HttpSettings settings, Materializer materializer) {
     this(troupe, settings, materializer, Optional.empty());
   }

@@ -8,10 +8,17 @@ import org.apache.pekko.stream.Materializer;
 public final class TroupeServer implements AutoCloseable {
   private final ServerBinding binding;
   private final boolean tls;
+  private final RestApi api;
 
-  private TroupeServer(ServerBinding binding, boolean tls) {
+  private TroupeServer(ServerBinding binding, boolean tls, RestApi api) {
     this.binding = binding;
     this.tls = tls;
+    this.api = api;
+  }
+
+  /** Adds metrics of a part wired outside the engine to {@code GET /metrics}. */
+  public void addMetricsSource(java.util.function.Consumer<StringBuilder> source) {
+    api.addMetricsSource(source);
   }
 
   /**
@@ -36,7 +43,7 @@ public final class TroupeServer implements AutoCloseable {
     Materializer materializer = Materializer.matFromSystem(troupe.actorSystem());
     RestApi api = new RestApi(troupe, settings, materializer, replication);
     return new TroupeServer(Bindings.bind(troupe.actorSystem(), settings, api),
-        settings.tls().enabled());
+        settings.tls().enabled(), api);
   }
 
   /** {@code https} with TLS, else {@code http}. */
