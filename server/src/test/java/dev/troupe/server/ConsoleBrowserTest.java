@@ -5,7 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.troupe.server.http.Authorization;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -13,7 +12,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
-import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -32,7 +30,6 @@ import org.junit.jupiter.api.io.TempDir;
  * page is kept in {@code target/console/}.
  */
 class ConsoleBrowserTest {
-  private static final Path INSTALL = Path.of("src/test/console/install-chromium.sh");
   private static final Path SCREENSHOTS = Path.of("target/console");
   private static final Duration PAGE_TIMEOUT = Duration.ofSeconds(15);
   private static final String TOKEN = UUID.randomUUID().toString();
@@ -48,7 +45,7 @@ class ConsoleBrowserTest {
 
   @BeforeAll
   static void start() throws Exception {
-    chromium = installedChromium();
+    chromium = DevToolsBrowser.installedChromium();
     server = ServerProcess.start(data.resolve("node"), "troupe.dc.name=console",
         "troupe.http.auth.tokens=[{name = console, sha256 = \""
             + Authorization.sha256Hex(TOKEN) + "\", scopes = [read, write, admin]}]");
@@ -75,20 +72,6 @@ class ConsoleBrowserTest {
     if (server != null) {
       server.close();
     }
-  }
-
-  /** Debian's chromium, installed with apt by the project's script when missing. */
-  private static String installedChromium() throws Exception {
-    long started = System.nanoTime();
-    Process install = new ProcessBuilder("bash", INSTALL.toString())
-        .redirectError(ProcessBuilder.Redirect.INHERIT).start();
-    String printed = new String(install.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-    assertTrue(install.waitFor(10, TimeUnit.MINUTES), "installing chromium took over 10 min");
-    assertEquals(0, install.exitValue(), "chromium could not be installed (" + INSTALL
-        + "); the console's test needs it and is never skipped");
-    System.out.printf("chromium ready in %d ms%n",
-        TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started));
-    return printed.strip();
   }
 
   private static ServerProcess.Answer send(String method, String path, String body,

@@ -34,7 +34,7 @@ import java.util.stream.Stream;
  * is collected ({@link #problems}): uncaught exceptions, console errors, log entries of level
  * error, failed loads and answers with a status of 400 or more.
  */
-final class DevToolsBrowser implements AutoCloseable {
+public final class DevToolsBrowser implements AutoCloseable {
   private static final ObjectMapper JSON = new ObjectMapper();
   private static final Duration COMMAND_TIMEOUT = Duration.ofSeconds(15);
 
@@ -52,8 +52,34 @@ final class DevToolsBrowser implements AutoCloseable {
     this.socket = socket;
   }
 
+  private static final Path INSTALL = Path.of("src/test/console/install-chromium.sh");
+
+  /**
+   * The path of Debian's chromium, installed with apt by the project's script ({@code
+   * src/test/console/install-chromium.sh}) when missing. Fails, never skips: a browser test that
+   * cannot get its browser is a failed test.
+   */
+  public static String installedChromium() throws Exception {
+    long started = System.nanoTime();
+    Process install = new ProcessBuilder("bash", INSTALL.toString())
+        .redirectError(ProcessBuilder.Redirect.INHERIT).start();
+    String printed = new String(install.getInputStream().readAllBytes(),
+        java.nio.charset.StandardCharsets.UTF_8);
+    if (!install.waitFor(10, TimeUnit.MINUTES)) {
+      install.destroyForcibly();
+      throw new IllegalStateException("installing chromium took over 10 min");
+    }
+    if (install.exitValue() != 0) {
+      throw new IllegalStateException("chromium could not be installed (" + INSTALL
+          + "); the console's tests need it and are never skipped");
+    }
+    System.out.printf("chromium ready in %d ms%n",
+        TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started));
+    return printed.strip();
+  }
+
   /** Starts {@code chromium} headless with a fresh profile and attaches to its page. */
-  static DevToolsBrowser start(String chromium, int width, int height) throws Exception {
+  public static DevToolsBrowser start(String chromium, int width, int height) throws Exception {
     Path profile = Files.createTempDirectory("troupe-console-chromium");
     Process process = new ProcessBuilder(chromium, "--headless", "--no-sandbox", "--disable-gpu",
         "--disable-quic", "--no-first-run", "--disable-background-networking",
@@ -104,7 +130,7 @@ final class DevToolsBrowser implements AutoCloseable {
   }
 
   /** Sends a command and waits for its result; an error answer fails. */
-  JsonNode call(String method, ObjectNode params) throws Exception {
+  public JsonNode call(String method, ObjectNode params) throws Exception {
     int id = ids.incrementAndGet();
     CompletableFuture<JsonNode> answer = new CompletableFuture<>();
     pending.put(id, answer);
@@ -121,13 +147,13 @@ final class DevToolsBrowser implements AutoCloseable {
   }
 
   /** Opens {@code url} in the page. */
-  void navigate(String url) throws Exception {
+  public void navigate(String url) throws Exception {
     ObjectNode params = JSON.createObjectNode().put("url", url);
     call("Page.navigate", params);
   }
 
   /** Evaluates {@code expression} in the page (awaiting a promise) and returns its value. */
-  JsonNode evaluate(String expression) throws Exception {
+  public JsonNode evaluate(String expression) throws Exception {
     ObjectNode params = JSON.createObjectNode().put("expression", expression)
         .put("returnByValue", true).put("awaitPromise", true);
     JsonNode result = call("Runtime.evaluate", params);
@@ -139,7 +165,7 @@ final class DevToolsBrowser implements AutoCloseable {
   }
 
   /** Waits until {@code condition} (a JavaScript expression) is true in the page. */
-  void await(String condition, Duration timeout, String what) throws Exception {
+  public void await(String condition, Duration timeout, String what) throws Exception {
     long deadline = System.nanoTime() + timeout.toNanos();
     // False while the page cannot answer yet (still loading: its elements are not there).
     String guarded = "(() => { try { return Boolean(" + condition + "); } catch (notYet) {"
@@ -154,26 +180,26 @@ final class DevToolsBrowser implements AutoCloseable {
   }
 
   /** Saves a PNG of the page as it is now. */
-  void screenshot(Path file) throws Exception {
+  public void screenshot(Path file) throws Exception {
     JsonNode shot = call("Page.captureScreenshot", JSON.createObjectNode().put("format", "png"));
     Files.createDirectories(file.getParent());
     Files.write(file, Base64.getDecoder().decode(shot.path("data").asText()));
   }
 
   /** What went wrong in the page since the last {@link #clearProblems}. */
-  List<String> problems() {
+  public List<String> problems() {
     synchronized (problems) {
       return List.copyOf(problems);
     }
   }
 
-  void clearProblems() {
+  public void clearProblems() {
     problems.clear();
     answersSeen.clear();
   }
 
   /** Every HTTP answer the page got, as {@code STATUS URL}, since the last clear. */
-  List<String> answersSeen() {
+  public List<String> answersSeen() {
     synchronized (answersSeen) {
       return List.copyOf(answersSeen);
     }
