@@ -387,8 +387,10 @@ public final class PostgresExporter implements AutoCloseable {
       ahead.add(new PartitionAhead(records, entries.size() == readLimit));
     }
     // After the safe timestamp (its upToTimestamp is at least that unless cut): every decision
-    // and part up to the bound is in it. About one entry per record written, one per decision.
-    int logLimit = (int) Math.min(Integer.MAX_VALUE, 2L * readLimit * cursors.length + 16);
+    // and part up to the bound is in it. A part per entity a record wrote, a decision per
+    // multi-entity transaction: twice the read-ahead covers the batch's records as a rule, and a
+    // cut read only lowers the bound (ReadFurther doubles it when that leaves nothing closed).
+    int logLimit = (int) Math.min(Integer.MAX_VALUE, 2L * readLimit + 16);
     ReplicationBatch localLog =
         store.replicationLog().read(localDataCentreId, watermark, logLimit);
     boolean atLimit = readLimit >= settings.readAheadMaxRecords();
