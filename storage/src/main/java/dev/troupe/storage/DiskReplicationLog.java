@@ -584,10 +584,19 @@ final class DiskReplicationLog implements ReplicationLog {
       Invariants.check(below.get(localDc) <= localSafeTimestamp(),
           "truncating the local replication log up to %d, above its safe timestamp %d",
           below.get(localDc), localSafeTimestamp());
+      // A pinned snapshot holds the local entries above it as it holds the journal (the
+      // system-of-record exporter reads the decisions after its watermark): keep more than asked.
+      DependencyVector held = below;
+      long pinned = store.lowestPinnedSnapshot();
+      if (below.get(localDc) > pinned) {
+        java.util.TreeMap<Integer, Long> lowered = new java.util.TreeMap<>(below.entries());
+        lowered.put(localDc, pinned);
+        held = new DependencyVector(lowered);
+      }
       // Under the lock of receiving: an entry received between the count of what the range
       // deletion removes and the deletion would be counted as stored and never as deleted.
       synchronized (receivedLock) {
-        truncateCounted(below);
+        truncateCounted(held);
       }
     });
   }

@@ -125,8 +125,10 @@ public interface ReplicationLog {
 
   /**
    * Deletes, per origin named in {@code below}, the entries with a timestamp at or below its entry
-   * (origins absent from the vector keep everything). Not synced: entries that come back after a
-   * crash are deleted by the next truncation.
+   * (origins absent from the vector keep everything), except that local entries above the lowest
+   * pinned snapshot ({@link Store#pinSnapshot}) are kept: the system-of-record exporter pins its
+   * watermark and reads the decisions above it. Not synced: entries that come back after a crash
+   * are deleted by the next truncation.
    */
   CompletableFuture<Void> truncate(DependencyVector below);
 

@@ -1408,6 +1408,16 @@ public final class RocksStore implements Store {
     return new PinnedSnapshot(timestamp);
   }
 
+  /**
+   * The lowest pinned snapshot's timestamp, {@code Long.MAX_VALUE} when none is pinned: the local
+   * replication log is kept above it too ({@link DiskReplicationLog#truncate}).
+   */
+  long lowestPinnedSnapshot() {
+    synchronized (pinLock) {
+      return pins.isEmpty() ? Long.MAX_VALUE : pins.firstKey();
+    }
+  }
+
   /** A pinned timestamp; closing it twice is harmless. */
   private final class PinnedSnapshot implements Store.Snapshot {
     private final long timestamp;

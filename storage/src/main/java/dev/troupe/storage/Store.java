@@ -206,7 +206,8 @@ public interface Store extends DurableStore, AutoCloseable {
 
   /**
    * Pins the history at {@code timestamp}: until the snapshot is closed, truncation keeps every
-   * version at or after it readable with {@link #readAt}.
+   * version at or after it readable with {@link #readAt}, and the local replication log's entries
+   * above it ({@link ReplicationLog#truncate} keeps them, whatever it is asked).
    */
   Snapshot pinSnapshot(long timestamp);
 

@@ -81,8 +81,8 @@ class PostgresExporterTest {
 
   private PostgresExporter export(Store store, String url) {
     SystemOfRecordSettings settings =
-        new SystemOfRecordSettings(url, 5, 5, 20, 200, 5, 30, 3);
-    return PostgresExporter.start(store, settings, entity -> Optional.of(
+        new SystemOfRecordSettings(url, 5, 5, 20, 200, 5, 30, 3, 64);
+    return PostgresExporter.start(store, 1, settings, entity -> Optional.of(
         types.getOrDefault(entity.type(), CompiledType.schemaless(entity.type()))));
   }
 
@@ -154,7 +154,7 @@ class PostgresExporterTest {
   void tablesHoldTheStatesAtTheWatermarkAndAReplayLeavesThemTheSame() throws Exception {
     types.put("Stock", compile(STOCK));
     String url = newDatabase();
-    try (RocksStore store = RocksStore.open(Fixtures.settings(directory), clock)) {
+    try (RocksStore store = RocksStore.open(Fixtures.settings(directory).withReplicationLog(true), clock)) {
       List<EntityId> stocks = new ArrayList<>();
       long last = 0;
       for (int i = 0; i < 12; i++) {
@@ -205,7 +205,7 @@ class PostgresExporterTest {
   void anAddedKeyAddsAColumnAndAnUnmappableValueStopsTheExporter() throws Exception {
     types.put("Stock", compile(STOCK));
     String url = newDatabase();
-    try (RocksStore store = RocksStore.open(Fixtures.settings(directory), clock);
+    try (RocksStore store = RocksStore.open(Fixtures.settings(directory).withReplicationLog(true), clock);
         PostgresExporter exporter = export(store, url)) {
       EntityId entity = new EntityId("Stock", "s1");
       awaitWatermark(exporter, commit(store, entity, new Operation.Increment("qty", 1)));
@@ -228,7 +228,7 @@ class PostgresExporterTest {
   void truncationWaitsForTheWatermark() throws Exception {
     types.put("Stock", compile(STOCK));
     String url = newDatabase();
-    StorageSettings settings = Fixtures.settings(directory).withCheckpoints(5, 1_000_000, 4)
+    StorageSettings settings = Fixtures.settings(directory).withReplicationLog(true).withCheckpoints(5, 1_000_000, 4)
         .withHistoryRetentionMillis(0);
     try (RocksStore store = RocksStore.open(settings, clock);
         PostgresExporter exporter = export(store, url)) {

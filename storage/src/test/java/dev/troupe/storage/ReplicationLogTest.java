@@ -646,6 +646,34 @@ class ReplicationLogTest {
   }
 
   @Test
+  void aPinnedSnapshotKeepsTheLocalEntriesAboveIt() {
+    // The system-of-record exporter pins its watermark and reads the decisions above it: a
+    // truncation asked past the pin (causal-message delivery's) keeps them.
+    FakeClock clock = new FakeClock(Fixtures.START_MILLIS);
+    RocksStore store = open(settings(true), clock, new MemoryDisk());
+    ReplicationLog log = store.replicationLog();
+    var firstCommit = store.commit(store.newTransactionId(),
+        List.of(Fixtures.write(entities.get(0), new Operation.Increment("n", 1))));
+    settle(store);
+    var secondCommit = store.commit(store.newTransactionId(),
+        List.of(Fixtures.write(entities.get(1), new Operation.Increment("n", 1))));
+    settle(store);
+    long first = firstCommit.join().commitTimestamp();
+    long second = secondCommit.join().commitTimestamp();
+    Store.Snapshot pin = store.pinSnapshot(first);
+    log.truncate(DependencyVector.of(Map.of(LOCAL, log.localSafeTimestamp()))).join();
+    assertEquals(first, log.truncatedVector().get(LOCAL), "deleted up to the pin only");
+    List<ReplicationEntry> kept = readAll(log, LOCAL, 10);
+    assertEquals(1, kept.size());
+    assertEquals(second, kept.getFirst().timestamp());
+    pin.close();
+    log.truncate(DependencyVector.of(Map.of(LOCAL, log.localSafeTimestamp()))).join();
+    assertEquals(List.of(), readAll(log, LOCAL, 10));
+    assertEquals(second, log.truncatedVector().get(LOCAL), "released: the rest goes");
+    store.close();
+  }
+
+  @Test
   void truncationDeletesPerOriginAtOrBelowItsEntryOnly() {
     FakeClock clock = new FakeClock(Fixtures.START_MILLIS);
     MemoryDisk disk = new MemoryDisk();

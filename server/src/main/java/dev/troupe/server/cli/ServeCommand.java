@@ -302,7 +302,8 @@ public final class ServeCommand implements Callable<Integer> {
         section.getInt("batch-max-records"), section.getLong("poll-interval-millis"),
         section.getLong("retry-min-backoff-millis"), section.getLong("retry-max-backoff-millis"),
         section.getInt("connect-timeout-seconds"), section.getInt("socket-timeout-seconds"),
-        section.getInt("initial-export-page-entities"));
+        section.getInt("initial-export-page-entities"),
+        section.getInt("read-ahead-max-records"));
   }
 
   /**
@@ -320,7 +321,8 @@ public final class ServeCommand implements Callable<Integer> {
           + " this node shares its store with a cluster (not built yet)");
     }
     PostgresExporter started =
-        PostgresExporter.start(troupe.store(), exportSettings, troupe::typeForExport);
+        PostgresExporter.start(troupe.store(), settings.storage().dataCentreId(), exportSettings,
+            troupe::typeForExport);
     System.out.println("System of record: exporting to "
         + exportSettings.jdbcUrl().replaceAll("password=[^&]*", "password=..."));
     return Optional.of(started);

@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.troupe.model.EntityId;
 import dev.troupe.model.EntityState;
 import dev.troupe.model.TroupeException;
+import dev.troupe.model.causal.ReplicationBatch;
 import dev.troupe.model.spec.CompiledType;
 import dev.troupe.model.time.HybridLogicalClock;
 import dev.troupe.storage.JournalEntry;
@@ -49,7 +50,10 @@ import org.slf4j.LoggerFactory;
  * changes nothing. (3) The store keeps its journal above the watermark: the exporter holds a
  * snapshot pin at the watermark ({@link Store#pinSnapshot}), taken at construction at the store's
  * history horizon (everything retained then) and moved up after each batch, so truncation never
- * deletes a record the exporter has not applied.
+ * deletes a record the exporter has not applied; the same pin keeps the local replication log's
+ * entries above the watermark ({@link dev.troupe.storage.ReplicationLog#truncate}), whose
+ * decisions tell the planner where each multi-entity transaction ends, so that every batch is
+ * a closed cut (no transaction half applied).
  *
  * <p><b>Concurrency.</b> One thread of its own ({@code troupe-system-of-record}); {@link
  * #statistics} from any thread; {@link #close} stops the thread and waits for it.
@@ -58,7 +62,8 @@ import org.slf4j.LoggerFactory;
  * connection, a failed statement, a restart of the server) the exporter reads its watermark back
  * from PostgreSQL, positions its journal cursors after it ({@link Store#journalSequenceAfter}) and
  * goes on; a database without the watermark row, or with a watermark below the store's history
- * horizon (the journal it needs is truncated), gets an export of every entity's state at one
+ * horizon or the local replication log's truncation (the journal or the decisions it needs are
+ * gone), gets an export of every entity's state at one
  * timestamp first. A state it cannot map ({@link UnmappableException}) stops it, logged and
  * counted, never skipped.
  */
@@ -67,6 +72,8 @@ public final class PostgresExporter implements AutoCloseable {
   private static final String WATERMARK_ROW = "watermark";
 
   private final Store store;
+  /** The data centre whose replication log origin holds this node's commits (0: unnamed). */
+  private final int localDataCentreId;
   private final SystemOfRecordSettings settings;
   private final Function<EntityId, Optional<CompiledType>> types;
   private final Thread thread;
@@ -80,10 +87,11 @@ public final class PostgresExporter implements AutoCloseable {
   /** The shapes the tables have in the database now, per type, as far as this connection knows. */
   private final Map<String, TableShape> tables = new HashMap<>();
   private long backoffMillis;
-  /** Transactions known whole: every part durable at or below the safe timestamps taken since. */
-  private final java.util.Set<Long> whole = new java.util.HashSet<>();
-  /** Transactions read last time and not known whole: checked at the start of the next step. */
-  private java.util.Set<Long> toVerify = new java.util.HashSet<>();
+  /**
+   * Records read ahead per partition: {@code batch-max-records}, doubled up to {@code
+   * read-ahead-max-records} while a transaction's end lies beyond the reads, reset by a batch.
+   */
+  private int readLimit;
 
   // Published for metrics.
   private final AtomicLong rowsApplied = new AtomicLong();
@@ -106,9 +114,11 @@ public final class PostgresExporter implements AutoCloseable {
   public record Statistics(long watermark, long lagTimestamp, long lagMillis, long rowsApplied,
       long recordsApplied, long batches, long errors, boolean connected, String stoppedBecause) {}
 
-  private PostgresExporter(Store store, SystemOfRecordSettings settings,
+  private PostgresExporter(Store store, int localDataCentreId, SystemOfRecordSettings settings,
       Function<EntityId, Optional<CompiledType>> types) {
     this.store = store;
+    this.localDataCentreId = localDataCentreId;
+    this.readLimit = settings.batchMaxRecords();
     this.settings = settings;
     this.types = types;
     this.backoffMillis = settings.retryMinBackoffMillis();
@@ -122,19 +132,23 @@ public final class PostgresExporter implements AutoCloseable {
    * backoff); a URL that is not PostgreSQL's, a login refused or a database that does not exist is
    * a configuration error, refused here.
    *
+   * @param localDataCentreId the store's data centre id ({@code StorageSettings#dataCentreId}, 0
+   *     for an unnamed DC): the origin of its local replication log, which must be written
+   *     ({@code StorageSettings#replicationLog}): its decisions tell which records are the parts of
+   *     one transaction
    * @param types the type an entity is exported with, or empty for one not exported (Troupe's own
    *     reserved types)
    * @throws IllegalArgumentException with a message for the operator when the database is
    *     misconfigured
    */
-  public static PostgresExporter start(Store store, SystemOfRecordSettings settings,
-      Function<EntityId, Optional<CompiledType>> types) {
+  public static PostgresExporter start(Store store, int localDataCentreId,
+      SystemOfRecordSettings settings, Function<EntityId, Optional<CompiledType>> types) {
     String url = settings.jdbcUrl();
     if (!url.startsWith("jdbc:postgresql:") || org.postgresql.Driver.parseURL(url, null) == null) {
       throw new IllegalArgumentException("--system-of-record: '" + url + "' is not a PostgreSQL"
           + " JDBC URL (e.g. jdbc:postgresql://127.0.0.1:5432/reports?user=troupe)");
     }
-    PostgresExporter exporter = new PostgresExporter(store, settings, types);
+    PostgresExporter exporter = new PostgresExporter(store, localDataCentreId, settings, types);
     long horizon = 0;
     for (int p = 0; p < store.partitionCount(); p++) {
       horizon = Math.max(horizon, store.historyHorizon(p));
@@ -289,11 +303,16 @@ public final class PostgresExporter implements AutoCloseable {
     for (int p = 0; p < store.partitionCount(); p++) {
       horizon = Math.max(horizon, store.historyHorizon(p));
     }
+    // The local replication log above the watermark is needed too (its decisions say where a
+    // transaction ends); the pin holds it, but one truncated before the pin was taken (the
+    // exporter was off while causal-message delivery truncated it) is as gone as the journal.
+    horizon = Math.max(horizon,
+        store.replicationLog().truncatedVector().get(localDataCentreId));
     if (stored >= 0 && stored < horizon) {
       // The journal above the watermark is gone (the exporter was off, or behind when the node
       // restarted, for longer than troupe.storage.history-retention-millis): the states are not.
-      log.warn("system of record: the journal is truncated up to {}, past the watermark {};"
-          + " exporting every entity again", horizon, stored);
+      log.warn("system of record: the journal or the local replication log is truncated up to"
+          + " {}, past the watermark {}; exporting every entity again", horizon, stored);
       stored = -1;
     }
     if (stored < 0) {
@@ -352,39 +371,37 @@ public final class PostgresExporter implements AutoCloseable {
 
   /** Applies one batch if there is one; returns whether more may be waiting. */
   private boolean step() throws SQLException, UnmappableException {
-    // First the transactions seen last time: whether each is whole (its commit decision, which
-    // a multi-entity transaction keeps until every part is durable, is gone or never was). Checked
-    // before the safe timestamp is taken, so every part of a whole one is at or below it.
-    for (long transaction : toVerify) {
-      if (!store.decisionRecorded(transaction)) {
-        whole.add(transaction);
-      }
-    }
     long safe = store.replicationLog().localSafeTimestamp();
-    int limit = settings.batchMaxRecords();
     List<PartitionAhead> ahead = new ArrayList<>(cursors.length);
-    java.util.Set<Long> unverified = new java.util.HashSet<>();
     for (int p = 0; p < cursors.length; p++) {
-      List<JournalEntry> entries = store.readJournal(p, cursors[p], limit);
+      List<JournalEntry> entries = store.readJournal(p, cursors[p], readLimit);
       List<PendingRecord> records = new ArrayList<>(entries.size());
       for (JournalEntry entry : entries) {
         List<EntityId> written = new ArrayList<>(entry.record().writes().size());
         for (EntityWrite write : entry.record().writes()) {
           written.add(write.entity());
         }
-        long transaction = entry.record().transactionId();
-        records.add(new PendingRecord(p, entry.sequence(), transaction,
+        records.add(new PendingRecord(p, entry.sequence(), entry.record().transactionId(),
             entry.record().commitTimestamp(), entry.record().originDc(), written));
-        if (!whole.contains(transaction)) {
-          unverified.add(transaction);
-        }
       }
-      ahead.add(new PartitionAhead(records, entries.size() == limit));
+      ahead.add(new PartitionAhead(records, entries.size() == readLimit));
     }
-    boolean newlySeen = !toVerify.containsAll(unverified);
-    toVerify = unverified;
-    Batch batch = ExportPlanner.next(watermark, safe, ahead, limit, whole::contains);
-    if (batch == null) {
+    // After the safe timestamp (its upToTimestamp is at least that unless cut): every decision
+    // and part up to the bound is in it. A part per entity a record wrote, a decision per
+    // multi-entity transaction: twice the read-ahead covers the batch's records as a rule, and a
+    // cut read only lowers the bound (ReadFurther doubles it when that leaves nothing closed).
+    int logLimit = (int) Math.min(Integer.MAX_VALUE, 2L * readLimit + 16);
+    ReplicationBatch localLog =
+        store.replicationLog().read(localDataCentreId, watermark, logLimit);
+    boolean atLimit = readLimit >= settings.readAheadMaxRecords();
+    ExportPlanner.Plan plan = ExportPlanner.next(watermark, safe, ahead, localLog,
+        settings.batchMaxRecords(), atLimit);
+    if (plan instanceof ExportPlanner.ReadFurther) {
+      // The transaction in the way ends beyond the reads: read more at once.
+      readLimit = (int) Math.min(2L * readLimit, settings.readAheadMaxRecords());
+      return true;
+    }
+    if (!(plan instanceof Batch batch)) {
       long oldest = Long.MAX_VALUE;
       for (PartitionAhead partition : ahead) {
         for (PendingRecord record : partition.records()) {
@@ -393,12 +410,15 @@ public final class PostgresExporter implements AutoCloseable {
           }
         }
       }
-      // Waiting for a transaction to be known whole: behind by the oldest record waiting.
+      // Waiting for a transaction's last part: behind by the oldest record waiting.
       lagTimestamp = oldest == Long.MAX_VALUE ? 0 : safe - oldest;
       lagMillis = oldest == Long.MAX_VALUE ? 0 : ageMillis(oldest);
-      // Records seen for the first time are checked at once; a transaction still committing
-      // its parts is looked at again after the poll interval.
-      return newlySeen;
+      return false;
+    }
+    if (batch.cutInside()) {
+      log.warn("system of record: a transaction spans more than read-ahead-max-records ({})"
+          + " records; the batch up to {} ends inside it", settings.readAheadMaxRecords(),
+          batch.upTo());
     }
     // Behind by the age of the oldest record not applied yet, until this batch commits.
     lagTimestamp = Math.max(0, safe - batch.firstCommitTimestamp());
@@ -414,23 +434,9 @@ public final class PostgresExporter implements AutoCloseable {
     movePin(watermark);
     rowsApplied.addAndGet(rows);
     recordsApplied.addAndGet(batch.records());
-    // A whole transaction's parts are all applied once the watermark passes the last of them;
-    // those still ahead keep their entry (they are re-read and need it).
-    whole.retainAll(stillAhead(ahead, watermark));
     batches.incrementAndGet();
+    readLimit = settings.batchMaxRecords();
     return batch.upTo() < safe;
-  }
-
-  private static java.util.Set<Long> stillAhead(List<PartitionAhead> ahead, long watermark) {
-    java.util.Set<Long> left = new java.util.HashSet<>();
-    for (PartitionAhead partition : ahead) {
-      for (PendingRecord record : partition.records()) {
-        if (record.commitTimestamp() > watermark) {
-          left.add(record.transactionId());
-        }
-      }
-    }
-    return left;
   }
 
   /** Milliseconds of the node's clock since the hybrid-clock timestamp (0 if ahead of it). */
