@@ -11,8 +11,8 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /** The REST API end to end, against a real server process. */
-class RestEndToEndTest {
-  static final String ACCOUNT_YAML = """
+public class RestEndToEndTest {
+  public static final String ACCOUNT_YAML = """
       type: Account
       keys:
         balance: {kind: register, default: 0}

@@ -62,21 +62,9 @@ import org.junit.jupiter.api.io.TempDir;
  * EntityContractThroughTheClient}), on the same server so the class starts one.
  */
 class JavaClientTest {
-  private static final String ACCOUNT_YAML = """
-      type: %s
-      keys:
-        balance: {kind: register, default: 0}
-        status:  {kind: register, default: "new"}
-        logins:  {kind: counter}
-        tags:    {kind: set}
-      actions:
-        open:     {params: {initial: int}, pre: ["status == 'new'", "initial >= 0"],
-                   effect: {status: "'open'", balance: "initial"}}
-        withdraw: {params: {amount: int}, pre: ["status == 'open'", "amount > 0", "balance - amount >= 0"],
-                   effect: {balance: "balance - amount"}}
-        deposit:  {params: {amount: int}, pre: ["status == 'open'", "amount > 0"],
-                   effect: {balance: "balance + amount"}}
-      """;
+  /** The REST tests' Account type, its name a placeholder. */
+  private static final String ACCOUNT_YAML =
+      dev.troupe.server.RestEndToEndTest.ACCOUNT_YAML.replace("type: Account", "type: %s");
   private static final String ACCOUNT = "Account";
 
   @TempDir static Path data;
