@@ -143,7 +143,8 @@ final class SmallBankBenchmark extends Benchmark {
         .parameter("seed", seed)
         .parameter("max_conflict_retries", maxConflictRetries)
         .parameter("troupe_client", "embedded API (keys-*, serial-*); REST, one keep-alive"
-            + " connection per client, to a server process (rest-keys-planned)")
+            + " connection per client, to a server process (rest-keys-planned) with "
+            + RestSmallBank.FIXED_ADMISSION)
         .parameter("postgres_client", "JDBC, pool of one connection per client");
 
     Map<String, Ledger> ledgers = new LinkedHashMap<>();
