@@ -28,10 +28,17 @@ import java.util.Set;
  *       goals such as "recovery at most 5 s".
  *   <li><b>failures</b>: correctness failures (an acknowledged write lost, a wrong read); any
  *       failure makes the run fail, whatever the figures.
+ *   <li><b>ratio spreads</b>: for a ratio of two sides measured in alternating rounds, how far the
+ *       rounds' own ratios lay apart (min, max, median, relative standard deviation).
+ *   <li><b>rounds</b>: one row per measured round of an alternating comparison (which side, its
+ *       place in the round's order, the idle wait before it, its throughput and CPU), so that
+ *       every median can be traced to its rounds.
  * </ul>
  *
  * <p>JSON form: {@code {"benchmark", "parameters", "results": {system: {figure: number}},
- * "ratios": {name: number}, "goals": [{"name", "value", "goal", "verdict"}], "failures": [text]}}.
+ * "ratios": {name: number}, "ratio_spreads": {name: {"min", "max", "median", "rsd_percent",
+ * "rounds"}}, "rounds": [{column: value}], "goals": [{"name", "value", "goal", "verdict"}],
+ * "failures": [text]}}.
  */
 public final class BenchReport {
   private final String benchmark;
@@ -41,6 +48,8 @@ public final class BenchReport {
   private final List<Figure> ratios = new ArrayList<>();
   private final List<Figure> absoluteGoals = new ArrayList<>();
   private final List<String> failures = new ArrayList<>();
+  private final Map<String, Spread> ratioSpreads = new LinkedHashMap<>();
+  private final List<Map<String, Object>> rounds = new ArrayList<>();
 
   /** A named value with an optional goal. */
   private record Figure(String name, double value, Goal goal) {}
@@ -76,6 +85,31 @@ public final class BenchReport {
     return value;
   }
 
+  /**
+   * As {@link #ratio(String, double, double, Goal)}, with how far the rounds' own ratios lay
+   * apart ({@code spread} may be null).
+   */
+  public double ratio(String name, double numerator, double denominator, Goal goal,
+      Spread spread) {
+    if (spread != null) {
+      ratioSpreads.put(name, spread);
+    }
+    return ratio(name, numerator, denominator, goal);
+  }
+
+  /** The spread recorded with ratio {@code name}, or null. */
+  Spread ratioSpread(String name) {
+    return ratioSpreads.get(name);
+  }
+
+  /**
+   * Adds one row to the rounds' log: column name to a number or text (every row of one report
+   * should have the same columns).
+   */
+  public void round(Map<String, Object> row) {
+    rounds.add(new LinkedHashMap<>(row));
+  }
+
   /** Records a figure that has a goal of its own rather than one relative to a baseline. */
   public void goal(String name, double value, Goal goal) {
     absoluteGoals.add(new Figure(name, value, goal));
@@ -98,10 +132,14 @@ public final class BenchReport {
       out.println(line);
     }
     out.println();
+    if (!rounds.isEmpty()) {
+      printRounds(out);
+      out.println();
+    }
     printResults(out);
     if (!ratios.isEmpty()) {
       out.println();
-      printFigures(out, "ratio", ratios);
+      printRatios(out);
     }
     if (!absoluteGoals.isEmpty()) {
       out.println();
@@ -138,6 +176,43 @@ public final class BenchReport {
       }
       printTable(out, header, rows);
     }
+  }
+
+  /** The rounds' log, one line per measured round, in the order they ran. */
+  private void printRounds(PrintStream out) {
+    List<String> header = new ArrayList<>(rounds.get(0).keySet());
+    List<List<String>> rows = new ArrayList<>();
+    for (Map<String, Object> round : rounds) {
+      List<String> row = new ArrayList<>();
+      for (String column : header) {
+        Object value = round.get(column);
+        row.add(value instanceof Number number ? format(number.doubleValue())
+            : value == null ? "-" : value.toString());
+      }
+      rows.add(row);
+    }
+    printTable(out, header, rows);
+  }
+
+  /** The ratios, with the spread of their rounds where known. */
+  private void printRatios(PrintStream out) {
+    if (ratioSpreads.isEmpty()) {
+      printFigures(out, "ratio", ratios);
+      return;
+    }
+    List<List<String>> rows = new ArrayList<>();
+    for (Figure figure : ratios) {
+      Spread spread = ratioSpreads.get(figure.name());
+      rows.add(List.of(
+          figure.name(),
+          format(figure.value()),
+          spread == null ? "-" : format(spread.min()) + "-" + format(spread.max()),
+          spread == null ? "-" : format(spread.relativeStandardDeviationPercent()),
+          figure.goal() == null ? "-" : figure.goal().toString(),
+          figure.goal() == null ? "-" : figure.goal().verdict(figure.value())));
+    }
+    printTable(out, List.of("ratio", "value", "rounds min-max", "rsd %", "goal", "verdict"),
+        rows);
   }
 
   private static void printFigures(PrintStream out, String title, List<Figure> figures) {
@@ -180,6 +255,9 @@ public final class BenchReport {
   }
 
   static String format(double value) {
+    if (Double.isNaN(value)) {
+      return "-";
+    }
     double magnitude = Math.abs(value);
     if (value == Math.rint(value) && magnitude < 1e15) {
       return String.format(Locale.ROOT, "%,d", (long) value);
@@ -208,6 +286,30 @@ public final class BenchReport {
     });
     ObjectNode ratioNode = root.putObject("ratios");
     ratios.forEach(ratio -> putNumber(ratioNode, ratio.name(), ratio.value()));
+    if (!ratioSpreads.isEmpty()) {
+      ObjectNode spreadNode = root.putObject("ratio_spreads");
+      ratioSpreads.forEach((name, spread) -> {
+        ObjectNode each = spreadNode.putObject(name);
+        putNumber(each, "min", spread.min());
+        putNumber(each, "max", spread.max());
+        putNumber(each, "median", spread.median());
+        putNumber(each, "rsd_percent", spread.relativeStandardDeviationPercent());
+        each.put("rounds", spread.rounds());
+      });
+    }
+    if (!rounds.isEmpty()) {
+      ArrayNode roundNode = root.putArray("rounds");
+      for (Map<String, Object> round : rounds) {
+        ObjectNode each = roundNode.addObject();
+        round.forEach((column, value) -> {
+          if (value instanceof Number number) {
+            putNumber(each, column, number.doubleValue());
+          } else {
+            each.put(column, String.valueOf(value));
+          }
+        });
+      }
+    }
     ArrayNode goalNode = root.putArray("goals");
     List<Figure> withGoals = new ArrayList<>();
     ratios.stream().filter(ratio -> ratio.goal() != null).forEach(withGoals::add);
@@ -226,7 +328,9 @@ public final class BenchReport {
 
   /** Integral values are written as integers (counts), the others as decimals. */
   private static void putNumber(ObjectNode node, String name, double value) {
-    if (value == Math.rint(value) && Math.abs(value) < 1L << 53) {
+    if (!Double.isFinite(value)) {
+      node.putNull(name); // not measured: JSON has no NaN
+    } else if (value == Math.rint(value) && Math.abs(value) < 1L << 53) {
       node.put(name, (long) value);
     } else {
       node.put(name, value);

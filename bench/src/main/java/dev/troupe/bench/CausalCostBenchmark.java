@@ -209,12 +209,22 @@ final class CausalCostBenchmark extends Benchmark {
         sides.put(mix.name() + "/replicated", new Side(replicated, dcs, sentToReplicated));
         sides.put(mix.name() + "/alone", new Side(alone, null, sentToAlone));
         long millisPerRound = timing.warmup().toMillis() + timing.measurement().toMillis();
+        int allRounds = timing.warmupRounds() + timing.rounds();
+        IdleWait idleWait = IdleWait.onThisMachine(timing.idle());
         try (ProgressBar progress = ProgressBars.start("causal-cost " + mix.name(),
-            millisPerRound * (timing.rounds() + 1) * 2, "s", 1000)) {
-          for (int round = 0; round <= timing.rounds(); round++) {
-            for (String side : List.of("replicated", "alone")) {
-              progress.setExtraMessage(side + (round == 0 ? " warm-up round" : " round " + round));
-              sides.get(mix.name() + "/" + side).round(mix, timing, round > 0, progress);
+            millisPerRound * allRounds * 2, "s", 1000)) {
+          for (int round = 0; round < allRounds; round++) {
+            boolean measured = round >= timing.warmupRounds();
+            // The order rotates every round (issue 20): neither side always follows the other.
+            for (String side : AlternatingComparison.order(List.of("replicated", "alone"),
+                round)) {
+              if (measured) {
+                progress.setExtraMessage(side + ": waiting for an idle machine");
+                idleWait.await();
+              }
+              progress.setExtraMessage(side + (measured
+                  ? " round " + (round - timing.warmupRounds() + 1) : " warm-up round"));
+              sides.get(mix.name() + "/" + side).round(mix, timing, measured, progress);
             }
           }
         }

@@ -45,8 +45,10 @@ final class ClosedLoopLoad {
    * @param operations operations completed inside the window
    * @param seconds the window's length
    * @param latencyNanoseconds latency of every counted operation
+   * @param cpuSeconds CPU time the measured side used during the window (NaN: not measured)
    */
-  record Window(long operations, double seconds, Histogram latencyNanoseconds) {
+  record Window(long operations, double seconds, Histogram latencyNanoseconds,
+      double cpuSeconds) {
     double throughputPerSecond() {
       return operations / seconds;
     }
@@ -60,6 +62,15 @@ final class ClosedLoopLoad {
    */
   static Window run(String name, int workers, Duration warmup, Duration measurement,
       Operation operation, ProgressBar progress) throws InterruptedException {
+    return run(name, workers, warmup, measurement, operation, progress, CpuMeter.NONE);
+  }
+
+  /**
+   * As {@link #run(String, int, Duration, Duration, Operation, ProgressBar)}, reading {@code cpu}
+   * when the measurement window opens and when it closes.
+   */
+  static Window run(String name, int workers, Duration warmup, Duration measurement,
+      Operation operation, ProgressBar progress, CpuMeter cpu) throws InterruptedException {
     long start = System.nanoTime();
     long windowStart = start + warmup.toNanos();
     long windowEnd = windowStart + measurement.toNanos();
@@ -94,14 +105,37 @@ final class ClosedLoopLoad {
       }));
     }
     long reportedMillis = 0;
+    double cpuAtStart = Double.NaN;
+    double cpuAtEnd = Double.NaN;
+    boolean startRead = false;
+    boolean endRead = false;
     for (Thread thread : threads) {
       while (thread.isAlive()) {
-        thread.join(PROGRESS_TICK_MILLIS);
+        long now = System.nanoTime();
+        if (!startRead && now >= windowStart) {
+          cpuAtStart = readCpu(cpu);
+          startRead = true;
+        }
+        if (!endRead && now >= windowEnd) {
+          cpuAtEnd = readCpu(cpu);
+          endRead = true;
+        }
+        // Wake at the window's edges, so the CPU readings frame the window closely.
+        long next = !startRead ? windowStart : !endRead ? windowEnd : Long.MAX_VALUE;
+        long pauseMillis = next == Long.MAX_VALUE ? PROGRESS_TICK_MILLIS
+            : Math.max(1, Math.min(PROGRESS_TICK_MILLIS, (next - now) / 1_000_000));
+        thread.join(pauseMillis);
         long elapsedMillis = Math.min((System.nanoTime() - start) / 1_000_000,
             (windowEnd - start) / 1_000_000);
         progress.stepBy(elapsedMillis - reportedMillis);
         reportedMillis = elapsedMillis;
       }
+    }
+    if (!startRead) {
+      cpuAtStart = readCpu(cpu);
+    }
+    if (!endRead) {
+      cpuAtEnd = readCpu(cpu);
     }
     progress.stepBy((windowEnd - start) / 1_000_000 - reportedMillis);
     if (firstFailure.get() != null) {
@@ -115,6 +149,15 @@ final class ClosedLoopLoad {
       throw new BenchmarkException(name + ": no operation completed within the "
           + measurement.toMillis() + " ms window; measure for longer");
     }
-    return new Window(total.getTotalCount(), measurement.toNanos() / 1e9, total);
+    return new Window(total.getTotalCount(), measurement.toNanos() / 1e9, total,
+        cpuAtEnd - cpuAtStart);
+  }
+
+  private static double readCpu(CpuMeter cpu) {
+    try {
+      return cpu.seconds();
+    } catch (java.io.IOException unreadable) {
+      return Double.NaN;
+    }
   }
 }

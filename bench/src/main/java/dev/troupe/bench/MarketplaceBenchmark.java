@@ -110,7 +110,8 @@ final class MarketplaceBenchmark extends Benchmark {
       }
       List<Contender> contenders = new ArrayList<>();
       markets.forEach((name, market) ->
-          contenders.add(new Contender(WORKLOAD + "/" + name, market, shape, stock, seed)));
+          contenders.add(new Contender(WORKLOAD + "/" + name, market, shape, stock, seed,
+              settings.warmupRounds())));
       Map<String, AlternatingComparison.Outcome> outcomes = AlternatingComparison.run(WORKLOAD,
           settings, new ArrayList<>(contenders), report);
       Map<String, Double> completed = new LinkedHashMap<>();
@@ -176,9 +177,12 @@ final class MarketplaceBenchmark extends Benchmark {
     private final LongAdder measuredConflictRetries = new LongAdder();
     private final LongAdder measuredApplicationRetries = new LongAdder();
     private int rounds;
+    /** Rounds that only warm up: nothing of theirs is counted. */
+    private final int warmupRounds;
 
     Contender(String name, TroupeMarketplace market, MarketplaceWorkload.Shape shape, long stock,
-        long seed) {
+        long seed, int warmupRounds) {
+      this.warmupRounds = warmupRounds;
       this.name = name;
       this.market = market;
       this.shape = shape;
@@ -226,7 +230,7 @@ final class MarketplaceBenchmark extends Benchmark {
 
         @Override
         public void close() {
-          if (round > 0) { // the first round only warms up
+          if (round >= warmupRounds) { // the first rounds only warm up
             measuredConflictRetries.add(market.conflictRetries() - conflictRetriesBefore);
             measuredApplicationRetries.add(
                 market.applicationRetries.sum() - applicationRetriesBefore);

@@ -22,9 +22,12 @@ import picocli.CommandLine.Option;
  * transactions per client and round, and durable commits (Troupe syncs its log before answering;
  * PostgreSQL runs with {@code fsync} and {@code synchronous_commit} on). Troupe is driven through
  * its embedded API and PostgreSQL through JDBC from the same JVM, each the way a JVM service would
- * use it; neither pays for HTTP. Rounds alternate between contenders ({@link
- * AlternatingComparison}). The two Troupe engines (keys and serial) each serve their planned and
- * dynamic contenders, which share its data.
+ * use it; neither pays for HTTP. Troupe over REST ({@code rest-keys-planned}, issue 20) is the
+ * path an application takes: a server process of its own driven over HTTP ({@link
+ * RestSmallBank}), compared with PostgreSQL as well. Rounds alternate between contenders, their
+ * order rotating, with a wait for an idle machine before each and each side's CPU reported
+ * ({@link AlternatingComparison}). The two embedded Troupe engines (keys and serial) each serve
+ * their planned and dynamic contenders, which share its data.
  *
  * <p><b>Counted</b>: a transaction is <i>completed</i> when it committed or its own logic refused
  * it (a payer short of money, which is SmallBank's defined behaviour), and <i>aborted</i> when the
@@ -51,8 +54,10 @@ final class SmallBankBenchmark extends Benchmark {
    * so that refusals stay rare and the run measures transactions, not empty accounts.
    */
   static final long OPENING_BALANCE = 1_000_000;
-  static final List<String> ALL_TARGETS =
-      List.of("keys-planned", "keys-dynamic", "serial-planned", "serial-dynamic", "postgres");
+  /** The Troupe-over-REST contender compared with PostgreSQL. */
+  static final String REST_AGAINST_POSTGRES = "rest-keys-planned";
+  static final List<String> ALL_TARGETS = List.of("keys-planned", "keys-dynamic",
+      "serial-planned", "serial-dynamic", "postgres", REST_AGAINST_POSTGRES);
 
   @Option(names = "--mix", defaultValue = "multitransfer,smallbank", split = ",",
       description = "Mixes, comma-separated: smallbank (the six transactions) and multitransfer"
@@ -60,9 +65,10 @@ final class SmallBankBenchmark extends Benchmark {
   List<String> mixes;
 
   @Option(names = "--targets", defaultValue = "keys-planned,keys-dynamic,serial-planned,"
-      + "serial-dynamic,postgres", split = ",",
+      + "serial-dynamic,postgres,rest-keys-planned", split = ",",
       description = "Contenders, comma-separated: keys-planned, keys-dynamic, serial-planned,"
-          + " serial-dynamic, postgres (default: all).")
+          + " serial-dynamic (Troupe embedded), postgres, rest-keys-planned (Troupe over REST,"
+          + " a server process) (default: all).")
   List<String> targets;
 
   @Option(names = "--branches", defaultValue = "1000",
@@ -136,14 +142,21 @@ final class SmallBankBenchmark extends Benchmark {
         .parameter("transaction_size", transactionSize)
         .parameter("seed", seed)
         .parameter("max_conflict_retries", maxConflictRetries)
-        .parameter("troupe_client", "embedded API")
+        .parameter("troupe_client", "embedded API (keys-*, serial-*); REST, one keep-alive"
+            + " connection per client, to a server process (rest-keys-planned) with "
+            + RestSmallBank.FIXED_ADMISSION)
         .parameter("postgres_client", "JDBC, pool of one connection per client");
 
     Map<String, Ledger> ledgers = new LinkedHashMap<>();
     Map<String, TroupeSmallBank> engines = new LinkedHashMap<>();
     PostgresInstance postgresServer = null;
     PostgresSmallBank postgres = null;
+    RestSmallBank rest = null;
     try {
+      if (targets.contains(REST_AGAINST_POSTGRES)) {
+        rest = RestSmallBank.start("keys", shape, OPENING_BALANCE, threads);
+        ledgers.put("troupe rest", new Ledger());
+      }
       for (String policy : List.of("keys", "serial")) {
         if (targets.contains(policy + "-planned") || targets.contains(policy + "-dynamic")) {
           engines.put(policy, TroupeSmallBank.open(policy, shape, OPENING_BALANCE, threads));
@@ -170,8 +183,17 @@ final class SmallBankBenchmark extends Benchmark {
             case "postgres" -> {
               PostgresSmallBank bank = postgres;
               yield new Contender(mix.wireName() + "/" + target, shape, mix, seed,
+                  settings.warmupRounds(),
                   new PostgresTarget(bank), ledgers.get("postgres"),
-                  bank::serializationRetries);
+                  bank::serializationRetries, CpuMeter.postgres(postgresServer.dataDirectory(),
+                      "PostgreSQL and its backends (the JDBC client is in this JVM)"));
+            }
+            case REST_AGAINST_POSTGRES -> {
+              RestSmallBank bank = rest;
+              yield new Contender(mix.wireName() + "/" + target, shape, mix, seed,
+                  settings.warmupRounds(),
+                  bank.view(TransactionRequest.Mode.PLANNED), ledgers.get("troupe rest"),
+                  bank::lockConflictRetries, bank.cpu());
             }
             default -> {
               String policy = target.substring(0, target.indexOf('-'));
@@ -179,20 +201,23 @@ final class SmallBankBenchmark extends Benchmark {
                   ? TransactionRequest.Mode.PLANNED : TransactionRequest.Mode.DYNAMIC;
               TroupeSmallBank engine = engines.get(policy);
               yield new Contender(mix.wireName() + "/" + target, shape, mix, seed,
+                  settings.warmupRounds(),
                   engine.view(mode), ledgers.get("troupe " + policy),
-                  () -> engine.troupe().transactionMetrics().lockConflictRetries());
+                  () -> engine.troupe().transactionMetrics().lockConflictRetries(),
+                  CpuMeter.thisJvm("this JVM: the embedded engine and the client"));
             }
           });
         }
         Map<String, AlternatingComparison.Outcome> outcomes = AlternatingComparison.run(
             "smallbank " + mix.wireName(), settings, new ArrayList<>(contenders), report);
-        Map<String, Double> completed = new LinkedHashMap<>();
+        Map<String, Side> completed = new LinkedHashMap<>();
         for (Contender contender : contenders) {
+          AlternatingComparison.Outcome outcome = outcomes.get(contender.name());
           completed.put(contender.target(),
-              contender.report(report, outcomes.get(contender.name())));
+              new Side(contender.report(report, outcome), outcome));
         }
         ratios(report, mix, shape, completed);
-        checkMoney(report, mix, shape, engines, postgres, ledgers);
+        checkMoney(report, mix, shape, engines, postgres, rest, ledgers);
       }
     } finally {
       for (TroupeSmallBank engine : engines.values()) {
@@ -200,6 +225,9 @@ final class SmallBankBenchmark extends Benchmark {
       }
       if (postgres != null) {
         postgres.close();
+      }
+      if (rest != null) {
+        rest.close();
       }
       if (postgresServer != null) {
         postgresServer.close();
@@ -213,33 +241,57 @@ final class SmallBankBenchmark extends Benchmark {
     htmlReport.write(report, HtmlReport.Layout.SMALLBANK);
   }
 
+  /** A contender's completed transactions per second and the rounds it came from. */
+  private record Side(double completedPerSecond, AlternatingComparison.Outcome outcome) {
+    /** The share of the median throughput that completed (the rest aborted). */
+    double completedShare() {
+      return completedPerSecond / outcome.medianThroughput();
+    }
+  }
+
   private static void ratios(BenchReport report, SmallBankWorkload.Mix mix,
-      SmallBankWorkload.Shape shape, Map<String, Double> completed) {
+      SmallBankWorkload.Shape shape, Map<String, Side> completed) {
     boolean atGoalSkew = Math.abs(shape.actorSkew() - GOAL_ACTOR_SKEW) < 1e-9;
     for (String mode : List.of("planned", "dynamic")) {
-      Double keys = completed.get("keys-" + mode);
-      Double serial = completed.get("serial-" + mode);
-      if (keys != null && serial != null) {
-        report.ratio(mix.wireName() + ": keys / serial, " + mode, keys, serial,
-            atGoalSkew ? KEYS_OVER_SERIAL_GOAL : null);
-      }
+      ratio(report, mix.wireName() + ": keys / serial, " + mode, completed.get("keys-" + mode),
+          completed.get("serial-" + mode), atGoalSkew ? KEYS_OVER_SERIAL_GOAL : null);
     }
     // Troupe's default scheduling (auto is planned) with key-level admission: a contender fixed
-    // in advance, not the best of four noisy medians picked after the run.
-    Double postgres = completed.get("postgres");
-    Double troupe = completed.get(TROUPE_AGAINST_POSTGRES);
-    if (postgres != null && troupe != null) {
-      report.ratio(mix.wireName() + ": troupe (" + TROUPE_AGAINST_POSTGRES + ") / postgres",
-          troupe, postgres, TROUPE_OVER_POSTGRES_GOAL);
+    // in advance, not the best of four noisy medians picked after the run. Embedded, then over
+    // REST (the path an application takes, issue 20).
+    ratio(report, mix.wireName() + ": troupe embedded (" + TROUPE_AGAINST_POSTGRES
+        + ") / postgres", completed.get(TROUPE_AGAINST_POSTGRES), completed.get("postgres"),
+        TROUPE_OVER_POSTGRES_GOAL);
+    ratio(report, mix.wireName() + ": troupe over REST (" + REST_AGAINST_POSTGRES
+        + ") / postgres", completed.get(REST_AGAINST_POSTGRES), completed.get("postgres"),
+        TROUPE_OVER_POSTGRES_GOAL);
+  }
+
+  /**
+   * The ratio of two sides' completed rates, with the spread of the rounds' throughput ratios
+   * scaled by the sides' completed shares; nothing when either side did not run.
+   */
+  private static void ratio(BenchReport report, String name, Side numerator, Side denominator,
+      Goal goal) {
+    if (numerator == null || denominator == null) {
+      return;
     }
+    Spread spread = Spread.ofRatios(numerator.outcome().throughputs(),
+        denominator.outcome().throughputs())
+        .scaled(numerator.completedShare() / denominator.completedShare());
+    report.ratio(name, numerator.completedPerSecond(), denominator.completedPerSecond(), goal,
+        spread);
   }
 
   private static void checkMoney(BenchReport report, SmallBankWorkload.Mix mix,
       SmallBankWorkload.Shape shape, Map<String, TroupeSmallBank> engines,
-      PostgresSmallBank postgres, Map<String, Ledger> ledgers) {
+      PostgresSmallBank postgres, RestSmallBank rest, Map<String, Ledger> ledgers) {
     long opened = shape.customers() * 2 * OPENING_BALANCE;
     Map<String, Long> totals = new LinkedHashMap<>();
     engines.forEach((policy, engine) -> totals.put("troupe " + policy, engine.totalMoney(shape)));
+    if (rest != null) {
+      totals.put("troupe rest", rest.totalMoney(shape));
+    }
     if (postgres != null) {
       totals.put("postgres", postgres.totalMoney());
     }
@@ -330,14 +382,19 @@ final class SmallBankBenchmark extends Benchmark {
     private final SmallBankTarget target;
     private final Ledger ledger;
     private final java.util.function.LongSupplier conflictRetries;
+    private final CpuMeter cpu;
+    /** Rounds that only warm up: their conflict retries are not counted. */
+    private final int warmupRounds;
     private final LongAdder measuredConflictRetries = new LongAdder();
     private final TransactionTally tally = new TransactionTally();
     private int rounds;
 
     Contender(String name, SmallBankWorkload.Shape shape, SmallBankWorkload.Mix mix, long seed,
-        SmallBankTarget target, Ledger ledger,
-        java.util.function.LongSupplier conflictRetries) {
+        int warmupRounds, SmallBankTarget target, Ledger ledger,
+        java.util.function.LongSupplier conflictRetries, CpuMeter cpu) {
       this.conflictRetries = conflictRetries;
+      this.cpu = cpu;
+      this.warmupRounds = warmupRounds;
       this.name = name;
       this.shape = shape;
       this.mix = mix;
@@ -349,6 +406,11 @@ final class SmallBankBenchmark extends Benchmark {
     @Override
     public String name() {
       return name;
+    }
+
+    @Override
+    public CpuMeter cpu() {
+      return cpu;
     }
 
     String target() {
@@ -393,7 +455,7 @@ final class SmallBankBenchmark extends Benchmark {
 
         @Override
         public void close() {
-          if (round > 0) { // the first round only warms up
+          if (round >= warmupRounds) { // the first rounds only warm up
             measuredConflictRetries.add(conflictRetries.getAsLong() - retriesBefore);
           }
         }

@@ -81,13 +81,11 @@ final class StorageBenchmark extends Benchmark {
       }
       Map<String, AlternatingComparison.Outcome> outcomes =
           AlternatingComparison.run("storage", settings, contenders, report);
-      report.ratio("engine / raw_rocksdb throughput",
-          outcomes.get(EngineWrites.NAME).medianThroughput(),
-          outcomes.get(RawWrites.NAME).medianThroughput(), GOAL);
+      AlternatingComparison.ratio(report, "engine / raw_rocksdb throughput",
+          outcomes.get(EngineWrites.NAME), outcomes.get(RawWrites.NAME), 1, GOAL);
       if (database != null) {
-        report.ratio("engine_postgres / engine throughput",
-            outcomes.get(EngineWrites.POSTGRES_NAME).medianThroughput(),
-            outcomes.get(EngineWrites.NAME).medianThroughput(), null);
+        AlternatingComparison.ratio(report, "engine_postgres / engine throughput",
+            outcomes.get(EngineWrites.POSTGRES_NAME), outcomes.get(EngineWrites.NAME), 1, null);
       }
     } finally {
       if (database != null) {

@@ -26,6 +26,15 @@ import picocli.CommandLine.Option;
  * as Troupe's default {@code sync}), shared buffers that hold the whole data set, and the
  * connection pool size that served it best on this machine ({@code reference.conf}).
  *
+ * <p><b>Fair measurement</b> (issue 20): one unmeasured round of every target first, then {@code
+ * --rounds} measured rounds (default 5) whose order rotates every round (A B, B A, ...); before
+ * every measured round the harness waits for an idle machine ({@link IdleWait}); each target's
+ * server CPU during its measured windows is reported per operation and per second, and every
+ * ratio with the spread of its rounds. The PostgreSQL baseline runs at SERIALIZABLE ({@code
+ * postgres}) and, as a control, at READ COMMITTED ({@code postgres-rc}: the same guarantees for
+ * the one-statement operations YCSB makes), two server processes over the same PostgreSQL and
+ * data.
+ *
  * <p>Goals (the issue's targets): Troupe at least 3x PostgreSQL on workloads A, B, C and F; on the
  * read-only workload C, Troupe at least 0.7 of the bare HTTP endpoint.
  */
@@ -50,7 +59,26 @@ final class YcsbBenchmark extends Benchmark {
    * {@code secured}: the same and a fresh {@code Idempotency-Key} on every write. Compared with
    * {@code troupe} they price authentication, and authentication with idempotent retries.
    */
-  enum Target { troupe, authenticated, secured, postgres, bare }
+  enum Target {
+    troupe, authenticated, secured, postgres,
+    /** The PostgreSQL baseline at READ COMMITTED: the control run of issue 20. */
+    postgres_rc,
+    bare;
+
+    /** Its name on the command line and in the report, e.g. {@code postgres-rc}. */
+    @Override
+    public String toString() {
+      return name().replace('_', '-');
+    }
+
+    static Target named(String name) {
+      return valueOf(name.strip().replace('-', '_'));
+    }
+
+    boolean isPostgres() {
+      return this == postgres || this == postgres_rc;
+    }
+  }
 
   @Option(names = "--workload", split = ",", defaultValue = "a",
       description = "Workloads, comma-separated (default: ${DEFAULT-VALUE}).")
@@ -73,16 +101,23 @@ final class YcsbBenchmark extends Benchmark {
       description = "Unmeasured seconds at the start of every round (default: ${DEFAULT-VALUE}).")
   double warmupSeconds;
 
-  @Option(names = "--rounds", defaultValue = "3",
-      description = "Measured rounds per target and workload, alternating targets"
-          + " (default: ${DEFAULT-VALUE}).")
+  @Option(names = "--rounds", defaultValue = "5",
+      description = "Measured rounds per target and workload, the targets' order rotating every"
+          + " round (default: ${DEFAULT-VALUE}).")
   int rounds;
+
+  @Option(names = "--warmup-rounds", defaultValue = "1",
+      description = "Unmeasured rounds of every target per workload first"
+          + " (default: ${DEFAULT-VALUE}).")
+  int warmupRounds;
+
+  @Mixin IdleOptions idle;
 
   @Option(names = "--target", defaultValue = "both",
       description = "troupe, authenticated (troupe with a bearer token on every request),"
-          + " secured (authenticated and an Idempotency-Key on every write), postgres, bare, a"
-          + " comma-separated list of them,"
-          + " both (troupe and postgres) or all (troupe, postgres, bare)"
+          + " secured (authenticated and an Idempotency-Key on every write), postgres"
+          + " (SERIALIZABLE), postgres-rc (READ COMMITTED), bare, a comma-separated list of them,"
+          + " both (troupe, postgres and postgres-rc) or all (those and bare)"
           + " (default: ${DEFAULT-VALUE}).")
   String target;
 
@@ -124,19 +159,19 @@ final class YcsbBenchmark extends Benchmark {
 
   List<Target> targets() {
     return switch (target.toLowerCase(java.util.Locale.ROOT)) {
-      case "both" -> List.of(Target.troupe, Target.postgres);
-      case "all" -> List.of(Target.troupe, Target.postgres, Target.bare);
+      case "both" -> List.of(Target.troupe, Target.postgres, Target.postgres_rc);
+      case "all" -> List.of(Target.troupe, Target.postgres, Target.postgres_rc, Target.bare);
       default -> {
         List<Target> named = new ArrayList<>();
         for (String name : target.toLowerCase(java.util.Locale.ROOT).split(",")) {
           try {
-            Target each = Target.valueOf(name.strip());
+            Target each = Target.named(name);
             if (!named.contains(each)) {
               named.add(each);
             }
           } catch (IllegalArgumentException e) {
             throw new IllegalArgumentException("--target must be troupe, authenticated, secured,"
-                + " postgres, bare"
+                + " postgres, postgres-rc, bare"
                 + " (or a comma-separated list of them), both or all, was '" + target + "'");
           }
         }
@@ -150,15 +185,18 @@ final class YcsbBenchmark extends Benchmark {
     List<YcsbWorkloads.Workload> workloads = workloadNames.stream()
         .map(String::strip).map(YcsbWorkloads::named).toList();
     List<Target> targets = targets();
-    if (records < 1 || threads < 1 || rounds < 1) {
-      throw new IllegalArgumentException("--records, --threads and --rounds must be positive");
+    if (records < 1 || threads < 1 || rounds < 1 || warmupRounds < 0) {
+      throw new IllegalArgumentException("--records, --threads and --rounds must be positive"
+          + " and --warmup-rounds not negative");
     }
+    IdleWait idleWait = IdleWait.onThisMachine(idle.settings());
     Duration warmup = duration(warmupSeconds, "--warmup-seconds");
     Duration measurement = duration(durationSeconds, "--duration");
     BenchReport report = new BenchReport("ycsb",
-        "YCSB over the entity REST API: Troupe vs PostgreSQL SERIALIZABLE behind the same API");
+        "YCSB over the entity REST API: Troupe vs PostgreSQL (SERIALIZABLE, and READ COMMITTED"
+            + " as a control) behind the same API");
     report.parameter("workloads", workloads.stream().map(YcsbWorkloads.Workload::name).toList())
-        .parameter("targets", targets.stream().map(Target::name).toList())
+        .parameter("targets", targets.stream().map(Target::toString).toList())
         .parameter("records", records)
         .parameter("record_bytes", 1000)
         .parameter("threads", threads)
@@ -166,9 +204,12 @@ final class YcsbBenchmark extends Benchmark {
         .parameter("request_distribution",
             requestDistribution == null ? "the workload's" : requestDistribution)
         .parameter("rounds", rounds)
+        .parameter("unmeasured_rounds", warmupRounds)
+        .parameter("order", "rotates every round")
         .parameter("warmup_seconds", warmup.toMillis() / 1000.0)
         .parameter("seconds_per_round", measurement.toMillis() / 1000.0)
         .parameter("machine", Machine.describe());
+    idle.settings().describe(report);
 
     try (TemporaryDirectory work = TemporaryDirectory.create("ycsb");
         Servers servers = Servers.start(targets, work, postgresPoolSize,
@@ -176,6 +217,9 @@ final class YcsbBenchmark extends Benchmark {
       for (Target each : targets) {
         if (each == Target.bare) {
           continue; // nothing to load: the bare server answers a constant record
+        }
+        if (each == Target.postgres_rc && targets.contains(Target.postgres)) {
+          continue; // the same PostgreSQL and table as the SERIALIZABLE baseline, loaded once
         }
         Properties properties = YcsbWorkloads.properties(workloads.get(0), records);
         servers.address(each, properties);
@@ -192,28 +236,67 @@ final class YcsbBenchmark extends Benchmark {
         }
       }
 
+      servers.reportResponseBytes(report);
+      Map<String, Object> cpuMeasured = new LinkedHashMap<>();
+      targets.forEach(each -> cpuMeasured.put(each.toString(), servers.cpu(each).describe()));
+      report.parameter("cpu_measured", cpuMeasured);
       long millisPerPhase = warmup.toMillis() + measurement.toMillis();
       for (YcsbWorkloads.Workload workload : workloads) {
         long retriesBefore = servers.postgresRetries();
         Map<Target, List<YcsbRunner.PhaseResult>> byTarget = new LinkedHashMap<>();
-        targets.forEach(each -> byTarget.put(each, new ArrayList<>()));
+        Map<Target, Double> idleWaitSeconds = new LinkedHashMap<>();
+        targets.forEach(each -> {
+          byTarget.put(each, new ArrayList<>());
+          idleWaitSeconds.put(each, 0.0);
+        });
+        int allRounds = warmupRounds + rounds;
         try (ProgressBar progress = ProgressBars.start("workload " + workload.name(),
-            millisPerPhase * rounds * targets.size(), "s", 1000)) {
-          for (int round = 1; round <= rounds; round++) {
-            for (Target each : targets) {
-              progress.setExtraMessage(each + " round " + round);
+            millisPerPhase * allRounds * targets.size(), "s", 1000)) {
+          for (int round = 0; round < allRounds; round++) {
+            boolean measured = round >= warmupRounds;
+            int measuredRound = round - warmupRounds + 1;
+            List<Target> ordered = AlternatingComparison.order(targets, round);
+            for (int place = 0; place < ordered.size(); place++) {
+              Target each = ordered.get(place);
+              IdleWait.Outcome idled = IdleWait.Outcome.SKIPPED;
+              if (measured) {
+                progress.setExtraMessage(each + " round " + measuredRound
+                    + ": waiting for an idle machine");
+                idled = idleWait.await();
+              }
+              progress.setExtraMessage(each
+                  + (measured ? " round " + measuredRound : " warm-up round " + (round + 1))
+                  + (Double.isNaN(idled.idlePercent()) ? ""
+                      : String.format(java.util.Locale.ROOT, " (waited %.1f s, idle %.0f%%)",
+                          idled.waitedSeconds(), idled.idlePercent())));
               Properties properties = YcsbWorkloads.properties(workload, records);
               if (requestDistribution != null) {
                 properties.setProperty("requestdistribution", requestDistribution);
               }
               servers.address(each, properties);
-              byTarget.get(each).add(YcsbRunner.transactions(properties, threads,
-                  databases(), warmup, measurement, progress));
+              YcsbRunner.PhaseResult result = YcsbRunner.transactions(properties, threads,
+                  databases(), warmup, measurement, progress,
+                  measured ? servers.cpu(each) : CpuMeter.NONE);
+              if (measured) {
+                byTarget.get(each).add(result);
+                idleWaitSeconds.merge(each, idled.waitedSeconds(), Double::sum);
+                Map<String, Object> row = AlternatingComparison.roundRow(measuredRound,
+                    place + 1, workload.name() + "/" + each, idled,
+                    result.throughputPerSecond(), result.cpuSeconds(), result.transactions(),
+                    result.seconds());
+                report.round(row);
+              } else if (result.failureCount() > 0) {
+                report.failure(workload.name() + "/" + each + " warm-up round: "
+                    + result.failureCount() + " operations failed: " + result.failures());
+              }
             }
           }
         }
         summarize(report, workload, byTarget, workloads.size() == 1);
-        if (byTarget.containsKey(Target.postgres)) {
+        idleWaitSeconds.forEach((each, seconds) -> report.result(
+            workload.name() + "/" + each, "idle_wait_seconds", seconds));
+        if (byTarget.containsKey(Target.postgres) || byTarget.containsKey(Target.postgres_rc)) {
+          // Both baselines' retries: READ COMMITTED has no serialization failures, only deadlocks.
           report.result(workload.name() + "/postgres", "serialization_retries",
               servers.postgresRetries() - retriesBefore);
         }
@@ -242,6 +325,12 @@ final class YcsbBenchmark extends Benchmark {
         report.result(system, "round_" + (round + 1) + "_per_second",
             results.get(round).throughputPerSecond());
       }
+      double cpuSeconds = results.stream().mapToDouble(YcsbRunner.PhaseResult::cpuSeconds).sum();
+      long transactions = results.stream().mapToLong(YcsbRunner.PhaseResult::transactions).sum();
+      double seconds = results.stream().mapToDouble(YcsbRunner.PhaseResult::seconds).sum();
+      AlternatingComparison.spreadAndCpu(report, system, Spread.of(throughputs),
+          transactions == 0 ? Double.NaN : cpuSeconds * 1e6 / transactions,
+          cpuSeconds / seconds, 0);
       Map<String, Histogram> latencies = new LinkedHashMap<>();
       Map<String, Long> failures = new LinkedHashMap<>();
       for (YcsbRunner.PhaseResult result : results) {
@@ -265,22 +354,37 @@ final class YcsbBenchmark extends Benchmark {
       }
     });
     String suffix = onlyWorkload ? "" : " " + workload.name();
-    if (medians.containsKey(Target.troupe) && medians.containsKey(Target.postgres)) {
-      report.ratio("troupe/postgres" + suffix, medians.get(Target.troupe),
-          medians.get(Target.postgres),
-          POSTGRES_GOAL_WORKLOADS.contains(workload.name()) ? POSTGRES_GOAL : null);
+    for (Target postgres : List.of(Target.postgres, Target.postgres_rc)) {
+      if (medians.containsKey(Target.troupe) && medians.containsKey(postgres)) {
+        report.ratio("troupe/" + postgres + suffix, medians.get(Target.troupe),
+            medians.get(postgres),
+            postgres == Target.postgres && POSTGRES_GOAL_WORKLOADS.contains(workload.name())
+                ? POSTGRES_GOAL : null,
+            roundRatios(byTarget, Target.troupe, postgres));
+      }
     }
-    if (medians.containsKey(Target.troupe) && medians.containsKey(Target.bare)
-        && workload.readOnly()) {
+    if (medians.containsKey(Target.troupe) && medians.containsKey(Target.bare)) {
+      // Every workload's ratio to the ceiling is reported; only the read-only one has a goal.
       report.ratio("troupe/bare" + suffix, medians.get(Target.troupe), medians.get(Target.bare),
-          BARE_GOAL);
+          workload.readOnly() ? BARE_GOAL : null, roundRatios(byTarget, Target.troupe,
+              Target.bare));
     }
     for (Target secured : List.of(Target.authenticated, Target.secured)) {
       if (medians.containsKey(Target.troupe) && medians.containsKey(secured)) {
         report.ratio(secured + "/troupe" + suffix, medians.get(secured),
-            medians.get(Target.troupe), SECURED_GOAL);
+            medians.get(Target.troupe), SECURED_GOAL,
+            roundRatios(byTarget, secured, Target.troupe));
       }
     }
+  }
+
+  /** The spread of the per-round ratios of two targets' throughputs. */
+  private static Spread roundRatios(Map<Target, List<YcsbRunner.PhaseResult>> byTarget,
+      Target numerator, Target denominator) {
+    return Spread.ofRatios(
+        byTarget.get(numerator).stream().map(YcsbRunner.PhaseResult::throughputPerSecond).toList(),
+        byTarget.get(denominator).stream().map(YcsbRunner.PhaseResult::throughputPerSecond)
+            .toList());
   }
 
   static double median(List<Double> sorted) {
@@ -309,16 +413,19 @@ final class YcsbBenchmark extends Benchmark {
             case authenticated, secured -> TroupeProcess.start(
                 work.resolve(target + "-data"), work.resolve(target + ".log"), jvmFlags,
                 List.of(servers.securedAccess.settingOverride()));
-            case postgres -> {
-              servers.postgres = PostgresInstance.start(sharedBuffersMegabytes);
+            case postgres, postgres_rc -> {
+              if (servers.postgres == null) {
+                servers.postgres = PostgresInstance.start(sharedBuffersMegabytes);
+              }
               List<String> command = new ArrayList<>(List.of("serve-postgres", "--jdbc-url",
-                  servers.postgres.jdbcUrl()));
+                  servers.postgres.jdbcUrl(), "--set", "troupe.baseline.postgres.isolation="
+                      + (target == Target.postgres ? "serializable" : "read-committed")));
               if (postgresPoolSize != null) {
                 command.addAll(List.of("--set",
                     "troupe.baseline.postgres.pool-size=" + postgresPoolSize));
                 report.parameter("postgres_pool_size", postgresPoolSize);
               }
-              yield TroupeProcess.launch(command, work.resolve("postgres-baseline.log"),
+              yield TroupeProcess.launch(command, work.resolve(target + "-baseline.log"),
                   jvmFlags);
             }
             case bare -> TroupeProcess.launch(List.of("serve-bare"), work.resolve("bare.log"),
@@ -344,6 +451,38 @@ final class YcsbBenchmark extends Benchmark {
         if (response.status() != 401) {
           throw new BenchmarkException("the secured target answered a request without a token"
               + " with " + response.status() + " instead of 401: " + response.text());
+        }
+      }
+    }
+
+    /**
+     * The CPU of what serves {@code target}: its server process, and for the PostgreSQL
+     * baselines also PostgreSQL's postmaster and backends (the other baseline's backends are idle
+     * while this one runs).
+     */
+    CpuMeter cpu(Target target) {
+      CpuMeter server = CpuMeter.process(processes.get(target).pid(), "server process");
+      return target.isPostgres()
+          ? server.plus(CpuMeter.postgres(postgres.dataDirectory(), "PostgreSQL and its backends"))
+          : server;
+    }
+
+    /**
+     * Adds {@code read_response_bytes} per target: the size of one record's answer to a GET (the
+     * first record YCSB loads), so that the bare ceiling's record can be compared with Troupe's.
+     */
+    void reportResponseBytes(BenchReport report) throws java.io.IOException {
+      String key = "user" + site.ycsb.Utils.hash(0);
+      for (Map.Entry<Target, TroupeProcess> each : processes.entrySet()) {
+        try (HttpConnection connection = each.getKey() == Target.authenticated
+            || each.getKey() == Target.secured
+            ? new HttpConnection("127.0.0.1", each.getValue().port(), securedAccess.token())
+            : each.getValue().connect()) {
+          HttpConnection.Response response = connection.get("/v1/entities/usertable/" + key);
+          if (response.status() == 200) {
+            report.result(each.getKey() + "-record", "read_response_bytes",
+                response.body().length);
+          }
         }
       }
     }

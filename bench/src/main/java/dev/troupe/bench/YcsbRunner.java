@@ -53,9 +53,10 @@ final class YcsbRunner {
    * @param seconds the window's length
    * @param latencyNanoseconds per operation that occurred, its latencies in the window
    * @param failures per "operation status" (e.g. "update SERVICE_UNAVAILABLE"), how many
+   * @param cpuSeconds CPU time of the measured server in the window (NaN: not measured)
    */
   record PhaseResult(long transactions, double seconds, Map<String, Histogram> latencyNanoseconds,
-      Map<String, Long> failures) {
+      Map<String, Long> failures, double cpuSeconds) {
     double throughputPerSecond() {
       return transactions / seconds;
     }
@@ -81,7 +82,7 @@ final class YcsbRunner {
     }
     double seconds = (System.nanoTime() - start) / 1e9;
     progress.stepBy(phase.transactions.sum() - reported);
-    return phase.result(seconds);
+    return phase.result(seconds, Double.NaN);
   }
 
   /**
@@ -90,6 +91,17 @@ final class YcsbRunner {
    */
   static PhaseResult transactions(Properties properties, int threads, Supplier<DB> databases,
       Duration warmup, Duration measurement, ProgressBar progress) throws Exception {
+    return transactions(properties, threads, databases, warmup, measurement, progress,
+        CpuMeter.NONE);
+  }
+
+  /**
+   * As {@link #transactions(Properties, int, Supplier, Duration, Duration, ProgressBar)}, reading
+   * {@code cpu} when the measurement window opens and when it closes.
+   */
+  static PhaseResult transactions(Properties properties, int threads, Supplier<DB> databases,
+      Duration warmup, Duration measurement, ProgressBar progress, CpuMeter cpu)
+      throws Exception {
     Window window = new Window();
     long start = System.nanoTime();
     long windowStart = start + warmup.toNanos();
@@ -98,15 +110,19 @@ final class YcsbRunner {
     long reportedMillis = 0;
     long openedAt = 0;
     long closedAt = 0;
+    double cpuAtOpen = Double.NaN;
+    double cpuAtClose;
     while (true) {
       long now = System.nanoTime();
       if (!window.open && openedAt == 0 && now >= windowStart) {
+        cpuAtOpen = cpu.seconds();
         window.open = true;
         openedAt = now;
       }
       if (openedAt != 0 && now >= windowEnd) {
         window.open = false;
         closedAt = now;
+        cpuAtClose = cpu.seconds();
         phase.workload.requestStop();
         break;
       }
@@ -125,7 +141,7 @@ final class YcsbRunner {
       throw new BenchmarkException("YCSB client threads did not stop within "
           + STOP_TIMEOUT_SECONDS + " s");
     }
-    return phase.result((closedAt - openedAt) / 1e9);
+    return phase.result((closedAt - openedAt) / 1e9, cpuAtClose - cpuAtOpen);
   }
 
   private static Phase startPhase(Properties properties, boolean transactions, int threads,
@@ -168,7 +184,7 @@ final class YcsbRunner {
       this.workload = new CountingWorkload(window, transactions);
     }
 
-    PhaseResult result(double seconds) {
+    PhaseResult result(double seconds, double cpuSeconds) {
       Map<String, Histogram> latencies = new LinkedHashMap<>();
       Map<String, Long> failures = new LinkedHashMap<>();
       for (String operation : OPERATIONS) {
@@ -182,7 +198,7 @@ final class YcsbRunner {
       for (MeasuredDb database : databases) {
         database.failures.forEach((what, count) -> failures.merge(what, count, Long::sum));
       }
-      return new PhaseResult(transactions.sum(), seconds, latencies, failures);
+      return new PhaseResult(transactions.sum(), seconds, latencies, failures, cpuSeconds);
     }
   }
 

@@ -19,7 +19,7 @@ class BankBenchmarkTest {
     java.nio.file.Path reportDirectory = directory.resolve("report");
     JsonNode report = BenchmarkRuns.run(directory, "bank", "--scenario", "sync1000,nosync",
         "--accounts", "30", "--threads", "16", "--seconds", "0.5", "--warmup-seconds", "0.2",
-        "--rounds", "1", "--report", reportDirectory.toString());
+        "--rounds", "1", "--idle-window-millis", "10", "--idle-max-wait-seconds", "0", "--report", reportDirectory.toString());
     assertTrue(java.nio.file.Files.size(reportDirectory.resolve("throughput.png")) > 0);
     assertTrue(java.nio.file.Files.size(reportDirectory.resolve("latency-sync1000.png")) > 0);
     assertTrue(java.nio.file.Files.size(reportDirectory.resolve("index.html")) > 0);

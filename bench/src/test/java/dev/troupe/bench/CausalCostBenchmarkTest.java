@@ -21,7 +21,7 @@ class CausalCostBenchmarkTest {
   void comparesTheReplicatedDataCentreWithItselfAlone() throws Exception {
     JsonNode report = BenchmarkRuns.run(directory, "causal-cost", "--dcs", "2",
         "--records", "100", "--threads", "2", "--seconds", "1", "--warmup-seconds", "0.2",
-        "--rounds", "1", "--rtt-millis", "10");
+        "--rounds", "1", "--rtt-millis", "10", "--idle-window-millis", "10", "--idle-max-wait-seconds", "0");
     for (String system : new String[] {"A/replicated", "A/alone", "B/replicated", "B/alone"}) {
       BenchmarkRuns.assertPositiveResults(report, system, "throughput_per_second",
           "update_p50_milliseconds", "update_mean_milliseconds");

@@ -31,6 +31,7 @@ class MarketplaceBenchmarkTest {
     JsonNode report = BenchmarkRuns.run(directory, "marketplace", "--sellers", "3",
         "--products-per-seller", "8", "--customers", "30", "--actor-skew", "20", "--key-skew",
         "50", "--threads", "8", "--seconds", "1.5", "--warmup-seconds", "0.3", "--rounds", "1",
+        "--idle-window-millis", "10", "--idle-max-wait-seconds", "0",
         "--report", reportDirectory.toString());
     for (String contender : TroupeMarketplace.CONTENDERS) {
       String system = "marketplace/" + contender;

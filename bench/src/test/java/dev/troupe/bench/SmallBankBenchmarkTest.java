@@ -23,7 +23,7 @@ class SmallBankBenchmarkTest {
     Path reportDirectory = directory.resolve("report");
     JsonNode report = BenchmarkRuns.run(directory, "smallbank", "--branches", "8",
         "--customers-per-branch", "10", "--actor-skew", "25", "--threads", "8", "--seconds",
-        "0.5", "--warmup-seconds", "0.2", "--rounds", "1", "--report",
+        "0.5", "--warmup-seconds", "0.2", "--rounds", "1", "--idle-window-millis", "10", "--idle-max-wait-seconds", "0", "--report",
         reportDirectory.toString());
     for (String mix : new String[] {"multitransfer", "smallbank"}) {
       for (String target : SmallBankBenchmark.ALL_TARGETS) {
@@ -33,15 +33,28 @@ class SmallBankBenchmarkTest {
       assertTrue(report.path("ratios").has(mix + ": keys / serial, planned"), report.toString());
       assertTrue(report.path("ratios").has(mix + ": keys / serial, dynamic"), report.toString());
       // The money check ran for every system (a failure would have failed the run).
-      for (String system : new String[] {"troupe-keys", "troupe-serial", "postgres"}) {
+      assertTrue(report.path("ratios").has(mix + ": troupe over REST (rest-keys-planned) /"
+          + " postgres"), report.toString());
+      assertTrue(report.path("ratio_spreads").has(mix + ": troupe embedded (keys-planned) /"
+          + " postgres"), report.toString());
+      for (String target : new String[] {"postgres", "rest-keys-planned", "keys-planned"}) {
+        BenchmarkRuns.assertPositiveResults(report, mix + "/" + target,
+            "cpu_microseconds_per_operation", "throughput_min_per_second");
+      }
+      for (String system : new String[] {"troupe-keys", "troupe-serial", "postgres",
+          "troupe-rest"}) {
         assertTrue(report.path("results").path(system).path("money_total_after_" + mix)
             .asLong() > 0, system + " " + mix);
       }
     }
     // MultiTransfer conserves money exactly.
-    assertEquals(8 * 10 * 2 * SmallBankBenchmark.OPENING_BALANCE,
-        report.path("results").path("postgres").path("money_total_after_multitransfer")
-            .asLong());
+    for (String system : new String[] {"postgres", "troupe-rest"}) {
+      assertEquals(8 * 10 * 2 * SmallBankBenchmark.OPENING_BALANCE,
+          report.path("results").path(system).path("money_total_after_multitransfer")
+              .asLong(), system);
+    }
+    BenchmarkRuns.assertPositiveResults(report, "smallbank/rest-keys-planned",
+        "SendPayment_p50_milliseconds", "Amalgamate_p50_milliseconds", "Balance_p99_milliseconds");
     BenchmarkRuns.assertPositiveResults(report, "smallbank/keys-planned",
         "SendPayment_p50_milliseconds", "Amalgamate_p50_milliseconds", "Balance_p99_milliseconds");
     assertTrue(Files.size(reportDirectory.resolve("index.html")) > 0);

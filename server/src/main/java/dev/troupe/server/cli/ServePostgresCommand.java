@@ -13,14 +13,16 @@ import picocli.CommandLine.Option;
 
 /**
  * {@code troupe serve-postgres}: the benchmark baseline, Troupe's entity REST paths executed
- * directly against PostgreSQL in SERIALIZABLE transactions. {@code troupe bench ycsb} starts it
+ * directly against PostgreSQL in SERIALIZABLE transactions (READ COMMITTED with {@code --set
+ * troupe.baseline.postgres.isolation=read-committed}). {@code troupe bench ycsb} starts it
  * (and a throwaway PostgreSQL) itself; this command is for running it by hand.
  */
 @Command(
     name = "serve-postgres",
     mixinStandardHelpOptions = true,
     description = {"Benchmark baseline: the entity REST paths (GET/PATCH/DELETE entity, GET/PUT/"
-        + "DELETE key) over PostgreSQL, SERIALIZABLE, fsync and synchronous commit on."})
+        + "DELETE key) over PostgreSQL, SERIALIZABLE (or troupe.baseline.postgres.isolation),"
+        + " fsync and synchronous commit on."})
 public final class ServePostgresCommand implements Callable<Integer> {
   @Option(names = "--jdbc-url", required = true,
       description = "PostgreSQL to use, e.g. jdbc:postgresql://127.0.0.1:5432/postgres?user=postgres")

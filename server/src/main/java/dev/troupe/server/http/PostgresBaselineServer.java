@@ -35,7 +35,8 @@ public final class PostgresBaselineServer implements AutoCloseable {
     HttpSettings http = HttpSettings.fromConfig(config);
     PostgresBaselineSettings baseline = PostgresBaselineSettings.fromConfig(config);
     PostgresEntities entities = PostgresEntities.open(new PostgresEntities.Settings(jdbcUrl,
-        baseline.poolSize(), baseline.maxRetries(), baseline.connectionTimeoutMillis()));
+        baseline.poolSize(), baseline.maxRetries(), baseline.connectionTimeoutMillis(),
+        baseline.jdbcIsolation()));
     AtomicInteger threads = new AtomicInteger();
     ThreadPoolExecutor executor = new ThreadPoolExecutor(baseline.poolSize(), baseline.poolSize(),
         0, TimeUnit.MILLISECONDS, new ArrayBlockingQueue<>(baseline.queueLimit()), runnable -> {

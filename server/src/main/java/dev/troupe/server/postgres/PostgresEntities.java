@@ -23,8 +23,10 @@ import java.util.concurrent.atomic.LongAdder;
  * do. The table's fill factor leaves room for heap-only-tuple updates.
  *
  * <p><b>Isolation and durability</b>: every operation is a single SQL statement run as its own
- * SERIALIZABLE transaction (the connection's isolation level, with autocommit), committed with
- * PostgreSQL's defaults, {@code fsync} and {@code synchronous_commit} on. A serialization failure
+ * SERIALIZABLE transaction (the connection's isolation level, with autocommit; READ COMMITTED
+ * when {@link Settings#jdbcIsolation} says so, the control run of {@code troupe bench ycsb}, which
+ * for one statement guarantees the same), committed with PostgreSQL's defaults, {@code fsync} and
+ * {@code synchronous_commit} on. A serialization failure
  * or deadlock is retried with a short randomized backoff, up to {@code maxRetries} times; then
  * the caller gets {@code unavailable} (HTTP 503) and nothing was changed.
  *
@@ -47,7 +49,12 @@ public final class PostgresEntities implements AutoCloseable {
    * @param connectionTimeoutMillis how long a caller waits for a pooled connection
    */
   public record Settings(String jdbcUrl, int poolSize, int maxRetries,
-      long connectionTimeoutMillis) {
+      long connectionTimeoutMillis, String jdbcIsolation) {
+    /** At SERIALIZABLE. */
+    public Settings(String jdbcUrl, int poolSize, int maxRetries, long connectionTimeoutMillis) {
+      this(jdbcUrl, poolSize, maxRetries, connectionTimeoutMillis, "TRANSACTION_SERIALIZABLE");
+    }
+
     public Settings {
       if (poolSize < 1 || maxRetries < 0 || connectionTimeoutMillis < 250) {
         throw new IllegalArgumentException("pool size >= 1, retries >= 0 and a connection timeout"
@@ -71,7 +78,8 @@ public final class PostgresEntities implements AutoCloseable {
   /** Connects and creates the table and sequence if they do not exist. */
   public static PostgresEntities open(Settings settings) {
     HikariDataSource pool = PostgresSupport.pool(settings.jdbcUrl(), settings.poolSize(),
-        settings.connectionTimeoutMillis(), true, "troupe-postgres-baseline");
+        settings.connectionTimeoutMillis(), true, "troupe-postgres-baseline",
+        settings.jdbcIsolation());
     try (Connection connection = pool.getConnection();
         Statement statement = connection.createStatement()) {
       statement.execute("""

@@ -25,13 +25,23 @@ public final class PostgresSupport {
    */
   public static HikariDataSource pool(String jdbcUrl, int poolSize, long connectionTimeoutMillis,
       boolean autoCommit, String poolName) {
+    return pool(jdbcUrl, poolSize, connectionTimeoutMillis, autoCommit, poolName,
+        "TRANSACTION_SERIALIZABLE");
+  }
+
+  /**
+   * As {@link #pool(String, int, long, boolean, String)}, at {@code jdbcIsolation} (e.g. {@code
+   * TRANSACTION_READ_COMMITTED}, for the YCSB baseline's control run).
+   */
+  public static HikariDataSource pool(String jdbcUrl, int poolSize, long connectionTimeoutMillis,
+      boolean autoCommit, String poolName, String jdbcIsolation) {
     HikariConfig config = new HikariConfig();
     config.setJdbcUrl(jdbcUrl);
     config.setMaximumPoolSize(poolSize);
     config.setMinimumIdle(poolSize);
     config.setConnectionTimeout(connectionTimeoutMillis);
     config.setAutoCommit(autoCommit);
-    config.setTransactionIsolation("TRANSACTION_SERIALIZABLE");
+    config.setTransactionIsolation(jdbcIsolation);
     config.setPoolName(poolName);
     return new HikariDataSource(config);
   }
