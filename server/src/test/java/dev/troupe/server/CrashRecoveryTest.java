@@ -18,12 +18,12 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * Nothing acknowledged is lost by {@code kill -9}, at random moments, with checkpoints and
  * truncation running: a real server process takes concurrent writes and counter increments over
- * HTTP and is killed mid-stream, 20 times; after every restart each acknowledged write is present
+ * HTTP and is killed mid-stream, 14 times; after every restart each acknowledged write is present
  * and each counter lies between its acknowledged and attempted increments. Each restart checks a
  * random sample of the single-write entities; the final restart checks every one of them.
  */
 class CrashRecoveryTest {
-  private static final int CYCLES = 20;
+  private static final int CYCLES = 14;
   private static final int WRITERS = 6;
 
   @TempDir Path data;

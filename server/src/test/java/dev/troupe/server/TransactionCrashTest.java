@@ -33,13 +33,13 @@ import org.junit.jupiter.api.io.TempDir;
  * so the in-doubt path really ran.
  */
 class TransactionCrashTest {
-  private static final int CYCLES = 8;
+  private static final int CYCLES = 6;
   /**
    * Transfers each cycle acknowledges at least before its kill (waiting past the random kill time,
    * up to {@link #LONGEST_CYCLE_MILLIS}, on a slow or loaded machine), so that the run always
    * exercises more than the 200 acknowledged transfers it asserts.
    */
-  private static final int LEAST_ACKNOWLEDGED_PER_CYCLE = 26;
+  private static final int LEAST_ACKNOWLEDGED_PER_CYCLE = 34;
   private static final long LONGEST_CYCLE_MILLIS = 15_000;
   private static final int CLIENTS = 6;
   private static final int ACCOUNTS = 6;
