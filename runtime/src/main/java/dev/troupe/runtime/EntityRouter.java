@@ -80,6 +80,14 @@ final class EntityRouter {
     return remoteTimeoutMillis;
   }
 
+  /**
+   * Whether this node hosts {@code entity}, so that its commits go to this node's store (whatever
+   * path its messages take).
+   */
+  boolean hosts(EntityId entity) {
+    return hostedHere.test(entity);
+  }
+
   /** Whether {@code entity} is told directly (hosted here, and the switch is off). */
   boolean isHere(EntityId entity) {
     return !routeEntityMessages && hostedHere.test(entity);

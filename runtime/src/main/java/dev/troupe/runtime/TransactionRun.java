@@ -94,6 +94,23 @@ final class TransactionRun {
     this.timers = timers;
   }
 
+  /**
+   * Persists a commit decision. When every participant it names is hosted by this node, their
+   * commits go to this node's store after the decision, and those synced commits make it durable:
+   * the store may then write it without a sync of its own ({@link
+   * DurableStore#persistDecisionBeforeLocalCommits}, issue 20). The client is answered only once
+   * every participant's commit is durable either way.
+   */
+  private CompletableFuture<Void> persistDecision(
+      DecidedTransaction decision) {
+    for (EntityId participant : decision.participants()) {
+      if (!router.hosts(participant)) {
+        return store.persistDecision(decision);
+      }
+    }
+    return store.persistDecisionBeforeLocalCommits(decision);
+  }
+
   /** Starts the first attempt; the future completes with the outcome. */
   CompletableFuture<CoordinatorCore.Outcome> start() {
     return start(store.newTransactionId());
@@ -184,9 +201,8 @@ final class TransactionRun {
       }
       case Effect.ScheduleRetry retry -> timers.schedule(retry.delayMillis(),
           () -> handle(new Input.RetryDue(store.newTransactionId())));
-      case Effect.PersistDecision persist ->
-          store.persistDecision(new DecidedTransaction(persist.transactionId(),
-                  persist.participants(), idempotency, replicaApplication))
+      case Effect.PersistDecision persist -> persistDecision(new DecidedTransaction(
+              persist.transactionId(), persist.participants(), idempotency, replicaApplication))
               .whenComplete((ignored, failure) -> {
                 Input.DecisionPersisted persisted = Input.DecisionPersisted.ofStoreAnswer(failure);
                 if (decisions != null && persisted.error() == null) {

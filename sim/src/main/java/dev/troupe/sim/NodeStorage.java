@@ -66,6 +66,14 @@ interface NodeStorage {
 
   void persistDecision(DecidedTransaction decision, Runnable durable, Consumer<Throwable> failed);
 
+  /**
+   * A commit decision whose every participant commits on this storage, after it: {@code written}
+   * runs once it is written, without a sync of its own; the participants' synced commits make it
+   * durable (the store's {@code DurableStore#persistDecisionBeforeLocalCommits}, issue 20).
+   */
+  void persistDecisionBeforeLocalCommits(DecidedTransaction decision, Runnable written,
+      Consumer<Throwable> failed);
+
   void forgetDecision(DecidedTransaction decision);
 
   /**

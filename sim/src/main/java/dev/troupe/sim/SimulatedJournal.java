@@ -176,6 +176,17 @@ final class SimulatedJournal implements NodeStorage {
     awaitSync(durableNow);
   }
 
+  /**
+   * As the real store: appended and acknowledged without a sync of its own; the participants'
+   * commits, appended after it and synced, make it durable (the log keeps a prefix).
+   */
+  @Override
+  public void persistDecisionBeforeLocalCommits(DecidedTransaction decision, Runnable written,
+      java.util.function.Consumer<Throwable> failed) {
+    append(new Decided(decision));
+    timers.later(0, "decision written", written);
+  }
+
   @Override
   public void forgetDecision(DecidedTransaction decision) {
     append(new Forgotten(decision.transactionId()));

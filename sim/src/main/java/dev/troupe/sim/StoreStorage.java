@@ -313,7 +313,19 @@ final class StoreStorage implements NodeStorage {
   @Override
   public void persistDecision(DecidedTransaction decision, Runnable durable,
       Consumer<Throwable> failed) {
-    store.persistDecision(decision).whenComplete((ignored, failure) -> {
+    whenDecisionWritten(decision, store.persistDecision(decision), durable, failed);
+  }
+
+  @Override
+  public void persistDecisionBeforeLocalCommits(DecidedTransaction decision, Runnable written,
+      Consumer<Throwable> failed) {
+    whenDecisionWritten(decision, store.persistDecisionBeforeLocalCommits(decision), written,
+        failed);
+  }
+
+  private void whenDecisionWritten(DecidedTransaction decision, CompletableFuture<Void> write,
+      Runnable durable, Consumer<Throwable> failed) {
+    write.whenComplete((ignored, failure) -> {
       if (failure == null) {
         durable.run();
       } else {

@@ -18,6 +18,7 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentSkipListMap;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicLongArray;
 import java.util.function.Supplier;
@@ -111,6 +112,14 @@ final class DiskReplicationLog implements ReplicationLog {
    */
   private volatile long syncedSafeTimestamp;
   private final Object syncLock = new Object();
+  /**
+   * Under SYNC durability, the batches with local entries written without a sync of their own (a
+   * commit decision whose participants' synced commits make it durable, {@link
+   * Partition.Commit#syncedByLaterWrite}) and not yet known durable: registration number → the
+   * batch's visibility floor (at most every timestamp it ticked). Usually empty or a few.
+   */
+  private final ConcurrentSkipListMap<Long, Long> unsyncedFloors = new ConcurrentSkipListMap<>();
+  private final AtomicLong unsyncedRegistrations = new AtomicLong();
 
   DiskReplicationLog(RocksStore store) {
     this.store = store;
@@ -332,7 +341,42 @@ final class DiskReplicationLog implements ReplicationLog {
   @Override
   public long localSafeTimestamp() {
     long written = writtenSafeTimestamp();
-    return store.syncCommits ? written : Math.min(written, syncedSafeTimestamp);
+    if (!store.syncCommits) {
+      return Math.min(written, syncedSafeTimestamp);
+    }
+    // Read after the floors (in writtenSafeTimestamp): a batch whose floor was already lifted
+    // registered itself before, so it is seen here until a sync covers it.
+    long safe = written;
+    for (long floor : unsyncedFloors.values()) {
+      safe = Math.min(safe, floor - 1);
+    }
+    return safe;
+  }
+
+  /**
+   * Under SYNC: a partition writer wrote a batch with local entries and no sync ({@code floor} is
+   * at most each of their timestamps); called after the write and before the writer lifts its
+   * visibility floor, so that {@link #localSafeTimestamp} stays below those entries until a later
+   * sync ({@link #syncedThrough}) made them durable. Why the safe timestamp still never decreases:
+   * a call that saw the floor answered below it; a call that saw it lifted sees the registration.
+   */
+  void writtenUnsynced(long floor) {
+    unsyncedFloors.put(unsyncedRegistrations.incrementAndGet(), floor);
+  }
+
+  /** How many unsynced batches were registered so far: read before a synced write. */
+  long unsyncedRegistrations() {
+    return unsyncedRegistrations.get();
+  }
+
+  /**
+   * A synced write that started after {@code registrations} unsynced batches had been registered
+   * (each written before its registration) completed: they are durable.
+   */
+  void syncedThrough(long registrations) {
+    if (!unsyncedFloors.isEmpty()) {
+      unsyncedFloors.headMap(registrations, true).clear();
+    }
   }
 
   /** The highest {@link #writtenSafeTimestamp()} answered. */

@@ -25,7 +25,8 @@ import java.util.concurrent.CompletionException;
  * <ul>
  *   <li><b>Durable when complete.</b> A future returned by {@link #commit}, {@link
  *       #commitExemptFromQueueLimit}, {@link #commitPrepared}, {@link #prepare} or {@link
- *       #persistDecision} completes normally only once what it wrote survives a crash (under
+ *       #persistDecision} (not {@link #persistDecisionBeforeLocalCommits}, whose participants'
+ *       commits make it durable) completes normally only once what it wrote survives a crash (under
  *       {@link Durability#SYNC}; under {@link Durability#ASYNC} a crash may lose the last flush
  *       interval of them, by the operator's choice) and, for commits, is visible to {@link #read}.
  *       An exceptional completion with a {@link TroupeException} other than {@code
@@ -108,6 +109,37 @@ public interface DurableStore {
    * node ended this node's coordinators ({@link Store#endCoordinator}).
    */
   CompletableFuture<Void> persistDecision(DecidedTransaction decision);
+
+  /**
+   * Like {@link #persistDecision}, for a decision whose every participant commits its part on this
+   * same store (the caller checked that each is hosted by this node): on the single node of a data
+   * centre ({@link PartitionOwnership#ALL}), and without an idempotency record, the future
+   * completes once the decision is <em>written</em>, without a sync of its own (issue 20). The
+   * rule that makes that safe:
+   *
+   * <ol>
+   *   <li>The store's write-ahead log is one sequence: a crash keeps a prefix of the written
+   *       batches that includes every synced one ({@link KeyValueDisk}).
+   *   <li>The caller sends the decision only once this future completed, so every participant's
+   *       commit of its part ({@link #commitPrepared}, always synced) is written after the
+   *       decision: a part durable means the decision is durable, and a crash that loses the
+   *       decision loses every part's commit too (the prepared parts are then aborted by recovery,
+   *       presumed abort).
+   *   <li>Nothing is acknowledged on the strength of the decision alone: the client is answered
+   *       once every participant's commit is durable (so the decision is), an entity's replies
+   *       wait for the commits they observed, and the replication log's safe timestamp stays below
+   *       the decision's entry until a later sync ({@link ReplicationLog#localSafeTimestamp}).
+   *   <li>The decision is forgotten only after every participant acknowledged its durable commit,
+   *       as before.
+   * </ol>
+   *
+   * With an idempotency record (a retry may answer from it) or on a node of several ({@link
+   * PartitionOwnership#ACQUIRED}), it is exactly {@link #persistDecision}, which is also the
+   * default for any other implementation.
+   */
+  default CompletableFuture<Void> persistDecisionBeforeLocalCommits(DecidedTransaction decision) {
+    return persistDecision(decision);
+  }
 
   /** Removes a decision every participant has applied; needs no sync. */
   void forgetDecision(DecidedTransaction decision);

@@ -91,7 +91,10 @@ final class Partition {
    * an idempotent write and its key become durable together. {@code loggedDecision}, or null, are
    * the participants of a commit decision of a local transaction: with the replication log on, the
    * batch also writes its {@code Decision} entry, at a timestamp ticked there ({@link
-   * DiskReplicationLog}).
+   * DiskReplicationLog}). {@code syncedByLaterWrite}: the write needs no sync of its own (a commit
+   * decision whose every participant commits on this store, {@link
+   * RocksStore#persistDecisionBeforeLocalCommits}): its future completes once written, and a later
+   * synced write makes it durable (the write-ahead log is one sequence).
    */
   record Commit(
       long transactionId,
@@ -100,6 +103,7 @@ final class Partition {
       TransactionStateChange stateChange,
       IdempotencyRecord idempotency,
       List<EntityId> loggedDecision,
+      boolean syncedByLaterWrite,
       CompletableFuture<Committed> future)
       implements Task {}
 
@@ -606,8 +610,11 @@ final class Partition {
       if (logged > 0) {
         log.putLoggedCount(batch, number, logged);
       }
+      boolean sync = store.syncCommits && !needsNoSyncOfItsOwn(commits, count);
+      // Taken before a synced write: the unsynced batches registered so far are then durable.
+      long unsyncedRegistered = sync ? log.unsyncedRegistrations() : 0;
       try {
-        store.disk.write(batch, store.syncCommits && !onlyReplicaApplications(commits, count));
+        store.disk.write(batch, sync);
       } catch (FencedException e) {
         // Nothing of the batch was applied: the commits certainly did not happen. Only this
         // partition is lost; the store and its other partitions go on.
@@ -626,6 +633,13 @@ final class Partition {
         return;
       }
       written = true;
+      if (sync) {
+        log.syncedThrough(unsyncedRegistered);
+      } else if (logged > 0 && store.syncCommits) {
+        // Under SYNC, local entries written without a sync (a decision's): not shipped until a
+        // later sync makes them durable. Registered before the floor is lifted (finally below).
+        log.writtenUnsynced(visibilityFloor);
+      }
       if (logged > 0) {
         log.loggedCountWritten(number, logged);
       }
@@ -954,19 +968,35 @@ final class Partition {
   }
 
   /**
-   * Whether the first {@code count} commits are all single-turn applications of other data
-   * centres' transactions (every effect's operations open with a {@code $replicated:} marker),
-   * which need no sync of their own: such a transaction is durable in this DC's replication log
-   * before it is applied, a crash that loses its application re-applies it from there (the
-   * recorded applied vector stays below it), and RocksDB's write-ahead log is one sequence, so
-   * whatever write is synced after it (a local commit that saw it, the applied vector's record
-   * that covers it) makes it durable too. A commit that changes a transaction record (a 2PC
-   * participant's), records an idempotency key or logs a decision is synced as always: a lost
-   * participant commit could meet a forgotten decision.
+   * Whether every one of the first {@code count} commits needs no sync of its own, because a later
+   * synced write makes it durable (RocksDB's write-ahead log is one sequence: a crash keeps a
+   * prefix of the written batches that includes every synced one, the {@link KeyValueDisk}
+   * contract). Two kinds:
+   *
+   * <ul>
+   *   <li>A commit decision whose every participant commits on this store ({@link
+   *       Commit#syncedByLaterWrite}, issue 20): each participant's commit of its part is a synced
+   *       write submitted only after the decision was written, so no part is durable before the
+   *       decision is; a crash before any of them loses the decision and its transaction, which
+   *       nobody was told had committed (the client is answered once the parts are durable).
+   *   <li>Single-turn applications of other data centres' transactions (every effect's operations
+   *       open with a {@code $replicated:} marker): such a transaction is durable in this DC's
+   *       replication log before it is applied, a crash that loses its application re-applies it
+   *       from there (the recorded applied vector stays below it), and whatever write is synced
+   *       after it (a local commit that saw it, the applied vector's record that covers it) makes
+   *       it durable too.
+   * </ul>
+   *
+   * A commit that changes a transaction record otherwise (a 2PC participant's), records an
+   * idempotency key or logs a decision of another kind is synced as always: a lost participant
+   * commit could meet a forgotten decision.
    */
-  private static boolean onlyReplicaApplications(List<Commit> commits, int count) {
+  private static boolean needsNoSyncOfItsOwn(List<Commit> commits, int count) {
     for (int i = 0; i < count; i++) {
       Commit commit = commits.get(i);
+      if (commit.syncedByLaterWrite()) {
+        continue;
+      }
       if (commit.encodedRecord() == null || commit.stateChange() != null
           || commit.idempotency() != null || commit.loggedDecision() != null
           || commit.effects().isEmpty()) {

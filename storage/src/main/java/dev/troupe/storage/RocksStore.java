@@ -637,8 +637,10 @@ public final class RocksStore implements Store {
       }
       // Taken before the sync: every local replication log entry at or below it is then durable.
       long written = replicationLog.writtenSafeTimestamp();
+      long unsyncedRegistered = replicationLog.unsyncedRegistrations();
       disk.flushWriteAheadLog(true);
       replicationLog.synced(written);
+      replicationLog.syncedThrough(unsyncedRegistered);
     } catch (DiskException e) {
       // Acknowledged ASYNC commits may not be durable: stop acknowledging more.
       fail(e);
@@ -873,7 +875,7 @@ public final class RocksStore implements Store {
     try {
       return enqueue(partitions[partitionNumber],
           new Partition.Commit(transactionId, encoded, effects, stateChange,
-              stateChange == null ? idempotentCommits.get(transactionId) : null, null,
+              stateChange == null ? idempotentCommits.get(transactionId) : null, null, false,
               new CompletableFuture<>()),
           bypassQueueLimit);
     } finally {
@@ -932,11 +934,20 @@ public final class RocksStore implements Store {
   private CompletableFuture<Void> writeTransactionState(
       int number, long transactionId, Partition.TransactionStateChange change,
       IdempotencyRecord idempotency, List<EntityId> loggedDecision, boolean bypassQueueLimit) {
+    return writeTransactionState(number, transactionId, change, idempotency, loggedDecision,
+        bypassQueueLimit, false);
+  }
+
+  /** Like the above; {@code syncedByLaterWrite}: see {@link Partition.Commit}. */
+  private CompletableFuture<Void> writeTransactionState(
+      int number, long transactionId, Partition.TransactionStateChange change,
+      IdempotencyRecord idempotency, List<EntityId> loggedDecision, boolean bypassQueueLimit,
+      boolean syncedByLaterWrite) {
     closeLock.readLock().lock();
     try {
       return enqueue(partitions[number],
           new Partition.Commit(transactionId, null, List.of(), change, idempotency,
-              loggedDecision, new CompletableFuture<>()),
+              loggedDecision, syncedByLaterWrite, new CompletableFuture<>()),
           bypassQueueLimit).thenApply(committed -> null);
     } finally {
       closeLock.readLock().unlock();
@@ -979,6 +990,22 @@ public final class RocksStore implements Store {
 
   @Override
   public CompletableFuture<Void> persistDecision(DecidedTransaction decision) {
+    return persistDecision(decision, false);
+  }
+
+  /**
+   * Issue 20: on the single node of a data centre ({@link PartitionOwnership#ALL}) a decision
+   * without an idempotency record is written without a sync of its own; otherwise exactly {@link
+   * #persistDecision}. See {@link DurableStore#persistDecisionBeforeLocalCommits} for the rule and
+   * why it is safe.
+   */
+  @Override
+  public CompletableFuture<Void> persistDecisionBeforeLocalCommits(DecidedTransaction decision) {
+    return persistDecision(decision, acquired == null && decision.idempotency() == null);
+  }
+
+  private CompletableFuture<Void> persistDecision(DecidedTransaction decision,
+      boolean syncedByLaterWrite) {
     Invariants.check(!decision.participants().isEmpty(), "a decision without participants");
     if (acquired != null) {
       return acquired.persistDecision(decision);
@@ -986,7 +1013,8 @@ public final class RocksStore implements Store {
     return writeTransactionState(decisionPartition(decision), decision.transactionId(),
         new Partition.TransactionStateChange(Keys.decided(decision.transactionId()),
             Codec.encodeDecided(decision)), decision.idempotency(),
-        decision.replicaApplication() ? null : decision.participants(), false);
+        decision.replicaApplication() ? null : decision.participants(), false,
+        syncedByLaterWrite);
   }
 
   @Override

@@ -473,6 +473,8 @@ class SteppedStoreTest {
     /** Decided two-phase transactions known durable, with their participants. */
     private final Map<Long, List<EntityId>> decisionsThatMustSurvive = new HashMap<>();
     private final Map<Long, List<EntityId>> decisionsSinceFlush = new HashMap<>();
+    /** Every two-phase transaction that prepared, with its participants: all or nothing. */
+    private final Map<Long, Set<EntityId>> twoPhaseParticipants = new HashMap<>();
     private final List<Store.Snapshot> pins = new ArrayList<>();
     private final Map<Store.Snapshot, Map<EntityId, EntityState>> statesAtPins = new HashMap<>();
     /** Failures seen by continuations (an assertion thrown there would only fail a future). */
@@ -576,6 +578,10 @@ class SteppedStoreTest {
           transaction.pending.add(store.prepare(
               new PreparedTransaction(transaction.id, entity, operations)));
         }
+        // Issue 20: half the decisions are written without a sync of their own; the
+        // participants' synced commits make them durable.
+        transaction.decisionSyncedByCommits = random.nextBoolean();
+        twoPhaseParticipants.put(transaction.id, Set.copyOf(transaction.parts.keySet()));
         return;
       }
       for (CompletableFuture<?> future : transaction.pending) {
@@ -596,6 +602,12 @@ class SteppedStoreTest {
             return;
           }
           long id = transaction.id;
+          if (transaction.decisionSyncedByCommits) {
+            // Durable only with a later sync: the participants' commits (stage 1) or a flush.
+            transaction.pending.add(store.persistDecisionBeforeLocalCommits(decision)
+                .thenRun(() -> decisionsSinceFlush.put(id, participants)));
+            return;
+          }
           transaction.pending.add(store.persistDecision(decision).thenRun(() -> {
             if (durability == Durability.SYNC) {
               decisionsThatMustSurvive.put(id, participants);
@@ -604,8 +616,17 @@ class SteppedStoreTest {
             }
           }));
         }
-        case 1 -> transaction.parts.forEach((entity, operations) -> transaction.pending.add(
-            store.commitPrepared(transaction.id, entity, operations)));
+        case 1 -> {
+          long id = transaction.id;
+          boolean syncedByCommits = transaction.decisionSyncedByCommits;
+          transaction.parts.forEach((entity, operations) -> transaction.pending.add(
+              store.commitPrepared(id, entity, operations).thenRun(() -> {
+                if (syncedByCommits && durability == Durability.SYNC) {
+                  // A synced commit written after the decision: the decision is durable.
+                  decisionsThatMustSurvive.put(id, participants);
+                }
+              })));
+        }
         default -> {
           store.forgetDecision(decision);
           transaction = null;
@@ -692,6 +713,12 @@ class SteppedStoreTest {
       decisionsThatMustSurvive.forEach((id, participants) -> assertEquals(
           Set.copyOf(participants), entitiesByTransaction.get(id),
           where + ": decided transaction " + id + " not applied to every participant"));
+      twoPhaseParticipants.forEach((id, participants) -> {
+        Set<EntityId> applied = entitiesByTransaction.getOrDefault(id, Set.of());
+        assertTrue(applied.isEmpty() || applied.equals(participants),
+            where + ": two-phase transaction " + id + " applied to " + applied + " of "
+                + participants);
+      });
       assertMatchesTheDurableRecords(store, disk, random, where + " (crash " + crashes + ")");
     }
   }
@@ -702,6 +729,8 @@ class SteppedStoreTest {
     final Map<EntityId, List<Operation>> parts = new java.util.LinkedHashMap<>();
     final List<CompletableFuture<?>> pending = new ArrayList<>();
     int stage;
+    /** Whether its decision is written without a sync of its own (issue 20). */
+    boolean decisionSyncedByCommits;
 
     TwoPhaseRun(long id) {
       this.id = id;
