@@ -69,10 +69,12 @@ interface NodeStorage {
   /**
    * A commit decision whose every participant commits on this storage, after it: {@code written}
    * runs once it is written, without a sync of its own; the participants' synced commits make it
-   * durable (the store's {@code DurableStore#persistDecisionBeforeLocalCommits}, issue 20).
+   * durable (the store's {@code DurableStore#persistDecisionBeforeLocalCommits}, issue 20), and
+   * {@code durable} runs once a sync that followed the write completed (not at all if the node
+   * crashes first: the decision may or may not have survived).
    */
   void persistDecisionBeforeLocalCommits(DecidedTransaction decision, Runnable written,
-      Consumer<Throwable> failed);
+      Runnable durable, Consumer<Throwable> failed);
 
   void forgetDecision(DecidedTransaction decision);
 

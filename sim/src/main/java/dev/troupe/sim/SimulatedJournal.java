@@ -71,6 +71,8 @@ final class SimulatedJournal implements NodeStorage {
   // ---- the incarnation: lost on a crash
   private final Map<EntityId, EntityState> durable = new HashMap<>();
   private List<Runnable> awaitingSync = new ArrayList<>();
+  /** Run by the next group commit's sync, which schedules none itself (written, not synced). */
+  private List<Runnable> durableAtNextSync = new ArrayList<>();
   private final List<Runnable> acknowledgedUnsynced = new ArrayList<>();
   private boolean syncScheduled;
   /**
@@ -182,8 +184,9 @@ final class SimulatedJournal implements NodeStorage {
    */
   @Override
   public void persistDecisionBeforeLocalCommits(DecidedTransaction decision, Runnable written,
-      java.util.function.Consumer<Throwable> failed) {
+      Runnable durable, java.util.function.Consumer<Throwable> failed) {
     append(new Decided(decision));
+    durableAtNextSync.add(durable);
     timers.later(0, "decision written", written);
   }
 
@@ -201,6 +204,7 @@ final class SimulatedJournal implements NodeStorage {
   public void crash() {
     durable.clear();
     awaitingSync = new ArrayList<>();
+    durableAtNextSync = new ArrayList<>();
     acknowledgedUnsynced.clear();
     syncScheduled = false;
     log.crash(scheduler.random(), tornProbability, corruptProbability);
@@ -349,6 +353,9 @@ final class SimulatedJournal implements NodeStorage {
       log.sync();
       List<Runnable> done = awaitingSync;
       awaitingSync = new ArrayList<>();
+      List<Runnable> decisions = durableAtNextSync;
+      durableAtNextSync = new ArrayList<>();
+      decisions.forEach(Runnable::run);
       done.forEach(Runnable::run);
     });
   }

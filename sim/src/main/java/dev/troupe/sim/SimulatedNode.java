@@ -25,7 +25,6 @@ import dev.troupe.txn.wire.TypeRegistry;
 import dev.troupe.txn.wire.WireMessage;
 import dev.troupe.txn.wire.WireResults;
 import java.util.HashMap;
-import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -709,7 +708,6 @@ final class SimulatedNode {
     recoveredInDoubt.clear();
     resolvingRecovered.clear();
     coordinators.clear();
-    decisionsDurableWithFirstAcknowledgement.clear();
     coordinatorAnswers.clear();
     coordinatorOfAttempt.clear();
     lossyCoordinators.clear();
@@ -1059,21 +1057,23 @@ final class SimulatedNode {
    * Persists a commit decision as the runtime's coordinator shell does ({@code TransactionRun}):
    * when every participant it names is hosted by this node on its own storage (not the shared
    * store), their synced commits make it durable and it is written without a sync of its own
-   * ({@link NodeStorage#persistDecisionBeforeLocalCommits}). The ledger then records the commit
-   * decided only once it is durable: at the first participant's acknowledgement, which follows
-   * that participant's synced commit, written after the decision.
+   * ({@link NodeStorage#persistDecisionBeforeLocalCommits}). {@code durable} (the ledger's
+   * record that the commit is decided) runs once it is durable: at once with a synced decision,
+   * else once a later sync covered it.
    */
-  private void persistDecision(DecidedTransaction decision, Runnable written,
+  private void persistDecision(DecidedTransaction decision, Runnable durable, Runnable written,
       java.util.function.Consumer<Throwable> failed) {
     boolean local = cluster.sharedDatabase() == null;
     for (EntityId participant : decision.participants()) {
       local &= hostOf(participant) == nodeId;
     }
     if (local) {
-      decisionsDurableWithFirstAcknowledgement.add(decision.transactionId());
-      storage.persistDecisionBeforeLocalCommits(decision, written, failed);
+      storage.persistDecisionBeforeLocalCommits(decision, written, durable, failed);
     } else {
-      storage.persistDecision(decision, written, failed);
+      storage.persistDecision(decision, () -> {
+        durable.run();
+        written.run();
+      }, failed);
     }
   }
 
@@ -1082,11 +1082,6 @@ final class SimulatedNode {
     CoordinatorCore core = coordinators.get(key);
     if (core == null) {
       return; // finished: a late vote or acknowledgement
-    }
-    if (input instanceof CoordinatorCore.Input.Acknowledged acknowledged
-        && decisionsDurableWithFirstAcknowledgement.remove(acknowledged.transactionId())) {
-      // A participant's commit is durable, and it was written after the decision: so is it.
-      cluster.decidedCommit(acknowledged.transactionId());
     }
     switch (input) {
       case CoordinatorCore.Input.Started started -> {
@@ -1144,11 +1139,9 @@ final class SimulatedNode {
             () -> feedCoordinator(key, new CoordinatorCore.Input.RetryDue(newTransactionId())));
         case CoordinatorCore.Effect.PersistDecision decision -> persistDecision(
             new DecidedTransaction(decision.transactionId(), decision.participants()),
+            // Once durable, whatever becomes of this incarnation: the commit is decided.
+            () -> cluster.decidedCommit(decision.transactionId()),
             () -> {
-              if (!decisionsDurableWithFirstAcknowledgement.contains(decision.transactionId())) {
-                // Durable now, whatever becomes of this incarnation: the commit is decided.
-                cluster.decidedCommit(decision.transactionId());
-              }
               send("storage", "coordinator-" + key,
                   "decision durable tx " + decision.transactionId(), () -> {
                     decisionQueries.handle(new dev.troupe.txn.coordinator.DecisionQueryCore.Input
@@ -1533,12 +1526,6 @@ final class SimulatedNode {
   /** Partitions this node acquired (hand-offs to it) and released, over the run. */
   private long partitionsAcquired;
   private long partitionsReleased;
-
-  /**
-   * Commit decisions of this incarnation written without a sync of their own (every participant
-   * here) and not yet acknowledged by any participant: the ledger records them once one is.
-   */
-  private final Set<Long> decisionsDurableWithFirstAcknowledgement = new HashSet<>();
 
   /** Where this node routes a message for {@code entity}: its own view of the placement. */
   private int hostOf(EntityId entity) {

@@ -318,9 +318,28 @@ final class StoreStorage implements NodeStorage {
 
   @Override
   public void persistDecisionBeforeLocalCommits(DecidedTransaction decision, Runnable written,
-      Consumer<Throwable> failed) {
-    whenDecisionWritten(decision, store.persistDecisionBeforeLocalCommits(decision), written,
-        failed);
+      Runnable durable, Consumer<Throwable> failed) {
+    whenDecisionWritten(decision, store.persistDecisionBeforeLocalCommits(decision), () -> {
+      // Written now (on the writer's pass): durable once the disk syncs again.
+      durableAfterSync.add(new DurableAfterSync(disk.syncs(), durable));
+      written.run();
+    }, failed);
+  }
+
+  /** A decision written without a sync of its own, and the disk's sync count when it was. */
+  private record DurableAfterSync(long syncsWhenWritten, Runnable durable) {}
+
+  private final List<DurableAfterSync> durableAfterSync = new ArrayList<>();
+
+  /** Runs the callbacks of the decisions a later sync made durable. */
+  private void runDurableDecisionCallbacks() {
+    if (durableAfterSync.isEmpty()) {
+      return;
+    }
+    long syncs = disk.syncs();
+    List<DurableAfterSync> due = new ArrayList<>();
+    durableAfterSync.removeIf(pending -> syncs > pending.syncsWhenWritten() && due.add(pending));
+    due.forEach(pending -> pending.durable().run());
   }
 
   private void whenDecisionWritten(DecidedTransaction decision, CompletableFuture<Void> write,
@@ -360,6 +379,7 @@ final class StoreStorage implements NodeStorage {
     countStatistics();
     store = null; // dropped, not closed: a dead process closes nothing
     writersScheduled = false;
+    durableAfterSync.clear(); // the crash decides which of them survived
     if (database == null) {
       disk = disk.crash(scheduler.random(), keepUnsyncedPrefixProbability);
     }
@@ -774,6 +794,7 @@ final class StoreStorage implements NodeStorage {
     while (store.runPendingWork()) {
       worked = true; // each pass takes at most groupCommitMaxRecords per partition
     }
+    runDurableDecisionCallbacks();
     return worked;
   }
 }

@@ -60,7 +60,13 @@ import java.util.function.Supplier;
  * is not yet durable, and shipping it would let a power loss at the origin lose what other DCs
  * keep: there the safe timestamp is also at most the written safe timestamp taken before the last
  * completed sync of the write-ahead log ({@link RocksStore#flushWriteAheadLog}), so it lags by up
- * to {@code asyncFlushIntervalMillis}.
+ * to {@code asyncFlushIntervalMillis}. Under {@link Durability#SYNC} a batch may still be written
+ * without a sync (a commit decision whose participants' synced commits make it durable, issue 20):
+ * when it holds local entries, its writer registers its visibility floor after the write and before
+ * lifting the floor ({@link #writtenUnsynced}), and the safe timestamp stays below every registered
+ * floor until a synced write that started after the registration completed ({@link
+ * #syncedThrough}). A reader reads the registrations after the floors, so it sees a batch either
+ * by its floor or by its registration, and the safe timestamp still never decreases.
  *
  * <p><b>Received entries</b> ({@link #appendReceived}) are written with the origin's received
  * entry in one synced batch, under {@link #receivedLock} so that received entries only rise; the

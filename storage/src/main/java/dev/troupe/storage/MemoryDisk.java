@@ -92,8 +92,12 @@ public final class MemoryDisk implements KeyValueDisk {
       return !keys.isEmpty() && keys.contains(key);
     }
 
+    /** How many times {@link #sync} ran. */
+    long syncs;
+
     /** Makes every written batch durable. */
     void sync() {
+      syncs++;
       for (UnsyncedBatch batch : unsynced) {
         durableJournalValues.addAll(batch.journalValues());
       }
@@ -216,6 +220,17 @@ public final class MemoryDisk implements KeyValueDisk {
    */
   public void ignoreDamageAsUncheckedRocksDbDid() {
     platter.damageIgnored = true;
+  }
+
+  /**
+   * How many times the disk synced (a synced batch, a flush of the write-ahead log, a crash's
+   * survivors): a batch written before a count was read is durable once the count has grown. A
+   * simulator tells from it when a write without a sync of its own became durable.
+   */
+  public long syncs() {
+    synchronized (platter) {
+      return platter.syncs;
+    }
   }
 
   /** Batches written since the last sync: what a {@link #crash} may lose. */

@@ -42,6 +42,11 @@ import java.util.concurrent.locks.ReentrantReadWriteLock;
  *   <li>A commit is acknowledged only after its write batch succeeded and its effects reached the
  *       object cache; after a failed write nothing more is acknowledged by any partition, except
  *       after a fenced one (nothing of it written), which stops this partition only.
+ *   <li>Under SYNC a batch is synced unless every task in it needs no sync of its own ({@link
+ *       #needsNoSyncOfItsOwn}: replica applications, and commit decisions whose participants'
+ *       synced commits follow them); such a batch with replication log entries is registered
+ *       with the log before the visibility floor is lifted, and released by the next synced
+ *       batch of any partition.
  *   <li>Round r (start sequence S_r, frontier F_r = timestamp of record S_r - 1) checkpoints, at
  *       their state as of F_r, every entity with a record in [S_(r-1), S_r). By induction, once
  *       round r completed, every entity with a record below S_r has, as its newest checkpoint at or

@@ -124,6 +124,16 @@ import java.util.function.LongSupplier;
  * prefix of its write-ahead log, so a round is never recorded complete without its checkpoints, and
  * a deletion is never durable without the horizon that allows it.
  *
+ * <p><b>Decisions without a sync of their own</b> (issue 20, {@link
+ * #persistDecisionBeforeLocalCommits}; under ALL only). Invariant: a participant's commit of a
+ * transaction is durable only if its decision is. It holds because such a decision's batch is
+ * written (its future completes) before any participant is told, every participant's {@link
+ * #commitPrepared} is a synced batch of this same database, and a crash keeps a prefix of the
+ * written batches that includes every synced one. Its replication log entry is held back from
+ * {@link DiskReplicationLog#localSafeTimestamp} until a later sync ({@link
+ * DiskReplicationLog#writtenUnsynced}). Recovery is unchanged: a decision a crash lost had no
+ * durable part, so its prepared parts are aborted.
+ *
  * <p><b>Recovery</b> (at open, measured in {@code statistics().recoveryMillis}): per partition, the
  * last sequence and timestamp from the journal tail (or the round and horizon marks when the journal
  * is empty), the clock advanced past the greatest commit timestamp, the transaction id of every

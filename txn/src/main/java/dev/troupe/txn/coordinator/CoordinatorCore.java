@@ -34,7 +34,12 @@ import java.util.Set;
  * and the client answered at once. When every participant voted yes, the commit decision is
  * persisted ({@link Effect.PersistDecision}); only once it is durable is it sent ({@link
  * Effect.SendDecision}), so no participant commits a transaction whose decision a crash could
- * erase. The client is answered once every participant acknowledged that its commit is durable,
+ * erase. (When every participant commits on the coordinator's own store, its shell may report the
+ * decision persisted once written, without a sync of its own: the participants' synced commits
+ * come after it in that store's one write-ahead log, so none is durable before the decision is,
+ * and the answer below waits for them; {@code DurableStore#persistDecisionBeforeLocalCommits},
+ * issue 20. The core is the same either way.) The client is answered once every participant
+ * acknowledged that its commit is durable,
  * so a read after the answer sees the transaction everywhere; then the decision record is
  * forgotten. A transaction that wrote nothing skips the decision record.
  *
