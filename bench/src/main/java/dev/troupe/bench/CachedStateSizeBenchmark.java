@@ -34,7 +34,8 @@ import picocli.CommandLine.Option;
  * cache, the path a read of an uncached entity takes), and the heap measured again.
  *
  * <p>Measured: the heap the cache gained per record (the states, their values, the cache's own
- * entries and keys: what a cached record costs the node), against two baselines of the same
+ * entries and keys: what a cached record costs the node; then, the cache emptied again while the
+ * states are still held, how much of it is the states alone), against two baselines of the same
  * record measured in the same run: its payload (the fields' bytes) and its encoded state (what
  * the store writes in a checkpoint, {@link Codec#encodeState}). Also the cache's own estimate of a
  * state's weight (what the memory budget counts), so a representation that shrinks the heap
@@ -52,6 +53,7 @@ final class CachedStateSizeBenchmark extends Benchmark {
   static final double GOAL_BYTES_PER_PAYLOAD_KILOBYTE = 1536;
   private static final int COMMITS_IN_FLIGHT = 512;
   private static final int COLLECTIONS = 4;
+  private static final long DAY_MILLIS = 86_400_000L;
 
   @Option(names = "--records", defaultValue = "50000",
       description = "Records written, then read into the cache (default: ${DEFAULT-VALUE}).")
@@ -84,9 +86,14 @@ final class CachedStateSizeBenchmark extends Benchmark {
         ProgressBar progress = ProgressBars.start("cached-size", 2L * records, "records", 1)) {
       RuntimeSettings defaults = RuntimeSettings.forDirectory(work.resolve("data"));
       long cacheBytes = Runtime.getRuntime().maxMemory() / 2;
+      // No checkpoint rounds: one would materialize and hold states of its own while the heap is
+      // measured. Each record is then materialized from its one journal record.
       StorageSettings settings = RuntimeSettings.fromConfig(ConfigFactory.parseMap(Map.of(
               "troupe.storage.durability", "async",
-              "troupe.storage.cache-max-weight-bytes", cacheBytes))
+              "troupe.storage.cache-max-weight-bytes", cacheBytes,
+              "troupe.storage.checkpoint-every-operations", Integer.MAX_VALUE,
+              "troupe.storage.checkpoint-journal-records", Integer.MAX_VALUE,
+              "troupe.storage.checkpoint-interval-millis", DAY_MILLIS))
           .withFallback(defaults.config())).storage();
       try (RocksStore store = RocksStore.open(settings, System::currentTimeMillis)) {
         progress.setExtraMessage("writing");
@@ -115,9 +122,16 @@ final class CachedStateSizeBenchmark extends Benchmark {
         long cachedBytes = heapAfterCollections();
         long referenceBytes = (long) records * referenceBytes();
         double perRecord = (cachedBytes - emptyBytes - referenceBytes) / (double) records;
+        // The states alone (still held here), without the cache's entries and keys.
+        store.resizeCache(0);
+        long heldBytes = heapAfterCollections();
+        store.resizeCache(cacheBytes);
+        double perState = (heldBytes - emptyBytes - referenceBytes) / (double) records;
         double perEncoded = encodedBytes / (double) records;
         double perEstimate = estimatedBytes / (double) records;
         report.result("cached_state", "heap_bytes_per_record", perRecord)
+            .result("cached_state", "state_heap_bytes_per_record", perState)
+            .result("cached_state", "cache_entry_heap_bytes_per_record", perRecord - perState)
             .result("cached_state", "estimated_bytes_per_record", perEstimate)
             .result("encoded_state", "bytes_per_record", perEncoded)
             .result("payload", "bytes_per_record", payloadBytes);
