@@ -82,6 +82,8 @@ public final class Troupe implements AutoCloseable {
   private final Clock clock;
   private final ActorSystem<Void> system;
   private final List<ActorRef<EntityRegistry.Command>> registries = new ArrayList<>();
+  /** Each single-node registry's direct route to its active entities, by partition. */
+  private final List<DirectRoutes<ActorRef<EntityActor.Command>>> directRoutes = new ArrayList<>();
   /** The node's answers to participants in doubt (DecisionQueryCore's shell). */
   private final DecisionDirectory decisions;
   /** Carries the messages between the node's cores (see {@link EntityRouter}). */
@@ -152,7 +154,7 @@ public final class Troupe implements AutoCloseable {
               settings.transport().readResendMillis(),
               settings.transport().maxReroutes());
       this.inbox =
-          new NodeInbox(decisions, this::registryOf, types, remoteReplies, reads, store);
+          new NodeInbox(decisions, this::route, types, remoteReplies, reads, store);
       this.transport = new LocalTransport(nodeId, store.locator(),
           settings.transport().encodeLocalMessages(), inbox);
       // In a cluster, sharding places the partitions: each one's registry runs under its host,
@@ -178,7 +180,7 @@ public final class Troupe implements AutoCloseable {
       java.util.function.Predicate<EntityId> hostedHere = member != null
           ? entity -> member.hosted().hosts(store.locator().partitionOf(entity))
           : entity -> store.locator().nodeOf(entity) == transport.localNode();
-      EntityRouter router = new EntityRouter(this::registryOf, hostedHere, between,
+      EntityRouter router = new EntityRouter(this::route, hostedHere, between,
           settings, types, remoteReplies, store, system);
       reads.useRemote(new RemoteReads(between, remoteReplies, router::isHere,
           router.remoteTimeoutMillis()));
@@ -202,9 +204,11 @@ public final class Troupe implements AutoCloseable {
         });
       } else {
         for (int partition = 0; partition < partitions; partition++) {
+          DirectRoutes<ActorRef<EntityActor.Command>> direct = new DirectRoutes<>();
+          directRoutes.add(direct);
           registries.add(system.systemActorOf(
               EntityRegistry.create(store, settings, maxActivePerRegistry, handler, metrics,
-                  transactionMetrics, timers, transport),
+                  transactionMetrics, timers, transport, direct),
               "partition-" + partition, Props.empty()));
         }
       }
@@ -273,6 +277,22 @@ public final class Troupe implements AutoCloseable {
       return cluster.hosted().registryOf(store.locator().partitionOf(entity));
     }
     return registries.get(store.locator().partitionOf(entity));
+  }
+
+  /**
+   * Sends a message to an entity this node hosts (see {@link EntityRoutes}): on a single node
+   * through its partition's {@link DirectRoutes} (straight to the actor of an active entity, else
+   * through the registry); in a cluster through the registry under the partition's host.
+   */
+  private void route(EntityId entity, EntityActor.Routed message) {
+    if (cluster != null) {
+      registryOf(entity).tell(new EntityRegistry.Route(entity, message));
+      return;
+    }
+    int partition = store.locator().partitionOf(entity);
+    ActorRef<EntityRegistry.Command> registry = registries.get(partition);
+    directRoutes.get(partition).send(entity, message, ActorRef::tell,
+        routed -> registry.tell(new EntityRegistry.Route(entity, routed)));
   }
 
   // ---------------------------------------------------------------- types
@@ -810,7 +830,7 @@ public final class Troupe implements AutoCloseable {
    * anything else reaches those entities.
    */
   public void adoptRecovered(dev.troupe.storage.InDoubtResolution resolution) {
-    RecoveredParts.adopt(resolution, this::replicaTypeOf, this::registryOf, decisions);
+    RecoveredParts.adopt(resolution, this::replicaTypeOf, this::route, decisions);
   }
 
   /** Turns, steps and reads awaiting an answer through the transport (counters, for metrics). */
