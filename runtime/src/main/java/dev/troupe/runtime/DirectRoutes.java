@@ -6,6 +6,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.atomic.LongAdder;
 import java.util.function.BiConsumer;
 import java.util.function.Consumer;
 
@@ -51,6 +52,8 @@ final class DirectRoutes<I> {
    * entities rarely wait for each other, and never for a whole partition.
    */
   private final ConcurrentHashMap<EntityId, Route<I>> routes = new ConcurrentHashMap<>();
+  /** Messages told straight to an incarnation (for tests and the profile's findings). */
+  private final LongAdder directSends = new LongAdder();
   /** Entities delivered to directly since the registry last drained them. */
   private final ConcurrentLinkedQueue<EntityId> touched = new ConcurrentLinkedQueue<>();
 
@@ -79,7 +82,15 @@ final class DirectRoutes<I> {
       throughRegistry.accept(message);
       return counted;
     });
+    if (wentDirect[0]) {
+      directSends.increment();
+    }
     return wentDirect[0];
+  }
+
+  /** How many messages went straight to an incarnation so far. */
+  long directSends() {
+    return directSends.sum();
   }
 
   /**

@@ -279,6 +279,11 @@ public final class Troupe implements AutoCloseable {
     return registries.get(store.locator().partitionOf(entity));
   }
 
+  /** Messages told straight to an active entity's actor so far (single node; tests). */
+  long directSends() {
+    return directRoutes.stream().mapToLong(DirectRoutes::directSends).sum();
+  }
+
   /**
    * Sends a message to an entity this node hosts (see {@link EntityRoutes}): on a single node
    * through its partition's {@link DirectRoutes} (straight to the actor of an active entity, else

@@ -52,6 +52,8 @@ class TroupeTest {
       long groupCommits = troupe.storageStatistics().groupCommits() - groupCommitsBefore;
       assertTrue(groupCommits < 1000,
           "a hot entity's turns share group commits (pipelining), got " + groupCommits);
+      assertTrue(troupe.directSends() > 0,
+          "turns to the active entity went straight to its actor (DirectRoutes)");
     }
   }
 
@@ -81,6 +83,21 @@ class TroupeTest {
       assertEquals(0, troupe.get(new EntityId("Item", "i7")).join().state().get("r0").asLong());
       troupe.assign(new EntityId("Item", "i7"), "r5", LongNode.valueOf(5)).join();
       assertEquals(6, troupe.get(new EntityId("Item", "i7")).join().state().size());
+      // Rounds one after another: the entities still active from the last round are told
+      // directly (DirectRoutes) while activating the others passivates them: nothing is lost.
+      for (int round = 0; round < 5; round++) {
+        List<CompletableFuture<TurnOutcome>> again = new ArrayList<>();
+        for (int entity = 0; entity < 50; entity++) {
+          again.add(troupe.assign(new EntityId("Item", "i" + (entity * 7 + round) % 50),
+              "s" + round, LongNode.valueOf(round)));
+        }
+        CompletableFuture.allOf(again.toArray(CompletableFuture[]::new)).join();
+      }
+      assertTrue(troupe.directSends() > 0, "some turns went straight to an active entity");
+      for (int entity = 0; entity < 50; entity++) {
+        EntityView view = troupe.get(new EntityId("Item", "i" + entity)).join();
+        assertEquals(entity == 7 ? 11 : 10, view.state().size(), view.toString());
+      }
     }
   }
 
