@@ -133,7 +133,11 @@ final class DirectRoutes<I> {
     publish(entity, null);
   }
 
-  /** The entities delivered to directly since the last call, oldest touch first. */
+  /**
+   * The entities delivered to directly since the last call, oldest touch first. A touch that
+   * races with the draining may be missed; the recency order is a heuristic (which entity makes
+   * room), never a guarantee.
+   */
   List<EntityId> drainTouched() {
     if (touched.isEmpty()) {
       return List.of();

@@ -62,7 +62,8 @@ import org.slf4j.LoggerFactory;
  * <p>A facade: types live in the {@link TypeRegistry}, reads take the {@link ReadPath}, and every
  * write is a request whose decisions a pure core takes ({@code RequestCore}, run by the {@link
  * RequestShell}; interactive transactions' lifecycle in the {@link InteractiveShell}). Every
- * message to an entity is routed by {@link #registryOf}.
+ * message to an entity is sent by {@link #route} (straight to an active entity's actor, else
+ * through its partition's registry).
  */
 public final class Troupe implements AutoCloseable {
   /** Type names starting with '$' are reserved for Troupe's own entities. */
@@ -269,8 +270,9 @@ public final class Troupe implements AutoCloseable {
   }
 
   /**
-   * The one way to an entity's actor: its partition's registry. Every message to an entity (turns,
-   * steps, prepares, decisions, releases) is routed here.
+   * An entity's partition registry (its cluster host's in a cluster). Messages to entities go
+   * through {@link #route}, never told to the registry directly: on a single node the registry's
+   * {@link DirectRoutes} must count every message sent through it.
    */
   private ActorRef<EntityRegistry.Command> registryOf(EntityId entity) {
     if (cluster != null) {
