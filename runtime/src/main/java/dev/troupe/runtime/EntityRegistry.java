@@ -84,7 +84,7 @@ public final class EntityRegistry extends AbstractBehavior<EntityRegistry.Comman
    * TransactionMetrics, Timers, Transport)}, keeping {@code direct} (null: none); every message
    * to the partition's entities must then be sent through {@code direct}.
    */
-  public static Behavior<Command> create(
+  static Behavior<Command> create(
       DurableStore store, RuntimeSettings settings, int maxActive,
       FatalErrorHandler fatalErrorHandler, TurnMetrics metrics,
       TransactionMetrics transactionMetrics, Timers timers, Transport transport,
