@@ -9,15 +9,25 @@ import dev.troupe.model.TroupeException;
 import dev.troupe.model.spec.StateProjection;
 import java.util.List;
 import java.util.Optional;
-import org.apache.pekko.http.javadsl.model.Query;
+import java.net.URLDecoder;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import org.apache.pekko.japi.Pair;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
 /** The projection a query asks for ({@link ProjectionQuery}): a pure function of the query. */
 class ProjectionQueryTest {
+  /** The query's parameters, decoded (as Pekko's {@code Query.toList} gives them). */
   private static Optional<StateProjection> parse(String query) {
-    return ProjectionQuery.parse(Query.create(query).toList(), 16, 3);
+    List<Pair<String, String>> parameters = new ArrayList<>();
+    for (String parameter : query.isEmpty() ? new String[0] : query.split("&")) {
+      String[] pair = parameter.split("=", 2);
+      parameters.add(Pair.create(URLDecoder.decode(pair[0], StandardCharsets.UTF_8),
+          URLDecoder.decode(pair[1], StandardCharsets.UTF_8)));
+    }
+    return ProjectionQuery.parse(parameters, 16, 3);
   }
 
   @Test
