@@ -365,6 +365,16 @@ public final class Troupe implements AutoCloseable {
     return reads.getRendered(entity);
   }
 
+  /**
+   * The keys {@code projection} names of the latest committed state, as JSON bytes, and its
+   * version: one committed state, rendering only those keys ({@link StateProjection}); fails with
+   * {@code not_found} if the entity does not exist.
+   */
+  public CompletableFuture<RenderedEntity> getRendered(EntityId entity,
+      dev.troupe.model.spec.StateProjection projection) {
+    return reads.getProjected(entity, projection);
+  }
+
   /** An entity's state as JSON bytes, and its version. */
   public record RenderedEntity(EntityId entity, byte[] stateJson, long version) {}
 
@@ -380,6 +390,12 @@ public final class Troupe implements AutoCloseable {
    */
   public CompletableFuture<EntityView> readAt(EntityId entity, long timestamp) {
     return reads.readAt(entity, timestamp);
+  }
+
+  /** {@link #readAt(EntityId, long)} rendering only the keys {@code projection} names. */
+  public CompletableFuture<EntityView> readAt(EntityId entity, long timestamp,
+      dev.troupe.model.spec.StateProjection projection) {
+    return reads.readAt(entity, timestamp, projection);
   }
 
   /**
