@@ -108,3 +108,15 @@ def test_what_each_code_repeats() -> None:
     assert isinstance(refused, errors.AbortedError) and refused.reason == "lock_conflict"
     odd = drive(keyed(), [answer(502, None)])[0]
     assert isinstance(odd, errors.UnexpectedAnswerError) and odd.status == 502
+
+
+def test_a_projection_is_repeated_key_parameters_or_no_state() -> None:
+    from troupe_client import _core
+
+    assert _core.get_entity("T", "e", None).params == {}
+    assert _core.get_entity("T", "e", 7, ["a,b", "c[1]"]).params == {"at": "7", "key": ["a,b", "c[1]"]}
+    assert _core.act("T", "e", "go", {}, []).params == {"state": "none"}
+    with pytest.raises(TypeError):
+        _core.patch_entity("T", "e", {"a": 1}, "a")
+    request = httpx.Request("GET", "http://x/v1/entities/T/e", params=_core.get_entity("T", "e", None, ["a,b", "c[1]"]).params)
+    assert request.url.query == b"key=a%2Cb&key=c%5B1%5D"

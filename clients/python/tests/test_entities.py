@@ -168,5 +168,18 @@ def test_counters_sets_and_actions(troupe: Troupe, account_type: str, unique: st
     assert troupe.get(account_type, unique).state["balance"] == 105
 
 
+def test_projections_answer_only_the_keys_named(troupe: Troupe, account_type: str, unique: str) -> None:
+    opened = troupe.act(account_type, unique, "open", {"initial": 100}, projection=["balance"])
+    assert opened.state == {"balance": 100}
+    assert troupe.increment(account_type, unique, "logins", projection=[]).state == {}
+    read = troupe.get(account_type, unique, projection=["status", "logins"])
+    assert read.state == {"status": "open", "logins": 1}
+    assert troupe.patch(SCHEMALESS, unique, {"a": 1, "b,c": 2}, projection=["b,c", "missing"]).state == {"b,c": 2}
+    with pytest.raises(errors.InvalidRequestError) as refused:
+        troupe.act(account_type, unique, "deposit", {"amount": 1}, projection=["nope"])
+    assert_error(refused.value, 400, "invalid_request")
+    assert troupe.get(account_type, unique).state["balance"] == 100  # the refused deposit did nothing
+
+
 def test_health(troupe: Troupe) -> None:
     assert troupe.health()["status"] == "ok"

@@ -77,7 +77,8 @@ class Call(Generic[T]):
     read: Callable[[Any, bool], T]
     """From the answer's JSON body (None when empty) and whether it was replayed."""
     safety: Safety = Safety.SAFE
-    params: Mapping[str, str] = field(default_factory=dict)
+    params: Mapping[str, str | Sequence[str]] = field(default_factory=dict)
+    """Query parameters; a sequence value repeats its name (``key`` of a projection)."""
     body: Any = None
     """A JSON body (None: none), unless ``content`` is given."""
     content: bytes | None = None
@@ -90,7 +91,7 @@ class Send:
 
     method: str
     path: str
-    params: Mapping[str, str]
+    params: Mapping[str, str | Sequence[str]]
     headers: Mapping[str, str]
     content: bytes | None
 
@@ -250,13 +251,31 @@ def _written(body: Any, replayed: bool) -> models.Written:
     return models.Written.from_json(body or {}, replayed)
 
 
-def get_entity(type_name: str, entity_id: str, at: int | None) -> Call[models.EntityState]:
-    params = {"at": str(at)} if at is not None else {}
+def projection_params(projection: Sequence[str] | None) -> dict[str, str | Sequence[str]]:
+    """The query of a projection: only the keys named (``key``, repeated); ``[]`` none
+    (``state=none``); ``None`` the whole state. A lone string is refused: it would be one key
+    per character."""
+    if projection is None:
+        return {}
+    if isinstance(projection, str):
+        raise TypeError("projection is a sequence of key names, not one string")
+    keys = list(projection)
+    return {"key": keys} if keys else {"state": "none"}
+
+
+def get_entity(
+    type_name: str, entity_id: str, at: int | None, projection: Sequence[str] | None = None
+) -> Call[models.EntityState]:
+    params: dict[str, str | Sequence[str]] = {"at": str(at)} if at is not None else {}
+    params.update(projection_params(projection))
     return Call("GET", entity_path(type_name, entity_id), lambda b, _: models.EntityState.from_json(b), params=params)
 
 
-def patch_entity(type_name: str, entity_id: str, values: Mapping[str, Any]) -> Call[models.Written]:
-    return Call("PATCH", entity_path(type_name, entity_id), _written, Safety.KEYED, body=dict(values))
+def patch_entity(
+    type_name: str, entity_id: str, values: Mapping[str, Any], projection: Sequence[str] | None = None
+) -> Call[models.Written]:
+    return Call("PATCH", entity_path(type_name, entity_id), _written, Safety.KEYED, body=dict(values),
+                params=projection_params(projection))
 
 
 def delete_entity(type_name: str, entity_id: str) -> Call[models.Written]:
@@ -281,24 +300,34 @@ def delete_key(type_name: str, entity_id: str, key: str) -> Call[models.Written]
     return Call("DELETE", _key_path(type_name, entity_id, key), _written, Safety.KEYED)
 
 
-def increment(type_name: str, entity_id: str, key: str, by: int) -> Call[models.Written]:
+def increment(
+    type_name: str, entity_id: str, key: str, by: int, projection: Sequence[str] | None = None
+) -> Call[models.Written]:
     path = _key_path(type_name, entity_id, key) + "/increment"
-    return Call("POST", path, _written, Safety.KEYED, body={"by": by})
+    return Call("POST", path, _written, Safety.KEYED, body={"by": by}, params=projection_params(projection))
 
 
-def add_element(type_name: str, entity_id: str, key: str, element: Any) -> Call[models.Written]:
+def add_element(
+    type_name: str, entity_id: str, key: str, element: Any, projection: Sequence[str] | None = None
+) -> Call[models.Written]:
     path = _key_path(type_name, entity_id, key) + "/add"
-    return Call("POST", path, _written, Safety.KEYED, body={"element": element})
+    return Call("POST", path, _written, Safety.KEYED, body={"element": element},
+                params=projection_params(projection))
 
 
-def remove_element(type_name: str, entity_id: str, key: str, element: Any) -> Call[models.Written]:
+def remove_element(
+    type_name: str, entity_id: str, key: str, element: Any, projection: Sequence[str] | None = None
+) -> Call[models.Written]:
     path = _key_path(type_name, entity_id, key) + "/remove"
-    return Call("POST", path, _written, Safety.KEYED, body={"element": element})
+    return Call("POST", path, _written, Safety.KEYED, body={"element": element},
+                params=projection_params(projection))
 
 
-def act(type_name: str, entity_id: str, action: str, args: Mapping[str, Any]) -> Call[models.Written]:
+def act(
+    type_name: str, entity_id: str, action: str, args: Mapping[str, Any], projection: Sequence[str] | None = None
+) -> Call[models.Written]:
     path = f"{entity_path(type_name, entity_id)}/actions/{segment(action)}"
-    return Call("POST", path, _written, Safety.KEYED, body=dict(args))
+    return Call("POST", path, _written, Safety.KEYED, body=dict(args), params=projection_params(projection))
 
 
 def list_types() -> Call[list[models.JsonObject]]:

@@ -74,13 +74,20 @@ class AsyncTroupe:
 
     # ---- Entities, keys and actions ----
 
-    async def get(self, type_name: str, entity_id: str, *, at: int | None = None) -> models.EntityState:
-        """The entity's state (``at``: as of that version, within the history kept)."""
-        return await self._run(_core.get_entity(type_name, entity_id, at))
+    async def get(
+        self, type_name: str, entity_id: str, *, at: int | None = None, projection: Sequence[str] | None = None
+    ) -> models.EntityState:
+        """The entity's state (``at``: as of that version, within the history kept). With
+        ``projection``, only the keys it names (a projection: e.g. ``["checking[c17]",
+        "savings[c17]"]``, from one committed state; ``[]``: no key), rendered alone."""
+        return await self._run(_core.get_entity(type_name, entity_id, at, projection))
 
-    async def patch(self, type_name: str, entity_id: str, values: Mapping[str, Any]) -> models.Written:
-        """Assigns the keys in one turn (creates the entity if needed)."""
-        return await self._run(_core.patch_entity(type_name, entity_id, values))
+    async def patch(
+        self, type_name: str, entity_id: str, values: Mapping[str, Any], *, projection: Sequence[str] | None = None
+    ) -> models.Written:
+        """Assigns the keys in one turn (creates the entity if needed); the answer's state holds
+        only the keys ``projection`` names, if given."""
+        return await self._run(_core.patch_entity(type_name, entity_id, values, projection))
 
     async def delete(self, type_name: str, entity_id: str) -> models.Written:
         return await self._run(_core.delete_entity(type_name, entity_id))
@@ -94,20 +101,35 @@ class AsyncTroupe:
     async def delete_key(self, type_name: str, entity_id: str, key: str) -> models.Written:
         return await self._run(_core.delete_key(type_name, entity_id, key))
 
-    async def increment(self, type_name: str, entity_id: str, key: str, by: int = 1) -> models.Written:
-        return await self._run(_core.increment(type_name, entity_id, key, by))
+    async def increment(
+        self, type_name: str, entity_id: str, key: str, by: int = 1, *, projection: Sequence[str] | None = None
+    ) -> models.Written:
+        return await self._run(_core.increment(type_name, entity_id, key, by, projection))
 
-    async def add(self, type_name: str, entity_id: str, key: str, element: Any) -> models.Written:
-        return await self._run(_core.add_element(type_name, entity_id, key, element))
+    async def add(
+        self, type_name: str, entity_id: str, key: str, element: Any, *, projection: Sequence[str] | None = None
+    ) -> models.Written:
+        return await self._run(_core.add_element(type_name, entity_id, key, element, projection))
 
-    async def remove(self, type_name: str, entity_id: str, key: str, element: Any) -> models.Written:
-        return await self._run(_core.remove_element(type_name, entity_id, key, element))
+    async def remove(
+        self, type_name: str, entity_id: str, key: str, element: Any, *, projection: Sequence[str] | None = None
+    ) -> models.Written:
+        return await self._run(_core.remove_element(type_name, entity_id, key, element, projection))
 
     async def act(
-        self, type_name: str, entity_id: str, action: str, args: Mapping[str, Any] | None = None, **named: Any
+        self,
+        type_name: str,
+        entity_id: str,
+        action: str,
+        args: Mapping[str, Any] | None = None,
+        *,
+        projection: Sequence[str] | None = None,
+        **named: Any,
     ) -> models.Written:
-        """Runs a declared action; parameters as a dict, as keywords, or both."""
-        return await self._run(_core.act(type_name, entity_id, action, {**(args or {}), **named}))
+        """Runs a declared action; parameters as a dict, as keywords, or both. ``projection``:
+        the answer's state holds only those keys (``[]``: none, only the version); an action
+        parameter named ``projection`` goes in ``args``."""
+        return await self._run(_core.act(type_name, entity_id, action, {**(args or {}), **named}, projection))
 
     # ---- Listing ----
 

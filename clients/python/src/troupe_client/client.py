@@ -74,13 +74,20 @@ class Troupe:
 
     # ---- Entities, keys and actions ----
 
-    def get(self, type_name: str, entity_id: str, *, at: int | None = None) -> models.EntityState:
-        """The entity's state (``at``: as of that version, within the history kept)."""
-        return self._run(_core.get_entity(type_name, entity_id, at))
+    def get(
+        self, type_name: str, entity_id: str, *, at: int | None = None, projection: Sequence[str] | None = None
+    ) -> models.EntityState:
+        """The entity's state (``at``: as of that version, within the history kept). With
+        ``projection``, only the keys it names (a projection: e.g. ``["checking[c17]",
+        "savings[c17]"]``, from one committed state; ``[]``: no key), rendered alone."""
+        return self._run(_core.get_entity(type_name, entity_id, at, projection))
 
-    def patch(self, type_name: str, entity_id: str, values: Mapping[str, Any]) -> models.Written:
-        """Assigns the keys in one turn (creates the entity if needed)."""
-        return self._run(_core.patch_entity(type_name, entity_id, values))
+    def patch(
+        self, type_name: str, entity_id: str, values: Mapping[str, Any], *, projection: Sequence[str] | None = None
+    ) -> models.Written:
+        """Assigns the keys in one turn (creates the entity if needed); the answer's state holds
+        only the keys ``projection`` names, if given."""
+        return self._run(_core.patch_entity(type_name, entity_id, values, projection))
 
     def delete(self, type_name: str, entity_id: str) -> models.Written:
         return self._run(_core.delete_entity(type_name, entity_id))
@@ -94,20 +101,35 @@ class Troupe:
     def delete_key(self, type_name: str, entity_id: str, key: str) -> models.Written:
         return self._run(_core.delete_key(type_name, entity_id, key))
 
-    def increment(self, type_name: str, entity_id: str, key: str, by: int = 1) -> models.Written:
-        return self._run(_core.increment(type_name, entity_id, key, by))
+    def increment(
+        self, type_name: str, entity_id: str, key: str, by: int = 1, *, projection: Sequence[str] | None = None
+    ) -> models.Written:
+        return self._run(_core.increment(type_name, entity_id, key, by, projection))
 
-    def add(self, type_name: str, entity_id: str, key: str, element: Any) -> models.Written:
-        return self._run(_core.add_element(type_name, entity_id, key, element))
+    def add(
+        self, type_name: str, entity_id: str, key: str, element: Any, *, projection: Sequence[str] | None = None
+    ) -> models.Written:
+        return self._run(_core.add_element(type_name, entity_id, key, element, projection))
 
-    def remove(self, type_name: str, entity_id: str, key: str, element: Any) -> models.Written:
-        return self._run(_core.remove_element(type_name, entity_id, key, element))
+    def remove(
+        self, type_name: str, entity_id: str, key: str, element: Any, *, projection: Sequence[str] | None = None
+    ) -> models.Written:
+        return self._run(_core.remove_element(type_name, entity_id, key, element, projection))
 
     def act(
-        self, type_name: str, entity_id: str, action: str, args: Mapping[str, Any] | None = None, **named: Any
+        self,
+        type_name: str,
+        entity_id: str,
+        action: str,
+        args: Mapping[str, Any] | None = None,
+        *,
+        projection: Sequence[str] | None = None,
+        **named: Any,
     ) -> models.Written:
-        """Runs a declared action; parameters as a dict, as keywords, or both."""
-        return self._run(_core.act(type_name, entity_id, action, {**(args or {}), **named}))
+        """Runs a declared action; parameters as a dict, as keywords, or both. ``projection``:
+        the answer's state holds only those keys (``[]``: none, only the version); an action
+        parameter named ``projection`` goes in ``args``."""
+        return self._run(_core.act(type_name, entity_id, action, {**(args or {}), **named}, projection))
 
     # ---- Listing ----
 

@@ -216,10 +216,16 @@ final class BankBenchmark extends Benchmark {
           bank.report(report, outcomes.get(bank.name()));
         }
         if (banks.size() == 2) {
-          report.ratio("psac / 2pc committed throughput, " + scenario,
-              banks.get(0).committedPerSecond(outcomes.get(banks.get(0).name())),
-              banks.get(1).committedPerSecond(outcomes.get(banks.get(1).name())),
-              goalOf(scenario));
+          AlternatingComparison.Outcome psac = outcomes.get(banks.get(0).name());
+          AlternatingComparison.Outcome twoPhase = outcomes.get(banks.get(1).name());
+          double psacCommitted = banks.get(0).committedPerSecond(psac);
+          double twoPhaseCommitted = banks.get(1).committedPerSecond(twoPhase);
+          // The rounds' own ratios, scaled by the sides' committed shares like the medians.
+          Spread spread = Spread.ofRatios(psac.throughputs(), twoPhase.throughputs())
+              .scaled((psacCommitted / psac.medianThroughput())
+                  / (twoPhaseCommitted / twoPhase.medianThroughput()));
+          report.ratio("psac / 2pc committed throughput, " + scenario, psacCommitted,
+              twoPhaseCommitted, goalOf(scenario), spread);
         }
       } finally {
         for (Bank bank : banks) {

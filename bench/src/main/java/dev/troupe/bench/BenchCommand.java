@@ -16,6 +16,7 @@ import picocli.CommandLine.Command;
     subcommands = {
       StorageBenchmark.class,
       CacheBenchmark.class,
+      CachedStateSizeBenchmark.class,
       RestBenchmark.class,
       RecoveryBenchmark.class,
       YcsbBenchmark.class,
@@ -37,6 +38,7 @@ import picocli.CommandLine.Command;
       "Examples:",
       "  troupe bench storage --threads 64 --seconds 10 --value-bytes 100",
       "  troupe bench cache --operations 10000",
+      "  troupe bench cached-size --records 50000",
       "  troupe bench rest --threads 64 --seconds 10",
       "  troupe bench recovery --megabytes 1024 --value-bytes 1000 --json recovery.json",
       "  troupe bench ycsb --workload a,b,c,f --records 100000 --threads 64 --target both --report ycsb-report",

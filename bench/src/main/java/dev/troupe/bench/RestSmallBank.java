@@ -26,11 +26,14 @@ import java.util.regex.Pattern;
  *
  * <ul>
  *   <li>DepositChecking, TransactSavings, WriteCheck: {@code POST
- *       /v1/entities/Branch/{id}/actions/{action}};
- *   <li>Balance: {@code GET /v1/entities/Branch/{id}} (one committed state of the branch);
+ *       /v1/entities/Branch/{id}/actions/{action}?state=none} (the answer carries the version
+ *       only: the client needs no state);
+ *   <li>Balance: {@code GET /v1/entities/Branch/{id}?key=checking[c]&key=savings[c]} (the
+ *       customer's two members, from one committed state of the branch: a projection, which
+ *       renders those two, not the branch's 200 customers);
  *   <li>SendPayment, MultiTransfer: {@code POST /v1/transactions} of actions on every branch
  *       involved, in the view's mode;
- *   <li>Amalgamate: a GET of the payer's branch, then a transaction whose {@code close} action
+ *   <li>Amalgamate: a GET of the payer's two members (as Balance), then a transaction whose {@code close} action
  *       zeroes the accounts only if they still hold what was read (as {@link TroupeSmallBank}).
  * </ul>
  *
@@ -167,7 +170,7 @@ final class RestSmallBank implements AutoCloseable {
       throws IOException {
     return switch (transaction) {
       case SmallBankWorkload.Balance balance -> {
-        JsonNode state = read(balance.customer().branch()).path("state");
+        JsonNode state = readAccounts(balance.customer()).path("state");
         member(state, "checking", balance.customer());
         member(state, "savings", balance.customer());
         yield SmallBankTarget.Outcome.COMMITTED;
@@ -205,7 +208,7 @@ final class RestSmallBank implements AutoCloseable {
   private SmallBankTarget.Outcome amalgamate(SmallBankWorkload.Amalgamate amalgamate,
       String mode) throws IOException {
     for (int attempt = 1; ; attempt++) {
-      JsonNode state = read(amalgamate.from().branch()).path("state");
+      JsonNode state = readAccounts(amalgamate.from()).path("state");
       long checking = member(state, "checking", amalgamate.from());
       long savings = member(state, "savings", amalgamate.from());
       ObjectNode close = customerArgs(amalgamate.from());
@@ -230,7 +233,7 @@ final class RestSmallBank implements AutoCloseable {
 
   private SmallBankTarget.Outcome invoke(SmallBankWorkload.Customer customer, String action,
       long amount) throws IOException {
-    String path = path(customer.branch()) + "/actions/" + action;
+    String path = path(customer.branch()) + "/actions/" + action + "?state=none";
     return outcomeOf(path, send("POST", path, Json.writeBytes(amountArgs(customer, amount))));
   }
 
@@ -271,8 +274,29 @@ final class RestSmallBank implements AutoCloseable {
     }
   }
 
+  /**
+   * The customer's two accounts, {@code {"state":{"checking":{"cN":..},"savings":{"cN":..}}}}: a
+   * projection of the branch on its two members, both from one committed state.
+   */
+  private JsonNode readAccounts(SmallBankWorkload.Customer customer) {
+    String path = path(customer.branch()) + "?key=checking%5Bc" + customer.index()
+        + "%5D&key=savings%5Bc" + customer.index() + "%5D";
+    try {
+      HttpConnection.Response response = send("GET", path, null);
+      expect200("GET " + path, response);
+      return Json.parse(response.body());
+    } catch (IOException e) {
+      throw new BenchmarkException("GET " + path + " failed: " + e.getMessage(), e);
+    }
+  }
+
   private static long member(JsonNode state, String family, SmallBankWorkload.Customer customer) {
-    return state.path(family).path("c" + customer.index()).asLong();
+    JsonNode value = state.path(family).path("c" + customer.index());
+    if (!value.isIntegralNumber()) {
+      throw new BenchmarkException("the read of " + family + "[c" + customer.index()
+          + "] answered no number: " + state);
+    }
+    return value.asLong();
   }
 
   private static ObjectNode operation(SmallBankWorkload.Customer customer, String action,

@@ -35,6 +35,9 @@ class BankBenchmarkTest {
         report.toString());
     assertTrue(report.path("ratios").has("psac / 2pc committed throughput, nosync"),
         report.toString());
+    // Each ratio with the spread of its rounds' own ratios (one round here).
+    assertEquals(1, report.path("ratio_spreads").path("psac / 2pc committed throughput, sync1000")
+        .path("rounds").asInt(), report.toString());
     JsonNode twoPhase = report.path("results").path("sync1000/2pc");
     assertTrue(twoPhase.path("psac_delays").asLong() > 0,
         "30 accounts and 16 clients contend under plain 2PC: planned bookings wait");

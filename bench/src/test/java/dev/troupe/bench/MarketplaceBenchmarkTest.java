@@ -46,6 +46,8 @@ class MarketplaceBenchmarkTest {
     }
     assertTrue(report.path("ratios").has("declared / hand-coded, completed per second"),
         report.toString());
+    assertEquals(1, report.path("ratio_spreads").path("declared / hand-coded, completed per second")
+        .path("rounds").asInt(), report.toString());
     long goals = 0;
     for (JsonNode goal : report.path("goals")) {
       if (goal.path("name").asText().endsWith(" violations")) {

@@ -41,6 +41,24 @@ public final class AsyncTroupeClient {
     return core.runAsync(Calls.getEntity(type, id, at));
   }
 
+  /** As {@link TroupeClient#get(String,String,java.util.List)}, as a future. */
+  public CompletableFuture<EntityState> get(String type, String id,
+      java.util.List<String> projection) {
+    return core.runAsync(Calls.getEntity(type, id, null, projection));
+  }
+
+  /** As {@link TroupeClient#patch(String,String,Map,java.util.List)}, as a future. */
+  public CompletableFuture<Written> patch(String type, String id, Map<String, ?> values,
+      java.util.List<String> projection) {
+    return core.runAsync(Calls.projected(Calls.patch(type, id, values), projection));
+  }
+
+  /** As {@link TroupeClient#act(String,String,String,Map,java.util.List)}, as a future. */
+  public CompletableFuture<Written> act(String type, String id, String action,
+      Map<String, ?> args, java.util.List<String> projection) {
+    return core.runAsync(Calls.projected(Calls.act(type, id, action, args), projection));
+  }
+
   /** As {@link TroupeClient#patch(String,String,Map)}, as a future. */
   public CompletableFuture<Written> patch(String type, String id, Map<String, ?> values) {
     return core.runAsync(Calls.patch(type, id, values));

@@ -34,16 +34,45 @@ final class Calls {
 
   private static <T> Call<T> call(String method, String path, Safety safety, JsonNode body,
       Call.Reader<T> reader) {
-    return new Call<>(method, path, Map.of(), body == null ? null : Wire.bytes(body), JSON,
+    return new Call<>(method, path, List.of(), body == null ? null : Wire.bytes(body), JSON,
         safety, reader);
   }
 
   // ---- Entities, keys and actions ----
 
   static Call<EntityState> getEntity(String type, String id, Long at) {
-    return new Call<>("GET", entityPath(type, id),
-        at == null ? Map.of() : Map.of("at", Long.toString(at)), null, JSON, Safety.SAFE,
+    return getEntity(type, id, at, null);
+  }
+
+  /**
+   * The entity's state, or with {@code projection} only the keys it names ({@code key=K},
+   * repeated; empty: {@code state=none}); null: the whole state.
+   */
+  static Call<EntityState> getEntity(String type, String id, Long at, List<String> projection) {
+    List<Map.Entry<String, String>> query = new ArrayList<>();
+    if (at != null) {
+      query.add(Map.entry("at", Long.toString(at)));
+    }
+    query.addAll(projection(projection));
+    return new Call<>("GET", entityPath(type, id), List.copyOf(query), null, JSON, Safety.SAFE,
         (body, replayed) -> EntityState.from(body));
+  }
+
+  /** The query of a projection: a {@code key} per key, {@code state=none} for none. */
+  static List<Map.Entry<String, String>> projection(List<String> keys) {
+    if (keys == null) {
+      return List.of();
+    }
+    if (keys.isEmpty()) {
+      return List.of(Map.entry("state", "none"));
+    }
+    return keys.stream().map(key -> Map.entry("key", key)).toList();
+  }
+
+  /** A write's call answering only the keys {@code projection} names (null: as it is). */
+  static Call<Written> projected(Call<Written> call, List<String> projection) {
+    return projection == null ? call : new Call<>(call.method(), call.path(),
+        projection(projection), call.body(), call.contentType(), call.safety(), call.reader());
   }
 
   static Call<Written> patch(String type, String id, Map<String, ?> values) {
@@ -103,7 +132,8 @@ final class Calls {
   // ---- Listing ----
 
   static Call<EntityPage> listEntities(String type, ListQuery query) {
-    return new Call<>("GET", "/v1/entities/" + segment(type), query.parameters(), null, JSON,
+    return new Call<>("GET", "/v1/entities/" + segment(type), Call.parameters(query.parameters()),
+        null, JSON,
         Safety.SAFE, (body, replayed) -> EntityPage.from(body));
   }
 
@@ -131,7 +161,8 @@ final class Calls {
     byte[] body = yaml ? ((String) spec).getBytes(StandardCharsets.UTF_8)
         : Wire.bytes(Wire.object(spec));
     // Declaring a type is idempotent by nature: declaring it twice declares it once.
-    return new Call<>("PUT", "/v1/types/" + segment(type), query, body, yaml ? YAML : JSON,
+    return new Call<>("PUT", "/v1/types/" + segment(type), Call.parameters(query), body,
+        yaml ? YAML : JSON,
         Safety.SAFE, (answer, replayed) -> (ObjectNode) answer);
   }
 
@@ -191,7 +222,8 @@ final class Calls {
     if (limit != null) {
       query.put("limit", Integer.toString(limit));
     }
-    return new Call<>("GET", entityPath(type, id) + "/versions", query, null, JSON, Safety.SAFE,
+    return new Call<>("GET", entityPath(type, id) + "/versions", Call.parameters(query), null,
+        JSON, Safety.SAFE,
         (body, replayed) -> EntityVersions.from(body));
   }
 

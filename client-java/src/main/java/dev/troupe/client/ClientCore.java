@@ -74,7 +74,7 @@ final class ClientCore implements AutoCloseable {
     Call<?> call = exchange.call();
     StringBuilder target = new StringBuilder(baseUri.toString()).append(call.path());
     char separator = '?';
-    for (Map.Entry<String, String> parameter : call.query().entrySet()) {
+    for (Map.Entry<String, String> parameter : call.query()) {
       target.append(separator).append(Calls.segment(parameter.getKey())).append('=')
           .append(Calls.segment(parameter.getValue()));
       separator = '&';

@@ -163,9 +163,23 @@ public final class TroupeClient implements AutoCloseable {
     return core.run(Calls.getEntity(type, id, at));
   }
 
+  /**
+   * The keys {@code projection} names of the entity's state now, from one committed state (a
+   * projection: {@code ?key=K}, repeated; an empty list answers no key, {@code ?state=none});
+   * the server renders only those keys.
+   */
+  public EntityState get(String type, String id, List<String> projection) {
+    return core.run(Calls.getEntity(type, id, null, projection));
+  }
+
   /** Assigns the keys in one turn, creating the entity if needed. */
   public Written patch(String type, String id, Map<String, ?> values) {
     return core.run(Calls.patch(type, id, values));
+  }
+
+  /** {@link #patch(String,String,Map)} answering only the keys {@code projection} names. */
+  public Written patch(String type, String id, Map<String, ?> values, List<String> projection) {
+    return core.run(Calls.projected(Calls.patch(type, id, values), projection));
   }
 
   /** Deletes the entity. */
@@ -193,9 +207,21 @@ public final class TroupeClient implements AutoCloseable {
     return core.run(Calls.increment(type, id, key, by));
   }
 
+  /** {@link #increment(String,String,String,long)} answering only the keys named. */
+  public Written increment(String type, String id, String key, long by,
+      List<String> projection) {
+    return core.run(Calls.projected(Calls.increment(type, id, key, by), projection));
+  }
+
   /** Adds an element to a set key. */
   public Written add(String type, String id, String key, Object element) {
     return core.run(Calls.addElement(type, id, key, element));
+  }
+
+  /** {@link #add(String,String,String,Object)} answering only the keys named. */
+  public Written add(String type, String id, String key, Object element,
+      List<String> projection) {
+    return core.run(Calls.projected(Calls.addElement(type, id, key, element), projection));
   }
 
   /** Removes an element from a set key. */
@@ -203,9 +229,24 @@ public final class TroupeClient implements AutoCloseable {
     return core.run(Calls.removeElement(type, id, key, element));
   }
 
+  /** {@link #remove(String,String,String,Object)} answering only the keys named. */
+  public Written remove(String type, String id, String key, Object element,
+      List<String> projection) {
+    return core.run(Calls.projected(Calls.removeElement(type, id, key, element), projection));
+  }
+
   /** Runs a declared action of the entity's type with its parameters. */
   public Written act(String type, String id, String action, Map<String, ?> args) {
     return core.run(Calls.act(type, id, action, args));
+  }
+
+  /**
+   * {@link #act(String,String,String,Map)} answering only the keys {@code projection} names
+   * (e.g. the members the action touched; an empty list: no key, only the version).
+   */
+  public Written act(String type, String id, String action, Map<String, ?> args,
+      List<String> projection) {
+    return core.run(Calls.projected(Calls.act(type, id, action, args), projection));
   }
 
   /** The entity's newest versions still in the server's journal (the server's default limit). */

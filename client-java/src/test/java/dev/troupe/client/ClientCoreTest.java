@@ -24,7 +24,7 @@ class ClientCoreTest {
   }
 
   private static Exchange<String> exchange(Safety safety, RetryPolicy policy) {
-    Call<String> call = new Call<>("POST", "/x", java.util.Map.of(), null, Calls.JSON, safety,
+    Call<String> call = new Call<>("POST", "/x", java.util.List.of(), null, Calls.JSON, safety,
         (body, replayed) -> replayed ? "replayed" : "done");
     return new Exchange<>(call, policy, "key-1", 0);
   }
@@ -92,7 +92,7 @@ class ClientCoreTest {
     assertInstanceOf(TroupeClientException.UnexpectedAnswer.class,
         TroupeClientException.fromAnswer(418, error("teapot"), null));
     // A success of an unexpected shape is no success.
-    Call<Long> call = new Call<>("GET", "/x", java.util.Map.of(), null, Calls.JSON, Safety.SAFE,
+    Call<Long> call = new Call<>("GET", "/x", java.util.List.of(), null, Calls.JSON, Safety.SAFE,
         (body, replayed) -> Wire.number(body, "txId"));
     assertInstanceOf(Exchange.Fail.class, new Exchange<>(call, RetryPolicy.DEFAULT, "k", 0)
         .answered(200, Wire.parse("{}".getBytes()), false, null, 0));

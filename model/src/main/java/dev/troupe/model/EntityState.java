@@ -24,7 +24,6 @@ import dev.troupe.model.value.Stamp;
 import dev.troupe.model.value.Value;
 import java.util.List;
 import java.util.Map;
-import org.pcollections.HashTreePMap;
 import org.pcollections.PMap;
 
 /**
@@ -64,29 +63,26 @@ public record EntityState(Map<String, Value> values, long version, boolean exist
     Map<String, Stamp> tombstones, Stamp entityTombstone,
     Map<String, CounterValue> deletedCounters, Map<Integer, Long> writeCounts,
     Map<Integer, Long> deletedWriteCounts) {
-  public static final EntityState ABSENT = new EntityState(HashTreePMap.empty(), 0, false);
+  public static final EntityState ABSENT =
+      new EntityState(SmallPersistentMap.empty(), 0, false);
 
   public EntityState {
     // A persistent (structure-sharing) map: applying a record costs its operations, not the
     // entity's size, so entities with many keys (key families) stay cheap to change. Evaluation
-    // makes tentative states per turn, so this is on every commit's path.
-    values = values instanceof PMap<String, Value> persistent
-        ? persistent
-        : HashTreePMap.from(values);
-    tombstones = tombstones instanceof PMap<String, Stamp> persistent
-        ? persistent
-        : HashTreePMap.from(tombstones);
-    deletedCounters = deletedCounters instanceof PMap<String, CounterValue> persistent
-        ? persistent
-        : HashTreePMap.from(deletedCounters);
+    // makes tentative states per turn, so this is on every commit's path. Few keys (most
+    // entities) live in a SmallPersistentMap, which takes a fraction of a hash tree's memory and
+    // becomes one when it grows past its size (issue 20, memory).
+    values = SmallPersistentMap.from(values);
+    tombstones = SmallPersistentMap.from(tombstones);
+    deletedCounters = SmallPersistentMap.from(deletedCounters);
     writeCounts = Map.copyOf(writeCounts);
     deletedWriteCounts = Map.copyOf(deletedWriteCounts);
   }
 
   /** A state without tombstones. */
   public EntityState(Map<String, Value> values, long version, boolean exists) {
-    this(values, version, exists, HashTreePMap.empty(), null, HashTreePMap.empty(), Map.of(),
-        Map.of());
+    this(values, version, exists, SmallPersistentMap.empty(), null, SmallPersistentMap.empty(),
+        Map.of(), Map.of());
   }
 
   public Value get(String key) {

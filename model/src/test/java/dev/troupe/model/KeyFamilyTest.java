@@ -13,6 +13,7 @@ import dev.troupe.model.spec.ActionOutcome.Applied;
 import dev.troupe.model.spec.ActionOutcome.PreconditionFailed;
 import dev.troupe.model.spec.CompiledType;
 import dev.troupe.model.spec.SpecParser;
+import dev.troupe.model.spec.StateProjection;
 import dev.troupe.model.spec.TypeSpec;
 import dev.troupe.model.value.KeyKind;
 import java.nio.charset.StandardCharsets;
@@ -115,6 +116,48 @@ class KeyFamilyTest {
     assertEquals(Json.parse("101"), TYPE.renderValue("checking[c2]", state));
     assertEquals(Json.parse("100"), TYPE.renderValue("checking[never]", state));
     assertNull(TYPE.renderValue("checking", state));
+  }
+
+  @Test
+  void aProjectionRendersOnlyTheKeysItNamesInTheWholeStatesShape() {
+    EntityState state = EntityState.ABSENT;
+    state = state.apply(apply(state, "deposit", "{\"customer\":\"c2\",\"amount\":1}").operations(),
+        1, 1);
+    state = state.apply(apply(state, "deposit", "{\"customer\":\"c3\",\"amount\":2}").operations(),
+        2, 1);
+    state = state.apply(apply(state, "visit", "{\"customer\":9}").operations(), 3, 1);
+    // Members nest under their family; an unset member shows its default, as GET of the key does.
+    assertEquals(Json.parse("{\"checking\":{\"c3\":102,\"never\":100},\"visits\":{\"9\":2}}"),
+        TYPE.render(state, new StateProjection(
+            List.of("checking[c3]", "checking[never]", "visits[9]"))));
+    // A family named by itself has all its members; a plain key renders as in the whole state.
+    assertEquals(Json.parse("{\"name\":\"\",\"checking\":{\"c2\":101,\"c3\":102}}"),
+        TYPE.render(state, new StateProjection(List.of("name", "checking"))));
+    assertEquals(Json.parse("{}"), TYPE.render(state, StateProjection.NONE));
+    // The whole state is every declared key projected.
+    assertEquals(TYPE.render(state), TYPE.render(state,
+        new StateProjection(List.of("name", "checking", "visits", "tags"))));
+  }
+
+  @Test
+  void aProjectionNamesOnlyKeysOfTheTypeAndEachOnce() {
+    TypeSpec spec = parse(BRANCH);
+    new StateProjection(List.of("name", "checking", "checking[c1]", "tags[x y]")).checkAgainst(spec);
+    for (String key : List.of("nope", "name[c1]", "checking[]", "checking[a[b]]", "checking[c1")) {
+      TroupeException refused = assertThrows(TroupeException.class,
+          () -> new StateProjection(List.of(key)).checkAgainst(spec), key);
+      assertEquals(ErrorCode.INVALID_REQUEST, refused.code());
+      assertTrue(refused.getMessage().contains("has no key '" + key + "'"), refused.getMessage());
+    }
+    assertThrows(TroupeException.class, () -> new StateProjection(List.of("a", "a")));
+    // A schemaless type takes any key; one its entity does not hold is left out.
+    TypeSpec schemaless = SpecParser.parse("Free", "{\"schemaless\":true}".getBytes(StandardCharsets.UTF_8), false);
+    new StateProjection(List.of("anything[1]")).checkAgainst(schemaless);
+    CompiledType free = CompiledType.schemaless("Free");
+    EntityState held = EntityState.ABSENT.apply(List.of(new Assign("a,b", Json.parse("1")),
+        new Assign("c[1]", Json.parse("2"))), 1, 1);
+    assertEquals(Json.parse("{\"c[1]\":2,\"a,b\":1}"),
+        free.render(held, new StateProjection(List.of("c[1]", "missing", "a,b"))));
   }
 
   @Test

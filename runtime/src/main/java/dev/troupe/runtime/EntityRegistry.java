@@ -23,6 +23,11 @@ import org.apache.pekko.actor.typed.javadsl.Receive;
 /**
  * Shell of one partition's {@link ActivationCore}: spawns, routes to and stops the entity actors of
  * its partition. One registry per storage partition, so routing is not a single bottleneck.
+ *
+ * <p>On a single node it also keeps the partition's {@link DirectRoutes}: it publishes each active
+ * entity's incarnation there (after telling it every message sent through the registry), withdraws
+ * it before telling it to stop, and applies the direct deliveries' touches to the core's recency
+ * order before each decision; senders then tell an active entity's actor directly.
  */
 public final class EntityRegistry extends AbstractBehavior<EntityRegistry.Command> {
 
@@ -55,6 +60,12 @@ public final class EntityRegistry extends AbstractBehavior<EntityRegistry.Comman
   private final Transport transport;
   private final Timers timers;
   private long nextIncarnation;
+  /** The direct route to this partition's active entities (null: none, every message comes here). */
+  private final DirectRoutes<ActorRef<EntityActor.Command>> direct;
+  /** {@link #metricsKey()}, built once: every message would otherwise build the path's string. */
+  private String metricsKey;
+  /** The active count last reported to the metrics (-1: none yet); reported only when it moves. */
+  private int reportedActive = -1;
 
   /**
    * @param timers runs the entities' cores' timer effects (null only with {@code transport} null)
@@ -64,16 +75,32 @@ public final class EntityRegistry extends AbstractBehavior<EntityRegistry.Comman
       DurableStore store, RuntimeSettings settings, int maxActive,
       FatalErrorHandler fatalErrorHandler, TurnMetrics metrics,
       TransactionMetrics transactionMetrics, Timers timers, Transport transport) {
+    return create(store, settings, maxActive, fatalErrorHandler, metrics, transactionMetrics,
+        timers, transport, null);
+  }
+
+  /**
+   * As {@link #create(DurableStore, RuntimeSettings, int, FatalErrorHandler, TurnMetrics,
+   * TransactionMetrics, Timers, Transport)}, keeping {@code direct} (null: none); every message
+   * to the partition's entities must then be sent through {@code direct}.
+   */
+  static Behavior<Command> create(
+      DurableStore store, RuntimeSettings settings, int maxActive,
+      FatalErrorHandler fatalErrorHandler, TurnMetrics metrics,
+      TransactionMetrics transactionMetrics, Timers timers, Transport transport,
+      DirectRoutes<ActorRef<EntityActor.Command>> direct) {
     return Behaviors.setup(
         context -> new EntityRegistry(context, store, settings, maxActive, fatalErrorHandler,
-            metrics, transactionMetrics, timers, transport));
+            metrics, transactionMetrics, timers, transport, direct));
   }
 
   private EntityRegistry(
       ActorContext<Command> context, DurableStore store, RuntimeSettings settings, int maxActive,
       FatalErrorHandler fatalErrorHandler, TurnMetrics metrics,
-      TransactionMetrics transactionMetrics, Timers timers, Transport transport) {
+      TransactionMetrics transactionMetrics, Timers timers, Transport transport,
+      DirectRoutes<ActorRef<EntityActor.Command>> direct) {
     super(context);
+    this.direct = direct;
     this.timers = timers;
     this.transport = transport;
     this.transactionMetrics = transactionMetrics;
@@ -96,6 +123,12 @@ public final class EntityRegistry extends AbstractBehavior<EntityRegistry.Comman
   }
 
   private Behavior<Command> onCommand(Command command) {
+    if (direct != null) {
+      // Before any decision: an entity used directly is recent, not the first to make room.
+      for (EntityId touched : direct.drainTouched()) {
+        core.touched(touched);
+      }
+    }
     List<Effect<EntityActor.Routed>> effects = switch (command) {
       case Route route -> core.deliver(route.entity(), route.message());
       case PassivationWanted wanted -> core.passivationWanted(wanted.entity());
@@ -114,14 +147,34 @@ public final class EntityRegistry extends AbstractBehavior<EntityRegistry.Comman
         case Effect.Activate<EntityActor.Routed> activate -> activate(activate.entity());
         case Effect.Deliver<EntityActor.Routed> deliver ->
             incarnations.get(deliver.entity()).tell(deliver.message());
-        case Effect.Passivate<EntityActor.Routed> passivate ->
-            incarnations.get(passivate.entity()).tell(new EntityActor.Passivate());
+        case Effect.Passivate<EntityActor.Routed> passivate -> {
+          if (direct != null) {
+            // First: no direct message may follow the stop into the mailbox.
+            direct.withdraw(passivate.entity());
+          }
+          incarnations.get(passivate.entity()).tell(new EntityActor.Passivate());
+        }
         case Effect.Refuse<EntityActor.Routed> refuse ->
             refuse.message().refuse(new TroupeException(
                 ErrorCode.OVERLOADED, refuse.entity() + " has too many waiting turns"));
       }
     }
-    metrics.setActiveEntities(metricsKey(), core.activeCount());
+    if (direct != null) {
+      // After the tells above: what went through the registry is in the mailbox before anything
+      // sent direct from now on.
+      switch (command) {
+        case Route route -> direct.handled(route.entity(), activeIncarnation(route.entity()));
+        case IncarnationStopped stopped ->
+            direct.publish(stopped.entity(), activeIncarnation(stopped.entity()));
+        case PassivationWanted ignored -> {}
+        case LimitActive ignored -> {}
+      }
+    }
+    int active = core.activeCount();
+    if (active != reportedActive) {
+      reportedActive = active;
+      metrics.setActiveEntities(metricsKey(), active);
+    }
     return this;
   }
 
@@ -130,7 +183,15 @@ public final class EntityRegistry extends AbstractBehavior<EntityRegistry.Comman
    * member's registries are all named {@code registry} (each under its partition's host).
    */
   private String metricsKey() {
-    return getContext().getSelf().path().toStringWithoutAddress();
+    if (metricsKey == null) {
+      metricsKey = getContext().getSelf().path().toStringWithoutAddress();
+    }
+    return metricsKey;
+  }
+
+  /** The entity's incarnation when it is active (not stopping), else null. */
+  private ActorRef<EntityActor.Command> activeIncarnation(EntityId entity) {
+    return core.isActive(entity) ? incarnations.get(entity) : null;
   }
 
   private void activate(EntityId entity) {

@@ -15,11 +15,12 @@ import dev.troupe.txn.wire.TypeReference;
 import dev.troupe.txn.wire.WireMessage;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeoutException;
 import java.util.function.Function;
 import java.util.function.Predicate;
+import org.apache.pekko.actor.Cancellable;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.ActorSystem;
-import org.apache.pekko.actor.typed.javadsl.AskPattern;
 
 /**
  * The one way from this node's requests, coordinators and interactive transactions to an entity
@@ -38,7 +39,7 @@ import org.apache.pekko.actor.typed.javadsl.AskPattern;
  * <p>Thread-safe and non-blocking (a tell, or a conversion and a send).
  */
 final class EntityRouter {
-  private final Function<EntityId, ActorRef<EntityRegistry.Command>> registryOf;
+  private final EntityRoutes routes;
   private final Transport transport;
   /**
    * Whether this node hosts an entity (its messages are told to the local registry). One node:
@@ -55,14 +56,14 @@ final class EntityRouter {
   private final long remoteTimeoutMillis;
 
   /**
-   * @param registryOf the local registry of an entity this node hosts
+   * @param routes the way to an entity this node hosts (its registry, or its actor directly)
    * @param hostedHere whether this node hosts an entity (see {@link #hostedHere}); {@code
    *     troupe.transport.route-entity-messages} overrides it with "never"
    */
-  EntityRouter(Function<EntityId, ActorRef<EntityRegistry.Command>> registryOf,
+  EntityRouter(EntityRoutes routes,
       Predicate<EntityId> hostedHere, Transport transport, RuntimeSettings settings,
       TypeRegistry types, RemoteReplies replies, DurableStore store, ActorSystem<Void> system) {
-    this.registryOf = registryOf;
+    this.routes = routes;
     this.transport = transport;
     this.hostedHere = hostedHere;
     this.routeEntityMessages = settings.transport().routeEntityMessages();
@@ -101,7 +102,7 @@ final class EntityRouter {
    */
   void tell(EntityId entity, EntityActor.Routed message) {
     if (isHere(entity)) {
-      registryOf.apply(entity).tell(new EntityRegistry.Route(entity, message));
+      routes.route(entity, message);
       return;
     }
     WireMessage wire = switch (message) {
@@ -138,8 +139,8 @@ final class EntityRouter {
   CompletableFuture<TurnResult> turn(EntityId entity, Turn turn, CompiledType type,
       long transactionId, IdempotencyRecord idempotency) {
     if (isHere(entity)) {
-      return ask(entity, replyTo -> new EntityActor.RunTurn(turn, type,
-          new Recipient.Caller(replyTo, transactionId), transactionId));
+      return ask(entity, answer -> new EntityActor.RunTurn(turn, type,
+          new Recipient.Caller(answer, transactionId), transactionId));
     }
     long id = transactionId != 0 ? transactionId : store.newTransactionId();
     return remote(RemoteReplies.Kind.TURN, id, entity,
@@ -151,8 +152,8 @@ final class EntityRouter {
   CompletableFuture<TurnResult> step(EntityId entity, long transactionId, long startTimestamp,
       Turn turn, CompiledType type) {
     if (isHere(entity)) {
-      return ask(entity, replyTo -> new EntityActor.Step(transactionId, startTimestamp, turn,
-          type, new Recipient.Caller(replyTo)));
+      return ask(entity, answer -> new EntityActor.Step(transactionId, startTimestamp, turn,
+          type, new Recipient.Caller(answer)));
     }
     return remote(RemoteReplies.Kind.STEP, transactionId, entity,
         ParticipantMessages.stepRequest(transactionId, startTimestamp, entity,
@@ -167,10 +168,21 @@ final class EntityRouter {
             new Envelope.Destination.ToEntity(entity), request)));
   }
 
+  /**
+   * Tells {@code entity} the message built around a local {@link Recipient.Caller} and returns its
+   * answer, failed with a {@link TimeoutException} when none comes within the turn timeout. No ask:
+   * the entity completes the future itself (no temporary actor, no Scala future and no hop through
+   * it), and its continuations run on the entity actor's thread, where the ask's ran before.
+   */
   private CompletableFuture<TurnResult> ask(EntityId entity,
-      Function<ActorRef<TurnResult>, EntityActor.Routed> message) {
-    return Futures.onCompletingThread(AskPattern.<EntityRegistry.Command, TurnResult>ask(
-        registryOf.apply(entity), replyTo -> new EntityRegistry.Route(entity,
-            message.apply(replyTo)), turnTimeout, system.scheduler()));
+      Function<CompletableFuture<TurnResult>, EntityActor.Routed> message) {
+    CompletableFuture<TurnResult> answer = new CompletableFuture<>();
+    Cancellable timeout = system.scheduler().scheduleOnce(turnTimeout, () ->
+        answer.completeExceptionally(new TimeoutException("no answer from " + entity
+            + " within " + turnTimeout.toMillis() + " ms")), system.executionContext());
+    routes.route(entity, message.apply(answer));
+    // Cancelled at once when answered, so an answered turn's state is not held until the timeout.
+    answer.whenComplete((result, failure) -> timeout.cancel());
+    return answer;
   }
 }

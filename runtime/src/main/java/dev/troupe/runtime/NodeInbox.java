@@ -50,7 +50,7 @@ import org.apache.pekko.actor.typed.ActorRef;
  */
 final class NodeInbox {
   private final DecisionDirectory decisions;
-  private final Function<EntityId, ActorRef<EntityRegistry.Command>> registryOf;
+  private final EntityRoutes routes;
   private final TypeRegistry types;
   private final RemoteReplies replies;
   /** Serves reads other nodes ask of this node's entities. */
@@ -60,12 +60,12 @@ final class NodeInbox {
   private final LongAdder orphanedCoordinatorAnswers = new LongAdder();
 
   NodeInbox(DecisionDirectory decisions,
-      Function<EntityId, ActorRef<EntityRegistry.Command>> registryOf, TypeRegistry types,
+      EntityRoutes routes, TypeRegistry types,
       RemoteReplies replies, ReadPath reads, DurableStore store) {
     this.reads = reads;
     this.store = store;
     this.decisions = decisions;
-    this.registryOf = registryOf;
+    this.routes = routes;
     this.types = types;
     this.replies = replies;
   }
@@ -196,6 +196,6 @@ final class NodeInbox {
   }
 
   private void route(EntityId entity, EntityActor.Routed message) {
-    registryOf.apply(entity).tell(new EntityRegistry.Route(entity, message));
+    routes.route(entity, message);
   }
 }

@@ -7,7 +7,9 @@ import dev.troupe.model.ErrorCode;
 import dev.troupe.model.TroupeException;
 import dev.troupe.model.dependency.Dependency;
 import dev.troupe.model.dependency.DependencyKeys;
+import dev.troupe.model.Json;
 import dev.troupe.model.spec.CompiledType;
+import dev.troupe.model.spec.StateProjection;
 import dev.troupe.model.value.DependencyTable;
 import dev.troupe.storage.Store;
 import java.util.List;
@@ -132,6 +134,13 @@ final class ReadPath {
         new Troupe.RenderedEntity(entity, renderedStates.render(type, state), state.version()));
   }
 
+  /** The keys {@code projection} names of the latest committed state, as JSON bytes. */
+  CompletableFuture<Troupe.RenderedEntity> getProjected(EntityId entity,
+      StateProjection projection) {
+    return readLatest(entity, (type, state) -> new Troupe.RenderedEntity(entity,
+        Json.writeBytes(type.render(state, projection)), state.version()));
+  }
+
   CompletableFuture<JsonNode> getKey(EntityId entity, String key) {
     return readLatest(entity, (type, state) -> {
       JsonNode value = type.renderValue(key, state);
@@ -143,6 +152,12 @@ final class ReadPath {
   }
 
   CompletableFuture<EntityView> readAt(EntityId entity, long timestamp) {
+    return readAt(entity, timestamp, null);
+  }
+
+  /** {@link #readAt(EntityId, long)} rendering only the keys {@code projection} names (null: all). */
+  CompletableFuture<EntityView> readAt(EntityId entity, long timestamp,
+      StateProjection projection) {
     try {
       checkOpen.run();
       CompiledType type = typeOf.apply(entity);
@@ -150,7 +165,9 @@ final class ReadPath {
         if (!state.exists()) {
           throw new TroupeException(ErrorCode.NOT_FOUND, entity + " did not exist at " + timestamp);
         }
-        return new EntityView(entity, type.render(state), state.version());
+        return new EntityView(entity,
+            projection == null ? type.render(state) : type.render(state, projection),
+            state.version());
       };
       RemoteReads remoteReads = remote;
       if (remoteReads != null && !remoteReads.isHere(entity)) {

@@ -23,7 +23,7 @@ import java.util.concurrent.atomic.AtomicReferenceArray;
  * overwritten meanwhile is skipped, never shown in its place).
  *
  * <p>Cost on the commit path: {@link #record} is one atomic increment, one small allocation (the
- * outcome, with at most {@link #MAX_ENTITIES} ids copied) and one array store; no lock, no clock
+ * outcome, with at most {@code max-entities} ids copied) and one array store; no lock, no clock
  * read beyond what the caller passes.
  *
  * <p>Concurrency: {@link #record} and {@link #page} run on any thread at once. Each slot holds an
@@ -31,11 +31,6 @@ import java.util.concurrent.atomic.AtomicReferenceArray;
  * sequence in a slot (overwritten, or not yet stored) skips it instead of showing a wrong one.
  */
 public final class RecentTransactions {
-  /** Entity ids kept per outcome (the count of all is kept too): bounds the ring's memory. */
-  public static final int MAX_ENTITIES = 16;
-  /** Characters of an error message kept per outcome: bounds the ring's memory. */
-  static final int MAX_MESSAGE_CHARS = 300;
-
   /** How a transaction ran. */
   public enum Kind {
     DYNAMIC,
@@ -55,8 +50,8 @@ public final class RecentTransactions {
    * @param committed whether it committed
    * @param code the error code's wire name when it did not commit (null when it did)
    * @param reason the abort reason when the code is {@code aborted} (null otherwise, or unknown)
-   * @param message the error's message, cut to {@link #MAX_MESSAGE_CHARS} (null when committed)
-   * @param entities the first {@link #MAX_ENTITIES} entities it touched
+   * @param message the error's message, cut to {@code max-message-chars} (null when committed)
+   * @param entities the first {@code max-entities} entities it touched
    * @param entityCount how many entities it touched in all
    * @param version its commit timestamp when it committed, else 0
    * @param finishedAtMillis when its outcome was known, milliseconds since the epoch
@@ -79,13 +74,18 @@ public final class RecentTransactions {
    * @param capacity outcomes the ring keeps
    * @param defaultLimit outcomes in a page when the request names no limit
    * @param maxLimit most outcomes a request may ask for
+   * @param maxEntities entity ids kept per outcome (the count of all is kept too)
+   * @param maxMessageChars characters of an error message kept per outcome
    */
-  public record Settings(int capacity, int defaultLimit, int maxLimit) {
+  public record Settings(int capacity, int defaultLimit, int maxLimit, int maxEntities,
+      int maxMessageChars) {
     public Settings {
-      if (capacity < 1 || defaultLimit < 1 || maxLimit < defaultLimit) {
-        throw new IllegalArgumentException("troupe.recent-transactions: need capacity >= 1 and"
-            + " 1 <= default-limit <= max-limit, was " + capacity + ", " + defaultLimit + ", "
-            + maxLimit);
+      if (capacity < 1 || defaultLimit < 1 || maxLimit < defaultLimit || maxEntities < 1
+          || maxMessageChars < 1) {
+        throw new IllegalArgumentException("troupe.recent-transactions: need capacity >= 1,"
+            + " 1 <= default-limit <= max-limit, max-entities >= 1 and max-message-chars >= 1,"
+            + " was " + capacity + ", " + defaultLimit + ", " + maxLimit + ", " + maxEntities
+            + ", " + maxMessageChars);
       }
     }
 
@@ -93,7 +93,8 @@ public final class RecentTransactions {
     public static Settings fromConfig(Config config) {
       Config section = config.getConfig("troupe.recent-transactions");
       return new Settings(section.getInt("capacity"), section.getInt("default-limit"),
-          section.getInt("max-limit"));
+          section.getInt("max-limit"), section.getInt("max-entities"),
+          section.getInt("max-message-chars"));
     }
   }
 
@@ -121,8 +122,8 @@ public final class RecentTransactions {
   public void failed(long transactionId, Kind kind, TroupeException error,
       Collection<EntityId> entities, long finishedAtMillis, long durationMicros) {
     String message = error.getMessage();
-    if (message != null && message.length() > MAX_MESSAGE_CHARS) {
-      message = message.substring(0, MAX_MESSAGE_CHARS) + "...";
+    if (message != null && message.length() > settings.maxMessageChars()) {
+      message = message.substring(0, settings.maxMessageChars()) + "...";
     }
     store(transactionId, kind, false, error.code().wireName(),
         error.code() == ErrorCode.ABORTED ? error.reason() : null, message, entities, 0,
@@ -132,9 +133,9 @@ public final class RecentTransactions {
   private void store(long transactionId, Kind kind, boolean committed, String code, String reason,
       String message, Collection<EntityId> entities, long version, long finishedAtMillis,
       long durationMicros) {
-    List<EntityId> kept = new ArrayList<>(Math.min(entities.size(), MAX_ENTITIES));
+    List<EntityId> kept = new ArrayList<>(Math.min(entities.size(), settings.maxEntities()));
     for (EntityId entity : entities) {
-      if (kept.size() == MAX_ENTITIES) {
+      if (kept.size() == settings.maxEntities()) {
         break;
       }
       kept.add(entity);

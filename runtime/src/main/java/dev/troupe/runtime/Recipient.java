@@ -6,7 +6,7 @@ import dev.troupe.txn.port.Transport;
 import dev.troupe.txn.wire.Envelope;
 import dev.troupe.txn.wire.ParticipantMessages;
 import dev.troupe.txn.wire.WireMessage;
-import org.apache.pekko.actor.typed.ActorRef;
+import java.util.concurrent.CompletableFuture;
 
 /**
  * Who receives an entity's answer: the caller of a turn, or the coordinator of a transaction (a
@@ -32,19 +32,23 @@ sealed interface Recipient {
   }
 
   /**
-   * The caller of a single-entity turn. {@code idempotentTransactionId}: the turn's transaction id
-   * when an idempotency record is attached to it (0 otherwise); the entity drops the attachment
-   * when it answers, so an attached record marks a turn still running (see {@link
-   * Troupe#idempotentWriteRunning}).
+   * The caller of a single-entity turn or a step on this node: the answer completes {@code answer}
+   * on the entity actor's thread, with no actor in between (the caller's continuations run there,
+   * as they ran on the ask's completion before; docs/ARCHITECTURE.md, "A write, end to end"). A
+   * second answer, or one after the caller gave up ({@code answer} already failed with a timeout),
+   * changes nothing. {@code idempotentTransactionId}: the turn's transaction id when an idempotency
+   * record is attached to it (0 otherwise); the entity drops the attachment when it answers, so an
+   * attached record marks a turn still running (see {@link Troupe#idempotentWriteRunning}).
    */
-  record Caller(ActorRef<TurnResult> replyTo, long idempotentTransactionId) implements Recipient {
-    Caller(ActorRef<TurnResult> replyTo) {
-      this(replyTo, 0);
+  record Caller(CompletableFuture<TurnResult> answer, long idempotentTransactionId)
+      implements Recipient {
+    Caller(CompletableFuture<TurnResult> answer) {
+      this(answer, 0);
     }
 
     @Override
     public void deliver(TurnResult result) {
-      replyTo.tell(result);
+      answer.complete(result);
     }
 
     @Override

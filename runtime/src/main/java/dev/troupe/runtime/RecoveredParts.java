@@ -38,18 +38,18 @@ final class RecoveredParts {
 
   /** Adopts {@code resolution}'s parts in doubt and mirrors its kept decisions. */
   static void adopt(InDoubtResolution resolution, Function<EntityId, CompiledType> typeOf,
-      Function<EntityId, ActorRef<EntityRegistry.Command>> registryOf,
+      EntityRoutes routes,
       DecisionDirectory decisions) {
     if (!resolution.decisionsToKeep().isEmpty()) {
       decisions.decisionsRecovered(resolution.decisionsToKeep().stream()
           .map(DecidedTransaction::transactionId).toList());
     }
-    adoptParts(resolution.toAsk(), typeOf, registryOf);
+    adoptParts(resolution.toAsk(), typeOf, routes);
   }
 
   /** Hands each part to its entity; returns how many were adopted. */
   static int adoptParts(List<PreparedTransaction> parts, Function<EntityId, CompiledType> typeOf,
-      Function<EntityId, ActorRef<EntityRegistry.Command>> registryOf) {
+      EntityRoutes routes) {
     int adopted = 0;
     for (PreparedTransaction part : parts) {
       if (part.needsRedo()) {
@@ -59,9 +59,8 @@ final class RecoveredParts {
         continue;
       }
       EntityId entity = part.entity();
-      registryOf.apply(entity).tell(new EntityRegistry.Route(entity,
-          new EntityActor.AdoptRecovered(part.transactionId(), part.operations(),
-              typeOf.apply(entity))));
+      routes.route(entity, new EntityActor.AdoptRecovered(part.transactionId(),
+          part.operations(), typeOf.apply(entity)));
       adopted++;
     }
     if (adopted > 0) {

@@ -62,7 +62,8 @@ import org.slf4j.LoggerFactory;
  * <p>A facade: types live in the {@link TypeRegistry}, reads take the {@link ReadPath}, and every
  * write is a request whose decisions a pure core takes ({@code RequestCore}, run by the {@link
  * RequestShell}; interactive transactions' lifecycle in the {@link InteractiveShell}). Every
- * message to an entity is routed by {@link #registryOf}.
+ * message to an entity is sent by {@link #route} (straight to an active entity's actor, else
+ * through its partition's registry).
  */
 public final class Troupe implements AutoCloseable {
   /** Type names starting with '$' are reserved for Troupe's own entities. */
@@ -82,6 +83,8 @@ public final class Troupe implements AutoCloseable {
   private final Clock clock;
   private final ActorSystem<Void> system;
   private final List<ActorRef<EntityRegistry.Command>> registries = new ArrayList<>();
+  /** Each single-node registry's direct route to its active entities, by partition. */
+  private final List<DirectRoutes<ActorRef<EntityActor.Command>>> directRoutes = new ArrayList<>();
   /** The node's answers to participants in doubt (DecisionQueryCore's shell). */
   private final DecisionDirectory decisions;
   /** Carries the messages between the node's cores (see {@link EntityRouter}). */
@@ -152,7 +155,7 @@ public final class Troupe implements AutoCloseable {
               settings.transport().readResendMillis(),
               settings.transport().maxReroutes());
       this.inbox =
-          new NodeInbox(decisions, this::registryOf, types, remoteReplies, reads, store);
+          new NodeInbox(decisions, this::route, types, remoteReplies, reads, store);
       this.transport = new LocalTransport(nodeId, store.locator(),
           settings.transport().encodeLocalMessages(), inbox);
       // In a cluster, sharding places the partitions: each one's registry runs under its host,
@@ -178,7 +181,7 @@ public final class Troupe implements AutoCloseable {
       java.util.function.Predicate<EntityId> hostedHere = member != null
           ? entity -> member.hosted().hosts(store.locator().partitionOf(entity))
           : entity -> store.locator().nodeOf(entity) == transport.localNode();
-      EntityRouter router = new EntityRouter(this::registryOf, hostedHere, between,
+      EntityRouter router = new EntityRouter(this::route, hostedHere, between,
           settings, types, remoteReplies, store, system);
       reads.useRemote(new RemoteReads(between, remoteReplies, router::isHere,
           router.remoteTimeoutMillis()));
@@ -202,9 +205,11 @@ public final class Troupe implements AutoCloseable {
         });
       } else {
         for (int partition = 0; partition < partitions; partition++) {
+          DirectRoutes<ActorRef<EntityActor.Command>> direct = new DirectRoutes<>();
+          directRoutes.add(direct);
           registries.add(system.systemActorOf(
               EntityRegistry.create(store, settings, maxActivePerRegistry, handler, metrics,
-                  transactionMetrics, timers, transport),
+                  transactionMetrics, timers, transport, direct),
               "partition-" + partition, Props.empty()));
         }
       }
@@ -265,14 +270,36 @@ public final class Troupe implements AutoCloseable {
   }
 
   /**
-   * The one way to an entity's actor: its partition's registry. Every message to an entity (turns,
-   * steps, prepares, decisions, releases) is routed here.
+   * An entity's partition registry (its cluster host's in a cluster). Messages to entities go
+   * through {@link #route}, never told to the registry directly: on a single node the registry's
+   * {@link DirectRoutes} must count every message sent through it.
    */
   private ActorRef<EntityRegistry.Command> registryOf(EntityId entity) {
     if (cluster != null) {
       return cluster.hosted().registryOf(store.locator().partitionOf(entity));
     }
     return registries.get(store.locator().partitionOf(entity));
+  }
+
+  /** Messages told straight to an active entity's actor so far (single node; tests). */
+  long directSends() {
+    return directRoutes.stream().mapToLong(DirectRoutes::directSends).sum();
+  }
+
+  /**
+   * Sends a message to an entity this node hosts (see {@link EntityRoutes}): on a single node
+   * through its partition's {@link DirectRoutes} (straight to the actor of an active entity, else
+   * through the registry); in a cluster through the registry under the partition's host.
+   */
+  private void route(EntityId entity, EntityActor.Routed message) {
+    if (cluster != null) {
+      registryOf(entity).tell(new EntityRegistry.Route(entity, message));
+      return;
+    }
+    int partition = store.locator().partitionOf(entity);
+    ActorRef<EntityRegistry.Command> registry = registries.get(partition);
+    directRoutes.get(partition).send(entity, message, ActorRef::tell,
+        routed -> registry.tell(new EntityRegistry.Route(entity, routed)));
   }
 
   // ---------------------------------------------------------------- types
@@ -338,6 +365,16 @@ public final class Troupe implements AutoCloseable {
     return reads.getRendered(entity);
   }
 
+  /**
+   * The keys {@code projection} names of the latest committed state, as JSON bytes, and its
+   * version: one committed state, rendering only those keys ({@link StateProjection}); fails with
+   * {@code not_found} if the entity does not exist.
+   */
+  public CompletableFuture<RenderedEntity> getRendered(EntityId entity,
+      dev.troupe.model.spec.StateProjection projection) {
+    return reads.getProjected(entity, projection);
+  }
+
   /** An entity's state as JSON bytes, and its version. */
   public record RenderedEntity(EntityId entity, byte[] stateJson, long version) {}
 
@@ -353,6 +390,12 @@ public final class Troupe implements AutoCloseable {
    */
   public CompletableFuture<EntityView> readAt(EntityId entity, long timestamp) {
     return reads.readAt(entity, timestamp);
+  }
+
+  /** {@link #readAt(EntityId, long)} rendering only the keys {@code projection} names. */
+  public CompletableFuture<EntityView> readAt(EntityId entity, long timestamp,
+      dev.troupe.model.spec.StateProjection projection) {
+    return reads.readAt(entity, timestamp, projection);
   }
 
   /**
@@ -810,7 +853,7 @@ public final class Troupe implements AutoCloseable {
    * anything else reaches those entities.
    */
   public void adoptRecovered(dev.troupe.storage.InDoubtResolution resolution) {
-    RecoveredParts.adopt(resolution, this::replicaTypeOf, this::registryOf, decisions);
+    RecoveredParts.adopt(resolution, this::replicaTypeOf, this::route, decisions);
   }
 
   /** Turns, steps and reads awaiting an answer through the transport (counters, for metrics). */

@@ -3,6 +3,7 @@ package dev.troupe.runtime;
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.troupe.model.EntityState;
 import dev.troupe.model.spec.CompiledType;
+import dev.troupe.model.spec.StateProjection;
 
 /**
  * The answer to a write or action, given only once it is durable. Immutable.
@@ -35,6 +36,14 @@ public final class TurnOutcome {
   /** The entity's state right after the turn, as clients see it (a fresh tree each call). */
   public JsonNode state() {
     return type.render(state);
+  }
+
+  /**
+   * The keys {@code projection} names of the state right after the turn ({@link
+   * CompiledType#render(EntityState, StateProjection)}): costs those keys, not the whole state.
+   */
+  public JsonNode state(StateProjection projection) {
+    return type.render(state, projection);
   }
 
   /** The state unrendered, hidden keys included (the engine's own use: delivered markers). */

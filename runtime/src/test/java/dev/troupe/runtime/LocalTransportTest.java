@@ -50,7 +50,8 @@ class LocalTransportTest {
             .build(),
         "registry", Props.empty());
     transport = new LocalTransport(NODE, new SingleNodeLocator(4, NODE), true,
-        new NodeInbox(decisions, entity -> registry, (name, version) -> Optional.empty(),
+        new NodeInbox(decisions,
+            (entity, message) -> registry.tell(new EntityRegistry.Route(entity, message)), (name, version) -> Optional.empty(),
             new RemoteReplies(10, new PekkoTimers(system)), null, null));
   }
 
@@ -125,7 +126,7 @@ class LocalTransportTest {
       }
     };
     LocalTransport toRemoteEntities = new LocalTransport(NODE, elsewhere, true,
-        new NodeInbox(decisions, entity -> {
+        new NodeInbox(decisions, (entity, message) -> {
           throw new AssertionError("nothing may be delivered for another node's entity");
         }, (name, version) -> Optional.empty(), new RemoteReplies(10, new PekkoTimers(system)),
         null, null));

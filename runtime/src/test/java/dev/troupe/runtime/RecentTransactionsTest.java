@@ -23,9 +23,12 @@ import org.junit.jupiter.api.Test;
  */
 class RecentTransactionsTest {
   private static final List<EntityId> TWO = List.of(new EntityId("A", "1"), new EntityId("A", "2"));
+  private static final int MAX_ENTITIES = 16;
+  private static final int MAX_MESSAGE_CHARS = 300;
 
   private static RecentTransactions ring(int capacity) {
-    return new RecentTransactions(new RecentTransactions.Settings(capacity, 2, capacity));
+    return new RecentTransactions(new RecentTransactions.Settings(capacity, 2, capacity,
+        MAX_ENTITIES, MAX_MESSAGE_CHARS));
   }
 
   private static List<Long> transactionIds(RecentTransactions.Page page) {
@@ -90,8 +93,8 @@ class RecentTransactionsTest {
     assertFalse(aborted.committed());
     assertEquals("aborted", aborted.code());
     assertEquals("lock_conflict", aborted.reason());
-    assertEquals(RecentTransactions.MAX_MESSAGE_CHARS + 3, aborted.message().length());
-    assertEquals(RecentTransactions.MAX_ENTITIES, aborted.entities().size());
+    assertEquals(MAX_MESSAGE_CHARS + 3, aborted.message().length());
+    assertEquals(MAX_ENTITIES, aborted.entities().size());
     assertEquals(40, aborted.entityCount());
     assertEquals(0, aborted.version());
   }
@@ -130,11 +133,18 @@ class RecentTransactionsTest {
 
   @Test
   void settingsAreChecked() {
-    assertThrows(IllegalArgumentException.class, () -> new RecentTransactions.Settings(0, 1, 1));
-    assertThrows(IllegalArgumentException.class, () -> new RecentTransactions.Settings(5, 0, 1));
-    assertThrows(IllegalArgumentException.class, () -> new RecentTransactions.Settings(5, 3, 2));
+    assertThrows(IllegalArgumentException.class, 
+        () -> new RecentTransactions.Settings(0, 1, 1, 1, 1));
+    assertThrows(IllegalArgumentException.class, 
+        () -> new RecentTransactions.Settings(5, 0, 1, 1, 1));
+    assertThrows(IllegalArgumentException.class, 
+        () -> new RecentTransactions.Settings(5, 3, 2, 1, 1));
+    assertThrows(IllegalArgumentException.class,
+        () -> new RecentTransactions.Settings(5, 1, 2, 0, 1));
+    assertThrows(IllegalArgumentException.class,
+        () -> new RecentTransactions.Settings(5, 1, 2, 1, 0));
     RecentTransactions.Settings defaults = RecentTransactions.Settings.fromConfig(
         com.typesafe.config.ConfigFactory.load());
-    assertEquals(new RecentTransactions.Settings(1000, 100, 1000), defaults);
+    assertEquals(new RecentTransactions.Settings(1000, 100, 1000, 16, 300), defaults);
   }
 }

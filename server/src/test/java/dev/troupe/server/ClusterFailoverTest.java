@@ -48,49 +48,6 @@ class ClusterFailoverTest {
   }
 
   /**
-   * The coordinator fence (docs/ARCHITECTURE.md, "On the shared store"): a member killed with
-   * transactions it coordinates undecided, and NOT started again. Service must return without it:
-   * within the failover bound plus one in-doubt question interval (and a request timeout of
-   * slack) every account is writable through a survivor, the survivors having ended the dead
-   * member's coordinators and answered its participants in doubt from the shared store (committed
-   * if its decision is recorded, else aborted); then the bank's checks hold.
-   */
-  @Test
-  void serviceReturnsAfterAKillWithoutTheRestart() throws Exception {
-    ThreeNodeCluster.Options options = ThreeNodeCluster.Options.defaults();
-    cluster = ThreeNodeCluster.start(directory, options);
-    cluster.check(() -> {
-      ClusterBank bank = new ClusterBank(ACCOUNTS, cluster::node);
-      bank.setUp(cluster.node(0), running());
-      long seed = Long.getLong("troupe.test.seed", System.nanoTime());
-      System.out.println("ClusterFailoverTest (no restart) seed " + seed);
-      bank.startClients(CLIENTS, seed);
-      Thread.sleep(3_000);
-      Map<Integer, Integer> before = cluster.awaitPlacementOfAll();
-      int victim = List.of(2, 1, 0).stream()
-          .filter(index -> before.containsValue(ThreeNodeCluster.nodeId(index)))
-          .findFirst().orElseThrow();
-      int survivor = (victim + 1) % 3;
-      long killedAt = System.nanoTime();
-      cluster.kill(victim);
-      // Clients keep going (those sent to the dead member time out) through the failover.
-      cluster.awaitPlacement(cluster.running(), options.failoverBoundMillis(), false);
-      bank.stopClients();
-      long boundMillis = options.failoverBoundMillis() + IN_DOUBT_QUERY_INTERVAL_MILLIS + 10_000;
-      long elapsedMillis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - killedAt);
-      long writableMillis = bank.awaitEveryAccountWritable(cluster.node(survivor),
-          Math.max(1_000, boundMillis - elapsedMillis));
-      String figure = ("kill -9 of node %d, not restarted: every account writable through node %d"
-          + " %d ms after the kill (bound %d ms); acknowledged %d").formatted(
-          ThreeNodeCluster.nodeId(victim), ThreeNodeCluster.nodeId(survivor),
-          elapsedMillis + writableMillis, boundMillis, bank.acknowledgedCount());
-      System.out.println(figure);
-      bank.check(cluster.node(survivor));
-      System.out.println("  outcomes: " + bank.outcomeCounts());
-    });
-  }
-
-  /**
    * The failover bound from "declared down" (issue 18: service restored within 10 s of it):
    * troupe.transport.rehoming-wait-millis, the default (reference.conf), after which a request
    * held for a partition without a live home is refused.
@@ -167,6 +124,23 @@ class ClusterFailoverTest {
       assertTrue(downedAtEpochMillis >= killedAtEpochMillis,
           "the survivor recorded the victim's downing: " + figure);
       assertTrue(afterDownedMillis <= REHOMING_WAIT_MILLIS, figure);
+      if (cycle == 0) {
+        // The coordinator fence (docs/ARCHITECTURE.md, "On the shared store"): the victim was
+        // killed with transactions it coordinates undecided and is NOT started yet. Service must
+        // return without it: within the failover bound plus one in-doubt question interval (and
+        // a request timeout of slack) every account is writable through a survivor, the survivors
+        // having ended the dead member's coordinators and answered its participants in doubt
+        // from the shared store (committed if its decision is recorded, else aborted). (This was
+        // a test of its own with a cluster of its own; folded in here for CI time.)
+        long fenceBoundMillis = bound + IN_DOUBT_QUERY_INTERVAL_MILLIS + 10_000;
+        long elapsedMillis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - killedAt);
+        long writableMillis = bank.awaitEveryAccountWritable(cluster.node(survivor),
+            Math.max(1_000, fenceBoundMillis - elapsedMillis));
+        figures.add(("kill -9 of node %d, before it is started again: every account writable"
+            + " through node %d %d ms after the kill (bound %d ms)").formatted(
+            ThreeNodeCluster.nodeId(victim), ThreeNodeCluster.nodeId(survivor),
+            elapsedMillis + writableMillis, fenceBoundMillis));
+      }
       cluster.start(victim);
       figures.add("node " + ThreeNodeCluster.nodeId(victim) + " started again at second "
           + bank.secondsSinceStart());

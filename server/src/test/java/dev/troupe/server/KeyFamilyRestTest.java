@@ -87,6 +87,41 @@ class KeyFamilyRestTest {
     assertEquals(409, refused.status(), refused.text());
   }
 
+  /**
+   * A projection names members: a read and an action's answer show only them, nested under
+   * their family as in the whole state; a key the type does not have is refused before the
+   * action runs.
+   */
+  @Test
+  void aProjectionOfMembersAnswersOnlyThem() throws Exception {
+    assertEquals(200, deposit("Branch", "b5", "c1", 30).status());
+    Answer paid = server.send("POST", "/v1/entities/Branch/b5/actions/pay"
+        + "?key=checking%5Bc1%5D&key=checking%5Bc2%5D",
+        "{\"from\": \"c1\", \"to\": \"c2\", \"amount\": 10}");
+    assertEquals(200, paid.status(), paid.text());
+    assertEquals(Json.parse("{\"checking\":{\"c1\":20,\"c2\":10}}"), paid.body().get("state"));
+    Answer read = server.get("/v1/entities/Branch/b5?key=owner&key=checking%5Bc2%5D&key=visits%5Bc9%5D");
+    assertEquals(200, read.status(), read.text());
+    assertEquals(Json.parse("{\"owner\":\"bank\",\"checking\":{\"c2\":10},\"visits\":{\"c9\":0}}"),
+        read.body().get("state"), read.text());
+    long version = read.body().get("version").asLong();
+    assertEquals(paid.body().get("version").asLong(), version);
+    Answer at = server.get("/v1/entities/Branch/b5?at=" + version + "&key=checking");
+    assertEquals(Json.parse("{\"checking\":{\"c1\":20,\"c2\":10}}"), at.body().get("state"),
+        at.text());
+    Answer none = server.send("POST", "/v1/entities/Branch/b5/keys/visits%5Bc1%5D/increment"
+        + "?state=none", "{\"by\": 2}");
+    assertEquals(Json.parse("{}"), none.body().get("state"), none.text());
+    long incremented = none.body().get("version").asLong();
+    for (String bad : new String[] {"?key=nope", "?key=owner%5Bx%5D", "?key=checking%5B%5D"}) {
+      Answer refused = server.send("POST", "/v1/entities/Branch/b5/actions/deposit" + bad,
+          "{\"customer\": \"c1\", \"amount\": 1}");
+      assertEquals(400, refused.status(), refused.text());
+      assertTrue(refused.body().get("message").asText().contains("has no key"), refused.text());
+    }
+    assertEquals(incremented, server.get("/v1/entities/Branch/b5").body().get("version").asLong());
+  }
+
   @Test
   void transactionsOperateOnMembersByName() throws Exception {
     Answer committed = server.send("POST", "/v1/transactions", """

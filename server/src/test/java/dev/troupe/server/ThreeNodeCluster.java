@@ -180,7 +180,11 @@ public final class ThreeNodeCluster implements AutoCloseable {
     List<String> settings = new ArrayList<>(List.of(
         "troupe.storage.partitions=" + options.partitions(),
         "troupe.cluster.failure-detector-pause-millis=" + options.failureDetectorPauseMillis(),
-        "troupe.cluster.stable-after-millis=" + options.stableAfterMillis()));
+        "troupe.cluster.stable-after-millis=" + options.stableAfterMillis(),
+        // A restarted member gets partitions back only when sharding rebalances: every 10 s by
+        // Pekko's default, which the restart cycles of the failover and rolling restart tests
+        // would wait out in full (CI time). Rebalancing more often changes no rule tested here.
+        "pekko.cluster.sharding.rebalance-interval=2s"));
     if (options.proxied()) {
       settings.add("pekko.remote.artery.bind.hostname=\"127.0.0.1\"");
       settings.add("pekko.remote.artery.bind.port=" + bindPorts[index]);

@@ -6,6 +6,7 @@ import com.github.benmanes.caffeine.cache.stats.CacheStats;
 import dev.troupe.model.EntityId;
 import dev.troupe.model.EntityLocator;
 import dev.troupe.model.EntityState;
+import dev.troupe.model.SmallPersistentMap;
 import dev.troupe.model.ErrorCode;
 import dev.troupe.model.Invariants;
 import dev.troupe.model.Operation;
@@ -230,17 +231,21 @@ public final class RocksStore implements Store {
     CachedState apply(List<Operation> operations, long commitTimestamp, int originDc) {
       EntityState next = state.apply(operations, commitTimestamp, originDc);
       long weight = this.weight;
+      boolean small = next.values() instanceof SmallPersistentMap;
       java.util.Set<String> touched = new java.util.HashSet<>();
       for (Operation operation : operations) {
-        if (operation.deletesEntity()) {
+        // A deletion, or values that moved between a small map and a hash tree (every entry's
+        // overhead changes), re-weigh the whole state.
+        if (operation.deletesEntity()
+            || small != (state.values() instanceof SmallPersistentMap)) {
           return new CachedState(next, (int) Math.min(Integer.MAX_VALUE,
               weight - Codec.estimateWeight(state) + Codec.estimateWeight(next)));
         }
         touched.add(operation.key());
       }
       for (String key : touched) {
-        weight += Codec.estimateEntryWeight(key, next.get(key))
-            - Codec.estimateEntryWeight(key, state.get(key));
+        weight += Codec.estimateEntryWeight(key, next.get(key), small)
+            - Codec.estimateEntryWeight(key, state.get(key), small);
       }
       return new CachedState(next, (int) Math.max(0, Math.min(Integer.MAX_VALUE, weight)));
     }

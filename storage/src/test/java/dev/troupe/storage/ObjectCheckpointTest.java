@@ -32,7 +32,7 @@ class ObjectCheckpointTest {
     EntityId large = new EntityId("Seller", "s1");
     try (RocksStore store = RocksStore.open(settings, new FakeClock(Fixtures.START_MILLIS))) {
       store.commit(store.newTransactionId(), List.of(Fixtures.write(large,
-          new Operation.Assign("blob", TextNode.valueOf("x".repeat(50_000)))))).join();
+          new Operation.Assign("blob", TextNode.valueOf("x".repeat(100_000)))))).join();
       store.read(large); // cached, so its size is known
       long before = store.statistics().objectCheckpoints();
       for (int i = 0; i < 50; i++) {
@@ -45,7 +45,8 @@ class ObjectCheckpointTest {
 
   @Test
   void aLargeObjectWaitsForOperationsInProportionToItsSize() {
-    // About 100 KB in memory: at 1 KB per operation it waits about 100 operations, so none of
+    // About 100 KB in memory (100,000 Latin-1 letters, one byte each in a compact string): at
+    // 1 KB per operation it waits about 100 operations, so none of
     // the 50 writes checkpoints it; at a byte budget far above its size, every 10th does.
     assertEquals(0, checkpointsOfALargeObject(1_000));
     assertEquals(5, checkpointsOfALargeObject(100_000_000));

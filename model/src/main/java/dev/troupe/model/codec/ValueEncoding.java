@@ -183,14 +183,14 @@ public final class ValueEncoding {
   public static Operation readOperation(BinaryReader in) {
     byte type = in.type();
     return switch (type) {
-      case ASSIGN -> new Assign(in.string(), in.json());
+      case ASSIGN -> new Assign(keyName(in), in.json());
       case ASSIGN_REPLICATED ->
-          new AssignReplicated(in.string(), in.json(), in.fixedLong(), in.varInt());
-      case DELETE_KEY -> new DeleteKey(in.string());
-      case INCREMENT -> new Increment(in.string(), in.signedVarLong());
-      case ADD_ELEMENT -> new AddElement(in.string(), in.json(), readTag(in));
+          new AssignReplicated(keyName(in), in.json(), in.fixedLong(), in.varInt());
+      case DELETE_KEY -> new DeleteKey(keyName(in));
+      case INCREMENT -> new Increment(keyName(in), in.signedVarLong());
+      case ADD_ELEMENT -> new AddElement(keyName(in), in.json(), readTag(in));
       case REMOVE_ELEMENT -> {
-        String key = in.string();
+        String key = keyName(in);
         JsonNode element = in.json();
         int count = in.count();
         Set<Tag> tags = new HashSet<>();
@@ -201,12 +201,12 @@ public final class ValueEncoding {
       }
       case DELETE_ENTITY -> new DeleteEntity();
       case DELETE_KEY_REPLICATED ->
-          new Operation.DeleteKeyReplicated(in.string(), in.fixedLong(), in.varInt());
-      case DELETE_COUNTER -> new Operation.DeleteCounter(in.string(),
+          new Operation.DeleteKeyReplicated(keyName(in), in.fixedLong(), in.varInt());
+      case DELETE_COUNTER -> new Operation.DeleteCounter(keyName(in),
           new CounterValue(readCounterMap(in), readCounterMap(in)));
-      case DELETE_SET -> new Operation.DeleteSet(in.string(), readTags(in));
+      case DELETE_SET -> new Operation.DeleteSet(keyName(in), readTags(in));
       case INCREMENT_REPLICATED ->
-          new Operation.IncrementReplicated(in.string(), in.signedVarLong(), in.varInt());
+          new Operation.IncrementReplicated(keyName(in), in.signedVarLong(), in.varInt());
       case DELETE_ENTITY_OBSERVED -> new DeleteEntity(readCounterMap(in));
       case DELETE_ENTITY_REPLICATED -> new Operation.DeleteEntityReplicated(in.fixedLong(),
           in.varInt(), in.flag() ? readCounterMap(in) : null);
@@ -219,6 +219,17 @@ public final class ValueEncoding {
       case SEND_MESSAGE -> new Operation.SendMessage(readEntity(in), in.string(), in.json());
       default -> throw in.corrupt("unknown operation type " + type, null);
     };
+  }
+
+  /**
+   * A key's name, shared with every other operation and state naming the same key (issue 20,
+   * memory): a state materialized from the journal or a checkpoint otherwise holds its own copy of
+   * each key's name, ~48 bytes a key, about an eighth of a cached 1 KB record
+   * (docs/BENCHMARKS.md, "bytes per cached record"). The JVM's string table holds names weakly,
+   * so what it keeps is bounded by the states and operations alive.
+   */
+  private static String keyName(BinaryReader in) {
+    return in.string().intern();
   }
 
   // ---------------------------------------------------------------- tags and dependencies
@@ -352,7 +363,7 @@ public final class ValueEncoding {
     Map<Integer, Long> writeCounts = Map.of();
     Map<Integer, Long> deletedWriteCounts = Map.of();
     for (int i = 0; i < count; i++) {
-      String key = in.string();
+      String key = keyName(in);
       byte kind = in.peekType();
       if (kind == TOMBSTONE) {
         in.type();

@@ -295,6 +295,54 @@ public final class CompiledType {
   }
 
   /**
+   * What clients see of the keys {@code projection} names ({@link StateProjection}): the whole
+   * state's shape restricted to them, each as {@link #renderValue} renders it (a member of a
+   * declared family nested under its family, with its default while unset; a family named by
+   * itself with every member; keys the entity does not have left out). Costs the named keys and,
+   * for a family named by itself, its members: never a render of the whole state, so two members
+   * of an entity of many cost two. A fresh tree owned by the caller.
+   */
+  public ObjectNode render(EntityState state, StateProjection projection) {
+    Objects.requireNonNull(state, "state");
+    ObjectNode rendered = Json.NODES.objectNode();
+    for (String key : projection.keys()) {
+      KeySpec declared = spec.schemaless() ? null : spec.keys().get(key);
+      if (declared != null && declared.family()) {
+        ObjectNode members = familyNode(rendered, key);
+        TreeMap<String, JsonNode> byMember = new TreeMap<>();
+        String prefix = key + "[";
+        state.values().forEach((stored, value) -> {
+          if (stored.startsWith(prefix) && stored.endsWith("]")) {
+            byMember.put(stored.substring(prefix.length(), stored.length() - 1),
+                memberValue(declared, key, value));
+          }
+        });
+        byMember.forEach(members::set);
+        continue;
+      }
+      JsonNode value = renderValue(key, state);
+      if (value == null) {
+        continue;
+      }
+      String family = spec.schemaless() || declared != null
+          ? null : StateProjection.familyOf(spec, key);
+      if (family == null) {
+        rendered.set(key, value);
+      } else {
+        familyNode(rendered, family).set(key.substring(family.length() + 1, key.length() - 1),
+            value);
+      }
+    }
+    return rendered;
+  }
+
+  /** The object a family's members render into, made when its first member is. */
+  private static ObjectNode familyNode(ObjectNode rendered, String family) {
+    JsonNode existing = rendered.get(family);
+    return existing instanceof ObjectNode members ? members : rendered.putObject(family);
+  }
+
+  /**
    * What clients see of one key, as in {@link #render}: for a declared key or a member of a
    * declared family, the stored value or the default; {@code null} if the key is not part of the
    * entity (a key a declared type does not declare, a family itself, or a key a schemaless entity

@@ -1,6 +1,7 @@
 package dev.troupe.model.codec;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertSame;
 
 import dev.troupe.model.Json;
 import dev.troupe.model.Operation;
@@ -52,5 +53,44 @@ class OperationFormatTest {
         (position, message, cause) -> new IllegalStateException(message, cause));
     assertEquals(operation, ValueEncoding.readOperation(in));
     in.end();
+  }
+
+  /**
+   * Decoded operations and states share their keys' names (issue 20, memory: ten key names were
+   * an eighth of a cached 1 KB record), whatever string the writer named them with.
+   */
+  @Test
+  void decodedKeyNamesAreShared() {
+    BinaryWriter out = new BinaryWriter(16);
+    ValueEncoding.writeOperation(out, new Operation.Assign(new String("field3"),
+        Json.parse("\"a\"")));
+    byte[] assign = out.toByteArray();
+    out = new BinaryWriter(16);
+    ValueEncoding.writeOperation(out, new Operation.Increment(new String("field3"), 1));
+    byte[] increment = out.toByteArray();
+    String first = ((Operation.Assign) read(assign)).key();
+    String second = ((Operation.Assign) read(assign)).key();
+    String third = ((Operation.Increment) read(increment)).key();
+    assertEquals("field3", first);
+    assertSame(first, second);
+    assertSame(first, third);
+    dev.troupe.model.EntityState state = dev.troupe.model.EntityState.ABSENT.apply(
+        java.util.List.of(new Operation.Assign(new String("field3"), Json.parse("\"b\""))), 7,
+        1);
+    out = new BinaryWriter(64);
+    ValueEncoding.writeState(out, state);
+    byte[] stateBytes = out.toByteArray();
+    BinaryReader in = new BinaryReader(stateBytes, 0, stateBytes.length,
+        (position, message, cause) -> new IllegalStateException(message, cause));
+    String stateKey = ValueEncoding.readState(in).values().keySet().iterator().next();
+    assertSame(first, stateKey);
+  }
+
+  private static Operation read(byte[] bytes) {
+    BinaryReader in = new BinaryReader(bytes, 0, bytes.length,
+        (position, message, cause) -> new IllegalStateException(message, cause));
+    Operation operation = ValueEncoding.readOperation(in);
+    in.end();
+    return operation;
   }
 }

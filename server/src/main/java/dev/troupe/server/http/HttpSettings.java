@@ -23,6 +23,7 @@ public record HttpSettings(
     int maxIdLength,
     int maxKeyLength,
     int maxTypeNameLength,
+    int maxProjectionKeys,
     int maxInFlightRequests,
     long bodyReadTimeoutMillis,
     long idleTimeoutMillis,
@@ -42,6 +43,7 @@ public record HttpSettings(
         http.getInt("max-id-length"),
         http.getInt("max-key-length"),
         http.getInt("max-type-name-length"),
+        positive(http, "max-projection-keys"),
         positive(http, "max-in-flight-requests"),
         positiveMillis(http, "body-read-timeout-millis"),
         positiveMillis(http, "idle-timeout-millis"),
@@ -55,7 +57,7 @@ public record HttpSettings(
   /** These settings with TLS from {@code tls} (the {@code serve --tls-*} options). */
   public HttpSettings withTls(TlsSettings tls) {
     return new HttpSettings(host, port, maxBodyBytes, values, maxIdLength, maxKeyLength,
-        maxTypeNameLength, maxInFlightRequests, bodyReadTimeoutMillis, idleTimeoutMillis,
+        maxTypeNameLength, maxProjectionKeys, maxInFlightRequests, bodyReadTimeoutMillis, idleTimeoutMillis,
         requestTimeoutMillis, requestAdmission, tokens, cors, tls);
   }
 

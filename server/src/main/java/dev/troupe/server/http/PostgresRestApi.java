@@ -6,6 +6,7 @@ import dev.troupe.model.EntityId;
 import dev.troupe.model.ErrorCode;
 import dev.troupe.model.Json;
 import dev.troupe.model.TroupeException;
+import dev.troupe.model.spec.StateProjection;
 import dev.troupe.server.postgres.PostgresEntities;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
@@ -14,6 +15,7 @@ import java.nio.charset.StandardCharsets;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.Executor;
@@ -46,6 +48,7 @@ public final class PostgresRestApi
   private final Executor executor;
   private final Materializer materializer;
   private final RequestSupport support;
+  private final HttpSettings settings;
   private final dev.troupe.runtime.RuntimeSettings.ListingSettings listing;
 
   public PostgresRestApi(PostgresEntities entities, Executor executor, HttpSettings settings,
@@ -55,6 +58,7 @@ public final class PostgresRestApi
     this.executor = executor;
     this.materializer = materializer;
     this.support = new RequestSupport(settings, materializer);
+    this.settings = settings;
   }
 
   @Override
@@ -140,9 +144,11 @@ public final class PostgresRestApi
         throw TroupeException.invalid("the PostgreSQL baseline keeps no history: 'at' is not"
             + " supported");
       }
+      Optional<StateProjection> projection =
+          ProjectionQuery.parse(request.getUri().query(), settings);
       return blocking(() -> entities.get(entity.type(), entity.id())
           .map(stored -> RequestSupport.json(200, RequestSupport.entityBody(entity,
-              stored.stateJson().getBytes(StandardCharsets.UTF_8), stored.version())))
+              projected(stored.stateJson(), projection), stored.version())))
           .orElseThrow(() -> new TroupeException(ErrorCode.NOT_FOUND,
               entity + " does not exist")));
     }
@@ -159,9 +165,11 @@ public final class PostgresRestApi
           support.checkKey(field.getKey());
           support.checkValueSize(field.getValue());
         }
+        Optional<StateProjection> projection =
+            ProjectionQuery.parse(request.getUri().query(), settings);
         String patchJson = Json.write(patch);
         return blocking(() -> RequestSupport.json(200, versionAndStateBody(
-            entities.patch(entity.type(), entity.id(), patchJson))));
+            entities.patch(entity.type(), entity.id(), patchJson), projection)));
       });
     }
     if (method.equals(HttpMethods.DELETE)) {
@@ -214,12 +222,34 @@ public final class PostgresRestApi
     }
   }
 
-  private static byte[] versionAndStateBody(PostgresEntities.Stored stored) {
+  private static byte[] versionAndStateBody(PostgresEntities.Stored stored,
+      Optional<StateProjection> projection) {
     return rawObject(generator -> {
       generator.writeNumberField("version", stored.version());
       generator.writeFieldName("state");
-      generator.writeRawValue(stored.stateJson());
+      generator.writeRawValue(new String(projected(stored.stateJson(), projection),
+          StandardCharsets.UTF_8));
     });
+  }
+
+  /**
+   * A stored state (a JSON object of key to value: the baseline is schemaless) as JSON bytes,
+   * restricted to the keys {@code projection} names, in its order (keys it does not hold left
+   * out), as Troupe renders a schemaless entity's projection; the whole state without one.
+   */
+  static byte[] projected(String stateJson, Optional<StateProjection> projection) {
+    if (projection.isEmpty()) {
+      return stateJson.getBytes(StandardCharsets.UTF_8);
+    }
+    JsonNode state = Json.parse(stateJson.getBytes(StandardCharsets.UTF_8));
+    com.fasterxml.jackson.databind.node.ObjectNode restricted = Json.NODES.objectNode();
+    for (String key : projection.get().keys()) {
+      JsonNode value = state.get(key);
+      if (value != null) {
+        restricted.set(key, value);
+      }
+    }
+    return Json.writeBytes(restricted);
   }
 
   private interface Fields {

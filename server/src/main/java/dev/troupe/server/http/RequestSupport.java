@@ -139,9 +139,14 @@ final class RequestSupport {
    * starting with '$' (Troupe keeps its own records, e.g. dependency records, in such keys).
    */
   String checkKey(String key) {
-    if (key.isEmpty() || key.length() > settings.maxKeyLength()) {
+    return checkKey(key, settings.maxKeyLength());
+  }
+
+  /** A key name's rules (see {@link #checkKey(String)}) with the longest name allowed. */
+  static String checkKey(String key, int maxKeyLength) {
+    if (key.isEmpty() || key.length() > maxKeyLength) {
       throw TroupeException.invalid(
-          "key must have 1 to " + settings.maxKeyLength() + " characters");
+          "key must have 1 to " + maxKeyLength + " characters");
     }
     if (DependencyKeys.isHidden(key)) {
       throw TroupeException.invalid("keys starting with '$' are reserved for Troupe's own records");

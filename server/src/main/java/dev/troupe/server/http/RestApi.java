@@ -11,6 +11,7 @@ import dev.troupe.model.causal.DependencyVector;
 import dev.troupe.model.dependency.Dependency;
 import dev.troupe.model.value.DependencyTable;
 import dev.troupe.model.spec.SpecParser;
+import dev.troupe.model.spec.StateProjection;
 import dev.troupe.model.spec.TypeEvolution;
 import dev.troupe.model.spec.TypeSpec;
 import dev.troupe.runtime.Troupe;
@@ -58,6 +59,7 @@ public final class RestApi
   private final Materializer materializer;
   private final PrometheusMetrics metrics;
   private final RequestSupport support;
+  private final HttpSettings settings;
   private final TransactionRequests transactionRequests;
   private final RequestAdmission admission;
   private final HttpEdge edge;
@@ -104,6 +106,7 @@ public final class RestApi
         new HomeForwarding(replication, settings, materializer, troupe.actorSystem());
     this.metrics = new PrometheusMetrics(troupe, requests, admission, replication);
     this.support = new RequestSupport(settings, materializer);
+    this.settings = settings;
     this.transactionRequests = new TransactionRequests(support);
     this.idempotentRequests = new IdempotentRequests(troupe,
         IdempotencySettings.fromConfig(troupe.settings().config()));
@@ -408,15 +411,22 @@ public final class RestApi
             if (!by.isIntegralNumber() || !by.canConvertToLong()) {
               throw TroupeException.invalid("'by' must be a 64-bit integer, was " + by);
             }
-            return troupe.increment(entity, key, by.asLong());
-          }).thenApply(this::versionAndState);
-          case "add" -> support.body(request)
-              .thenCompose(bytes ->
-                  troupe.add(entity, key, support.checkValueSize(RequestSupport.onlyField(bytes, "element"))))
-              .thenApply(this::versionAndState);
-          case "remove" -> support.body(request)
-              .thenCompose(bytes -> troupe.remove(entity, key, RequestSupport.onlyField(bytes, "element")))
-              .thenApply(this::versionAndState);
+            Optional<StateProjection> projection = projectionOf(request, entity);
+            return troupe.increment(entity, key, by.asLong())
+                .thenApply(outcome -> versionAndState(outcome, projection));
+          });
+          case "add" -> support.body(request).thenCompose(bytes -> {
+            JsonNode element = support.checkValueSize(RequestSupport.onlyField(bytes, "element"));
+            Optional<StateProjection> projection = projectionOf(request, entity);
+            return troupe.add(entity, key, element)
+                .thenApply(outcome -> versionAndState(outcome, projection));
+          });
+          case "remove" -> support.body(request).thenCompose(bytes -> {
+            JsonNode element = RequestSupport.onlyField(bytes, "element");
+            Optional<StateProjection> projection = projectionOf(request, entity);
+            return troupe.remove(entity, key, element)
+                .thenApply(outcome -> versionAndState(outcome, projection));
+          });
           default -> support.notFound(request);
         };
       }
@@ -429,12 +439,9 @@ public final class RestApi
         if (!params.isObject()) {
           throw TroupeException.invalid("action parameters must be a JSON object");
         }
-        return troupe.invoke(entity, action, params);
-      }).thenApply(outcome -> {
-        ObjectNode body = Json.NODES.objectNode();
-        body.put("version", outcome.version());
-        body.set("state", outcome.state());
-        return RequestSupport.json(200, body);
+        Optional<StateProjection> projection = projectionOf(request, entity);
+        return troupe.invoke(entity, action, params)
+            .thenApply(outcome -> versionAndState(outcome, projection));
       });
     }
     return support.notFound(request);
@@ -509,11 +516,16 @@ public final class RestApi
     if (method.equals(HttpMethods.GET)) {
       request.discardEntityBytes(materializer);
       Optional<String> at = request.getUri().query().get("at");
+      Optional<StateProjection> projection = projectionOf(request, entity);
       if (at.isEmpty()) {
-        return troupe.getRendered(entity).thenApply(rendered -> RequestSupport.json(200,
-            RequestSupport.entityBody(entity, rendered.stateJson(), rendered.version())));
+        return (projection.isEmpty() ? troupe.getRendered(entity)
+            : troupe.getRendered(entity, projection.get()))
+            .thenApply(rendered -> RequestSupport.json(200,
+                RequestSupport.entityBody(entity, rendered.stateJson(), rendered.version())));
       }
-      return troupe.readAt(entity, parseTimestamp(at.get())).thenApply(view ->
+      long timestamp = parseTimestamp(at.get());
+      return (projection.isEmpty() ? troupe.readAt(entity, timestamp)
+          : troupe.readAt(entity, timestamp, projection.get())).thenApply(view ->
           RequestSupport.json(200, RequestSupport.entityBody(entity,
               dev.troupe.model.Json.writeBytes(view.state()), view.version())));
     }
@@ -530,8 +542,10 @@ public final class RestApi
           Map.Entry<String, JsonNode> field = fields.next();
           assignments.put(support.checkKey(field.getKey()), support.checkValueSize(field.getValue()));
         }
-        return troupe.patch(entity, assignments);
-      }).thenApply(this::versionAndState);
+        Optional<StateProjection> projection = projectionOf(request, entity);
+        return troupe.patch(entity, assignments)
+            .thenApply(outcome -> versionAndState(outcome, projection));
+      });
     }
     if (method.equals(HttpMethods.DELETE)) {
       request.discardEntityBytes(materializer);
@@ -784,11 +798,28 @@ public final class RestApi
     return replication.isPresent() && replication.get().bootstrapGate().bootstrapping();
   }
 
-  private HttpResponse versionAndState(TurnOutcome outcome) {
+  /**
+   * {@code {"version","state"}}: the whole state, or only the keys the request's projection
+   * names (rendering those alone).
+   */
+  private static HttpResponse versionAndState(TurnOutcome outcome,
+      Optional<StateProjection> projection) {
     ObjectNode body = Json.NODES.objectNode();
     body.put("version", outcome.version());
-    body.set("state", outcome.state());
+    body.set("state", projection.isEmpty() ? outcome.state() : outcome.state(projection.get()));
     return RequestSupport.json(200, body);
+  }
+
+  /**
+   * The projection the request's query asks for ({@link ProjectionQuery}), checked against the
+   * entity's type when it is declared (a key it does not have is {@code invalid_request}); empty:
+   * the whole state. Parsed before the read or write it shapes the answer of.
+   */
+  private Optional<StateProjection> projectionOf(HttpRequest request, EntityId entity) {
+    Optional<StateProjection> projection =
+        ProjectionQuery.parse(request.getUri().query(), settings);
+    projection.ifPresent(asked -> troupe.type(entity.type()).ifPresent(asked::checkAgainst));
+    return projection;
   }
 
 }

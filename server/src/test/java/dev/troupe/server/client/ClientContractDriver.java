@@ -79,14 +79,26 @@ final class ClientContractDriver {
     int question = path.indexOf('?');
     String[] segments = (question < 0 ? path : path.substring(0, question)).split("/");
     Map<String, String> query = new HashMap<>();
+    // A projection's keys (key=K, repeated; state=none: an empty list), null without one.
+    List<String> projection = null;
     if (question >= 0) {
       for (String parameter : path.substring(question + 1).split("&")) {
         String[] pair = parameter.split("=", 2);
-        query.put(decode(pair[0]), decode(pair[1]));
+        String name = decode(pair[0]);
+        String parameterValue = decode(pair[1]);
+        if (name.equals("key") || name.equals("state") && parameterValue.equals("none")) {
+          projection = projection == null ? new ArrayList<>() : projection;
+          if (name.equals("key")) {
+            projection.add(parameterValue);
+          }
+        } else {
+          query.put(name, parameterValue);
+        }
       }
     }
     // segments: "", "v1", "entities", type[, id[, "keys", key]]
-    if (segments.length < 4 || !segments[1].equals("v1") || !segments[2].equals("entities")) {
+    if (segments.length < 4 || !segments[1].equals("v1") || !segments[2].equals("entities")
+        || projection != null && segments.length != 5) {
       return null;
     }
     String type = decode(segments[3]);
@@ -105,6 +117,18 @@ final class ClientContractDriver {
           ? () -> page(client.listEntities(type, listing)) : null;
     }
     String id = decode(segments[4]);
+    if (segments.length == 5 && query.isEmpty() && projection != null) {
+      List<String> keys = projection;
+      return switch (method) {
+        case "GET" -> () -> entity(client.get(type, id, keys));
+        case "PATCH" -> value != null && value.isObject()
+            ? () -> written(client.patch(type, id, Json.MAPPER.convertValue(value,
+                new com.fasterxml.jackson.core.type.TypeReference<Map<String, Object>>() {}),
+                keys))
+            : null;
+        default -> null;
+      };
+    }
     if (segments.length == 5 && query.isEmpty()) {
       return switch (method) {
         case "GET" -> () -> entity(client.get(type, id));

@@ -212,6 +212,38 @@ public abstract class EntityContract {
     assertEquals(created, read.body().get("version").asLong(), "nothing changed");
   }
 
+  /**
+   * A projection ({@code ?key=K}, repeated; {@code ?state=none}) answers only the keys it names,
+   * from one committed state, on a read and on a write's answer; a bad one is refused before
+   * anything is written.
+   */
+  @Test
+  void aProjectionAnswersOnlyTheKeysItNames() throws Exception {
+    Answer patched = send("PATCH", entity("p") + "?key=b&key=missing",
+        "{\"a\":1,\"b\":{\"x\":[2]},\"c,d\":3}");
+    long written = version(patched);
+    assertEquals(Json.parse("{\"b\":{\"x\":[2]}}"), patched.body().get("state"), patched.text());
+    Answer read = send("GET", entity("p") + "?key=c%2Cd&key=a", null);
+    assertEquals(200, read.status(), read.text());
+    assertEquals(Json.parse("{\"c,d\":3,\"a\":1}"), read.body().get("state"), read.text());
+    assertEquals(written, read.body().get("version").asLong());
+    Answer none = send("GET", entity("p") + "?state=none", null);
+    assertEquals(Json.parse("{}"), none.body().get("state"), none.text());
+    assertEquals(written, none.body().get("version").asLong());
+
+    String tooMany = "?key=k0" + java.util.stream.IntStream.range(1, 65)
+        .mapToObj(index -> "&key=k" + index).collect(java.util.stream.Collectors.joining());
+    assertError(400, "invalid_request", send("GET", entity("p") + tooMany, null));
+    assertError(400, "invalid_request", send("GET", entity("p") + "?key=a&key=a", null));
+    assertError(400, "invalid_request", send("GET", entity("p") + "?state=all", null));
+    assertError(400, "invalid_request", send("PATCH", entity("p") + "?key=%24a", "{\"a\":2}"));
+    assertError(400, "invalid_request", send("PATCH", entity("p") + "?key=", "{\"a\":2}"));
+    assertError(404, "not_found", send("GET", entity("none") + "?key=a", null));
+    Answer after = send("GET", entity("p"), null);
+    assertEquals(written, after.body().get("version").asLong(), "nothing changed");
+    assertEquals(Json.parse("{\"a\":1,\"b\":{\"x\":[2]},\"c,d\":3}"), after.body().get("state"));
+  }
+
   /** Concurrent writers of one entity: every acknowledged write is in the final state. */
   @Test
   void concurrentWritesToOneEntityAreAllKept() throws Exception {

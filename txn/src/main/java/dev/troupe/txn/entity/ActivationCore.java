@@ -109,6 +109,24 @@ public final class ActivationCore<M> {
     return effects;
   }
 
+  /**
+   * Whether the entity is active: it has a live incarnation that is not stopping. The shell may
+   * then deliver to that incarnation without asking the core (the registry's direct route), and
+   * reports the use with {@link #touched}. Does not change the recency order.
+   */
+  public boolean isActive(EntityId entity) {
+    return active.containsKey(entity);
+  }
+
+  /**
+   * The shell delivered to the active entity without the core (a message told straight to its
+   * incarnation): it becomes the most recently used, as a {@link #deliver} would make it. Nothing
+   * for an entity not active.
+   */
+  public void touched(EntityId entity) {
+    active.get(entity); // an access-ordered map: the lookup moves the entity to the newest end
+  }
+
   public int maxActive() {
     return maxActive;
   }

@@ -1,6 +1,7 @@
 package dev.troupe.txn.entity;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.troupe.model.EntityId;
@@ -31,6 +32,22 @@ class ActivationCoreTest {
     assertEquals(new Effect.Passivate<String>(B), effects.get(0));
     assertEquals(2, core.activeCount());
     assertEquals(1, core.stoppingCount());
+  }
+
+  @Test
+  void aTouchCountsAsUseWithoutDeliveringAndOnlyActiveEntitiesAreActive() {
+    ActivationCore<String> core = new ActivationCore<>(2, 10);
+    core.deliver(A, "1");
+    core.deliver(B, "1");
+    assertTrue(core.isActive(A));
+    assertFalse(core.isActive(C));
+    core.touched(A); // delivered straight to A's incarnation: A is now more recent than B
+    core.touched(C); // not active: nothing
+    assertFalse(core.isActive(C));
+    List<Effect<String>> effects = core.deliver(C, "1");
+    assertEquals(new Effect.Passivate<String>(B), effects.get(0));
+    assertFalse(core.isActive(B)); // stopping is not active
+    assertTrue(core.isActive(A));
   }
 
   @Test
