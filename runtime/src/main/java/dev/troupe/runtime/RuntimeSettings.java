@@ -358,8 +358,15 @@ public record RuntimeSettings(
 
   /** {@code troupe.storage.rocksdb}: how the embedded RocksDB reads data larger than memory. */
   static RocksDiskSettings rocksDisk(Config rocksdb) {
+    long blockCacheBytes;
+    try {
+      blockCacheBytes = rocksdb.getBytes("block-cache-bytes");
+    } catch (com.typesafe.config.ConfigException.BadValue e) {
+      throw new IllegalArgumentException("troupe.storage.rocksdb.block-cache-bytes must be 0"
+          + " (automatic) or a positive size in bytes (e.g. 512M): " + e.getMessage(), e);
+    }
     return RocksDiskSettings.of(
-        rocksdb.getBytes("block-cache-bytes"),
+        blockCacheBytes,
         rocksdb.getInt("bloom-bits-per-key"),
         rocksdb.getInt("bloom-prefix-bytes"),
         rocksdb.getBoolean("cache-index-and-filter-blocks"));
