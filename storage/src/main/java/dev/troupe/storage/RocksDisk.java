@@ -217,7 +217,8 @@ public final class RocksDisk implements KeyValueDisk {
             .setWriteBufferSize(WRITE_BUFFER_BYTES)
             .useCappedPrefixExtractor(settings.bloomPrefixBytes())
             .setTableFormatConfig(tableConfig(settings, blockCache, prefixFilter)
-                // No point reads of whole keys there: the filter holds only prefixes.
+                // Only prefixes in the filter: these families are read by entity-bounded cursors
+                // (the rare point read, troupe check's, is filtered by its key's prefix).
                 .setWholeKeyFiltering(false));
         resources.add(entityKeyedOptions);
       }
