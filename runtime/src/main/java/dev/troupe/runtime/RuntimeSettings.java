@@ -7,6 +7,7 @@ import dev.troupe.model.time.TransactionIds;
 import dev.troupe.runtime.cluster.ClusterSettings;
 import dev.troupe.runtime.replication.ReplicationSettings;
 import dev.troupe.storage.Durability;
+import dev.troupe.storage.RocksDiskSettings;
 import dev.troupe.storage.StorageSettings;
 import dev.troupe.txn.entity.MemoryBudgetCore;
 import dev.troupe.txn.TurnLimits;
@@ -318,6 +319,7 @@ public record RuntimeSettings(
             // Every commit also writes the replication log: a named DC ships it, and every node
             // delivers its causal messages from it (an unnamed one under origin 0).
             true);
+    storageSettings = storageSettings.withRocksDisk(rocksDisk(storage.getConfig("rocksdb")));
     ClusterSettings cluster = cluster(troupe, replication);
     if (cluster.enabled()) {
       // A member writes only the partitions sharding gave it, each fenced by its owner epoch in
@@ -352,6 +354,22 @@ public record RuntimeSettings(
         cluster,
         ListingSettings.fromConfig(troupe),
         config);
+  }
+
+  /** {@code troupe.storage.rocksdb}: how the embedded RocksDB reads data larger than memory. */
+  static RocksDiskSettings rocksDisk(Config rocksdb) {
+    long blockCacheBytes;
+    try {
+      blockCacheBytes = rocksdb.getBytes("block-cache-bytes");
+    } catch (com.typesafe.config.ConfigException.BadValue e) {
+      throw new IllegalArgumentException("troupe.storage.rocksdb.block-cache-bytes must be 0"
+          + " (automatic) or a positive size in bytes (e.g. 512M): " + e.getMessage(), e);
+    }
+    return RocksDiskSettings.of(
+        blockCacheBytes,
+        rocksdb.getInt("bloom-bits-per-key"),
+        rocksdb.getInt("bloom-prefix-bytes"),
+        rocksdb.getBoolean("cache-index-and-filter-blocks"));
   }
 
   /**

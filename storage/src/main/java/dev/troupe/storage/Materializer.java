@@ -44,19 +44,32 @@ final class Materializer {
     // live key of this entity goes on skipping the deletion tombstones that truncation left in the
     // following entities' ranges, which after a large truncation costs seconds per read until
     // compaction drops them.
+    // The newest checkpoint at or before the timestamp, found by a forward seek over the entity's
+    // few checkpoints (truncation deletes the superseded ones): unlike a backward seek, a forward
+    // one lets the checkpoints' prefix filter skip every table file without the entity's
+    // (RocksDisk), which is every file for an entity never checkpointed.
+    byte[] checkpointValue = null;
     try (KeyValueDisk.Cursor iterator =
         disk.cursor(KeyValueDisk.Column.CHECKPOINTS, snapshot, prefix, upperBound)) {
-      iterator.seekForPrev(Keys.checkpoint(prefix, timestamp));
-      if (iterator.isValid() && Keys.hasPrefix(iterator.key(), prefix, 8)) {
-        base = Keys.checkpointTimestamp(iterator.key());
-        state = Codec.decodeState(iterator.value());
-        Invariants.check(
-            state.version() <= base,
-            "checkpoint of %s at %d holds version %d",
-            entity,
-            base,
-            state.version());
+      for (iterator.seek(Keys.checkpoint(prefix, 0)); iterator.isValid(); iterator.next()) {
+        byte[] key = iterator.key();
+        // Unsigned, as the keys are ordered (and as the backward seek this replaces compared).
+        if (!Keys.hasPrefix(key, prefix, 8)
+            || Long.compareUnsigned(Keys.checkpointTimestamp(key), timestamp) > 0) {
+          break;
+        }
+        base = Keys.checkpointTimestamp(key);
+        checkpointValue = iterator.value();
       }
+    }
+    if (checkpointValue != null) {
+      state = Codec.decodeState(checkpointValue);
+      Invariants.check(
+          state.version() <= base,
+          "checkpoint of %s at %d holds version %d",
+          entity,
+          base,
+          state.version());
     }
     List<byte[]> journalKeys = new ArrayList<>();
     List<Long> timestamps = new ArrayList<>();

@@ -14,6 +14,7 @@ import org.rocksdb.ColumnFamilyDescriptor;
 import org.rocksdb.ColumnFamilyHandle;
 import org.rocksdb.ColumnFamilyOptions;
 import org.rocksdb.DBOptions;
+import org.rocksdb.LRUCache;
 import org.rocksdb.ReadOptions;
 import org.rocksdb.RocksDB;
 import org.rocksdb.RocksDBException;
@@ -45,6 +46,18 @@ import org.rocksdb.WriteOptions;
  * would instead stop replaying at the damage and open an older database without a word, losing
  * every acknowledged write after it.
  *
+ * <p>Reads of data larger than the object cache ({@link RocksDiskSettings}, issue 20): one LRU
+ * block cache shared by every column family; a whole-key Bloom filter on the journal (point
+ * lookups); prefix Bloom filters on the index and checkpoints, built on each key's first {@link
+ * RocksDiskSettings#bloomPrefixBytes} bytes (RocksDB's capped prefix extractor), which a
+ * materialization's entity-bounded cursor uses to skip the table files that hold nothing of the
+ * entity. Every cursor reads in RocksDB's {@code auto_prefix_mode}: the filter is consulted only
+ * where it cannot change the answer (a forward seek whose key and upper bound share the prefix,
+ * i.e. within one entity whose key prefix is at least that long), every other seek (unbounded,
+ * backward, shorter entity) is a total-order seek as without a prefix extractor. A table file
+ * written without the filter, or with another prefix length, is read without it (RocksDB checks
+ * the extractor recorded in each file), so the settings may change between restarts.
+ *
  * <p>Integrity on reads: every read verifies block checksums ({@code verify_checksums}, set
  * explicitly), and a read or a cursor that meets a RocksDB {@code Corruption} status throws {@link
  * CorruptDataException} rather than answering "absent" or "end of data", so damage is never served
@@ -57,6 +70,8 @@ public final class RocksDisk implements KeyValueDisk {
   // Bounds what a restart replays (about 0.4 s per 32 MB here) at the cost of earlier flushes.
   static final long MAX_TOTAL_WAL_BYTES = 32L << 20;
   static final int MAX_BACKGROUND_JOBS = 2;
+  /** The journal's whole-key filter: about 1% false positives per table file without the key. */
+  static final int JOURNAL_BLOOM_BITS_PER_KEY = 10;
 
   private final RocksDB database;
   /** Indexed by {@link Column#ordinal()}. */
@@ -69,6 +84,8 @@ public final class RocksDisk implements KeyValueDisk {
   private final boolean verifyChecksums;
   /** Owner epochs, in process (only this process opens the database); guards fenced writes. */
   private final PartitionEpochs epochs = new PartitionEpochs();
+  /** The block cache every column family shares; closed with the disk. */
+  private final LRUCache blockCache;
   private final WriteOptions syncedWriteOptions;
   private final WriteOptions unsyncedWriteOptions;
   private final ReadOptions latestReadOptions;
@@ -76,8 +93,9 @@ public final class RocksDisk implements KeyValueDisk {
 
   private RocksDisk(RocksDB database, List<ColumnFamilyHandle> handles,
       List<AutoCloseable> resources, List<ColumnFamilyDescriptor> descriptors,
-      boolean verifyChecksums) {
+      boolean verifyChecksums, LRUCache blockCache) {
     this.database = database;
+    this.blockCache = blockCache;
     this.verifyChecksums = verifyChecksums;
     this.descriptors = descriptors;
     this.handles = handles;
@@ -95,7 +113,7 @@ public final class RocksDisk implements KeyValueDisk {
     }
     this.syncedWriteOptions = new WriteOptions().setSync(true);
     this.unsyncedWriteOptions = new WriteOptions().setSync(false);
-    this.latestReadOptions = new ReadOptions().setVerifyChecksums(verifyChecksums);
+    this.latestReadOptions = cursorReadOptions(new ReadOptions(), verifyChecksums);
     resources.add(syncedWriteOptions);
     resources.add(unsyncedWriteOptions);
     resources.add(latestReadOptions);
@@ -124,9 +142,19 @@ public final class RocksDisk implements KeyValueDisk {
     return open(directory, OpenMode.SERVE);
   }
 
+  /** As {@link #open(Path)}, tuned by {@code settings} (a serving store's own settings). */
+  public static RocksDisk open(Path directory, RocksDiskSettings settings) {
+    return open(directory, OpenMode.SERVE, true, settings);
+  }
+
   /** Opens the database in {@code directory} as {@code mode} says (see {@link OpenMode}). */
   public static RocksDisk open(Path directory, OpenMode mode) {
     return open(directory, mode, true);
+  }
+
+  /** As {@link #open(Path, OpenMode, boolean, RocksDiskSettings)} with the default settings. */
+  public static RocksDisk open(Path directory, OpenMode mode, boolean verifyChecksums) {
+    return open(directory, mode, verifyChecksums, RocksDiskSettings.defaults());
   }
 
   /**
@@ -134,7 +162,8 @@ public final class RocksDisk implements KeyValueDisk {
    * troupe bench cache} passes false, as the baseline that measures what verification costs: a
    * serving store always verifies (a damaged block read unverified could be served as data).
    */
-  public static RocksDisk open(Path directory, OpenMode mode, boolean verifyChecksums) {
+  public static RocksDisk open(Path directory, OpenMode mode, boolean verifyChecksums,
+      RocksDiskSettings settings) {
     RocksDB.loadLibrary();
     boolean readOnly = mode == OpenMode.INSPECT || mode == OpenMode.INSPECT_UP_TO_DAMAGE;
     boolean upToDamage =
@@ -162,23 +191,47 @@ public final class RocksDisk implements KeyValueDisk {
               .setParanoidChecks(true)
               .setMaxBackgroundJobs(MAX_BACKGROUND_JOBS);
       resources.add(databaseOptions);
-      ColumnFamilyOptions plainOptions = new ColumnFamilyOptions().setWriteBufferSize(WRITE_BUFFER_BYTES);
+      // One cache for every column family's blocks; a tenth of it is kept for index and filter
+      // blocks when they are charged to it (high priority: evicted after data blocks).
+      LRUCache blockCache = new LRUCache(settings.blockCacheBytes(), -1, false,
+          settings.cacheIndexAndFilterBlocks() ? 0.1 : 0.0);
+      resources.add(blockCache);
+      ColumnFamilyOptions plainOptions = new ColumnFamilyOptions()
+          .setWriteBufferSize(WRITE_BUFFER_BYTES)
+          .setTableFormatConfig(tableConfig(settings, blockCache, null));
       resources.add(plainOptions);
       // Bloom filter on the journal: materialization reads it by point lookups (multiGet).
-      BloomFilter bloomFilter = new BloomFilter(10);
-      resources.add(bloomFilter);
-      BlockBasedTableConfig journalTable = new BlockBasedTableConfig().setFilterPolicy(bloomFilter);
+      BloomFilter journalFilter = new BloomFilter(JOURNAL_BLOOM_BITS_PER_KEY);
+      resources.add(journalFilter);
       ColumnFamilyOptions journalOptions =
           new ColumnFamilyOptions()
               .setWriteBufferSize(WRITE_BUFFER_BYTES)
-              .setTableFormatConfig(journalTable);
+              .setTableFormatConfig(tableConfig(settings, blockCache, journalFilter));
       resources.add(journalOptions);
+      // Prefix filters on the index and checkpoints: materialization seeks them by entity.
+      ColumnFamilyOptions entityKeyedOptions = plainOptions;
+      if (settings.prefixFilters()) {
+        BloomFilter prefixFilter = new BloomFilter(settings.bloomBitsPerKey());
+        resources.add(prefixFilter);
+        entityKeyedOptions = new ColumnFamilyOptions()
+            .setWriteBufferSize(WRITE_BUFFER_BYTES)
+            .useCappedPrefixExtractor(settings.bloomPrefixBytes())
+            .setTableFormatConfig(tableConfig(settings, blockCache, prefixFilter)
+                // Only prefixes in the filter: these families are read by entity-bounded cursors
+                // (the rare point read, troupe check's, is filtered by its key's prefix).
+                .setWholeKeyFiltering(false));
+        resources.add(entityKeyedOptions);
+      }
       List<ColumnFamilyDescriptor> descriptors = new ArrayList<>();
       descriptors.add(new ColumnFamilyDescriptor(RocksDB.DEFAULT_COLUMN_FAMILY, plainOptions));
       for (Column column : Column.values()) {
         descriptors.add(new ColumnFamilyDescriptor(
             columnFamilyName(column).getBytes(StandardCharsets.UTF_8),
-            column == Column.JOURNAL ? journalOptions : plainOptions));
+            switch (column) {
+              case JOURNAL -> journalOptions;
+              case INDEX, CHECKPOINTS -> entityKeyedOptions;
+              default -> plainOptions;
+            }));
       }
       if (readOnly) {
         // Opening read-only cannot create a column family that a database written by an older
@@ -192,7 +245,8 @@ public final class RocksDisk implements KeyValueDisk {
       RocksDB database = readOnly
           ? RocksDB.openReadOnly(databaseOptions, directory.toString(), descriptors, handles)
           : RocksDB.open(databaseOptions, directory.toString(), descriptors, handles);
-      return new RocksDisk(database, handles, resources, descriptors, verifyChecksums);
+      return new RocksDisk(database, handles, resources, descriptors, verifyChecksums,
+          blockCache);
     } catch (RocksDBException e) {
       closeAll(handles, null, resources);
       if (isCorruption(e)) {
@@ -208,6 +262,35 @@ public final class RocksDisk implements KeyValueDisk {
       throw new UncheckedIOException(
           new IOException("cannot open the store in " + directory + ": " + e.getMessage(), e));
     }
+  }
+
+  /** The table format of one column family: the shared block cache, the filter (may be null). */
+  private static BlockBasedTableConfig tableConfig(
+      RocksDiskSettings settings, LRUCache blockCache, BloomFilter filter) {
+    BlockBasedTableConfig table = new BlockBasedTableConfig().setBlockCache(blockCache);
+    if (filter != null) {
+      table.setFilterPolicy(filter);
+    }
+    if (settings.cacheIndexAndFilterBlocks()) {
+      table.setCacheIndexAndFilterBlocks(true)
+          .setCacheIndexAndFilterBlocksWithHighPriority(true)
+          .setPinL0FilterAndIndexBlocksInCache(true);
+    }
+    return table;
+  }
+
+  /**
+   * Read options as every read of this disk uses them: checksums verified (see the class comment),
+   * and {@code auto_prefix_mode}, under which a column family's prefix filter is used only where
+   * it gives the same answer as a total-order seek.
+   */
+  private static ReadOptions cursorReadOptions(ReadOptions options, boolean verifyChecksums) {
+    return options.setVerifyChecksums(verifyChecksums).setAutoPrefixMode(true);
+  }
+
+  /** The bytes of blocks in the block cache now. */
+  public long blockCacheUsageBytes() {
+    return blockCache.getUsage();
   }
 
   /** The column family's name on disk; fixed forever (existing databases are opened by it). */
@@ -421,13 +504,13 @@ public final class RocksDisk implements KeyValueDisk {
     }
     if (lowerBound == null && upperBound == null) {
       RocksIterator iterator = snapshot == null
-          ? database.newIterator(handle)
+          ? database.newIterator(handle, latestReadOptions)
           : database.newIterator(handle, ((RocksSnapshot) snapshot).options);
       return new RocksCursor(column, iterator, null, null, null);
     }
     // Bounds live in read options of their own, which must outlive the iterator.
     ReadOptions options = snapshot == null
-        ? new ReadOptions().setVerifyChecksums(verifyChecksums)
+        ? cursorReadOptions(new ReadOptions(), verifyChecksums)
         : new ReadOptions(((RocksSnapshot) snapshot).options);
     Slice lower = lowerBound == null ? null : new Slice(lowerBound);
     Slice upper = upperBound == null ? null : new Slice(upperBound);
@@ -525,7 +608,7 @@ public final class RocksDisk implements KeyValueDisk {
 
     RocksSnapshot(org.rocksdb.Snapshot snapshot) {
       this.snapshot = snapshot;
-      this.options = new ReadOptions().setSnapshot(snapshot).setVerifyChecksums(verifyChecksums);
+      this.options = cursorReadOptions(new ReadOptions().setSnapshot(snapshot), verifyChecksums);
     }
 
     @Override

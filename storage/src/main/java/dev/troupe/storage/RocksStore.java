@@ -341,7 +341,8 @@ public final class RocksStore implements Store {
     validate(settings);
     Objects.requireNonNull(settings.directory(), "settings.directory");
     Objects.requireNonNull(clock, "clock");
-    return open(settings, clock, RocksDisk.open(settings.directory()), Execution.THREADS);
+    return open(settings, clock, RocksDisk.open(settings.directory(), settings.rocksDisk()),
+        Execution.THREADS);
   }
 
   /**

@@ -42,6 +42,8 @@ import java.nio.file.Path;
  * @param partitionOwnership {@link PartitionOwnership#ALL} for the single node of a data centre
  *     (the default); {@link PartitionOwnership#ACQUIRED} for one node of several sharing one disk,
  *     which writes only the partitions it acquired, each batch fenced with its owner epoch
+ * @param rocksDisk how the RocksDB disk reads data larger than the object cache: its block cache
+ *     and Bloom filters ({@code troupe.storage.rocksdb}; unused on another disk)
  */
 public record StorageSettings(
     Path directory,
@@ -60,12 +62,27 @@ public record StorageSettings(
     int checkpointBytesPerOperation,
     int nodeId,
     boolean replicationLog,
-    PartitionOwnership partitionOwnership) {
+    PartitionOwnership partitionOwnership,
+    RocksDiskSettings rocksDisk) {
   /** The default clock ceiling distance, as in reference.conf. */
   public static final long DEFAULT_CLOCK_CEILING_MILLIS = 1_000;
 
   /** The default bytes of object per operation between checkpoints, as in reference.conf. */
   public static final int DEFAULT_CHECKPOINT_BYTES_PER_OPERATION = 256;
+
+  /** All but RocksDB's read tuning, which takes its defaults ({@link RocksDiskSettings#defaults}). */
+  public StorageSettings(Path directory, int partitions, Durability durability,
+      int groupCommitMaxRecords, int groupCommitQueueLimit, long asyncFlushIntervalMillis,
+      long cacheMaxWeightBytes, int checkpointEveryOperations, long checkpointIntervalMillis,
+      long checkpointJournalRecords, long historyRetentionMillis, int dataCentreId,
+      long clockCeilingMillis, int checkpointBytesPerOperation, int nodeId,
+      boolean replicationLog, PartitionOwnership partitionOwnership) {
+    this(directory, partitions, durability, groupCommitMaxRecords, groupCommitQueueLimit,
+        asyncFlushIntervalMillis, cacheMaxWeightBytes, checkpointEveryOperations,
+        checkpointIntervalMillis, checkpointJournalRecords, historyRetentionMillis, dataCentreId,
+        clockCeilingMillis, checkpointBytesPerOperation, nodeId, replicationLog,
+        partitionOwnership, RocksDiskSettings.defaults());
+  }
 
   /** All but the partition ownership, which is {@link PartitionOwnership#ALL} (a single node). */
   public StorageSettings(Path directory, int partitions, Durability durability,
@@ -140,14 +157,14 @@ public record StorageSettings(
         groupCommitQueueLimit, asyncFlushIntervalMillis, cacheMaxWeightBytes,
         checkpointEveryOperations, checkpointIntervalMillis, checkpointJournalRecords,
         historyRetentionMillis, dataCentreId, clockCeilingMillis, checkpointBytesPerOperation,
-        nodeId, replicationLog, partitionOwnership);
+        nodeId, replicationLog, partitionOwnership, rocksDisk);
   }
 
   public StorageSettings withCheckpoints(int everyOperations, long intervalMillis, long journalRecords) {
     return new StorageSettings(directory, partitions, durability, groupCommitMaxRecords,
         groupCommitQueueLimit, asyncFlushIntervalMillis, cacheMaxWeightBytes, everyOperations,
         intervalMillis, journalRecords, historyRetentionMillis, dataCentreId, clockCeilingMillis,
-        checkpointBytesPerOperation, nodeId, replicationLog, partitionOwnership);
+        checkpointBytesPerOperation, nodeId, replicationLog, partitionOwnership, rocksDisk);
   }
 
   public StorageSettings withHistoryRetentionMillis(long value) {
@@ -155,14 +172,15 @@ public record StorageSettings(
         groupCommitQueueLimit, asyncFlushIntervalMillis, cacheMaxWeightBytes,
         checkpointEveryOperations, checkpointIntervalMillis, checkpointJournalRecords, value,
         dataCentreId, clockCeilingMillis, checkpointBytesPerOperation, nodeId, replicationLog,
-        partitionOwnership);
+        partitionOwnership, rocksDisk);
   }
 
   public StorageSettings withCacheMaxWeightBytes(long value) {
     return new StorageSettings(directory, partitions, durability, groupCommitMaxRecords,
         groupCommitQueueLimit, asyncFlushIntervalMillis, value, checkpointEveryOperations,
         checkpointIntervalMillis, checkpointJournalRecords, historyRetentionMillis, dataCentreId,
-        clockCeilingMillis, checkpointBytesPerOperation, nodeId, replicationLog, partitionOwnership);
+        clockCeilingMillis, checkpointBytesPerOperation, nodeId, replicationLog, partitionOwnership,
+        rocksDisk);
   }
 
   public StorageSettings withNodeId(int value) {
@@ -170,7 +188,7 @@ public record StorageSettings(
         groupCommitQueueLimit, asyncFlushIntervalMillis, cacheMaxWeightBytes,
         checkpointEveryOperations, checkpointIntervalMillis, checkpointJournalRecords,
         historyRetentionMillis, dataCentreId, clockCeilingMillis, checkpointBytesPerOperation,
-        value, replicationLog, partitionOwnership);
+        value, replicationLog, partitionOwnership, rocksDisk);
   }
 
   /** With the replication log on or off (it writes only with a data centre id other than 0). */
@@ -179,7 +197,7 @@ public record StorageSettings(
         groupCommitQueueLimit, asyncFlushIntervalMillis, cacheMaxWeightBytes,
         checkpointEveryOperations, checkpointIntervalMillis, checkpointJournalRecords,
         historyRetentionMillis, dataCentreId, clockCeilingMillis, checkpointBytesPerOperation,
-        nodeId, value, partitionOwnership);
+        nodeId, value, partitionOwnership, rocksDisk);
   }
 
   /** With another data centre id (0: unnamed, nothing is written to the replication log). */
@@ -188,7 +206,7 @@ public record StorageSettings(
         groupCommitQueueLimit, asyncFlushIntervalMillis, cacheMaxWeightBytes,
         checkpointEveryOperations, checkpointIntervalMillis, checkpointJournalRecords,
         historyRetentionMillis, value, clockCeilingMillis, checkpointBytesPerOperation,
-        nodeId, replicationLog, partitionOwnership);
+        nodeId, replicationLog, partitionOwnership, rocksDisk);
   }
 
   /** With another partition ownership (see {@link PartitionOwnership}). */
@@ -197,7 +215,16 @@ public record StorageSettings(
         groupCommitQueueLimit, asyncFlushIntervalMillis, cacheMaxWeightBytes,
         checkpointEveryOperations, checkpointIntervalMillis, checkpointJournalRecords,
         historyRetentionMillis, dataCentreId, clockCeilingMillis, checkpointBytesPerOperation,
-        nodeId, replicationLog, value);
+        nodeId, replicationLog, value, rocksDisk);
+  }
+
+  /** With other RocksDB read tuning (see {@link RocksDiskSettings}). */
+  public StorageSettings withRocksDisk(RocksDiskSettings value) {
+    return new StorageSettings(directory, partitions, durability, groupCommitMaxRecords,
+        groupCommitQueueLimit, asyncFlushIntervalMillis, cacheMaxWeightBytes,
+        checkpointEveryOperations, checkpointIntervalMillis, checkpointJournalRecords,
+        historyRetentionMillis, dataCentreId, clockCeilingMillis, checkpointBytesPerOperation,
+        nodeId, replicationLog, partitionOwnership, value);
   }
 
   /** With another partition count. */
@@ -206,7 +233,7 @@ public record StorageSettings(
         groupCommitQueueLimit, asyncFlushIntervalMillis, cacheMaxWeightBytes,
         checkpointEveryOperations, checkpointIntervalMillis, checkpointJournalRecords,
         historyRetentionMillis, dataCentreId, clockCeilingMillis, checkpointBytesPerOperation,
-        nodeId, replicationLog, partitionOwnership);
+        nodeId, replicationLog, partitionOwnership, rocksDisk);
   }
 
   /**

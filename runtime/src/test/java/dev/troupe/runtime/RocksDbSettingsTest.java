@@ -1,0 +1,60 @@
+package dev.troupe.runtime;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.typesafe.config.Config;
+import com.typesafe.config.ConfigFactory;
+import dev.troupe.storage.RocksDiskSettings;
+import org.junit.jupiter.api.Test;
+
+/**
+ * {@code troupe.storage.rocksdb}: parsed into the storage settings, the block cache's 0 meaning
+ * an automatic size, values out of range refused with the setting's name.
+ */
+class RocksDbSettingsTest {
+  private static Config with(String settings) {
+    return ConfigFactory.parseString(settings).withFallback(ConfigFactory.load());
+  }
+
+  private static RocksDiskSettings parsed(String settings) {
+    return RuntimeSettings.fromConfig(with(settings)).storage().rocksDisk();
+  }
+
+  @Test
+  void defaultsReachTheStorageSettings() {
+    RocksDiskSettings defaults = RuntimeSettings.fromConfig(ConfigFactory.load()).storage()
+        .rocksDisk();
+    assertEquals(RocksDiskSettings.DEFAULT_BLOOM_BITS_PER_KEY, defaults.bloomBitsPerKey());
+    assertEquals(RocksDiskSettings.DEFAULT_BLOOM_PREFIX_BYTES, defaults.bloomPrefixBytes());
+    assertFalse(defaults.cacheIndexAndFilterBlocks());
+    // 0: automatic, an eighth of the machine's memory and at least 64 MB.
+    assertTrue(defaults.blockCacheBytes() >= 64L << 20, "block cache " + defaults.blockCacheBytes());
+    assertEquals(RocksDiskSettings.defaults(), defaults);
+  }
+
+  @Test
+  void explicitValuesAreTaken() {
+    RocksDiskSettings settings = parsed("troupe.storage.rocksdb {block-cache-bytes = 256M,"
+        + " bloom-bits-per-key = 0, bloom-prefix-bytes = 16, cache-index-and-filter-blocks = on}");
+    assertEquals(256L << 20, settings.blockCacheBytes());
+    assertEquals(0, settings.bloomBitsPerKey());
+    assertFalse(settings.prefixFilters());
+    assertEquals(16, settings.bloomPrefixBytes());
+    assertTrue(settings.cacheIndexAndFilterBlocks());
+  }
+
+  @Test
+  void valuesOutOfRangeAreRefusedByName() {
+    for (String bad : new String[] {"block-cache-bytes = -1", "bloom-bits-per-key = -1",
+        "bloom-bits-per-key = 65", "bloom-prefix-bytes = 2", "bloom-prefix-bytes = 1025"}) {
+      IllegalArgumentException refused = assertThrows(IllegalArgumentException.class,
+          () -> parsed("troupe.storage.rocksdb." + bad));
+      String setting = bad.substring(0, bad.indexOf(' '));
+      assertTrue(refused.getMessage().contains("troupe.storage.rocksdb." + setting),
+          refused.getMessage());
+    }
+  }
+}
