@@ -162,7 +162,10 @@ public final class RestEntityDb extends DB {
         return Status.NOT_FOUND;
       }
       if (response.status() != 200) {
-        return Status.ERROR;
+        // Named, as for scans: refused by admission or unavailable (429, 503: a client would
+        // retry after Retry-After), or anything else.
+        return response.status() == 429 || response.status() == 503
+            ? Status.SERVICE_UNAVAILABLE : Status.ERROR;
       }
       JsonNode state = Json.parse(response.body()).get("state");
       if (state == null || !state.isObject()) {
