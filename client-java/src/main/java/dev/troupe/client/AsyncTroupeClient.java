@@ -99,6 +99,25 @@ public final class AsyncTroupeClient {
     return core.runAsync(Calls.removeElement(type, id, key, element));
   }
 
+  /** As {@link TroupeClient#increment(String,String,String,long,java.util.List)}, as a future. */
+  public CompletableFuture<Written> increment(String type, String id, String key, long by,
+      java.util.List<String> projection) {
+    return core.runAsync(Calls.projected(Calls.increment(type, id, key, by), projection));
+  }
+
+  /** As {@link TroupeClient#add(String,String,String,Object,java.util.List)}, as a future. */
+  public CompletableFuture<Written> add(String type, String id, String key, Object element,
+      java.util.List<String> projection) {
+    return core.runAsync(Calls.projected(Calls.addElement(type, id, key, element), projection));
+  }
+
+  /** As {@link TroupeClient#remove(String,String,String,Object,java.util.List)}, as a future. */
+  public CompletableFuture<Written> remove(String type, String id, String key, Object element,
+      java.util.List<String> projection) {
+    return core.runAsync(Calls.projected(Calls.removeElement(type, id, key, element),
+        projection));
+  }
+
   /** As {@link TroupeClient#act(String,String,String,Map)}, as a future. */
   public CompletableFuture<Written> act(String type, String id, String action,
       Map<String, ?> args) {
