@@ -301,8 +301,8 @@ public final class Codec {
 
   /**
    * A cheap estimate of the memory a state holds, for the cache's weigher and the actors' budget,
-   * calibrated on the heap ({@code bench cached-size}: ten 100-letter fields, 2,290 bytes held,
-   * 2,240 estimated), without encoding (the cache re-weighs on every commit).
+   * calibrated on the heap ({@code bench cached-size}: ten 100-letter fields, 2,288 bytes held,
+   * 2,248 estimated), without encoding (the cache re-weighs on every commit).
    */
   static int estimateWeight(EntityState state) {
     boolean small = state.values() instanceof SmallPersistentMap;
