@@ -60,6 +60,17 @@ class YcsbBenchmarkTest {
         .path("read_response_bytes").asDouble();
     assertTrue(troupeBytes > 1000 && Math.abs(bareBytes - troupeBytes) / troupeBytes < 0.25,
         "troupe " + troupeBytes + " bytes, bare " + bareBytes);
+    // A write's answer, asked for no state ({"version","state":{}}), is the same size from
+    // every target (the version's digits aside: the PostgreSQL baseline counts from 1).
+    double troupeWriteBytes = report.path("results").path("troupe-record")
+        .path("write_response_bytes").asDouble();
+    assertTrue(troupeWriteBytes > 20 && troupeWriteBytes < 50, "troupe " + troupeWriteBytes);
+    assertEquals(troupeWriteBytes, report.path("results").path("bare-record")
+        .path("write_response_bytes").asDouble(), report.toString());
+    double postgresWriteBytes = report.path("results").path("postgres-record")
+        .path("write_response_bytes").asDouble();
+    assertTrue(postgresWriteBytes > 20 && postgresWriteBytes <= troupeWriteBytes,
+        "postgres " + postgresWriteBytes);
 
     String html = Files.readString(reportDirectory.resolve("index.html"));
     assertTrue(html.contains("troupe/postgres a") && html.contains("data:image/png;base64,"),

@@ -14,7 +14,10 @@ import picocli.CommandLine.Option;
 /**
  * {@code troupe serve-bare}: the benchmarks' ceiling, the same HTTP stack (Pekko HTTP, the
  * node's settings) answering every request with one constant entity of {@code --fields} fields of
- * {@code --field-bytes} characters, as a YCSB record looks. Nothing is parsed, stored or read.
+ * {@code --field-bytes} characters, as a YCSB record looks, and every write (any method but
+ * {@code GET}) with what Troupe answers a write asking {@code ?state=none}, as the YCSB binding's
+ * writes do: {@code {"version":V,"state":{}}}, V of a commit timestamp's digits (a hybrid logical
+ * clock's milliseconds shifted by its 16 logical bits). Nothing is parsed, stored or read.
  */
 @Command(
     name = "serve-bare",
@@ -45,7 +48,11 @@ public final class ServeBareCommand implements Callable<Integer> {
     body.set("state", state);
     body.put("version", 1L);
     ActorSystem<Void> system = ActorSystem.create(Behaviors.empty(), "bare", ConfigFactory.load());
-    BareHttpServer server = BareHttpServer.start(system, host, port, Json.writeBytes(body));
+    ObjectNode written = Json.NODES.objectNode();
+    written.put("version", System.currentTimeMillis() << 16);
+    written.putObject("state");
+    BareHttpServer server = BareHttpServer.start(system, host, port, Json.writeBytes(body),
+        Json.writeBytes(written));
     CountDownLatch stopped = new CountDownLatch(1);
     Runtime.getRuntime().addShutdownHook(new Thread(() -> {
       server.close();

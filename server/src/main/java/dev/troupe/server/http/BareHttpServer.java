@@ -5,6 +5,7 @@ import java.util.concurrent.CompletableFuture;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.http.javadsl.ServerBinding;
 import org.apache.pekko.http.javadsl.model.ContentTypes;
+import org.apache.pekko.http.javadsl.model.HttpMethods;
 import org.apache.pekko.http.javadsl.model.HttpResponse;
 
 /**
@@ -28,10 +29,24 @@ public final class BareHttpServer implements AutoCloseable {
 
   /** A bare server answering every request with {@code body}. */
   public static BareHttpServer start(ActorSystem<?> system, String host, int port, byte[] body) {
-    HttpResponse response = HttpResponse.create().withEntity(ContentTypes.APPLICATION_JSON, body);
+    return start(system, host, port, body, body);
+  }
+
+  /**
+   * A bare server answering a {@code GET} with {@code readBody} and any other request (a write)
+   * with {@code writeBody}, so that each is the size of what Troupe answers the same request (a
+   * record for a read, {@code {"version","state":{}}} for a write asking {@code ?state=none}).
+   */
+  public static BareHttpServer start(ActorSystem<?> system, String host, int port,
+      byte[] readBody, byte[] writeBody) {
+    HttpResponse readResponse =
+        HttpResponse.create().withEntity(ContentTypes.APPLICATION_JSON, readBody);
+    HttpResponse writeResponse =
+        HttpResponse.create().withEntity(ContentTypes.APPLICATION_JSON, writeBody);
     return new BareHttpServer(Bindings.bind(system, host, port, request -> {
       request.discardEntityBytes(system);
-      return CompletableFuture.completedFuture(response);
+      return CompletableFuture.completedFuture(
+          request.method().equals(HttpMethods.GET) ? readResponse : writeResponse);
     }));
   }
 

@@ -168,6 +168,12 @@ public final class PostgresRestApi
         Optional<StateProjection> projection =
             ProjectionQuery.parse(request.getUri().query(), settings);
         String patchJson = Json.write(patch);
+        if (projection.isPresent() && projection.get().keys().isEmpty()) {
+          // state=none: the version alone, as Troupe answers it ({"version":V,"state":{}}).
+          return blocking(() -> RequestSupport.json(200, versionAndStateBody(new PostgresEntities
+              .Stored("{}", entities.patchReturningVersion(entity.type(), entity.id(),
+                  patchJson)), projection)));
+        }
         return blocking(() -> RequestSupport.json(200, versionAndStateBody(
             entities.patch(entity.type(), entity.id(), patchJson), projection)));
       });
@@ -241,6 +247,9 @@ public final class PostgresRestApi
     if (projection.isEmpty()) {
       return stateJson.getBytes(StandardCharsets.UTF_8);
     }
+    if (projection.get().keys().isEmpty()) {
+      return EMPTY_STATE; // state=none: nothing to parse (what Troupe answers, no cheaper)
+    }
     JsonNode state = Json.parse(stateJson.getBytes(StandardCharsets.UTF_8));
     com.fasterxml.jackson.databind.node.ObjectNode restricted = Json.NODES.objectNode();
     for (String key : projection.get().keys()) {
@@ -251,6 +260,8 @@ public final class PostgresRestApi
     }
     return Json.writeBytes(restricted);
   }
+
+  private static final byte[] EMPTY_STATE = "{}".getBytes(StandardCharsets.US_ASCII);
 
   private interface Fields {
     void write(JsonGenerator generator) throws IOException;

@@ -804,11 +804,30 @@ public final class RestApi
    */
   private static HttpResponse versionAndState(TurnOutcome outcome,
       Optional<StateProjection> projection) {
-    ObjectNode body = Json.NODES.objectNode();
-    body.put("version", outcome.version());
-    body.set("state", projection.isEmpty() ? outcome.state() : outcome.state(projection.get()));
+    // Written as bytes around the state's own JSON, not as a tree holding the state's tree: the
+    // same bytes, one tree and one copy fewer; with no key asked for, no tree and no Jackson at
+    // all (issue 20: a write's answer was an eighth of the server's CPU under YCSB A).
+    byte[] state = projection.isPresent() && projection.get().keys().isEmpty()
+        ? EMPTY_STATE
+        : Json.writeBytes(projection.isEmpty() ? outcome.state() : outcome.state(projection.get()));
+    byte[] version = Long.toString(outcome.version()).getBytes(StandardCharsets.US_ASCII);
+    byte[] body = new byte[ANSWER_VERSION.length + version.length + ANSWER_STATE.length
+        + state.length + 1];
+    int at = 0;
+    System.arraycopy(ANSWER_VERSION, 0, body, at, ANSWER_VERSION.length);
+    at += ANSWER_VERSION.length;
+    System.arraycopy(version, 0, body, at, version.length);
+    at += version.length;
+    System.arraycopy(ANSWER_STATE, 0, body, at, ANSWER_STATE.length);
+    at += ANSWER_STATE.length;
+    System.arraycopy(state, 0, body, at, state.length);
+    body[body.length - 1] = '}';
     return RequestSupport.json(200, body);
   }
+
+  private static final byte[] ANSWER_VERSION = ascii("{\"version\":");
+  private static final byte[] ANSWER_STATE = ascii(",\"state\":");
+  private static final byte[] EMPTY_STATE = ascii("{}");
 
   /**
    * The projection the request's query asks for ({@link ProjectionQuery}), checked against the

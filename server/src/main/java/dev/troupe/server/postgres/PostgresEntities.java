@@ -141,6 +141,22 @@ public final class PostgresEntities implements AutoCloseable {
     });
   }
 
+  /**
+   * As {@link #patch}, returning only the new version: for a writer that asks for none of the
+   * state ({@code ?state=none}), so the baseline neither converts nor sends the state back.
+   */
+  public long patchReturningVersion(String type, String id, String patchJson) {
+    return execute(UPSERT_RETURNING.formatted("?::jsonb", "version"), statement -> {
+      statement.setString(1, type);
+      statement.setString(2, id);
+      statement.setString(3, patchJson);
+      try (ResultSet row = statement.executeQuery()) {
+        row.next();
+        return row.getLong(1);
+      }
+    });
+  }
+
   /** Assigns one key, creating the entity if needed; returns the new version. */
   public long putKey(String type, String id, String key, String valueJson) {
     return execute(UPSERT_RETURNING.formatted("jsonb_build_object(?::text, ?::jsonb)", "version"),

@@ -242,6 +242,15 @@ public abstract class EntityContract {
     Answer after = send("GET", entity("p"), null);
     assertEquals(written, after.body().get("version").asLong(), "nothing changed");
     assertEquals(Json.parse("{\"a\":1,\"b\":{\"x\":[2]},\"c,d\":3}"), after.body().get("state"));
+
+    // A write asking for no state (what the YCSB binding sends) writes as any other and answers
+    // its version and an empty state, nothing else.
+    Answer lean = send("PATCH", entity("p") + "?state=none", "{\"a\":5}");
+    assertTrue(version(lean) > written, lean.text());
+    assertEquals(Json.parse("{\"version\":" + version(lean) + ",\"state\":{}}"), lean.body());
+    Answer leanRead = send("GET", entity("p") + "?key=a", null);
+    assertEquals(Json.parse("{\"a\":5}"), leanRead.body().get("state"), leanRead.text());
+    assertEquals(version(lean), version(leanRead));
   }
 
   /** Concurrent writers of one entity: every acknowledged write is in the final state. */
