@@ -164,7 +164,8 @@ public final class RestEntityDb extends DB {
       Map<String, ByteIterator> result) {
     try {
       HttpConnection.Response response = observed(connectionFor(table, key).get(
-          fields == null ? path(table, key) : path(table, key) + projection(fields)));
+          fields == null || fields.size() > MAX_PROJECTION_KEYS ? path(table, key)
+              : path(table, key) + projection(fields)));
       if (response.status() == 404) {
         return Status.NOT_FOUND;
       }
@@ -272,6 +273,12 @@ public final class RestEntityDb extends DB {
       }
     }
   }
+
+  /**
+   * The most keys a projection may name (the server's default {@code
+   * troupe.http.max-projection-keys}); a read of more fields asks for the whole state.
+   */
+  static final int MAX_PROJECTION_KEYS = 64;
 
   /** The query asking a write's answer for none of the state (YCSB never reads it). */
   static final String NO_STATE = "?state=none";

@@ -33,6 +33,16 @@ class RestEntityDbTest {
 
   @Test
   void writesAskForNoStateAndReadsOfNamedFieldsForThoseKeys() throws Exception {
+    asksLeanAnswers(new RestEntityDb());
+  }
+
+  /** The Java client's binding (--driver java-client) asks the same. */
+  @Test
+  void theJavaClientsBindingAsksTheSame() throws Exception {
+    asksLeanAnswers(new ClientEntityDb());
+  }
+
+  private static void asksLeanAnswers(site.ycsb.DB database) throws Exception {
     List<String> requests = new CopyOnWriteArrayList<>();
     HttpServer server = HttpServer.create(
         new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 0);
@@ -47,7 +57,6 @@ class RestEntityDbTest {
       exchange.close();
     });
     server.start();
-    RestEntityDb database = new RestEntityDb();
     try {
       Properties properties = new Properties();
       properties.setProperty(RestEntityDb.HOST_PROPERTY, "127.0.0.1");
