@@ -129,6 +129,12 @@ final class ReadPath {
         state.version()));
   }
 
+  /** The keys {@code projection} names of the latest committed state, as a JSON tree. */
+  CompletableFuture<EntityView> get(EntityId entity, StateProjection projection) {
+    return readLatest(entity, (type, state) -> new EntityView(entity,
+        type.render(state, projection), state.version()));
+  }
+
   CompletableFuture<Troupe.RenderedEntity> getRendered(EntityId entity) {
     return readLatest(entity, (type, state) ->
         new Troupe.RenderedEntity(entity, renderedStates.render(type, state), state.version()));
