@@ -26,7 +26,9 @@ import java.util.concurrent.CompletionException;
  *   <li><b>Durable when complete.</b> A future returned by {@link #commit}, {@link
  *       #commitExemptFromQueueLimit}, {@link #commitPrepared}, {@link #prepare} or {@link
  *       #persistDecision} (not {@link #persistDecisionBeforeLocalCommits}, whose participants'
- *       commits make it durable) completes normally only once what it wrote survives a crash (under
+ *       commits make it durable, nor {@link #prepare} for a transaction this single node
+ *       coordinates, which its decision makes durable) completes normally only once what it wrote
+ *       survives a crash (under
  *       {@link Durability#SYNC}; under {@link Durability#ASYNC} a crash may lose the last flush
  *       interval of them, by the operator's choice) and, for commits, is visible to {@link #read}.
  *       An exceptional completion with a {@link TroupeException} other than {@code
@@ -89,6 +91,16 @@ public interface DurableStore {
    * Durably records a participant's prepared part (two-phase commit): written in the entity's
    * partition order, so it is durable only after every commit submitted before it. Invisible to
    * reads. Fails like {@link #commit} (refused when the queue is full).
+   *
+   * <p>On the single node of a data centre, for a transaction this node coordinates, the future
+   * completes once the record is written, without a sync of its own (issue 20): the coordinator's
+   * decision is written to this same store after every vote, and is synced or made durable by the
+   * participants' synced commits written after it ({@link #persistDecisionBeforeLocalCommits}), so
+   * no decision is durable without its prepared records (the store keeps a prefix of its writes
+   * that includes every synced one), and a crash that loses a prepared record loses its decision
+   * too (presumed abort). A caller may therefore send such a part's vote to its coordinator, and
+   * only there, once written. Otherwise (a node of several, a remote coordinator) it completes once
+   * durable, as every other write.
    */
   CompletableFuture<Void> prepare(PreparedTransaction part);
 

@@ -98,8 +98,9 @@ final class Partition {
    * batch also writes its {@code Decision} entry, at a timestamp ticked there ({@link
    * DiskReplicationLog}). {@code syncedByLaterWrite}: the write needs no sync of its own (a commit
    * decision whose every participant commits on this store, {@link
-   * RocksStore#persistDecisionBeforeLocalCommits}): its future completes once written, and a later
-   * synced write makes it durable (the write-ahead log is one sequence).
+   * RocksStore#persistDecisionBeforeLocalCommits}, or a prepared record of a transaction this
+   * single node coordinates, {@link RocksStore#prepare}): its future completes once written, and a
+   * later synced write makes it durable (the write-ahead log is one sequence).
    */
   record Commit(
       long transactionId,
@@ -976,7 +977,7 @@ final class Partition {
    * Whether every one of the first {@code count} commits needs no sync of its own, because a later
    * synced write makes it durable (RocksDB's write-ahead log is one sequence: a crash keeps a
    * prefix of the written batches that includes every synced one, the {@link KeyValueDisk}
-   * contract). Two kinds:
+   * contract). Three kinds:
    *
    * <ul>
    *   <li>A commit decision whose every participant commits on this store ({@link
@@ -984,6 +985,11 @@ final class Partition {
    *       write submitted only after the decision was written, so no part is durable before the
    *       decision is; a crash before any of them loses the decision and its transaction, which
    *       nobody was told had committed (the client is answered once the parts are durable).
+   *   <li>A prepared record of a transaction this single node coordinates ({@link
+   *       Commit#syncedByLaterWrite}, issue 20): its vote goes to that coordinator only, which
+   *       writes the decision to this store after every vote, synced or made durable by the
+   *       participants' synced commits written after it; a crash that loses the prepared record
+   *       loses the decision too, and recovery aborts what is left prepared (presumed abort).
    *   <li>Single-turn applications of other data centres' transactions (every effect's operations
    *       open with a {@code $replicated:} marker): such a transaction is durable in this DC's
    *       replication log before it is applied, a crash that loses its application re-applies it

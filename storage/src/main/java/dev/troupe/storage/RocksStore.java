@@ -135,6 +135,13 @@ import java.util.function.LongSupplier;
  * DiskReplicationLog#writtenUnsynced}). Recovery is unchanged: a decision a crash lost had no
  * durable part, so its prepared parts are aborted.
  *
+ * <p><b>Prepared records without a sync of their own</b> (issue 20, {@link #prepare}; under ALL
+ * and for transactions this node coordinates only). Invariant: a decision is durable only if
+ * every prepared record written before it on this database is. It holds for the same reason: the
+ * coordinator writes the decision after every vote, each vote is sent once its prepared record is
+ * written, and the decision is synced or made durable by synced commits written after it. A
+ * two-participant transaction on one node so syncs only its two commit records, in one wait.
+ *
  * <p><b>Recovery</b> (at open, measured in {@code statistics().recoveryMillis}): per partition, the
  * last sequence and timestamp from the journal tail (or the round and horizon marks when the journal
  * is empty), the clock advanced past the greatest commit timestamp, the transaction id of every
@@ -986,7 +993,23 @@ public final class RocksStore implements Store {
           TroupeException.invalid("malformed prepared operations: " + e.getMessage()));
     }
     return writeTransactionState(partitionOf(entity), transactionId,
-        new Partition.TransactionStateChange(key, value), false);
+        new Partition.TransactionStateChange(key, value), null, null, false,
+        preparedRecordSyncedByLaterWrite(transactionId));
+  }
+
+  /**
+   * Issue 20: whether a prepared record of {@code transactionId} needs no sync of its own: on the
+   * single node of a data centre ({@link PartitionOwnership#ALL}) when this node coordinates the
+   * transaction (its id is this node's, {@link TransactionIds#nodeOf}). Its decision is then
+   * written to this same database after every vote, and either synced itself or made durable by
+   * the participants' synced commits written after it; a crash keeps a prefix of the written
+   * batches that includes every synced one, so no decision is durable without the prepared records
+   * before it, and a crash that loses a prepared record loses its decision too (presumed abort). A
+   * vote is sent to that coordinator only, so nothing is acknowledged on the strength of the
+   * prepared record alone. See {@link DurableStore#prepare}.
+   */
+  private boolean preparedRecordSyncedByLaterWrite(long transactionId) {
+    return acquired == null && TransactionIds.nodeOf(transactionId) == settings.nodeId();
   }
 
   @Override
