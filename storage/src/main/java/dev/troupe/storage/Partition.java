@@ -1000,9 +1000,15 @@ final class Partition {
    *
    * A commit that changes a transaction record otherwise (a 2PC participant's), records an
    * idempotency key or logs a decision of another kind is synced as always: a lost participant
-   * commit could meet a forgotten decision.
+   * commit could meet a forgotten decision. So is everything on a disk that can crash alone ({@link
+   * KeyValueDisk#crashesOnlyWithThisProcess}: a PostgreSQL server), which could lose such a write
+   * while this node goes on acting on it (and later syncs past the gap).
    */
-  private static boolean needsNoSyncOfItsOwn(List<Commit> commits, int count) {
+  private boolean needsNoSyncOfItsOwn(List<Commit> commits, int count) {
+    if (!store.disk.crashesOnlyWithThisProcess()) {
+      // A database server can lose an unsynced write and come back while this node runs on.
+      return false;
+    }
     for (int i = 0; i < count; i++) {
       Commit commit = commits.get(i);
       if (commit.syncedByLaterWrite()) {

@@ -126,7 +126,8 @@ import java.util.function.LongSupplier;
  * a deletion is never durable without the horizon that allows it.
  *
  * <p><b>Decisions without a sync of their own</b> (issue 20, {@link
- * #persistDecisionBeforeLocalCommits}; under ALL only). Invariant: a participant's commit of a
+ * #persistDecisionBeforeLocalCommits}; under ALL, on a disk that crashes only with this process,
+ * {@link KeyValueDisk#crashesOnlyWithThisProcess}). Invariant: a participant's commit of a
  * transaction is durable only if its decision is. It holds because such a decision's batch is
  * written (its future completes) before any participant is told, every participant's {@link
  * #commitPrepared} is a synced batch of this same database, and a crash keeps a prefix of the
@@ -135,12 +136,13 @@ import java.util.function.LongSupplier;
  * DiskReplicationLog#writtenUnsynced}). Recovery is unchanged: a decision a crash lost had no
  * durable part, so its prepared parts are aborted.
  *
- * <p><b>Prepared records without a sync of their own</b> (issue 20, {@link #prepare}; under ALL
- * and for transactions this node coordinates only). Invariant: a decision is durable only if
- * every prepared record written before it on this database is. It holds for the same reason: the
- * coordinator writes the decision after every vote, each vote is sent once its prepared record is
- * written, and the decision is synced or made durable by synced commits written after it. A
- * two-participant transaction on one node so syncs only its two commit records, in one wait.
+ * <p><b>Prepared records without a sync of their own</b> (issue 20, {@link #prepare}; under ALL,
+ * on such a disk, and for transactions this node coordinates only). Invariant: a decision is
+ * durable only if every prepared record written before it on this database is. It holds for the
+ * same reason: the coordinator writes the decision after every vote, each vote is sent once its
+ * prepared record is written, and the decision is synced or made durable by synced commits written
+ * after it. A two-participant transaction on one node so syncs only its two commit records, in one
+ * wait.
  *
  * <p><b>Recovery</b> (at open, measured in {@code statistics().recoveryMillis}): per partition, the
  * last sequence and timestamp from the journal tail (or the round and horizon marks when the journal
@@ -1006,10 +1008,13 @@ public final class RocksStore implements Store {
    * batches that includes every synced one, so no decision is durable without the prepared records
    * before it, and a crash that loses a prepared record loses its decision too (presumed abort). A
    * vote is sent to that coordinator only, so nothing is acknowledged on the strength of the
-   * prepared record alone. See {@link DurableStore#prepare}.
+   * prepared record alone. Not on a disk that can crash alone ({@link
+   * KeyValueDisk#crashesOnlyWithThisProcess}: a PostgreSQL server), where this process could go on
+   * acting on a record the disk lost. See {@link DurableStore#prepare}.
    */
   private boolean preparedRecordSyncedByLaterWrite(long transactionId) {
-    return acquired == null && TransactionIds.nodeOf(transactionId) == settings.nodeId();
+    return acquired == null && TransactionIds.nodeOf(transactionId) == settings.nodeId()
+        && disk.crashesOnlyWithThisProcess();
   }
 
   @Override
@@ -1034,13 +1039,16 @@ public final class RocksStore implements Store {
 
   /**
    * Issue 20: on the single node of a data centre ({@link PartitionOwnership#ALL}) a decision
-   * without an idempotency record is written without a sync of its own; otherwise exactly {@link
-   * #persistDecision}. See {@link DurableStore#persistDecisionBeforeLocalCommits} for the rule and
+   * without an idempotency record is written without a sync of its own, on a disk that crashes
+   * only with this process ({@link KeyValueDisk#crashesOnlyWithThisProcess}: not a PostgreSQL
+   * server, which could lose it while this node goes on committing its parts); otherwise exactly
+   * {@link #persistDecision}. See {@link DurableStore#persistDecisionBeforeLocalCommits} for the rule and
    * why it is safe.
    */
   @Override
   public CompletableFuture<Void> persistDecisionBeforeLocalCommits(DecidedTransaction decision) {
-    return persistDecision(decision, acquired == null && decision.idempotency() == null);
+    return persistDecision(decision, acquired == null && decision.idempotency() == null
+        && disk.crashesOnlyWithThisProcess());
   }
 
   private CompletableFuture<Void> persistDecision(DecidedTransaction decision,

@@ -174,15 +174,27 @@ class DecisionSyncedByCommitsTest {
    */
   @Test
   void aTwoParticipantTransactionTakesTwoSyncedWritesInsteadOfFive() {
-    assertEquals(2, syncedWritesOfATransaction(true, true));
-    assertEquals(3, syncedWritesOfATransaction(true, false));
-    assertEquals(5, syncedWritesOfATransaction(false, false));
+    assertEquals(2, syncedWritesOfATransaction(true, true, false));
+    assertEquals(3, syncedWritesOfATransaction(true, false, false));
+    assertEquals(5, syncedWritesOfATransaction(false, false, false));
+  }
+
+  /**
+   * On a disk that can crash alone (a PostgreSQL server, here a {@link SharedDiskView}, which says
+   * so), this process could go on acting on a record the disk lost: everything is synced as before.
+   */
+  @Test
+  void onADiskThatCanCrashAloneEveryRecordKeepsItsOwnSync() {
+    assertEquals(5, syncedWritesOfATransaction(true, true, true));
   }
 
   private static long syncedWritesOfATransaction(boolean coordinatedHere,
-      boolean decisionSyncedByCommits) {
+      boolean decisionSyncedByCommits, boolean diskCrashesAlone) {
     MemoryDisk disk = new MemoryDisk();
-    RocksStore store = open(disk);
+    RocksStore store = diskCrashesAlone
+        ? RocksStore.open(settings(), new FakeClock(Fixtures.START_MILLIS),
+            SharedDiskView.of(disk), RocksStore.Execution.STEPPED)
+        : open(disk);
     long id = store.newTransactionId();
     if (!coordinatedHere) {
       int otherNode = (TransactionIds.nodeOf(id) + 1) % TransactionIds.NODE_COUNT;
