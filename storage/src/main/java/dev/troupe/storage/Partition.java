@@ -699,9 +699,9 @@ final class Partition {
   private EntityState currentState(EntityId entity) throws DiskException {
     // A cached entry is complete for every written batch: the writer applies each batch to it, and
     // a concurrent load finishes before the writer's compute on the same key (see RocksStore).
-    EntityState cached = store.cachedQuietly(entity);
+    CachedState cached = store.cachedQuietly(entity);
     if (cached != null) {
-      return cached;
+      return cached.state();
     }
     return store.materializer.materialize(entity, Long.MAX_VALUE, null);
   }
@@ -823,7 +823,17 @@ final class Partition {
     try (KeyValueDisk.Batch batch = newBatch()) {
       for (int i = current.position; i < end; i++) {
         EntityId entity = current.entities.get(i);
-        EntityState state = stateAt(entity, current.frontier);
+        CachedState cached = store.cachedQuietly(entity);
+        if (cached != null && cached.version() <= current.frontier) {
+          // Complete up to the last written batch and unchanged since its version, so also at
+          // the frontier; and already encoded as a checkpoint is.
+          batch.put(
+              KeyValueDisk.Column.CHECKPOINTS,
+              Keys.checkpoint(Keys.entityPrefix(entity), cached.version()),
+              cached.encoded());
+          continue;
+        }
+        EntityState state = store.materializer.materialize(entity, current.frontier, null);
         batch.put(
             KeyValueDisk.Column.CHECKPOINTS,
             Keys.checkpoint(Keys.entityPrefix(entity), state.version()),
@@ -849,16 +859,6 @@ final class Partition {
         round = null;
       }
     }
-  }
-
-  /** The state at {@code frontier}, a timestamp at or below the last written commit. */
-  private EntityState stateAt(EntityId entity, long frontier) throws DiskException {
-    EntityState cached = store.cachedQuietly(entity);
-    if (cached != null && cached.version() <= frontier) {
-      // Complete up to the last written batch and unchanged since its version, so also at frontier.
-      return cached;
-    }
-    return store.materializer.materialize(entity, frontier, null);
   }
 
   /**
