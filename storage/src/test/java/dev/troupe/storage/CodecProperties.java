@@ -53,6 +53,46 @@ class CodecProperties {
     assertEquals(state, Codec.decodeState(encoded));
   }
 
+  /**
+   * The object cache's encoded entry (issue 20, memory) decodes to its state, and a commit applied
+   * to it (decoded, applied, encoded) gives what applying to the decoded state gives, its decoded
+   * estimate re-weighed by the touched keys alone equal to weighing the result whole.
+   */
+  @Property(tries = 200)
+  void aCachedStateAppliesAsItsDecodedState(@ForAll("states") EntityState state,
+      @ForAll("operationLists") List<Operation> operations) {
+    EntityId entity = new EntityId("Type", "id");
+    CachedState cached = CachedState.of(entity, state);
+    assertEquals(state, cached.state());
+    assertEquals(state.version(), cached.version());
+    assertEquals(state.exists(), cached.exists());
+    assertEquals(state.values().values().stream().anyMatch(v -> v instanceof DependencyTable),
+        cached.holdsDependencies());
+    assertEquals(true, cached.weight() > Codec.encodeState(state).length);
+    if (state.version() == Long.MAX_VALUE) {
+      return;
+    }
+    EntityState expected;
+    try {
+      expected = state.apply(operations, state.version() + 1, 2);
+    } catch (RuntimeException refused) {
+      assertThrows(refused.getClass(),
+          () -> cached.apply(entity, operations, state.version() + 1, 2));
+      return;
+    }
+    CachedState next = cached.apply(entity, operations, state.version() + 1, 2);
+    assertEquals(expected, next.state());
+    assertEquals(expected.version(), next.version());
+    assertEquals(expected.exists(), next.exists());
+    assertEquals(CachedState.of(entity, expected).decodedWeight(), next.decodedWeight());
+    assertEquals(CachedState.of(entity, expected).weight(), next.weight());
+  }
+
+  @Provide
+  Arbitrary<List<Operation>> operationLists() {
+    return operation().list().ofMaxSize(5);
+  }
+
   @Property(tries = 200)
   void aFlippedByteInARecordIsDetected(
       @ForAll("records") TransactionRecord record,
