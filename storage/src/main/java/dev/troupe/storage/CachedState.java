@@ -56,8 +56,8 @@ public final class CachedState {
     this.decodedWeight = decodedWeight;
   }
 
-  /** The entry for {@code state}, just materialized. */
-  static CachedState of(EntityId entity, EntityState state) {
+  /** The entry for {@code state} (just materialized), encoding it. */
+  public static CachedState of(EntityId entity, EntityState state) {
     return of(entity, state, Codec.estimateWeight(state) + decodedOverhead(entity));
   }
 
