@@ -127,8 +127,11 @@ final class ReadPath {
           && store.isCached(entity)) {
         return CompletableFuture.completedFuture(new Found(store.readCached(entity), null));
       }
-    } catch (TroupeException e) {
-      // Refused here (not owner, closed): the general path decides what to do with it.
+    } catch (TroupeException refused) {
+      if (refused.code() != ErrorCode.NOT_OWNER) {
+        return CompletableFuture.failedFuture(refused);
+      }
+      // Its partition moved: the general path asks the entity's node.
     }
     return stateAnywhere(entity, timestamp).thenApply(state -> new Found(null, state));
   }
