@@ -11,22 +11,35 @@ import java.util.List;
 import java.util.Set;
 
 /**
- * An entity's latest committed state as the object cache holds it: <b>encoded</b> ({@link
- * Codec#encodeState}'s bytes, about 1.1 times the payload, where the decoded objects take about
- * 2.3 times), with the fields a read needs before decoding (version, existence). Issue 20, memory:
- * docs/design/performance.md, "Memory: compact cached states".
+ * An entity's latest committed state as the object cache holds it (issue 20, memory:
+ * docs/design/performance.md, "Memory: compact cached states"), in one of two forms:
  *
- * <p>Invariants: immutable; {@link #state()} decodes to the state whose encoding it holds (the
- * encoding is the stable checkpoint format, so it loses nothing: a state materialized from a
- * checkpoint is this very decoding); a new committed version makes a new object, so a memo keyed
- * by this object's identity (the rendered-state memo) is never stale. {@code weight} is the
- * estimated heap this entry takes in the cache (its bytes, this object, the cache's entry and the
- * key), what the cache's weigher and so the memory budget count; {@code decodedWeight} the
- * estimate of the decoded state ({@link Codec#estimateWeight}, as an active actor holds it), kept
- * up to date by re-weighing only the keys a commit touches.
+ * <ul>
+ *   <li><b>encoded</b>: {@link Codec#encodeState}'s bytes (the checkpoint format), about 1.2 times
+ *       the payload where the decoded objects take about 2.3 times. A state loaded into the cache
+ *       (materialized) is held so, and so is a written one once a checkpoint round has encoded it
+ *       ({@link #encodedAs}).
+ *   <li><b>decoded</b>: the {@link EntityState} itself. A commit applied to a cached entry leaves
+ *       it decoded: the partition writer applies a record to a decoded state in well under a
+ *       microsecond, where decoding and encoding a 1 KB record costs about ten (a 200-member
+ *       branch, about a hundred). So the entities written since the last checkpoint round are
+ *       decoded, the rest encoded.
+ * </ul>
  *
- * <p>Concurrency: immutable, shared freely; every {@link #state()} call decodes anew (callers that
- * read the same version repeatedly, the rendered-state memo, keep what they derive).
+ * <p>Beside the form: the version and existence (what a read needs before decoding) and whether
+ * the state has dependency keys (what the planner's reconnaissance needs).
+ *
+ * <p>Invariants: immutable; {@link #state()} is the state (an encoded form decodes to it: the
+ * format loses nothing, a state materialized from a checkpoint is this very decoding); a new
+ * committed version or a change of form makes a new object, so a memo keyed by this object's
+ * identity (the rendered-state memo) is never stale. {@code weight} is the estimated heap this
+ * entry takes in its form (the cache's weigher, so the memory budget, counts it); {@code
+ * decodedWeight} the estimate of the state decoded ({@link Codec#estimateWeight}, what an active
+ * actor holding it takes), kept up to date by re-weighing only the keys a commit touches.
+ *
+ * <p>Concurrency: immutable, shared freely. An encoded entry decodes anew on every {@link
+ * #state()} call (callers that read the same version repeatedly, the rendered-state memo, keep
+ * what they derive).
  */
 public final class CachedState {
   /**
@@ -39,16 +52,20 @@ public final class CachedState {
    */
   static final int ENTRY_OVERHEAD_BYTES = 200;
 
+  /** The encoded form; null when decoded. */
   private final byte[] encoded;
+  /** The decoded form; null when encoded. */
+  private final EntityState decoded;
   private final long version;
   private final boolean exists;
   private final boolean holdsDependencies;
   private final int weight;
   private final int decodedWeight;
 
-  private CachedState(byte[] encoded, long version, boolean exists, boolean holdsDependencies,
-      int weight, int decodedWeight) {
+  private CachedState(byte[] encoded, EntityState decoded, long version, boolean exists,
+      boolean holdsDependencies, int weight, int decodedWeight) {
     this.encoded = encoded;
+    this.decoded = decoded;
     this.version = version;
     this.exists = exists;
     this.holdsDependencies = holdsDependencies;
@@ -56,17 +73,27 @@ public final class CachedState {
     this.decodedWeight = decodedWeight;
   }
 
-  /** The entry for {@code state} (just materialized), encoding it. */
+  /** The entry for {@code state} (just materialized), encoded. */
   public static CachedState of(EntityId entity, EntityState state) {
-    return of(entity, state, Codec.estimateWeight(state) + decodedOverhead(entity));
+    return encoded(entity, state, Codec.encodeState(state),
+        Codec.estimateWeight(state) + decodedOverhead(entity));
   }
 
-  private static CachedState of(EntityId entity, EntityState state, long decodedWeight) {
-    byte[] encoded = Codec.encodeState(state);
+  private static CachedState encoded(EntityId entity, EntityState state, byte[] encoded,
+      long decodedWeight) {
     long weight = ENTRY_OVERHEAD_BYTES + ((encoded.length + 7L) & ~7L) + keyBytes(entity);
-    return new CachedState(encoded, state.version(), state.exists(), holdsDependencies(state),
-        (int) Math.min(Integer.MAX_VALUE, weight),
-        (int) Math.max(0, Math.min(Integer.MAX_VALUE, decodedWeight)));
+    return new CachedState(encoded, null, state.version(), state.exists(),
+        holdsDependencies(state), clamp(weight), clamp(decodedWeight));
+  }
+
+  private static CachedState decoded(EntityState state, long decodedWeight) {
+    // Weighed as before the encoded form existed: the state's estimate and the entry's.
+    return new CachedState(null, state, state.version(), state.exists(),
+        holdsDependencies(state), clamp(decodedWeight), clamp(decodedWeight));
+  }
+
+  private static int clamp(long weight) {
+    return (int) Math.max(0, Math.min(Integer.MAX_VALUE, weight));
   }
 
   private static boolean holdsDependencies(EntityState state) {
@@ -107,14 +134,30 @@ public final class CachedState {
     return holdsDependencies;
   }
 
-  /** The state, decoded (a new object per call). */
+  /** The state: the decoded form itself, or the encoded one decoded (a new object per call). */
   public EntityState state() {
-    return Codec.decodeState(encoded);
+    return decoded != null ? decoded : Codec.decodeState(encoded);
   }
 
-  /** The encoding ({@link Codec#encodeState}); the caller must not modify it. */
+  /** Whether the entry holds its state encoded. */
+  public boolean isEncoded() {
+    return encoded != null;
+  }
+
+  /** The encoded form's bytes ({@link Codec#encodeState}), null when decoded; not to be modified. */
   byte[] encoded() {
     return encoded;
+  }
+
+  /**
+   * This entry in the encoded form, given its state's encoding (a checkpoint round's, which
+   * encodes it anyway); itself when already encoded.
+   */
+  CachedState encodedAs(EntityId entity, byte[] encoding) {
+    if (encoded != null) {
+      return this;
+    }
+    return encoded(entity, decoded, encoding, decodedWeight);
   }
 
   /** The estimated heap this cache entry takes (the cache's weigher). */
@@ -128,11 +171,10 @@ public final class CachedState {
   }
 
   /**
-   * The entry after {@code operations}: decoded, applied and encoded again (the partition writer,
-   * for a cached entity), re-weighing only the keys they touch.
+   * The entry after {@code operations}, decoded (the partition writer, for a cached entity; an
+   * encoded entry is decoded once), re-weighing only the keys they touch.
    */
-  CachedState apply(EntityId entity, List<Operation> operations, long commitTimestamp,
-      int originDc) {
+  CachedState apply(List<Operation> operations, long commitTimestamp, int originDc) {
     EntityState state = state();
     EntityState next = state.apply(operations, commitTimestamp, originDc);
     long nextDecodedWeight = decodedWeight;
@@ -143,7 +185,7 @@ public final class CachedState {
       // overhead changes), re-weigh the whole state.
       if (operation.deletesEntity()
           || small != (state.values() instanceof SmallPersistentMap)) {
-        return of(entity, next,
+        return decoded(next,
             decodedWeight - Codec.estimateWeight(state) + (long) Codec.estimateWeight(next));
       }
       touched.add(operation.key());
@@ -152,6 +194,6 @@ public final class CachedState {
       nextDecodedWeight += Codec.estimateEntryWeight(key, next.get(key), small)
           - Codec.estimateEntryWeight(key, state.get(key), small);
     }
-    return of(entity, next, nextDecodedWeight);
+    return decoded(next, nextDecodedWeight);
   }
 }

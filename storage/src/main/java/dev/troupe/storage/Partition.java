@@ -826,11 +826,17 @@ final class Partition {
         CachedState cached = store.cachedQuietly(entity);
         if (cached != null && cached.version() <= current.frontier) {
           // Complete up to the last written batch and unchanged since its version, so also at
-          // the frontier; and already encoded as a checkpoint is.
+          // the frontier. Held encoded: its bytes are the checkpoint's. Held decoded (written
+          // since the last round): encoded here, and the cache takes the encoding, compact again.
+          byte[] encoding = cached.isEncoded()
+              ? cached.encoded() : Codec.encodeState(cached.state());
           batch.put(
               KeyValueDisk.Column.CHECKPOINTS,
               Keys.checkpoint(Keys.entityPrefix(entity), cached.version()),
-              cached.encoded());
+              encoding);
+          if (!cached.isEncoded()) {
+            store.encodeCached(entity, cached.version(), encoding);
+          }
           continue;
         }
         EntityState state = store.materializer.materialize(entity, current.frontier, null);

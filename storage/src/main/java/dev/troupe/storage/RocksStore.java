@@ -1979,9 +1979,19 @@ public final class RocksStore implements Store {
                 return null;
               }
               return state.version() < commitTimestamp
-                  ? state.apply(key, operations, commitTimestamp, originDc)
+                  ? state.apply(operations, commitTimestamp, originDc)
                   : state;
             });
+  }
+
+  /**
+   * Puts a cached entry that is still at {@code version} into the encoded form, given the state's
+   * encoding (a checkpoint round's): written entities go back to the compact form once checkpointed.
+   * No-op when the entity is not cached, is being loaded or has moved on.
+   */
+  void encodeCached(EntityId entity, long version, byte[] encoding) {
+    cache.asMap().computeIfPresent(entity,
+        (key, state) -> state.version() == version ? state.encodedAs(key, encoding) : state);
   }
 
   JournalPosition readPosition(byte[] key) throws DiskException {

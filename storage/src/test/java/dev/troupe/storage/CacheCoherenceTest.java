@@ -117,9 +117,10 @@ class CacheCoherenceTest {
   }
 
   /**
-   * The cache holds a state encoded (issue 20, memory): one entry object per cached version, whose
-   * decoding is the state a materialization gives, read latest and as of its version alike, and
-   * whose estimate counts its bytes (the decoded estimate is kept beside it for actors).
+   * The cache holds a loaded state encoded (issue 20, memory): one entry object per cached
+   * version, whose decoding is the state a materialization gives, read latest and as of its
+   * version alike, and whose estimate counts its bytes (the decoded estimate is kept beside it for
+   * actors); a commit leaves it decoded, weighed as such, until a checkpoint round encodes it.
    */
   @Test
   void aCachedStateIsOneEncodedEntryPerVersion() throws Exception {
@@ -146,10 +147,18 @@ class CacheCoherenceTest {
           new Operation.Increment("n", 4)))).join();
       CachedState next = store.readCached(entity);
       assertTrue(next != first, "a new version is a new entry");
+      assertTrue(!next.isEncoded(), "written since the last checkpoint round: held decoded");
       assertEquals(second.commitTimestamp(), next.version());
       assertEquals(7, Fixtures.counter(next.state(), "n"));
       assertEquals(store.materializer.materialize(entity, Long.MAX_VALUE, null), next.state());
+      assertEquals(next.decodedWeight(), store.cacheEntryWeightBytes(entity));
       assertEquals(first.state(), store.readAt(entity, first.version()), "history read anew");
+
+      store.checkpointNow();
+      CachedState checkpointed = store.readCached(entity);
+      assertTrue(checkpointed.isEncoded(), "a checkpoint round encodes it again");
+      assertEquals(next.version(), checkpointed.version());
+      assertEquals(next.state(), checkpointed.state());
       assertEquals(0, store.cacheEntryWeightBytes(new EntityId("Record", "never")));
     }
   }

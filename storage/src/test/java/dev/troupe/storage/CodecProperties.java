@@ -55,8 +55,9 @@ class CodecProperties {
 
   /**
    * The object cache's encoded entry (issue 20, memory) decodes to its state, and a commit applied
-   * to it (decoded, applied, encoded) gives what applying to the decoded state gives, its decoded
-   * estimate re-weighed by the touched keys alone equal to weighing the result whole.
+   * to it gives (decoded) what applying to the decoded state gives, its decoded estimate
+   * re-weighed by the touched keys alone equal to weighing the result whole; encoded again, it
+   * weighs what a loaded entry of the same state weighs.
    */
   @Property(tries = 200)
   void aCachedStateAppliesAsItsDecodedState(@ForAll("states") EntityState state,
@@ -77,15 +78,22 @@ class CodecProperties {
       expected = state.apply(operations, state.version() + 1, 2);
     } catch (RuntimeException refused) {
       assertThrows(refused.getClass(),
-          () -> cached.apply(entity, operations, state.version() + 1, 2));
+          () -> cached.apply(operations, state.version() + 1, 2));
       return;
     }
-    CachedState next = cached.apply(entity, operations, state.version() + 1, 2);
+    CachedState next = cached.apply(operations, state.version() + 1, 2);
+    assertEquals(false, next.isEncoded(), "a written entry is held decoded");
     assertEquals(expected, next.state());
     assertEquals(expected.version(), next.version());
     assertEquals(expected.exists(), next.exists());
-    assertEquals(CachedState.of(entity, expected).decodedWeight(), next.decodedWeight());
-    assertEquals(CachedState.of(entity, expected).weight(), next.weight());
+    CachedState whole = CachedState.of(entity, expected);
+    assertEquals(whole.decodedWeight(), next.decodedWeight());
+    assertEquals(next.decodedWeight(), next.weight(), "a decoded entry weighs its state");
+    CachedState compacted = next.encodedAs(entity, Codec.encodeState(expected));
+    assertEquals(true, compacted.isEncoded());
+    assertEquals(expected, compacted.state());
+    assertEquals(whole.weight(), compacted.weight());
+    assertEquals(whole.decodedWeight(), compacted.decodedWeight());
   }
 
   @Provide
