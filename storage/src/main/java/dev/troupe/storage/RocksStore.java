@@ -65,7 +65,9 @@ import java.util.function.LongSupplier;
  * thread (the writer only patches the timestamp and checksum). A failed write fails its futures
  * with {@link OutcomeUnknownException} and fails the whole store: nothing is acknowledged after it.
  *
- * <p><b>Cache coherence.</b> The cache holds the latest committed state of an entity. Loads
+ * <p><b>Cache coherence.</b> The cache holds the latest committed state of an entity, as a {@link
+ * CachedState}: encoded when loaded or checkpointed by a round, decoded once a commit was applied
+ * to it (issue 20, memory; a form change keeps the version and the state). Loads
  * ({@code cache.get(entity, loader)}) materialize from a RocksDB snapshot inside Caffeine's atomic
  * per-key computation. After each batch is written the writer runs {@code
  * asMap().compute(entity, (k, s) -> s == null ? null : s.version() < ts ? s.apply(...) : s)}.
