@@ -1,7 +1,6 @@
 package dev.troupe.runtime;
 
 import dev.troupe.model.EntityId;
-import dev.troupe.model.EntityState;
 import dev.troupe.model.Invariants;
 import dev.troupe.model.TroupeException;
 import dev.troupe.storage.Store;
