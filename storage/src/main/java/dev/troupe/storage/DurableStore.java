@@ -160,6 +160,14 @@ public interface DurableStore {
   EntityState read(EntityId entity);
 
   /**
+   * The latest committed state of an entity as the object cache holds it (encoded; loaded into
+   * the cache when absent, as {@link #read}): its version and existence without decoding, the
+   * state decoded on demand. The same object while the entity's cached version stays, so what a
+   * caller derives from it can be memoized by its identity (the rendered-state memo).
+   */
+  CachedState readCached(EntityId entity);
+
+  /**
    * Whether the entity's latest state is in the object cache right now: a hint for callers that
    * want to run a cache miss (a materialization, which reads RocksDB) off their own thread. Does not
    * count as a cache hit or miss.
@@ -171,6 +179,13 @@ public interface DurableStore {
    * budget weighs active actors by it). Does not count as a cache hit or miss.
    */
   int cachedWeightBytes(EntityId entity);
+
+  /**
+   * The estimated heap the entity's entry in the object cache takes (its encoded state, the entry
+   * and the key: what the cache's weigher counts), 0 if it is not cached. Does not count as a
+   * cache hit or miss.
+   */
+  int cacheEntryWeightBytes(EntityId entity);
 
   /** Whether the store accepts commits and whether it has met damaged data (readiness). */
   StoreHealth health();

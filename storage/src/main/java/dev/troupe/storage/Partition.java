@@ -700,9 +700,9 @@ final class Partition {
   private EntityState currentState(EntityId entity) throws DiskException {
     // A cached entry is complete for every written batch: the writer applies each batch to it, and
     // a concurrent load finishes before the writer's compute on the same key (see RocksStore).
-    EntityState cached = store.cachedQuietly(entity);
+    CachedState cached = store.cachedQuietly(entity);
     if (cached != null) {
-      return cached;
+      return cached.state();
     }
     return store.materializer.materialize(entity, Long.MAX_VALUE, null);
   }
@@ -824,7 +824,23 @@ final class Partition {
     try (KeyValueDisk.Batch batch = newBatch()) {
       for (int i = current.position; i < end; i++) {
         EntityId entity = current.entities.get(i);
-        EntityState state = stateAt(entity, current.frontier);
+        CachedState cached = store.cachedQuietly(entity);
+        if (cached != null && cached.version() <= current.frontier) {
+          // Complete up to the last written batch and unchanged since its version, so also at
+          // the frontier. Held encoded: its bytes are the checkpoint's. Held decoded (written
+          // since the last round): encoded here, and the cache takes the encoding, compact again.
+          byte[] encoding = cached.isEncoded()
+              ? cached.encoded() : Codec.encodeState(cached.state());
+          batch.put(
+              KeyValueDisk.Column.CHECKPOINTS,
+              Keys.checkpoint(Keys.entityPrefix(entity), cached.version()),
+              encoding);
+          if (!cached.isEncoded()) {
+            store.encodeCached(entity, cached.version(), encoding);
+          }
+          continue;
+        }
+        EntityState state = store.materializer.materialize(entity, current.frontier, null);
         batch.put(
             KeyValueDisk.Column.CHECKPOINTS,
             Keys.checkpoint(Keys.entityPrefix(entity), state.version()),
@@ -850,16 +866,6 @@ final class Partition {
         round = null;
       }
     }
-  }
-
-  /** The state at {@code frontier}, a timestamp at or below the last written commit. */
-  private EntityState stateAt(EntityId entity, long frontier) throws DiskException {
-    EntityState cached = store.cachedQuietly(entity);
-    if (cached != null && cached.version() <= frontier) {
-      // Complete up to the last written batch and unchanged since its version, so also at frontier.
-      return cached;
-    }
-    return store.materializer.materialize(entity, frontier, null);
   }
 
   /**
