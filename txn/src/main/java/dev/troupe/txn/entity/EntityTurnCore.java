@@ -261,6 +261,16 @@ public final class EntityTurnCore<R> {
 
     record Reply<R>(R replyTo, TurnResult result) implements Effect<R> {}
 
+    /**
+     * Tell the coordinator waiting for this part's vote ({@code voteTo}) what the part forwards,
+     * now that it is evaluated and before its prepared record is durable, so the coordinator can
+     * send them on at once (issue 20: the followers' prepared records then join the leader's
+     * group commit). Sent by a part that forwards something or reserved keys for forwards it may
+     * receive (a planned follower). Only a head start: the vote carries the same forwards, so a
+     * shell may drop it (the runtime does between nodes).
+     */
+    record ReportForwards<R>(R voteTo, List<Forward> forwards) implements Effect<R> {}
+
     /** Stop this incarnation; the next turn starts a fresh one from durable state. */
     record Stop<R>() implements Effect<R> {}
 
