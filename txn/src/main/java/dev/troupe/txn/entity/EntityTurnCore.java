@@ -59,6 +59,14 @@ import java.util.List;
  * Single-entity turns take no locks: a turn whose access conflicts with a lock holder waits in the
  * turn queue until the holder releases.
  *
+ * <p><b>Forwards before the vote</b> (issue 20). A part that forwards something, or that reserved
+ * keys for forwards it may receive, tells its coordinator its forwards as soon as it is evaluated
+ * ({@link Effect.ReportForwards}), before its prepared record is durable; the vote then repeats
+ * them. Forwards of a later round may therefore reach a part that is still preparing: it evaluates
+ * again at once when it holds every lock they need (its new prepared record replaces the one in
+ * flight, and it votes, for the latest round only, once no record of it is in flight), and
+ * otherwise keeps them until its record is durable and takes them as after a vote.
+ *
  * <p>The vote is a {@link TurnResult}: {@code Done(version, stateAfter, wrote)} for yes, with the
  * entity's durable version when the vote was cast and the state the transaction will produce;
  * {@code Failed(error)} for no. The acknowledgement of a commit decision is {@code Done} with the
