@@ -120,7 +120,7 @@ final class CausalCostBenchmark extends Benchmark {
   }
 
   @Option(names = "--workload", split = ",", defaultValue = "a,b",
-      description = "YCSB+MT workloads, comma-separated: a (90 % reads, 5 % updates, 5 %"
+      description = "YCSB+MT workloads, comma-separated: a (90 %% reads, 5 %% updates, 5 %%"
           + " messages), b (5/90/5) (default: ${DEFAULT-VALUE}).")
   List<String> workloadNames;
 

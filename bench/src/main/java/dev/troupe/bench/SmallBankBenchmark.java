@@ -40,7 +40,7 @@ import picocli.CommandLine.Option;
     name = "smallbank",
     mixinStandardHelpOptions = true,
     description = "SmallBank: Troupe key-level vs actor-level admission, planned vs dynamic,"
-        + " and PostgreSQL SERIALIZABLE. Goals: keys / serial >= 2.5 at actor skew 1%;"
+        + " and PostgreSQL SERIALIZABLE. Goals: keys / serial >= 2.5 at actor skew 1%%;"
         + " Troupe / PostgreSQL >= 2.")
 final class SmallBankBenchmark extends Benchmark {
   static final Goal KEYS_OVER_SERIAL_GOAL = Goal.atLeast(2.5);

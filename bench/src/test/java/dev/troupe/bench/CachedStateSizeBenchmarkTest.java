@@ -18,6 +18,8 @@ class CachedStateSizeBenchmarkTest {
     BenchmarkRuns.assertPositiveResults(report, "cached_state", "heap_bytes_per_record",
         "estimated_bytes_per_record");
     BenchmarkRuns.assertPositiveResults(report, "encoded_state", "bytes_per_record");
+    // The cache holds states encoded; what an actor holding one decoded is weighed at is beside.
+    BenchmarkRuns.assertPositiveResults(report, "decoded_state", "estimated_bytes_per_record");
     assertEquals(1000, report.path("results").path("payload").path("bytes_per_record").asInt());
     // A state holds at least its payload (a gross measuring error would not).
     assertTrue(report.path("results").path("cached_state").path("heap_bytes_per_record")

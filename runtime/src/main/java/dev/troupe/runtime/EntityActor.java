@@ -419,6 +419,8 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
           }
           reply.replyTo().deliver(reply.result());
         }
+        case Effect.ReportForwards<Recipient> report ->
+            report.voteTo().reportForwards(report.forwards());
         case Effect.SubmitPrepare<Recipient> prepare -> {
           long transactionId = prepare.transactionId();
           byte[] redo = prepare.redoTurns().isEmpty()

@@ -1,7 +1,6 @@
 package dev.troupe.runtime;
 
 import dev.troupe.model.EntityId;
-import dev.troupe.model.EntityState;
 import dev.troupe.model.Invariants;
 import dev.troupe.model.TroupeException;
 import dev.troupe.storage.Store;
@@ -128,15 +127,15 @@ public final class EntityListing {
     /** Reads the candidates from {@code first} on, a window at a time, in order. */
     private CompletableFuture<Page> window(List<EntityId> candidates, int first, int asked) {
       int end = Math.min(candidates.size(), first + settings.concurrentReads());
-      List<CompletableFuture<EntityState>> states = new ArrayList<>(end - first);
+      List<CompletableFuture<ReadPath.Found>> states = new ArrayList<>(end - first);
       for (int i = first; i < end; i++) {
-        states.add(reads.stateAnywhere(candidates.get(i), timestamp));
+        states.add(reads.foundAnywhere(candidates.get(i), timestamp));
       }
       return CompletableFuture.allOf(states.toArray(CompletableFuture[]::new))
           .thenCompose(all -> {
             for (int i = first; i < end; i++) {
               examined++;
-              EntityState state = states.get(i - first).join();
+              ReadPath.Found state = states.get(i - first).join();
               if (state.exists()) {
                 EntityId entity = candidates.get(i);
                 found.add(new Entry(entity.id(), state.version(),

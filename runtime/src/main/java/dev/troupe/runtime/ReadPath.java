@@ -11,6 +11,7 @@ import dev.troupe.model.Json;
 import dev.troupe.model.spec.CompiledType;
 import dev.troupe.model.spec.StateProjection;
 import dev.troupe.model.value.DependencyTable;
+import dev.troupe.storage.CachedState;
 import dev.troupe.storage.Store;
 import java.util.List;
 import java.util.TreeMap;
@@ -100,9 +101,47 @@ final class ReadPath {
     }
   }
 
+  /**
+   * What a listing found of one entity: the object cache's entry ({@code cached}: the latest state
+   * here, not decoded) or a decoded state (another node's, one as of a timestamp, a cache miss).
+   */
+  record Found(CachedState cached, EntityState state) {
+    boolean exists() {
+      return cached != null ? cached.exists() : state.exists();
+    }
+
+    long version() {
+      return cached != null ? cached.version() : state.version();
+    }
+  }
+
+  /**
+   * {@link #stateAnywhere}, a cached latest state here taken as the cache's entry, not decoded (its
+   * rendering is then a memo hit when the entity was rendered at this version before).
+   */
+  CompletableFuture<Found> foundAnywhere(EntityId entity, long timestamp) {
+    try {
+      checkOpen.run();
+      RemoteReads remoteReads = remote;
+      if (timestamp == 0 && (remoteReads == null || remoteReads.isHere(entity))
+          && store.isCached(entity)) {
+        return CompletableFuture.completedFuture(new Found(store.readCached(entity), null));
+      }
+    } catch (TroupeException refused) {
+      if (refused.code() != ErrorCode.NOT_OWNER) {
+        return CompletableFuture.failedFuture(refused);
+      }
+      // Its partition moved: the general path asks the entity's node.
+    }
+    return stateAnywhere(entity, timestamp).thenApply(state -> new Found(null, state));
+  }
+
   /** The entity's state as its type renders it (JSON bytes; memoized per state object). */
-  byte[] render(EntityId entity, EntityState state) {
-    return renderedStates.render(typeOf.apply(entity), state);
+  byte[] render(EntityId entity, Found found) {
+    CompiledType type = typeOf.apply(entity);
+    return found.cached() != null
+        ? renderedStates.render(type, found.cached())
+        : renderedStates.render(type, found.state());
   }
 
   /**
@@ -129,9 +168,20 @@ final class ReadPath {
         state.version()));
   }
 
+  /** The keys {@code projection} names of the latest committed state, as a JSON tree. */
+  CompletableFuture<EntityView> get(EntityId entity, StateProjection projection) {
+    return readLatest(entity, (type, state) -> new EntityView(entity,
+        type.render(state, projection), state.version()));
+  }
+
   CompletableFuture<Troupe.RenderedEntity> getRendered(EntityId entity) {
+    // A local read meets the cached entry itself: a hot entity's JSON is a memo hit, nothing
+    // decoded; a miss decodes the state once to render it.
     return readLatest(entity, (type, state) ->
-        new Troupe.RenderedEntity(entity, renderedStates.render(type, state), state.version()));
+        new Troupe.RenderedEntity(entity, renderedStates.render(type, state), state.version()),
+        (type, cached) ->
+            new Troupe.RenderedEntity(entity, renderedStates.render(type, cached),
+                cached.version()));
   }
 
   /** The keys {@code projection} names of the latest committed state, as JSON bytes. */
@@ -230,6 +280,16 @@ final class ReadPath {
    */
   private <T> CompletableFuture<T> readLatest(
       EntityId entity, BiFunction<CompiledType, EntityState, T> view) {
+    return readLatest(entity, view, null);
+  }
+
+  /**
+   * {@link #readLatest(EntityId, BiFunction)}, a local read taking {@code cachedView} of the
+   * cached entry (not decoded) when one is given.
+   */
+  private <T> CompletableFuture<T> readLatest(
+      EntityId entity, BiFunction<CompiledType, EntityState, T> view,
+      BiFunction<CompiledType, CachedState, T> cachedView) {
     try {
       checkOpen.run();
       CompiledType type = typeOf.apply(entity);
@@ -244,7 +304,15 @@ final class ReadPath {
         // Another node serves it: only the owner's cache follows every commit.
         return remoteReads.read(entity, 0).thenApply(checked);
       }
-      Supplier<T> read = () -> checked.apply(store.read(entity));
+      Supplier<T> read = cachedView == null
+          ? () -> checked.apply(store.read(entity))
+          : () -> {
+            CachedState cached = store.readCached(entity);
+            if (!cached.exists()) {
+              throw new TroupeException(ErrorCode.NOT_FOUND, entity + " does not exist");
+            }
+            return cachedView.apply(type, cached);
+          };
       CompletableFuture<T> local;
       try {
         local = store.isCached(entity)

@@ -1,11 +1,13 @@
 package dev.troupe.runtime;
 
 import dev.troupe.model.EntityId;
+import dev.troupe.txn.Forward;
 import dev.troupe.txn.TurnResult;
 import dev.troupe.txn.port.Transport;
 import dev.troupe.txn.wire.Envelope;
 import dev.troupe.txn.wire.ParticipantMessages;
 import dev.troupe.txn.wire.WireMessage;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
 
 /**
@@ -17,6 +19,13 @@ import java.util.concurrent.CompletableFuture;
  */
 sealed interface Recipient {
   void deliver(TurnResult result);
+
+  /**
+   * A part's forwards, reported to the coordinator that waits for its vote before the vote (the
+   * entity core's {@code ReportForwards}, issue 20). Only a coordinator on this node takes it: the
+   * vote carries the same forwards, so elsewhere it is dropped (not sent over the wire yet).
+   */
+  default void reportForwards(List<Forward> forwards) {}
 
   /** Whether this is the caller of a turn or a step (counted as a turn by the metrics). */
   default boolean answersCaller() {
@@ -68,6 +77,11 @@ sealed interface Recipient {
     @Override
     public void deliver(TurnResult result) {
       coordinator.voteReceived(participant, transactionId, result, round);
+    }
+
+    @Override
+    public void reportForwards(List<Forward> forwards) {
+      coordinator.forwardsReported(participant, transactionId, forwards, round);
     }
   }
 

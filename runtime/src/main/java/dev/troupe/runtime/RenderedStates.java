@@ -5,15 +5,17 @@ import com.github.benmanes.caffeine.cache.Caffeine;
 import dev.troupe.model.EntityState;
 import dev.troupe.model.Json;
 import dev.troupe.model.spec.CompiledType;
+import dev.troupe.storage.CachedState;
 
 /**
  * The JSON of recently read entity states, so that reading a hot entity again costs a lookup, not a
  * render: a read of a 1 KB entity otherwise spends most of its server-side CPU building and writing
  * the JSON tree.
  *
- * <p>Keyed by the state object itself, by identity and weakly: states are immutable and every write
- * makes a new one, so an entry can never be stale, and it goes when its state is no longer held (by
- * the object cache or a reader). A rendering is only reused for the type it was rendered with or
+ * <p>Keyed by the state object itself, by identity and weakly: the object cache's entry ({@link
+ * CachedState}, encoded: a hit decodes nothing) or a decoded state. Both are immutable and every
+ * write makes a new one, so an entry can never be stale, and it goes when its state is no longer
+ * held (by the object cache or a reader). A rendering is only reused for the type it was rendered with or
  * an equal one (undeclared types are compiled per request, with equal specs; a redefinition with
  * a different spec renders anew). Bounded by the bytes held (its part of the memory budget, at
  * most {@code rendered-state-cache-bytes}).
@@ -23,13 +25,14 @@ import dev.troupe.model.spec.CompiledType;
 final class RenderedStates {
   private record Rendered(CompiledType type, byte[] json) {}
 
-  private final Cache<EntityState, Rendered> cache;
+  /** Keys: {@link CachedState} or {@link EntityState}, by identity (weak keys). */
+  private final Cache<Object, Rendered> cache;
 
   RenderedStates(long maxBytes) {
     this.cache = Caffeine.newBuilder()
         .weakKeys()
         .maximumWeight(maxBytes)
-        .weigher((EntityState state, Rendered rendered) -> 32 + rendered.json().length)
+        .weigher((Object state, Rendered rendered) -> 32 + rendered.json().length)
         .build();
   }
 
@@ -49,13 +52,33 @@ final class RenderedStates {
 
   /** The state rendered by {@code type} as JSON bytes; the caller must not modify them. */
   byte[] render(CompiledType type, EntityState state) {
+    byte[] json = memoized(type, state);
+    if (json == null) {
+      json = Json.writeBytes(type.render(state));
+      cache.put(state, new Rendered(type, json));
+    }
+    return json;
+  }
+
+  /**
+   * The cached entry's state rendered by {@code type} as JSON bytes (decoded only when not
+   * memoized); the caller must not modify them.
+   */
+  byte[] render(CompiledType type, CachedState cached) {
+    byte[] json = memoized(type, cached);
+    if (json == null) {
+      json = Json.writeBytes(type.render(cached.state()));
+      cache.put(cached, new Rendered(type, json));
+    }
+    return json;
+  }
+
+  private byte[] memoized(CompiledType type, Object state) {
     Rendered rendered = cache.getIfPresent(state);
     if (rendered != null
         && (rendered.type() == type || rendered.type().spec().equals(type.spec()))) {
       return rendered.json();
     }
-    byte[] json = Json.writeBytes(type.render(state));
-    cache.put(state, new Rendered(type, json));
-    return json;
+    return null;
   }
 }

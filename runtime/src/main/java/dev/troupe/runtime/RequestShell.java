@@ -7,6 +7,7 @@ import dev.troupe.model.TroupeException;
 import dev.troupe.model.dependency.Dependency;
 import dev.troupe.model.dependency.KeyReference;
 import dev.troupe.model.spec.CompiledType;
+import dev.troupe.storage.CachedState;
 import dev.troupe.storage.DurableStore;
 import dev.troupe.storage.IdempotencyRecord;
 import dev.troupe.storage.InDoubtResolution;
@@ -251,7 +252,13 @@ final class RequestShell {
 
       @Override
       public Optional<EntityState> cachedState(EntityId entity) {
-        return store.isCached(entity) ? Optional.of(store.read(entity)) : Optional.empty();
+        if (!store.isCached(entity)) {
+          return Optional.empty();
+        }
+        // The planner reads only dependency keys: a state without any tells it what an absent
+        // one does, so the cached entry is decoded only when it has some.
+        CachedState cached = store.readCached(entity);
+        return Optional.of(cached.holdsDependencies() ? cached.state() : EntityState.ABSENT);
       }
 
       @Override

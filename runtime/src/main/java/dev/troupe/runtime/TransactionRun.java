@@ -141,6 +141,12 @@ final class TransactionRun {
     handle(new Input.VoteReceived(participant, transactionId, vote, round));
   }
 
+  /** A participant's forwards, reported before its vote of {@code round}. */
+  void forwardsReported(EntityId participant, long transactionId,
+      java.util.List<dev.troupe.txn.Forward> forwards, int round) {
+    handle(new Input.ForwardsReported(participant, transactionId, forwards, round));
+  }
+
   /** What this coordinator knows of attempt {@code transactionId} (for a participant in doubt). */
   synchronized CoordinatorCore.Knowledge knowledgeOf(long transactionId) {
     return core.knowledgeOf(transactionId);

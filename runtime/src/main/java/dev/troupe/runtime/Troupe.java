@@ -357,6 +357,23 @@ public final class Troupe implements AutoCloseable {
   }
 
   /**
+   * The keys {@code projection} names of the latest committed state and its version: one committed
+   * state, rendering only those keys, each as {@link StateProjection} describes (reading two members
+   * of a family of hundreds costs two). Fails with {@code not_found} if the entity does not exist,
+   * and with {@code invalid_request}, before reading, if the projection names a key that is no part
+   * of the entity's declared type.
+   */
+  public CompletableFuture<EntityView> get(EntityId entity,
+      dev.troupe.model.spec.StateProjection projection) {
+    try {
+      checkProjection(entity, projection);
+    } catch (TroupeException e) {
+      return CompletableFuture.failedFuture(e);
+    }
+    return reads.get(entity, projection);
+  }
+
+  /**
    * The latest committed state as JSON bytes (the object {@link #get} returns as {@code state}) and
    * its version; fails with {@code not_found} if the entity does not exist. A hot entity is
    * rendered once per version. The bytes must not be modified.
@@ -368,11 +385,22 @@ public final class Troupe implements AutoCloseable {
   /**
    * The keys {@code projection} names of the latest committed state, as JSON bytes, and its
    * version: one committed state, rendering only those keys ({@link StateProjection}); fails with
-   * {@code not_found} if the entity does not exist.
+   * {@code not_found} if the entity does not exist, and with {@code invalid_request}, before
+   * reading, if the projection names a key that is no part of the entity's declared type.
    */
   public CompletableFuture<RenderedEntity> getRendered(EntityId entity,
       dev.troupe.model.spec.StateProjection projection) {
+    try {
+      checkProjection(entity, projection);
+    } catch (TroupeException e) {
+      return CompletableFuture.failedFuture(e);
+    }
     return reads.getProjected(entity, projection);
+  }
+
+  /** Refuses a projection naming a key that is no part of the entity's declared type. */
+  private void checkProjection(EntityId entity, dev.troupe.model.spec.StateProjection projection) {
+    type(entity.type()).ifPresent(projection::checkAgainst);
   }
 
   /** An entity's state as JSON bytes, and its version. */

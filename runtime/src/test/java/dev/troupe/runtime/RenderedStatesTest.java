@@ -4,11 +4,13 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotSame;
 import static org.junit.jupiter.api.Assertions.assertSame;
 
+import dev.troupe.model.EntityId;
 import dev.troupe.model.EntityState;
 import dev.troupe.model.Json;
 import dev.troupe.model.Operation;
 import dev.troupe.model.spec.CompiledType;
 import dev.troupe.model.spec.SpecParser;
+import dev.troupe.storage.CachedState;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 
@@ -39,5 +41,23 @@ class RenderedStatesTest {
     assertEquals(Json.parse("{\"name\":\"Grace\"}"), Json.parse(rendered.render(type, second)));
     assertEquals(Json.parse("{\"name\":\"Ada\"}"), Json.parse(rendered.render(type, first)),
         "the older state keeps its own rendering");
+  }
+
+  @Test
+  void aCachedEntryIsRenderedOncePerVersionFromItsEncoding() {
+    RenderedStates rendered = new RenderedStates(1 << 20);
+    CompiledType type = CompiledType.schemaless("User");
+    EntityId entity = new EntityId("User", "u1");
+    EntityState state = EntityState.ABSENT.apply(
+        List.of(new Operation.Assign("name", Json.NODES.textNode("Ada"))), 10, 1);
+    CachedState cached = CachedState.of(entity, state);
+
+    byte[] json = rendered.render(type, cached);
+    assertEquals(Json.parse("{\"name\":\"Ada\"}"), Json.parse(json));
+    assertSame(json, rendered.render(type, cached), "a hot entry's read is a memo hit");
+    CachedState next = CachedState.of(entity, state.apply(
+        List.of(new Operation.Assign("name", Json.NODES.textNode("Grace"))), 11, 1));
+    assertEquals(Json.parse("{\"name\":\"Grace\"}"), Json.parse(rendered.render(type, next)),
+        "a new version (a new entry) is rendered anew");
   }
 }

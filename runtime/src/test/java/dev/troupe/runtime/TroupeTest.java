@@ -12,6 +12,7 @@ import dev.troupe.model.ErrorCode;
 import dev.troupe.model.Json;
 import dev.troupe.model.TroupeException;
 import dev.troupe.model.spec.SpecParser;
+import dev.troupe.model.spec.StateProjection;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -128,6 +129,39 @@ class TroupeTest {
       CompletionException refused = assertThrows(CompletionException.class,
           () -> troupe.invoke(alice, "deposit", Json.parse("{\"amount\": 0}")).join());
       assertEquals(ErrorCode.PRECONDITION_FAILED, ((TroupeException) refused.getCause()).code());
+    }
+  }
+
+  @Test
+  void aProjectionRendersOnlyTheKeysItNamesAndRefusesUndeclaredOnes() {
+    try (Troupe troupe = Troupe.open(settings())) {
+      troupe.defineType(SpecParser.parse("Branch", """
+          keys:
+            checking: {kind: register, default: 0, family: true}
+            savings:  {kind: register, default: 0, family: true}
+            name:     {kind: register}
+          """.getBytes(StandardCharsets.UTF_8), true)).join();
+      EntityId branch = new EntityId("Branch", "b1");
+      troupe.patch(branch, Map.of("checking[c1]", LongNode.valueOf(10),
+          "savings[c1]", LongNode.valueOf(20), "checking[c2]", LongNode.valueOf(30),
+          "name", TextNode.valueOf("north"))).join();
+      StateProjection accounts = new StateProjection(List.of("checking[c1]", "savings[c1]"));
+      EntityView view = troupe.get(branch, accounts).join();
+      assertEquals(Json.parse("{\"checking\":{\"c1\":10},\"savings\":{\"c1\":20}}"),
+          view.state());
+      assertEquals(troupe.get(branch).join().version(), view.version());
+      assertEquals(view.state(), Json.parse(troupe.getRendered(branch, accounts).join().stateJson()));
+      assertEquals(Json.parse("{}"), troupe.get(branch, StateProjection.NONE).join().state());
+      StateProjection undeclared = new StateProjection(List.of("balance"));
+      for (CompletableFuture<?> refused : List.of(troupe.get(branch, undeclared),
+          troupe.getRendered(branch, undeclared))) {
+        CompletionException failure = assertThrows(CompletionException.class, refused::join);
+        assertEquals(ErrorCode.INVALID_REQUEST,
+            ((TroupeException) failure.getCause()).code(), failure.toString());
+      }
+      CompletionException missing = assertThrows(CompletionException.class,
+          () -> troupe.get(new EntityId("Branch", "b2"), accounts).join());
+      assertEquals(ErrorCode.NOT_FOUND, ((TroupeException) missing.getCause()).code());
     }
   }
 

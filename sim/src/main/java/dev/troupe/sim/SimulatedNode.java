@@ -987,6 +987,19 @@ final class SimulatedNode {
           storage.abandonPrepared(abandon.transactionId(), entity);
         }
         case EntityTurnCore.Effect.Reply<Recipient> reply -> reply(entity, reply);
+        case EntityTurnCore.Effect.ReportForwards<Recipient> report
+            when report.voteTo() instanceof Recipient.Voter voter
+                && voter.coordinator() != Recipient.REMOTE ->
+            // A coordinator on this node takes the forwards before the vote (as the runtime
+            // does); between nodes the report is dropped: the vote carries the same forwards.
+            routeTransactional(voter.coordinator(), voter.transactionId(),
+                cluster.nodeOfTransaction(voter.transactionId()), entity.toString(),
+                "coordinator-" + voter.coordinator(), "forwards " + entity + " round "
+                    + voter.round(),
+                at -> at.feedCoordinator(voter.coordinator(),
+                    new CoordinatorCore.Input.ForwardsReported(voter.participant(),
+                        voter.transactionId(), report.forwards(), voter.round())));
+        case EntityTurnCore.Effect.ReportForwards<Recipient> ignored -> {}
         case EntityTurnCore.Effect.Stop<Recipient> ignored -> entities.remove(entity, core);
         case EntityTurnCore.Effect.OfferPassivation<Recipient> ignored -> {}
         case EntityTurnCore.Effect.ScheduleInDoubtQuery<Recipient> check -> {

@@ -26,7 +26,9 @@ import java.util.concurrent.CompletionException;
  *   <li><b>Durable when complete.</b> A future returned by {@link #commit}, {@link
  *       #commitExemptFromQueueLimit}, {@link #commitPrepared}, {@link #prepare} or {@link
  *       #persistDecision} (not {@link #persistDecisionBeforeLocalCommits}, whose participants'
- *       commits make it durable) completes normally only once what it wrote survives a crash (under
+ *       commits make it durable, nor {@link #prepare} for a transaction this single node
+ *       coordinates, which its decision makes durable) completes normally only once what it wrote
+ *       survives a crash (under
  *       {@link Durability#SYNC}; under {@link Durability#ASYNC} a crash may lose the last flush
  *       interval of them, by the operator's choice) and, for commits, is visible to {@link #read}.
  *       An exceptional completion with a {@link TroupeException} other than {@code
@@ -89,6 +91,16 @@ public interface DurableStore {
    * Durably records a participant's prepared part (two-phase commit): written in the entity's
    * partition order, so it is durable only after every commit submitted before it. Invisible to
    * reads. Fails like {@link #commit} (refused when the queue is full).
+   *
+   * <p>On the single node of a data centre, for a transaction this node coordinates, the future
+   * completes once the record is written, without a sync of its own (issue 20): the coordinator's
+   * decision is written to this same store after every vote, and is synced or made durable by the
+   * participants' synced commits written after it ({@link #persistDecisionBeforeLocalCommits}), so
+   * no decision is durable without its prepared records (the store keeps a prefix of its writes
+   * that includes every synced one), and a crash that loses a prepared record loses its decision
+   * too (presumed abort). A caller may therefore send such a part's vote to its coordinator, and
+   * only there, once written. Otherwise (a node of several, a remote coordinator) it completes once
+   * durable, as every other write.
    */
   CompletableFuture<Void> prepare(PreparedTransaction part);
 
@@ -148,6 +160,14 @@ public interface DurableStore {
   EntityState read(EntityId entity);
 
   /**
+   * The latest committed state of an entity as the object cache holds it (encoded; loaded into
+   * the cache when absent, as {@link #read}): its version and existence without decoding, the
+   * state decoded on demand. The same object while the entity's cached version stays, so what a
+   * caller derives from it can be memoized by its identity (the rendered-state memo).
+   */
+  CachedState readCached(EntityId entity);
+
+  /**
    * Whether the entity's latest state is in the object cache right now: a hint for callers that
    * want to run a cache miss (a materialization, which reads RocksDB) off their own thread. Does not
    * count as a cache hit or miss.
@@ -159,6 +179,13 @@ public interface DurableStore {
    * budget weighs active actors by it). Does not count as a cache hit or miss.
    */
   int cachedWeightBytes(EntityId entity);
+
+  /**
+   * The estimated heap the entity's entry in the object cache takes (its encoded state, the entry
+   * and the key: what the cache's weigher counts), 0 if it is not cached. Does not count as a
+   * cache hit or miss.
+   */
+  int cacheEntryWeightBytes(EntityId entity);
 
   /** Whether the store accepts commits and whether it has met damaged data (readiness). */
   StoreHealth health();

@@ -36,6 +36,18 @@ import java.util.List;
  */
 public interface KeyValueDisk extends AutoCloseable {
 
+  /**
+   * Whether unsynced batches can be lost only together with this process: a power loss or a crash
+   * of the machine or the process, after which the node recovers from what survived. True for an
+   * engine in this process ({@link RocksDisk}; {@link MemoryDisk}, whose power loss the tests
+   * simulate as the node's). False for a database server ({@link
+   * dev.troupe.storage.postgres.PostgresDisk}) or a disk other nodes share ({@link SharedDiskView}):
+   * it can crash and come back alone while this process runs on and acts on writes it lost. The
+   * store lets a write's durability ride a later synced write (issue 20: prepared records and
+   * decisions of local transactions) only on a disk for which this is true.
+   */
+  boolean crashesOnlyWithThisProcess();
+
   /** The column families of the store (see {@link Keys} for their key layouts). */
   enum Column {
     /** (partition, sequence) → {@link TransactionRecord}. */

@@ -308,6 +308,12 @@ public final class MemoryDisk implements KeyValueDisk {
     }
   }
 
+  /** Its simulated power loss ({@link #crash}) is the node's: the next incarnation opens what survived. */
+  @Override
+  public boolean crashesOnlyWithThisProcess() {
+    return true;
+  }
+
   @Override
   public Batch newBatch() {
     return new MemoryBatch();

@@ -98,8 +98,9 @@ final class Partition {
    * batch also writes its {@code Decision} entry, at a timestamp ticked there ({@link
    * DiskReplicationLog}). {@code syncedByLaterWrite}: the write needs no sync of its own (a commit
    * decision whose every participant commits on this store, {@link
-   * RocksStore#persistDecisionBeforeLocalCommits}): its future completes once written, and a later
-   * synced write makes it durable (the write-ahead log is one sequence).
+   * RocksStore#persistDecisionBeforeLocalCommits}, or a prepared record of a transaction this
+   * single node coordinates, {@link RocksStore#prepare}): its future completes once written, and a
+   * later synced write makes it durable (the write-ahead log is one sequence).
    */
   record Commit(
       long transactionId,
@@ -699,9 +700,9 @@ final class Partition {
   private EntityState currentState(EntityId entity) throws DiskException {
     // A cached entry is complete for every written batch: the writer applies each batch to it, and
     // a concurrent load finishes before the writer's compute on the same key (see RocksStore).
-    EntityState cached = store.cachedQuietly(entity);
+    CachedState cached = store.cachedQuietly(entity);
     if (cached != null) {
-      return cached;
+      return cached.state();
     }
     return store.materializer.materialize(entity, Long.MAX_VALUE, null);
   }
@@ -823,7 +824,23 @@ final class Partition {
     try (KeyValueDisk.Batch batch = newBatch()) {
       for (int i = current.position; i < end; i++) {
         EntityId entity = current.entities.get(i);
-        EntityState state = stateAt(entity, current.frontier);
+        CachedState cached = store.cachedQuietly(entity);
+        if (cached != null && cached.version() <= current.frontier) {
+          // Complete up to the last written batch and unchanged since its version, so also at
+          // the frontier. Held encoded: its bytes are the checkpoint's. Held decoded (written
+          // since the last round): encoded here, and the cache takes the encoding, compact again.
+          byte[] encoding = cached.isEncoded()
+              ? cached.encoded() : Codec.encodeState(cached.state());
+          batch.put(
+              KeyValueDisk.Column.CHECKPOINTS,
+              Keys.checkpoint(Keys.entityPrefix(entity), cached.version()),
+              encoding);
+          if (!cached.isEncoded()) {
+            store.encodeCached(entity, cached.version(), encoding);
+          }
+          continue;
+        }
+        EntityState state = store.materializer.materialize(entity, current.frontier, null);
         batch.put(
             KeyValueDisk.Column.CHECKPOINTS,
             Keys.checkpoint(Keys.entityPrefix(entity), state.version()),
@@ -849,16 +866,6 @@ final class Partition {
         round = null;
       }
     }
-  }
-
-  /** The state at {@code frontier}, a timestamp at or below the last written commit. */
-  private EntityState stateAt(EntityId entity, long frontier) throws DiskException {
-    EntityState cached = store.cachedQuietly(entity);
-    if (cached != null && cached.version() <= frontier) {
-      // Complete up to the last written batch and unchanged since its version, so also at frontier.
-      return cached;
-    }
-    return store.materializer.materialize(entity, frontier, null);
   }
 
   /**
@@ -976,7 +983,7 @@ final class Partition {
    * Whether every one of the first {@code count} commits needs no sync of its own, because a later
    * synced write makes it durable (RocksDB's write-ahead log is one sequence: a crash keeps a
    * prefix of the written batches that includes every synced one, the {@link KeyValueDisk}
-   * contract). Two kinds:
+   * contract). Three kinds:
    *
    * <ul>
    *   <li>A commit decision whose every participant commits on this store ({@link
@@ -984,6 +991,11 @@ final class Partition {
    *       write submitted only after the decision was written, so no part is durable before the
    *       decision is; a crash before any of them loses the decision and its transaction, which
    *       nobody was told had committed (the client is answered once the parts are durable).
+   *   <li>A prepared record of a transaction this single node coordinates ({@link
+   *       Commit#syncedByLaterWrite}, issue 20): its vote goes to that coordinator only, which
+   *       writes the decision to this store after every vote, synced or made durable by the
+   *       participants' synced commits written after it; a crash that loses the prepared record
+   *       loses the decision too, and recovery aborts what is left prepared (presumed abort).
    *   <li>Single-turn applications of other data centres' transactions (every effect's operations
    *       open with a {@code $replicated:} marker): such a transaction is durable in this DC's
    *       replication log before it is applied, a crash that loses its application re-applies it
@@ -994,9 +1006,15 @@ final class Partition {
    *
    * A commit that changes a transaction record otherwise (a 2PC participant's), records an
    * idempotency key or logs a decision of another kind is synced as always: a lost participant
-   * commit could meet a forgotten decision.
+   * commit could meet a forgotten decision. So is everything on a disk that can crash alone ({@link
+   * KeyValueDisk#crashesOnlyWithThisProcess}: a PostgreSQL server), which could lose such a write
+   * while this node goes on acting on it (and later syncs past the gap).
    */
-  private static boolean needsNoSyncOfItsOwn(List<Commit> commits, int count) {
+  private boolean needsNoSyncOfItsOwn(List<Commit> commits, int count) {
+    if (!store.disk.crashesOnlyWithThisProcess()) {
+      // A database server can lose an unsynced write and come back while this node runs on.
+      return false;
+    }
     for (int i = 0; i < count; i++) {
       Commit commit = commits.get(i);
       if (commit.syncedByLaterWrite()) {

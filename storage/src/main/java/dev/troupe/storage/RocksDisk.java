@@ -391,6 +391,15 @@ public final class RocksDisk implements KeyValueDisk {
     return database;
   }
 
+  /**
+   * In this process: an unsynced write is lost only with a power loss or a crash of the machine,
+   * which stops this process too (RocksDB hands every write to the operating system at once).
+   */
+  @Override
+  public boolean crashesOnlyWithThisProcess() {
+    return true;
+  }
+
   @Override
   public Batch newBatch() {
     return new RocksBatch();

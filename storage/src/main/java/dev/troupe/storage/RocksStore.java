@@ -65,7 +65,9 @@ import java.util.function.LongSupplier;
  * thread (the writer only patches the timestamp and checksum). A failed write fails its futures
  * with {@link OutcomeUnknownException} and fails the whole store: nothing is acknowledged after it.
  *
- * <p><b>Cache coherence.</b> The cache holds the latest committed state of an entity. Loads
+ * <p><b>Cache coherence.</b> The cache holds the latest committed state of an entity, as a {@link
+ * CachedState}: encoded when loaded or checkpointed by a round, decoded once a commit was applied
+ * to it (issue 20, memory; a form change keeps the version and the state). Loads
  * ({@code cache.get(entity, loader)}) materialize from a RocksDB snapshot inside Caffeine's atomic
  * per-key computation. After each batch is written the writer runs {@code
  * asMap().compute(entity, (k, s) -> s == null ? null : s.version() < ts ? s.apply(...) : s)}.
@@ -126,7 +128,8 @@ import java.util.function.LongSupplier;
  * a deletion is never durable without the horizon that allows it.
  *
  * <p><b>Decisions without a sync of their own</b> (issue 20, {@link
- * #persistDecisionBeforeLocalCommits}; under ALL only). Invariant: a participant's commit of a
+ * #persistDecisionBeforeLocalCommits}; under ALL, on a disk that crashes only with this process,
+ * {@link KeyValueDisk#crashesOnlyWithThisProcess}). Invariant: a participant's commit of a
  * transaction is durable only if its decision is. It holds because such a decision's batch is
  * written (its future completes) before any participant is told, every participant's {@link
  * #commitPrepared} is a synced batch of this same database, and a crash keeps a prefix of the
@@ -134,6 +137,14 @@ import java.util.function.LongSupplier;
  * {@link DiskReplicationLog#localSafeTimestamp} until a later sync ({@link
  * DiskReplicationLog#writtenUnsynced}). Recovery is unchanged: a decision a crash lost had no
  * durable part, so its prepared parts are aborted.
+ *
+ * <p><b>Prepared records without a sync of their own</b> (issue 20, {@link #prepare}; under ALL,
+ * on such a disk, and for transactions this node coordinates only). Invariant: a decision is
+ * durable only if every prepared record written before it on this database is. It holds for the
+ * same reason: the coordinator writes the decision after every vote, each vote is sent once its
+ * prepared record is written, and the decision is synced or made durable by synced commits written
+ * after it. A two-participant transaction on one node so syncs only its two commit records, in one
+ * wait.
  *
  * <p><b>Recovery</b> (at open, measured in {@code statistics().recoveryMillis}): per partition, the
  * last sequence and timestamp from the journal tail (or the round and horizon marks when the journal
@@ -220,36 +231,6 @@ public final class RocksStore implements Store {
    */
   private final Cache<EntityId, CachedState> cache;
 
-  /** A cached state and its estimated weight in bytes (see {@link Codec#estimateWeight}). */
-  record CachedState(EntityState state, int weight) {
-    static CachedState of(EntityId entity, EntityState state) {
-      return new CachedState(state, Codec.estimateWeight(state) + 48
-          + 2 * (entity.type().length() + entity.id().length()));
-    }
-
-    /** The state after {@code operations}, re-weighing only the keys they touch. */
-    CachedState apply(List<Operation> operations, long commitTimestamp, int originDc) {
-      EntityState next = state.apply(operations, commitTimestamp, originDc);
-      long weight = this.weight;
-      boolean small = next.values() instanceof SmallPersistentMap;
-      java.util.Set<String> touched = new java.util.HashSet<>();
-      for (Operation operation : operations) {
-        // A deletion, or values that moved between a small map and a hash tree (every entry's
-        // overhead changes), re-weigh the whole state.
-        if (operation.deletesEntity()
-            || small != (state.values() instanceof SmallPersistentMap)) {
-          return new CachedState(next, (int) Math.min(Integer.MAX_VALUE,
-              weight - Codec.estimateWeight(state) + Codec.estimateWeight(next)));
-        }
-        touched.add(operation.key());
-      }
-      for (String key : touched) {
-        weight += Codec.estimateEntryWeight(key, next.get(key), small)
-            - Codec.estimateEntryWeight(key, state.get(key), small);
-      }
-      return new CachedState(next, (int) Math.max(0, Math.min(Integer.MAX_VALUE, weight)));
-    }
-  }
   /**
    * The partitions, one per number: replaced whole (copy on write) when an acquisition or a
    * release replaces one (ACQUIRED), never changed in place, so a reader of the array sees a
@@ -986,7 +967,26 @@ public final class RocksStore implements Store {
           TroupeException.invalid("malformed prepared operations: " + e.getMessage()));
     }
     return writeTransactionState(partitionOf(entity), transactionId,
-        new Partition.TransactionStateChange(key, value), false);
+        new Partition.TransactionStateChange(key, value), null, null, false,
+        preparedRecordSyncedByLaterWrite(transactionId));
+  }
+
+  /**
+   * Issue 20: whether a prepared record of {@code transactionId} needs no sync of its own: on the
+   * single node of a data centre ({@link PartitionOwnership#ALL}) when this node coordinates the
+   * transaction (its id is this node's, {@link TransactionIds#nodeOf}). Its decision is then
+   * written to this same database after every vote, and either synced itself or made durable by
+   * the participants' synced commits written after it; a crash keeps a prefix of the written
+   * batches that includes every synced one, so no decision is durable without the prepared records
+   * before it, and a crash that loses a prepared record loses its decision too (presumed abort). A
+   * vote is sent to that coordinator only, so nothing is acknowledged on the strength of the
+   * prepared record alone. Not on a disk that can crash alone ({@link
+   * KeyValueDisk#crashesOnlyWithThisProcess}: a PostgreSQL server), where this process could go on
+   * acting on a record the disk lost. See {@link DurableStore#prepare}.
+   */
+  private boolean preparedRecordSyncedByLaterWrite(long transactionId) {
+    return acquired == null && TransactionIds.nodeOf(transactionId) == settings.nodeId()
+        && disk.crashesOnlyWithThisProcess();
   }
 
   @Override
@@ -1011,13 +1011,16 @@ public final class RocksStore implements Store {
 
   /**
    * Issue 20: on the single node of a data centre ({@link PartitionOwnership#ALL}) a decision
-   * without an idempotency record is written without a sync of its own; otherwise exactly {@link
-   * #persistDecision}. See {@link DurableStore#persistDecisionBeforeLocalCommits} for the rule and
+   * without an idempotency record is written without a sync of its own, on a disk that crashes
+   * only with this process ({@link KeyValueDisk#crashesOnlyWithThisProcess}: not a PostgreSQL
+   * server, which could lose it while this node goes on committing its parts); otherwise exactly
+   * {@link #persistDecision}. See {@link DurableStore#persistDecisionBeforeLocalCommits} for the rule and
    * why it is safe.
    */
   @Override
   public CompletableFuture<Void> persistDecisionBeforeLocalCommits(DecidedTransaction decision) {
-    return persistDecision(decision, acquired == null && decision.idempotency() == null);
+    return persistDecision(decision, acquired == null && decision.idempotency() == null
+        && disk.crashesOnlyWithThisProcess());
   }
 
   private CompletableFuture<Void> persistDecision(DecidedTransaction decision,
@@ -1138,13 +1141,33 @@ public final class RocksStore implements Store {
     Lock admission = null;
     try {
       admission = requireOwned(entity);
-      return cache.get(entity, key -> CachedState.of(key, loadLatest(key))).state();
+      return cachedOrLoaded(entity).state();
     } catch (CorruptDataException damage) {
       throw corrupt(entity, damage);
     } finally {
       admitted(admission);
       closeLock.readLock().unlock();
     }
+  }
+
+  @Override
+  public CachedState readCached(EntityId entity) {
+    Objects.requireNonNull(entity, "entity");
+    enter();
+    Lock admission = null;
+    try {
+      admission = requireOwned(entity);
+      return cachedOrLoaded(entity);
+    } catch (CorruptDataException damage) {
+      throw corrupt(entity, damage);
+    } finally {
+      admitted(admission);
+      closeLock.readLock().unlock();
+    }
+  }
+
+  private CachedState cachedOrLoaded(EntityId entity) {
+    return cache.get(entity, key -> CachedState.of(key, loadLatest(key)));
   }
 
   @Override
@@ -1388,12 +1411,11 @@ public final class RocksStore implements Store {
       Partition partition = partitions[partitionOf(entity)];
       awaitVisible(partition, timestamp);
       checkHorizon(partition, entity, timestamp);
-      CachedState entry = cache.policy().getIfPresentQuietly(entity);
-      EntityState cached = entry == null ? null : entry.state();
+      CachedState cached = cache.policy().getIfPresentQuietly(entity);
       if (cached != null && cached.version() <= timestamp) {
         // Every record at or below the timestamp is applied to the cache (visibility floor), and
         // none of this entity's lies after the cached version: the cached state is the state there.
-        return cached;
+        return cached.state();
       }
       try (KeyValueDisk.Snapshot snapshot = disk.snapshot()) {
         // Checked again after taking the snapshot: a truncation publishes its horizon before it
@@ -1944,20 +1966,29 @@ public final class RocksStore implements Store {
         ErrorCode.UNAVAILABLE, "storage failed and accepts no more commits: " + cause);
   }
 
-  EntityState cachedQuietly(EntityId entity) {
-    CachedState entry = cache.policy().getIfPresentQuietly(entity);
-    return entry == null ? null : entry.state();
+  /** The cached entry of an entity, null if it is not cached; not a cache hit or miss. */
+  CachedState cachedQuietly(EntityId entity) {
+    return cache.policy().getIfPresentQuietly(entity);
   }
 
-  /** The estimated in-memory size of a cached entity's state, 0 if it is not cached. */
+  /**
+   * The estimated in-memory size of a cached entity's state decoded (as an actor holds it), 0 if
+   * it is not cached.
+   */
   int cachedWeightQuietly(EntityId entity) {
     CachedState entry = cache.policy().getIfPresentQuietly(entity);
-    return entry == null ? 0 : entry.weight();
+    return entry == null ? 0 : entry.decodedWeight();
   }
 
   @Override
   public int cachedWeightBytes(EntityId entity) {
     return cachedWeightQuietly(entity);
+  }
+
+  @Override
+  public int cacheEntryWeightBytes(EntityId entity) {
+    CachedState entry = cache.policy().getIfPresentQuietly(entity);
+    return entry == null ? 0 : entry.weight();
   }
 
   @Override
@@ -1980,10 +2011,20 @@ public final class RocksStore implements Store {
               if (state == null) {
                 return null;
               }
-              return state.state().version() < commitTimestamp
+              return state.version() < commitTimestamp
                   ? state.apply(operations, commitTimestamp, originDc)
                   : state;
             });
+  }
+
+  /**
+   * Puts a cached entry that is still at {@code version} into the encoded form, given the state's
+   * encoding (a checkpoint round's): written entities go back to the compact form once checkpointed.
+   * No-op when the entity is not cached, is being loaded or has moved on.
+   */
+  void encodeCached(EntityId entity, long version, byte[] encoding) {
+    cache.asMap().computeIfPresent(entity,
+        (key, state) -> state.version() == version ? state.encodedAs(key, encoding) : state);
   }
 
   JournalPosition readPosition(byte[] key) throws DiskException {

@@ -32,6 +32,12 @@ public class SharedDiskView implements KeyValueDisk {
     return disk.get();
   }
 
+  /** Shared: the disk can crash and come back while this node runs on. */
+  @Override
+  public boolean crashesOnlyWithThisProcess() {
+    return false;
+  }
+
   @Override
   public Batch newBatch() {
     return shared().newBatch();

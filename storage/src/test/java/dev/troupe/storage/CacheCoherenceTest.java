@@ -116,6 +116,53 @@ class CacheCoherenceTest {
     }
   }
 
+  /**
+   * The cache holds a loaded state encoded (issue 20, memory): one entry object per cached
+   * version, whose decoding is the state a materialization gives, read latest and as of its
+   * version alike, and whose estimate counts its bytes (the decoded estimate is kept beside it for
+   * actors); a commit leaves it decoded, weighed as such, until a checkpoint round encodes it.
+   */
+  @Test
+  void aCachedStateIsOneEncodedEntryPerVersion() throws Exception {
+    EntityId entity = new EntityId("Record", "r1");
+    try (RocksStore store = RocksStore.open(
+        Fixtures.settings(directory).withDurability(Durability.ASYNC),
+        System::currentTimeMillis)) {
+      store.commit(store.newTransactionId(), List.of(Fixtures.write(entity,
+          new Operation.Assign("name", dev.troupe.model.Json.NODES.textNode("x".repeat(500))),
+          new Operation.Increment("n", 3)))).join();
+      CachedState first = store.readCached(entity);
+      assertTrue(first == store.readCached(entity), "the same entry while the version stays");
+      assertEquals(store.materializer.materialize(entity, Long.MAX_VALUE, null), first.state());
+      assertEquals(first.state(), store.read(entity));
+      assertEquals(first.state(), store.readAt(entity, first.version()));
+      assertTrue(first.exists() && !first.holdsDependencies());
+      int encoded = Codec.encodeState(first.state()).length;
+      assertEquals(CachedState.ENTRY_OVERHEAD_BYTES + ((encoded + 7) & ~7)
+          + entity.type().length() + entity.id().length(), store.cacheEntryWeightBytes(entity));
+      assertEquals(Codec.estimateWeight(first.state()) + 48
+          + 2 * (entity.type().length() + entity.id().length()), store.cachedWeightBytes(entity));
+
+      Committed second = store.commit(store.newTransactionId(), List.of(Fixtures.write(entity,
+          new Operation.Increment("n", 4)))).join();
+      CachedState next = store.readCached(entity);
+      assertTrue(next != first, "a new version is a new entry");
+      assertTrue(!next.isEncoded(), "written since the last checkpoint round: held decoded");
+      assertEquals(second.commitTimestamp(), next.version());
+      assertEquals(7, Fixtures.counter(next.state(), "n"));
+      assertEquals(store.materializer.materialize(entity, Long.MAX_VALUE, null), next.state());
+      assertEquals(next.decodedWeight(), store.cacheEntryWeightBytes(entity));
+      assertEquals(first.state(), store.readAt(entity, first.version()), "history read anew");
+
+      store.checkpointNow();
+      CachedState checkpointed = store.readCached(entity);
+      assertTrue(checkpointed.isEncoded(), "a checkpoint round encodes it again");
+      assertEquals(next.version(), checkpointed.version());
+      assertEquals(next.state(), checkpointed.state());
+      assertEquals(0, store.cacheEntryWeightBytes(new EntityId("Record", "never")));
+    }
+  }
+
   interface Body {
     void run() throws Exception;
   }

@@ -53,6 +53,54 @@ class CodecProperties {
     assertEquals(state, Codec.decodeState(encoded));
   }
 
+  /**
+   * The object cache's encoded entry (issue 20, memory) decodes to its state, and a commit applied
+   * to it gives (decoded) what applying to the decoded state gives, its decoded estimate
+   * re-weighed by the touched keys alone equal to weighing the result whole; encoded again, it
+   * weighs what a loaded entry of the same state weighs.
+   */
+  @Property(tries = 200)
+  void aCachedStateAppliesAsItsDecodedState(@ForAll("states") EntityState state,
+      @ForAll("operationLists") List<Operation> operations) {
+    EntityId entity = new EntityId("Type", "id");
+    CachedState cached = CachedState.of(entity, state);
+    assertEquals(state, cached.state());
+    assertEquals(state.version(), cached.version());
+    assertEquals(state.exists(), cached.exists());
+    assertEquals(state.values().values().stream().anyMatch(v -> v instanceof DependencyTable),
+        cached.holdsDependencies());
+    assertEquals(true, cached.weight() > Codec.encodeState(state).length);
+    if (state.version() == Long.MAX_VALUE) {
+      return;
+    }
+    EntityState expected;
+    try {
+      expected = state.apply(operations, state.version() + 1, 2);
+    } catch (RuntimeException refused) {
+      assertThrows(refused.getClass(),
+          () -> cached.apply(operations, state.version() + 1, 2));
+      return;
+    }
+    CachedState next = cached.apply(operations, state.version() + 1, 2);
+    assertEquals(false, next.isEncoded(), "a written entry is held decoded");
+    assertEquals(expected, next.state());
+    assertEquals(expected.version(), next.version());
+    assertEquals(expected.exists(), next.exists());
+    CachedState whole = CachedState.of(entity, expected);
+    assertEquals(whole.decodedWeight(), next.decodedWeight());
+    assertEquals(next.decodedWeight(), next.weight(), "a decoded entry weighs its state");
+    CachedState compacted = next.encodedAs(entity, Codec.encodeState(expected));
+    assertEquals(true, compacted.isEncoded());
+    assertEquals(expected, compacted.state());
+    assertEquals(whole.weight(), compacted.weight());
+    assertEquals(whole.decodedWeight(), compacted.decodedWeight());
+  }
+
+  @Provide
+  Arbitrary<List<Operation>> operationLists() {
+    return operation().list().ofMaxSize(5);
+  }
+
   @Property(tries = 200)
   void aFlippedByteInARecordIsDetected(
       @ForAll("records") TransactionRecord record,

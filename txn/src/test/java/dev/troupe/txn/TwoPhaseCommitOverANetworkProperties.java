@@ -125,6 +125,7 @@ class TwoPhaseCommitOverANetworkProperties {
               });
             }
             case EntityTurnCore.Effect.AbandonPrepared<String> ignored -> {}
+            case EntityTurnCore.Effect.ReportForwards<String> ignored -> {} // the vote carries them too
             case EntityTurnCore.Effect.Reply<String> reply -> {
               String[] to = reply.replyTo().split(":");
               EntityId from = new EntityId("Hot", to[1]);

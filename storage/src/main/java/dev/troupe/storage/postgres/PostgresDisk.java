@@ -204,6 +204,15 @@ public final class PostgresDisk implements KeyValueDisk {
 
   // ------------------------------------------------------------------------------------ writes
 
+  /**
+   * A database server: PostgreSQL can crash and restart (losing its asynchronous commits) while
+   * this process runs on, its pool reconnecting without an error.
+   */
+  @Override
+  public boolean crashesOnlyWithThisProcess() {
+    return false;
+  }
+
   @Override
   public Batch newBatch() {
     return new PostgresBatch();

@@ -80,6 +80,17 @@ import java.util.Set;
  * DependencyPlanner}); one that forwards to an entity it was not planned with aborts ({@code
  * dependencies_involved}) so the runtime can plan it again or run it as a dynamic one.
  *
+ * <p><b>Forwards reported before the vote (issue 20).</b> A participant may report its forwards
+ * as soon as it has evaluated its part, while its prepared record is still being written ({@link
+ * Input.ForwardsReported}): the coordinator then sends them on at once (a prepare to a follower
+ * not yet in the transaction, {@link Effect.SendForwards} to one that reported its own evaluation
+ * of its current round or voted), so a follower's prepared record joins the same or the next
+ * group commit as its leader's instead of waiting for the leader's durable vote. Nothing else
+ * moves: the decision still waits for every participant's durable vote of its latest round, and a
+ * vote whose forwards differ from what the same round reported is an invariant violation
+ * (forwards are pure values of the evaluation). A report is only a head start: a lost, late or
+ * duplicated one changes nothing, since the vote carries the same forwards.
+ *
  * <p><b>Retries.</b> Wait-die kills the younger of two conflicting transactions. A transaction
  * killed that way is aborted everywhere and retried under a new transaction id (a new attempt) but
  * with its first attempt's start timestamp as its age, so it grows older than every newcomer and
@@ -219,6 +230,18 @@ public final class CoordinatorCore {
       }
     }
 
+    /**
+     * A participant's forwards, reported once it evaluated its part of round {@code round} and
+     * before its vote (its prepared record is still being written). Counts only while that
+     * round's vote is still to come; its vote must carry the same forwards.
+     */
+    record ForwardsReported(EntityId participant, long transactionId, List<Forward> forwards,
+        int round) implements Input {
+      public ForwardsReported {
+        forwards = List.copyOf(forwards);
+      }
+    }
+
     record PrepareTimedOut(long transactionId) implements Input {}
 
     /** Retry after a lock conflict, under this new transaction id. */
@@ -339,6 +362,11 @@ public final class CoordinatorCore {
   private final Map<EntityId, List<Forward>> forwardedTo = new HashMap<>();
   /** Per participant, how many times it was asked to evaluate its part. */
   private final Map<EntityId, Integer> rounds = new HashMap<>();
+  /**
+   * Per participant, the latest round whose forwards it reported before voting ({@link
+   * Input.ForwardsReported}): it is preparing that round, so it takes changed forwards at once.
+   */
+  private final Map<EntityId, Integer> reportedRounds = new HashMap<>();
   private final Map<EntityId, TurnResult> acknowledgements = new LinkedHashMap<>();
   private boolean decisionPersisted;
   /** Deliberate breakages (empty outside the simulator's tests). */
@@ -455,6 +483,13 @@ public final class CoordinatorCore {
           case TurnResult.Done yes -> {
             votes.put(participant, yes);
             List<Forward> forwards = yes.forwarding().forwards();
+            if (reportedRounds.getOrDefault(participant, 0) == received.round()) {
+              // What was sent on at the report must be what the participant votes for.
+              Invariants.check(forwards.equals(forwardedBy.get(participant)),
+                  "%s voted round %d of transaction %d forwarding %s, but reported %s",
+                  participant, received.round(), transactionId, forwards,
+                  forwardedBy.get(participant));
+            }
             if (planned && reachesBeyondParticipants(forwards)) {
               // Planned order needs every participant up front: plan it again, or run it dynamic.
               abort(new TroupeException(ErrorCode.ABORTED, TransactionAbort.DEPENDENCIES_INVOLVED,
@@ -467,6 +502,23 @@ public final class CoordinatorCore {
             }
           }
         }
+      }
+      case Input.ForwardsReported reported -> {
+        EntityId participant = reported.participant();
+        if (phase != Phase.COLLECTING_VOTES || reported.transactionId() != transactionId
+            || !parts.containsKey(participant) || votesToCome.getOrDefault(participant, 0) != 1
+            || reported.round() != rounds.getOrDefault(participant, 0)
+            || reportedRounds.getOrDefault(participant, 0) == reported.round()) {
+          break; // late (its vote counted, or a later round is asked), stale or a duplicate
+        }
+        if (planned && reachesBeyondParticipants(reported.forwards())) {
+          abort(new TroupeException(ErrorCode.ABORTED, TransactionAbort.DEPENDENCIES_INVOLVED,
+              "a planned transaction forwards to an entity it was not planned with"), effects);
+          break;
+        }
+        reportedRounds.put(participant, reported.round());
+        forwardedBy.put(participant, reported.forwards());
+        sendForwards(effects); // its own vote is still to come: nothing to decide yet
       }
       case Input.PrepareTimedOut timedOut -> {
         if (phase == Phase.COLLECTING_VOTES && timedOut.transactionId() == transactionId) {
@@ -529,6 +581,7 @@ public final class CoordinatorCore {
     forwardedBy.clear();
     forwardedTo.clear();
     rounds.clear();
+    reportedRounds.clear();
     parts.clear();
     parts.putAll(requestedParts);
     phase = Phase.COLLECTING_VOTES;
@@ -542,8 +595,9 @@ public final class CoordinatorCore {
 
   /**
    * Sends every participant whose forwards changed its new forwards: a follower not yet in the
-   * transaction joins with a prepare, one that voted is asked to evaluate again (and its vote no
-   * longer counts), one whose vote is still to come gets them after it. Returns whether the
+   * transaction joins with a prepare, one that voted or reported its evaluation of its current
+   * round is asked to evaluate again (and its vote of that round no longer counts), one whose
+   * vote is still to come and that has not reported gets them after it. Returns whether the
    * forwards are settled (nothing sent, nothing deferred); aborts (and returns false) past a
    * limit.
    */
@@ -576,7 +630,8 @@ public final class CoordinatorCore {
         votesToCome.put(target, 1);
         rounds.put(target, 1);
         effects.add(new Effect.SendPrepare(target, transactionId, startTimestamp, part, planned));
-      } else if (votesToCome.getOrDefault(target, 0) == 0) {
+      } else if (votesToCome.getOrDefault(target, 0) == 0
+          || reportedRounds.getOrDefault(target, 0).equals(rounds.get(target))) {
         int round = rounds.merge(target, 1, Integer::sum);
         if (round > limits.maxForwardRounds()) {
           abort(new TroupeException(ErrorCode.TOO_LARGE, ("the operations forwarded to %s did not"

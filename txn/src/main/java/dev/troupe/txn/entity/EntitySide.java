@@ -118,6 +118,21 @@ final class EntitySide<R> {
     boolean commitReceived;
     /** The coordinator's latest round this part evaluated (1: the prepare). */
     int round = 1;
+    /**
+     * Prepared records of this part submitted and not yet reported durable or failed: an amended
+     * part may submit its replacement while the first is still being written (forwards taken
+     * while preparing), and it votes only once the last is durable.
+     */
+    int preparesInFlight;
+    /** One of those records failed: the part votes no once none is in flight. */
+    TroupeException prepareFailure;
+    /** One of those records is durable (an aborted part abandons it). */
+    boolean preparedRecordWritten;
+    /**
+     * Forwards of a later round that arrived while preparing and could not be evaluated at once
+     * (a lock to take, a PSAC part): taken as after a vote, once no record is in flight.
+     */
+    Input.ForwardsReceived<R> forwardsAfterPrepared;
 
     Participation(Input.PrepareRequested<R> request) {
       this.request = request;

@@ -59,6 +59,14 @@ import java.util.List;
  * Single-entity turns take no locks: a turn whose access conflicts with a lock holder waits in the
  * turn queue until the holder releases.
  *
+ * <p><b>Forwards before the vote</b> (issue 20). A part that forwards something, or that reserved
+ * keys for forwards it may receive, tells its coordinator its forwards as soon as it is evaluated
+ * ({@link Effect.ReportForwards}), before its prepared record is durable; the vote then repeats
+ * them. Forwards of a later round may therefore reach a part that is still preparing: it evaluates
+ * again at once when it holds every lock they need (its new prepared record replaces the one in
+ * flight, and it votes, for the latest round only, once no record of it is in flight), and
+ * otherwise keeps them until its record is durable and takes them as after a vote.
+ *
  * <p>The vote is a {@link TurnResult}: {@code Done(version, stateAfter, wrote)} for yes, with the
  * entity's durable version when the vote was cast and the state the transaction will produce;
  * {@code Failed(error)} for no. The acknowledgement of a commit decision is {@code Done} with the
@@ -260,6 +268,16 @@ public final class EntityTurnCore<R> {
     record AbandonPrepared<R>(long transactionId) implements Effect<R> {}
 
     record Reply<R>(R replyTo, TurnResult result) implements Effect<R> {}
+
+    /**
+     * Tell the coordinator waiting for this part's vote ({@code voteTo}) what the part forwards,
+     * now that it is evaluated and before its prepared record is durable, so the coordinator can
+     * send them on at once (issue 20: the followers' prepared records then join the leader's
+     * group commit). Sent by a part that forwards something or reserved keys for forwards it may
+     * receive (a planned follower). Only a head start: the vote carries the same forwards, so a
+     * shell may drop it (the runtime does between nodes).
+     */
+    record ReportForwards<R>(R voteTo, List<Forward> forwards) implements Effect<R> {}
 
     /** Stop this incarnation; the next turn starts a fresh one from durable state. */
     record Stop<R>() implements Effect<R> {}

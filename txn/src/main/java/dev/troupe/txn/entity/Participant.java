@@ -137,6 +137,11 @@ final class Participant<R> {
 
   void forwardsReceived(Input.ForwardsReceived<R> forwarded, List<Effect<R>> effects) {
     Participation<R> participation = side.participations.get(forwarded.transactionId());
+    if (participation != null && participation.phase == Phase.PREPARING
+        && forwarded.round() > participation.round) {
+      forwardsWhilePreparing(participation, forwarded, effects);
+      return;
+    }
     if (participation != null && forwarded.round() != 0
         && forwarded.round() <= participation.round) {
       // A duplicate or late copy: vote again if it voted in this round (its vote may have been
@@ -188,6 +193,37 @@ final class Participant<R> {
     requestLocks(participation, access, true, effects);
   }
 
+  /**
+   * Forwards of a later round that reached this part while its prepared record is being written
+   * (its coordinator had its {@link Effect.ReportForwards}): evaluated at once when the part holds
+   * every lock they need, its new record replacing the one in flight (the vote waits for both);
+   * otherwise kept and taken once the record is durable, as after a vote.
+   */
+  private void forwardsWhilePreparing(Participation<R> participation,
+      Input.ForwardsReceived<R> forwarded, List<Effect<R>> effects) {
+    if (participation.abortedWhilePreparing) {
+      return; // voted no or aborted: its records are abandoned once written
+    }
+    Input.ForwardsReceived<R> kept = participation.forwardsAfterPrepared;
+    if (kept != null) {
+      if (forwarded.round() > kept.round()) {
+        participation.forwardsAfterPrepared = forwarded;
+      }
+      return; // a duplicate of the kept round, or a later one kept instead
+    }
+    LockTable.LockSet access = AccessSets.forPart(participation.request.type(), List.of(), false,
+        forwarded.forwards());
+    if (participation.gateItem != null
+        || !side.locks.holds(forwarded.transactionId(), access)) {
+      participation.forwardsAfterPrepared = forwarded;
+      return;
+    }
+    participation.round = forwarded.round();
+    participation.request = participation.request.votingTo(forwarded.voteTo());
+    participation.forwards = forwarded.forwards();
+    evaluate(participation, effects);
+  }
+
   /** Locks held: evaluate the transaction's turns in order on the tentative state. */
   void evaluate(Participation<R> participation, List<Effect<R>> effects) {
     Input.PrepareRequested<R> request = participation.request;
@@ -213,20 +249,45 @@ final class Participant<R> {
       // forwards took them all back).
       participation.phase = Phase.PREPARING;
       participation.recordSubmitted = true;
+      participation.preparesInFlight++;
       effects.add(new Effect.SubmitPrepare<>(request.transactionId(), participation.operations,
           List.of(), 0));
+      if (!participation.forwarding.forwards().isEmpty() || !request.reserved().isEmpty()) {
+        // Its forwards are known now: the coordinator sends them on while this record is
+        // written (and a reserving follower says it is preparing, so it takes them at once).
+        effects.add(new Effect.ReportForwards<>(request.voteTo(),
+            participation.forwarding.forwards()));
+      }
     }
   }
 
   void prepared(long transactionId, List<Effect<R>> effects) {
     Participation<R> participation = side.participations.get(transactionId);
-    Invariants.check(participation != null && participation.phase == Phase.PREPARING,
+    Invariants.check(participation != null && participation.phase == Phase.PREPARING
+        && participation.preparesInFlight > 0,
         "%s: prepared record of transaction %d is durable but it was not preparing (%s)",
             side.entity,
         transactionId, participation == null ? null : participation.phase);
+    participation.preparedRecordWritten = true;
+    if (--participation.preparesInFlight > 0) {
+      return; // its replacement is still being written: the vote waits for it
+    }
     if (participation.abortedWhilePreparing) {
       effects.add(new Effect.AbandonPrepared<>(transactionId));
       finish(transactionId, effects);
+      return;
+    }
+    if (participation.prepareFailure != null) {
+      voteNo(participation, participation.prepareFailure, effects);
+      return;
+    }
+    Input.ForwardsReceived<R> kept = participation.forwardsAfterPrepared;
+    if (kept != null) {
+      // Forwards of a later round came while preparing: take them as after a vote (this round's
+      // vote is no longer counted, so none is sent).
+      participation.forwardsAfterPrepared = null;
+      participation.phase = Phase.PREPARED;
+      forwardsReceived(kept, effects);
       return;
     }
     // "wrote": a prepared record exists (a PSAC part's holds turns, not operations), so the
@@ -316,14 +377,24 @@ final class Participant<R> {
 
   void prepareFailed(Input.PrepareFailed<R> failed, List<Effect<R>> effects) {
     Participation<R> participation = side.participations.get(failed.transactionId());
-    Invariants.check(participation != null && participation.phase == Phase.PREPARING,
+    Invariants.check(participation != null && participation.phase == Phase.PREPARING
+        && participation.preparesInFlight > 0,
         "%s: prepare of transaction %d failed but it was not preparing", side.entity,
         failed.transactionId());
+    if (participation.prepareFailure == null) {
+      participation.prepareFailure = failed.error();
+    }
+    if (--participation.preparesInFlight > 0) {
+      return; // answered once its replacement's write is done too
+    }
     if (participation.abortedWhilePreparing) {
+      if (participation.preparedRecordWritten) {
+        effects.add(new Effect.AbandonPrepared<>(failed.transactionId()));
+      }
       finish(failed.transactionId(), effects);
       return;
     }
-    voteNo(participation, failed.error(), effects);
+    voteNo(participation, participation.prepareFailure, effects);
   }
 
   void voteNo(Participation<R> participation, TroupeException reason, List<Effect<R>> effects) {
@@ -332,11 +403,16 @@ final class Participant<R> {
     side.replies.add(new PendingReply<>(side.lastSubmittedSerial, participation.request.voteTo(),
         side.tentative, false, reason, false));
     pipeline.releaseReplies(effects);
+    // It voted no, so the transaction aborts: a duplicate of its prepare must not prepare it.
+    rememberAbort(transactionId);
+    if (participation.preparesInFlight > 0) {
+      // A re-evaluation while preparing failed: its records are abandoned once written.
+      participation.abortedWhilePreparing = true;
+      return;
+    }
     if (participation.recordSubmitted) {
       effects.add(new Effect.AbandonPrepared<>(transactionId)); // an amended part's earlier one
     }
-    // It voted no, so the transaction aborts: a duplicate of its prepare must not prepare it.
-    rememberAbort(transactionId);
     finish(transactionId, effects);
   }
 

@@ -126,6 +126,7 @@ final class PsacAdmission<R> {
               participant.voteYes(participation, side.tentative, false, effects);
             } else {
               participation.phase = Phase.PREPARING;
+              participation.preparesInFlight++;
               effects.add(new Effect.SubmitPrepare<>(participation.request.transactionId(),
                   List.of(), turns, ++side.gateArrivals));
             }

@@ -117,7 +117,11 @@ public final class RequestCore {
     /** An entity's type; throws {@link TroupeException} for a reserved type. */
     CompiledType typeOf(EntityId entity);
 
-    /** An entity's latest durable state if at hand (the planner's reconnaissance). */
+    /**
+     * An entity's latest durable state if at hand (the planner's reconnaissance). The planner
+     * reads only its dependency keys, so a state without any may be answered as {@link
+     * EntityState#ABSENT} (the node does, rather than decode a cached state).
+     */
     Optional<EntityState> cachedState(EntityId entity);
 
     /** Dependencies on a leader key that transactions in progress register. */

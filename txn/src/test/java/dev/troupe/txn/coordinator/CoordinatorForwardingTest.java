@@ -2,12 +2,14 @@ package dev.troupe.txn.coordinator;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.node.LongNode;
 import dev.troupe.model.EntityId;
 import dev.troupe.model.EntityState;
 import dev.troupe.model.ErrorCode;
+import dev.troupe.model.Invariants.InvariantViolation;
 import dev.troupe.model.Json;
 import dev.troupe.model.TransactionAbort;
 import dev.troupe.model.dependency.Dependency;
@@ -145,5 +147,68 @@ class CoordinatorForwardingTest {
     core.handle(new Input.VoteReceived(CART, 10, yes(List.of())));
     assertEquals(List.of(new Effect.SendForwards(CART, 10, List.of(CHANGE), 2)),
         core.handle(new Input.VoteReceived(PRODUCT, 10, yes(List.of(CHANGE)))));
+  }
+
+  @Test
+  void aReportedForwardPreparesTheFollowerBeforeTheLeaderVotes() {
+    CoordinatorCore core = coordinator(false, 4, PRODUCT);
+    core.handle(new Input.Started(10));
+    assertEquals(List.of(new Effect.SendPrepare(CART, 10, 10,
+        new CoordinatorCore.Part(List.of(), false, List.of(CHANGE)))),
+        core.handle(new Input.ForwardsReported(PRODUCT, 10, List.of(CHANGE), 1)));
+    assertTrue(core.handle(new Input.ForwardsReported(PRODUCT, 10, List.of(CHANGE), 1)).isEmpty(),
+        "a duplicated report changes nothing");
+    assertTrue(core.handle(new Input.VoteReceived(CART, 10, yes(List.of()))).isEmpty(),
+        "the decision still waits for the leader's durable vote");
+    assertEquals(List.of(new Effect.PersistDecision(10, List.of(PRODUCT, CART))),
+        core.handle(new Input.VoteReceived(PRODUCT, 10, yes(List.of(CHANGE)))));
+  }
+
+  @Test
+  void aFollowerThatReportedItsOwnEvaluationIsSentTheForwardsBeforeItVotes() {
+    CoordinatorCore core = coordinator(true, 4, PRODUCT, CART);
+    core.handle(new Input.Started(10));
+    assertTrue(core.handle(new Input.ForwardsReported(CART, 10, List.of(), 1)).isEmpty());
+    assertEquals(List.of(new Effect.SendForwards(CART, 10, List.of(CHANGE), 2)),
+        core.handle(new Input.ForwardsReported(PRODUCT, 10, List.of(CHANGE), 1)));
+    assertTrue(core.handle(new Input.VoteReceived(CART, 10, yes(List.of()))).isEmpty(),
+        "the follower's vote of the first round no longer counts");
+    assertTrue(core.handle(new Input.VoteReceived(PRODUCT, 10, yes(List.of(CHANGE)))).isEmpty());
+    assertEquals(List.of(new Effect.PersistDecision(10, List.of(PRODUCT, CART))),
+        core.handle(new Input.VoteReceived(CART, 10, yes(List.of()), 2)));
+  }
+
+  @Test
+  void aFollowerThatHasNotReportedGetsTheReportedForwardsAfterItsVote() {
+    CoordinatorCore core = coordinator(true, 4, PRODUCT, CART);
+    core.handle(new Input.Started(10));
+    assertTrue(core.handle(new Input.ForwardsReported(PRODUCT, 10, List.of(CHANGE), 1)).isEmpty());
+    assertEquals(List.of(new Effect.SendForwards(CART, 10, List.of(CHANGE), 2)),
+        core.handle(new Input.VoteReceived(CART, 10, yes(List.of()))));
+  }
+
+  @Test
+  void aReportAfterItsVoteCountedIsIgnored() {
+    CoordinatorCore core = coordinator(false, 4, PRODUCT);
+    core.handle(new Input.Started(10));
+    core.handle(new Input.VoteReceived(PRODUCT, 10, yes(List.of())));
+    assertTrue(core.handle(new Input.ForwardsReported(PRODUCT, 10, List.of(CHANGE), 1)).isEmpty());
+  }
+
+  @Test
+  void aVoteThatForwardsOtherThanItsReportIsAnInvariantViolation() {
+    CoordinatorCore core = coordinator(false, 4, PRODUCT);
+    core.handle(new Input.Started(10));
+    core.handle(new Input.ForwardsReported(PRODUCT, 10, List.of(CHANGE), 1));
+    assertThrows(InvariantViolation.class,
+        () -> core.handle(new Input.VoteReceived(PRODUCT, 10, yes(List.of()))));
+  }
+
+  @Test
+  void aPlannedReportReachingBeyondThePlanAborts() {
+    CoordinatorCore core = coordinator(true, 4, PRODUCT);
+    core.handle(new Input.Started(10));
+    assertEquals(TransactionAbort.DEPENDENCIES_INVOLVED, failure(core.handle(
+        new Input.ForwardsReported(PRODUCT, 10, List.of(CHANGE), 1))).reason());
   }
 }

@@ -148,6 +148,7 @@ class EntityTurnCoreProperties {
             submitted.add(new Pending(submit.serial(), by));
           }
         }
+        case Effect.ReportForwards<Integer> ignored -> {} // the vote carries them too
         case Effect.Reply<Integer> reply -> replies.add(reply);
         case Effect.Stop<Integer> ignored -> throw new AssertionError("no stop expected");
         case Effect.OfferPassivation<Integer> ignored -> {}

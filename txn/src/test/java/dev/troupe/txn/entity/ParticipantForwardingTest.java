@@ -168,4 +168,83 @@ class ParticipantForwardingTest {
     assertEquals(TransactionAbort.DEPENDENCIES_INVOLVED,
         assertInstanceOf(TurnResult.Failed.class, refused.result()).error().reason());
   }
+
+  private static <T> List<T> all(List<Effect<String>> effects, Class<T> kind) {
+    return effects.stream().filter(kind::isInstance).map(kind::cast).toList();
+  }
+
+  /** A planned part that reserved the item key for forwards it may receive. */
+  private List<Effect<String>> prepareReserving(long id) {
+    return core.handle(new Input.PrepareRequested<>(id, id,
+        List.of(new Turn.AssignKeys(Map.of("note", Json.parse("\"hi\"")))), false, KEYS,
+        "vote-" + id, true, List.of(), Map.of("item", LockTable.Mode.WRITE)));
+  }
+
+  @Test
+  void aReservingPartReportsWhilePreparingAndTakesForwardsBeforeItsRecordIsDurable() {
+    List<Effect<String>> prepared = prepareReserving(5);
+    only(prepared, Effect.SubmitPrepare.class);
+    assertEquals(new Effect.ReportForwards<String>("vote-5", List.of()),
+        only(prepared, Effect.ReportForwards.class));
+    Forward registered = new Forward.Registered(ITEM, LongNode.valueOf(7));
+    List<Effect<String>> amended = core.handle(
+        new Input.ForwardsReceived<>(5, List.of(registered), "again", 2));
+    Effect.SubmitPrepare<String> record = only(amended, Effect.SubmitPrepare.class);
+    assertTrue(record.operations().contains(new Operation.Assign("item", LongNode.valueOf(7))),
+        record.operations().toString());
+    assertEquals(new Effect.ReportForwards<String>("again", List.of()),
+        only(amended, Effect.ReportForwards.class));
+    assertTrue(core.handle(new Input.ForwardsReceived<>(5, List.of(registered), "again", 2))
+        .isEmpty(), "a duplicate of the round is ignored");
+    assertTrue(all(core.handle(new Input.PrepareSucceeded<>(5)), Effect.Reply.class).isEmpty(),
+        "no vote while the replacement is still being written");
+    Effect.Reply<String> vote = only(core.handle(new Input.PrepareSucceeded<>(5)),
+        Effect.Reply.class);
+    assertEquals("again", vote.replyTo());
+    assertInstanceOf(TurnResult.Done.class, vote.result());
+    Effect.SubmitCommit<String> commit = only(core.handle(new Input.DecisionReceived<>(5, true,
+        "ack")), Effect.SubmitCommit.class);
+    assertEquals(record.operations(), commit.operations());
+  }
+
+  @Test
+  void forwardsThatNeedALockWhilePreparingAreTakenOnceTheRecordIsDurable() {
+    prepare(5, new Turn.AssignKeys(Map.of("note", Json.parse("\"hi\""))));
+    Forward registered = new Forward.Registered(ITEM, LongNode.valueOf(7));
+    assertTrue(core.handle(new Input.ForwardsReceived<>(5, List.of(registered), "again", 2))
+        .isEmpty(), "kept: the item key is not locked yet");
+    List<Effect<String>> durable = core.handle(new Input.PrepareSucceeded<>(5));
+    assertTrue(all(durable, Effect.Reply.class).isEmpty(), "the first round is not voted");
+    only(durable, Effect.SubmitPrepare.class);
+    assertEquals("again", only(core.handle(new Input.PrepareSucceeded<>(5)), Effect.Reply.class)
+        .replyTo());
+  }
+
+  @Test
+  void anAbortWhileTwoRecordsAreInFlightAbandonsThemOnceBothAreWritten() {
+    prepareReserving(5);
+    core.handle(new Input.ForwardsReceived<>(5,
+        List.of(new Forward.Registered(ITEM, LongNode.valueOf(7))), "again", 2));
+    core.handle(new Input.DecisionReceived<>(5, false, "ack"));
+    assertTrue(all(core.handle(new Input.PrepareSucceeded<>(5)), Effect.AbandonPrepared.class)
+        .isEmpty());
+    only(core.handle(new Input.PrepareSucceeded<>(5)), Effect.AbandonPrepared.class);
+    // Its locks are released: another transaction prepares the item key at once.
+    only(prepare(6, new Turn.AssignKeys(Map.of("item", LongNode.valueOf(1)))),
+        Effect.SubmitPrepare.class);
+  }
+
+  @Test
+  void aFailedFirstRecordVotesNoOnceTheReplacementIsWritten() {
+    prepareReserving(5);
+    core.handle(new Input.ForwardsReceived<>(5,
+        List.of(new Forward.Registered(ITEM, LongNode.valueOf(7))), "again", 2));
+    assertTrue(core.handle(new Input.PrepareFailed<>(5, new dev.troupe.model.TroupeException(
+        dev.troupe.model.ErrorCode.UNAVAILABLE, "disk"))).isEmpty());
+    List<Effect<String>> answered = core.handle(new Input.PrepareSucceeded<>(5));
+    Effect.Reply<String> vote = only(answered, Effect.Reply.class);
+    assertEquals("again", vote.replyTo());
+    assertInstanceOf(TurnResult.Failed.class, vote.result());
+    only(answered, Effect.AbandonPrepared.class);
+  }
 }

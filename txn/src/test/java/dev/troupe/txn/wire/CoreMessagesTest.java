@@ -136,6 +136,7 @@ class CoreMessagesTest {
               inputs.add(new EntityTurnCore.Input.PrepareSucceeded<>(prepare.transactionId()));
           case EntityTurnCore.Effect.SubmitCommit<ReplyTarget> commit ->
               inputs.add(new EntityTurnCore.Input.CommitSucceeded<>(commit.serial(), ++clock[0]));
+          case EntityTurnCore.Effect.ReportForwards<ReplyTarget> ignored -> {} // the vote carries them too
           case EntityTurnCore.Effect.Reply<ReplyTarget> reply -> {
             ReplyTarget target = reply.replyTo();
             WireMessage message = target.kind().equals("vote")

@@ -1,0 +1,199 @@
+package dev.troupe.storage;
+
+import dev.troupe.model.EntityId;
+import dev.troupe.model.EntityState;
+import dev.troupe.model.Operation;
+import dev.troupe.model.SmallPersistentMap;
+import dev.troupe.model.dependency.DependencyKeys;
+import dev.troupe.model.value.DependencyTable;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+
+/**
+ * An entity's latest committed state as the object cache holds it (issue 20, memory:
+ * docs/design/performance.md, "Memory: compact cached states"), in one of two forms:
+ *
+ * <ul>
+ *   <li><b>encoded</b>: {@link Codec#encodeState}'s bytes (the checkpoint format), about 1.2 times
+ *       the payload where the decoded objects take about 2.3 times. A state loaded into the cache
+ *       (materialized) is held so, and so is a written one once a checkpoint round has encoded it
+ *       ({@link #encodedAs}).
+ *   <li><b>decoded</b>: the {@link EntityState} itself. A commit applied to a cached entry leaves
+ *       it decoded: the partition writer applies a record to a decoded state in well under a
+ *       microsecond, where decoding and encoding a 1 KB record costs about ten (a 200-member
+ *       branch, about a hundred). So the entities written since the last checkpoint round are
+ *       decoded, the rest encoded.
+ * </ul>
+ *
+ * <p>Beside the form: the version and existence (what a read needs before decoding) and whether
+ * the state has dependency keys (what the planner's reconnaissance needs).
+ *
+ * <p>Invariants: immutable; {@link #state()} is the state (an encoded form decodes to it: the
+ * format loses nothing, a state materialized from a checkpoint is this very decoding); a new
+ * committed version or a change of form makes a new object, so a memo keyed by this object's
+ * identity (the rendered-state memo) is never stale. {@code weight} is the estimated heap this
+ * entry takes in its form (the cache's weigher, so the memory budget, counts it); {@code
+ * decodedWeight} the estimate of the state decoded ({@link Codec#estimateWeight}, what an active
+ * actor holding it takes), kept up to date by re-weighing only the keys a commit touches.
+ *
+ * <p>Concurrency: immutable, shared freely. An encoded entry decodes anew on every {@link
+ * #state()} call (callers that read the same version repeatedly, the rendered-state memo, keep
+ * what they derive).
+ */
+public final class CachedState {
+  /**
+   * The heap of one entry beyond its encoded bytes and its key's characters, as a class histogram
+   * of 50,000 cached YCSB records counted it (JDK 25, compressed references): this object (40),
+   * the byte array's header (16), Caffeine's node (40), the map's node and its share of the table
+   * (about 42), the key's {@link EntityId} and its id string with its array's header (about 64).
+   * {@code bench cached-size} compares the estimate with the heap (docs/BENCHMARKS.md, "Issue 20:
+   * bytes per cached record").
+   */
+  static final int ENTRY_OVERHEAD_BYTES = 200;
+
+  /** The encoded form; null when decoded. */
+  private final byte[] encoded;
+  /** The decoded form; null when encoded. */
+  private final EntityState decoded;
+  private final long version;
+  private final boolean exists;
+  private final boolean holdsDependencies;
+  private final int weight;
+  private final int decodedWeight;
+
+  private CachedState(byte[] encoded, EntityState decoded, long version, boolean exists,
+      boolean holdsDependencies, int weight, int decodedWeight) {
+    this.encoded = encoded;
+    this.decoded = decoded;
+    this.version = version;
+    this.exists = exists;
+    this.holdsDependencies = holdsDependencies;
+    this.weight = weight;
+    this.decodedWeight = decodedWeight;
+  }
+
+  /** The entry for {@code state} (just materialized), encoded. */
+  public static CachedState of(EntityId entity, EntityState state) {
+    return encoded(entity, state, Codec.encodeState(state),
+        Codec.estimateWeight(state) + decodedOverhead(entity));
+  }
+
+  private static CachedState encoded(EntityId entity, EntityState state, byte[] encoded,
+      long decodedWeight) {
+    long weight = ENTRY_OVERHEAD_BYTES + ((encoded.length + 7L) & ~7L) + keyBytes(entity);
+    return new CachedState(encoded, null, state.version(), state.exists(),
+        holdsDependencies(state), clamp(weight), clamp(decodedWeight));
+  }
+
+  private static CachedState decoded(EntityState state, long decodedWeight) {
+    // Weighed as before the encoded form existed: the state's estimate and the entry's.
+    return new CachedState(null, state, state.version(), state.exists(),
+        holdsDependencies(state), clamp(decodedWeight), clamp(decodedWeight));
+  }
+
+  private static int clamp(long weight) {
+    return (int) Math.max(0, Math.min(Integer.MAX_VALUE, weight));
+  }
+
+  private static boolean holdsDependencies(EntityState state) {
+    for (var entry : state.values().entrySet()) {
+      if (entry.getValue() instanceof DependencyTable
+          || DependencyKeys.isDependencyKey(entry.getKey())) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /** What a decoded state's cache entry was estimated at beyond the state (before issue 20). */
+  private static long decodedOverhead(EntityId entity) {
+    return 48 + 2L * (entity.type().length() + entity.id().length());
+  }
+
+  /** The key's characters (Latin-1: one byte each; the type's name is usually shared). */
+  private static long keyBytes(EntityId entity) {
+    return entity.type().length() + entity.id().length();
+  }
+
+  /** The commit timestamp of the last record applied (0: never written). */
+  public long version() {
+    return version;
+  }
+
+  /** Whether the entity exists in this state. */
+  public boolean exists() {
+    return exists;
+  }
+
+  /**
+   * Whether the state has dependency keys (docs/ARCHITECTURE.md, "Dependencies"): when not, the
+   * dependency planner's reconnaissance learns all it reads of it without decoding it.
+   */
+  public boolean holdsDependencies() {
+    return holdsDependencies;
+  }
+
+  /** The state: the decoded form itself, or the encoded one decoded (a new object per call). */
+  public EntityState state() {
+    return decoded != null ? decoded : Codec.decodeState(encoded);
+  }
+
+  /** Whether the entry holds its state encoded. */
+  public boolean isEncoded() {
+    return encoded != null;
+  }
+
+  /** The encoded form's bytes ({@link Codec#encodeState}), null when decoded; not to be modified. */
+  byte[] encoded() {
+    return encoded;
+  }
+
+  /**
+   * This entry in the encoded form, given its state's encoding (a checkpoint round's, which
+   * encodes it anyway); itself when already encoded.
+   */
+  CachedState encodedAs(EntityId entity, byte[] encoding) {
+    if (encoded != null) {
+      return this;
+    }
+    return encoded(entity, decoded, encoding, decodedWeight);
+  }
+
+  /** The estimated heap this cache entry takes (the cache's weigher). */
+  int weight() {
+    return weight;
+  }
+
+  /** The estimated heap of the state decoded (what an active actor holding it takes). */
+  int decodedWeight() {
+    return decodedWeight;
+  }
+
+  /**
+   * The entry after {@code operations}, decoded (the partition writer, for a cached entity; an
+   * encoded entry is decoded once), re-weighing only the keys they touch.
+   */
+  CachedState apply(List<Operation> operations, long commitTimestamp, int originDc) {
+    EntityState state = state();
+    EntityState next = state.apply(operations, commitTimestamp, originDc);
+    long nextDecodedWeight = decodedWeight;
+    boolean small = next.values() instanceof SmallPersistentMap;
+    Set<String> touched = new HashSet<>();
+    for (Operation operation : operations) {
+      // A deletion, or values that moved between a small map and a hash tree (every entry's
+      // overhead changes), re-weigh the whole state.
+      if (operation.deletesEntity()
+          || small != (state.values() instanceof SmallPersistentMap)) {
+        return decoded(next,
+            decodedWeight - Codec.estimateWeight(state) + (long) Codec.estimateWeight(next));
+      }
+      touched.add(operation.key());
+    }
+    for (String key : touched) {
+      nextDecodedWeight += Codec.estimateEntryWeight(key, next.get(key), small)
+          - Codec.estimateEntryWeight(key, state.get(key), small);
+    }
+    return decoded(next, nextDecodedWeight);
+  }
+}
