@@ -365,12 +365,7 @@ public final class Troupe implements AutoCloseable {
    */
   public CompletableFuture<EntityView> get(EntityId entity,
       dev.troupe.model.spec.StateProjection projection) {
-    try {
-      checkProjection(entity, projection);
-    } catch (TroupeException e) {
-      return CompletableFuture.failedFuture(e);
-    }
-    return reads.get(entity, projection);
+    return checkedProjection(entity, projection, () -> reads.get(entity, projection));
   }
 
   /**
@@ -390,17 +385,22 @@ public final class Troupe implements AutoCloseable {
    */
   public CompletableFuture<RenderedEntity> getRendered(EntityId entity,
       dev.troupe.model.spec.StateProjection projection) {
+    return checkedProjection(entity, projection, () -> reads.getProjected(entity, projection));
+  }
+
+  /**
+   * {@code read}, once {@code projection} names only keys of the entity's declared type; refused
+   * with {@code invalid_request} otherwise, before anything is read.
+   */
+  private <T> CompletableFuture<T> checkedProjection(EntityId entity,
+      dev.troupe.model.spec.StateProjection projection,
+      java.util.function.Supplier<CompletableFuture<T>> read) {
     try {
-      checkProjection(entity, projection);
+      type(entity.type()).ifPresent(projection::checkAgainst);
     } catch (TroupeException e) {
       return CompletableFuture.failedFuture(e);
     }
-    return reads.getProjected(entity, projection);
-  }
-
-  /** Refuses a projection naming a key that is no part of the entity's declared type. */
-  private void checkProjection(EntityId entity, dev.troupe.model.spec.StateProjection projection) {
-    type(entity.type()).ifPresent(projection::checkAgainst);
+    return read.get();
   }
 
   /** An entity's state as JSON bytes, and its version. */

@@ -1136,17 +1136,11 @@ public final class RocksStore implements Store {
 
   @Override
   public EntityState read(EntityId entity) {
-    Objects.requireNonNull(entity, "entity");
-    enter();
-    Lock admission = null;
+    CachedState cached = readCached(entity);
     try {
-      admission = requireOwned(entity);
-      return cachedOrLoaded(entity).state();
+      return cached.state();
     } catch (CorruptDataException damage) {
       throw corrupt(entity, damage);
-    } finally {
-      admitted(admission);
-      closeLock.readLock().unlock();
     }
   }
 
