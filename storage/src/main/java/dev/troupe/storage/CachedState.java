@@ -16,9 +16,10 @@ import java.util.Set;
  *
  * <ul>
  *   <li><b>encoded</b>: {@link Codec#encodeState}'s bytes (the checkpoint format), about 1.2 times
- *       the payload where the decoded objects take about 2.3 times. A state loaded into the cache
- *       (materialized) is held so, and so is a written one once a checkpoint round has encoded it
- *       ({@link #encodedAs}).
+ *       the payload where the decoded objects take about 2.3 times. A state of at most 16 keys
+ *       ({@link #heldEncoded}) loaded into the cache (materialized) is held so, and so is a
+ *       written one once a checkpoint round has encoded it ({@link #encodedAs}). Larger states,
+ *       dear to decode, are always held decoded.
  *   <li><b>decoded</b>: the {@link EntityState} itself. A commit applied to a cached entry leaves
  *       it decoded: the partition writer applies a record to a decoded state in well under a
  *       microsecond, where decoding and encoding a 1 KB record costs about ten (a 200-member
@@ -73,10 +74,26 @@ public final class CachedState {
     this.decodedWeight = decodedWeight;
   }
 
-  /** The entry for {@code state} (just materialized), encoded. */
+  /**
+   * The entry for {@code state} (just materialized): encoded when {@link #heldEncoded}, else
+   * decoded.
+   */
   public static CachedState of(EntityId entity, EntityState state) {
-    return encoded(entity, state, Codec.encodeState(state),
-        Codec.estimateWeight(state) + decodedOverhead(entity));
+    long decodedWeight = Codec.estimateWeight(state) + decodedOverhead(entity);
+    return heldEncoded(state)
+        ? encoded(entity, state, Codec.encodeState(state), decodedWeight)
+        : decoded(state, decodedWeight);
+  }
+
+  /**
+   * Whether a state is held encoded: at most {@link SmallPersistentMap#MAX_SIZE} keys, a record
+   * such as YCSB's, which decodes in a few microseconds. A larger state (a SmallBank branch of 200
+   * members decodes in 61-66 µs) stays decoded: every read, projection and activation of an encoded
+   * entry decodes it again, and the embedded SmallBank mix lost about half its throughput when such
+   * branches were held encoded.
+   */
+  static boolean heldEncoded(EntityState state) {
+    return state.values().size() <= SmallPersistentMap.MAX_SIZE;
   }
 
   private static CachedState encoded(EntityId entity, EntityState state, byte[] encoded,
@@ -154,7 +171,7 @@ public final class CachedState {
    * encodes it anyway); itself when already encoded.
    */
   CachedState encodedAs(EntityId entity, byte[] encoding) {
-    if (encoded != null) {
+    if (encoded != null || !heldEncoded(decoded)) {
       return this;
     }
     return encoded(entity, decoded, encoding, decodedWeight);

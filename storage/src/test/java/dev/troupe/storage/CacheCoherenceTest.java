@@ -163,6 +163,38 @@ class CacheCoherenceTest {
     }
   }
 
+  /**
+   * A state of more than 16 keys (a SmallBank branch) is held decoded whatever happens: every read
+   * of an encoded entry decodes it again, which for such a state costs more than the memory saved.
+   */
+  @Test
+  void aLargeStateIsHeldDecodedAcrossCheckpointRoundsAndLoads() throws Exception {
+    EntityId branch = new EntityId("Branch", "b1");
+    EntityId record = new EntityId("Record", "r1");
+    List<Operation> members = new java.util.ArrayList<>();
+    for (int i = 0; i <= dev.troupe.model.SmallPersistentMap.MAX_SIZE; i++) {
+      members.add(new Operation.Increment("checking[c" + i + "]", i));
+    }
+    try (RocksStore store = RocksStore.open(
+        Fixtures.settings(directory).withDurability(Durability.ASYNC),
+        System::currentTimeMillis)) {
+      store.commit(store.newTransactionId(), List.of(new EntityWrite(branch, members))).join();
+      store.commit(store.newTransactionId(), List.of(new EntityWrite(record,
+          members.subList(0, dev.troupe.model.SmallPersistentMap.MAX_SIZE)))).join();
+      store.checkpointNow();
+      assertTrue(!store.readCached(branch).isEncoded(), "17 keys: still decoded after a round");
+      assertTrue(store.readCached(record).isEncoded(), "16 keys: encoded by the round");
+      assertEquals(store.readCached(branch).decodedWeight(), store.cacheEntryWeightBytes(branch));
+    }
+    try (RocksStore store = RocksStore.open(
+        Fixtures.settings(directory).withDurability(Durability.ASYNC),
+        System::currentTimeMillis)) {
+      assertTrue(!store.readCached(branch).isEncoded(), "17 keys: loaded decoded");
+      assertTrue(store.readCached(record).isEncoded(), "16 keys: loaded encoded");
+      assertEquals(16, Fixtures.counter(store.read(branch), "checking[c16]"));
+    }
+  }
+
   interface Body {
     void run() throws Exception;
   }
