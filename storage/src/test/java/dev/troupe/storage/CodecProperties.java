@@ -88,9 +88,11 @@ class CodecProperties {
     assertEquals(expected.exists(), next.exists());
     CachedState whole = CachedState.of(entity, expected);
     assertEquals(whole.decodedWeight(), next.decodedWeight());
+    assertEquals(whole.holdsDependencies(), next.holdsDependencies(),
+        "told from the keys a commit touches as from the whole state");
     assertEquals(next.decodedWeight(), next.weight(), "a decoded entry weighs its state");
     CachedState compacted = next.encodedAs(entity, Codec.encodeState(expected));
-    assertEquals(true, compacted.isEncoded());
+    assertEquals(CachedState.heldEncoded(expected), compacted.isEncoded());
     assertEquals(expected, compacted.state());
     assertEquals(whole.weight(), compacted.weight());
     assertEquals(whole.decodedWeight(), compacted.decodedWeight());
