@@ -28,9 +28,9 @@ import java.util.concurrent.CompletionException;
  *       #persistDecision} (not {@link #persistDecisionBeforeLocalCommits}, whose participants'
  *       commits make it durable, nor {@link #prepare} for a transaction this single node
  *       coordinates, which its decision makes durable) completes normally only once what it wrote
- *       survives a crash (under
- *       {@link Durability#SYNC}; under {@link Durability#ASYNC} a crash may lose the last flush
- *       interval of them, by the operator's choice) and, for commits, is visible to {@link #read}.
+ *       survives a crash (under {@link Durability#SYNC}; under {@link Durability#ASYNC} a crash
+ *       may lose the last flush interval of them, by the operator's choice) and, for commits, is
+ *       visible to {@link #read}.
  *       An exceptional completion with a {@link TroupeException} other than {@code
  *       outcome_unknown} means nothing was written; {@link OutcomeUnknownException} (or any other
  *       failure, see {@link #failureOf}) means it may or may not have been.
@@ -99,8 +99,9 @@ public interface DurableStore {
    * no decision is durable without its prepared records (the store keeps a prefix of its writes
    * that includes every synced one), and a crash that loses a prepared record loses its decision
    * too (presumed abort). A caller may therefore send such a part's vote to its coordinator, and
-   * only there, once written. Otherwise (a node of several, a remote coordinator) it completes once
-   * durable, as every other write.
+   * only there, once written. Otherwise (a node of several, a remote coordinator, a disk that can
+   * crash alone: {@link KeyValueDisk#crashesOnlyWithThisProcess}) it completes once durable, as
+   * every other write.
    */
   CompletableFuture<Void> prepare(PreparedTransaction part);
 

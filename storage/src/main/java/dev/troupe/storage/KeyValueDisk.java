@@ -44,7 +44,8 @@ public interface KeyValueDisk extends AutoCloseable {
    * dev.troupe.storage.postgres.PostgresDisk}) or a disk other nodes share ({@link SharedDiskView}):
    * it can crash and come back alone while this process runs on and acts on writes it lost. The
    * store lets a write's durability ride a later synced write (issue 20: prepared records and
-   * decisions of local transactions) only on a disk for which this is true.
+   * decisions of local transactions; replica applications) only on a disk for which this is
+   * true.
    */
   boolean crashesOnlyWithThisProcess();
 

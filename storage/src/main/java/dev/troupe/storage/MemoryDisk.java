@@ -308,7 +308,10 @@ public final class MemoryDisk implements KeyValueDisk {
     }
   }
 
-  /** Its simulated power loss ({@link #crash}) is the node's: the next incarnation opens what survived. */
+  /**
+   * Its simulated power loss ({@link #crash}) is the node's: the next incarnation opens what
+   * survived.
+   */
   @Override
   public boolean crashesOnlyWithThisProcess() {
     return true;
