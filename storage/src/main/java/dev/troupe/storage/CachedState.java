@@ -89,7 +89,7 @@ public final class CachedState {
    * Whether a state is held encoded: at most {@link SmallPersistentMap#MAX_SIZE} keys, a record
    * such as YCSB's, which decodes in a few microseconds. A larger state (a SmallBank branch of 200
    * members decodes in 61-66 µs) stays decoded: every read of a key, projection and activation of
-   * an encoded entry decodes it again, a cost the memory saved on a few large states does not repay.
+   * an encoded entry would decode it again. The memory goal concerns records of YCSB's shape.
    */
   static boolean heldEncoded(EntityState state) {
     return state.values().size() <= SmallPersistentMap.MAX_SIZE;

@@ -393,7 +393,8 @@ public final class RocksDisk implements KeyValueDisk {
 
   /**
    * In this process: an unsynced write is lost only with a power loss or a crash of the machine,
-   * which stops this process too (RocksDB hands every write to the operating system at once).
+   * which stops this process too (the write-ahead log is not flushed by hand here, so RocksDB
+   * writes each batch's log record to the operating system as it commits it).
    */
   @Override
   public boolean crashesOnlyWithThisProcess() {
