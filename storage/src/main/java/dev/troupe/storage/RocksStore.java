@@ -1014,8 +1014,8 @@ public final class RocksStore implements Store {
    * without an idempotency record is written without a sync of its own, on a disk that crashes
    * only with this process ({@link KeyValueDisk#crashesOnlyWithThisProcess}: not a PostgreSQL
    * server, which could lose it while this node goes on committing its parts); otherwise exactly
-   * {@link #persistDecision}. See {@link DurableStore#persistDecisionBeforeLocalCommits} for the rule and
-   * why it is safe.
+   * {@link #persistDecision}. See {@link DurableStore#persistDecisionBeforeLocalCommits} for the
+   * rule and why it is safe.
    */
   @Override
   public CompletableFuture<Void> persistDecisionBeforeLocalCommits(DecidedTransaction decision) {
