@@ -52,12 +52,7 @@ final class RenderedStates {
 
   /** The state rendered by {@code type} as JSON bytes; the caller must not modify them. */
   byte[] render(CompiledType type, EntityState state) {
-    byte[] json = memoized(type, state);
-    if (json == null) {
-      json = Json.writeBytes(type.render(state));
-      cache.put(state, new Rendered(type, json));
-    }
-    return json;
+    return render(type, state, () -> state);
   }
 
   /**
@@ -65,20 +60,19 @@ final class RenderedStates {
    * memoized); the caller must not modify them.
    */
   byte[] render(CompiledType type, CachedState cached) {
-    byte[] json = memoized(type, cached);
-    if (json == null) {
-      json = Json.writeBytes(type.render(cached.state()));
-      cache.put(cached, new Rendered(type, json));
-    }
-    return json;
+    return render(type, cached, cached::state);
   }
 
-  private byte[] memoized(CompiledType type, Object state) {
-    Rendered rendered = cache.getIfPresent(state);
+  /** The memo's rendering under {@code key}, or {@code state}'s rendered and memoized there. */
+  private byte[] render(CompiledType type, Object key,
+      java.util.function.Supplier<EntityState> state) {
+    Rendered rendered = cache.getIfPresent(key);
     if (rendered != null
         && (rendered.type() == type || rendered.type().spec().equals(type.spec()))) {
       return rendered.json();
     }
-    return null;
+    byte[] json = Json.writeBytes(type.render(state.get()));
+    cache.put(key, new Rendered(type, json));
+    return json;
   }
 }

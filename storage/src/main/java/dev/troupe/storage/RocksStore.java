@@ -1970,7 +1970,7 @@ public final class RocksStore implements Store {
    * it is not cached.
    */
   int cachedWeightQuietly(EntityId entity) {
-    CachedState entry = cache.policy().getIfPresentQuietly(entity);
+    CachedState entry = cachedQuietly(entity);
     return entry == null ? 0 : entry.decodedWeight();
   }
 
@@ -1981,7 +1981,7 @@ public final class RocksStore implements Store {
 
   @Override
   public int cacheEntryWeightBytes(EntityId entity) {
-    CachedState entry = cache.policy().getIfPresentQuietly(entity);
+    CachedState entry = cachedQuietly(entity);
     return entry == null ? 0 : entry.weight();
   }
 
