@@ -11,10 +11,12 @@ import java.util.BitSet;
 import java.util.List;
 import java.util.Random;
 import java.util.TreeSet;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
@@ -35,7 +37,9 @@ import picocli.CommandLine.Option;
  * answers 200 and the newest acknowledged write reads back exactly (the recovery time: the node
  * serves, with what it acknowledged), then until a sample of acknowledged writes reads back exactly
  * (the most recent ones, which a crash endangers most, and others at random; read on {@code
- * --threads} connections: cold random reads, which measure the disk as much as recovery); also read the
+ * --threads} connections: cold random reads, which measure the disk as much as recovery; the
+ * connections are opened and served once before the first read, their set-up reported apart
+ * from the reads); also read the
  * storage recovery time it reports ({@code troupe_recovery_seconds} on {@code /metrics}), and read
  * a second sample of other entities (cold reads on the JVM the first sample warmed); (5) time
  * further empty starts ({@code --empty-starts}); the baseline is their mean. With {@code --load
@@ -194,6 +198,7 @@ final class RecoveryBenchmark extends Benchmark {
         .result("verification", "read_p99_milliseconds",
             readLatency.getValueAtPercentile(99) / 1e6)
         .result("verification", "read_max_milliseconds", readLatency.getMaxValue() / 1e6);
+    connectionSetUp(report, "verification", restart.verification());
     Histogram secondLatency = restart.second().readLatencyNanoseconds();
     report.result("verification_second", "sampled_writes", secondLatency.getTotalCount())
         .result("verification_second", "lost_writes", restart.second().lost().size())
@@ -203,6 +208,7 @@ final class RecoveryBenchmark extends Benchmark {
             secondLatency.getValueAtPercentile(99) / 1e6)
         .result("verification_second", "read_max_milliseconds",
             secondLatency.getMaxValue() / 1e6);
+    connectionSetUp(report, "verification_second", restart.second());
     if (!restart.second().lost().isEmpty()) {
       report.failure(restart.second().lost().size() + " acknowledged writes of the second sample"
           + " were lost or changed after the restart, e.g. "
@@ -216,6 +222,18 @@ final class RecoveryBenchmark extends Benchmark {
       report.failure(lost.size() + " of " + sample.size() + " sampled acknowledged writes were"
           + " lost or changed after the restart, e.g. " + entityPath(lost.get(0)));
     }
+  }
+
+  /** A sample's connection set-up figures, apart from its reads'. */
+  private static void connectionSetUp(BenchReport report, String section,
+      Verification verification) {
+    Histogram setUp = verification.connectionSetUpNanoseconds();
+    report.result(section, "connections", setUp.getTotalCount())
+        .result(section, "connection_set_up_p50_milliseconds",
+            setUp.getValueAtPercentile(50) / 1e6)
+        .result(section, "connection_set_up_p99_milliseconds",
+            setUp.getValueAtPercentile(99) / 1e6)
+        .result(section, "connection_set_up_max_milliseconds", setUp.getMaxValue() / 1e6);
   }
 
   /**
@@ -258,9 +276,15 @@ final class RecoveryBenchmark extends Benchmark {
 
   /**
    * @param lost indices of sampled acknowledged writes missing or different, in order
-   * @param readLatencyNanoseconds latency of each read of the sample
+   * @param readLatencyNanoseconds latency of each read of the sample, on connections already
+   *     open and served once (their set-up is apart)
+   * @param connectionSetUpNanoseconds per connection the sample was read on: from opening it
+   *     until the server answered its first request ({@code GET /v1/health}), all opened at once
+   *     before the sample's first read (the server's cost of a client reconnecting after a
+   *     restart, reported apart from the reads; issue 20)
    */
-  private record Verification(List<Long> lost, Histogram readLatencyNanoseconds) {}
+  private record Verification(List<Long> lost, Histogram readLatencyNanoseconds,
+      Histogram connectionSetUpNanoseconds) {}
 
   private Restart restartAndVerify(Path data, Path log, long newest, List<Long> sample,
       List<Long> secondSample) throws Exception {
@@ -459,17 +483,37 @@ final class RecoveryBenchmark extends Benchmark {
    */
   private Verification verify(TroupeProcess server, List<Long> sample) throws Exception {
     if (sample.isEmpty()) {
-      return new Verification(List.of(), new Histogram(3)); // no other write to read
+      // No other write to read.
+      return new Verification(List.of(), new Histogram(3), new Histogram(3));
     }
     int readers = Math.min(threads, sample.size());
     List<Future<Verification>> slices = new ArrayList<>();
+    CountDownLatch connected = new CountDownLatch(readers);
     try (ExecutorService executor = Executors.newFixedThreadPool(readers)) {
       for (int reader = 0; reader < readers; reader++) {
         int first = reader;
         slices.add(executor.submit(() -> {
           List<Long> lost = new ArrayList<>();
           Histogram latency = new Histogram(3);
+          Histogram setUp = new Histogram(3);
           try (HttpConnection connection = server.connect()) {
+            // Every connection opened and served once before any read of the sample: a read's
+            // latency is then the read's, and the connections' set-up a figure of its own.
+            try {
+              long opened = System.nanoTime();
+              HttpConnection.Response health = connection.get("/v1/health");
+              setUp.recordValue(System.nanoTime() - opened);
+              if (health.status() != 200) {
+                throw new BenchmarkException("/v1/health answered " + health.status()
+                    + " on a new connection after the restart");
+              }
+            } finally {
+              connected.countDown();
+            }
+            if (!connected.await(START_TIMEOUT.toSeconds(), TimeUnit.SECONDS)) {
+              throw new BenchmarkException("the sample's connections were not all served within "
+                  + START_TIMEOUT);
+            }
             for (int position = first; position < sample.size(); position += readers) {
               long index = sample.get(position);
               long start = System.nanoTime();
@@ -480,23 +524,25 @@ final class RecoveryBenchmark extends Benchmark {
               }
             }
           }
-          return new Verification(lost, latency);
+          return new Verification(lost, latency, setUp);
         }));
       }
     }
     List<Long> lost = new ArrayList<>();
     Histogram latency = new Histogram(3);
+    Histogram setUp = new Histogram(3);
     for (Future<Verification> slice : slices) {
       try {
         lost.addAll(slice.get().lost());
         latency.add(slice.get().readLatencyNanoseconds());
+        setUp.add(slice.get().connectionSetUpNanoseconds());
       } catch (ExecutionException e) {
         throw new BenchmarkException("reading back acknowledged writes failed: "
             + e.getCause().getMessage(), e.getCause());
       }
     }
     lost.sort(null);
-    return new Verification(lost, latency);
+    return new Verification(lost, latency, setUp);
   }
 
   /** Whether write {@code index} reads back with exactly its value. */

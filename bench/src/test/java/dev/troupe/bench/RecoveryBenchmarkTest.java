@@ -20,7 +20,10 @@ class RecoveryBenchmarkTest {
     BenchmarkRuns.assertPositiveResults(report, "recovery", "serving_seconds", "health_seconds",
         "sample_verified_seconds");
     BenchmarkRuns.assertPositiveResults(report, "load", "acknowledged_writes");
-    BenchmarkRuns.assertPositiveResults(report, "verification", "sampled_writes");
+    BenchmarkRuns.assertPositiveResults(report, "verification", "sampled_writes", "connections",
+        "connection_set_up_p50_milliseconds", "connection_set_up_max_milliseconds");
+    assertEquals(16, report.path("results").path("verification").path("connections").asInt(-1),
+        "the sample is read on --threads connections, each set up before the first read");
     assertEquals(0, report.path("results").path("verification").path("lost_writes").asInt(-1));
   }
 }

@@ -319,7 +319,8 @@ public record RuntimeSettings(
             // Every commit also writes the replication log: a named DC ships it, and every node
             // delivers its causal messages from it (an unnamed one under origin 0).
             true);
-    storageSettings = storageSettings.withRocksDisk(rocksDisk(storage.getConfig("rocksdb")));
+    storageSettings = storageSettings.withRocksDisk(rocksDisk(storage.getConfig("rocksdb")))
+        .withMaintenanceYieldMillis(storage.getLong("maintenance-yield-millis"));
     ClusterSettings cluster = cluster(troupe, replication);
     if (cluster.enabled()) {
       // A member writes only the partitions sharding gave it, each fenced by its owner epoch in

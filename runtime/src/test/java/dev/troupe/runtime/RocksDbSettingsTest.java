@@ -47,6 +47,18 @@ class RocksDbSettingsTest {
   }
 
   @Test
+  void theMaintenanceYieldIsParsedAndBounded() {
+    assertEquals(20, RuntimeSettings.fromConfig(ConfigFactory.load()).storage()
+        .maintenanceYieldMillis(), "reference.conf's default");
+    assertEquals(0, RuntimeSettings.fromConfig(with("troupe.storage.maintenance-yield-millis = 0"))
+        .storage().maintenanceYieldMillis());
+    IllegalArgumentException refused = assertThrows(IllegalArgumentException.class,
+        () -> RuntimeSettings.fromConfig(with("troupe.storage.maintenance-yield-millis = 1001")));
+    assertTrue(refused.getMessage().contains("troupe.storage.maintenance-yield-millis"),
+        refused.getMessage());
+  }
+
+  @Test
   void valuesOutOfRangeAreRefusedByName() {
     for (String bad : new String[] {"block-cache-bytes = -1", "bloom-bits-per-key = -1",
         "bloom-bits-per-key = 65", "bloom-prefix-bytes = 2", "bloom-prefix-bytes = 1025"}) {

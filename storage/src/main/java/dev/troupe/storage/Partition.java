@@ -26,7 +26,8 @@ import java.util.concurrent.locks.ReentrantReadWriteLock;
  *
  * <p>Concurrency: every mutation of this partition's journal, index entries and checkpoints happens
  * on the writer, so the writer never races with itself; maintenance (rounds, truncation) runs
- * between group commits in bounded slices so commits keep flowing. Other threads only enqueue tasks
+ * between group commits in bounded slices so commits keep flowing, and truncation's and the
+ * post-recovery scan's slices yield to cold reads waiting for storage ({@link MaintenancePacing}). Other threads only enqueue tasks
  * and read the {@code volatile} fields below. The writer is one pass of the loop ({@link #runOnce}),
  * run either by the partition's own thread ({@link RocksStore.Execution#THREADS}) or, one pass at a
  * time, by whoever drives a {@link RocksStore.Execution#STEPPED} store ({@link #step}); either way
@@ -216,6 +217,12 @@ final class Partition {
       };
   private Round round;
   private Truncation truncation;
+  /**
+   * How long the writer waits for work before its next maintenance attempt: 0 normally, the time
+   * until the next paced slice when its last one yielded to waiting reads ({@link
+   * MaintenancePacing}).
+   */
+  private long yieldedMillis;
   /** Set once the writer took {@link Stop}: no pass runs after it. */
   private boolean stopped;
   // One pass's tasks, reused by every pass.
@@ -431,7 +438,9 @@ final class Partition {
       try {
         boolean busy = round != null || truncation != null
             || (recoveryScanSequence >= 0 && roundDue());
-        first = queue.poll(busy ? 0 : idleWaitMillis, TimeUnit.MILLISECONDS);
+        // A slice that yielded to reads waits for its turn, but a commit arriving meanwhile is
+        // taken at once.
+        first = queue.poll(busy ? yieldedMillis : idleWaitMillis, TimeUnit.MILLISECONDS);
       } catch (InterruptedException e) {
         // Nobody interrupts the writer; if someone does, keep serving until told to stop.
         continue;
@@ -711,9 +720,11 @@ final class Partition {
 
   /**
    * One bounded step of checkpoint or truncation work; never throws. Returns whether there was
-   * work to do (a slice ran, a truncation started, or the attempt failed the store).
+   * work to do (a slice ran, a truncation started, or the attempt failed the store); false when a
+   * truncation or scan slice yielded to waiting reads ({@link #pacedSlice}).
    */
   private boolean maintenance() {
+    yieldedMillis = 0;
     if (store.failure() != null || fenced) {
       round = null;
       truncation = null;
@@ -723,12 +734,12 @@ final class Partition {
       if (round != null) {
         roundSlice();
       } else if (truncation != null) {
-        truncationSlice();
+        return pacedSlice(this::truncationSlice);
       } else if (roundDue()) {
         // The post-recovery scan only matters to the next round: deferred until one is due, it
         // stays out of the way of a node that is starting up.
         if (recoveryScanSequence >= 0) {
-          recoveryScanSlice();
+          return pacedSlice(this::recoveryScanSlice);
         } else {
           startRound();
           roundSlice();
@@ -752,6 +763,35 @@ final class Partition {
       truncation = null;
       return true;
     }
+  }
+
+  /** A slice of deferrable maintenance (truncation, the post-recovery scan). */
+  private interface DeferrableSlice {
+    void run() throws DiskException;
+  }
+
+  /**
+   * Runs {@code slice} unless it yields to reads waiting for storage ({@link MaintenancePacing}:
+   * one paced slice at a time across the partitions, a pause after each); returns whether it ran.
+   * What the slice does is the same either way: only when it runs changes.
+   */
+  private boolean pacedSlice(DeferrableSlice slice) throws DiskException {
+    MaintenancePacing pacing = store.maintenancePacing;
+    long now = store.nowMillis();
+    if (!pacing.readsWaiting(now)) {
+      slice.run();
+      return true;
+    }
+    if (!pacing.takeSlot(now)) {
+      yieldedMillis = pacing.millisUntilNextSlice(now);
+      return false;
+    }
+    try {
+      slice.run();
+    } finally {
+      pacing.releaseSlot(store.nowMillis());
+    }
+    return true;
   }
 
   private void runForcedCheckpoint(CompletableFuture<Void> done) {

@@ -125,7 +125,10 @@ import java.util.function.LongSupplier;
  * between group commits, in slices (256 objects, 1024 records), so they never race with that
  * partition's writes and commits keep flowing. Their writes are not synced: RocksDB recovers a
  * prefix of its write-ahead log, so a round is never recorded complete without its checkpoints, and
- * a deletion is never durable without the horizon that allows it.
+ * a deletion is never durable without the horizon that allows it. Truncation and the post-recovery
+ * scan yield to cold reads ({@link MaintenancePacing}, {@code maintenanceYieldMillis}): while a
+ * read waits for storage, one such slice runs at a time across the partitions, with a pause after
+ * it; what they delete and when that is safe do not change.
  *
  * <p><b>Decisions without a sync of their own</b> (issue 20, {@link
  * #persistDecisionBeforeLocalCommits}; under ALL, on a disk that crashes only with this process,
@@ -215,6 +218,8 @@ public final class RocksStore implements Store {
   /** Whether commit batches are synced ({@link Durability#SYNC}); maintenance never is. */
   final boolean syncCommits;
   final Materializer materializer;
+  /** When truncation and the post-recovery scan yield to cold reads (issue 20). */
+  final MaintenancePacing maintenancePacing;
 
   final LongAdder commits = new LongAdder();
   final LongAdder groupCommits = new LongAdder();
@@ -270,6 +275,7 @@ public final class RocksStore implements Store {
     this.disk = disk;
     this.syncCommits = settings.durability() == Durability.SYNC;
     this.materializer = new Materializer(disk);
+    this.maintenancePacing = new MaintenancePacing(settings.maintenanceYieldMillis());
     Caffeine<EntityId, CachedState> builder =
         Caffeine.newBuilder()
             .maximumWeight(settings.cacheMaxWeightBytes())
@@ -1219,10 +1225,14 @@ public final class RocksStore implements Store {
   }
 
   private EntityState loadLatest(EntityId entity) {
+    // A read waiting for storage: truncation yields to it (MaintenancePacing).
+    maintenancePacing.readStarted();
     try (KeyValueDisk.Snapshot snapshot = disk.snapshot()) {
       return materializer.materialize(entity, Long.MAX_VALUE, snapshot);
     } catch (DiskException e) {
       throw new UncheckedIOException(new IOException("cannot read " + entity, e));
+    } finally {
+      maintenancePacing.readEnded(nowMillis());
     }
   }
 
@@ -1411,6 +1421,7 @@ public final class RocksStore implements Store {
         // none of this entity's lies after the cached version: the cached state is the state there.
         return cached.state();
       }
+      maintenancePacing.readStarted();
       try (KeyValueDisk.Snapshot snapshot = disk.snapshot()) {
         // Checked again after taking the snapshot: a truncation publishes its horizon before it
         // deletes, so passing this check means the snapshot predates any deletion it would need.
@@ -1420,6 +1431,8 @@ public final class RocksStore implements Store {
         throw new UncheckedIOException(new IOException("cannot read " + entity, e));
       } catch (CorruptDataException damage) {
         throw corrupt(entity, damage);
+      } finally {
+        maintenancePacing.readEnded(nowMillis());
       }
     } finally {
       admitted(admission);

@@ -44,6 +44,9 @@ import java.nio.file.Path;
  *     which writes only the partitions it acquired, each batch fenced with its owner epoch
  * @param rocksDisk how the RocksDB disk reads data larger than the object cache: its block cache
  *     and Bloom filters ({@code troupe.storage.rocksdb}; unused on another disk)
+ * @param maintenanceYieldMillis while cold reads wait for storage, truncation and the
+ *     post-recovery scan yield to them: one such slice at a time across the partitions, the next
+ *     at least this long after the previous one ended ({@link MaintenancePacing}); 0: no yield
  */
 public record StorageSettings(
     Path directory,
@@ -63,12 +66,37 @@ public record StorageSettings(
     int nodeId,
     boolean replicationLog,
     PartitionOwnership partitionOwnership,
-    RocksDiskSettings rocksDisk) {
+    RocksDiskSettings rocksDisk,
+    long maintenanceYieldMillis) {
   /** The default clock ceiling distance, as in reference.conf. */
   public static final long DEFAULT_CLOCK_CEILING_MILLIS = 1_000;
 
   /** The default bytes of object per operation between checkpoints, as in reference.conf. */
   public static final int DEFAULT_CHECKPOINT_BYTES_PER_OPERATION = 256;
+
+  /** The most {@code maintenanceYieldMillis} may be, as reference.conf says. */
+  public static final long MAX_MAINTENANCE_YIELD_MILLIS = 1_000;
+
+  public StorageSettings {
+    if (maintenanceYieldMillis < 0 || maintenanceYieldMillis > MAX_MAINTENANCE_YIELD_MILLIS) {
+      throw new IllegalArgumentException("troupe.storage.maintenance-yield-millis must be 0.."
+          + MAX_MAINTENANCE_YIELD_MILLIS + ", was " + maintenanceYieldMillis);
+    }
+  }
+
+  /** All but the maintenance yield, which is 0: truncation never yields to reads. */
+  public StorageSettings(Path directory, int partitions, Durability durability,
+      int groupCommitMaxRecords, int groupCommitQueueLimit, long asyncFlushIntervalMillis,
+      long cacheMaxWeightBytes, int checkpointEveryOperations, long checkpointIntervalMillis,
+      long checkpointJournalRecords, long historyRetentionMillis, int dataCentreId,
+      long clockCeilingMillis, int checkpointBytesPerOperation, int nodeId,
+      boolean replicationLog, PartitionOwnership partitionOwnership, RocksDiskSettings rocksDisk) {
+    this(directory, partitions, durability, groupCommitMaxRecords, groupCommitQueueLimit,
+        asyncFlushIntervalMillis, cacheMaxWeightBytes, checkpointEveryOperations,
+        checkpointIntervalMillis, checkpointJournalRecords, historyRetentionMillis, dataCentreId,
+        clockCeilingMillis, checkpointBytesPerOperation, nodeId, replicationLog,
+        partitionOwnership, rocksDisk, 0);
+  }
 
   /** All but RocksDB's read tuning, which takes its defaults ({@link RocksDiskSettings#defaults}). */
   public StorageSettings(Path directory, int partitions, Durability durability,
@@ -157,14 +185,15 @@ public record StorageSettings(
         groupCommitQueueLimit, asyncFlushIntervalMillis, cacheMaxWeightBytes,
         checkpointEveryOperations, checkpointIntervalMillis, checkpointJournalRecords,
         historyRetentionMillis, dataCentreId, clockCeilingMillis, checkpointBytesPerOperation,
-        nodeId, replicationLog, partitionOwnership, rocksDisk);
+        nodeId, replicationLog, partitionOwnership, rocksDisk, maintenanceYieldMillis);
   }
 
   public StorageSettings withCheckpoints(int everyOperations, long intervalMillis, long journalRecords) {
     return new StorageSettings(directory, partitions, durability, groupCommitMaxRecords,
         groupCommitQueueLimit, asyncFlushIntervalMillis, cacheMaxWeightBytes, everyOperations,
         intervalMillis, journalRecords, historyRetentionMillis, dataCentreId, clockCeilingMillis,
-        checkpointBytesPerOperation, nodeId, replicationLog, partitionOwnership, rocksDisk);
+        checkpointBytesPerOperation, nodeId, replicationLog, partitionOwnership, rocksDisk,
+        maintenanceYieldMillis);
   }
 
   public StorageSettings withHistoryRetentionMillis(long value) {
@@ -172,7 +201,7 @@ public record StorageSettings(
         groupCommitQueueLimit, asyncFlushIntervalMillis, cacheMaxWeightBytes,
         checkpointEveryOperations, checkpointIntervalMillis, checkpointJournalRecords, value,
         dataCentreId, clockCeilingMillis, checkpointBytesPerOperation, nodeId, replicationLog,
-        partitionOwnership, rocksDisk);
+        partitionOwnership, rocksDisk, maintenanceYieldMillis);
   }
 
   public StorageSettings withCacheMaxWeightBytes(long value) {
@@ -180,7 +209,7 @@ public record StorageSettings(
         groupCommitQueueLimit, asyncFlushIntervalMillis, value, checkpointEveryOperations,
         checkpointIntervalMillis, checkpointJournalRecords, historyRetentionMillis, dataCentreId,
         clockCeilingMillis, checkpointBytesPerOperation, nodeId, replicationLog, partitionOwnership,
-        rocksDisk);
+        rocksDisk, maintenanceYieldMillis);
   }
 
   public StorageSettings withNodeId(int value) {
@@ -188,7 +217,7 @@ public record StorageSettings(
         groupCommitQueueLimit, asyncFlushIntervalMillis, cacheMaxWeightBytes,
         checkpointEveryOperations, checkpointIntervalMillis, checkpointJournalRecords,
         historyRetentionMillis, dataCentreId, clockCeilingMillis, checkpointBytesPerOperation,
-        value, replicationLog, partitionOwnership, rocksDisk);
+        value, replicationLog, partitionOwnership, rocksDisk, maintenanceYieldMillis);
   }
 
   /** With the replication log on or off (it writes only with a data centre id other than 0). */
@@ -197,7 +226,7 @@ public record StorageSettings(
         groupCommitQueueLimit, asyncFlushIntervalMillis, cacheMaxWeightBytes,
         checkpointEveryOperations, checkpointIntervalMillis, checkpointJournalRecords,
         historyRetentionMillis, dataCentreId, clockCeilingMillis, checkpointBytesPerOperation,
-        nodeId, value, partitionOwnership, rocksDisk);
+        nodeId, value, partitionOwnership, rocksDisk, maintenanceYieldMillis);
   }
 
   /** With another data centre id (0: unnamed, nothing is written to the replication log). */
@@ -206,7 +235,7 @@ public record StorageSettings(
         groupCommitQueueLimit, asyncFlushIntervalMillis, cacheMaxWeightBytes,
         checkpointEveryOperations, checkpointIntervalMillis, checkpointJournalRecords,
         historyRetentionMillis, value, clockCeilingMillis, checkpointBytesPerOperation,
-        nodeId, replicationLog, partitionOwnership, rocksDisk);
+        nodeId, replicationLog, partitionOwnership, rocksDisk, maintenanceYieldMillis);
   }
 
   /** With another partition ownership (see {@link PartitionOwnership}). */
@@ -215,7 +244,7 @@ public record StorageSettings(
         groupCommitQueueLimit, asyncFlushIntervalMillis, cacheMaxWeightBytes,
         checkpointEveryOperations, checkpointIntervalMillis, checkpointJournalRecords,
         historyRetentionMillis, dataCentreId, clockCeilingMillis, checkpointBytesPerOperation,
-        nodeId, replicationLog, value, rocksDisk);
+        nodeId, replicationLog, value, rocksDisk, maintenanceYieldMillis);
   }
 
   /** With other RocksDB read tuning (see {@link RocksDiskSettings}). */
@@ -224,7 +253,7 @@ public record StorageSettings(
         groupCommitQueueLimit, asyncFlushIntervalMillis, cacheMaxWeightBytes,
         checkpointEveryOperations, checkpointIntervalMillis, checkpointJournalRecords,
         historyRetentionMillis, dataCentreId, clockCeilingMillis, checkpointBytesPerOperation,
-        nodeId, replicationLog, partitionOwnership, value);
+        nodeId, replicationLog, partitionOwnership, value, maintenanceYieldMillis);
   }
 
   /** With another partition count. */
@@ -233,7 +262,16 @@ public record StorageSettings(
         groupCommitQueueLimit, asyncFlushIntervalMillis, cacheMaxWeightBytes,
         checkpointEveryOperations, checkpointIntervalMillis, checkpointJournalRecords,
         historyRetentionMillis, dataCentreId, clockCeilingMillis, checkpointBytesPerOperation,
-        nodeId, replicationLog, partitionOwnership, rocksDisk);
+        nodeId, replicationLog, partitionOwnership, rocksDisk, maintenanceYieldMillis);
+  }
+
+  /** With another maintenance yield (see {@code maintenanceYieldMillis}; 0: no yield). */
+  public StorageSettings withMaintenanceYieldMillis(long value) {
+    return new StorageSettings(directory, partitions, durability, groupCommitMaxRecords,
+        groupCommitQueueLimit, asyncFlushIntervalMillis, cacheMaxWeightBytes,
+        checkpointEveryOperations, checkpointIntervalMillis, checkpointJournalRecords,
+        historyRetentionMillis, dataCentreId, clockCeilingMillis, checkpointBytesPerOperation,
+        nodeId, replicationLog, partitionOwnership, rocksDisk, value);
   }
 
   /**

@@ -160,6 +160,52 @@ class SteppedStoreTest {
   }
 
   @Test
+  void truncationYieldsToWaitingReadsYetCommitsDoNotAndItCompletes() {
+    FakeClock clock = new FakeClock(Fixtures.START_MILLIS);
+    // One partition, one round over everything, then a truncation of several slices.
+    StorageSettings settings = Fixtures.settings(NO_DIRECTORY).withPartitions(1)
+        .withCheckpoints(1_000, 10_000, 100_000).withHistoryRetentionMillis(0)
+        .withMaintenanceYieldMillis(50);
+    RocksStore store = open(settings, clock, new MemoryDisk());
+    int records = 3_008; // 188 per entity
+    for (int i = 0; i < records; i++) {
+      store.commit(store.newTransactionId(), List.of(Fixtures.write(
+          entities.get(i % ENTITY_COUNT), new Operation.Increment("n", 1))));
+    }
+    settle(store);
+    assertEquals(0, store.statistics().truncatedRecords());
+    // A cold read is waiting for storage, and the round is due.
+    store.maintenancePacing.readStarted();
+    clock.advance(10_001);
+    for (int pass = 0; pass < 10; pass++) {
+      store.runPendingWork();
+    }
+    assertEquals(1_024, store.statistics().truncatedRecords(),
+        "the round ran whole, truncation one slice, then it waits for its pause");
+    assertEquals(1, store.statistics().checkpointRounds());
+    CompletableFuture<Committed> commit = store.commit(store.newTransactionId(),
+        List.of(Fixtures.write(entities.get(0), new Operation.Increment("n", 1))));
+    assertTrue(store.runPendingWork());
+    assertTrue(commit.isDone(), "a commit does not wait for the yield");
+    assertEquals(1_024, store.statistics().truncatedRecords());
+    clock.advance(50);
+    settle(store);
+    assertEquals(2_048, store.statistics().truncatedRecords(), "one more slice per pause");
+    store.maintenancePacing.readEnded(clock.getAsLong());
+    settle(store);
+    assertEquals(2_048, store.statistics().truncatedRecords(), "the read ended just now");
+    clock.advance(50);
+    settle(store);
+    assertEquals(records, store.statistics().truncatedRecords(),
+        "no read waiting: the rest at once, the same records as without a yield");
+    for (int i = 0; i < ENTITY_COUNT; i++) {
+      assertEquals(records / ENTITY_COUNT + (i == 0 ? 1 : 0),
+          Fixtures.counter(store.read(entities.get(i)), "n"));
+    }
+    store.close();
+  }
+
+  @Test
   void statesFollowTheModelThroughRoundsTruncationAndEviction() {
     SplittableRandom random = new SplittableRandom(7);
     FakeClock clock = new FakeClock(Fixtures.START_MILLIS);
