@@ -60,10 +60,12 @@ final class HttpEdge {
     access.ifPresent(header -> header.timeoutAccess().updateHandler(timedOut -> timeoutResponse));
   }
 
-  /** The 401 or 403 {@code request} gets ({@link Authorization#decide}), or empty: allowed. */
-  /** Who sent {@code request} and whether its route allows them ({@link Authorization}). */
-  Authorization.Decision authorize(HttpRequest request) {
-    return authorization.decide(request.method().name(), request.getUri().path(),
+  /**
+   * Who sent {@code request} and whether its route allows them ({@link Authorization});
+   * {@code path} is the request's, as {@code getUri().path()} renders it.
+   */
+  Authorization.Decision authorize(HttpRequest request, String path) {
+    return authorization.decide(request.method().name(), path,
         request.getHeader("Authorization").map(HttpHeader::value));
   }
 
