@@ -1160,6 +1160,20 @@ public final class RocksStore implements Store {
     }
   }
 
+  @Override
+  public CachedState readCachedIfPresent(EntityId entity) {
+    Objects.requireNonNull(entity, "entity");
+    enter();
+    Lock admission = null;
+    try {
+      admission = requireOwned(entity);
+      return cache.getIfPresent(entity);
+    } finally {
+      admitted(admission);
+      closeLock.readLock().unlock();
+    }
+  }
+
   private CachedState cachedOrLoaded(EntityId entity) {
     return cache.get(entity, key -> CachedState.of(key, loadLatest(key)));
   }
