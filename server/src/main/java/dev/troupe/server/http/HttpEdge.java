@@ -30,6 +30,8 @@ final class HttpEdge {
   static final String EXPOSED_HEADERS =
       "Location, Retry-After, WWW-Authenticate, Allow, Idempotent-Replayed, Troupe-Causal-Token,"
           + " Troupe-Forwarded";
+  /** The header a token comes in, in lower case as header names compare. */
+  private static final String AUTHORIZATION = "authorization";
   private static final HttpHeader BEARER_CHALLENGE =
       WWWAuthenticate.create(HttpChallenge.create("Bearer", "troupe"));
 
@@ -66,7 +68,7 @@ final class HttpEdge {
    */
   Authorization.Decision authorize(HttpRequest request, String path) {
     return authorization.decide(request.method().name(), path,
-        request.getHeader("Authorization").map(HttpHeader::value));
+        RequestSupport.headerValue(request, AUTHORIZATION));
   }
 
   /** The answer to a refused request: 401 with the bearer challenge, or 403. */
