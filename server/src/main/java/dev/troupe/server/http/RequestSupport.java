@@ -353,6 +353,9 @@ final class RequestSupport {
     return json(200, body);
   }
 
+  /** {@code 200} without a body: answers are made from it (immutable, so shared). */
+  private static final HttpResponse EMPTY_OK = HttpResponse.create();
+
   static HttpResponse json(int status, JsonNode body) {
     return json(status, Json.writeBytes(body));
   }
@@ -362,7 +365,7 @@ final class RequestSupport {
    * of its whole answer): the caller hands the array over and never changes it after.
    */
   static HttpResponse json(int status, byte[] body) {
-    HttpResponse response = HttpResponse.create().withEntity(
+    HttpResponse response = EMPTY_OK.withEntity(
         HttpEntities.create(ContentTypes.APPLICATION_JSON, ByteString.fromArrayUnsafe(body)));
     return status == 200 ? response : response.withStatus(status);
   }
