@@ -171,7 +171,8 @@ public interface DurableStore {
   /**
    * {@link #readCached} when the entity is in the object cache now, else null (nothing is
    * loaded): one lookup for a reader that runs a cache miss elsewhere (on the materialization
-   * pool), where {@link #isCached} then {@link #readCached} took two. Counts as a hit when found.
+   * pool), where {@link #isCached} then {@link #readCached} took two. Counts as a hit when found;
+   * an absent entity is counted as a miss only by the load that follows, as before.
    */
   CachedState readCachedIfPresent(EntityId entity);
 
