@@ -306,18 +306,20 @@ final class ReadPath {
       }
       Supplier<T> read = cachedView == null
           ? () -> checked.apply(store.read(entity))
-          : () -> {
-            CachedState cached = store.readCached(entity);
-            if (!cached.exists()) {
-              throw new TroupeException(ErrorCode.NOT_FOUND, entity + " does not exist");
-            }
-            return cachedView.apply(type, cached);
-          };
+          : () -> viewOfCached(entity, type, store.readCached(entity), cachedView);
       CompletableFuture<T> local;
       try {
-        local = store.isCached(entity)
-            ? CompletableFuture.completedFuture(read.get())
-            : materialize(read);
+        if (cachedView != null) {
+          // One lookup of the object cache: found, read here; absent, loaded on the pool.
+          CachedState cached = store.readCachedIfPresent(entity);
+          local = cached != null
+              ? CompletableFuture.completedFuture(viewOfCached(entity, type, cached, cachedView))
+              : materialize(read);
+        } else {
+          local = store.isCached(entity)
+              ? CompletableFuture.completedFuture(read.get())
+              : materialize(read);
+        }
       } catch (TroupeException refused) {
         local = CompletableFuture.failedFuture(refused);
       }
@@ -325,6 +327,15 @@ final class ReadPath {
     } catch (TroupeException e) {
       return CompletableFuture.failedFuture(e);
     }
+  }
+
+  /** {@code cachedView} of an existing entity's cached entry; {@code not_found} if it does not exist. */
+  private static <T> T viewOfCached(EntityId entity, CompiledType type, CachedState cached,
+      BiFunction<CompiledType, CachedState, T> cachedView) {
+    if (!cached.exists()) {
+      throw new TroupeException(ErrorCode.NOT_FOUND, entity + " does not exist");
+    }
+    return cachedView.apply(type, cached);
   }
 
   /**

@@ -439,7 +439,33 @@ final class TypeRegistry implements dev.troupe.txn.wire.TypeRegistry {
       refreshFromSharedStore();
       declared = declaredTypes.get(entity.type());
     }
-    return declared != null ? declared.type() : CompiledType.schemaless(entity.type());
+    return declared != null ? declared.type() : schemaless(entity.type());
+  }
+
+  /**
+   * Slots of {@link #schemalessTypes}: a fixed, small table (a few KB at most), not a setting, as
+   * a miss costs only a compilation (what every request paid before).
+   */
+  private static final int SCHEMALESS_TYPE_SLOTS = 64;
+  /**
+   * The schemaless types of undeclared names compiled last, one per slot by the name's hash: a
+   * request on an undeclared type compiled it anew every time (issue 20: a seventh of a cached
+   * read's own work under YCSB C, with the rendered-state memo's spec comparison it caused).
+   * Compiled types are immutable, so sharing one is the same as compiling an equal one.
+   */
+  private final java.util.concurrent.atomic.AtomicReferenceArray<CompiledType> schemalessTypes =
+      new java.util.concurrent.atomic.AtomicReferenceArray<>(SCHEMALESS_TYPE_SLOTS);
+
+  /** The schemaless type named {@code name}, compiled once while its slot keeps it. */
+  private CompiledType schemaless(String name) {
+    int slot = name.hashCode() & (SCHEMALESS_TYPE_SLOTS - 1);
+    CompiledType held = schemalessTypes.get(slot);
+    if (held != null && held.name().equals(name)) {
+      return held;
+    }
+    CompiledType compiled = CompiledType.schemaless(name);
+    schemalessTypes.set(slot, compiled);
+    return compiled;
   }
 
   /** Keeps the newest definition whatever order concurrent definitions' answers arrive in. */

@@ -169,6 +169,14 @@ public interface DurableStore {
   CachedState readCached(EntityId entity);
 
   /**
+   * {@link #readCached} when the entity is in the object cache now, else null (nothing is
+   * loaded): one lookup for a reader that runs a cache miss elsewhere (on the materialization
+   * pool), where {@link #isCached} then {@link #readCached} took two. Counts as a hit when found;
+   * an absent entity is counted as a miss only by the load that follows, as before.
+   */
+  CachedState readCachedIfPresent(EntityId entity);
+
+  /**
    * Whether the entity's latest state is in the object cache right now: a hint for callers that
    * want to run a cache miss (a materialization, which reads RocksDB) off their own thread. Does not
    * count as a cache hit or miss.

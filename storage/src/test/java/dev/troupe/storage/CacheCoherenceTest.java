@@ -133,6 +133,12 @@ class CacheCoherenceTest {
           new Operation.Increment("n", 3)))).join();
       CachedState first = store.readCached(entity);
       assertTrue(first == store.readCached(entity), "the same entry while the version stays");
+      long hits = store.statistics().cacheHits();
+      long misses = store.statistics().cacheMisses();
+      assertTrue(first == store.readCachedIfPresent(entity), "the same entry, one lookup");
+      assertEquals(hits + 1, store.statistics().cacheHits(), "a hit, counted once");
+      assertEquals(null, store.readCachedIfPresent(new EntityId("Record", "absent")));
+      assertEquals(misses, store.statistics().cacheMisses(), "a miss is counted by its load only");
       assertEquals(store.materializer.materialize(entity, Long.MAX_VALUE, null), first.state());
       assertEquals(first.state(), store.read(entity));
       assertEquals(first.state(), store.readAt(entity, first.version()));
@@ -160,6 +166,8 @@ class CacheCoherenceTest {
       assertEquals(next.version(), checkpointed.version());
       assertEquals(next.state(), checkpointed.state());
       assertEquals(0, store.cacheEntryWeightBytes(new EntityId("Record", "never")));
+      assertEquals(null, store.readCachedIfPresent(new EntityId("Record", "never")));
+      assertTrue(!store.isCached(new EntityId("Record", "never")), "absent: nothing loaded");
     }
   }
 

@@ -44,6 +44,10 @@ import org.apache.pekko.stream.Materializer;
  * <p>Concurrency: immutable; called from Pekko HTTP's threads at once.
  */
 final class CausalTokens {
+  /** {@link ReplicationProtocol#CAUSAL_TOKEN_HEADER} as header names compare. */
+  private static final String CAUSAL_TOKEN_HEADER_LOWER_CASE =
+      ReplicationProtocol.CAUSAL_TOKEN_HEADER.toLowerCase(java.util.Locale.ROOT);
+
   private final Optional<DataCentreReplication> replication;
   private final HttpSettings settings;
   private final Materializer materializer;
@@ -62,8 +66,7 @@ final class CausalTokens {
    *     one does not know
    */
   Optional<DependencyVector> of(HttpRequest request) {
-    Optional<String> header =
-        request.getHeader(ReplicationProtocol.CAUSAL_TOKEN_HEADER).map(HttpHeader::value);
+    Optional<String> header = RequestSupport.headerValue(request, CAUSAL_TOKEN_HEADER_LOWER_CASE);
     if (header.isEmpty()) {
       return Optional.empty();
     }

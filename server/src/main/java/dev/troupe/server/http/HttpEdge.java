@@ -30,6 +30,8 @@ final class HttpEdge {
   static final String EXPOSED_HEADERS =
       "Location, Retry-After, WWW-Authenticate, Allow, Idempotent-Replayed, Troupe-Causal-Token,"
           + " Troupe-Forwarded";
+  /** The header a token comes in, in lower case as header names compare. */
+  private static final String AUTHORIZATION = "authorization";
   private static final HttpHeader BEARER_CHALLENGE =
       WWWAuthenticate.create(HttpChallenge.create("Bearer", "troupe"));
 
@@ -60,11 +62,13 @@ final class HttpEdge {
     access.ifPresent(header -> header.timeoutAccess().updateHandler(timedOut -> timeoutResponse));
   }
 
-  /** The 401 or 403 {@code request} gets ({@link Authorization#decide}), or empty: allowed. */
-  /** Who sent {@code request} and whether its route allows them ({@link Authorization}). */
-  Authorization.Decision authorize(HttpRequest request) {
-    return authorization.decide(request.method().name(), request.getUri().path(),
-        request.getHeader("Authorization").map(HttpHeader::value));
+  /**
+   * Who sent {@code request} and whether its route allows them ({@link Authorization});
+   * {@code path} is the request's, as {@code getUri().path()} renders it.
+   */
+  Authorization.Decision authorize(HttpRequest request, String path) {
+    return authorization.decide(request.method().name(), path,
+        RequestSupport.headerValue(request, AUTHORIZATION));
   }
 
   /** The answer to a refused request: 401 with the bearer challenge, or 403. */

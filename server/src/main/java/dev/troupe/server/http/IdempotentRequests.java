@@ -50,6 +50,8 @@ import org.slf4j.LoggerFactory;
 final class IdempotentRequests {
   private static final Logger log = LoggerFactory.getLogger(IdempotentRequests.class);
   static final String HEADER = "Idempotency-Key";
+  /** {@link #HEADER} as header names compare. */
+  private static final String HEADER_LOWER_CASE = HEADER.toLowerCase(java.util.Locale.ROOT);
   static final String REPLAYED_HEADER = "Idempotent-Replayed";
   /** Exit status of the test-only halt between commit and answer. */
   static final int HALT_STATUS = 99;
@@ -139,7 +141,7 @@ final class IdempotentRequests {
    */
   CompletionStage<HttpResponse> answer(HttpRequest request, List<String> path, String namespace,
       Function<HttpRequest, CompletionStage<HttpResponse>> route, RequestSupport support) {
-    Optional<String> header = request.getHeader(HEADER).map(h -> h.value());
+    Optional<String> header = RequestSupport.headerValue(request, HEADER_LOWER_CASE);
     if (header.isEmpty() || !isKeyedWrite(request.method().name(), path)) {
       return route.apply(request);
     }

@@ -15,6 +15,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
 import org.apache.pekko.http.javadsl.model.ContentTypes;
+import org.apache.pekko.http.javadsl.model.HttpEntities;
 import org.apache.pekko.http.javadsl.model.HttpEntity;
 import org.apache.pekko.http.javadsl.model.HttpMethod;
 import org.apache.pekko.http.javadsl.model.HttpRequest;
@@ -24,6 +25,7 @@ import org.apache.pekko.http.javadsl.model.headers.Allow;
 import org.apache.pekko.http.scaladsl.model.EntityStreamSizeException;
 import org.apache.pekko.http.scaladsl.model.ExceptionWithErrorInfo;
 import org.apache.pekko.stream.Materializer;
+import org.apache.pekko.util.ByteString;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -74,6 +76,20 @@ final class RequestSupport {
   }
 
   // ---------------------------------------------------------------- request helpers
+
+  /**
+   * The value of {@code request}'s first header named {@code lowerCaseName} (given in lower case,
+   * as header names compare), as {@code getHeader(name)} finds it, without lower-casing the name
+   * again on every call (issue 20: a read's most allocated string).
+   */
+  static java.util.Optional<String> headerValue(HttpRequest request, String lowerCaseName) {
+    for (org.apache.pekko.http.javadsl.model.HttpHeader header : request.getHeaders()) {
+      if (header.is(lowerCaseName)) {
+        return java.util.Optional.of(header.value());
+      }
+    }
+    return java.util.Optional.empty();
+  }
 
   /** Reads the whole body within the size limit; too large is a 413 before anything changes. */
   CompletableFuture<byte[]> body(HttpRequest request) {
@@ -277,24 +293,52 @@ final class RequestSupport {
 
   /**
    * {@code {"type","id","state","version"}}, the answer to an entity read, with the state's JSON
-   * bytes copied in as they are.
+   * bytes copied in as they are: one array of the answer's exact size, no stream and no Jackson
+   * for names of plain ASCII ({@link #quoted}).
    */
   static byte[] entityBody(EntityId entity, byte[] stateJson, long version) {
-    byte[] type = Json.writeBytes(Json.NODES.textNode(entity.type()));
-    byte[] id = Json.writeBytes(Json.NODES.textNode(entity.id()));
+    byte[] type = quoted(entity.type());
+    byte[] id = quoted(entity.id());
     byte[] versionText = Long.toString(version).getBytes(StandardCharsets.US_ASCII);
-    java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream(
-        48 + type.length + id.length + stateJson.length);
-    out.writeBytes(ENTITY_TYPE);
-    out.writeBytes(type);
-    out.writeBytes(ENTITY_ID);
-    out.writeBytes(id);
-    out.writeBytes(ENTITY_STATE);
-    out.writeBytes(stateJson);
-    out.writeBytes(ENTITY_VERSION);
-    out.writeBytes(versionText);
-    out.write('}');
-    return out.toByteArray();
+    byte[] body = new byte[ENTITY_TYPE.length + type.length + ENTITY_ID.length + id.length
+        + ENTITY_STATE.length + stateJson.length + ENTITY_VERSION.length + versionText.length + 1];
+    int at = append(body, 0, ENTITY_TYPE);
+    at = append(body, at, type);
+    at = append(body, at, ENTITY_ID);
+    at = append(body, at, id);
+    at = append(body, at, ENTITY_STATE);
+    at = append(body, at, stateJson);
+    at = append(body, at, ENTITY_VERSION);
+    at = append(body, at, versionText);
+    body[at] = '}';
+    return body;
+  }
+
+  /** Copies {@code part} into {@code into} at {@code at}; the index after it. */
+  static int append(byte[] into, int at, byte[] part) {
+    System.arraycopy(part, 0, into, at, part.length);
+    return at + part.length;
+  }
+
+  /**
+   * {@code text} as a JSON string, byte for byte what Jackson writes for it: text of printable
+   * ASCII without {@code "} or {@code \} (every YCSB key, most names) needs no escaping and is
+   * quoted as it is; anything else is written by Jackson. A read's answer wrote its type and id
+   * through Jackson's generator before (issue 20: two generators per read).
+   */
+  static byte[] quoted(String text) {
+    int length = text.length();
+    byte[] quoted = new byte[length + 2];
+    quoted[0] = '"';
+    for (int i = 0; i < length; i++) {
+      char c = text.charAt(i);
+      if (c < 0x20 || c > 0x7E || c == '"' || c == '\\') {
+        return Json.writeBytes(Json.NODES.textNode(text));
+      }
+      quoted[i + 1] = (byte) c;
+    }
+    quoted[length + 1] = '"';
+    return quoted;
   }
 
   private static final byte[] ENTITY_TYPE = "{\"type\":".getBytes(StandardCharsets.US_ASCII);
@@ -309,12 +353,21 @@ final class RequestSupport {
     return json(200, body);
   }
 
+  /** {@code 200} without a body: answers are made from it (immutable, so shared). */
+  private static final HttpResponse EMPTY_OK = HttpResponse.create();
+
   static HttpResponse json(int status, JsonNode body) {
     return json(status, Json.writeBytes(body));
   }
 
+  /**
+   * A JSON answer holding {@code body} itself, not a copy (issue 20: the copy was a read's second
+   * of its whole answer): the caller hands the array over and never changes it after.
+   */
   static HttpResponse json(int status, byte[] body) {
-    return HttpResponse.create().withStatus(status).withEntity(ContentTypes.APPLICATION_JSON, body);
+    HttpResponse response = EMPTY_OK.withEntity(
+        HttpEntities.create(ContentTypes.APPLICATION_JSON, ByteString.fromArrayUnsafe(body)));
+    return status == 200 ? response : response.withStatus(status);
   }
 
   HttpResponse failureResponse(Throwable failure) {

@@ -120,24 +120,25 @@ public final class RestApi
    * refused at once with 429 and {@code Retry-After}, before its body is read. Between the two, a
    * request carrying a causal token waits until the token is visible here, or is answered 503
    * {@code not_yet_visible} ({@link CausalTokens}). Every answer gets the CORS headers its origin
-   * is due, and a named DC's causal token.
+   * is due, and a named DC's causal token. An answer not ready when this returns is given the
+   * JSON answer to a request timeout ({@link HttpEdge#answerTimeoutAsJson}).
    */
   @Override
   public CompletionStage<HttpResponse> apply(HttpRequest request) {
     requests.increment();
-    edge.answerTimeoutAsJson(request);
     if (edge.isPreflight(request)) {
       request.discardEntityBytes(materializer);
       return CompletableFuture.completedFuture(edge.preflight(request));
     }
-    Authorization.Decision decision = edge.authorize(request);
+    // The path rendered once: Pekko renders it anew on every getUri().path().
+    String path = request.getUri().path();
+    Authorization.Decision decision = edge.authorize(request, path);
     if (!(decision instanceof Authorization.Decision.Allowed allowed)) {
       request.discardEntityBytes(materializer);
       return CompletableFuture.completedFuture(
           edge.withCors(request, edge.refusal(decision)));
     }
-    if (bootstrapping() && !ReplicationEndpoint.servedWhileBootstrapping(
-        request.getUri().path())) {
+    if (bootstrapping() && !ReplicationEndpoint.servedWhileBootstrapping(path)) {
       // Added to a running set and not yet caught up (docs/ARCHITECTURE.md, "Bootstrapping a
       // new data centre"): it could show part of a multi-entity transaction.
       request.discardEntityBytes(materializer);
@@ -158,21 +159,30 @@ public final class RestApi
     }
     // A causal token is waited for before admission: a wait holds no permit.
     CompletionStage<HttpResponse> answered =
-        token.isPresent() && CausalTokens.honoured(request.getUri().path())
+        token.isPresent() && CausalTokens.honoured(path)
             ? causalTokens.whenVisible(request, token.get(),
-                visible -> admitted(visible, idempotencyNamespace), support)
-            : admitted(request, idempotencyNamespace);
-    return answered.thenApply(response ->
-        edge.withCors(request, causalTokens.withToken(response, token)));
+                visible -> admitted(visible, idempotencyNamespace, path), support)
+            : admitted(request, idempotencyNamespace, path);
+    CompletionStage<HttpResponse> response = answered.thenApply(answer ->
+        edge.withCors(request, causalTokens.withToken(answer, token)));
+    if (!(response instanceof CompletableFuture<HttpResponse> done && done.isDone())) {
+      // Only an answer still on its way can outlive request-timeout-millis; one made on this
+      // thread (a cached read, every refusal) is out before, so its timer is not rescheduled
+      // (issue 20: the reschedule was a fiftieth of a cached read's CPU).
+      edge.answerTimeoutAsJson(request);
+    }
+    return response;
   }
 
-  private CompletionStage<HttpResponse> admitted(HttpRequest request, String idempotencyNamespace) {
+  /** {@code path}: the request's, as {@code request.getUri().path()} renders it. */
+  private CompletionStage<HttpResponse> admitted(HttpRequest request, String idempotencyNamespace,
+      String path) {
     RequestAdmission.WorkClass workClass =
-        RequestAdmission.classify(request.method().name(), request.getUri().path());
+        RequestAdmission.classify(request.method().name(), path);
     java.util.function.Function<HttpRequest, CompletionStage<HttpResponse>> route =
         admittedRequest -> homeForwarding.mayForward(admittedRequest)
-            ? forwardable(admittedRequest, idempotencyNamespace)
-            : route(admittedRequest, idempotencyNamespace);
+            ? forwardable(admittedRequest, idempotencyNamespace, path)
+            : route(admittedRequest, idempotencyNamespace, path);
     if (workClass == RequestAdmission.WorkClass.EXEMPT) {
       return support.answer(request, route);
     }
@@ -194,9 +204,9 @@ public final class RestApi
    * bounds the forwards in flight like any other work.
    */
   private CompletionStage<HttpResponse> forwardable(HttpRequest request,
-      String idempotencyNamespace) {
+      String idempotencyNamespace, String path) {
     return homeForwarding.strict(request)
-        .thenCompose(strict -> route(strict, idempotencyNamespace)
+        .thenCompose(strict -> route(strict, idempotencyNamespace, path)
             .exceptionally(support::failureResponse)
             .thenCompose(answer -> homeForwarding.relayIfNotHome(strict, answer)));
   }
@@ -205,13 +215,21 @@ public final class RestApi
    * A write with an {@code Idempotency-Key} runs at most once ({@link IdempotentRequests}); the
    * key is looked up in {@code idempotencyNamespace}, the name of the request's token.
    */
-  private CompletionStage<HttpResponse> route(HttpRequest request, String idempotencyNamespace) {
-    return idempotentRequests.answer(request, RequestSupport.segments(request), idempotencyNamespace,
-        this::routeOnce, support);
+  private CompletionStage<HttpResponse> route(HttpRequest request, String idempotencyNamespace,
+      String pathText) {
+    // The segments decoded once, for the idempotency check and the routing both.
+    List<String> path = RequestSupport.segments(request);
+    return idempotentRequests.answer(request, path, idempotencyNamespace,
+        routed -> routeOnce(routed, pathText, path), support);
   }
 
-  private CompletionStage<HttpResponse> routeOnce(HttpRequest request) {
-    List<String> path = RequestSupport.segments(request);
+  /**
+   * Routes {@code request}; {@code pathText} is its path as {@code getUri().path()} renders it,
+   * {@code path} its decoded segments (both of the request as received: a retried or forwarded
+   * request keeps its URI).
+   */
+  private CompletionStage<HttpResponse> routeOnce(HttpRequest request, String pathText,
+      List<String> path) {
     HttpMethod method = request.method();
     int size = path.size();
     if (size == 1 && path.get(0).equals("metrics")) {
@@ -221,7 +239,7 @@ public final class RestApi
               org.apache.pekko.http.javadsl.model.HttpCharsets.UTF_8),
           metrics.render()));
     }
-    if (ConsoleAssets.isConsolePath(request.getUri().path())) {
+    if (ConsoleAssets.isConsolePath(pathText)) {
       return consoleRoute(request);
     }
     if (size < 2 || !path.get(0).equals("v1")) {
