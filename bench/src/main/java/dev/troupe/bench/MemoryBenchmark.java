@@ -62,6 +62,11 @@ final class MemoryBenchmark extends Benchmark {
           + " (default: ${DEFAULT-VALUE}).")
   int baselineMaxActors;
 
+  @Option(names = "--server-jvm-option", paramLabel = "FLAG",
+      description = "An extra JVM flag for both servers (repeatable), e.g. -XX:+UseParallelGC"
+          + " instead of the launcher's G1.")
+  List<String> serverJvmFlags = new ArrayList<>();
+
   /** The two servers compared, with the settings that make each. */
   private enum Variant {
     budget(List.of()),
@@ -89,7 +94,8 @@ final class MemoryBenchmark extends Benchmark {
         "a small heap and many more entities than it holds: memory budget vs fixed actor limit");
     report.parameter("heap", heap).parameter("clients", clients).parameter("seconds", seconds)
         .parameter("value_bytes", valueBytes).parameter("durability", durability)
-        .parameter("baseline_max_actors", baselineMaxActors);
+        .parameter("baseline_max_actors", baselineMaxActors)
+        .parameter("server_jvm_options", String.join(" ", serverJvmFlags));
     try (TemporaryDirectory work = TemporaryDirectory.create("memory");
         ProgressBar progress = ProgressBars.start("memory", 2 * window.toMillis(), "s", 1000)) {
       for (Variant variant : Variant.values()) {
@@ -102,9 +108,10 @@ final class MemoryBenchmark extends Benchmark {
             "troupe.memory.refuse-above-old-generation-percent=99",
             "troupe.memory.resume-below-old-generation-percent=98"));
         progress.setExtraMessage(variant.name());
+        List<String> jvmFlags = new ArrayList<>(List.of("-Xmx" + heap));
+        jvmFlags.addAll(serverJvmFlags);
         try (TroupeProcess server = TroupeProcess.start(work.resolve(variant.name()),
-            work.resolve(variant.name() + ".log"),
-            List.of("-Xmx" + heap, "-XX:+UseParallelGC"), settings)) {
+            work.resolve(variant.name() + ".log"), jvmFlags, settings)) {
           server.awaitHealthy(START_TIMEOUT);
           Run run = drive(server, variant.name(), window, progress);
           record(report, variant.name(), run);

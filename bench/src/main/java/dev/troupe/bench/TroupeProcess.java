@@ -9,6 +9,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import java.util.regex.Pattern;
 
 /**
  * A Troupe server in its own JVM, started as the {@code troupe} launcher starts it: the current
@@ -19,8 +20,14 @@ import java.util.concurrent.TimeUnit;
 final class TroupeProcess implements AutoCloseable {
   /** The flags ./troupe passes to every JVM it starts (besides class data sharing, below). */
   static final List<String> LAUNCHER_JVM_FLAGS = List.of("-XX:+IgnoreUnrecognizedVMOptions",
-      "--sun-misc-unsafe-memory-access=allow", "--enable-native-access=ALL-UNNAMED",
-      "-XX:+UseParallelGC");
+      "--sun-misc-unsafe-memory-access=allow", "--enable-native-access=ALL-UNNAMED");
+  /**
+   * The collector ./troupe selects unless its extra flags select one (the JVM refuses two); here
+   * unless the extra JVM flags do ({@code --server-jvm-option=-XX:+UseParallelGC}).
+   */
+  static final String LAUNCHER_COLLECTOR = "-XX:+UseG1GC";
+  private static final Pattern COLLECTOR_FLAG =
+      Pattern.compile("-XX:\\+Use(Serial|Parallel|G1|Z|Shenandoah|Epsilon)GC");
   private static final String MAIN_CLASS = "dev.troupe.server.cli.TroupeCli";
   private static final String HOST = "127.0.0.1";
   private static final long HEALTH_POLL_MILLIS = 5;
@@ -90,6 +97,9 @@ final class TroupeProcess implements AutoCloseable {
     List<String> command = new ArrayList<>(commandPrefix);
     command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
     command.addAll(LAUNCHER_JVM_FLAGS);
+    if (extraJvmFlags.stream().noneMatch(flag -> COLLECTOR_FLAG.matcher(flag).matches())) {
+      command.add(LAUNCHER_COLLECTOR);
+    }
     command.addAll(classDataSharing);
     command.addAll(extraJvmFlags);
     command.addAll(List.of("-cp", System.getProperty("java.class.path"), MAIN_CLASS));

@@ -45,8 +45,15 @@ final class MemoryWatch implements AutoCloseable {
   private final TurnMetrics metrics;
   /** The pool that holds what survives collections; null when the collector has none we know. */
   private final MemoryPoolMXBean oldGeneration;
+  /** The space the marks are shares of ({@link MemoryBudgetCore#markedSpaceBytes}). */
   private final long oldGenerationBytes;
   private final List<GarbageCollectorMXBean> oldCollectors = new ArrayList<>();
+  /** The collectors' count of collections at the last check (only this thread touches these). */
+  private long lastCollectionCount;
+  /** The old generation's collection usage at the last fresh reading; -1 before the first. */
+  private long lastCollectionUsageBytes = -1;
+  /** Collections after which the old generation's collection usage changed: the fresh readings. */
+  private long freshReadings;
   private final ScheduledExecutorService thread;
   private final NotificationListener thresholdListener;
   private final LongAdder refusals = new LongAdder();
@@ -63,7 +70,7 @@ final class MemoryWatch implements AutoCloseable {
     this.metrics = metrics;
     this.oldGeneration = findOldGeneration();
     long oldMaximum = oldGeneration == null ? -1 : oldGeneration.getUsage().getMax();
-    this.oldGenerationBytes = oldMaximum > 0 ? oldMaximum : settings.maxHeapBytes();
+    this.oldGenerationBytes = MemoryBudgetCore.markedSpaceBytes(oldMaximum, settings.maxHeapBytes());
     MemoryBudgetCore.Limits limits = settings.limits(oldGenerationBytes);
     this.core = new MemoryBudgetCore(limits);
     this.actorLimit = settings.initialSplit().actorLimit();
@@ -102,9 +109,9 @@ final class MemoryWatch implements AutoCloseable {
   }
 
   /**
-   * The heap pool of long-lived objects: "PS Old Gen" (ParallelGC), "G1 Old Gen", "Tenured Gen"
-   * (SerialGC); null for collectors without one (ZGC, Shenandoah), which then give no heap signal
-   * and the budget works on estimates alone.
+   * The heap pool of long-lived objects: "G1 Old Gen" (G1, the launcher's collector), "PS Old Gen"
+   * (ParallelGC), "Tenured Gen" (SerialGC); null for collectors without one (ZGC, Shenandoah),
+   * which then give no heap signal and the budget works on estimates alone.
    */
   private static MemoryPoolMXBean findOldGeneration() {
     for (MemoryPoolMXBean pool : ManagementFactory.getMemoryPoolMXBeans()) {
@@ -157,7 +164,18 @@ final class MemoryWatch implements AutoCloseable {
         java.lang.management.MemoryUsage usage = oldGeneration.getCollectionUsage();
         if (collections > 0 && usage != null) {
           afterCollection = usage.getUsed();
+          // A reading is fresh when a collection changed the old generation's collection usage.
+          // Under ParallelGC and SerialGC only full collections are counted here and each sets
+          // it; G1's young collections are counted too (its young collector lists the old pool)
+          // but leave it as it was (only mixed and full collections and G1's Remark and Cleanup
+          // pauses set it), and a stale value taken as fresh would shed again at every young
+          // collection.
+          if (collections > lastCollectionCount && afterCollection != lastCollectionUsageBytes) {
+            freshReadings++;
+            lastCollectionUsageBytes = afterCollection;
+          }
         }
+        lastCollectionCount = collections;
         occupancy = oldGeneration.getUsage().getUsed();
       } else {
         occupancy = Runtime.getRuntime().totalMemory() - Runtime.getRuntime().freeMemory();
@@ -166,7 +184,7 @@ final class MemoryWatch implements AutoCloseable {
       long actorBytes = Math.max(0, metrics.actorBytes());
       int actorCount = metrics.activeEntities();
       MemoryBudgetCore.Decision decision = core.decide(new MemoryBudgetCore.Reading(
-          System.nanoTime() / 1_000_000, actorBytes, actorCount, cacheBytes, collections,
+          System.nanoTime() / 1_000_000, actorBytes, actorCount, cacheBytes, freshReadings,
           afterCollection, occupancy));
       apply(decision);
       status = new MemoryStatus(settings.budgetBytes(), actorBytes, decision.actorLimit(),

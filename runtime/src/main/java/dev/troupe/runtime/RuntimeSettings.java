@@ -243,9 +243,9 @@ public record RuntimeSettings(
     }
 
     /**
-     * The core's limits, with the marks taken on an old generation of {@code
-     * oldGenerationBytes} (where what survives collections lives: two thirds of the heap under
-     * ParallelGC and SerialGC by default, all of it under G1).
+     * The core's limits, with the marks taken on {@code oldGenerationBytes}: the space where what
+     * survives collections lives, two thirds of the heap by default under G1, ParallelGC and
+     * SerialGC alike ({@link MemoryBudgetCore#markedSpaceBytes}).
      */
     public MemoryBudgetCore.Limits limits(long oldGenerationBytes) {
       return new MemoryBudgetCore.Limits(

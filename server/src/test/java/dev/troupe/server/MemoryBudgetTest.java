@@ -24,7 +24,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * A real server with a 512 MB heap (ParallelGC, as the launcher runs it) takes writes to many more
+ * A real server with a 512 MB heap (G1, as the launcher runs it) takes writes to many more
  * entities than its memory budget can keep as actors: it stays alive, keeps its actors within the
  * limit the budget derives, spends a bounded share of its time collecting garbage, refuses (if at
  * all) with JSON 503 or 429, and every acknowledged write reads back.
@@ -49,7 +49,7 @@ class MemoryBudgetTest {
   @Test
   void manyMoreEntitiesThanTheHeapHoldsStayWithinTheBudget() throws Exception {
     try (ServerProcess server = ServerProcess.startWithJvmOptions(
-        List.of("-Xmx512m", "-XX:+UseParallelGC"), data.resolve("node"))) {
+        List.of("-Xmx512m", "-XX:+UseG1GC"), data.resolve("node"))) {
       Map<String, Double> before = metrics(server);
       AtomicInteger next = new AtomicInteger();
       AtomicBoolean stop = new AtomicBoolean();

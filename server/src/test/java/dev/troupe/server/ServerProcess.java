@@ -97,8 +97,8 @@ public final class ServerProcess implements AutoCloseable {
 
   /**
    * Starts a server like {@link #start(Path, String...)} with {@code jvmOptions} instead of the
-   * default heap, collector and compiler options (e.g. {@code -Xmx512m -XX:+UseParallelGC}, what
-   * the launcher runs).
+   * default heap, collector and compiler options (e.g. {@code -Xmx512m -XX:+UseG1GC}, the
+   * launcher's collector).
    */
   public static ServerProcess startWithJvmOptions(List<String> jvmOptions, Path dataDirectory,
       String... settingOverrides) throws IOException, InterruptedException {

@@ -51,19 +51,23 @@ public final class Codec {
   // ---------------------------------------------------------------- transaction records
 
   public static byte[] encodeRecord(TransactionRecord record) {
-    BinaryWriter out = writer(TRANSACTION_RECORD, 64);
-    out.fixedLong(record.transactionId());
-    out.fixedLong(record.commitTimestamp());
-    out.varInt(record.originDc());
-    out.varInt(record.writes().size());
-    for (EntityWrite write : record.writes()) {
-      ValueEncoding.writeEntity(out, write.entity());
-      out.varInt(write.operations().size());
-      for (Operation operation : write.operations()) {
-        ValueEncoding.writeOperation(out, operation);
+    BinaryWriter out = borrowedWriter(TRANSACTION_RECORD);
+    try {
+      out.fixedLong(record.transactionId());
+      out.fixedLong(record.commitTimestamp());
+      out.varInt(record.originDc());
+      out.varInt(record.writes().size());
+      for (EntityWrite write : record.writes()) {
+        ValueEncoding.writeEntity(out, write.entity());
+        out.varInt(write.operations().size());
+        for (Operation operation : write.operations()) {
+          ValueEncoding.writeOperation(out, operation);
+        }
       }
+      return finish(out);
+    } finally {
+      out.release();
     }
-    return finish(out);
   }
 
   public static TransactionRecord decodeRecord(byte[] bytes) {
@@ -120,9 +124,13 @@ public final class Codec {
   // ---------------------------------------------------------------- entity states (checkpoints)
 
   public static byte[] encodeState(EntityState state) {
-    BinaryWriter out = writer(ENTITY_STATE, 64);
-    ValueEncoding.writeState(out, state);
-    return finish(out);
+    BinaryWriter out = borrowedWriter(ENTITY_STATE);
+    try {
+      ValueEncoding.writeState(out, state);
+      return finish(out);
+    } finally {
+      out.release();
+    }
   }
 
   public static EntityState decodeState(byte[] bytes) {
@@ -380,6 +388,17 @@ public final class Codec {
   // ---------------------------------------------------------------- framing
 
   /** A writer that has written the record type and format revision. */
+  /**
+   * The thread's scratch writer ({@link BinaryWriter#borrow}; release it), for the encodings of
+   * the commit path (records, checkpoints), which are copied out at once.
+   */
+  private static BinaryWriter borrowedWriter(byte recordType) {
+    BinaryWriter out = BinaryWriter.borrow();
+    out.type(recordType);
+    out.type(FORMAT_REVISION);
+    return out;
+  }
+
   private static BinaryWriter writer(byte recordType, int initialCapacity) {
     BinaryWriter out = new BinaryWriter(initialCapacity);
     out.type(recordType);

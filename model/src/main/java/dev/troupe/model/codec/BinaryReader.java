@@ -154,7 +154,17 @@ public final class BinaryReader {
   }
 
   public JsonNode json() {
-    return parse(bytes());
+    int size = varInt();
+    need(size);
+    // A string of printable ASCII (most stored values) is read in place; anything else by Jackson.
+    JsonNode text = PrintableJsonStrings.read(buffer, position, size);
+    if (text != null) {
+      position += size;
+      return text;
+    }
+    byte[] value = Arrays.copyOfRange(buffer, position, position + size);
+    position += size;
+    return parse(value);
   }
 
   /** A JSON value written by {@link BinaryWriter#optionalJson}; null when absent. */

@@ -1,6 +1,7 @@
 package dev.troupe.model.codec;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.TextNode;
 import dev.troupe.model.Json;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
@@ -20,11 +21,53 @@ import java.util.zip.CRC32C;
  * <p>Not thread-safe: one writer per encoding.
  */
 public final class BinaryWriter {
+  /** A borrowed writer's buffer starts at this size. Bytes. */
+  private static final int SCRATCH_INITIAL_BYTES = 2048;
+  /** A borrowed writer's buffer grown past this is dropped on release, not kept. Bytes. */
+  private static final int SCRATCH_KEPT_BYTES = 64 * 1024;
+  private static final ThreadLocal<BinaryWriter> SCRATCH =
+      ThreadLocal.withInitial(() -> new BinaryWriter(SCRATCH_INITIAL_BYTES, true));
+
   private byte[] buffer;
   private int length;
+  /** Whether this is a thread's scratch writer ({@link #borrow}). */
+  private final boolean scratch;
+  private boolean borrowed;
 
   public BinaryWriter(int initialCapacity) {
+    this(initialCapacity, false);
+  }
+
+  private BinaryWriter(int initialCapacity, boolean scratch) {
     buffer = new byte[Math.max(16, initialCapacity)];
+    this.scratch = scratch;
+  }
+
+  /**
+   * This thread's scratch writer, empty, for an encoding copied out at once ({@link
+   * #toByteArray}) and then {@link #release released}: its buffer is reused, so the encoding
+   * allocates its exact copy and nothing while it grows (a 1 KB state written into a fresh writer
+   * copied its buffer five times). Borrowed again before its release (an encoding within an
+   * encoding), a fresh writer instead.
+   */
+  public static BinaryWriter borrow() {
+    BinaryWriter writer = SCRATCH.get();
+    if (writer.borrowed) {
+      return new BinaryWriter(256);
+    }
+    writer.borrowed = true;
+    writer.length = 0;
+    return writer;
+  }
+
+  /** Gives a {@link #borrow borrowed} writer back (a no-op for any other). */
+  public void release() {
+    if (scratch) {
+      borrowed = false;
+      if (buffer.length > SCRATCH_KEPT_BYTES) {
+        buffer = new byte[SCRATCH_INITIAL_BYTES];
+      }
+    }
   }
 
   private void ensure(int extra) {
@@ -99,6 +142,18 @@ public final class BinaryWriter {
   }
 
   public void json(JsonNode value) {
+    if (value instanceof TextNode text) {
+      String string = text.textValue();
+      int encoded = PrintableJsonStrings.encodedLength(string);
+      if (encoded >= 0) {
+        // Jackson's very bytes, written in place (no generator, no intermediate array).
+        varInt(encoded);
+        ensure(encoded);
+        PrintableJsonStrings.write(string, buffer, length);
+        length += encoded;
+        return;
+      }
+    }
     bytes(Json.writeBytes(value));
   }
 

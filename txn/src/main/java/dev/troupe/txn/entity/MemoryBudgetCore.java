@@ -137,6 +137,32 @@ public final class MemoryBudgetCore {
     this.limits = limits;
   }
 
+  /**
+   * The space the memory marks are percentages of: where what survives collections lives, less
+   * what the collector needs beside it. Under ParallelGC and SerialGC that is the old generation
+   * (two thirds of the heap by default). G1's old generation may grow to the whole heap, but long-
+   * lived data that fills it leaves no room for the young regions, G1's reserve and the garbage old
+   * regions hold until a mixed collection reclaims them, so G1 gets the same two thirds of the heap:
+   * the marks fall at the same bytes under every generational collector and the sizing arithmetic
+   * of docs/ARCHITECTURE.md ("Memory") holds under each. A collector with no old generation known
+   * (ZGC, Shenandoah) gives the heap, whose occupancy is then the only reading.
+   *
+   * @param oldGenerationMaximumBytes the old generation pool's maximum size; 0 or less when there
+   *     is no such pool or it has no maximum
+   * @param maxHeapBytes the heap's maximum size ({@code Runtime.maxMemory()})
+   */
+  public static long markedSpaceBytes(long oldGenerationMaximumBytes, long maxHeapBytes) {
+    Invariants.check(maxHeapBytes > 0, "the heap's maximum must be positive, was %d",
+        maxHeapBytes);
+    if (oldGenerationMaximumBytes <= 0) {
+      return maxHeapBytes;
+    }
+    if (oldGenerationMaximumBytes >= maxHeapBytes) {
+      return maxHeapBytes / 3 * 2;
+    }
+    return oldGenerationMaximumBytes;
+  }
+
   /** The split before anything is measured: no actors yet, the whole budget. */
   public static Decision initial(Limits limits) {
     return new MemoryBudgetCore(limits).split(0, 0, false, false);

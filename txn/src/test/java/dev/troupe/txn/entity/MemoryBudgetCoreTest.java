@@ -112,6 +112,18 @@ class MemoryBudgetCoreTest {
   }
 
   @Test
+  void theMarksFallAtTheSameBytesUnderEveryGenerationalCollector() {
+    // ParallelGC with -Xmx512m: a 341 MB old generation of a 455 MB usable heap; the old
+    // generation is what the marks are shares of.
+    assertEquals(341 * MB, MemoryBudgetCore.markedSpaceBytes(341 * MB, 455 * MB));
+    // G1 with -Xmx512m: its old generation may take the whole heap; the marks take two thirds.
+    assertEquals(512 * MB / 3 * 2, MemoryBudgetCore.markedSpaceBytes(512 * MB, 512 * MB));
+    // No old generation known (ZGC): the heap.
+    assertEquals(512 * MB, MemoryBudgetCore.markedSpaceBytes(-1, 512 * MB));
+    assertEquals(512 * MB, MemoryBudgetCore.markedSpaceBytes(0, 512 * MB));
+  }
+
+  @Test
   void inconsistentLimitsAreRefused() {
     assertThrows(Invariants.InvariantViolation.class, () -> new Limits(100, 60, 40, 50, 1, 0, 0,
         3, 4, 2, 1));

@@ -1,0 +1,100 @@
+package dev.troupe.model.codec;
+
+import com.fasterxml.jackson.databind.node.TextNode;
+import dev.troupe.model.Json;
+import java.nio.charset.StandardCharsets;
+
+/**
+ * JSON string values of printable ASCII, written and read without Jackson: the same bytes Jackson
+ * writes for them ({@link Json#writeBytes}: the characters as they are, a quote and a backslash
+ * escaped as {@code \"} and {@code \\}), and the same {@link TextNode} Jackson reads from those
+ * bytes. Most stored values are such strings (YCSB's fields, names, ids), and Jackson costs a
+ * generator or a parser with its context per value: on the partition writer, which decodes a
+ * cached state's ten values to apply a write and encodes them again at the next checkpoint round,
+ * that was most of what it allocated (docs/BENCHMARKS.md, "Issue 20: allocation on the commit
+ * path"). Anything else (other characters, other escapes, other JSON) is left to Jackson, so the
+ * formats and what reads back are unchanged; {@code PrintableJsonStringsTest} compares both ways
+ * with Jackson.
+ *
+ * <p>Stateless; thread-safe.
+ */
+final class PrintableJsonStrings {
+  private static final byte QUOTE = '"';
+  private static final byte BACKSLASH = '\\';
+
+  private PrintableJsonStrings() {}
+
+  /**
+   * The length of {@code value}'s JSON encoding when every character is printable ASCII (0x20 to
+   * 0x7E); -1 otherwise (then Jackson encodes it).
+   */
+  static int encodedLength(String value) {
+    int length = value.length() + 2;
+    for (int i = 0; i < value.length(); i++) {
+      char c = value.charAt(i);
+      if (c < 0x20 || c > 0x7E) {
+        return -1;
+      }
+      if (c == '"' || c == '\\') {
+        length++;
+      }
+    }
+    return length;
+  }
+
+  /** Writes the encoding measured by {@link #encodedLength} (not -1) at {@code offset}. */
+  static void write(String value, byte[] buffer, int offset) {
+    int at = offset;
+    buffer[at++] = QUOTE;
+    for (int i = 0; i < value.length(); i++) {
+      char c = value.charAt(i);
+      if (c == '"' || c == '\\') {
+        buffer[at++] = BACKSLASH;
+      }
+      buffer[at++] = (byte) c;
+    }
+    buffer[at] = QUOTE;
+  }
+
+  /**
+   * The string {@code bytes[offset, offset + length)} encodes, when it is a quoted string of
+   * printable ASCII whose only escapes are {@code \"} and {@code \\} (what {@link #write} writes);
+   * null for anything else, which Jackson then reads (and rejects, if it is not JSON).
+   */
+  static TextNode read(byte[] bytes, int offset, int length) {
+    int end = offset + length - 1;
+    if (length < 2 || bytes[offset] != QUOTE || bytes[end] != QUOTE) {
+      return null;
+    }
+    int escapes = 0;
+    for (int i = offset + 1; i < end; i++) {
+      byte b = bytes[i];
+      if (b < 0x20 || b > 0x7E) {
+        return null; // also every byte of a multi-byte UTF-8 character (negative)
+      }
+      if (b == QUOTE) {
+        return null; // an unescaped quote inside: not one string
+      }
+      if (b == BACKSLASH) {
+        i++;
+        if (i >= end || (bytes[i] != QUOTE && bytes[i] != BACKSLASH)) {
+          return null;
+        }
+        escapes++;
+      }
+    }
+    if (escapes == 0) {
+      return Json.NODES.textNode(new String(bytes, offset + 1, length - 2,
+          StandardCharsets.US_ASCII));
+    }
+    byte[] unescaped = new byte[length - 2 - escapes];
+    int at = 0;
+    for (int i = offset + 1; i < end; i++) {
+      if (bytes[i] == BACKSLASH) {
+        i++;
+      }
+      unescaped[at++] = bytes[i];
+    }
+    return Json.NODES.textNode(new String(unescaped, StandardCharsets.US_ASCII));
+  }
+}
