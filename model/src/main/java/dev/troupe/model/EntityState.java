@@ -70,8 +70,8 @@ public record EntityState(Map<String, Value> values, long version, boolean exist
     // A persistent (structure-sharing) map: applying a record costs its operations, not the
     // entity's size, so entities with many keys (key families) stay cheap to change. Evaluation
     // makes tentative states per turn, so this is on every commit's path. Few keys (most
-    // entities) live in a SmallPersistentMap, which takes a fraction of a hash tree's memory and
-    // becomes one when it grows past its size (issue 20, memory).
+    // entities) live in a SmallPersistentMap, which takes a fraction of a trie's memory and
+    // becomes a LargePersistentMap when it grows past its size (issue 20, memory and CPU).
     values = SmallPersistentMap.from(values);
     tombstones = SmallPersistentMap.from(tombstones);
     deletedCounters = SmallPersistentMap.from(deletedCounters);
