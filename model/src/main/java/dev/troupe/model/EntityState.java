@@ -246,6 +246,7 @@ public record EntityState(Map<String, Value> values, long version, boolean exist
     Stamp entityTombstone;
     PMap<String, CounterValue> deletedCounters;
     Map<Integer, Long> writeCounts;
+    boolean writeCountsCopied;
     Map<Integer, Long> deletedWriteCounts;
     boolean exists;
 
@@ -274,9 +275,13 @@ public record EntityState(Map<String, Value> values, long version, boolean exist
     }
 
     void wrote(int dataCentre) {
-      Map<Integer, Long> next = new java.util.HashMap<>(writeCounts);
-      next.merge(dataCentre, 1L, Long::sum);
-      writeCounts = next;
+      // Copied once per record, not per operation: the state's map is immutable, this copy is
+      // the application's own until the new state copies it.
+      if (!writeCountsCopied) {
+        writeCounts = new java.util.HashMap<>(writeCounts);
+        writeCountsCopied = true;
+      }
+      writeCounts.merge(dataCentre, 1L, Long::sum);
       exists = true;
     }
 
