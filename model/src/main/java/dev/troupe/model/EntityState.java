@@ -70,8 +70,8 @@ public record EntityState(Map<String, Value> values, long version, boolean exist
     // A persistent (structure-sharing) map: applying a record costs its operations, not the
     // entity's size, so entities with many keys (key families) stay cheap to change. Evaluation
     // makes tentative states per turn, so this is on every commit's path. Few keys (most
-    // entities) live in a SmallPersistentMap, which takes a fraction of a hash tree's memory and
-    // becomes one when it grows past its size (issue 20, memory).
+    // entities) live in a SmallPersistentMap, which takes a fraction of a trie's memory and
+    // becomes a LargePersistentMap when it grows past its size (issue 20, memory and CPU).
     values = SmallPersistentMap.from(values);
     tombstones = SmallPersistentMap.from(tombstones);
     deletedCounters = SmallPersistentMap.from(deletedCounters);
@@ -246,6 +246,7 @@ public record EntityState(Map<String, Value> values, long version, boolean exist
     Stamp entityTombstone;
     PMap<String, CounterValue> deletedCounters;
     Map<Integer, Long> writeCounts;
+    boolean writeCountsCopied;
     Map<Integer, Long> deletedWriteCounts;
     boolean exists;
 
@@ -274,9 +275,13 @@ public record EntityState(Map<String, Value> values, long version, boolean exist
     }
 
     void wrote(int dataCentre) {
-      Map<Integer, Long> next = new java.util.HashMap<>(writeCounts);
-      next.merge(dataCentre, 1L, Long::sum);
-      writeCounts = next;
+      // Copied once per record, not per operation: the state's map is immutable, this copy is
+      // the application's own until the new state copies it.
+      if (!writeCountsCopied) {
+        writeCounts = new java.util.HashMap<>(writeCounts);
+        writeCountsCopied = true;
+      }
+      writeCounts.merge(dataCentre, 1L, Long::sum);
       exists = true;
     }
 

@@ -10,27 +10,26 @@ import java.util.Objects;
 import java.util.Set;
 import java.util.function.BiConsumer;
 import org.pcollections.AbstractUnmodifiableMap;
-import org.pcollections.HashTreePMap;
 import org.pcollections.PMap;
 
 /**
  * A persistent map of the few keys most entities hold, as two arrays sorted by key: what an entity
  * state keeps its values in until it holds more than {@link #MAX_SIZE} keys, when {@link #plus}
- * answers a {@link HashTreePMap} instead (issue 20, memory: for a record of ten keys the hash tree
- * cost ~650 bytes more than a {@code HashMap}, a fifth of a cached 1 KB record; docs/BENCHMARKS.md,
- * "bytes per cached record").
+ * answers a {@link LargePersistentMap} instead (issue 20, memory: for a record of ten keys a hash
+ * tree cost ~650 bytes more than a {@code HashMap}, a fifth of a cached 1 KB record;
+ * docs/BENCHMARKS.md, "bytes per cached record").
  *
  * <p>Invariants: immutable; keys non-null, distinct and strictly ascending; values non-null; at
  * most {@link #MAX_SIZE} entries. Changes copy the arrays, which for so few entries costs less than
- * the hash tree's path copy; a state with many keys (a key family's members) lives in a hash tree,
- * whose changes cost its operations, not its size.
+ * a trie's path copy; a state with many keys (a key family's members) lives in a trie, whose
+ * changes cost its depth, not its size.
  *
  * <p>Iteration is in key order. Nothing may depend on a state's iteration order (rendering sorts,
  * or follows the declaration), but a deterministic one keeps encodings and simulations repeatable.
  */
 public final class SmallPersistentMap<V> extends AbstractUnmodifiableMap<String, V>
     implements PMap<String, V> {
-  /** Entries past which {@link #plus} answers a hash tree. */
+  /** Entries past which {@link #plus} answers a {@link LargePersistentMap}. */
   public static final int MAX_SIZE = 16;
 
   private static final SmallPersistentMap<?> EMPTY =
@@ -50,7 +49,7 @@ public final class SmallPersistentMap<V> extends AbstractUnmodifiableMap<String,
   }
 
   /**
-   * A persistent map of {@code map}'s entries: a small one when they are few, else a hash tree. A
+   * A persistent map of {@code map}'s entries: a small one when they are few, else a trie. A
    * persistent map is answered as it is.
    */
   @SuppressWarnings("unchecked")
@@ -59,7 +58,7 @@ public final class SmallPersistentMap<V> extends AbstractUnmodifiableMap<String,
       return (PMap<String, V>) persistent;
     }
     if (map.size() > MAX_SIZE) {
-      return HashTreePMap.from(map);
+      return LargePersistentMap.from(map);
     }
     String[] keys = new String[map.size()];
     int index = 0;
@@ -117,7 +116,7 @@ public final class SmallPersistentMap<V> extends AbstractUnmodifiableMap<String,
       return new SmallPersistentMap<>(keys, changed);
     }
     if (keys.length == MAX_SIZE) {
-      return HashTreePMap.<String, V>from(this).plus(key, value);
+      return LargePersistentMap.<V>from(this).plus(key, value);
     }
     int insertion = -index - 1;
     String[] moreKeys = new String[keys.length + 1];

@@ -220,7 +220,7 @@ public final class CachedState {
     boolean small = next.values() instanceof SmallPersistentMap;
     Set<String> touched = new HashSet<>();
     for (Operation operation : operations) {
-      // A deletion, or values that moved between a small map and a hash tree (every entry's
+      // A deletion, or values that moved between a small map and a large one (every entry's
       // overhead changes), re-weigh the whole state.
       if (operation.deletesEntity()
           || small != (state.values() instanceof SmallPersistentMap)) {

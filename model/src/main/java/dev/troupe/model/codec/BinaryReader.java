@@ -153,18 +153,74 @@ public final class BinaryReader {
     return new String(bytes(), StandardCharsets.UTF_8);
   }
 
+  /**
+   * A JSON value written by {@link BinaryWriter#json}. An integer of at most 18 digits, a boolean,
+   * null and a string of printable ASCII ({@link PrintableJsonStrings}) are read here, into the
+   * very nodes Jackson would make of them with {@link Json#MAPPER} (a {@code LongNode} for an
+   * integer; checked by {@code BinaryJsonTest} and {@code PrintableJsonStringsTest}); anything
+   * else, damage included, goes to Jackson.
+   */
   public JsonNode json() {
     int size = varInt();
     need(size);
-    // A string of printable ASCII (most stored values) is read in place; anything else by Jackson.
-    JsonNode text = PrintableJsonStrings.read(buffer, position, size);
-    if (text != null) {
+    // A string of printable ASCII (most stored values), a number, a boolean or null is read in
+    // place; anything else by Jackson.
+    JsonNode plain = size > 0 && buffer[position] == '"'
+        ? PrintableJsonStrings.read(buffer, position, size)
+        : plainJson(position, size);
+    if (plain != null) {
       position += size;
-      return text;
+      return plain;
     }
     byte[] value = Arrays.copyOfRange(buffer, position, position + size);
     position += size;
     return parse(value);
+  }
+
+  /**
+   * The integer, boolean or null of {@code size} bytes at {@code start}, when they are one; else
+   * null.
+   */
+  private JsonNode plainJson(int start, int size) {
+    if (size == 0) {
+      return null;
+    }
+    byte first = buffer[start];
+    if (first == '-' || (first >= '0' && first <= '9')) {
+      int digits = start + (first == '-' ? 1 : 0);
+      int count = start + size - digits;
+      if (count < 1 || count > 18 || (buffer[digits] == '0' && count > 1)) {
+        return null;
+      }
+      long value = 0;
+      for (int i = digits; i < start + size; i++) {
+        byte b = buffer[i];
+        if (b < '0' || b > '9') {
+          return null;
+        }
+        value = value * 10 + (b - '0');
+      }
+      return Json.NODES.numberNode(first == '-' ? -value : value);
+    }
+    if (matches(start, size, TRUE)) {
+      return Json.NODES.booleanNode(true);
+    }
+    if (matches(start, size, FALSE)) {
+      return Json.NODES.booleanNode(false);
+    }
+    if (matches(start, size, NULL)) {
+      return Json.NODES.nullNode();
+    }
+    return null;
+  }
+
+  private static final byte[] TRUE = "true".getBytes(StandardCharsets.US_ASCII);
+  private static final byte[] FALSE = "false".getBytes(StandardCharsets.US_ASCII);
+  private static final byte[] NULL = "null".getBytes(StandardCharsets.US_ASCII);
+
+  private boolean matches(int start, int size, byte[] literal) {
+    return size == literal.length
+        && Arrays.equals(buffer, start, start + size, literal, 0, literal.length);
   }
 
   /** A JSON value written by {@link BinaryWriter#optionalJson}; null when absent. */

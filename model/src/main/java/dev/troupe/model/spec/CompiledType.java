@@ -3,6 +3,7 @@ package dev.troupe.model.spec;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.LongNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import com.google.common.collect.ImmutableMap;
 import dev.cel.bundle.Cel;
 import dev.cel.bundle.CelBuilder;
 import dev.cel.bundle.CelFactory;
@@ -553,8 +554,9 @@ public final class CompiledType {
   private List<SyncInvocation> resolve(CompiledAction compiled, List<CompiledSync> targets,
       JsonNode params, ValueLimits limits) {
     Map<String, Object> arguments = bindArguments(compiled.spec(), params);
-    Map<String, Object> variables = new HashMap<>(arguments);
-    variables.put(Names.PARAMS_VARIABLE, arguments);
+    Map<String, Object> argumentVariables = new HashMap<>(arguments);
+    argumentVariables.put(Names.PARAMS_VARIABLE, arguments);
+    Map<String, Object> variables = celActivation(argumentVariables);
     List<SyncInvocation> calls = new ArrayList<>();
     for (CompiledSync sync : targets) {
       StringBuilder entity = new StringBuilder();
@@ -823,7 +825,24 @@ public final class CompiledType {
     variables.putAll(arguments);
     variables.put(Names.STATE_VARIABLE, Collections.unmodifiableMap(stateMap));
     variables.put(Names.PARAMS_VARIABLE, arguments);
-    return variables;
+    return celActivation(variables);
+  }
+
+  /**
+   * {@code variables} as the immutable map CEL evaluates against, without its entries of null
+   * value: what CEL's {@code Activation.copyOf} would make of them on every evaluation, made once
+   * per action instead of once per precondition and effect (it took 2.4 % of the embedded SmallBank
+   * mix's CPU samples, issue 20). CEL uses an {@link ImmutableMap} as it is.
+   */
+  private static ImmutableMap<String, Object> celActivation(Map<String, Object> variables) {
+    ImmutableMap.Builder<String, Object> activation =
+        ImmutableMap.builderWithExpectedSize(variables.size());
+    variables.forEach((name, value) -> {
+      if (value != null) {
+        activation.put(name, value);
+      }
+    });
+    return activation.buildOrThrow();
   }
 
   /**
