@@ -203,6 +203,41 @@ class CacheCoherenceTest {
     }
   }
 
+  /**
+   * A small state with dependency records (a marketplace product) is held decoded across rounds
+   * and loads too: the planner's reconnaissance reads it on every planned transaction naming it.
+   */
+  @Test
+  void aStateWithDependencyRecordsIsHeldDecodedAcrossCheckpointRoundsAndLoads() throws Exception {
+    EntityId product = new EntityId("Product", "p1");
+    dev.troupe.model.dependency.Dependency replica = new dev.troupe.model.dependency.Dependency(
+        dev.troupe.model.dependency.DependencyKind.UPDATE,
+        new dev.troupe.model.dependency.KeyReference(product, "price"),
+        new dev.troupe.model.dependency.KeyReference(new EntityId("Cart", "c1"), "item[p1]"),
+        new dev.troupe.model.dependency.DependencyFunction.Replicate());
+    try (RocksStore store = RocksStore.open(
+        Fixtures.settings(directory).withDurability(Durability.ASYNC),
+        System::currentTimeMillis)) {
+      store.commit(store.newTransactionId(), List.of(new EntityWrite(product, List.of(
+          new Operation.Increment("price", 5), new Operation.RecordDependency(
+              dev.troupe.model.dependency.DependencyKeys.outgoing("price"), replica, null)))))
+          .join();
+      store.checkpointNow();
+      assertTrue(!store.readCached(product).isEncoded(), "with dependencies: decoded after a round");
+      assertTrue(store.readCached(product).holdsDependencies());
+    }
+    try (RocksStore store = RocksStore.open(
+        Fixtures.settings(directory).withDurability(Durability.ASYNC),
+        System::currentTimeMillis)) {
+      CachedState loaded = store.readCached(product);
+      assertTrue(!loaded.isEncoded(), "with dependencies: loaded decoded");
+      assertEquals(loaded.decodedWeight(), store.cacheEntryWeightBytes(product));
+      assertEquals(replica, ((dev.troupe.model.value.DependencyTable) loaded.state().get(
+          dev.troupe.model.dependency.DependencyKeys.outgoing("price"))).get(replica.id())
+          .dependency());
+    }
+  }
+
   interface Body {
     void run() throws Exception;
   }

@@ -269,7 +269,7 @@ public final class ValueEncoding {
   /** A dependency: its format revision, then its JSON form ({@link Dependency#toJson}). */
   public static void writeDependency(BinaryWriter out, Dependency dependency) {
     out.varInt(Dependency.FORMAT_REVISION);
-    out.json(dependency.toJson());
+    out.bytes(StoredDependencyJson.write(dependency)); // the same bytes as out.json(toJson())
   }
 
   public static Dependency readDependency(BinaryReader in) {
@@ -277,7 +277,7 @@ public final class ValueEncoding {
     if (revision != Dependency.FORMAT_REVISION) {
       throw in.corrupt("unknown dependency record revision " + revision, null);
     }
-    return Dependency.fromJson(in.json());
+    return StoredDependencyJson.read(in.bytes(), in::parse); // as Dependency.fromJson(in.json())
   }
 
   /**

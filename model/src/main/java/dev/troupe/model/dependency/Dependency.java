@@ -58,12 +58,45 @@ public record Dependency(DependencyKind kind, KeyReference leader, KeyReference 
   }
 
   public static String idOf(DependencyKind kind, KeyReference leader, KeyReference follower) {
+    // Every decoded record derives its id again: plain text skips Jackson (the same text).
+    String plain = plainIdArray(kind.wireName(),
+        leader.entity().type(), leader.entity().id(), leader.key(), follower.entity().type(),
+        follower.entity().id(), follower.key());
+    if (plain != null) {
+      return Base64.getUrlEncoder().withoutPadding()
+          .encodeToString(plain.getBytes(StandardCharsets.UTF_8));
+    }
     ArrayNode parts = Json.NODES.arrayNode();
     parts.add(kind.wireName()).add(leader.entity().type()).add(leader.entity().id())
         .add(leader.key()).add(follower.entity().type()).add(follower.entity().id())
         .add(follower.key());
     return Base64.getUrlEncoder().withoutPadding()
         .encodeToString(Json.write(parts).getBytes(StandardCharsets.UTF_8));
+  }
+
+  /**
+   * The id's JSON array as Jackson writes it when every part is printable ASCII without a quote or
+   * a backslash (written as is); null otherwise, and the caller asks Jackson.
+   */
+  private static String plainIdArray(String... parts) {
+    int length = 2;
+    for (String part : parts) {
+      for (int i = 0; i < part.length(); i++) {
+        char c = part.charAt(i);
+        if (c < 0x20 || c > 0x7e || c == '"' || c == '\\') {
+          return null;
+        }
+      }
+      length += part.length() + 3;
+    }
+    StringBuilder text = new StringBuilder(length).append('[');
+    for (int i = 0; i < parts.length; i++) {
+      if (i > 0) {
+        text.append(',');
+      }
+      text.append('"').append(parts[i]).append('"');
+    }
+    return text.append(']').toString();
   }
 
   /** The ends an id names; {@code invalid_request} for text that is not a dependency id. */
