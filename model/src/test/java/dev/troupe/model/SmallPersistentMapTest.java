@@ -20,8 +20,8 @@ import org.pcollections.PMap;
 class SmallPersistentMapTest {
   /**
    * Random additions, replacements and removals, across the size where a small map becomes a
-   * {@link LargePersistentMap}, against a HashMap: the same entries after every step, every earlier version unchanged
-   * (persistence), and small maps iterating in key order.
+   * {@link LargePersistentMap}, against a HashMap: the same entries after every step, every
+   * earlier version unchanged (persistence), and small maps iterating in key order.
    */
   @Test
   void behavesAsAMapAndKeepsEveryVersion() {

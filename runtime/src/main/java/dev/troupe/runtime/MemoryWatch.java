@@ -70,7 +70,8 @@ final class MemoryWatch implements AutoCloseable {
     this.metrics = metrics;
     this.oldGeneration = findOldGeneration();
     long oldMaximum = oldGeneration == null ? -1 : oldGeneration.getUsage().getMax();
-    this.oldGenerationBytes = MemoryBudgetCore.markedSpaceBytes(oldMaximum, settings.maxHeapBytes());
+    this.oldGenerationBytes =
+        MemoryBudgetCore.markedSpaceBytes(oldMaximum, settings.maxHeapBytes());
     MemoryBudgetCore.Limits limits = settings.limits(oldGenerationBytes);
     this.core = new MemoryBudgetCore(limits);
     this.actorLimit = settings.initialSplit().actorLimit();

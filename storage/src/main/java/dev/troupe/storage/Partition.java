@@ -27,11 +27,12 @@ import java.util.concurrent.locks.ReentrantReadWriteLock;
  * <p>Concurrency: every mutation of this partition's journal, index entries and checkpoints happens
  * on the writer, so the writer never races with itself; maintenance (rounds, truncation) runs
  * between group commits in bounded slices so commits keep flowing, and truncation's and the
- * post-recovery scan's slices yield to cold reads waiting for storage ({@link MaintenancePacing}). Other threads only enqueue tasks
- * and read the {@code volatile} fields below. The writer is one pass of the loop ({@link #runOnce}),
- * run either by the partition's own thread ({@link RocksStore.Execution#THREADS}) or, one pass at a
- * time, by whoever drives a {@link RocksStore.Execution#STEPPED} store ({@link #step}); either way
- * one thread at a time, so "the writer" below means whichever runs the pass.
+ * post-recovery scan's slices yield to cold reads waiting for storage ({@link
+ * MaintenancePacing}). Other threads only enqueue tasks and read the {@code volatile} fields
+ * below. The writer is one pass of the loop ({@link #runOnce}), run either by the partition's own
+ * thread ({@link RocksStore.Execution#THREADS}) or, one pass at a time, by whoever drives a {@link
+ * RocksStore.Execution#STEPPED} store ({@link #step}); either way one thread at a time, so "the
+ * writer" below means whichever runs the pass.
  *
  * <p>Invariants (writer thread):
  *
