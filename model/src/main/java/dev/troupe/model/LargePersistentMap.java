@@ -40,12 +40,7 @@ public final class LargePersistentMap<V> extends AbstractUnmodifiableMap<String,
 
   /** A map of {@code map}'s entries (keys and values non-null). */
   public static <V> LargePersistentMap<V> from(Map<String, ? extends V> map) {
-    HashMap<String, V> entries = HashMap.empty();
-    for (Map.Entry<String, ? extends V> entry : map.entrySet()) {
-      entries = entries.put(Objects.requireNonNull(entry.getKey(), "key"),
-          Objects.requireNonNull(entry.getValue(), "value"));
-    }
-    return new LargePersistentMap<>(entries);
+    return new LargePersistentMap<>(withAll(HashMap.empty(), map));
   }
 
   @Override
@@ -88,12 +83,18 @@ public final class LargePersistentMap<V> extends AbstractUnmodifiableMap<String,
 
   @Override
   public PMap<String, V> plusAll(Map<? extends String, ? extends V> map) {
+    HashMap<String, V> result = withAll(entries, map);
+    return result == entries ? this : new LargePersistentMap<>(result);
+  }
+
+  private static <V> HashMap<String, V> withAll(HashMap<String, V> entries,
+      Map<? extends String, ? extends V> map) {
     HashMap<String, V> result = entries;
     for (Map.Entry<? extends String, ? extends V> entry : map.entrySet()) {
       result = result.put(Objects.requireNonNull(entry.getKey(), "key"),
           Objects.requireNonNull(entry.getValue(), "value"));
     }
-    return result == entries ? this : new LargePersistentMap<>(result);
+    return result;
   }
 
   @Override

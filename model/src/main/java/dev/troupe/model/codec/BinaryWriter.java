@@ -157,17 +157,25 @@ public final class BinaryWriter {
       ascii(value.booleanValue() ? "true" : "false");
     } else if (value.isNull()) {
       ascii("null");
-    } else if (value instanceof TextNode text
-        && PrintableJsonStrings.encodedLength(text.textValue()) >= 0) {
-      // Jackson's very bytes, written in place (no generator, no intermediate array).
-      int encoded = PrintableJsonStrings.encodedLength(text.textValue());
-      varInt(encoded);
-      ensure(encoded);
-      PrintableJsonStrings.write(text.textValue(), buffer, length);
-      length += encoded;
-    } else {
+    } else if (!(value instanceof TextNode text && printable(text.textValue()))) {
       bytes(Json.writeBytes(value));
     }
+  }
+
+  /**
+   * Writes {@code string} as Jackson would, in place (no generator, no intermediate array), when
+   * it is printable ASCII ({@link PrintableJsonStrings}); whether it was.
+   */
+  private boolean printable(String string) {
+    int encoded = PrintableJsonStrings.encodedLength(string);
+    if (encoded < 0) {
+      return false;
+    }
+    varInt(encoded);
+    ensure(encoded);
+    PrintableJsonStrings.write(string, buffer, length);
+    length += encoded;
+    return true;
   }
 
   /** {@code text} (printable ASCII that JSON writes as itself), with a varint length. */
