@@ -256,8 +256,15 @@ public final class DevToolsBrowser implements AutoCloseable {
     if (!process.waitFor(5, TimeUnit.SECONDS)) {
       process.destroyForcibly().waitFor(5, TimeUnit.SECONDS);
     }
-    try (Stream<Path> files = Files.walk(profile)) {
-      files.sorted(Comparator.reverseOrder()).forEach(path -> path.toFile().delete());
+    // Best effort, a few passes: the browser's child processes (its network service) may still
+    // be renaming files in the profile while the walk lists it, and a file gone between listing
+    // and reading is no failure of the test.
+    for (int pass = 0; pass < 3 && Files.exists(profile); pass++) {
+      try (Stream<Path> files = Files.walk(profile)) {
+        files.sorted(Comparator.reverseOrder()).forEach(path -> path.toFile().delete());
+      } catch (java.io.UncheckedIOException | java.io.IOException vanished) {
+        // Walked again by the next pass.
+      }
     }
   }
 
