@@ -109,6 +109,7 @@ final class GrowthBenchmark extends Benchmark {
         .parameter("machine", Machine.describe());
     idle.settings().describe(report);
     Map<String, List<Point>> curves = new LinkedHashMap<>();
+    counts:
     for (long records : recordCounts) {
       try (TemporaryDirectory work = TemporaryDirectory.create("growth");
           YcsbBenchmark.Servers servers = YcsbBenchmark.Servers.start(TARGETS, work, null,
@@ -124,9 +125,10 @@ final class GrowthBenchmark extends Benchmark {
           report.result("load/" + target + "/" + records, "records_per_second",
               loaded.throughputPerSecond());
           if (loaded.failureCount() > 0 || loaded.transactions() != records) {
+            // The counts measured so far still make a curve: draw it, and measure no larger count.
             report.failure("loading " + target + " with " + records + " records inserted "
                 + loaded.transactions() + "; failures: " + loaded.failures());
-            return report;
+            break counts;
           }
         }
         for (YcsbWorkloads.Workload workload : workloads) {
@@ -134,8 +136,10 @@ final class GrowthBenchmark extends Benchmark {
         }
       }
     }
-    drawChart(curves, workloads);
-    report.parameter("chart", chartFile.toAbsolutePath().toString());
+    if (!curves.isEmpty()) {
+      drawChart(curves, workloads);
+      report.parameter("chart", chartFile.toAbsolutePath().toString());
+    }
     return report;
   }
 

@@ -249,7 +249,10 @@ public final class RestEntityDb extends DB {
       values.forEach((field, value) -> body.put(field, value.toString()));
       int status = observed(connectionFor(table, key).send("PATCH",
           path(table, key) + NO_STATE, Json.writeBytes(body), nextIdempotencyKey())).status();
-      return status == 200 ? Status.OK : Status.ERROR;
+      // Overload (429, 503: a full queue, the memory budget's refusal) told apart from errors in
+      // the failure counts, as reads do.
+      return status == 200 ? Status.OK
+          : status == 429 || status == 503 ? Status.SERVICE_UNAVAILABLE : Status.ERROR;
     } catch (IOException | RuntimeException e) {
       return Status.ERROR;
     }
