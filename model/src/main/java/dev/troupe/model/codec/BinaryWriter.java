@@ -137,6 +137,13 @@ public final class BinaryWriter {
     length += value.length;
   }
 
+  /** {@code source[from, to)} as it is, with no length: bytes of an encoding copied unchanged. */
+  public void raw(byte[] source, int from, int to) {
+    ensure(to - from);
+    System.arraycopy(source, from, buffer, length, to - from);
+    length += to - from;
+  }
+
   public void string(String value) {
     bytes(value.getBytes(StandardCharsets.UTF_8));
   }
