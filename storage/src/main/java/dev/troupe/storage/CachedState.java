@@ -188,6 +188,19 @@ public final class CachedState {
     return decoded != null ? decoded : Codec.decodeState(encoded);
   }
 
+  /**
+   * The JSON a schemaless type renders of this state ({@code CompiledType.render}, then {@code
+   * Json.writeBytes}: the same bytes), made from the encoded form without decoding it ({@link
+   * Codec#renderSchemaless}); null when the entry is decoded or its state is not plain (registers
+   * of plain JSON values under ASCII keys), when the caller renders {@link #state()}. A fresh
+   * array owned by the caller. Why: a read of an encoded YCSB record spent most of its own CPU
+   * decoding it, building a JSON tree and writing that through Jackson (docs/BENCHMARKS.md, "Issue
+   * 20: the write path over REST (fourth session)").
+   */
+  public byte[] renderedSchemaless() {
+    return encoded == null ? null : Codec.renderSchemaless(encoded);
+  }
+
   /** Whether the entry holds its state encoded. */
   public boolean isEncoded() {
     return encoded != null;
