@@ -170,6 +170,24 @@ public final class BinaryWriter {
   }
 
   /**
+   * The length of {@code value}'s compact JSON when this writer writes it without Jackson (an
+   * integer, a boolean, null, a string of printable ASCII or DEL): what Jackson would write; -1
+   * for any other value.
+   */
+  public static int plainJsonLength(JsonNode value) {
+    if (value.isInt() || value.isLong() || value.isShort()) {
+      return Long.toString(value.longValue()).length();
+    } else if (value.isBoolean()) {
+      return value.booleanValue() ? 4 : 5;
+    } else if (value.isNull()) {
+      return 4;
+    } else if (value instanceof TextNode text) {
+      return PrintableJsonStrings.encodedLength(text.textValue());
+    }
+    return -1;
+  }
+
+  /**
    * Writes {@code string} as Jackson would, in place (no generator, no intermediate array), when
    * it is printable ASCII ({@link PrintableJsonStrings}); whether it was.
    */

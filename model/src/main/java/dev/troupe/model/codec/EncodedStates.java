@@ -40,17 +40,28 @@ public final class EncodedStates {
   private static final int VALUE_START = 2;
   private static final int END = 3;
   private static final int FIELDS = 4;
+  /**
+   * The most entries of a state handled here: the object cache holds states of at most 16 keys
+   * encoded ({@code CachedState.heldEncoded}); a longer one answers null.
+   */
+  private static final int MAX_ENTRIES = 32;
 
   private EncodedStates() {}
 
-  /** Where the parts of a plain state's encoding are; null when it is not plain. */
+  /**
+   * Each thread's layout, reused: a layout is read and used within one call, which calls nothing
+   * that reads another.
+   */
+  private static final ThreadLocal<Layout> LAYOUTS = ThreadLocal.withInitial(Layout::new);
+
+  /** Where the parts of a plain state's encoding are (one thread's, reused). */
   private static final class Layout {
     /** The offset of the exists flag (the version's 8 bytes are before it). */
     int existsAt;
     /** The offset of the first entry. */
     int entriesStart;
     /** The values' entries: {@code FIELDS} offsets each. */
-    int[] entries;
+    final int[] entries = new int[MAX_ENTRIES * FIELDS];
     int valueCount;
     /** The write counts' entry (key, kind, map), or -1 when there is none. */
     int writeCountsStart = -1;
@@ -63,18 +74,19 @@ public final class EncodedStates {
    */
   private static Layout layout(byte[] bytes, int start, int limit) {
     Cursor in = new Cursor(bytes, start, limit);
-    Layout layout = new Layout();
+    Layout layout = LAYOUTS.get();
+    layout.valueCount = 0;
+    layout.writeCountsStart = -1;
     if (!in.skip(8)) {
       return null;
     }
     layout.existsAt = in.position;
     int exists = in.next();
     long count = in.varLong();
-    if ((exists != 0 && exists != 1) || count < 0 || count > limit - in.position) {
+    if ((exists != 0 && exists != 1) || count < 0 || count > MAX_ENTRIES) {
       return null;
     }
     layout.entriesStart = in.position;
-    layout.entries = new int[(int) count * FIELDS];
     int previousKeyStart = -1;
     int previousKeyEnd = -1;
     for (int i = 0; i < count; i++) {
