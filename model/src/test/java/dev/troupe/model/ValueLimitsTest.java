@@ -14,6 +14,7 @@ import dev.troupe.model.spec.CompiledType;
 import dev.troupe.model.spec.DependencyExpression;
 import dev.troupe.model.spec.SpecParser;
 import java.nio.charset.StandardCharsets;
+import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -56,6 +57,27 @@ class ValueLimitsTest {
     assertRefused(ErrorCode.TOO_LARGE, TransactionAbort.TOO_LARGE,
         () -> new ValueLimits(100, 3, 1000, 200, 50).check(TextNode.valueOf("x".repeat(99)), "v"));
     new ValueLimits(100, 3, 1000, 200, 50).check(TextNode.valueOf("x".repeat(98)), "v");
+  }
+
+  /**
+   * Values whose size is known without serializing them (integers, booleans, null, strings of
+   * printable ASCII and DEL) and those Jackson serializes meet the byte limit at the same length:
+   * their compact JSON's.
+   */
+  @Test
+  void theByteLimitIsTheCompactJsonLengthForEveryKindOfValue() {
+    for (JsonNode value : List.of(TextNode.valueOf("a\"b\\c\u007f"), TextNode.valueOf(""),
+        TextNode.valueOf("caf\u00e9"), TextNode.valueOf("line\nbreak"),
+        Json.NODES.numberNode(-1234567890123L), Json.NODES.numberNode(7),
+        Json.NODES.booleanNode(false), Json.NODES.booleanNode(true), Json.NODES.nullNode(),
+        Json.NODES.numberNode(2.5), Json.parse("[\"x\",{\"y\":1}]"))) {
+      int length = Json.writeBytes(value).length;
+      new ValueLimits(length, 3, 1000, 200, 50).check(value, "v");
+      if (length > 1) {
+        assertRefused(ErrorCode.TOO_LARGE, TransactionAbort.TOO_LARGE,
+            () -> new ValueLimits(length - 1, 3, 1000, 200, 50).check(value, "v"));
+      }
+    }
   }
 
   @Test

@@ -52,26 +52,32 @@ final class RenderedStates {
 
   /** The state rendered by {@code type} as JSON bytes; the caller must not modify them. */
   byte[] render(CompiledType type, EntityState state) {
-    return render(type, state, () -> state);
+    return render(type, state, () -> Json.writeBytes(type.render(state)));
   }
 
   /**
    * The cached entry's state rendered by {@code type} as JSON bytes (decoded only when not
-   * memoized); the caller must not modify them.
+   * memoized, and not at all for a schemaless type's plain state held encoded); the caller must
+   * not modify them.
    */
   byte[] render(CompiledType type, CachedState cached) {
-    return render(type, cached, cached::state);
+    return render(type, cached, () -> {
+      // A schemaless type's rendering of an encoded entry is made from its bytes when the state
+      // is plain (the same JSON; CachedState.renderedSchemaless); else the state is decoded.
+      byte[] json = type.isSchemaless() ? cached.renderedSchemaless() : null;
+      return json != null ? json : Json.writeBytes(type.render(cached.state()));
+    });
   }
 
-  /** The memo's rendering under {@code key}, or {@code state}'s rendered and memoized there. */
+  /** The memo's rendering under {@code key}, or {@code renderer}'s, memoized there. */
   private byte[] render(CompiledType type, Object key,
-      java.util.function.Supplier<EntityState> state) {
+      java.util.function.Supplier<byte[]> renderer) {
     Rendered rendered = cache.getIfPresent(key);
     if (rendered != null
         && (rendered.type() == type || rendered.type().spec().equals(type.spec()))) {
       return rendered.json();
     }
-    byte[] json = Json.writeBytes(type.render(state.get()));
+    byte[] json = renderer.get();
     cache.put(key, new Rendered(type, json));
     return json;
   }

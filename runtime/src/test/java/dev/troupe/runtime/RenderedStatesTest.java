@@ -1,5 +1,6 @@
 package dev.troupe.runtime;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotSame;
 import static org.junit.jupiter.api.Assertions.assertSame;
@@ -54,6 +55,8 @@ class RenderedStatesTest {
 
     byte[] json = rendered.render(type, cached);
     assertEquals(Json.parse("{\"name\":\"Ada\"}"), Json.parse(json));
+    assertArrayEquals(Json.writeBytes(type.render(state)), json,
+        "made from the encoding: the bytes of the decoded state's rendering");
     assertSame(json, rendered.render(type, cached), "a hot entry's read is a memo hit");
     CachedState next = CachedState.of(entity, state.apply(
         List.of(new Operation.Assign("name", Json.NODES.textNode("Grace"))), 11, 1));

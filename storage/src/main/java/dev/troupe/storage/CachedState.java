@@ -1,11 +1,14 @@
 package dev.troupe.storage;
 
+import com.fasterxml.jackson.databind.JsonNode;
 import dev.troupe.model.EntityId;
 import dev.troupe.model.EntityState;
 import dev.troupe.model.Operation;
 import dev.troupe.model.SmallPersistentMap;
+import dev.troupe.model.codec.EncodedStates;
 import dev.troupe.model.dependency.DependencyKeys;
 import dev.troupe.model.value.DependencyTable;
+import dev.troupe.model.value.RegisterValue;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
@@ -185,6 +188,19 @@ public final class CachedState {
     return decoded != null ? decoded : Codec.decodeState(encoded);
   }
 
+  /**
+   * The JSON a schemaless type renders of this state ({@code CompiledType.render}, then {@code
+   * Json.writeBytes}: the same bytes), made from the encoded form without decoding it ({@link
+   * Codec#renderSchemaless}); null when the entry is decoded or its state is not plain (registers
+   * of plain JSON values under ASCII keys), when the caller renders {@link #state()}. A fresh
+   * array owned by the caller. Why: a read of an encoded YCSB record spent most of its own CPU
+   * decoding it, building a JSON tree and writing that through Jackson (docs/BENCHMARKS.md, "Issue
+   * 20: the write path over REST (fourth session)").
+   */
+  public byte[] renderedSchemaless() {
+    return encoded == null ? null : Codec.renderSchemaless(encoded);
+  }
+
   /** Whether the entry holds its state encoded. */
   public boolean isEncoded() {
     return encoded != null;
@@ -206,6 +222,48 @@ public final class CachedState {
     return encoded(entity, decoded, encoding, decodedWeight);
   }
 
+  /**
+   * The entry after a record that only assigns existing registers, encoded, made from the
+   * encoding without decoding it ({@link Codec#applyInPlace}: the very bytes {@link
+   * Codec#encodeState} writes for the state decoded and applied); null when the record or the state
+   * is not that simple. Why: decoding the ten values of a YCSB record to apply one, and encoding
+   * them again at the next checkpoint round, was a third of the partition writer's CPU under YCSB
+   * A (docs/BENCHMARKS.md, "Issue 20: the write path over REST (fourth session)"); in place the
+   * record costs a copy of the bytes, the round writes them as they are, and the entry stays
+   * compact. The decoded weight moves by the replaced registers' estimates, as {@link #apply}'s
+   * does.
+   */
+  private CachedState applyInPlace(EntityId entity, List<Operation> operations,
+      long commitTimestamp, int originDc) {
+    Codec.AppliedInPlace applied;
+    try {
+      applied = Codec.applyInPlace(encoded, operations, commitTimestamp, originDc);
+    } catch (RuntimeException e) {
+      return null; // damage: decoding the entry reports it
+    }
+    if (applied == null) {
+      return null;
+    }
+    long nextDecodedWeight = decodedWeight;
+    for (EncodedStates.Replaced replaced : applied.replaced()) {
+      JsonNode written = null;
+      for (Operation operation : operations) {
+        if (operation.key().equals(replaced.key())) {
+          written = ((Operation.Assign) operation).value();
+        }
+      }
+      // A held-encoded state has at most SmallPersistentMap.MAX_SIZE keys: a small map decoded.
+      nextDecodedWeight += Codec.estimateEntryWeight(replaced.key(),
+          new RegisterValue(written, commitTimestamp, originDc), true)
+          - Codec.estimateEntryWeight(replaced.key(),
+              new RegisterValue(replaced.value(), 0, 0), true);
+    }
+    long weight = ENTRY_OVERHEAD_BYTES + ((applied.encoded().length + 7L) & ~7L)
+        + keyBytes(entity);
+    return new CachedState(applied.encoded(), null, commitTimestamp, true, holdsDependencies,
+        clamp(weight), clamp(nextDecodedWeight));
+  }
+
   /** The estimated heap this cache entry takes (the cache's weigher). */
   int weight() {
     return weight;
@@ -217,10 +275,19 @@ public final class CachedState {
   }
 
   /**
-   * The entry after {@code operations}, decoded (the partition writer, for a cached entity; an
-   * encoded entry is decoded once), re-weighing only the keys they touch.
+   * The entry after {@code operations} (the partition writer, for a cached entity), re-weighing
+   * only the keys they touch: an encoded entry stays encoded when the record only assigns
+   * existing registers of a plain state ({@link #applyInPlace}), else it is decoded once and the
+   * entry stays decoded until the next checkpoint round.
    */
-  CachedState apply(List<Operation> operations, long commitTimestamp, int originDc) {
+  CachedState apply(EntityId entity, List<Operation> operations, long commitTimestamp,
+      int originDc) {
+    if (encoded != null) {
+      CachedState inPlace = applyInPlace(entity, operations, commitTimestamp, originDc);
+      if (inPlace != null) {
+        return inPlace;
+      }
+    }
     EntityState state = state();
     EntityState next = state.apply(operations, commitTimestamp, originDc);
     long nextDecodedWeight = decodedWeight;

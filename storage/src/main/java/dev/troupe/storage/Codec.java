@@ -7,6 +7,7 @@ import dev.troupe.model.Operation;
 import dev.troupe.model.SmallPersistentMap;
 import dev.troupe.model.codec.BinaryReader;
 import dev.troupe.model.codec.BinaryWriter;
+import dev.troupe.model.codec.EncodedStates;
 import dev.troupe.model.codec.ValueEncoding;
 import dev.troupe.model.value.CounterValue;
 import dev.troupe.model.value.DependencyTable;
@@ -144,6 +145,45 @@ public final class Codec {
     } catch (RuntimeException e) {
       throw in.corrupt("malformed content: " + e.getMessage(), e);
     }
+  }
+
+  /** A state's encoding after a record applied in place, and the registers it replaced. */
+  record AppliedInPlace(byte[] encoded, List<EncodedStates.Replaced> replaced) {}
+
+  /**
+   * {@link #encodeState} of the state {@code encodedState} decodes to after {@code operations}
+   * committed at {@code commitTimestamp} in {@code originDc}, made from the encoding itself
+   * without decoding it, for a record that only assigns existing registers of a plain state
+   * ({@link EncodedStates#applyAssigns}); null for anything else (decode, apply and encode then).
+   * The encoding must be this codec's own (the object cache's): its checksum is not checked.
+   */
+  static AppliedInPlace applyInPlace(byte[] encodedState, List<Operation> operations,
+      long commitTimestamp, int originDc) {
+    if (encodedState.length < 2 + CHECKSUM_BYTES || encodedState[0] != ENTITY_STATE
+        || encodedState[1] != FORMAT_REVISION) {
+      return null;
+    }
+    BinaryWriter out = borrowedWriter(ENTITY_STATE);
+    try {
+      List<EncodedStates.Replaced> replaced = EncodedStates.applyAssigns(encodedState, 2,
+          encodedState.length - CHECKSUM_BYTES, operations, commitTimestamp, originDc, out);
+      return replaced == null ? null : new AppliedInPlace(finish(out), replaced);
+    } finally {
+      out.release();
+    }
+  }
+
+  /**
+   * The JSON a schemaless type renders of the state {@code encodedState} encodes, made from the
+   * encoding ({@link EncodedStates#renderSchemaless}); null when the state is not plain (render the
+   * decoded state then). The encoding must be this codec's own (the object cache's).
+   */
+  static byte[] renderSchemaless(byte[] encodedState) {
+    if (encodedState.length < 2 + CHECKSUM_BYTES || encodedState[0] != ENTITY_STATE
+        || encodedState[1] != FORMAT_REVISION) {
+      return null;
+    }
+    return EncodedStates.renderSchemaless(encodedState, 2, encodedState.length - CHECKSUM_BYTES);
   }
 
   // ---------------------------------------------------------------- two-phase commit state

@@ -2041,7 +2041,7 @@ public final class RocksStore implements Store {
                 return null;
               }
               return state.version() < commitTimestamp
-                  ? state.apply(operations, commitTimestamp, originDc)
+                  ? state.apply(key, operations, commitTimestamp, originDc)
                   : state;
             });
   }

@@ -120,7 +120,8 @@ class CacheCoherenceTest {
    * The cache holds a loaded state encoded (issue 20, memory): one entry object per cached
    * version, whose decoding is the state a materialization gives, read latest and as of its
    * version alike, and whose estimate counts its bytes (the decoded estimate is kept beside it for
-   * actors); a commit leaves it decoded, weighed as such, until a checkpoint round encodes it.
+   * actors); a commit leaves it decoded, weighed as such, until a checkpoint round encodes it,
+   * except a record that only assigns existing registers of a plain state, applied in place.
    */
   @Test
   void aCachedStateIsOneEncodedEntryPerVersion() throws Exception {
@@ -165,6 +166,30 @@ class CacheCoherenceTest {
       assertTrue(checkpointed.isEncoded(), "a checkpoint round encodes it again");
       assertEquals(next.version(), checkpointed.version());
       assertEquals(next.state(), checkpointed.state());
+
+      // A record assigning existing registers of a plain state (a YCSB update) is applied to the
+      // encoded entry in place: a new entry, still encoded, the state a materialization gives,
+      // and the checkpoint round writes its bytes as they are.
+      EntityId plain = new EntityId("Record", "r2");
+      store.commit(store.newTransactionId(), List.of(Fixtures.write(plain,
+          new Operation.Assign("a", dev.troupe.model.Json.NODES.textNode("1\u007f\"")),
+          new Operation.Assign("b", dev.troupe.model.Json.NODES.textNode("2"))))).join();
+      store.checkpointNow();
+      CachedState loaded = store.readCached(plain);
+      assertTrue(loaded.isEncoded());
+      Committed update = store.commit(store.newTransactionId(), List.of(Fixtures.write(plain,
+          new Operation.Assign("b", dev.troupe.model.Json.NODES.textNode("3"))))).join();
+      CachedState updated = store.readCached(plain);
+      assertTrue(updated != loaded && updated.isEncoded(), "applied in place: a new entry, encoded");
+      assertEquals(update.commitTimestamp(), updated.version());
+      assertEquals(store.materializer.materialize(plain, Long.MAX_VALUE, null), updated.state());
+      assertEquals(CachedState.of(plain, updated.state()).weight(),
+          store.cacheEntryWeightBytes(plain));
+      assertEquals(CachedState.of(plain, updated.state()).decodedWeight(),
+          store.cachedWeightBytes(plain));
+      store.checkpointNow();
+      assertTrue(updated == store.readCached(plain), "the round takes the encoded bytes as they are");
+
       assertEquals(0, store.cacheEntryWeightBytes(new EntityId("Record", "never")));
       assertEquals(null, store.readCachedIfPresent(new EntityId("Record", "never")));
       assertTrue(!store.isCached(new EntityId("Record", "never")), "absent: nothing loaded");

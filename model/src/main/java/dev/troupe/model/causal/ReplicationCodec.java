@@ -54,9 +54,16 @@ public final class ReplicationCodec {
   // ---------------------------------------------------------------- entries
 
   public static byte[] encodeEntry(ReplicationEntry entry) {
-    BinaryWriter out = begin(entryType(entry), 64);
-    writeEntryFields(out, entry);
-    return finish(out);
+    // The thread's scratch writer: the partition writer encodes an entry per committed part, and
+    // a fresh writer grew from 64 bytes through five copies for a 1 KB record.
+    byte typeId = entryType(entry);
+    BinaryWriter out = Frames.begin(BinaryWriter.borrow(), typeId, VERSIONS[typeId]);
+    try {
+      writeEntryFields(out, entry);
+      return finish(out);
+    } finally {
+      out.release();
+    }
   }
 
   /**

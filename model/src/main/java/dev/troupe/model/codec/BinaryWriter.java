@@ -137,6 +137,13 @@ public final class BinaryWriter {
     length += value.length;
   }
 
+  /** {@code source[from, to)} as it is, with no length: bytes of an encoding copied unchanged. */
+  public void raw(byte[] source, int from, int to) {
+    ensure(to - from);
+    System.arraycopy(source, from, buffer, length, to - from);
+    length += to - from;
+  }
+
   public void string(String value) {
     bytes(value.getBytes(StandardCharsets.UTF_8));
   }
@@ -160,6 +167,24 @@ public final class BinaryWriter {
     } else if (!(value instanceof TextNode text && printable(text.textValue()))) {
       bytes(Json.writeBytes(value));
     }
+  }
+
+  /**
+   * The length of {@code value}'s compact JSON when this writer writes it without Jackson (an
+   * integer, a boolean, null, a string of printable ASCII or DEL): what Jackson would write; -1
+   * for any other value.
+   */
+  public static int plainJsonLength(JsonNode value) {
+    if (value.isInt() || value.isLong() || value.isShort()) {
+      return Long.toString(value.longValue()).length();
+    } else if (value.isBoolean()) {
+      return value.booleanValue() ? 4 : 5;
+    } else if (value.isNull()) {
+      return 4;
+    } else if (value instanceof TextNode text) {
+      return PrintableJsonStrings.encodedLength(text.textValue());
+    }
+    return -1;
   }
 
   /**

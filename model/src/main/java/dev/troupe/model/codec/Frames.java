@@ -27,7 +27,11 @@ public final class Frames {
 
   /** A writer with the header of a frame of {@code typeId} at {@code version}; length to come. */
   public static BinaryWriter begin(byte typeId, byte version, int capacity) {
-    BinaryWriter out = new BinaryWriter(capacity);
+    return begin(new BinaryWriter(capacity), typeId, version);
+  }
+
+  /** {@link #begin(byte, byte, int)} into {@code out} (empty; e.g. {@link BinaryWriter#borrow}). */
+  public static BinaryWriter begin(BinaryWriter out, byte typeId, byte version) {
     out.type(typeId);
     out.type(version);
     out.fixedInt(0); // the length, set by seal

@@ -70,6 +70,9 @@ public final class ValueEncoding {
   private static final byte DELETED_COUNTER = 7;
   private static final byte WRITE_COUNTS = 8;
   private static final byte DELETED_WRITE_COUNTS = 9;
+  /** The kinds {@link EncodedStates} reads and writes in place. */
+  static final byte REGISTER_KIND = REGISTER;
+  static final byte WRITE_COUNTS_KIND = WRITE_COUNTS;
 
   private ValueEncoding() {}
 
