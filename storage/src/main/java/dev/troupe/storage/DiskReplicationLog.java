@@ -277,8 +277,9 @@ final class DiskReplicationLog implements ReplicationLog {
       if (prepared == null) {
         continue;
       }
-      PreparedTransaction part = Codec.decodePrepared(prepared);
-      if (!part.operations().isEmpty() || part.needsRedo()) {
+      // Its outline only: whether it holds operations or turns, not what they are.
+      Codec.PreparedOutline part = Codec.outlinePrepared(prepared);
+      if (part.holdsOperations() || part.needsRedo()) {
         participants.add(participant);
       }
       awaitsRedo |= part.needsRedo();
