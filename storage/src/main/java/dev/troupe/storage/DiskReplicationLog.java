@@ -313,11 +313,12 @@ final class DiskReplicationLog implements ReplicationLog {
     if (value == null) {
       return false;
     }
-    PreparedTransaction part = Codec.decodePrepared(value);
-    if (!part.needsRedo() || store.disk.get(KeyValueDisk.Column.META,
+    // Decoded only when it is such a part (rare): most abandoned records hold operations.
+    if (!Codec.outlinePrepared(value).needsRedo() || store.disk.get(KeyValueDisk.Column.META,
         Keys.metaLoggedDecision(transactionId)) == null) {
       return false;
     }
+    PreparedTransaction part = Codec.decodePrepared(value);
     putPart(batch, store.tick(), transactionId, 0, new Partition.EntityEffect(part.entity(),
         Keys.entityPrefix(part.entity()), List.of()), dependencies);
     return true;
