@@ -55,6 +55,12 @@ public final class AccessSets {
     public boolean appliesTo(CompiledType type, List<Turn> turns, boolean readsState) {
       return this.type == type && this.turns == turns && this.readsState == readsState;
     }
+
+    /** The locks only: the inputs are the part's own, printed with it. */
+    @Override
+    public String toString() {
+      return "KnownLocks[" + locks + "]";
+    }
   }
 
   /** A part's own locks worked out now, kept with their inputs (see {@link KnownLocks}). */
