@@ -47,7 +47,8 @@ public final class AccessSets {
    * whose arguments nothing writes after the request was parsed). So the participant uses them
    * only when its prepare names the very same type and turns ({@link #appliesTo}, by identity:
    * a type redefined meanwhile, or a part rebuilt on the way, is worked out again), and then they
-   * are what it would work out itself ({@code AccessSetsTest} checks both).
+   * are what it would work out itself ({@code TurnCodecAndAccessTest} and {@code ParticipantTest}
+   * check both).
    */
   public record KnownLocks(CompiledType type, List<Turn> turns, boolean readsState,
       LockSet locks) {
