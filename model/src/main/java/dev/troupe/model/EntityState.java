@@ -275,14 +275,22 @@ public record EntityState(Map<String, Value> values, long version, boolean exist
     }
 
     void wrote(int dataCentre) {
-      // Copied once per record, not per operation: the state's map is immutable, this copy is
-      // the application's own until the new state copies it.
+      exists = true;
       if (!writeCountsCopied) {
+        Long written = writeCounts.size() == 1 ? writeCounts.get(dataCentre) : null;
+        if (written != null || writeCounts.isEmpty()) {
+          // Every write so far from this one data centre (the single data centre's case): the
+          // next immutable one-entry map, which the new state keeps as it is, instead of a hash
+          // map copied and copied again (issue 20: 2.7 % of the embedded SmallBank mix's samples).
+          writeCounts = Map.of(dataCentre, (written == null ? 0L : written) + 1);
+          return;
+        }
+        // Copied once per record, not per operation: the state's map is immutable, this copy is
+        // the application's own until the new state copies it.
         writeCounts = new java.util.HashMap<>(writeCounts);
         writeCountsCopied = true;
       }
       writeCounts.merge(dataCentre, 1L, Long::sum);
-      exists = true;
     }
 
     void increment(String key, long by, int dataCentre) {

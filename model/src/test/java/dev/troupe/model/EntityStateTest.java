@@ -26,6 +26,28 @@ import org.junit.jupiter.api.Test;
 class EntityStateTest {
   private static final int DC = 1;
 
+  /** Write counts per origin data centre, within one record and across records and origins. */
+  @Test
+  void writeCountsCountEveryWriteOfEveryOrigin() {
+    EntityState state = EntityState.ABSENT.apply(List.of(new Assign("a", Json.parse("1")),
+        new Increment("b", 2), new Assign("c", Json.parse("3"))), 10, DC);
+    assertEquals(Map.of(DC, 3L), state.writeCounts());
+    state = state.apply(List.of(new Assign("a", Json.parse("4"))), 11, DC);
+    assertEquals(Map.of(DC, 4L), state.writeCounts());
+    state = state.apply(List.of(new Assign("a", Json.parse("5")),
+        new Operation.AssignReplicated("d", Json.parse("6"), 5, 2)), 12, DC);
+    assertEquals(Map.of(DC, 5L, 2, 1L), state.writeCounts());
+    state = state.apply(List.of(new Assign("a", Json.parse("7"))), 13, DC);
+    assertEquals(Map.of(DC, 6L, 2, 1L), state.writeCounts());
+    EntityState other = EntityState.ABSENT.apply(List.of(
+        new Operation.AssignReplicated("d", Json.parse("6"), 5, 2), new Assign("a", Json.parse("1")),
+        new Assign("b", Json.parse("1"))), 14, DC);
+    assertEquals(Map.of(DC, 2L, 2, 1L), other.writeCounts());
+    EntityState deleted = state.apply(List.of(new DeleteEntity()), 15, DC);
+    assertFalse(deleted.exists());
+    assertTrue(deleted.apply(List.of(new Assign("a", Json.parse("8"))), 16, DC).exists());
+  }
+
   @Test
   void anAbsentEntityHasNothing() {
     assertFalse(EntityState.ABSENT.exists());

@@ -74,10 +74,15 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
     }
   }
 
-  /** Prepare this entity's part of a transaction and vote (see {@link EntityTurnCore}). */
+  /**
+   * Prepare this entity's part of a transaction and vote (see {@link EntityTurnCore}). {@code
+   * knownLocks}: the planner's locks of {@code turns}, or null (never sent to another node: the
+   * receiver works them out).
+   */
   record Prepare(long transactionId, long startTimestamp, List<Turn> turns, boolean readsState,
       CompiledType type, boolean planned, List<dev.troupe.txn.Forward> forwards,
-      java.util.Map<String, dev.troupe.txn.entity.LockTable.Mode> reserved, Recipient voteTo)
+      java.util.Map<String, dev.troupe.txn.entity.LockTable.Mode> reserved,
+      dev.troupe.txn.entity.AccessSets.KnownLocks knownLocks, Recipient voteTo)
       implements Routed {
     @Override
     public void refuse(TroupeException reason) {
@@ -324,7 +329,7 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
             runEffects(core.handle(new Input.PrepareRequested<>(
                 prepare.transactionId(), prepare.startTimestamp(), prepare.turns(),
                 prepare.readsState(), prepare.type(), prepare.voteTo(), prepare.planned(),
-                prepare.forwards(), prepare.reserved())));
+                prepare.forwards(), prepare.reserved(), prepare.knownLocks())));
         case Forwards forwards ->
             runEffects(core.handle(new Input.ForwardsReceived<>(forwards.transactionId(),
                 forwards.forwards(), forwards.voteTo(), forwards.round())));

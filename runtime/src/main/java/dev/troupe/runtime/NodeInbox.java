@@ -81,7 +81,7 @@ final class NodeInbox {
           var input = ParticipantMessages.prepareRequested(prepare, types, voteTo);
           route(prepare.participant(), new EntityActor.Prepare(input.transactionId(),
               input.startTimestamp(), input.turns(), input.readsState(), input.type(),
-              input.planned(), input.forwards(), input.reserved(), voteTo));
+              input.planned(), input.forwards(), input.reserved(), null, voteTo));
         } catch (TroupeException unknownType) {
           voteTo.deliver(new TurnResult.Failed(unknownType));
         }

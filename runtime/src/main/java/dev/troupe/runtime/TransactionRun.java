@@ -191,6 +191,7 @@ final class TransactionRun {
             new EntityActor.Prepare(prepare.transactionId(), prepare.startTimestamp(),
                 prepare.part().turns(), prepare.part().readsState(), type,
                 prepare.planned(), prepare.part().forwards(), prepare.part().reserved(),
+                prepare.part().knownLocks(),
                 new Recipient.Voter(this, participant, prepare.transactionId())));
       }
       case Effect.SendForwards forwards -> {

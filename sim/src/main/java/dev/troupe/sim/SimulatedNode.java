@@ -1125,7 +1125,8 @@ final class SimulatedNode {
                   new EntityTurnCore.Input.PrepareRequested<>(prepare.transactionId(),
                       prepare.startTimestamp(), prepare.part().turns(),
                       prepare.part().readsState(), type, voteTo, prepare.planned(),
-                      prepare.part().forwards(), prepare.part().reserved())));
+                      prepare.part().forwards(), prepare.part().reserved(),
+                      prepare.part().knownLocks())));
         }
         case CoordinatorCore.Effect.SendForwards forwards -> {
           if (hostOf(forwards.participant()) != nodeId) {

@@ -277,8 +277,9 @@ final class DiskReplicationLog implements ReplicationLog {
       if (prepared == null) {
         continue;
       }
-      PreparedTransaction part = Codec.decodePrepared(prepared);
-      if (!part.operations().isEmpty() || part.needsRedo()) {
+      // Its outline only: whether it holds operations or turns, not what they are.
+      Codec.PreparedOutline part = Codec.outlinePrepared(prepared);
+      if (part.holdsOperations() || part.needsRedo()) {
         participants.add(participant);
       }
       awaitsRedo |= part.needsRedo();
@@ -312,11 +313,12 @@ final class DiskReplicationLog implements ReplicationLog {
     if (value == null) {
       return false;
     }
-    PreparedTransaction part = Codec.decodePrepared(value);
-    if (!part.needsRedo() || store.disk.get(KeyValueDisk.Column.META,
+    // Decoded only when it is such a part (rare): most abandoned records hold operations.
+    if (!Codec.outlinePrepared(value).needsRedo() || store.disk.get(KeyValueDisk.Column.META,
         Keys.metaLoggedDecision(transactionId)) == null) {
       return false;
     }
+    PreparedTransaction part = Codec.decodePrepared(value);
     putPart(batch, store.tick(), transactionId, 0, new Partition.EntityEffect(part.entity(),
         Keys.entityPrefix(part.entity()), List.of()), dependencies);
     return true;

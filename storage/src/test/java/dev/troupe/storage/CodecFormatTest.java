@@ -147,6 +147,31 @@ class CodecFormatTest {
     assertEquals(HEX.formatHex(prepared().redo()), HEX.formatHex(decoded.redo()));
   }
 
+  /**
+   * The decision entry's outline of a prepared record (issue 20) agrees with the decoded record
+   * for operations, turns to redo, both (the pinned vector) and neither, and for a record holding
+   * every operation kind.
+   */
+  @Test
+  void preparedOutlinesAgreeWithTheDecodedRecords() {
+    List<PreparedTransaction> parts = List.of(prepared(),
+        new PreparedTransaction(7L, CART, List.of(new Operation.Increment("count", 1))),
+        new PreparedTransaction(7L, CART, List.of(), new byte[] {1}, 3L),
+        new PreparedTransaction(7L, CART, List.of()),
+        new PreparedTransaction(7L, CART, record().writes().get(0).operations()));
+    for (PreparedTransaction part : parts) {
+      Codec.PreparedOutline outline = Codec.outlinePrepared(Codec.encodePrepared(part));
+      assertEquals(new Codec.PreparedOutline(!part.operations().isEmpty(), part.needsRedo()),
+          outline, part.toString());
+    }
+    assertEquals(new Codec.PreparedOutline(true, true),
+        Codec.outlinePrepared(HEX.parseHex(PREPARED)));
+    byte[] damaged = HEX.parseHex(PREPARED);
+    damaged[12] ^= 1;
+    org.junit.jupiter.api.Assertions.assertThrows(CorruptDataException.class,
+        () -> Codec.outlinePrepared(damaged));
+  }
+
   @Test
   void decidedTransactionsKeepTheirBytes() {
     assertEquals(DECIDED, HEX.formatHex(Codec.encodeDecided(decided())));

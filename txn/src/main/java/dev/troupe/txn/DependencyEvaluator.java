@@ -287,7 +287,8 @@ public final class DependencyEvaluator {
      * summed or {@code cel:} value) meets the same limits as a client's before it is written.
      */
     private void emit(Operation operation) {
-      if (operation instanceof Operation.Assign assign) {
+      if (operation instanceof Operation.Assign assign
+          && !TurnEvaluator.certainlyWithin(assign.value(), limits.values())) {
         limits.values().check(assign.value(),
             "%s: the value dependencies compute for key '%s'".formatted(entity, assign.key()));
       }

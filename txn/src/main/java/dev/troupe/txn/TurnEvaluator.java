@@ -426,16 +426,37 @@ public final class TurnEvaluator {
   private static List<Operation> checkComputedValues(EntityId entity, String action,
       List<Operation> operations, ValueLimits limits) {
     for (Operation operation : operations) {
+      // The message is built only for a value that needs the full check (issue 20: building it
+      // for every computed value, and serializing each integer to measure it, were 3.5 % of the
+      // embedded SmallBank mix's samples).
       switch (operation) {
-        case Operation.Assign assign -> limits.check(assign.value(),
-            "%s.%s: the value of key '%s'".formatted(entity, action, assign.key()));
-        case Operation.AddElement add -> limits.check(add.element(),
-            "%s.%s: an element of set '%s'".formatted(entity, action, add.key()));
+        case Operation.Assign assign when !certainlyWithin(assign.value(), limits) ->
+            limits.check(assign.value(),
+                "%s.%s: the value of key '%s'".formatted(entity, action, assign.key()));
+        case Operation.AddElement add when !certainlyWithin(add.element(), limits) ->
+            limits.check(add.element(),
+                "%s.%s: an element of set '%s'".formatted(entity, action, add.key()));
         default -> {}
       }
     }
     return operations;
   }
+
+  /**
+   * Whether {@code value} passes {@link ValueLimits#check} whatever it holds, so the check can be
+   * skipped: an integer node of at most 64 bits, a boolean or null is a scalar (no nesting, no
+   * string), an integer of 64 bits is within the range stored integers have, and its JSON is at
+   * most 20 bytes ({@code -9223372036854775808}; {@code false} 5, {@code null} 4), within any
+   * {@code max-value-bytes} of at least {@value #LONGEST_SCALAR_JSON_BYTES}. Anything else (a
+   * string, a container, a decimal or a big integer) takes the full check.
+   */
+  static boolean certainlyWithin(JsonNode value, ValueLimits limits) {
+    return (value.isLong() || value.isInt() || value.isShort() || value.isBoolean()
+        || value.isNull()) && limits.maxValueBytes() >= LONGEST_SCALAR_JSON_BYTES;
+  }
+
+  /** The longest JSON of a 64-bit integer, a boolean or null: {@code -9223372036854775808}. */
+  static final int LONGEST_SCALAR_JSON_BYTES = 20;
 
   /**
    * A registration on its leader (smsa.txt §2.3.5): the leader key must hold a value, the two ends

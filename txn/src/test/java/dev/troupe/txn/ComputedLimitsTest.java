@@ -41,7 +41,8 @@ class ComputedLimitsTest {
          "double": {"effect": {"text": "text + text"}},
          "tagMany": {"params": {"count": "int"},
                      "effect": {"tags": "[1,2,3,4,5,6,7,8,9,10,11,12].filter(i, i <= count)"}},
-         "divide": {"params": {"by": "int"}, "effect": {"visits": "10 / by"}}}}
+         "divide": {"params": {"by": "int"}, "effect": {"visits": "10 / by"}},
+         "number": {"params": {"n": "int"}, "effect": {"text": "n"}}}}
       """.getBytes(StandardCharsets.UTF_8), false));
 
   private static EntityState withText(int characters) {
@@ -80,6 +81,30 @@ class ComputedLimitsTest {
         rejected(invoke(EntityState.ABSENT, "tagMany", "{\"count\": 11}", tenElements));
     assertEquals(ErrorCode.TOO_LARGE, error.code(), error.getMessage());
     assertEquals(TransactionAbort.TOO_LARGE, error.reason());
+  }
+
+  /**
+   * An integer, a boolean or null skips the full check only under a byte limit none of them can
+   * pass (20 bytes: {@code -9223372036854775808}); under a smaller one it is measured as before.
+   */
+  @Test
+  void aComputedIntegerSkipsTheFullCheckOnlyWhenNoIntegerCanPassTheByteLimit() {
+    TurnLimits sixBytes = new TurnLimits(1024, 10_000, 256, 10_000, 10_000, 1024, 10_000, 8,
+        new dev.troupe.model.ValueLimits(6, 64, 65_536, 1_048_576, 100_000));
+    assertInstanceOf(TurnEvaluator.Decision.Write.class,
+        invoke(EntityState.ABSENT, "number", "{\"n\": -12345}", sixBytes));
+    TroupeException error =
+        rejected(invoke(EntityState.ABSENT, "number", "{\"n\": 1234567}", sixBytes));
+    assertEquals(ErrorCode.TOO_LARGE, error.code(), error.getMessage());
+    assertEquals(TransactionAbort.TOO_LARGE, error.reason());
+    TurnLimits twentyBytes = new TurnLimits(1024, 10_000, 256, 10_000, 10_000, 1024, 10_000, 8,
+        new dev.troupe.model.ValueLimits(20, 64, 65_536, 1_048_576, 100_000));
+    assertInstanceOf(TurnEvaluator.Decision.Write.class, invoke(EntityState.ABSENT, "number",
+        "{\"n\": " + Long.MIN_VALUE + "}", twentyBytes));
+    assertEquals(TurnEvaluator.LONGEST_SCALAR_JSON_BYTES,
+        Json.writeBytes(LongNode.valueOf(Long.MIN_VALUE)).length);
+    assertEquals(false, TurnEvaluator.certainlyWithin(TextNode.valueOf("x"), twentyBytes.values()));
+    assertEquals(false, TurnEvaluator.certainlyWithin(LongNode.valueOf(1), sixBytes.values()));
   }
 
   @Test

@@ -1,6 +1,7 @@
 package dev.troupe.txn;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
 import dev.troupe.model.EntityId;
@@ -95,5 +96,30 @@ class TurnCodecAndAccessTest {
     assertEquals(LockSet.wholeEntity(Mode.READ),
         AccessSets.forTurn(serial, new Turn.InvokeAction("peek", Json.parse("{}"))),
         "an action without effects only reads");
+  }
+
+  @Test
+  void knownLocksAreTakenOnlyForTheVeryInputsTheyWereWorkedOutFrom() {
+    CompiledType keys = type("keys");
+    List<Turn> turns = List.of(new Turn.InvokeAction("move", Json.parse("{\"n\": 1}")));
+    AccessSets.KnownLocks known = AccessSets.known(keys, turns, false);
+    assertEquals(AccessSets.forTransaction(keys, turns, false), known.locks());
+    assertEquals(known.locks(), AccessSets.forPart(keys, turns, false, List.of(), known));
+    // Marked locks (not what the turns need) show which were taken: the carried ones only for the
+    // same type and turns by identity; an equal list, another compilation of the same type or
+    // another readsState is worked out again.
+    LockSet marked = LockSet.wholeEntity(Mode.WRITE);
+    AccessSets.KnownLocks carried = new AccessSets.KnownLocks(keys, turns, false, marked);
+    assertSame(marked, AccessSets.forPart(keys, turns, false, List.of(), carried));
+    LockSet worked = new LockSet(null, Map.of("a", Mode.READ, "b", Mode.WRITE));
+    assertEquals(worked, AccessSets.forPart(keys, List.copyOf(new java.util.ArrayList<>(turns)),
+        false, List.of(), carried));
+    assertEquals(worked, AccessSets.forPart(type("keys"), turns, false, List.of(), carried));
+    assertEquals(new LockSet(Mode.READ, Map.of("a", Mode.READ, "b", Mode.WRITE)),
+        AccessSets.forPart(keys, turns, true, List.of(), carried));
+    assertEquals(worked, AccessSets.forPart(keys, turns, false, List.of(), null));
+    // A union with nothing is the set itself.
+    assertSame(worked, worked.merge(new LockSet(null, Map.of())));
+    assertSame(worked, new LockSet(null, Map.of()).merge(worked));
   }
 }

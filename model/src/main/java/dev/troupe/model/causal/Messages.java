@@ -35,7 +35,8 @@ public final class Messages {
   }
 
   public static boolean isDeliveredMarkerKey(String key) {
-    return key.startsWith(DELIVERED_PREFIX);
+    // The first character first, as ReplicaApplication.isMarkerKey.
+    return !key.isEmpty() && key.charAt(0) == '$' && key.startsWith(DELIVERED_PREFIX);
   }
 
   /** The marker's value for a message and its outcome. */

@@ -39,7 +39,10 @@ public final class ReplicaApplication {
   }
 
   public static boolean isMarkerKey(String key) {
-    return key.startsWith(MARKER_PREFIX);
+    // The first character first: almost no key starts with '$', and this is asked of every
+    // register written and every part logged (issue 20: the full prefix comparison was about 1.5 %
+    // of the embedded SmallBank mix's samples).
+    return !key.isEmpty() && key.charAt(0) == '$' && key.startsWith(MARKER_PREFIX);
   }
 
   /** Whether these operations (one entity's commit) are a replica application. */

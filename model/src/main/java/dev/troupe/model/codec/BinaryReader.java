@@ -149,6 +149,14 @@ public final class BinaryReader {
     return value;
   }
 
+  /** Passes over a field written by {@link BinaryWriter#bytes} (or a string, or JSON); its size. */
+  public int skipBytes() {
+    int size = varInt();
+    need(size);
+    position += size;
+    return size;
+  }
+
   public String string() {
     return new String(bytes(), StandardCharsets.UTF_8);
   }

@@ -93,4 +93,58 @@ class OperationFormatTest {
     in.end();
     return operation;
   }
+
+  /** Passing over an operation ends exactly where reading it ends, for every operation type. */
+  @Test
+  void skippingAnOperationEndsWhereReadingItEnds() {
+    dev.troupe.model.EntityId product = new dev.troupe.model.EntityId("Product", "p1");
+    dev.troupe.model.dependency.Dependency dependency = new dev.troupe.model.dependency.Dependency(
+        dev.troupe.model.dependency.DependencyKind.UPDATE,
+        new dev.troupe.model.dependency.KeyReference(product, "price"),
+        new dev.troupe.model.dependency.KeyReference(
+            new dev.troupe.model.EntityId("Cart", "c1"), "total"),
+        new dev.troupe.model.dependency.DependencyFunction.Sum());
+    java.util.Set<dev.troupe.model.value.Tag> tags = java.util.Set.of(
+        new dev.troupe.model.value.Tag(0, 9, 1), new dev.troupe.model.value.Tag(2, 77, 3));
+    java.util.Map<Integer, Long> counts = java.util.Map.of(0, 7L, 1, -2L);
+    java.util.List<Operation> operations = java.util.List.of(
+        new Operation.Assign("name", Json.parse("{\"a\":[1,\"x\",true,null]}")),
+        new Operation.AssignReplicated("name", Json.parse("\"Ann\""), 1234567890123L, 300),
+        new Operation.DeleteKey("old"),
+        new Operation.DeleteKeyReplicated("old", 99L, 2),
+        new Operation.DeleteCounter("count",
+            new dev.troupe.model.value.CounterValue(counts, java.util.Map.of(3, 4L))),
+        new Operation.DeleteSet("tags", tags),
+        new Operation.Increment("count", -5),
+        new Operation.IncrementReplicated("count", 1L << 40, 7),
+        new Operation.AddElement("tags", Json.parse("\"red\""),
+            new dev.troupe.model.value.Tag(2, 77, 3)),
+        new Operation.RemoveElement("tags", Json.parse("\"bl\\u00e9\""), tags),
+        new Operation.RecordDependency("$in:total", dependency, Json.parse("12")),
+        new Operation.RecordDependency("$out:price", dependency, null),
+        new Operation.ForgetDependency("$out:price", dependency.id()),
+        new Operation.SendMessage(product, "credit", Json.parse("{\"amount\":5}")),
+        new Operation.DeleteEntity(),
+        new Operation.DeleteEntity(counts),
+        new Operation.DeleteEntityReplicated(5L, 1, null),
+        new Operation.DeleteEntityReplicated(5L, 1, counts));
+    java.util.Set<Byte> types = new java.util.HashSet<>();
+    for (Operation operation : operations) {
+      BinaryWriter out = new BinaryWriter(16);
+      ValueEncoding.writeOperation(out, operation);
+      out.fixedInt(0x5eed); // something after it, as in a record
+      byte[] bytes = out.toByteArray();
+      types.add(bytes[0]);
+      BinaryReader read = new BinaryReader(bytes, 0, bytes.length,
+          (position, message, cause) -> new IllegalStateException(message, cause));
+      assertEquals(operation, ValueEncoding.readOperation(read));
+      BinaryReader skipped = new BinaryReader(bytes, 0, bytes.length,
+          (position, message, cause) -> new IllegalStateException(message, cause));
+      ValueEncoding.skipOperation(skipped);
+      assertEquals(read.position(), skipped.position(), operation.toString());
+      assertEquals(0x5eed, skipped.fixedInt());
+      skipped.end();
+    }
+    assertEquals(16, types.size(), "every operation type: " + types);
+  }
 }

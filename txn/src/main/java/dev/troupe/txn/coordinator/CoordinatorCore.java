@@ -10,6 +10,7 @@ import dev.troupe.txn.Forward;
 import dev.troupe.txn.Mutations;
 import dev.troupe.txn.Turn;
 import dev.troupe.txn.TurnResult;
+import dev.troupe.txn.entity.AccessSets;
 import dev.troupe.txn.entity.EntityTurnCore;
 import dev.troupe.txn.entity.LockTable;
 import dev.troupe.txn.planned.DependencyPlanner;
@@ -161,13 +162,22 @@ public final class CoordinatorCore {
    * @param forwards what other participants forwarded to it (a follower brought in)
    * @param reserved keys it locks for forwards it may receive (a planned transaction's
    *     reconnaissance, {@link DependencyPlanner}): a planned part cannot take locks later
+   * @param knownLocks the locks of its turns as the reconnaissance worked them out, carried to
+   *     the participant so it need not work them out again (used only if they still apply: {@link
+   *     AccessSets.KnownLocks}); null when nobody worked them out. A cache of a pure function of
+   *     the other components: it changes no outcome
    */
   public record Part(List<Turn> turns, boolean readsState, List<Forward> forwards,
-      Map<String, LockTable.Mode> reserved) {
+      Map<String, LockTable.Mode> reserved, AccessSets.KnownLocks knownLocks) {
     public Part {
       turns = List.copyOf(turns);
       forwards = List.copyOf(forwards);
       reserved = Map.copyOf(reserved);
+    }
+
+    public Part(List<Turn> turns, boolean readsState, List<Forward> forwards,
+        Map<String, LockTable.Mode> reserved) {
+      this(turns, readsState, forwards, reserved, null);
     }
 
     public Part(List<Turn> turns, boolean readsState) {
@@ -186,7 +196,12 @@ public final class CoordinatorCore {
       Map<String, LockTable.Mode> merged = new LinkedHashMap<>(reserved);
       keys.forEach((key, mode) -> merged.merge(key, mode, (a, b) ->
           a == LockTable.Mode.WRITE || b == LockTable.Mode.WRITE ? LockTable.Mode.WRITE : a));
-      return new Part(turns, readsState, forwards, merged);
+      return new Part(turns, readsState, forwards, merged, knownLocks);
+    }
+
+    /** This part carrying the locks of its turns as worked out ahead (null: none). */
+    public Part knowing(AccessSets.KnownLocks locks) {
+      return new Part(turns, readsState, forwards, reserved, locks);
     }
   }
 

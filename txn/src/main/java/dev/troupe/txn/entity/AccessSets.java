@@ -34,6 +34,41 @@ public final class AccessSets {
         && !type.writes(action);
   }
 
+  /**
+   * A part's own locks ({@link #forTransaction}) worked out ahead, by the planned transaction's
+   * reconnaissance ({@code DependencyPlanner}), with what they were worked out from, so that the
+   * participant takes them without working them out again (issue 20: a SmallBank transaction
+   * worked them out twice, binding every action's arguments each time).
+   *
+   * <p>Why carrying them is exact: {@link #forTransaction} is a pure function of the type, the
+   * turns and {@code readsState} alone (an action's access depends on its arguments, never on the
+   * entity's state: {@code CompiledType#access}), and all three are immutable (a compiled type is
+   * never changed, only replaced by a new one; a part's turns are an unmodifiable list of records
+   * whose arguments nothing writes after the request was parsed). So the participant uses them
+   * only when its prepare names the very same type and turns ({@link #appliesTo}, by identity:
+   * a type redefined meanwhile, or a part rebuilt on the way, is worked out again), and then they
+   * are what it would work out itself ({@code TurnCodecAndAccessTest} and {@code ParticipantTest}
+   * check both).
+   */
+  public record KnownLocks(CompiledType type, List<Turn> turns, boolean readsState,
+      LockSet locks) {
+    /** Whether these locks were worked out from exactly these inputs. */
+    public boolean appliesTo(CompiledType type, List<Turn> turns, boolean readsState) {
+      return this.type == type && this.turns == turns && this.readsState == readsState;
+    }
+
+    /** The locks only: the inputs are the part's own, printed with it. */
+    @Override
+    public String toString() {
+      return "KnownLocks[" + locks + "]";
+    }
+  }
+
+  /** A part's own locks worked out now, kept with their inputs (see {@link KnownLocks}). */
+  public static KnownLocks known(CompiledType type, List<Turn> turns, boolean readsState) {
+    return new KnownLocks(type, turns, readsState, forTransaction(type, turns, readsState));
+  }
+
   /** The locks of one single-entity turn. */
   public static LockSet forTurn(CompiledType type, Turn turn) {
     return forTransaction(type, List.of(turn), false);
@@ -46,10 +81,22 @@ public final class AccessSets {
    */
   public static LockSet forPart(CompiledType type, List<Turn> turns, boolean readsState,
       List<Forward> forwards) {
+    return forPart(type, turns, readsState, forwards, null);
+  }
+
+  /**
+   * {@link #forPart(CompiledType, List, boolean, List)}, taking the part's own locks from {@code
+   * known} when they were worked out from the same inputs ({@link KnownLocks#appliesTo}).
+   *
+   * @param known the part's own locks worked out ahead, or null
+   */
+  public static LockSet forPart(CompiledType type, List<Turn> turns, boolean readsState,
+      List<Forward> forwards, KnownLocks known) {
     // A part with no operations of its own (a follower a dependency brought in) locks only what
     // its forwards need.
-    LockSet base = turns.isEmpty() && !readsState
-        ? new LockSet(null, Map.of()) : forTransaction(type, turns, readsState);
+    LockSet base = turns.isEmpty() && !readsState ? new LockSet(null, Map.of())
+        : known != null && known.appliesTo(type, turns, readsState) ? known.locks()
+        : forTransaction(type, turns, readsState);
     boolean locking = false;
     for (Forward forward : forwards) {
       locking |= !forward.needsNoLock();

@@ -58,7 +58,55 @@ final class EntitySide<R> {
     }
   }
 
-  record Waiting<R>(Turn turn, CompiledType type, long transactionId, R replyTo) {}
+  /**
+   * A single-entity turn, run or queued. Its locks ({@link AccessSets#forTurn}, a pure function of
+   * its type and turn, both immutable) are worked out at most once, and only if a transaction holds
+   * locks here when it is checked: a queued turn is checked again after every commit and release
+   * (issue 20: SmallBank worked them out again at each check).
+   */
+  static final class Waiting<R> {
+    private final Turn turn;
+    private final CompiledType type;
+    private final long transactionId;
+    private final R replyTo;
+    private LockTable.LockSet locks;
+
+    Waiting(Turn turn, CompiledType type, long transactionId, R replyTo) {
+      this.turn = turn;
+      this.type = type;
+      this.transactionId = transactionId;
+      this.replyTo = replyTo;
+    }
+
+    Turn turn() {
+      return turn;
+    }
+
+    CompiledType type() {
+      return type;
+    }
+
+    long transactionId() {
+      return transactionId;
+    }
+
+    R replyTo() {
+      return replyTo;
+    }
+
+    /** The locks it would need, worked out the first time they are asked for. */
+    LockTable.LockSet locks() {
+      if (locks == null) {
+        locks = AccessSets.forTurn(type, turn);
+      }
+      return locks;
+    }
+
+    @Override
+    public String toString() {
+      return "Waiting[turn=" + turn + ", type=" + type + ", transactionId=" + transactionId + "]";
+    }
+  }
 
   enum Phase {
     /** An interactive transaction's part: holds the locks of its steps so far, not yet prepared. */

@@ -140,11 +140,22 @@ public final class EntityTurnCore<R> {
      * @param readsState whether the transaction reads the whole state of this entity
      * @param planned a planned transaction: ordered before it runs, it waits for locks (or in the
      *     PSAC gate) whatever the ages and never dies
+     * @param knownLocks the locks of {@code turns} as the planner worked them out, or null; taken
+     *     only if they were worked out from this very type and these turns ({@link
+     *     AccessSets.KnownLocks})
      */
     record PrepareRequested<R>(long transactionId, long startTimestamp, List<Turn> turns,
         boolean readsState, CompiledType type, R voteTo, boolean planned,
-        List<Forward> forwards, java.util.Map<String, LockTable.Mode> reserved)
+        List<Forward> forwards, java.util.Map<String, LockTable.Mode> reserved,
+        AccessSets.KnownLocks knownLocks)
         implements Input<R> {
+      public PrepareRequested(long transactionId, long startTimestamp, List<Turn> turns,
+          boolean readsState, CompiledType type, R voteTo, boolean planned,
+          List<Forward> forwards, java.util.Map<String, LockTable.Mode> reserved) {
+        this(transactionId, startTimestamp, turns, readsState, type, voteTo, planned, forwards,
+            reserved, null);
+      }
+
       public PrepareRequested(long transactionId, long startTimestamp, List<Turn> turns,
           boolean readsState, CompiledType type, R voteTo) {
         this(transactionId, startTimestamp, turns, readsState, type, voteTo, false);
@@ -158,7 +169,7 @@ public final class EntityTurnCore<R> {
 
       PrepareRequested<R> votingTo(R newVoteTo) {
         return new PrepareRequested<>(transactionId, startTimestamp, turns, readsState, type,
-            newVoteTo, planned, forwards, reserved);
+            newVoteTo, planned, forwards, reserved, knownLocks);
       }
     }
 

@@ -113,6 +113,13 @@ public final class LockTable<P> {
 
     /** The union of both lock sets, each key at its strongest mode. */
     public LockSet merge(LockSet other) {
+      // Most parts reserve nothing: the union is then this very set (both are immutable).
+      if (other.isEmpty()) {
+        return this;
+      }
+      if (isEmpty()) {
+        return other;
+      }
       Mode entity = entityMode == null ? other.entityMode
           : other.entityMode == null ? entityMode : entityMode.strongest(other.entityMode);
       Map<String, Mode> merged = new LinkedHashMap<>(keys);

@@ -107,8 +107,10 @@ final class Participant<R> {
           effects);
       return;
     }
+    // The planner's locks when it worked them out from this type and these turns (exact: see
+    // AccessSets.KnownLocks); otherwise worked out here.
     LockTable.LockSet access = AccessSets.forPart(request.type(), request.turns(),
-        request.readsState(), request.forwards())
+        request.readsState(), request.forwards(), request.knownLocks())
         .merge(AccessSets.reservation(request.type(), request.reserved()));
     side.participations.put(transactionId, participation);
     requestLocks(participation, access, !request.planned(), effects);

@@ -86,11 +86,10 @@ final class TurnPipeline<R> {
   }
 
   private boolean canRun(Waiting<R> turn) {
-    // The lock set is only worked out when a transaction holds locks here (rarely): a turn's
-    // access under key-level admission binds its arguments.
+    // The lock set is only worked out when a transaction holds locks here, and once per turn
+    // (Waiting.locks): a turn's access under key-level admission binds its arguments.
     return side.inFlight.size() < side.limits.maxInFlightCommitsPerEntity()
-        && (side.locks.holderCount() == 0
-            || !side.locks.conflictsWithHolders(AccessSets.forTurn(turn.type(), turn.turn())));
+        && (side.locks.holderCount() == 0 || !side.locks.conflictsWithHolders(turn.locks()));
   }
 
   /** Runs queued turns in arrival order while the head may run. */

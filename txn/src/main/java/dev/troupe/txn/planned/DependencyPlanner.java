@@ -64,11 +64,12 @@ public final class DependencyPlanner {
       Function<EntityId, Optional<EntityState>> cached,
       Function<KeyReference, List<Dependency>> pending, int maxChain) {
     Map<EntityId, Map<String, LockTable.Mode>> reserved = new LinkedHashMap<>();
+    Map<EntityId, AccessSets.KnownLocks> known = new HashMap<>();
     ArrayDeque<Reach> changed = new ArrayDeque<>();
     for (Map.Entry<EntityId, CoordinatorCore.Part> part : parts.entrySet()) {
       EntityId entity = part.getKey();
       if (!direct(entity, types.get(entity), stateOf(entity, cached), part.getValue(), pending,
-          reserved, changed)) {
+          reserved, changed, known)) {
         return Optional.empty();
       }
     }
@@ -91,8 +92,10 @@ public final class DependencyPlanner {
       }
     }
     Map<EntityId, CoordinatorCore.Part> planned = new LinkedHashMap<>();
+    // Each client part carries the locks worked out here, so its participant takes them as they
+    // are (AccessSets.KnownLocks says why that is exact).
     parts.forEach((entity, part) -> planned.put(entity, part.reserving(
-        reserved.getOrDefault(entity, Map.of()))));
+        reserved.getOrDefault(entity, Map.of())).knowing(known.get(entity))));
     reserved.forEach((entity, keys) -> planned.computeIfAbsent(entity,
         ignored -> new CoordinatorCore.Part(List.of(), false, List.of(), keys)));
     return Optional.of(planned);
@@ -126,11 +129,12 @@ public final class DependencyPlanner {
 
   /**
    * One part's direct reach, on its entity's state: false when it cannot be predicted. Adds the
-   * followers whose keys change to {@code changed}.
+   * followers whose keys change to {@code changed}, and the part's own locks to {@code known}.
    */
   private static boolean direct(EntityId entity, CompiledType type, EntityState state,
       CoordinatorCore.Part part, Function<KeyReference, List<Dependency>> pending,
-      Map<EntityId, Map<String, LockTable.Mode>> reserved, ArrayDeque<Reach> changed) {
+      Map<EntityId, Map<String, LockTable.Mode>> reserved, ArrayDeque<Reach> changed,
+      Map<EntityId, AccessSets.KnownLocks> known) {
     int replicaApplications = 0;
     for (Turn turn : part.turns()) {
       if (turn instanceof Turn.ApplyReplicated) {
@@ -142,7 +146,9 @@ public final class DependencyPlanner {
       // reaches no other entity; mixed with other turns its evaluation refuses it: run dynamic.
       return replicaApplications == part.turns().size();
     }
-    LockTable.LockSet access = AccessSets.forTransaction(type, part.turns(), part.readsState());
+    AccessSets.KnownLocks locks = AccessSets.known(type, part.turns(), part.readsState());
+    known.put(entity, locks);
+    LockTable.LockSet access = locks.locks();
     boolean wholeEntity = access.entityMode() == LockTable.Mode.WRITE;
     boolean clears = false;
     Set<String> deletedKeys = new HashSet<>();

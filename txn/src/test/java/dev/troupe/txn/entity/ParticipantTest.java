@@ -101,6 +101,25 @@ class ParticipantTest {
   }
 
   @Test
+  void aPrepareTakesThePlannersLocksOnlyWhenTheyAreForItsTypeAndTurns() {
+    CompiledType keys = type("keys");
+    List<Turn> turns = List.of(new Turn.IncrementKey("a", 1));
+    // Marked locks (the whole entity, more than the turn needs) show which were taken.
+    AccessSets.KnownLocks marked = new AccessSets.KnownLocks(keys, turns, false,
+        LockTable.LockSet.wholeEntity(LockTable.Mode.WRITE));
+    only(core.handle(new Input.PrepareRequested<>(10, 10, turns, false, keys, "vote-10", true,
+        List.of(), java.util.Map.of(), marked)), Effect.SubmitPrepare.class);
+    assertTrue(core.handle(new Input.TurnRequested<>(new Turn.IncrementKey("b", 1), keys, 11, "b"))
+        .isEmpty(), "the carried whole-entity lock holds b too");
+    // Locks worked out for another compilation of the type are not taken: b stays free.
+    EntityTurnCore<String> other = new EntityTurnCore<>(ENTITY, EntityState.ABSENT, LIMITS, 1);
+    only(other.handle(new Input.PrepareRequested<>(10, 10, turns, false, type("keys"), "vote-10",
+        true, List.of(), java.util.Map.of(), marked)), Effect.SubmitPrepare.class);
+    only(other.handle(new Input.TurnRequested<>(new Turn.IncrementKey("b", 1), keys, 11, "b")),
+        Effect.SubmitCommit.class);
+  }
+
+  @Test
   void aFailedPreconditionVotesNoAndReleases() {
     CompiledType serial = type("serial");
     List<Effect<String>> effects = prepare(10, serial,

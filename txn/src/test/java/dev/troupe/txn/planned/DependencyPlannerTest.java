@@ -16,6 +16,7 @@ import dev.troupe.model.spec.CompiledType;
 import dev.troupe.model.spec.SpecParser;
 import dev.troupe.txn.Turn;
 import dev.troupe.txn.coordinator.CoordinatorCore;
+import dev.troupe.txn.entity.AccessSets;
 import dev.troupe.txn.entity.LockTable;
 import java.nio.charset.StandardCharsets;
 import java.util.HashMap;
@@ -114,5 +115,20 @@ class DependencyPlannerTest {
     recorded(dependency("update", EntityId.parse("Thing/upstream"), PRODUCT, "price"));
     assertFalse(plan(PRODUCT, new Turn.RegisterDependency(
         dependency("update", PRODUCT, CART_1, "item"))).isPresent());
+  }
+
+  @Test
+  void eachClientPartCarriesTheLocksWorkedOutForIt() {
+    List<Turn> turns = List.of(new Turn.AssignKeys(Map.of("price", LongNode.valueOf(2))));
+    Map<EntityId, CoordinatorCore.Part> parts = new LinkedHashMap<>();
+    parts.put(PRODUCT, new CoordinatorCore.Part(turns, false));
+    Map<EntityId, CompiledType> types = Map.of(PRODUCT, KEYS);
+    recorded(dependency("update", PRODUCT, CART_1, "item"));
+    Map<EntityId, CoordinatorCore.Part> planned = DependencyPlanner.plan(parts, types,
+        id -> Optional.ofNullable(cache.get(id)), leader -> List.of(), 3).orElseThrow();
+    AccessSets.KnownLocks known = planned.get(PRODUCT).knownLocks();
+    assertTrue(known.appliesTo(KEYS, planned.get(PRODUCT).turns(), false));
+    assertEquals(AccessSets.forTransaction(KEYS, turns, false), known.locks());
+    assertEquals(null, planned.get(CART_1).knownLocks(), "a follower brought in has no turns");
   }
 }
