@@ -63,24 +63,27 @@ public record ValueLimits(
     int plainLength = BinaryWriter.plainJsonLength(value);
     if (plainLength >= 0) {
       if (plainLength > maxValueBytes) {
-        throw tooLarge("%s exceeds the limit of %d bytes of JSON (troupe.limits.max-value-bytes)"
-            .formatted(what, maxValueBytes));
+        throw tooManyBytes(what);
       }
       return value;
     }
     try {
       Json.MAPPER.writeValue(new BoundedSink(maxValueBytes), value);
     } catch (TooManyBytes e) {
-      throw tooLarge("%s exceeds the limit of %d bytes of JSON (troupe.limits.max-value-bytes)"
-          .formatted(what, maxValueBytes));
+      throw tooManyBytes(what);
     } catch (IOException e) {
       if (e.getCause() instanceof TooManyBytes) {
-        throw tooLarge("%s exceeds the limit of %d bytes of JSON (troupe.limits.max-value-bytes)"
-            .formatted(what, maxValueBytes));
+        throw tooManyBytes(what);
       }
       throw new IllegalStateException("a JsonNode always serializes", e);
     }
     return value;
+  }
+
+  /** The refusal of a value whose JSON is longer than {@code max-value-bytes}. */
+  private TroupeException tooManyBytes(String what) {
+    return tooLarge("%s exceeds the limit of %d bytes of JSON (troupe.limits.max-value-bytes)"
+        .formatted(what, maxValueBytes));
   }
 
   /** A refusal for a limit, recognizable in a transaction as the abort reason {@code too_large}. */
