@@ -41,7 +41,9 @@ import org.apache.pekko.actor.typed.javadsl.Receive;
  * <p>Started by its partition's {@link EntityRegistry} with the entity's durable state read from the
  * store (possibly materialized from checkpoint and journal, hence the blocking dispatcher). Asks the
  * registry to passivate it once it has been idle for a whole {@code passivate-after-idle-millis}
- * period (checked periodically, so after one to two periods).
+ * period (checked periodically, so after one to two periods), or at once when the registry asks
+ * ({@link AskIfIdle}: it received only the message that activated it, {@code
+ * passivate-once-used-after-millis} ago) and it is idle.
  *
  * <p>A part that voted yes and hears no decision within {@code in-doubt-query-interval-millis}
  * asks the coordinator's node (the core's {@link Effect.QueryDecision}): a {@code DecisionQuery}
@@ -150,6 +152,12 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
   /** The registry stops this incarnation (idle, or making room); it buffers the entity meanwhile. */
   public record Passivate() implements Command {}
 
+  /**
+   * The registry asks this incarnation, which received only the message that activated it, to
+   * offer its passivation now if it is idle ({@code ActivationCore.sweep}).
+   */
+  public record AskIfIdle() implements Command {}
+
   private record CommitCompleted(long serial, Committed committed, Throwable failure)
       implements Command {}
 
@@ -245,6 +253,10 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
             yield Behaviors.same();
           }
           case Passivate ignored -> Behaviors.stopped();
+          case AskIfIdle ignored -> {
+            registry.tell(new EntityRegistry.PassivationWanted(entity));
+            yield Behaviors.same();
+          }
           case IdleCheck ignored -> {
             registry.tell(new EntityRegistry.PassivationWanted(entity));
             yield Behaviors.same();
@@ -365,6 +377,7 @@ public final class EntityActor extends AbstractBehavior<EntityActor.Command> {
                 completed.serial(), DurableStore.failureOf(completed.failure()), false)));
         case Passivate ignored -> runEffects(core.handle(new Input.PassivationRequested<>()));
         case IdleCheck ignored -> runEffects(core.handle(new Input.IdleCheckElapsed<>()));
+        case AskIfIdle ignored -> runEffects(core.handle(new Input.IdlenessAsked<>()));
       };
     } catch (Invariants.InvariantViolation violation) {
       fatalErrorHandler.onFatalError("entity " + entity, violation);

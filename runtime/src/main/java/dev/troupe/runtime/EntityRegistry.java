@@ -8,6 +8,7 @@ import dev.troupe.txn.entity.ActivationCore;
 import dev.troupe.txn.entity.ActivationCore.Effect;
 import dev.troupe.txn.port.Timers;
 import dev.troupe.txn.port.Transport;
+import java.time.Duration;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -28,6 +29,9 @@ import org.apache.pekko.actor.typed.javadsl.Receive;
  * entity's incarnation there (after telling it every message sent through the registry), withdraws
  * it before telling it to stop, and applies the direct deliveries' touches to the core's recency
  * order before each decision; senders then tell an active entity's actor directly.
+ *
+ * <p>Every fifth of {@code passivate-once-used-after-millis} (at least 100 ms) it sweeps the core's
+ * once-used entities ({@link ActivationCore#sweep}) and asks those old enough to passivate if idle.
  */
 public final class EntityRegistry extends AbstractBehavior<EntityRegistry.Command> {
 
@@ -48,6 +52,12 @@ public final class EntityRegistry extends AbstractBehavior<EntityRegistry.Comman
 
   private record IncarnationStopped(EntityId entity, ActorRef<EntityActor.Command> incarnation)
       implements Command {}
+
+  /** The period of the once-used sweep elapsed. */
+  private record SweepOnceUsed() implements Command {}
+
+  /** The shortest period of the once-used sweep. */
+  private static final long MINIMUM_SWEEP_PERIOD_MILLIS = 100;
 
   private final ActivationCore<EntityActor.Routed> core;
   private final Map<EntityId, ActorRef<EntityActor.Command>> incarnations = new HashMap<>();
@@ -89,9 +99,15 @@ public final class EntityRegistry extends AbstractBehavior<EntityRegistry.Comman
       FatalErrorHandler fatalErrorHandler, TurnMetrics metrics,
       TransactionMetrics transactionMetrics, Timers timers, Transport transport,
       DirectRoutes<ActorRef<EntityActor.Command>> direct) {
-    return Behaviors.setup(
-        context -> new EntityRegistry(context, store, settings, maxActive, fatalErrorHandler,
-            metrics, transactionMetrics, timers, transport, direct));
+    long onceUsedMillis = settings.passivateOnceUsedAfterMillis();
+    return Behaviors.setup(context -> Behaviors.withTimers(registryTimers -> {
+      if (onceUsedMillis > 0) {
+        registryTimers.startTimerWithFixedDelay(new SweepOnceUsed(),
+            Duration.ofMillis(Math.max(MINIMUM_SWEEP_PERIOD_MILLIS, onceUsedMillis / 5)));
+      }
+      return new EntityRegistry(context, store, settings, maxActive, fatalErrorHandler,
+          metrics, transactionMetrics, timers, transport, direct);
+    }));
   }
 
   private EntityRegistry(
@@ -108,7 +124,8 @@ public final class EntityRegistry extends AbstractBehavior<EntityRegistry.Comman
     this.settings = settings;
     this.fatalErrorHandler = fatalErrorHandler;
     this.metrics = metrics;
-    this.core = new ActivationCore<>(maxActive, settings.turnLimits().maxQueuedTurnsPerEntity());
+    this.core = new ActivationCore<>(maxActive, settings.turnLimits().maxQueuedTurnsPerEntity(),
+        settings.passivateOnceUsedAfterMillis());
   }
 
   @Override
@@ -130,7 +147,8 @@ public final class EntityRegistry extends AbstractBehavior<EntityRegistry.Comman
       }
     }
     List<Effect<EntityActor.Routed>> effects = switch (command) {
-      case Route route -> core.deliver(route.entity(), route.message());
+      case Route route -> core.deliver(route.entity(), route.message(), nowMillis());
+      case SweepOnceUsed ignored -> core.sweep(nowMillis());
       case PassivationWanted wanted -> core.passivationWanted(wanted.entity());
       case LimitActive limit -> core.limitActive(limit.maxActive());
       case IncarnationStopped stopped -> {
@@ -157,6 +175,8 @@ public final class EntityRegistry extends AbstractBehavior<EntityRegistry.Comman
         case Effect.Refuse<EntityActor.Routed> refuse ->
             refuse.message().refuse(new TroupeException(
                 ErrorCode.OVERLOADED, refuse.entity() + " has too many waiting turns"));
+        case Effect.AskIfIdle<EntityActor.Routed> ask ->
+            incarnations.get(ask.entity()).tell(new EntityActor.AskIfIdle());
       }
     }
     if (direct != null) {
@@ -168,6 +188,7 @@ public final class EntityRegistry extends AbstractBehavior<EntityRegistry.Comman
             direct.publish(stopped.entity(), activeIncarnation(stopped.entity()));
         case PassivationWanted ignored -> {}
         case LimitActive ignored -> {}
+        case SweepOnceUsed ignored -> {}
       }
     }
     int active = core.activeCount();
@@ -187,6 +208,11 @@ public final class EntityRegistry extends AbstractBehavior<EntityRegistry.Comman
       metricsKey = getContext().getSelf().path().toStringWithoutAddress();
     }
     return metricsKey;
+  }
+
+  /** A monotonic clock for the core's once-used rule (the shell's, never the core's). */
+  private static long nowMillis() {
+    return System.nanoTime() / 1_000_000;
   }
 
   /** The entity's incarnation when it is active (not stopping), else null. */

@@ -66,6 +66,36 @@ class TroupeTest {
   }
 
   @Test
+  void entitiesUsedOnceArePassivatedSoonAndOnesUsedAgainStay() throws InterruptedException {
+    try (Troupe troupe = Troupe.open(settings("troupe.entity.passivate-once-used-after-millis = 200",
+        "troupe.entity.passivate-after-idle-millis = 600000"))) {
+      EntityId hot = new EntityId("Item", "hot");
+      troupe.assign(hot, "a", LongNode.valueOf(1)).join();
+      troupe.assign(hot, "b", LongNode.valueOf(2)).join();
+      List<CompletableFuture<TurnOutcome>> inserts = new ArrayList<>();
+      for (int entity = 0; entity < 40; entity++) {
+        inserts.add(troupe.assign(new EntityId("Item", "once" + entity), "r",
+            LongNode.valueOf(entity)));
+      }
+      CompletableFuture.allOf(inserts.toArray(CompletableFuture[]::new)).join();
+      assertTrue(troupe.turnMetrics().activeEntities() > 1, "the inserts' actors are active");
+      long deadline = System.nanoTime() + 10_000_000_000L;
+      while (troupe.turnMetrics().activeEntities() > 1 && System.nanoTime() < deadline) {
+        Thread.sleep(20);
+      }
+      // Only the entity written twice is left: the others went long before the idle period.
+      assertEquals(1, troupe.turnMetrics().activeEntities());
+      for (int entity = 0; entity < 40; entity++) {
+        assertEquals(entity, troupe.get(new EntityId("Item", "once" + entity)).join().state()
+            .get("r").asLong());
+      }
+      troupe.assign(new EntityId("Item", "once3"), "s", LongNode.valueOf(9)).join();
+      assertEquals(2, troupe.get(new EntityId("Item", "once3")).join().state().size());
+      assertEquals(2, troupe.get(hot).join().state().size());
+    }
+  }
+
+  @Test
   void passivationUnderASmallActorLimitLosesNothing() throws InterruptedException {
     try (Troupe troupe = Troupe.open(settings("troupe.entity.max-actors = 4",
         "troupe.entity.passivate-after-idle-millis = 50"))) {

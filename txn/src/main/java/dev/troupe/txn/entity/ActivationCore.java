@@ -17,7 +17,21 @@ import java.util.Map;
  * maxBufferedPerEntity}) and delivered to its next incarnation, so passivation never loses or
  * reorders a message, and an entity never has two incarnations at once.
  *
- * <p>Pure: no Pekko, no threads. The registry actor runs the effects.
+ * <p><b>Once used.</b> An entity activated by a message and sent nothing since (a load's insert, a
+ * write to a key never written again soon) is "once used": it is kept apart, in activation order.
+ * A {@link #sweep} finds the once-used entities activated at least {@code onceUsedIdleMillis} ago
+ * and asks each to offer its passivation if it is idle ({@link Effect.AskIfIdle}: the actor then
+ * answers as its own idle check would, through {@link #passivationWanted}). Why: an actor with its
+ * decoded state stays until the periodic idle check has seen it idle for a whole period (two
+ * minutes by default), so loading 200,000 records kept 200,000 actors and 1.09 GB of heap
+ * (docs/BENCHMARKS.md, "Issue 20: the growth curve towards 2 M records"), where the object cache
+ * already holds what a later read or write needs. A second message (delivered here or directly,
+ * {@link #touched}) makes the entity an ordinary active one, under the idle check alone. The sweep
+ * only asks: an actor with work in flight (a prepared part awaiting its decision) is never told to
+ * stop by it.
+ *
+ * <p>Pure: no Pekko, no threads, no clock (the shell passes the time in). The registry actor runs
+ * the effects.
  *
  * @param <M> the message type delivered to entities
  */
@@ -35,23 +49,49 @@ public final class ActivationCore<M> {
 
     /** Too many messages already wait for this entity: refuse this one (overloaded). */
     record Refuse<M>(EntityId entity, M message) implements Effect<M> {}
+
+    /**
+     * Ask the active entity to offer its passivation ({@link #passivationWanted}) if it is idle
+     * now; a busy one answers nothing and stays (once used entities only: see {@link #sweep}).
+     */
+    record AskIfIdle<M>(EntityId entity) implements Effect<M> {}
   }
 
   private int maxActive;
   private final int maxBufferedPerEntity;
+  /** How long a once-used entity stays before it is asked to passivate; 0: never asked. */
+  private final long onceUsedIdleMillis;
   /** Active entities in least-recently-used order. */
   private final LinkedHashMap<EntityId, Boolean> active = new LinkedHashMap<>(16, 0.75f, true);
+  /**
+   * The once-used entities (a subset of {@link #active}), in activation order, with the time each
+   * was activated: insertion-ordered, so the oldest are first and a sweep stops at the first
+   * younger one.
+   */
+  private final LinkedHashMap<EntityId, Long> onceUsed = new LinkedHashMap<>();
   /** Entities stopping, with the messages that arrived meanwhile. */
   private final Map<EntityId, ArrayDeque<M>> stopping = new HashMap<>();
 
+  /** A core without the once-used rule (every active entity waits for its own idle check). */
   public ActivationCore(int maxActive, int maxBufferedPerEntity) {
-    Invariants.check(maxActive > 0 && maxBufferedPerEntity > 0, "limits must be positive");
-    this.maxActive = maxActive;
-    this.maxBufferedPerEntity = maxBufferedPerEntity;
+    this(maxActive, maxBufferedPerEntity, 0);
   }
 
-  /** A message for an entity arrived. */
-  public List<Effect<M>> deliver(EntityId entity, M message) {
+  /**
+   * @param onceUsedIdleMillis how long after its activation a once-used entity is asked to
+   *     passivate if idle ({@link #sweep}); 0: never
+   */
+  public ActivationCore(int maxActive, int maxBufferedPerEntity, long onceUsedIdleMillis) {
+    Invariants.check(maxActive > 0 && maxBufferedPerEntity > 0, "limits must be positive");
+    Invariants.check(onceUsedIdleMillis >= 0, "onceUsedIdleMillis must be >= 0, was %d",
+        onceUsedIdleMillis);
+    this.maxActive = maxActive;
+    this.maxBufferedPerEntity = maxBufferedPerEntity;
+    this.onceUsedIdleMillis = onceUsedIdleMillis;
+  }
+
+  /** A message for an entity arrived (at {@code nowMillis}, a monotonic clock). */
+  public List<Effect<M>> deliver(EntityId entity, M message, long nowMillis) {
     List<Effect<M>> effects = new ArrayList<>(2);
     ArrayDeque<M> buffer = stopping.get(entity);
     if (buffer != null) {
@@ -65,9 +105,35 @@ public final class ActivationCore<M> {
     if (active.get(entity) == null) {
       makeRoom(effects);
       active.put(entity, Boolean.TRUE);
+      if (onceUsedIdleMillis > 0) {
+        onceUsed.put(entity, nowMillis);
+      }
       effects.add(new Effect.Activate<>(entity));
+    } else {
+      onceUsed.remove(entity); // a second message: an ordinary active entity from now on
     }
     effects.add(new Effect.Deliver<>(entity, message));
+    return effects;
+  }
+
+  /**
+   * The periodic look at the once-used entities: each activated at least {@code
+   * onceUsedIdleMillis} before {@code nowMillis} leaves the once-used set and is asked to offer
+   * its passivation if idle. Nothing when the rule is off.
+   */
+  public List<Effect<M>> sweep(long nowMillis) {
+    List<Effect<M>> effects = new ArrayList<>();
+    Iterator<Map.Entry<EntityId, Long>> oldest = onceUsed.entrySet().iterator();
+    while (oldest.hasNext()) {
+      Map.Entry<EntityId, Long> next = oldest.next();
+      if (nowMillis - next.getValue() < onceUsedIdleMillis) {
+        break;
+      }
+      oldest.remove();
+      Invariants.check(active.containsKey(next.getKey()),
+          "once-used entity %s is not active", next.getKey());
+      effects.add(new Effect.AskIfIdle<>(next.getKey()));
+    }
     return effects;
   }
 
@@ -75,6 +141,7 @@ public final class ActivationCore<M> {
   public List<Effect<M>> passivationWanted(EntityId entity) {
     List<Effect<M>> effects = new ArrayList<>(1);
     if (active.remove(entity) != null) {
+      onceUsed.remove(entity);
       stopping.put(entity, new ArrayDeque<>());
       effects.add(new Effect.Passivate<>(entity));
     }
@@ -85,6 +152,7 @@ public final class ActivationCore<M> {
   public List<Effect<M>> stopped(EntityId entity) {
     List<Effect<M>> effects = new ArrayList<>();
     active.remove(entity);
+    onceUsed.remove(entity);
     ArrayDeque<M> buffer = stopping.remove(entity);
     if (buffer != null && !buffer.isEmpty()) {
       makeRoom(effects);
@@ -125,6 +193,7 @@ public final class ActivationCore<M> {
    */
   public void touched(EntityId entity) {
     active.get(entity); // an access-ordered map: the lookup moves the entity to the newest end
+    onceUsed.remove(entity);
   }
 
   public int maxActive() {
@@ -139,6 +208,11 @@ public final class ActivationCore<M> {
     return stopping.size();
   }
 
+  /** How many active entities are once used (for tests). */
+  int onceUsedCount() {
+    return onceUsed.size();
+  }
+
   private void makeRoom(List<Effect<M>> effects) {
     passivateLeastRecentBeyond(maxActive - 1, effects);
   }
@@ -149,6 +223,7 @@ public final class ActivationCore<M> {
     while (active.size() > keep && leastRecent.hasNext()) {
       EntityId victim = leastRecent.next();
       leastRecent.remove();
+      onceUsed.remove(victim);
       stopping.put(victim, new ArrayDeque<>());
       effects.add(new Effect.Passivate<>(victim));
     }

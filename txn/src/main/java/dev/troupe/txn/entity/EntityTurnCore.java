@@ -247,6 +247,13 @@ public final class EntityTurnCore<R> {
 
     /** A periodic idleness check (every {@code passivate-after-idle-millis}). */
     record IdleCheckElapsed<R>() implements Input<R> {}
+
+    /**
+     * The shell asks whether this entity is idle now (it received only the message that
+     * activated it, some seconds ago: {@code ActivationCore.sweep}): if so it offers its
+     * passivation at once, without waiting for a whole idle-check period.
+     */
+    record IdlenessAsked<R>() implements Input<R> {}
   }
 
   /** What the shell must do. */
@@ -370,7 +377,8 @@ public final class EntityTurnCore<R> {
   public List<Effect<R>> handle(Input<R> input) {
     Invariants.check(!side.stopped, "%s received %s after it stopped", side.entity, input);
     List<Effect<R>> effects = new ArrayList<>();
-    if (!(input instanceof Input.IdleCheckElapsed<R>)) {
+    if (!(input instanceof Input.IdleCheckElapsed<R>)
+        && !(input instanceof Input.IdlenessAsked<R>)) {
       side.activeSinceIdleCheck = true;
     }
     switch (input) {
@@ -408,6 +416,11 @@ public final class EntityTurnCore<R> {
           effects.add(new Effect.OfferPassivation<>());
         }
         side.activeSinceIdleCheck = false;
+      }
+      case Input.IdlenessAsked<R> ignored -> {
+        if (isIdle() && !side.passivationRequested) {
+          effects.add(new Effect.OfferPassivation<>());
+        }
       }
     }
     if (side.passivationRequested && isIdle() && !side.stopped) {

@@ -172,6 +172,21 @@ class EntityTurnCoreTest {
   }
 
   @Test
+  void anEntityAskedWhetherItIsIdleOffersPassivationOnlyWhenIdle() {
+    request(increment(1), "a");
+    assertTrue(core.handle(new Input.IdlenessAsked<>()).isEmpty(), "a commit is in flight");
+    core.handle(new Input.CommitSucceeded<>(1, 3));
+    // No whole idle period is needed: the registry asks only after the once-used delay.
+    assertEquals(List.of(new Effect.OfferPassivation<String>()),
+        core.handle(new Input.IdlenessAsked<>()));
+    // Asking does not count as activity: the periodic check still sees the entity idle.
+    core.handle(new Input.IdleCheckElapsed<>());
+    assertEquals(List.of(new Effect.OfferPassivation<String>()),
+        core.handle(new Input.IdleCheckElapsed<>()));
+    core.handle(new Input.PassivationRequested<>());
+  }
+
+  @Test
   void commitsMustSucceedInOrder() {
     request(increment(1), "a");
     request(increment(1), "b");
