@@ -67,7 +67,7 @@ class TroupeTest {
 
   @Test
   void entitiesUsedOnceArePassivatedSoonAndOnesUsedAgainStay() throws InterruptedException {
-    try (Troupe troupe = Troupe.open(settings("troupe.entity.passivate-once-used-after-millis = 200",
+    try (Troupe troupe = Troupe.open(settings("troupe.entity.passivate-once-used-after-millis = 500",
         "troupe.entity.passivate-after-idle-millis = 600000"))) {
       EntityId hot = new EntityId("Item", "hot");
       troupe.assign(hot, "a", LongNode.valueOf(1)).join();
