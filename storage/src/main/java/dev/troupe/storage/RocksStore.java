@@ -226,6 +226,11 @@ public final class RocksStore implements Store {
   final LongAdder checkpointRounds = new LongAdder();
   final LongAdder objectCheckpoints = new LongAdder();
   final LongAdder truncatedRecords = new LongAdder();
+  /**
+   * Cache loads given the newest checkpoint's bytes (no record after it: {@link
+   * Materializer#latest}), for tests; the entry is made of them without decoding when plain.
+   */
+  final LongAdder loadsFromCheckpointBytes = new LongAdder();
   /** Object-cache hits of {@link #readCachedIfPresent}, which Caffeine's statistics do not see. */
   private final LongAdder hitsOutsideStatistics = new LongAdder();
   volatile long lastCheckpointMillis;
@@ -1189,7 +1194,30 @@ public final class RocksStore implements Store {
   }
 
   private CachedState cachedOrLoaded(EntityId entity) {
-    return cache.get(entity, key -> CachedState.of(key, loadLatest(key)));
+    return cache.get(entity, this::loadCached);
+  }
+
+  /**
+   * The cache entry of {@code entity}'s latest state, loaded from the database: made from its
+   * newest checkpoint's bytes as they are when no record follows the checkpoint ({@link
+   * Materializer#latest}; a damaged checkpoint throws {@link CorruptDataException} and nothing is
+   * cached), else from the state materialized.
+   */
+  private CachedState loadCached(EntityId entity) {
+    Materializer.Latest latest;
+    // A read waiting for storage: truncation yields to it (MaintenancePacing).
+    maintenancePacing.readStarted();
+    try (KeyValueDisk.Snapshot snapshot = disk.snapshot()) {
+      latest = materializer.latest(entity, snapshot);
+    } catch (DiskException e) {
+      throw new UncheckedIOException(new IOException("cannot read " + entity, e));
+    } finally {
+      maintenancePacing.readEnded(nowMillis());
+    }
+    if (latest.checkpoint() != null) {
+      loadsFromCheckpointBytes.increment();
+    }
+    return latest.toCachedState(entity);
   }
 
   @Override
