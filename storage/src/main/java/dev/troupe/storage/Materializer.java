@@ -19,6 +19,10 @@ import java.util.List;
  * truncation may run concurrently, so the checkpoint, index and journal are read at one consistent
  * point.
  *
+ * <p>For the object cache, {@link #latest} answers the newest checkpoint's bytes undecoded when no
+ * record of the entity follows it (the cache takes them as they are, {@link
+ * CachedState#ofCheckpoint}, after verifying their checksum); the reads are the same.
+ *
  * <p>Thread-safe (stateless over the thread-safe disk).
  */
 final class Materializer {

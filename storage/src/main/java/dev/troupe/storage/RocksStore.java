@@ -69,7 +69,8 @@ import java.util.function.LongSupplier;
  * CachedState}: encoded when loaded or checkpointed by a round, decoded once a commit was applied
  * to it (issue 20, memory; a form change keeps the version and the state). Loads
  * ({@code cache.get(entity, loader)}) materialize from a RocksDB snapshot inside Caffeine's atomic
- * per-key computation. After each batch is written the writer runs {@code
+ * per-key computation (taking the newest checkpoint's bytes as they are when no record follows it:
+ * {@link Materializer#latest}; the same snapshot, so the same coherence). After each batch is written the writer runs {@code
  * asMap().compute(entity, (k, s) -> s == null ? null : s.version() < ts ? s.apply(...) : s)}.
  * Deviation from the brief: {@code computeIfPresent} is not used because Caffeine's has a lock-free
  * fast path that returns without waiting when the key is being loaded, so a load from a snapshot
