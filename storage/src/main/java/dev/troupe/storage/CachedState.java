@@ -90,6 +90,33 @@ public final class CachedState {
   }
 
   /**
+   * The entry for the state a checkpoint's bytes encode, as read from disk: exactly {@code
+   * of(entity, Codec.decodeState(checkpoint))} (the same form, version, existence, weights and
+   * bytes), made without decoding the state when its outline is plain ({@link
+   * Codec#outlineState}): the bytes are then the very encoding {@link #of} would make, cached as
+   * they are, and the decoded weight is summed from the outline. Anything else is decoded. Why: a
+   * cache miss decoded the checkpoint, encoded the state again into the same bytes and walked it
+   * to weigh it, about a quarter of the server's CPU under YCSB C over a cache smaller than the
+   * data (docs/BENCHMARKS.md, "Issue 20: a cache miss served from its checkpoint's bytes (fifth
+   * session)").
+   *
+   * @throws CorruptDataException when the bytes fail their checksum or do not decode: nothing is
+   *     made of them, so nothing damaged is cached
+   */
+  static CachedState ofCheckpoint(EntityId entity, byte[] checkpoint) {
+    EncodedStates.Outline outline = Codec.outlineState(checkpoint); // verifies the checksum
+    if (outline == null || outline.valueCount() > SmallPersistentMap.MAX_SIZE
+        || outline.holdsDependencyKeys()) {
+      return of(entity, Codec.decodeState(checkpoint));
+    }
+    // As encoded(...) weighs it; a plain state has no dependency records (heldEncoded).
+    long decodedWeight = Codec.estimateWeight(outline) + decodedOverhead(entity);
+    long weight = ENTRY_OVERHEAD_BYTES + ((checkpoint.length + 7L) & ~7L) + keyBytes(entity);
+    return new CachedState(checkpoint, null, outline.version(), outline.exists(), false,
+        clamp(weight), clamp(decodedWeight));
+  }
+
+  /**
    * Whether a state is held encoded: at most {@link SmallPersistentMap#MAX_SIZE} keys, a record
    * such as YCSB's, which decodes in a few microseconds. A larger state (a SmallBank branch of 200
    * members decodes in 61-66 µs) stays decoded: every read of a key, projection and activation of

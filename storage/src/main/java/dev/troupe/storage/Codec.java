@@ -147,6 +147,20 @@ public final class Codec {
     }
   }
 
+  /**
+   * The outline of the state {@code bytes} encode ({@link EncodedStates#outline}: version,
+   * existence, and what {@link #estimateWeight} needs, read without decoding), after verifying the
+   * bytes as {@link #decodeState} does: a damaged encoding throws {@link CorruptDataException} as
+   * decoding it would. Null when the state is not of the plain shape the outline reads (decode it
+   * then). For bytes read from disk (a checkpoint loaded into the object cache): when the outline
+   * is not null, the bytes are exactly what {@link #encodeState} writes for the state they decode
+   * to, so they can be cached as they are.
+   */
+  static EncodedStates.Outline outlineState(byte[] bytes) {
+    int limit = verified(bytes, ENTITY_STATE, "entity state");
+    return EncodedStates.outline(bytes, 2, limit);
+  }
+
   /** A state's encoding after a record applied in place, and the registers it replaced. */
   record AppliedInPlace(byte[] encoded, List<EncodedStates.Replaced> replaced) {}
 
@@ -399,6 +413,22 @@ public final class Codec {
   }
 
   /**
+   * {@link #estimateWeight} of the state an outline describes, without decoding it: the outline's
+   * states have at most {@link SmallPersistentMap#MAX_SIZE} values (a small map when decoded), all
+   * registers, whose values are strings of printable ASCII (Latin-1: a byte a character) or
+   * integers, booleans and null (no container). The same sum as {@link #estimateEntryWeight}'s
+   * over those entries: {@code CodecProperties} compares both on random states.
+   */
+  static int estimateWeight(EncodedStates.Outline outline) {
+    long weight = 64
+        + outline.valueCount() * (16L + 32L)
+        + outline.keyCharacters()
+        + outline.textValues() * 56L + outline.textCharacters()
+        + outline.otherValues() * 24L;
+    return (int) Math.min(Integer.MAX_VALUE, weight);
+  }
+
+  /**
    * The estimated weight of one key and its value in a state whose values are a {@link
    * SmallPersistentMap} ({@code small}) or a {@code LargePersistentMap}; 0 for a key without a
    * value.
@@ -497,6 +527,16 @@ public final class Codec {
    * corruption.
    */
   private static BinaryReader reader(byte[] bytes, byte expectedType, String what) {
+    int limit = verified(bytes, expectedType, what);
+    return new BinaryReader(bytes, 2, limit, (position, message, cause) ->
+        new CorruptDataException(what + " at byte " + position + ": " + message, cause));
+  }
+
+  /**
+   * Verifies an encoding's length, checksum, type and format revision as {@link #reader} does;
+   * answers where its fields end (the checksum's offset).
+   */
+  private static int verified(byte[] bytes, byte expectedType, String what) {
     if (bytes == null || bytes.length < 2 + CHECKSUM_BYTES) {
       throw new CorruptDataException(
           what + ": too short (" + (bytes == null ? "null" : bytes.length + " bytes") + ")");
@@ -518,7 +558,6 @@ public final class Codec {
           what + ": unsupported format revision " + bytes[1] + " (this build reads "
               + FORMAT_REVISION + ")");
     }
-    return new BinaryReader(bytes, 2, limit, (position, message, cause) ->
-        new CorruptDataException(what + " at byte " + position + ": " + message, cause));
+    return limit;
   }
 }

@@ -19,6 +19,10 @@ import java.util.List;
  * truncation may run concurrently, so the checkpoint, index and journal are read at one consistent
  * point.
  *
+ * <p>For the object cache, {@link #latest} answers the newest checkpoint's bytes undecoded when no
+ * record of the entity follows it (the cache takes them as they are, {@link
+ * CachedState#ofCheckpoint}, after verifying their checksum); the reads are the same.
+ *
  * <p>Thread-safe (stateless over the thread-safe disk).
  */
 final class Materializer {
@@ -36,6 +40,55 @@ final class Materializer {
    */
   EntityState materialize(EntityId entity, long timestamp, KeyValueDisk.Snapshot snapshot)
       throws DiskException {
+    return read(entity, timestamp, snapshot, false).state();
+  }
+
+  /**
+   * The latest state of {@code entity} read at {@code snapshot}, in the form the object cache
+   * takes it: the newest checkpoint's bytes as they are when no record of the entity follows the
+   * checkpoint, else the state materialized (decoded and applied) as {@link #materialize} gives
+   * it. Why: a cache miss on an entity checkpointed since its last write decoded the checkpoint
+   * only for the cache to encode the state again into the very same bytes and walk it to weigh
+   * it, about a quarter of the server's CPU under YCSB C over a cache smaller than the data
+   * (docs/BENCHMARKS.md, "Issue 20: a cache miss served from its checkpoint's bytes (fifth
+   * session)"). The bytes are unverified here: {@link Latest#toCachedState} verifies them.
+   */
+  Latest latest(EntityId entity, KeyValueDisk.Snapshot snapshot) throws DiskException {
+    return read(entity, Long.MAX_VALUE, snapshot, true);
+  }
+
+  /**
+   * An entity's latest state as read from the database: either its newest checkpoint's bytes
+   * ({@code checkpoint}, with the checkpoint's timestamp; {@code state} null) when no record
+   * follows it, or the state materialized ({@code checkpoint} null).
+   */
+  record Latest(byte[] checkpoint, long checkpointTimestamp, EntityState state) {
+    /**
+     * The object cache's entry for this state: made from the checkpoint's bytes ({@link
+     * CachedState#ofCheckpoint}, which verifies their checksum and throws {@link
+     * CorruptDataException} on damage, before anything is cached) or from the state.
+     */
+    CachedState toCachedState(EntityId entity) {
+      if (checkpoint == null) {
+        return CachedState.of(entity, state);
+      }
+      CachedState cached = CachedState.ofCheckpoint(entity, checkpoint);
+      Invariants.check(
+          cached.version() <= checkpointTimestamp,
+          "checkpoint of %s at %d holds version %d",
+          entity,
+          checkpointTimestamp,
+          cached.version());
+      return cached;
+    }
+  }
+
+  /**
+   * The state at {@code timestamp}; when {@code checkpointAsIs} and no record follows the newest
+   * checkpoint, that checkpoint's bytes undecoded instead.
+   */
+  private Latest read(EntityId entity, long timestamp, KeyValueDisk.Snapshot snapshot,
+      boolean checkpointAsIs) throws DiskException {
     byte[] prefix = Keys.entityPrefix(entity);
     byte[] upperBound = Keys.entityUpperBound(prefix);
     EntityState state = EntityState.ABSENT;
@@ -62,15 +115,6 @@ final class Materializer {
         checkpointValue = iterator.value();
       }
     }
-    if (checkpointValue != null) {
-      state = Codec.decodeState(checkpointValue);
-      Invariants.check(
-          state.version() <= base,
-          "checkpoint of %s at %d holds version %d",
-          entity,
-          base,
-          state.version());
-    }
     List<byte[]> journalKeys = new ArrayList<>();
     List<Long> timestamps = new ArrayList<>();
     try (KeyValueDisk.Cursor iterator =
@@ -90,6 +134,18 @@ final class Materializer {
         journalKeys.add(Keys.indexJournalKey(key, prefix.length));
         timestamps.add(commitTimestamp);
       }
+    }
+    if (checkpointValue != null && checkpointAsIs && journalKeys.isEmpty()) {
+      return new Latest(checkpointValue, base, null);
+    }
+    if (checkpointValue != null) {
+      state = Codec.decodeState(checkpointValue);
+      Invariants.check(
+          state.version() <= base,
+          "checkpoint of %s at %d holds version %d",
+          entity,
+          base,
+          state.version());
     }
     for (int start = 0; start < journalKeys.size(); start += MULTI_GET_CHUNK) {
       List<byte[]> chunk =
@@ -117,7 +173,7 @@ final class Materializer {
         state = state.apply(operations, record.commitTimestamp(), record.originDc());
       }
     }
-    return state;
+    return new Latest(null, 0, state);
   }
 
   /**

@@ -69,7 +69,8 @@ import java.util.function.LongSupplier;
  * CachedState}: encoded when loaded or checkpointed by a round, decoded once a commit was applied
  * to it (issue 20, memory; a form change keeps the version and the state). Loads
  * ({@code cache.get(entity, loader)}) materialize from a RocksDB snapshot inside Caffeine's atomic
- * per-key computation. After each batch is written the writer runs {@code
+ * per-key computation (taking the newest checkpoint's bytes as they are when no record follows it:
+ * {@link Materializer#latest}; the same snapshot, so the same coherence). After each batch is written the writer runs {@code
  * asMap().compute(entity, (k, s) -> s == null ? null : s.version() < ts ? s.apply(...) : s)}.
  * Deviation from the brief: {@code computeIfPresent} is not used because Caffeine's has a lock-free
  * fast path that returns without waiting when the key is being loaded, so a load from a snapshot
@@ -226,6 +227,11 @@ public final class RocksStore implements Store {
   final LongAdder checkpointRounds = new LongAdder();
   final LongAdder objectCheckpoints = new LongAdder();
   final LongAdder truncatedRecords = new LongAdder();
+  /**
+   * Cache loads given the newest checkpoint's bytes (no record after it: {@link
+   * Materializer#latest}), for tests; the entry is made of them without decoding when plain.
+   */
+  final LongAdder loadsFromCheckpointBytes = new LongAdder();
   /** Object-cache hits of {@link #readCachedIfPresent}, which Caffeine's statistics do not see. */
   private final LongAdder hitsOutsideStatistics = new LongAdder();
   volatile long lastCheckpointMillis;
@@ -1189,7 +1195,30 @@ public final class RocksStore implements Store {
   }
 
   private CachedState cachedOrLoaded(EntityId entity) {
-    return cache.get(entity, key -> CachedState.of(key, loadLatest(key)));
+    return cache.get(entity, this::loadCached);
+  }
+
+  /**
+   * The cache entry of {@code entity}'s latest state, loaded from the database: made from its
+   * newest checkpoint's bytes as they are when no record follows the checkpoint ({@link
+   * Materializer#latest}; a damaged checkpoint throws {@link CorruptDataException} and nothing is
+   * cached), else from the state materialized.
+   */
+  private CachedState loadCached(EntityId entity) {
+    Materializer.Latest latest;
+    // A read waiting for storage: truncation yields to it (MaintenancePacing).
+    maintenancePacing.readStarted();
+    try (KeyValueDisk.Snapshot snapshot = disk.snapshot()) {
+      latest = materializer.latest(entity, snapshot);
+    } catch (DiskException e) {
+      throw new UncheckedIOException(new IOException("cannot read " + entity, e));
+    } finally {
+      maintenancePacing.readEnded(nowMillis());
+    }
+    if (latest.checkpoint() != null) {
+      loadsFromCheckpointBytes.increment();
+    }
+    return latest.toCachedState(entity);
   }
 
   @Override

@@ -197,6 +197,83 @@ class CacheCoherenceTest {
   }
 
   /**
+   * A miss on an entity checkpointed since its last write (issue 20: a miss served from its
+   * checkpoint's bytes) caches the checkpoint's bytes as they are: the entry a decoding would
+   * make, the same answers; with a record after the checkpoint the state is materialized as
+   * before; a damaged checkpoint answers corrupt_data and nothing is cached.
+   */
+  @Test
+  void aMissOnACheckpointedEntityCachesTheCheckpointsBytes() throws Exception {
+    EntityId plain = new EntityId("Record", "plain");
+    EntityId written = new EntityId("Record", "written");
+    EntityId damaged = new EntityId("Record", "damaged");
+    Map<EntityId, EntityState> expected = new java.util.HashMap<>();
+    try (RocksStore store = RocksStore.open(
+        Fixtures.settings(directory).withDurability(Durability.ASYNC),
+        System::currentTimeMillis)) {
+      for (EntityId entity : List.of(plain, written, damaged)) {
+        store.commit(store.newTransactionId(), List.of(Fixtures.write(entity,
+            new Operation.Assign("field0", dev.troupe.model.Json.NODES.textNode("a\"b\\c\u007f")),
+            new Operation.Assign("field1", dev.troupe.model.Json.NODES.numberNode(-42L)))))
+            .join();
+      }
+      store.checkpointNow();
+      store.commit(store.newTransactionId(), List.of(Fixtures.write(written,
+          new Operation.Assign("field1", dev.troupe.model.Json.NODES.booleanNode(true))))).join();
+      for (EntityId entity : List.of(plain, written, damaged)) {
+        expected.put(entity, store.materializer.materialize(entity, Long.MAX_VALUE, null));
+      }
+    }
+    try (RocksStore store = RocksStore.open(
+        Fixtures.settings(directory).withDurability(Durability.ASYNC),
+        System::currentTimeMillis)) {
+      byte[] checkpoint = store.materializer.latest(plain, null).checkpoint();
+      assertTrue(checkpoint != null, "no record after the checkpoint: its bytes");
+      CachedState loaded = store.readCached(plain);
+      assertEquals(1, store.loadsFromCheckpointBytes.sum());
+      assertTrue(loaded.isEncoded());
+      org.junit.jupiter.api.Assertions.assertArrayEquals(checkpoint, loaded.encoded());
+      CachedState decodedWay = CachedState.of(plain, Codec.decodeState(checkpoint));
+      assertEquals(decodedWay.weight(), loaded.weight());
+      assertEquals(decodedWay.decodedWeight(), loaded.decodedWeight());
+      assertEquals(decodedWay.version(), loaded.version());
+      assertTrue(loaded.exists() && !loaded.holdsDependencies());
+      assertEquals(expected.get(plain), loaded.state());
+      assertEquals(expected.get(plain), store.read(plain));
+      assertTrue(loaded == store.readCached(plain), "cached");
+
+      Materializer.Latest afterCheckpoint = store.materializer.latest(written, null);
+      assertTrue(afterCheckpoint.checkpoint() == null, "a record after the checkpoint: applied");
+      assertEquals(expected.get(written), afterCheckpoint.state());
+      assertEquals(expected.get(written), store.readCached(written).state());
+      assertEquals(1, store.loadsFromCheckpointBytes.sum(), "materialized, as before");
+
+      // Damage the checkpoint's bytes on disk (checksum no longer matching).
+      byte[] prefix = Keys.entityPrefix(damaged);
+      byte[] key;
+      byte[] value;
+      try (KeyValueDisk.Cursor cursor = store.disk.cursor(KeyValueDisk.Column.CHECKPOINTS, null,
+          prefix, Keys.entityUpperBound(prefix))) {
+        cursor.seek(prefix);
+        key = cursor.key();
+        value = cursor.value();
+      }
+      value[value.length / 2] ^= 0x10;
+      try (KeyValueDisk.Batch batch = store.disk.newBatch()) {
+        batch.put(KeyValueDisk.Column.CHECKPOINTS, key, value);
+        store.disk.write(batch, true);
+      }
+      for (int attempt = 0; attempt < 2; attempt++) {
+        dev.troupe.model.TroupeException refused = org.junit.jupiter.api.Assertions.assertThrows(
+            dev.troupe.model.TroupeException.class, () -> store.readCached(damaged));
+        assertEquals(dev.troupe.model.ErrorCode.CORRUPT_DATA, refused.code());
+        assertTrue(!store.isCached(damaged), "nothing damaged is cached");
+      }
+      assertEquals(2, store.health().corruptionsDetected(), "every damaged read is counted");
+    }
+  }
+
+  /**
    * A state of more than 16 keys (a SmallBank branch) is held decoded whatever happens: every read
    * of an encoded entry decodes it again, which for such a state costs more than the memory saved.
    */

@@ -151,6 +151,198 @@ class CodecProperties {
     return Json.NODES.textNode(new String(chars));
   }
 
+  /**
+   * A cache entry made from a checkpoint's bytes as read from disk (issue 20: a miss served from
+   * its checkpoint's bytes) is exactly the entry made from the state they decode to, in every
+   * field; for a plain state (registers of plain JSON under ASCII keys, write counts) it is made
+   * without decoding: the outline reads it and the bytes are the encoder's own.
+   */
+  @Property(tries = 300)
+  void anEntryFromACheckpointsBytesIsTheEntryOfItsDecodedState(@ForAll long seed) {
+    java.util.Random random = new java.util.Random(seed);
+    boolean plain = random.nextInt(3) > 0;
+    EntityState state = checkpointedState(random, plain);
+    EntityId entity = new EntityId("usertable", "user" + random.nextInt(100_000));
+    byte[] bytes = Codec.encodeState(state);
+    assertCheckpointEntry(entity, bytes);
+    if (plain) {
+      assertEquals(true, Codec.outlineState(bytes) != null, "a plain state is outlined");
+    }
+  }
+
+  /** The same for states of every kind (mostly not plain: the decoding way). */
+  @Property(tries = 200)
+  void anEntryFromAnyCheckpointIsTheEntryOfItsDecodedState(@ForAll("states") EntityState state) {
+    assertCheckpointEntry(new EntityId("Type", "id"), Codec.encodeState(state));
+  }
+
+  /**
+   * Bytes that decode to a state the encoder writes otherwise (forms no writer of this format
+   * writes, checksum intact) are decoded: the entry's bytes are the encoder's, as {@code of}
+   * makes them, never the odd bytes.
+   */
+  @Example
+  void aCheckpointNotInTheEncodersFormIsDecoded() {
+    EntityId entity = new EntityId("Record", "r1");
+    java.util.function.Function<java.util.function.Consumer<dev.troupe.model.codec.BinaryWriter>,
+        byte[]> sealed = fields -> {
+          dev.troupe.model.codec.BinaryWriter out = new dev.troupe.model.codec.BinaryWriter(64);
+          out.type(Codec.ENTITY_STATE);
+          out.type(Codec.FORMAT_REVISION);
+          fields.accept(out);
+          out.appendChecksum();
+          return out.toByteArray();
+        };
+    // A register: key, kind 1, JSON, stamp, data centre.
+    java.util.function.BiConsumer<dev.troupe.model.codec.BinaryWriter, String> register =
+        (out, key) -> {
+          out.string(key);
+          out.type((byte) 1);
+          out.bytes("\"v\"".getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+          out.fixedLong(3);
+          out.varInt(0);
+        };
+    List<byte[]> odd = List.of(
+        // The entry count as a two-byte varint (0x81 0x00).
+        sealed.apply(out -> {
+          out.fixedLong(5);
+          out.flag(true);
+          out.raw(new byte[] {(byte) 0x81, 0}, 0, 2);
+          register.accept(out, "a");
+        }),
+        // Keys out of order.
+        sealed.apply(out -> {
+          out.fixedLong(5);
+          out.flag(true);
+          out.varInt(2);
+          register.accept(out, "b");
+          register.accept(out, "a");
+        }),
+        // Write counts not in data centre order, and an empty write counts map.
+        sealed.apply(out -> {
+          out.fixedLong(5);
+          out.flag(true);
+          out.varInt(2);
+          register.accept(out, "a");
+          out.string("");
+          out.type((byte) 8);
+          out.varInt(2);
+          out.varInt(2);
+          out.signedVarLong(1);
+          out.varInt(1);
+          out.signedVarLong(1);
+        }),
+        sealed.apply(out -> {
+          out.fixedLong(5);
+          out.flag(true);
+          out.varInt(2);
+          register.accept(out, "a");
+          out.string("");
+          out.type((byte) 8);
+          out.varInt(0);
+        }),
+        // JSON Jackson writes otherwise: -0, a padded number, an escaped slash.
+        sealed.apply(out -> {
+          out.fixedLong(5);
+          out.flag(true);
+          out.varInt(3);
+          for (String json : List.of("-0", "1E2", "\"a\\/b\"")) {
+            out.string("k" + json.length());
+            out.type((byte) 1);
+            out.bytes(json.getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+            out.fixedLong(3);
+            out.varInt(0);
+          }
+        }));
+    for (byte[] bytes : odd) {
+      assertEquals(null, Codec.outlineState(bytes), "not the encoder's form: not outlined");
+      assertEquals(false, java.util.Arrays.equals(bytes,
+          Codec.encodeState(Codec.decodeState(bytes))), "the encoder writes other bytes");
+      assertCheckpointEntry(entity, bytes);
+    }
+  }
+
+  /** A damaged checkpoint makes no entry: it throws as decoding it does. */
+  @Property(tries = 200)
+  void aFlippedByteInACheckpointMakesNoEntry(@ForAll long seed,
+      @ForAll @IntRange(min = 0, max = 100_000) int where,
+      @ForAll @IntRange(min = 1, max = 255) int mask) {
+    java.util.Random random = new java.util.Random(seed);
+    byte[] bytes = Codec.encodeState(checkpointedState(random, true));
+    bytes[where % bytes.length] ^= (byte) mask;
+    assertThrows(CorruptDataException.class, () -> Codec.decodeState(bytes));
+    assertThrows(CorruptDataException.class,
+        () -> CachedState.ofCheckpoint(new EntityId("T", "i"), bytes));
+  }
+
+  private static void assertCheckpointEntry(EntityId entity, byte[] bytes) {
+    CachedState expected = CachedState.of(entity, Codec.decodeState(bytes));
+    CachedState actual = CachedState.ofCheckpoint(entity, bytes);
+    assertEquals(expected.isEncoded(), actual.isEncoded(), "form");
+    assertArrayEquals(expected.encoded(), actual.encoded(), "bytes");
+    assertEquals(expected.version(), actual.version(), "version");
+    assertEquals(expected.exists(), actual.exists(), "exists");
+    assertEquals(expected.holdsDependencies(), actual.holdsDependencies(), "dependencies");
+    assertEquals(expected.weight(), actual.weight(), "weight");
+    assertEquals(expected.decodedWeight(), actual.decodedWeight(), "decoded weight");
+    assertEquals(expected.state(), actual.state(), "state");
+  }
+
+  /**
+   * A state as checkpoints hold them: written by a few records (assignments in several data
+   * centres, so write counts of one or more entries). When {@code plain}: registers of printable
+   * strings (quotes, backslashes and DEL included), integers, booleans and null under ASCII keys,
+   * hidden keys among them, at most 16; else also counters, deletions, doubles, objects, non-ASCII
+   * keys and values, dependency keys, more keys than a small map holds.
+   */
+  private static EntityState checkpointedState(java.util.Random random, boolean plain) {
+    EntityState state = EntityState.ABSENT;
+    long timestamp = 1 + random.nextInt(1000);
+    if (random.nextInt(10) == 0) {
+      timestamp = Long.MAX_VALUE - 10_000 - random.nextInt(1000); // eight full bytes
+    }
+    int keyPool = plain ? 1 + random.nextInt(16) : 1 + random.nextInt(24);
+    for (int r = 0, records = 1 + random.nextInt(4); r < records; r++) {
+      List<Operation> operations = new java.util.ArrayList<>();
+      for (int o = 0, count = 1 + random.nextInt(12); o < count; o++) {
+        int index = random.nextInt(keyPool);
+        String key = plain
+            ? (index % 5 == 4 ? "$hidden" : "field") + index
+            : (random.nextInt(6) == 0 ? "f\u00e9" : random.nextInt(8) == 0
+                ? dev.troupe.model.dependency.DependencyKeys.outgoing("k") : "field")
+                + random.nextInt(keyPool);
+        int kind = plain ? random.nextInt(6) : random.nextInt(11);
+        operations.add(switch (kind) {
+          case 0, 1 -> new Assign(key, printable(random));
+          case 2 -> new Assign(key, Json.NODES.numberNode(
+              (long) (random.nextLong() >> (10 + random.nextInt(54)))));
+          case 3 -> new Assign(key, Json.NODES.booleanNode(random.nextBoolean()));
+          case 4 -> new Assign(key, Json.NODES.nullNode());
+          case 5 -> new Assign(key, Json.NODES.textNode(""));
+          case 6 -> new Increment(key, 1 + random.nextInt(5));
+          case 7 -> new DeleteKey(key);
+          case 8 -> new Assign(key, Json.NODES.numberNode(random.nextLong()));
+          case 9 -> new Assign(key, Json.NODES.textNode("caf\u00e9 " + random.nextDouble()));
+          default -> random.nextInt(4) == 0 ? new DeleteEntity()
+              : new Assign(key, Json.parse("{\"a\":[1.5,\"b\"]}"));
+        });
+      }
+      // Data centres of one to three bytes as varints.
+      int originDc = switch (random.nextInt(6)) {
+        case 0 -> 1 + random.nextInt(3);
+        case 1 -> 200 + random.nextInt(100_000);
+        default -> 0;
+      };
+      try {
+        state = state.apply(operations, timestamp, originDc);
+      } catch (RuntimeException refused) {
+        // A record the state refuses (an increment of a register): not written.
+      }
+      timestamp += 1 + random.nextInt(1000);
+    }
+    return state;
+  }
+
   @Provide
   Arbitrary<List<Operation>> operationLists() {
     return operation().list().ofMaxSize(5);

@@ -2,6 +2,9 @@ package dev.troupe.model.codec;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.troupe.model.Operation;
+import dev.troupe.model.SmallPersistentMap;
+import dev.troupe.model.dependency.DependencyKeys;
+import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 import java.util.List;
 
@@ -432,6 +435,136 @@ public final class EncodedStates {
     return true;
   }
 
+  // ----------------------------------------------------------------------------------- outline
+
+  /**
+   * What the object cache needs of a state encoded on disk, read in one pass without building
+   * objects: its version and existence, its number of values, and the sums its weight estimate
+   * is made of ({@code Codec.estimateWeight}): the keys' characters, the string values (count and
+   * characters, each character one byte) and the other values (integers, booleans, null).
+   * {@code holdsDependencyKeys}: a key names a dependency record ({@link
+   * DependencyKeys#isDependencyKey}).
+   */
+  public record Outline(long version, boolean exists, int valueCount, long keyCharacters,
+      int textValues, long textCharacters, int otherValues, boolean holdsDependencyKeys) {}
+
+  /**
+   * The outline of the state encoded in {@code bytes[start, limit)} when it is plain and in the
+   * canonical form {@link ValueEncoding#writeState} writes, so that decoding it and encoding the
+   * state again gives exactly these bytes; null for anything else, when the caller decodes. Why:
+   * the object cache loaded a checkpoint by decoding it, encoding the state again into the very
+   * same bytes and walking it to weigh it, about a quarter of the server's CPU under YCSB C over a
+   * cache smaller than the data (issue 20, docs/BENCHMARKS.md, "a cache miss served from its
+   * checkpoint's bytes").
+   *
+   * <p>Handled: at most {@link SmallPersistentMap#MAX_SIZE} values, all registers, under ASCII
+   * keys in ascending order (the decoded small map's order, so the order writing follows), each
+   * value JSON that {@link BinaryReader#json} reads without Jackson and {@link BinaryWriter#json}
+   * writes back byte for byte ({@link #plainJson}: printable strings, shortest integers of at most
+   * 18 digits, booleans, null); then at most a non-empty write counts entry, in data centre order
+   * (as {@code writeCounterMap} writes it) without repeats. Every varint in its shortest form (the
+   * only one the writer writes). No tombstones, deleted counters or deleted write counts.
+   */
+  public static Outline outline(byte[] bytes, int start, int limit) {
+    Cursor in = new Cursor(bytes, start, limit);
+    if (!in.skip(8)) {
+      return null;
+    }
+    long version = fixedLongAt(bytes, start);
+    int exists = in.next();
+    long count = in.canonicalVarLong();
+    if ((exists != 0 && exists != 1) || count < 0 || count > SmallPersistentMap.MAX_SIZE + 1) {
+      return null;
+    }
+    int valueCount = 0;
+    long keyCharacters = 0;
+    int textValues = 0;
+    long textCharacters = 0;
+    int otherValues = 0;
+    boolean holdsDependencyKeys = false;
+    int previousKeyStart = -1;
+    int previousKeyEnd = -1;
+    for (int i = 0; i < count; i++) {
+      long keyLength = in.canonicalVarLong();
+      int keyStart = in.position;
+      if (keyLength < 0 || !in.skip(keyLength)) {
+        return null;
+      }
+      int keyEnd = in.position;
+      int kind = in.next();
+      if (kind == ValueEncoding.WRITE_COUNTS_KIND) {
+        // Written after every value under the empty key; only nothing may follow.
+        if (keyEnd != keyStart || i != count - 1 || !canonicalCounterMap(in)) {
+          return null;
+        }
+        break;
+      }
+      if (kind != ValueEncoding.REGISTER_KIND || !ascii(bytes, keyStart, keyEnd)
+          || (previousKeyStart >= 0
+              && Arrays.compareUnsigned(bytes, previousKeyStart, previousKeyEnd,
+                  bytes, keyStart, keyEnd) >= 0)) {
+        return null;
+      }
+      long jsonLength = in.canonicalVarLong();
+      int jsonStart = in.position;
+      if (jsonLength < 0 || jsonLength > Integer.MAX_VALUE || !in.skip(jsonLength)
+          || !plainJson(bytes, jsonStart, (int) jsonLength)
+          || !in.skip(8)) {
+        return null;
+      }
+      // The register's data centre: an int's 32 bits (BinaryWriter.varInt).
+      long originDc = in.canonicalVarLong();
+      if (!in.ok || Long.compareUnsigned(originDc, 0xFFFFFFFFL) > 0) {
+        return null;
+      }
+      valueCount++;
+      keyCharacters += keyEnd - keyStart;
+      if (bytes[jsonStart] == '"') {
+        textValues++;
+        textCharacters += jsonLength - 2 - PrintableJsonStrings.escapes(bytes, jsonStart,
+            (int) jsonLength);
+      } else {
+        otherValues++;
+      }
+      if (keyEnd > keyStart && bytes[keyStart] == '$' && DependencyKeys.isDependencyKey(
+          new String(bytes, keyStart, keyEnd - keyStart, StandardCharsets.US_ASCII))) {
+        holdsDependencyKeys = true;
+      }
+      previousKeyStart = keyStart;
+      previousKeyEnd = keyEnd;
+    }
+    if (!in.ok || in.position != limit || valueCount > SmallPersistentMap.MAX_SIZE) {
+      return null;
+    }
+    return new Outline(version, exists == 1, valueCount, keyCharacters, textValues,
+        textCharacters, otherValues, holdsDependencyKeys);
+  }
+
+  /**
+   * Skips a counter map of data centres in ascending order without repeats (what {@code
+   * ValueEncoding.writeCounterMap} writes), not empty; false for anything else.
+   */
+  private static boolean canonicalCounterMap(Cursor in) {
+    long size = in.canonicalVarLong();
+    if (size < 1 || size > in.limit - in.position) {
+      return false;
+    }
+    long previous = -1;
+    for (long i = 0; i < size; i++) {
+      long dataCentre = in.canonicalVarLong();
+      // Written as an int's 32 bits and ordered as ints: a negative one would sort first.
+      if (!in.ok || dataCentre <= previous || dataCentre > Integer.MAX_VALUE) {
+        return false;
+      }
+      in.canonicalVarLong(); // the count: any 64 bits (zigzag)
+      if (!in.ok) {
+        return false;
+      }
+      previous = dataCentre;
+    }
+    return in.ok;
+  }
+
   private static long fixedLongAt(byte[] bytes, int offset) {
     long value = 0;
     for (int i = 0; i < 8; i++) {
@@ -468,6 +601,25 @@ public final class EncodedStates {
       }
       position += (int) count;
       return true;
+    }
+
+    /**
+     * An unsigned LEB128 varint in its shortest form, as the writer writes it; -1 (and not ok)
+     * when overrun, longer than 64 bits or not in its shortest form (a trailing zero group, or a
+     * tenth byte beyond the 64th bit), which decoding and writing again would change.
+     */
+    long canonicalVarLong() {
+      int from = position;
+      long value = varLong();
+      int length = position - from;
+      if (!ok) {
+        return -1;
+      }
+      if ((length > 1 && bytes[position - 1] == 0) || (length == 10 && bytes[position - 1] != 1)) {
+        ok = false;
+        return -1;
+      }
+      return value;
     }
 
     /** An unsigned LEB128 varint; -1 (and not ok) when overrun or longer than 64 bits. */

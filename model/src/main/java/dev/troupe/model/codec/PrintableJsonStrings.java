@@ -74,7 +74,7 @@ final class PrintableJsonStrings {
    * The escapes in {@code bytes[offset, offset + length)} when it is a quoted string of printable
    * ASCII or DEL whose only escapes are {@code \"} and {@code \\}; -1 for anything else.
    */
-  private static int escapes(byte[] bytes, int offset, int length) {
+  static int escapes(byte[] bytes, int offset, int length) {
     int end = offset + length - 1;
     if (length < 2 || bytes[offset] != QUOTE || bytes[end] != QUOTE) {
       return -1;
