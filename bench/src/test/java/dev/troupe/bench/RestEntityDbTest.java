@@ -92,4 +92,46 @@ class RestEntityDbTest {
       server.stop(0);
     }
   }
+
+  /**
+   * A refusal for overload (429, or 503 as the memory budget answers) is counted apart from other
+   * failures, for writes as for reads, so that a load that fails tells which it met.
+   */
+  @Test
+  void overloadIsToldApartFromOtherFailures() throws Exception {
+    int[] status = {429};
+    HttpServer server = HttpServer.create(
+        new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 0);
+    server.createContext("/", exchange -> {
+      exchange.getRequestBody().readAllBytes();
+      byte[] body = "{\"error\":{\"code\":\"x\"}}".getBytes(StandardCharsets.UTF_8);
+      exchange.getResponseHeaders().add("Content-Type", "application/json");
+      exchange.sendResponseHeaders(status[0], body.length);
+      exchange.getResponseBody().write(body);
+      exchange.close();
+    });
+    server.start();
+    RestEntityDb database = new RestEntityDb();
+    try {
+      Properties properties = new Properties();
+      properties.setProperty(RestEntityDb.PORT_PROPERTY,
+          Integer.toString(server.getAddress().getPort()));
+      database.setProperties(properties);
+      database.init();
+      Map<String, ByteIterator> values = new HashMap<>();
+      for (int code : new int[] {429, 503, 500, 400}) {
+        status[0] = code;
+        Status expected = code == 429 || code == 503 ? Status.SERVICE_UNAVAILABLE : Status.ERROR;
+        values.put("field1", new StringByteIterator("uno"));
+        assertEquals(expected, database.insert("usertable", "user1", values), "insert " + code);
+        values.put("field1", new StringByteIterator("uno"));
+        assertEquals(expected, database.update("usertable", "user1", values), "update " + code);
+        assertEquals(expected, database.read("usertable", "user1", null, new HashMap<>()),
+            "read " + code);
+      }
+    } finally {
+      database.cleanup();
+      server.stop(0);
+    }
+  }
 }
