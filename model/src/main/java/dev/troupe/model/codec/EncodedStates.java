@@ -507,8 +507,13 @@ public final class EncodedStates {
       }
       long jsonLength = in.canonicalVarLong();
       int jsonStart = in.position;
-      if (jsonLength < 0 || jsonLength > Integer.MAX_VALUE || !in.skip(jsonLength)
-          || !plainJson(bytes, jsonStart, (int) jsonLength)
+      if (jsonLength <= 0 || !in.skip(jsonLength)) {
+        return null;
+      }
+      // A string's escapes are counted once: they tell both whether it is plain and its length.
+      boolean text = bytes[jsonStart] == '"';
+      int escapes = text ? PrintableJsonStrings.escapes(bytes, jsonStart, (int) jsonLength) : 0;
+      if (escapes < 0 || (!text && !plainJson(bytes, jsonStart, (int) jsonLength))
           || !in.skip(8)) {
         return null;
       }
@@ -519,10 +524,9 @@ public final class EncodedStates {
       }
       valueCount++;
       keyCharacters += keyEnd - keyStart;
-      if (bytes[jsonStart] == '"') {
+      if (text) {
         textValues++;
-        textCharacters += jsonLength - 2 - PrintableJsonStrings.escapes(bytes, jsonStart,
-            (int) jsonLength);
+        textCharacters += jsonLength - 2 - escapes;
       } else {
         otherValues++;
       }
