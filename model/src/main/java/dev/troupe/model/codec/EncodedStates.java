@@ -15,7 +15,8 @@ import java.util.List;
  * writer about as much as the rest of a YCSB update's commit, and a read of it decoding, building a
  * JSON tree and writing it through Jackson most of a read's own CPU. Two operations, each for the
  * plain shape most records have and answering null for anything else (the caller then decodes as
- * before, so what it sees never depends on which way was taken):
+ * before, so what it sees never depends on which way was taken), and an {@link #outline} of a
+ * state read from disk (whether it is in the encoder's own form, and what the object cache weighs):
  *
  * <ul>
  *   <li>{@link #applyAssigns}: the state after a record that only assigns existing registers,
