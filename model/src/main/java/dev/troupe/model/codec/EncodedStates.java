@@ -15,7 +15,8 @@ import java.util.List;
  * writer about as much as the rest of a YCSB update's commit, and a read of it decoding, building a
  * JSON tree and writing it through Jackson most of a read's own CPU. Two operations, each for the
  * plain shape most records have and answering null for anything else (the caller then decodes as
- * before, so what it sees never depends on which way was taken):
+ * before, so what it sees never depends on which way was taken), and an {@link #outline} of a
+ * state read from disk (whether it is in the encoder's own form, and what the object cache weighs):
  *
  * <ul>
  *   <li>{@link #applyAssigns}: the state after a record that only assigns existing registers,
@@ -507,8 +508,13 @@ public final class EncodedStates {
       }
       long jsonLength = in.canonicalVarLong();
       int jsonStart = in.position;
-      if (jsonLength < 0 || jsonLength > Integer.MAX_VALUE || !in.skip(jsonLength)
-          || !plainJson(bytes, jsonStart, (int) jsonLength)
+      if (jsonLength <= 0 || !in.skip(jsonLength)) {
+        return null;
+      }
+      // A string's escapes are counted once: they tell both whether it is plain and its length.
+      boolean text = bytes[jsonStart] == '"';
+      int escapes = text ? PrintableJsonStrings.escapes(bytes, jsonStart, (int) jsonLength) : 0;
+      if (escapes < 0 || (!text && !plainJson(bytes, jsonStart, (int) jsonLength))
           || !in.skip(8)) {
         return null;
       }
@@ -519,10 +525,9 @@ public final class EncodedStates {
       }
       valueCount++;
       keyCharacters += keyEnd - keyStart;
-      if (bytes[jsonStart] == '"') {
+      if (text) {
         textValues++;
-        textCharacters += jsonLength - 2 - PrintableJsonStrings.escapes(bytes, jsonStart,
-            (int) jsonLength);
+        textCharacters += jsonLength - 2 - escapes;
       } else {
         otherValues++;
       }
