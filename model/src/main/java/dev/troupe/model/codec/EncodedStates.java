@@ -111,10 +111,7 @@ public final class EncodedStates {
         layout.writeCountsEnd = in.position;
         break;
       }
-      if (kind != ValueEncoding.REGISTER_KIND || !ascii(bytes, keyStart, keyEnd)
-          || (previousKeyStart >= 0
-              && Arrays.compareUnsigned(bytes, previousKeyStart, previousKeyEnd,
-                  bytes, keyStart, keyEnd) >= 0)) {
+      if (!plainRegisterEntry(bytes, kind, keyStart, keyEnd, previousKeyStart, previousKeyEnd)) {
         return null;
       }
       int valueStart = in.position;
@@ -131,6 +128,19 @@ public final class EncodedStates {
       previousKeyEnd = keyEnd;
     }
     return in.position == limit && in.ok ? layout : null;
+  }
+
+  /**
+   * Whether an entry of kind {@code kind} under the key {@code bytes[keyStart, keyEnd)} keeps the
+   * plain shape: a register under an ASCII key after the previous key ({@code previousKeyStart}
+   * -1: none) in ascending order.
+   */
+  private static boolean plainRegisterEntry(byte[] bytes, int kind, int keyStart, int keyEnd,
+      int previousKeyStart, int previousKeyEnd) {
+    return kind == ValueEncoding.REGISTER_KIND && ascii(bytes, keyStart, keyEnd)
+        && (previousKeyStart < 0
+            || Arrays.compareUnsigned(bytes, previousKeyStart, previousKeyEnd,
+                bytes, keyStart, keyEnd) < 0);
   }
 
   private static boolean skipCounterMap(Cursor in) {
@@ -500,10 +510,7 @@ public final class EncodedStates {
         }
         break;
       }
-      if (kind != ValueEncoding.REGISTER_KIND || !ascii(bytes, keyStart, keyEnd)
-          || (previousKeyStart >= 0
-              && Arrays.compareUnsigned(bytes, previousKeyStart, previousKeyEnd,
-                  bytes, keyStart, keyEnd) >= 0)) {
+      if (!plainRegisterEntry(bytes, kind, keyStart, keyEnd, previousKeyStart, previousKeyEnd)) {
         return null;
       }
       long jsonLength = in.canonicalVarLong();
