@@ -1205,16 +1205,8 @@ public final class RocksStore implements Store {
    * cached), else from the state materialized.
    */
   private CachedState loadCached(EntityId entity) {
-    Materializer.Latest latest;
-    // A read waiting for storage: truncation yields to it (MaintenancePacing).
-    maintenancePacing.readStarted();
-    try (KeyValueDisk.Snapshot snapshot = disk.snapshot()) {
-      latest = materializer.latest(entity, snapshot);
-    } catch (DiskException e) {
-      throw new UncheckedIOException(new IOException("cannot read " + entity, e));
-    } finally {
-      maintenancePacing.readEnded(nowMillis());
-    }
+    Materializer.Latest latest =
+        readFromSnapshot(entity, snapshot -> materializer.latest(entity, snapshot));
     if (latest.checkpoint() != null) {
       loadsFromCheckpointBytes.increment();
     }
@@ -1276,10 +1268,24 @@ public final class RocksStore implements Store {
   }
 
   private EntityState loadLatest(EntityId entity) {
-    // A read waiting for storage: truncation yields to it (MaintenancePacing).
+    return readFromSnapshot(entity,
+        snapshot -> materializer.materialize(entity, Long.MAX_VALUE, snapshot));
+  }
+
+  /** A read of one entity's latest state from a snapshot of the database. */
+  @FunctionalInterface
+  private interface SnapshotRead<T> {
+    T read(KeyValueDisk.Snapshot snapshot) throws DiskException;
+  }
+
+  /**
+   * Runs {@code read} on a fresh snapshot as a read waiting for storage (truncation yields to it:
+   * {@link MaintenancePacing}); a disk failure becomes an unchecked one naming the entity.
+   */
+  private <T> T readFromSnapshot(EntityId entity, SnapshotRead<T> read) {
     maintenancePacing.readStarted();
     try (KeyValueDisk.Snapshot snapshot = disk.snapshot()) {
-      return materializer.materialize(entity, Long.MAX_VALUE, snapshot);
+      return read.read(snapshot);
     } catch (DiskException e) {
       throw new UncheckedIOException(new IOException("cannot read " + entity, e));
     } finally {
