@@ -171,14 +171,119 @@ public final class ServerProcess implements AutoCloseable {
   private static final List<String> DEFAULT_JVM_OPTIONS =
       List.of("-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1");
 
+  /**
+   * The class path and class-data-sharing options of every JVM started here, made once per test
+   * JVM ({@link #spawnedJvm}).
+   *
+   * <p>Why: the server module's tests start about two hundred JVMs, and each one loaded and
+   * verified the same few thousand classes again: 2.2 s to "listening" without an archive, 1.2 s
+   * with one, on the 2-core machine. The JVM cannot archive classes from a directory, so the
+   * class directories on the test class path ({@code target/classes}, {@code target/test-classes})
+   * are packed into jars first; then one server is started with {@code -XX:ArchiveClassesAtExit},
+   * used (a write and a read), and stopped, which writes the archive every later JVM maps. If any
+   * step fails the JVMs run as before, without an archive: slower, never wrong.
+   */
+  private record SpawnedJvm(String classPath, List<String> classDataSharingOptions) {}
+
+  private static SpawnedJvm spawnedJvm;
+
+  /** {@code -Dtroupe.test.class-archive=false} starts every JVM without the archive. */
+  static final String CLASS_ARCHIVE_PROPERTY = "troupe.test.class-archive";
+
+  private static synchronized SpawnedJvm spawnedJvm() {
+    if (spawnedJvm == null) {
+      String testClassPath = System.getProperty("java.class.path");
+      spawnedJvm = new SpawnedJvm(testClassPath, List.of());
+      if (!Boolean.parseBoolean(System.getProperty(CLASS_ARCHIVE_PROPERTY, "true"))) {
+        return spawnedJvm;
+      }
+      try {
+        spawnedJvm = withClassArchive(testClassPath);
+      } catch (Exception e) {
+        System.out.println("test servers run without a class archive: " + e);
+      }
+    }
+    return spawnedJvm;
+  }
+
+  private static SpawnedJvm withClassArchive(String testClassPath) throws Exception {
+    Path target = Path.of("target").toAbsolutePath();
+    // Earlier runs' jars and archives: the classes they hold may be stale.
+    try (var earlier = Files.newDirectoryStream(target, "test-server-classes-*")) {
+      for (Path directory : earlier) {
+        deleteRecursively(directory);
+      }
+    }
+    Path directory = Files.createTempDirectory(target, "test-server-classes-");
+    List<String> entries = new ArrayList<>();
+    for (String entry : testClassPath.split(java.io.File.pathSeparator)) {
+      Path path = Path.of(entry);
+      if (Files.isDirectory(path)) {
+        Path jar = directory.resolve(entries.size() + ".jar");
+        packDirectory(path, jar);
+        entries.add(jar.toString());
+      } else {
+        entries.add(entry);
+      }
+    }
+    String classPath = String.join(java.io.File.pathSeparator, entries);
+    Path archive = directory.resolve("classes.jsa");
+    Path data = Files.createTempDirectory(directory, "data");
+    List<String> options = List.of("-XX:ArchiveClassesAtExit=" + archive, "-Xlog:cds*=off",
+        "-Xlog:aot*=off");
+    try (ServerProcess server = launchCommand(javaCommand(DEFAULT_JVM_OPTIONS,
+        serveArguments(data), new SpawnedJvm(classPath, options)))) {
+      server.send("PUT", "/v1/entities/Warm/w/keys/k", "\"v\"");
+      server.send("GET", "/v1/entities/Warm/w", null);
+    }
+    deleteRecursively(data);
+    if (!Files.isRegularFile(archive)) {
+      throw new IllegalStateException("no archive was written at " + archive);
+    }
+    return new SpawnedJvm(classPath,
+        List.of("-XX:SharedArchiveFile=" + archive, "-Xlog:cds*=off", "-Xlog:aot*=off"));
+  }
+
+  private static void packDirectory(Path directory, Path jar) throws IOException {
+    try (var out = new java.util.jar.JarOutputStream(Files.newOutputStream(jar));
+        var files = Files.walk(directory)) {
+      for (Path file : (Iterable<Path>) files.sorted()::iterator) {
+        String name = directory.relativize(file).toString()
+            .replace(java.io.File.separatorChar, '/');
+        if (name.isEmpty()) {
+          continue;
+        }
+        boolean isDirectory = Files.isDirectory(file);
+        out.putNextEntry(new java.util.jar.JarEntry(isDirectory ? name + "/" : name));
+        if (!isDirectory) {
+          Files.copy(file, out);
+        }
+        out.closeEntry();
+      }
+    }
+  }
+
+  private static void deleteRecursively(Path path) throws IOException {
+    try (var paths = Files.walk(path)) {
+      for (Path each : (Iterable<Path>) paths.sorted(java.util.Comparator.reverseOrder())::iterator) {
+        Files.deleteIfExists(each);
+      }
+    }
+  }
+
   private static List<String> javaCommand(List<String> jvmOptions, List<String> arguments) {
+    return javaCommand(jvmOptions, arguments, spawnedJvm());
+  }
+
+  private static List<String> javaCommand(List<String> jvmOptions, List<String> arguments,
+      SpawnedJvm jvm) {
     List<String> command = new ArrayList<>();
     command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
     command.addAll(List.of("-XX:+IgnoreUnrecognizedVMOptions",
         "--sun-misc-unsafe-memory-access=allow", "--enable-native-access=ALL-UNNAMED"));
+    command.addAll(jvm.classDataSharingOptions());
     command.addAll(jvmOptions);
-    command.addAll(List.of("-cp", System.getProperty("java.class.path"),
-        "dev.troupe.server.cli.TroupeCli"));
+    command.addAll(List.of("-cp", jvm.classPath(), "dev.troupe.server.cli.TroupeCli"));
     command.addAll(arguments);
     return command;
   }
