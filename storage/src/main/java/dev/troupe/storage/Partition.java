@@ -358,7 +358,7 @@ final class Partition {
       iterator.seekForPrev(Keys.journal(number, Long.MAX_VALUE));
       if (iterator.isValid() && Keys.journalPartition(iterator.key()) == number) {
         lastSequence = Keys.journalSequence(iterator.key());
-        lastJournalTimestamp = Codec.decodeRecord(iterator.value()).commitTimestamp();
+        lastJournalTimestamp = Codec.outlineRecord(iterator.value()).commitTimestamp();
       }
       iterator.seek(Keys.journal(number, 0));
       if (iterator.isValid() && Keys.journalPartition(iterator.key()) == number) {
@@ -411,16 +411,14 @@ final class Partition {
         long sequence = Keys.journalSequence(iterator.key());
         Invariants.check(
             sequence == expected, "partition %d: journal gap at %d", number, expected);
-        TransactionRecord record = Codec.decodeRecord(iterator.value());
+        Codec.RecordOutline record = Codec.outlineRecord(iterator.value());
         Invariants.check(
             record.commitTimestamp() > recoveryScanPreviousTimestamp,
             "partition %d: timestamps not increasing at %d",
             number,
             sequence);
         recoveryScanPreviousTimestamp = record.commitTimestamp();
-        for (EntityWrite write : record.writes()) {
-          dirty.add(write.entity());
-        }
+        dirty.addAll(record.entities());
         expected++;
       }
     }
@@ -945,7 +943,7 @@ final class Partition {
         }
         Invariants.check(
             sequence == expected, "partition %d: journal gap at %d", number, expected);
-        TransactionRecord record = Codec.decodeRecord(iterator.value());
+        Codec.RecordOutline record = Codec.outlineRecord(iterator.value());
         Invariants.check(
             record.commitTimestamp() <= current.frontier,
             "partition %d: truncating record %d committed at %d above the frontier %d",
@@ -954,9 +952,9 @@ final class Partition {
             record.commitTimestamp(),
             current.frontier);
         Set<EntityId> inRecord = new HashSet<>();
-        for (EntityWrite write : record.writes()) {
-          if (inRecord.add(write.entity())) {
-            byte[] prefix = entities.computeIfAbsent(write.entity(), Keys::entityPrefix);
+        for (EntityId entity : record.entities()) {
+          if (inRecord.add(entity)) {
+            byte[] prefix = entities.computeIfAbsent(entity, Keys::entityPrefix);
             batch.delete(KeyValueDisk.Column.INDEX,
                 Keys.index(prefix, record.commitTimestamp(), number, sequence));
           }
