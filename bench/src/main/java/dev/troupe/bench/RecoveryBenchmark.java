@@ -288,7 +288,12 @@ final class RecoveryBenchmark extends Benchmark {
 
   private Restart restartAndVerify(Path data, Path log, long newest, List<Long> sample,
       List<Long> secondSample) throws Exception {
-    try (TroupeProcess server = TroupeProcess.start(data, log, serverJvmFlags)) {
+    // The fixed admission limit only, as bench ycsb runs Troupe: the adaptive limits track the
+    // long-term read latency, which cold reads right after a restart exceed, so they refused
+    // some of the 64 sample connections' reads with 429 (issue 20, sixth session: a run failed
+    // on "now 46"), and this benchmark measures the reads, not the shedding (bench overload's).
+    try (TroupeProcess server = TroupeProcess.start(data, log, serverJvmFlags,
+        List.of(RestSmallBank.FIXED_ADMISSION))) {
       double healthSeconds = server.awaitHealthy(START_TIMEOUT);
       Verification first = verify(server, List.of(newest));
       if (!first.lost().isEmpty()) {

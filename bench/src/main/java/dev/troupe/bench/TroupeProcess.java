@@ -36,13 +36,33 @@ final class TroupeProcess implements AutoCloseable {
   private final long startNanos;
   private final int port;
   private final Path log;
+  /**
+   * Stops the server if this JVM exits without closing it (Ctrl-C or SIGTERM on a benchmark):
+   * before, each such server ran on, orphaned, taking CPU and disk from whatever ran next (issue
+   * 20, sixth session: four servers of stopped runs measured beside a new one).
+   */
+  private final Thread stopAtExit;
 
   private TroupeProcess(Process process, long startNanos, int port, Path log) {
     this.process = process;
     this.startNanos = startNanos;
     this.port = port;
     this.log = log;
+    this.stopAtExit = new Thread(() -> {
+      process.destroy();
+      try {
+        if (!process.waitFor(STOP_AT_EXIT_SECONDS, TimeUnit.SECONDS)) {
+          process.destroyForcibly();
+        }
+      } catch (InterruptedException e) {
+        process.destroyForcibly();
+      }
+    }, "stop-troupe-server-" + process.pid());
+    Runtime.getRuntime().addShutdownHook(stopAtExit);
   }
+
+  /** How long a server stopped as this JVM exits gets to shut down cleanly before SIGKILL. */
+  private static final long STOP_AT_EXIT_SECONDS = 20;
 
   /**
    * Starts a server over {@code dataDirectory} on a free port, logging to {@code log}; {@code
@@ -199,6 +219,11 @@ final class TroupeProcess implements AutoCloseable {
    */
   @Override
   public void close() {
+    try {
+      Runtime.getRuntime().removeShutdownHook(stopAtExit);
+    } catch (IllegalStateException exiting) {
+      // The JVM is exiting: the hook stops the server as well.
+    }
     process.destroy();
     try {
       if (!process.waitFor(60, TimeUnit.SECONDS)) {

@@ -225,10 +225,12 @@ final class YcsbBenchmark extends Benchmark {
         servers.address(each, properties);
         YcsbRunner.PhaseResult loaded;
         try (ProgressBar progress = ProgressBars.start("load " + each, records, "records", 1)) {
-          loaded = YcsbRunner.load(properties, threads, databases(), progress);
+          loaded = YcsbRunner.load(properties, threads, databases(), progress,
+              servers.disk(each));
         }
         report.result("load/" + each, "records_per_second", loaded.throughputPerSecond());
         report.result("load/" + each, "seconds", loaded.seconds());
+        reportDisk(report, "load/" + each, loaded.disk(), loaded.transactions(), "record");
         if (loaded.failureCount() > 0 || loaded.transactions() != records) {
           report.failure("loading " + each + " inserted " + loaded.transactions() + " of "
               + records + " records; failures: " + loaded.failures());
@@ -276,7 +278,8 @@ final class YcsbBenchmark extends Benchmark {
               servers.address(each, properties);
               YcsbRunner.PhaseResult result = YcsbRunner.transactions(properties, threads,
                   databases(), warmup, measurement, progress,
-                  measured ? servers.cpu(each) : CpuMeter.NONE);
+                  measured ? servers.cpu(each) : CpuMeter.NONE,
+                  measured ? servers.disk(each) : DiskMeter.NONE);
               if (measured) {
                 byTarget.get(each).add(result);
                 idleWaitSeconds.merge(each, idled.waitedSeconds(), Double::sum);
@@ -284,6 +287,12 @@ final class YcsbBenchmark extends Benchmark {
                     place + 1, workload.name() + "/" + each, idled,
                     result.throughputPerSecond(), result.cpuSeconds(), result.transactions(),
                     result.seconds());
+                if (result.transactions() > 0 && !Double.isNaN(result.disk().readBytes())) {
+                  row.put("disk_read_bytes_per_operation",
+                      result.disk().readBytes() / result.transactions());
+                  row.put("disk_written_bytes_per_operation",
+                      result.disk().writtenBytes() / result.transactions());
+                }
                 report.round(row);
               } else if (result.failureCount() > 0) {
                 report.failure(workload.name() + "/" + each + " warm-up round: "
@@ -310,6 +319,18 @@ final class YcsbBenchmark extends Benchmark {
     htmlReport.write(report, HtmlReport.Layout.YCSB);
   }
 
+  /**
+   * Adds {@code disk_read_bytes_per_UNIT} and {@code disk_written_bytes_per_UNIT} (bytes the
+   * server sent to or took from the disk, per operation or per loaded record) unless unmeasured.
+   */
+  static void reportDisk(BenchReport report, String system, DiskMeter.DiskBytes disk, long count,
+      String unit) {
+    if (count > 0 && !Double.isNaN(disk.readBytes())) {
+      report.result(system, "disk_read_bytes_per_" + unit, disk.readBytes() / count);
+      report.result(system, "disk_written_bytes_per_" + unit, disk.writtenBytes() / count);
+    }
+  }
+
   /** Adds one workload's figures, ratios and failures to the report. */
   static void summarize(BenchReport report, YcsbWorkloads.Workload workload,
       Map<Target, List<YcsbRunner.PhaseResult>> byTarget, boolean onlyWorkload) {
@@ -331,6 +352,9 @@ final class YcsbBenchmark extends Benchmark {
       AlternatingComparison.spreadAndCpu(report, system, Spread.of(throughputs),
           transactions == 0 ? Double.NaN : cpuSeconds * 1e6 / transactions,
           cpuSeconds / seconds, 0);
+      reportDisk(report, system, results.stream().map(YcsbRunner.PhaseResult::disk)
+          .reduce(new DiskMeter.DiskBytes(0, 0), DiskMeter.DiskBytes::plus), transactions,
+          "operation");
       Map<String, Histogram> latencies = new LinkedHashMap<>();
       Map<String, Long> failures = new LinkedHashMap<>();
       for (YcsbRunner.PhaseResult result : results) {
@@ -469,6 +493,14 @@ final class YcsbBenchmark extends Benchmark {
       CpuMeter server = CpuMeter.process(processes.get(target).pid(), "server process");
       return target.isPostgres()
           ? server.plus(CpuMeter.postgres(postgres.dataDirectory(), "PostgreSQL and its backends"))
+          : server;
+    }
+
+    /** The disk traffic of what serves {@code target}, counted as {@link #cpu} counts its CPU. */
+    DiskMeter disk(Target target) {
+      DiskMeter server = DiskMeter.process(processes.get(target).pid());
+      return target.isPostgres()
+          ? server.plus(DiskMeter.postgres(postgres.dataDirectory()))
           : server;
     }
 

@@ -54,9 +54,11 @@ final class YcsbRunner {
    * @param latencyNanoseconds per operation that occurred, its latencies in the window
    * @param failures per "operation status" (e.g. "update SERVICE_UNAVAILABLE"), how many
    * @param cpuSeconds CPU time of the measured server in the window (NaN: not measured)
+   * @param disk bytes the measured server read from and wrote to the disk in the window (NaN:
+   *     not measured)
    */
   record PhaseResult(long transactions, double seconds, Map<String, Histogram> latencyNanoseconds,
-      Map<String, Long> failures, double cpuSeconds) {
+      Map<String, Long> failures, double cpuSeconds, DiskMeter.DiskBytes disk) {
     double throughputPerSecond() {
       return transactions / seconds;
     }
@@ -66,12 +68,22 @@ final class YcsbRunner {
     }
   }
 
-  /** Loads records {@code 0 .. recordcount-1} with {@code threads} threads; the whole load is measured. */
+  /** As {@link #load(Properties, int, Supplier, ProgressBar, DiskMeter)}, the disk unmeasured. */
   static PhaseResult load(Properties properties, int threads, Supplier<DB> databases,
       ProgressBar progress) throws Exception {
+    return load(properties, threads, databases, progress, DiskMeter.NONE);
+  }
+
+  /**
+   * Loads records {@code 0 .. recordcount-1} with {@code threads} threads; the whole load is
+   * measured, {@code disk} read before the first insert and after the last.
+   */
+  static PhaseResult load(Properties properties, int threads, Supplier<DB> databases,
+      ProgressBar progress, DiskMeter disk) throws Exception {
     long records = Long.parseLong(properties.getProperty("recordcount"));
     Window window = new Window();
     window.open = true;
+    DiskMeter.DiskBytes diskAtStart = DiskMeter.readQuietly(disk);
     long start = System.nanoTime();
     Phase phase = startPhase(properties, false, threads, records, databases, window);
     long reported = 0;
@@ -82,7 +94,8 @@ final class YcsbRunner {
     }
     double seconds = (System.nanoTime() - start) / 1e9;
     progress.stepBy(phase.transactions.sum() - reported);
-    return phase.result(seconds, Double.NaN);
+    return phase.result(seconds, Double.NaN,
+        DiskMeter.readQuietly(disk).minus(diskAtStart));
   }
 
   /**
@@ -92,15 +105,23 @@ final class YcsbRunner {
   static PhaseResult transactions(Properties properties, int threads, Supplier<DB> databases,
       Duration warmup, Duration measurement, ProgressBar progress) throws Exception {
     return transactions(properties, threads, databases, warmup, measurement, progress,
-        CpuMeter.NONE);
+        CpuMeter.NONE, DiskMeter.NONE);
+  }
+
+  /** As the next one, the disk unmeasured. */
+  static PhaseResult transactions(Properties properties, int threads, Supplier<DB> databases,
+      Duration warmup, Duration measurement, ProgressBar progress, CpuMeter cpu)
+      throws Exception {
+    return transactions(properties, threads, databases, warmup, measurement, progress, cpu,
+        DiskMeter.NONE);
   }
 
   /**
    * As {@link #transactions(Properties, int, Supplier, Duration, Duration, ProgressBar)}, reading
-   * {@code cpu} when the measurement window opens and when it closes.
+   * {@code cpu} and {@code disk} when the measurement window opens and when it closes.
    */
   static PhaseResult transactions(Properties properties, int threads, Supplier<DB> databases,
-      Duration warmup, Duration measurement, ProgressBar progress, CpuMeter cpu)
+      Duration warmup, Duration measurement, ProgressBar progress, CpuMeter cpu, DiskMeter disk)
       throws Exception {
     Window window = new Window();
     long start = System.nanoTime();
@@ -112,10 +133,13 @@ final class YcsbRunner {
     long closedAt = 0;
     double cpuAtOpen = Double.NaN;
     double cpuAtClose;
+    DiskMeter.DiskBytes diskAtOpen = DiskMeter.DiskBytes.UNMEASURED;
+    DiskMeter.DiskBytes diskAtClose;
     while (true) {
       long now = System.nanoTime();
       if (!window.open && openedAt == 0 && now >= windowStart) {
         cpuAtOpen = cpu.seconds();
+        diskAtOpen = DiskMeter.readQuietly(disk);
         window.open = true;
         openedAt = now;
       }
@@ -123,6 +147,7 @@ final class YcsbRunner {
         window.open = false;
         closedAt = now;
         cpuAtClose = cpu.seconds();
+        diskAtClose = DiskMeter.readQuietly(disk);
         phase.workload.requestStop();
         break;
       }
@@ -141,7 +166,8 @@ final class YcsbRunner {
       throw new BenchmarkException("YCSB client threads did not stop within "
           + STOP_TIMEOUT_SECONDS + " s");
     }
-    return phase.result((closedAt - openedAt) / 1e9, cpuAtClose - cpuAtOpen);
+    return phase.result((closedAt - openedAt) / 1e9, cpuAtClose - cpuAtOpen,
+        diskAtClose.minus(diskAtOpen));
   }
 
   private static Phase startPhase(Properties properties, boolean transactions, int threads,
@@ -184,7 +210,7 @@ final class YcsbRunner {
       this.workload = new CountingWorkload(window, transactions);
     }
 
-    PhaseResult result(double seconds, double cpuSeconds) {
+    PhaseResult result(double seconds, double cpuSeconds, DiskMeter.DiskBytes disk) {
       Map<String, Histogram> latencies = new LinkedHashMap<>();
       Map<String, Long> failures = new LinkedHashMap<>();
       for (String operation : OPERATIONS) {
@@ -198,7 +224,7 @@ final class YcsbRunner {
       for (MeasuredDb database : databases) {
         database.failures.forEach((what, count) -> failures.merge(what, count, Long::sum));
       }
-      return new PhaseResult(transactions.sum(), seconds, latencies, failures, cpuSeconds);
+      return new PhaseResult(transactions.sum(), seconds, latencies, failures, cpuSeconds, disk);
     }
   }
 
