@@ -54,8 +54,8 @@ final class YcsbRunner {
    * @param latencyNanoseconds per operation that occurred, its latencies in the window
    * @param failures per "operation status" (e.g. "update SERVICE_UNAVAILABLE"), how many
    * @param cpuSeconds CPU time of the measured server in the window (NaN: not measured)
-   * @param disk bytes the measured server read from and wrote to the disk in the window (NaN:
-   *     not measured)
+   * @param disk bytes the machine's storage devices read and wrote in the window (NaN: not
+   *     measured)
    */
   record PhaseResult(long transactions, double seconds, Map<String, Histogram> latencyNanoseconds,
       Map<String, Long> failures, double cpuSeconds, DiskMeter.DiskBytes disk) {

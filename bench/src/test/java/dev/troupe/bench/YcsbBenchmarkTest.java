@@ -40,16 +40,20 @@ class YcsbBenchmarkTest {
     BenchmarkRuns.assertPositiveResults(report, "a/troupe", "update_p95_milliseconds");
     BenchmarkRuns.assertPositiveResults(report, "load/troupe", "records_per_second");
     BenchmarkRuns.assertPositiveResults(report, "load/postgres", "records_per_second");
-    // Both sides sync their commits to disk: a load writes bytes to the device (issue 20's
-    // write amplification figure), counted per record; the measured rounds count theirs.
-    BenchmarkRuns.assertPositiveResults(report, "load/troupe", "disk_written_bytes_per_record");
-    BenchmarkRuns.assertPositiveResults(report, "load/postgres", "disk_written_bytes_per_record");
+    // Both sides sync their commits: a load makes the machine's disk write (issue 20's write
+    // amplification figure, per record), unless the temporary files live in memory (tmpfs).
+    boolean onADevice = !Files.getFileStore(directory).type().equals("tmpfs");
+    for (String load : new String[] {"load/troupe", "load/postgres"}) {
+      double written = report.path("results").path(load)
+          .path("disk_written_bytes_per_record").asDouble(-1);
+      assertTrue(onADevice ? written > 0 : written >= 0, load + " wrote " + written);
+    }
     for (JsonNode round : report.path("rounds")) {
       assertTrue(round.path("disk_written_bytes_per_operation").asDouble(-1) >= 0
           && round.path("disk_read_bytes_per_operation").asDouble(-1) >= 0, round.toString());
     }
     assertTrue(report.path("results").path("a/troupe")
-        .path("disk_written_bytes_per_operation").asDouble(-1) > 0,
+        .path("disk_written_bytes_per_operation").asDouble(-1) > (onADevice ? 0 : -1),
         "YCSB A's updates are synced: " + report.path("results").path("a/troupe"));
     assertTrue(report.path("ratios").has("troupe/postgres a"), report.toString());
     assertTrue(report.path("ratios").has("troupe/postgres c"), report.toString());
