@@ -49,8 +49,9 @@ class CodecProperties {
 
   /**
    * A record's outline (what truncation and the recovery scan read) is its commit timestamp and
-   * its writes' entities in order, as decoding it whole gives them, for records holding every
-   * kind of operation; and the outline refuses any damaged copy as decoding does.
+   * its writes' entities in order, as decoding it whole gives them (random records of the local
+   * operations; that skipping ends where reading ends is checked for every operation type by
+   * {@code OperationFormatTest}); and the outline refuses a damaged or torn copy as decoding does.
    */
   @Property(tries = 200)
   void aRecordsOutlineIsWhatDecodingItGives(@ForAll("records") TransactionRecord record,
