@@ -61,6 +61,15 @@ final class TroupeProcess implements AutoCloseable {
     Runtime.getRuntime().addShutdownHook(stopAtExit);
   }
 
+  /** This server is being stopped here: the JVM's exit need not stop it. */
+  private void forgetStopAtExit() {
+    try {
+      Runtime.getRuntime().removeShutdownHook(stopAtExit);
+    } catch (IllegalStateException exiting) {
+      // The JVM is exiting: the hook stops the server as well.
+    }
+  }
+
   /** How long a server stopped as this JVM exits gets to shut down cleanly before SIGKILL. */
   private static final long STOP_AT_EXIT_SECONDS = 20;
 
@@ -209,6 +218,7 @@ final class TroupeProcess implements AutoCloseable {
 
   /** SIGKILL: no shutdown hook runs, nothing is flushed; what was acknowledged must survive. */
   void kill() throws InterruptedException {
+    forgetStopAtExit();
     process.destroyForcibly();
     process.waitFor(60, TimeUnit.SECONDS);
   }
@@ -219,11 +229,7 @@ final class TroupeProcess implements AutoCloseable {
    */
   @Override
   public void close() {
-    try {
-      Runtime.getRuntime().removeShutdownHook(stopAtExit);
-    } catch (IllegalStateException exiting) {
-      // The JVM is exiting: the hook stops the server as well.
-    }
+    forgetStopAtExit();
     process.destroy();
     try {
       if (!process.waitFor(60, TimeUnit.SECONDS)) {

@@ -230,7 +230,8 @@ final class YcsbBenchmark extends Benchmark {
         }
         report.result("load/" + each, "records_per_second", loaded.throughputPerSecond());
         report.result("load/" + each, "seconds", loaded.seconds());
-        reportDisk(report, "load/" + each, loaded.disk(), loaded.transactions(), "record");
+        diskFigures(loaded.disk(), loaded.transactions(), "record",
+            (name, value) -> report.result("load/" + each, name, value));
         if (loaded.failureCount() > 0 || loaded.transactions() != records) {
           report.failure("loading " + each + " inserted " + loaded.transactions() + " of "
               + records + " records; failures: " + loaded.failures());
@@ -288,12 +289,7 @@ final class YcsbBenchmark extends Benchmark {
                     place + 1, workload.name() + "/" + each, idled,
                     result.throughputPerSecond(), result.cpuSeconds(), result.transactions(),
                     result.seconds());
-                if (result.transactions() > 0 && !Double.isNaN(result.disk().readBytes())) {
-                  row.put("disk_read_bytes_per_operation",
-                      result.disk().readBytes() / result.transactions());
-                  row.put("disk_written_bytes_per_operation",
-                      result.disk().writtenBytes() / result.transactions());
-                }
+                diskFigures(result.disk(), result.transactions(), "operation", row::put);
                 report.round(row);
               } else if (result.failureCount() > 0) {
                 report.failure(workload.name() + "/" + each + " warm-up round: "
@@ -321,15 +317,15 @@ final class YcsbBenchmark extends Benchmark {
   }
 
   /**
-   * Adds {@code disk_read_bytes_per_UNIT} and {@code disk_written_bytes_per_UNIT} (bytes the
-   * machine's storage devices read and wrote in the window, per operation or per loaded record)
-   * unless unmeasured.
+   * Gives {@code figure} {@code disk_read_bytes_per_UNIT} and {@code disk_written_bytes_per_UNIT}
+   * (bytes the machine's storage devices read and wrote in the window, per operation or per loaded
+   * record) unless unmeasured or nothing was counted.
    */
-  static void reportDisk(BenchReport report, String system, DiskMeter.DiskBytes disk, long count,
-      String unit) {
+  static void diskFigures(DiskMeter.DiskBytes disk, long count, String unit,
+      java.util.function.BiConsumer<String, Double> figure) {
     if (count > 0 && !Double.isNaN(disk.readBytes())) {
-      report.result(system, "disk_read_bytes_per_" + unit, disk.readBytes() / count);
-      report.result(system, "disk_written_bytes_per_" + unit, disk.writtenBytes() / count);
+      figure.accept("disk_read_bytes_per_" + unit, disk.readBytes() / count);
+      figure.accept("disk_written_bytes_per_" + unit, disk.writtenBytes() / count);
     }
   }
 
@@ -354,9 +350,9 @@ final class YcsbBenchmark extends Benchmark {
       AlternatingComparison.spreadAndCpu(report, system, Spread.of(throughputs),
           transactions == 0 ? Double.NaN : cpuSeconds * 1e6 / transactions,
           cpuSeconds / seconds, 0);
-      reportDisk(report, system, results.stream().map(YcsbRunner.PhaseResult::disk)
+      diskFigures(results.stream().map(YcsbRunner.PhaseResult::disk)
           .reduce(new DiskMeter.DiskBytes(0, 0), DiskMeter.DiskBytes::plus), transactions,
-          "operation");
+          "operation", (name, value) -> report.result(system, name, value));
       Map<String, Histogram> latencies = new LinkedHashMap<>();
       Map<String, Long> failures = new LinkedHashMap<>();
       for (YcsbRunner.PhaseResult result : results) {
