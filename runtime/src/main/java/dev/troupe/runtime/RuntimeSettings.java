@@ -368,11 +368,19 @@ public record RuntimeSettings(
       throw new IllegalArgumentException("troupe.storage.rocksdb.block-cache-bytes must be 0"
           + " (automatic) or a positive size in bytes (e.g. 512M): " + e.getMessage(), e);
     }
+    long journalBlobMinBytes;
+    try {
+      journalBlobMinBytes = rocksdb.getBytes("journal-blob-min-bytes");
+    } catch (com.typesafe.config.ConfigException.BadValue e) {
+      throw new IllegalArgumentException("troupe.storage.rocksdb.journal-blob-min-bytes must be 0"
+          + " (no blob files) or a size in bytes (e.g. 256): " + e.getMessage(), e);
+    }
     return RocksDiskSettings.of(
         blockCacheBytes,
         rocksdb.getInt("bloom-bits-per-key"),
         rocksdb.getInt("bloom-prefix-bytes"),
-        rocksdb.getBoolean("cache-index-and-filter-blocks"));
+        rocksdb.getBoolean("cache-index-and-filter-blocks"),
+        journalBlobMinBytes);
   }
 
   /**

@@ -30,6 +30,8 @@ class RocksDbSettingsTest {
     assertEquals(RocksDiskSettings.DEFAULT_BLOOM_BITS_PER_KEY, defaults.bloomBitsPerKey());
     assertEquals(RocksDiskSettings.DEFAULT_BLOOM_PREFIX_BYTES, defaults.bloomPrefixBytes());
     assertFalse(defaults.cacheIndexAndFilterBlocks());
+    assertEquals(RocksDiskSettings.DEFAULT_JOURNAL_BLOB_MIN_BYTES, defaults.journalBlobMinBytes());
+    assertTrue(defaults.journalBlobFiles());
     // 0: automatic, an eighth of the machine's memory and at least 64 MB.
     assertTrue(defaults.blockCacheBytes() >= 64L << 20, "block cache " + defaults.blockCacheBytes());
     assertEquals(RocksDiskSettings.defaults(), defaults);
@@ -38,12 +40,15 @@ class RocksDbSettingsTest {
   @Test
   void explicitValuesAreTaken() {
     RocksDiskSettings settings = parsed("troupe.storage.rocksdb {block-cache-bytes = 256M,"
-        + " bloom-bits-per-key = 0, bloom-prefix-bytes = 16, cache-index-and-filter-blocks = on}");
+        + " bloom-bits-per-key = 0, bloom-prefix-bytes = 16, cache-index-and-filter-blocks = on,"
+        + " journal-blob-min-bytes = 1K}");
     assertEquals(256L << 20, settings.blockCacheBytes());
     assertEquals(0, settings.bloomBitsPerKey());
     assertFalse(settings.prefixFilters());
     assertEquals(16, settings.bloomPrefixBytes());
     assertTrue(settings.cacheIndexAndFilterBlocks());
+    assertEquals(1024, settings.journalBlobMinBytes());
+    assertFalse(parsed("troupe.storage.rocksdb.journal-blob-min-bytes = 0").journalBlobFiles());
   }
 
   @Test
@@ -61,7 +66,9 @@ class RocksDbSettingsTest {
   @Test
   void valuesOutOfRangeAreRefusedByName() {
     for (String bad : new String[] {"block-cache-bytes = -1", "bloom-bits-per-key = -1",
-        "bloom-bits-per-key = 65", "bloom-prefix-bytes = 2", "bloom-prefix-bytes = 1025"}) {
+        "bloom-bits-per-key = 65", "bloom-prefix-bytes = 2", "bloom-prefix-bytes = 1025",
+        "journal-blob-min-bytes = -1", "journal-blob-min-bytes = 65M",
+        "journal-blob-min-bytes = lots"}) {
       IllegalArgumentException refused = assertThrows(IllegalArgumentException.class,
           () -> parsed("troupe.storage.rocksdb." + bad));
       String setting = bad.substring(0, bad.indexOf(' '));

@@ -20,10 +20,14 @@ import dev.troupe.model.Invariants;
  * @param cacheIndexAndFilterBlocks false: every open table file holds its index and filter blocks
  *     in memory (pinned, outside the block cache; every file is kept open); true: they are charged
  *     to the block cache (bounded by it, with high priority, level 0's pinned)
+ * @param journalBlobMinBytes journal records of at least this many bytes are kept in blob files
+ *     (RocksDB's key-value separation), apart from their keys, so compaction rewrites only the
+ *     keys and a blob file is deleted once truncation removed every record in it; 0: none, every
+ *     record in the table files
  */
 public record RocksDiskSettings(
     long blockCacheBytes, int bloomBitsPerKey, int bloomPrefixBytes,
-    boolean cacheIndexAndFilterBlocks) {
+    boolean cacheIndexAndFilterBlocks, long journalBlobMinBytes) {
   /** The default {@code bloom-bits-per-key}: about a 1% false-positive rate. */
   public static final int DEFAULT_BLOOM_BITS_PER_KEY = 10;
 
@@ -32,6 +36,16 @@ public record RocksDiskSettings(
    * and the first characters of the id (e.g. YCSB's {@code usertable/user6284781860}).
    */
   public static final int DEFAULT_BLOOM_PREFIX_BYTES = 24;
+
+  /**
+   * The default {@code journal-blob-min-bytes}: a record that assigns a value of a few hundred
+   * bytes or more (a 1 KB YCSB insert is about 1.1 KB) goes to a blob file; a counter increment or
+   * a short update (100-200 bytes) stays with its key, where a blob reference would save little.
+   */
+  public static final long DEFAULT_JOURNAL_BLOB_MIN_BYTES = 256;
+
+  /** The largest {@code journal-blob-min-bytes} (a record above it is beyond the value limits). */
+  static final long MAXIMUM_JOURNAL_BLOB_MIN_BYTES = 64L << 20;
 
   /** The block cache of {@code block-cache-bytes = 0}: this share of the machine's memory. */
   static final int AUTOMATIC_BLOCK_CACHE_MEMORY_DIVISOR = 8;
@@ -45,12 +59,17 @@ public record RocksDiskSettings(
         "bloom-bits-per-key %d outside 0..64", bloomBitsPerKey);
     Invariants.check(bloomPrefixBytes >= 3 && bloomPrefixBytes <= 1024,
         "bloom-prefix-bytes %d outside 3..1024", bloomPrefixBytes);
+    Invariants.check(journalBlobMinBytes >= 0
+        && journalBlobMinBytes <= MAXIMUM_JOURNAL_BLOB_MIN_BYTES,
+        "journal-blob-min-bytes %d outside 0..%d", journalBlobMinBytes,
+        MAXIMUM_JOURNAL_BLOB_MIN_BYTES);
   }
 
   /** The defaults of reference.conf on this machine. */
   public static RocksDiskSettings defaults() {
     return new RocksDiskSettings(automaticBlockCacheBytes(physicalMemoryBytes()),
-        DEFAULT_BLOOM_BITS_PER_KEY, DEFAULT_BLOOM_PREFIX_BYTES, false);
+        DEFAULT_BLOOM_BITS_PER_KEY, DEFAULT_BLOOM_PREFIX_BYTES, false,
+        DEFAULT_JOURNAL_BLOB_MIN_BYTES);
   }
 
   /**
@@ -60,7 +79,7 @@ public record RocksDiskSettings(
    * @throws IllegalArgumentException naming the setting, for a value out of its range
    */
   public static RocksDiskSettings of(long blockCacheBytes, int bloomBitsPerKey,
-      int bloomPrefixBytes, boolean cacheIndexAndFilterBlocks) {
+      int bloomPrefixBytes, boolean cacheIndexAndFilterBlocks, long journalBlobMinBytes) {
     if (blockCacheBytes < 0) {
       throw new IllegalArgumentException("troupe.storage.rocksdb.block-cache-bytes must be 0"
           + " (automatic) or positive, was " + blockCacheBytes);
@@ -73,9 +92,14 @@ public record RocksDiskSettings(
       throw new IllegalArgumentException("troupe.storage.rocksdb.bloom-prefix-bytes must be in"
           + " 3..1024, was " + bloomPrefixBytes);
     }
+    if (journalBlobMinBytes < 0 || journalBlobMinBytes > MAXIMUM_JOURNAL_BLOB_MIN_BYTES) {
+      throw new IllegalArgumentException("troupe.storage.rocksdb.journal-blob-min-bytes must be 0"
+          + " (no blob files) or a size up to " + MAXIMUM_JOURNAL_BLOB_MIN_BYTES + " bytes, was "
+          + journalBlobMinBytes);
+    }
     return new RocksDiskSettings(
         blockCacheBytes == 0 ? automaticBlockCacheBytes(physicalMemoryBytes()) : blockCacheBytes,
-        bloomBitsPerKey, bloomPrefixBytes, cacheIndexAndFilterBlocks);
+        bloomBitsPerKey, bloomPrefixBytes, cacheIndexAndFilterBlocks, journalBlobMinBytes);
   }
 
   /**
@@ -102,13 +126,24 @@ public record RocksDiskSettings(
   /** With another block cache capacity (bytes, positive). */
   public RocksDiskSettings withBlockCacheBytes(long value) {
     return new RocksDiskSettings(value, bloomBitsPerKey, bloomPrefixBytes,
-        cacheIndexAndFilterBlocks);
+        cacheIndexAndFilterBlocks, journalBlobMinBytes);
   }
 
   /** With other prefix filters on the index and checkpoints (0 bits: none). */
   public RocksDiskSettings withBloom(int bitsPerKey, int prefixBytes) {
     return new RocksDiskSettings(blockCacheBytes, bitsPerKey, prefixBytes,
-        cacheIndexAndFilterBlocks);
+        cacheIndexAndFilterBlocks, journalBlobMinBytes);
+  }
+
+  /** With another journal blob threshold (bytes; 0: no blob files). */
+  public RocksDiskSettings withJournalBlobMinBytes(long value) {
+    return new RocksDiskSettings(blockCacheBytes, bloomBitsPerKey, bloomPrefixBytes,
+        cacheIndexAndFilterBlocks, value);
+  }
+
+  /** Whether journal records of {@link #journalBlobMinBytes} or more go to blob files. */
+  public boolean journalBlobFiles() {
+    return journalBlobMinBytes > 0;
   }
 
   /** Whether the index and checkpoints carry prefix filters. */

@@ -146,6 +146,41 @@ class CorruptionTest {
   }
 
   @Test
+  void flippedBytesInAJournalBlobFileAreNeverServed() throws Exception {
+    // fill's records (a 200-byte register and a counter) are above the blob threshold: their
+    // bytes are in the journal's blob files, their keys in its table files (issue 20).
+    StorageSettings settings = Fixtures.settings(directory);
+    try (RocksStore store = RocksStore.open(settings, new FakeClock(Fixtures.START_MILLIS))) {
+      fill(store);
+      flushAndFind(store, "journal");
+    }
+    Path damaged = largestFile(".blob");
+    flip(damaged, Files.size(damaged) / 2, 64);
+    // troupe check reads every journal record: the damage is found, and not called repairable
+    // (the journal is the data itself).
+    StoreCheck.Report report = StoreCheck.check(directory);
+    assertFalse(report.clean(), report.render());
+    assertFalse(report.fullyRepairable(), report.render());
+    assertTrue(report.findings().stream().anyMatch(finding -> finding.where().contains("journal")
+        && !finding.repairable()), report.render());
+    try (RocksStore store = RocksStore.open(settings, new FakeClock(Fixtures.START_MILLIS))) {
+      int corrupt = 0;
+      for (int i = 0; i < ENTITIES; i++) {
+        try {
+          EntityState state = store.read(entity(i));
+          assertTrue(state.exists(), "entity " + i + " read as absent");
+          assertEquals(i + 1, Fixtures.counter(state, "count"), "entity " + i + " older");
+        } catch (TroupeException e) {
+          assertEquals(ErrorCode.CORRUPT_DATA, e.code(), e.getMessage());
+          corrupt++;
+        }
+      }
+      assertTrue(corrupt > 0, "damage in the middle of a blob file went unnoticed");
+      assertEquals(corrupt, store.health().corruptionsDetected());
+    }
+  }
+
+  @Test
   void flippedBytesInTheTablesRecoveryReadsRefuseTheOpen() throws Exception {
     // meta (positions, clock ceiling) and transactions (prepared parts in doubt) are read whole by
     // recovery: damage there must refuse the open, never recover from a guess.
