@@ -149,7 +149,9 @@ public class RestEndToEndTest {
     assertEquals(200, metrics.status());
     for (String name : new String[] {"troupe_commits_total", "troupe_turn_latency_seconds_bucket",
         "troupe_cache_hits_total", "troupe_cache_misses_total",
-        "troupe_journal_records_since_checkpoint", "troupe_checkpoint_age_seconds"}) {
+        "troupe_journal_records_since_checkpoint", "troupe_checkpoint_age_seconds",
+        "troupe_storage_table_file_bytes", "troupe_storage_blob_file_bytes",
+        "troupe_storage_pending_compaction_bytes"}) {
       assertTrue(metrics.text().contains(name), name + " missing from /metrics");
     }
     long commits = Long.parseLong(metrics.text().lines()

@@ -148,6 +148,24 @@ public interface KeyValueDisk extends AutoCloseable {
   /** Who owns a partition, under which owner epoch (see {@link #acquirePartition}). */
   record PartitionOwner(int nodeId, long epoch) {}
 
+  /**
+   * The bytes of the engine's own files now, for /metrics: null for a disk without files of its
+   * own ({@link MemoryDisk}, a PostgreSQL database, which reports its size itself).
+   */
+  default DiskFiles files() {
+    return null;
+  }
+
+  /**
+   * What an embedded engine's files hold.
+   *
+   * @param tableFileBytes the live table files (RocksDB's SST files), every column family
+   * @param blobFileBytes the live blob files (the journal's large records, {@link
+   *     RocksDiskSettings#journalBlobMinBytes})
+   * @param pendingCompactionBytes the engine's estimate of what compaction still has to rewrite
+   */
+  record DiskFiles(long tableFileBytes, long blobFileBytes, long pendingCompactionBytes) {}
+
   /** Releases the disk; nothing may be called on it (or its batches, snapshots, cursors) after. */
   @Override
   void close();

@@ -308,6 +308,18 @@ public final class RocksDisk implements KeyValueDisk {
     return options.setVerifyChecksums(verifyChecksums).setAutoPrefixMode(true);
   }
 
+  @Override
+  public DiskFiles files() {
+    try {
+      return new DiskFiles(
+          database.getAggregatedLongProperty("rocksdb.live-sst-files-size"),
+          database.getAggregatedLongProperty("rocksdb.live-blob-file-size"),
+          database.getAggregatedLongProperty("rocksdb.estimate-pending-compaction-bytes"));
+    } catch (RocksDBException e) {
+      return null; // a closing database; the metrics leave the gauges out
+    }
+  }
+
   /** The bytes of blocks in the block cache now. */
   public long blockCacheUsageBytes() {
     return blockCache.getUsage();

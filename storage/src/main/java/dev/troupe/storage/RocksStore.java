@@ -1711,7 +1711,8 @@ public final class RocksStore implements Store {
         cacheStats.hitCount() + hitsOutsideStatistics.sum(),
         cacheStats.missCount(),
         weight,
-        recoveryMillis);
+        recoveryMillis,
+        disk.files());
   }
 
   @Override

@@ -17,6 +17,7 @@ package dev.troupe.storage;
  * @param cacheMisses object-cache misses (each one a materialization)
  * @param cacheWeightBytes estimated bytes held by the object cache
  * @param recoveryMillis how long opening the store took, including recovery
+ * @param files the embedded engine's files now, or null for a disk without files of its own
  */
 public record StorageStatistics(
     long commits,
@@ -30,4 +31,5 @@ public record StorageStatistics(
     long cacheHits,
     long cacheMisses,
     long cacheWeightBytes,
-    long recoveryMillis) {}
+    long recoveryMillis,
+    KeyValueDisk.DiskFiles files) {}

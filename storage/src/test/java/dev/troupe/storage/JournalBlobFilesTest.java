@@ -100,6 +100,11 @@ class JournalBlobFilesTest {
       // Every record's value went to the blob files once: 60 records of about 1 KB.
       long bytes = blobBytes();
       assertTrue(bytes >= ENTITIES * 1000L, "blob files hold " + bytes + " bytes");
+      // What /metrics shows: the live blob files are the ones on disk; the keys in table files.
+      KeyValueDisk.DiskFiles files = store.statistics().files();
+      assertEquals(bytes, files.blobFileBytes());
+      assertTrue(files.tableFileBytes() > 0, files.toString());
+      assertTrue(files.tableFileBytes() < bytes, "keys and references only: " + files);
       assertValues(store, 1, true);
     }
     // After a restart nothing is cached and no checkpoint exists: every read materializes from
@@ -149,6 +154,7 @@ class JournalBlobFilesTest {
       RocksDisk disk = (RocksDisk) store.disk;
       disk.database().compactRange(disk.columnHandles().get(KeyValueDisk.Column.JOURNAL.ordinal()));
       assertEquals(List.of(), blobFiles(), "every record of them was truncated");
+      assertEquals(0, store.statistics().files().blobFileBytes());
       assertValues(store, 2, true);
     }
     try (RocksStore store = RocksStore.open(settings, clock)) {

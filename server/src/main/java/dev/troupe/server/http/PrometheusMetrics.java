@@ -103,6 +103,17 @@ final class PrometheusMetrics {
         storage.truncatedRecords());
     gauge(out, "troupe_recovery_seconds", "Time the last start spent opening and recovering storage.",
         storage.recoveryMillis() / 1000.0);
+    if (storage.files() != null) {
+      gauge(out, "troupe_storage_table_file_bytes",
+          "Bytes of the embedded RocksDB's live table (SST) files.",
+          storage.files().tableFileBytes());
+      gauge(out, "troupe_storage_blob_file_bytes",
+          "Bytes of the embedded RocksDB's live blob files (the journal's large records).",
+          storage.files().blobFileBytes());
+      gauge(out, "troupe_storage_pending_compaction_bytes",
+          "RocksDB's estimate of the bytes compaction still has to rewrite.",
+          storage.files().pendingCompactionBytes());
+    }
     gauge(out, "troupe_active_entities", "Entity actors in memory.", turns.activeEntities());
     memory(out, troupe.memoryStatus());
     TransactionMetrics transactions = troupe.transactionMetrics();
