@@ -1,6 +1,8 @@
 package dev.troupe.bench;
 
 import dev.troupe.storage.postgres.PostgresInstance;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -232,6 +234,10 @@ final class YcsbBenchmark extends Benchmark {
         report.result("load/" + each, "seconds", loaded.seconds());
         diskFigures(loaded.disk(), loaded.transactions(), "record",
             (name, value) -> report.result("load/" + each, name, value));
+        // What the loaded data takes on disk (space amplification), right after the load.
+        report.result("load/" + each, "data_directory_bytes_per_record",
+            (double) directoryBytes(servers.dataDirectory(each)) / Math.max(1,
+                loaded.transactions()));
         if (loaded.failureCount() > 0 || loaded.transactions() != records) {
           report.failure("loading " + each + " inserted " + loaded.transactions() + " of "
               + records + " records; failures: " + loaded.failures());
@@ -314,6 +320,34 @@ final class YcsbBenchmark extends Benchmark {
   @Override
   void afterPrint(BenchReport report) {
     htmlReport.write(report, HtmlReport.Layout.YCSB);
+  }
+
+  /**
+   * The bytes of the regular files under {@code root}. A file a running server deletes meanwhile
+   * (RocksDB's compaction, PostgreSQL's WAL recycling) counts as gone.
+   */
+  static long directoryBytes(Path root) throws java.io.IOException {
+    long[] bytes = {0};
+    Files.walkFileTree(root, new java.nio.file.SimpleFileVisitor<>() {
+      @Override
+      public java.nio.file.FileVisitResult visitFile(Path file,
+          java.nio.file.attribute.BasicFileAttributes attributes) {
+        if (attributes.isRegularFile()) {
+          bytes[0] += attributes.size();
+        }
+        return java.nio.file.FileVisitResult.CONTINUE;
+      }
+
+      @Override
+      public java.nio.file.FileVisitResult visitFileFailed(Path file,
+          java.io.IOException failure) throws java.io.IOException {
+        if (failure instanceof java.nio.file.NoSuchFileException) {
+          return java.nio.file.FileVisitResult.CONTINUE;
+        }
+        throw failure;
+      }
+    });
+    return bytes[0];
   }
 
   /**
@@ -422,6 +456,7 @@ final class YcsbBenchmark extends Benchmark {
     /** The token the {@code authenticated} and {@code secured} targets require, minted per run. */
     private final SecuredAccess securedAccess = SecuredAccess.mint();
     private PostgresInstance postgres;
+    private final Map<Target, Path> dataDirectories = new LinkedHashMap<>();
 
     static Servers start(List<Target> targets, TemporaryDirectory work, Integer postgresPoolSize,
         int sharedBuffersMegabytes, List<String> jvmFlags, BenchReport report)
@@ -434,11 +469,12 @@ final class YcsbBenchmark extends Benchmark {
           // larger than the object cache the adaptive limits refused 27 % of 64 clients' cold
           // reads with 429 (issue 20, BENCHMARKS "larger than memory"), which YCSB counts as
           // failed operations inside the throughput. Shedding is bench overload's to measure.
+          Path data = work.resolve(target + "-data"); // a Troupe side's data directory
           TroupeProcess process = switch (target) {
-            case troupe -> TroupeProcess.start(work.resolve("troupe-data"),
+            case troupe -> TroupeProcess.start(data,
                 work.resolve("troupe.log"), jvmFlags, List.of(RestSmallBank.FIXED_ADMISSION));
             case authenticated, secured -> TroupeProcess.start(
-                work.resolve(target + "-data"), work.resolve(target + ".log"), jvmFlags,
+                data, work.resolve(target + ".log"), jvmFlags,
                 List.of(servers.securedAccess.settingOverride(), RestSmallBank.FIXED_ADMISSION));
             case postgres, postgres_rc -> {
               if (servers.postgres == null) {
@@ -459,6 +495,9 @@ final class YcsbBenchmark extends Benchmark {
                 jvmFlags);
           };
           servers.processes.put(target, process);
+          if (!target.isPostgres() && target != Target.bare) {
+            servers.dataDirectories.put(target, data);
+          }
           process.awaitHealthy(START_TIMEOUT);
           if (target == Target.authenticated || target == Target.secured) {
             servers.checkRefusesAnonymous(process);
@@ -469,6 +508,18 @@ final class YcsbBenchmark extends Benchmark {
         servers.close();
         throw e;
       }
+    }
+
+    /**
+     * Where {@code target} keeps its data: a Troupe server's data directory, PostgreSQL's (its
+     * tables, indexes and WAL).
+     */
+    Path dataDirectory(Target target) {
+      return switch (target) {
+        case troupe, authenticated, secured -> dataDirectories.get(target);
+        case postgres, postgres_rc -> postgres.dataDirectory();
+        case bare -> throw new IllegalArgumentException("the bare ceiling keeps no data");
+      };
     }
 
     /** Fails the run unless the secured target really refuses a request without its token. */

@@ -47,6 +47,10 @@ class YcsbBenchmarkTest {
       double written = report.path("results").path(load)
           .path("disk_written_bytes_per_record").asDouble(-1);
       assertTrue(onADevice ? written > 0 : written >= 0, load + " wrote " + written);
+      // The data directory holds the records: more than their 1 KB each (keys, WAL, indexes).
+      double stored = report.path("results").path(load)
+          .path("data_directory_bytes_per_record").asDouble(-1);
+      assertTrue(stored > 1000, load + " keeps " + stored + " bytes per record");
     }
     for (JsonNode round : report.path("rounds")) {
       assertTrue(round.path("disk_written_bytes_per_operation").asDouble(-1) >= 0

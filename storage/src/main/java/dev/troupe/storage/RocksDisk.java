@@ -308,15 +308,19 @@ public final class RocksDisk implements KeyValueDisk {
     return options.setVerifyChecksums(verifyChecksums).setAutoPrefixMode(true);
   }
 
+  /** Synchronized with {@link #close}: /metrics may ask while the server shuts down. */
   @Override
-  public DiskFiles files() {
+  public synchronized DiskFiles files() {
+    if (closed) {
+      return null;
+    }
     try {
       return new DiskFiles(
           database.getAggregatedLongProperty("rocksdb.live-sst-files-size"),
           database.getAggregatedLongProperty("rocksdb.live-blob-file-size"),
           database.getAggregatedLongProperty("rocksdb.estimate-pending-compaction-bytes"));
     } catch (RocksDBException e) {
-      return null; // a closing database; the metrics leave the gauges out
+      return null; // the metrics leave the gauges out
     }
   }
 
