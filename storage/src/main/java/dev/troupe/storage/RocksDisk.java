@@ -61,10 +61,10 @@ import org.rocksdb.WriteOptions;
  * <p>The journal's large records live in blob files ({@link
  * RocksDiskSettings#journalBlobMinBytes}, issue 20): a flush writes a record's bytes once to a
  * blob file and only its key, with a reference, to the table file, so compaction copies keys, not
- * records. A load of 1 KB records wrote 13.3 KB per record to the device with the records in the
- * table files, a third of it compaction rewriting journal records that truncation was about to
+ * records. With the records in the table files, a load of 200,000 1 KB records wrote 2.9 GB to
+ * the device, 0.8 GB of it compaction rewriting journal records that truncation was about to
  * delete: the journal's level-0 files span every partition, so each compaction rewrote its whole
- * last level. Journal records are truncated in the order they were written (a range deletion per
+ * last level. With blob files the load wrote 28-30 % less. Journal records are truncated in the order they were written (a range deletion per
  * partition), so once compaction has dropped the keys of every record of a blob file, RocksDB
  * deletes the file. Reads are unchanged but for the extra read of the blob file; the blob's own
  * checksum is verified like a block's.
