@@ -48,6 +48,18 @@ final class MemoryWatch implements AutoCloseable {
   /** The space the marks are shares of ({@link MemoryBudgetCore#markedSpaceBytes}). */
   private final long oldGenerationBytes;
   private final List<GarbageCollectorMXBean> oldCollectors = new ArrayList<>();
+  /**
+   * G1's collectors that leave garbage in the old generation: young and mixed collections ("G1
+   * Young Generation") and the Remark and Cleanup pauses ("G1 Concurrent GC"). Every other
+   * collector of the old generation (G1's full collections, ParallelGC's and SerialGC's old
+   * collections) collects all of it.
+   */
+  private static final java.util.Set<String> PARTIAL_COLLECTORS =
+      java.util.Set.of("G1 Young Generation", "G1 Concurrent GC");
+  /** The old-generation collectors that collect all of it (see {@link #PARTIAL_COLLECTORS}). */
+  private final List<GarbageCollectorMXBean> wholeCollectors = new ArrayList<>();
+  /** Their count of collections at the last check. */
+  private long lastWholeCollectionCount;
   /** The collectors' count of collections at the last check (only this thread touches these). */
   private long lastCollectionCount;
   /** The old generation's collection usage at the last fresh reading; -1 before the first. */
@@ -79,6 +91,9 @@ final class MemoryWatch implements AutoCloseable {
       for (GarbageCollectorMXBean collector : ManagementFactory.getGarbageCollectorMXBeans()) {
         if (List.of(collector.getMemoryPoolNames()).contains(oldGeneration.getName())) {
           oldCollectors.add(collector);
+          if (!PARTIAL_COLLECTORS.contains(collector.getName())) {
+            wholeCollectors.add(collector);
+          }
         }
       }
     }
@@ -159,7 +174,15 @@ final class MemoryWatch implements AutoCloseable {
       for (GarbageCollectorMXBean collector : oldCollectors) {
         collections += Math.max(0, collector.getCollectionCount());
       }
+      long wholeCollections = 0;
+      for (GarbageCollectorMXBean collector : wholeCollectors) {
+        wholeCollections += Math.max(0, collector.getCollectionCount());
+      }
       long afterCollection = -1;
+      // Whether the reading's collection collected the whole old generation: one of those ran
+      // since the last check (G1's young and Remark pauses after it leave the usage as it set it).
+      boolean wholeCollection = wholeCollections > lastWholeCollectionCount;
+      lastWholeCollectionCount = wholeCollections;
       long occupancy;
       if (oldGeneration != null) {
         java.lang.management.MemoryUsage usage = oldGeneration.getCollectionUsage();
@@ -186,7 +209,7 @@ final class MemoryWatch implements AutoCloseable {
       int actorCount = metrics.activeEntities();
       MemoryBudgetCore.Decision decision = core.decide(new MemoryBudgetCore.Reading(
           System.nanoTime() / 1_000_000, actorBytes, actorCount, cacheBytes, freshReadings,
-          afterCollection, occupancy));
+          afterCollection, wholeCollection, occupancy));
       apply(decision);
       status = new MemoryStatus(settings.budgetBytes(), actorBytes, decision.actorLimit(),
           cacheBytes, decision.cacheMaximumBytes(), renderedStates.weightBytes(), afterCollection,
@@ -219,7 +242,8 @@ final class MemoryWatch implements AutoCloseable {
       }
     }
     if (decision.collectNow()) {
-      // Refusing, and no collection has shown whether shedding freed enough: find out.
+      // Refusing, and no collection has shown whether shedding freed enough; or a partial
+      // collection left the old generation past the high-water mark, maybe with garbage: find out.
       System.gc();
     }
   }

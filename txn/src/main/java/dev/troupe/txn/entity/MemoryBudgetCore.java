@@ -20,7 +20,11 @@ import dev.troupe.model.Invariants;
  * data). Each collection that leaves it above the shed mark scales the budget down by a quarter
  * (to at most a quarter of itself), passivating actors and shrinking the caches; each one below
  * the resume mark scales it back up by a tenth. One above the refuse mark makes the engine refuse
- * new work until a collection (or the occupancy even before one) is below the resume mark. While
+ * new work until a collection (or the occupancy even before one) is below the resume mark, if it
+ * collected the whole old generation; after a partial one (G1's young, mixed, Remark and Cleanup
+ * pauses, which leave garbage behind) the core first asks for a full collection, at most once per
+ * {@code collectAfterMillis}, and refuses only if that one finds the live data past the mark (or,
+ * if none came within {@code collectAfterMillis}, at the next partial reading past it). While
  * refusing with no collection for {@code collectAfterMillis}, the core asks for one: garbage that
  * no collection cleared would otherwise keep the node refusing with nothing to do.
  *
@@ -94,6 +98,11 @@ public final class MemoryBudgetCore {
    *     with more than the last one carries a fresh {@code occupancyAfterCollectionBytes}
    * @param occupancyAfterCollectionBytes the old generation's occupancy right after its last
    *     collection; negative when there was none yet
+   * @param wholeCollection whether that collection collected the whole old generation (a full
+   *     collection; every old-generation collection of ParallelGC and SerialGC), so that its
+   *     occupancy is the live data; false for G1's young and mixed collections and its Remark and
+   *     Cleanup pauses, after which the old generation may still hold the garbage its marking
+   *     found, which only the mixed collections that follow free
    * @param occupancyBytes the old generation's occupancy now (live data plus garbage)
    */
   public record Reading(
@@ -103,6 +112,7 @@ public final class MemoryBudgetCore {
       long cacheBytes,
       long collections,
       long occupancyAfterCollectionBytes,
+      boolean wholeCollection,
       long occupancyBytes) {}
 
   /**
@@ -114,7 +124,8 @@ public final class MemoryBudgetCore {
    * @param cacheMaximumBytes the object cache's new maximum weight (it evicts down to it)
    * @param renderedMaximumBytes the rendered-state memo's new maximum weight
    * @param refusing whether the engine refuses new work (false after true: recovered)
-   * @param collectNow ask the JVM for a full collection (refusing, and no fresh reading)
+   * @param collectNow ask the JVM for a full collection: refusing with no fresh reading, or to
+   *     find out whether a partial collection's occupancy past the high-water mark is live data
    * @param scalePermille the share of the budget in use, in thousandths (pressure lowers it)
    */
   public record Decision(
@@ -132,6 +143,13 @@ public final class MemoryBudgetCore {
   private long lastCollections;
   /** When the last fresh reading (or request for a collection) was seen. */
   private long lastCollectionMillis = Long.MIN_VALUE;
+  /** When a full collection was last asked for to check a partial one; MIN_VALUE: never. */
+  private long lastConfirmationMillis = Long.MIN_VALUE;
+  /**
+   * When the full collection asked for to check a partial one was asked for, until a whole
+   * collection is read; MIN_VALUE: none waited for.
+   */
+  private long confirmationPendingSinceMillis = Long.MIN_VALUE;
 
   public MemoryBudgetCore(Limits limits) {
     this.limits = limits;
@@ -178,6 +196,7 @@ public final class MemoryBudgetCore {
     }
     boolean fresh = reading.collections() > lastCollections
         && reading.occupancyAfterCollectionBytes() >= 0;
+    boolean confirm = false;
     long afterCollection = reading.occupancyAfterCollectionBytes();
     if (fresh) {
       lastCollections = reading.collections();
@@ -188,7 +207,24 @@ public final class MemoryBudgetCore {
         scalePermille = Math.min(FULL_SCALE_PERMILLE, scalePermille + FULL_SCALE_PERMILLE / 10);
       }
       if (afterCollection > limits.refuseAboveBytes()) {
-        refusing = true;
+        if (reading.wholeCollection()) {
+          refusing = true;
+        } else if (confirmationPendingSinceMillis != Long.MIN_VALUE
+            && reading.nowMillis() - confirmationPendingSinceMillis
+                >= limits.collectAfterMillis()) {
+          // The full collection asked for did not come (a JVM that ignores the request): the
+          // partial readings are all there is.
+          refusing = true;
+        } else {
+          // A partial collection's occupancy bounds the live data from above only: G1's Remark
+          // reads the old generation with every object its marking found dead still in it
+          // (issue 20: a 2 M-record load was refused at a Remark reading of 3.5 GB while 0.45
+          // GB were live). A full collection tells.
+          confirm = true;
+        }
+      }
+      if (reading.wholeCollection()) {
+        confirmationPendingSinceMillis = Long.MIN_VALUE;
       }
     }
     if (refusing && ((fresh && afterCollection < limits.resumeBelowBytes())
@@ -197,7 +233,14 @@ public final class MemoryBudgetCore {
       refusing = false;
     }
     boolean collectNow = false;
-    if (refusing && reading.nowMillis() - lastCollectionMillis >= limits.collectAfterMillis()) {
+    if (confirm && !refusing && confirmationPendingSinceMillis == Long.MIN_VALUE
+        && (lastConfirmationMillis == Long.MIN_VALUE
+            || reading.nowMillis() - lastConfirmationMillis >= limits.collectAfterMillis())) {
+      collectNow = true;
+      lastConfirmationMillis = reading.nowMillis();
+      confirmationPendingSinceMillis = reading.nowMillis();
+    } else if (refusing
+        && reading.nowMillis() - lastCollectionMillis >= limits.collectAfterMillis()) {
       collectNow = true;
       lastCollectionMillis = reading.nowMillis();
     }

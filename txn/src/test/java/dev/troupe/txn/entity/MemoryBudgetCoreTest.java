@@ -28,7 +28,7 @@ class MemoryBudgetCoreTest {
       256 * MB, 290 * MB, 239 * MB, 2000);
 
   private static Reading calm(long nowMillis, long actorBytes, int actorCount, long cacheBytes) {
-    return new Reading(nowMillis, actorBytes, actorCount, cacheBytes, 0, -1, 100 * MB);
+    return new Reading(nowMillis, actorBytes, actorCount, cacheBytes, 0, -1, true, 100 * MB);
   }
 
   @Test
@@ -73,7 +73,7 @@ class MemoryBudgetCoreTest {
     MemoryBudgetCore core = new MemoryBudgetCore(LIMITS);
     Decision before = core.decide(calm(0, 10_000 * 5000L, 10_000, 40 * MB));
     Decision shed = core.decide(new Reading(1000, 10_000 * 5000L, 10_000, 40 * MB, 1,
-        270 * MB, 280 * MB));
+        270 * MB, true, 280 * MB));
     assertEquals(750, shed.scalePermille());
     assertTrue(shed.actorLimit() < before.actorLimit());
     assertTrue(shed.cacheMaximumBytes() < before.cacheMaximumBytes());
@@ -81,32 +81,71 @@ class MemoryBudgetCoreTest {
     assertFalse(shed.refusing(), "shedding first; refusing only past the high-water mark");
     // The same collection read again changes nothing.
     assertEquals(shed, core.decide(new Reading(1500, 10_000 * 5000L, 10_000, 40 * MB, 1,
-        270 * MB, 280 * MB)));
+        270 * MB, true, 280 * MB)));
     Decision calmer = core.decide(new Reading(2000, 10_000 * 5000L, 10_000, 40 * MB, 2,
-        200 * MB, 210 * MB));
+        200 * MB, true, 210 * MB));
     assertEquals(850, calmer.scalePermille());
   }
 
   @Test
   void pastTheHighWaterMarkNewWorkIsRefusedUntilTheHeapIsBelowTheLowWaterMark() {
     MemoryBudgetCore core = new MemoryBudgetCore(LIMITS);
-    assertTrue(core.decide(new Reading(0, 0, 0, 0, 1, 300 * MB, 310 * MB)).refusing());
+    assertTrue(core.decide(new Reading(0, 0, 0, 0, 1, 300 * MB, true, 310 * MB)).refusing());
     // Between the marks: still refusing.
-    assertTrue(core.decide(new Reading(500, 0, 0, 0, 2, 260 * MB, 270 * MB)).refusing());
-    Decision recovered = core.decide(new Reading(1000, 0, 0, 0, 3, 200 * MB, 205 * MB));
+    assertTrue(core.decide(new Reading(500, 0, 0, 0, 2, 260 * MB, true, 270 * MB)).refusing());
+    Decision recovered = core.decide(new Reading(1000, 0, 0, 0, 3, 200 * MB, true, 205 * MB));
     assertFalse(recovered.refusing());
     assertFalse(core.refusing());
+  }
+
+  /**
+   * G1's Remark pause reads the old generation with the garbage its marking found still in it:
+   * past the high-water mark, the core asks for a full collection instead of refusing, and refuses
+   * only when a full collection finds the live data there (issue 20: a 2 M-record load was
+   * refused, every client at once, at a Remark reading of 3.5 GB while 0.45 GB were live).
+   */
+  @Test
+  void aPartialCollectionPastTheHighWaterMarkIsCheckedByAFullOneBeforeRefusing() {
+    MemoryBudgetCore core = new MemoryBudgetCore(LIMITS);
+    Decision remark = core.decide(new Reading(0, 0, 0, 0, 1, 300 * MB, false, 310 * MB));
+    assertFalse(remark.refusing());
+    assertTrue(remark.collectNow(), "a full collection tells what is live");
+    assertEquals(750, remark.scalePermille(), "shedding does not wait for it");
+    // Another partial reading past the mark within the period asks for nothing more.
+    Decision mixed = core.decide(new Reading(1000, 0, 0, 0, 2, 295 * MB, false, 300 * MB));
+    assertFalse(mixed.refusing());
+    assertFalse(mixed.collectNow());
+    // The full collection: little was live, nothing is refused.
+    Decision full = core.decide(new Reading(1500, 0, 0, 0, 3, 60 * MB, true, 60 * MB));
+    assertFalse(full.refusing());
+    assertFalse(full.collectNow());
+    // Past the period, a partial reading past the mark asks again.
+    assertTrue(core.decide(new Reading(4000, 0, 0, 0, 4, 300 * MB, false, 310 * MB))
+        .collectNow());
+    // A full collection that finds the live data past the mark refuses.
+    assertTrue(core.decide(new Reading(4500, 0, 0, 0, 5, 300 * MB, true, 310 * MB)).refusing());
+  }
+
+  /** A JVM that ignores the request (-XX:+DisableExplicitGC): the partial readings decide. */
+  @Test
+  void withoutTheFullCollectionAskedForAPartialReadingPastTheMarkRefusesAfterThePeriod() {
+    MemoryBudgetCore core = new MemoryBudgetCore(LIMITS);
+    assertTrue(core.decide(new Reading(0, 0, 0, 0, 1, 300 * MB, false, 310 * MB)).collectNow());
+    assertFalse(core.decide(new Reading(1000, 0, 0, 0, 2, 300 * MB, false, 310 * MB))
+        .refusing());
+    Decision late = core.decide(new Reading(2500, 0, 0, 0, 3, 300 * MB, false, 310 * MB));
+    assertTrue(late.refusing(), "no full collection within the period");
   }
 
   @Test
   void refusingWithoutACollectionAsksForOneOncePerPeriodAndRecoversOnTheOccupancyNow() {
     MemoryBudgetCore core = new MemoryBudgetCore(LIMITS);
-    core.decide(new Reading(0, 0, 0, 0, 1, 300 * MB, 310 * MB));
-    assertFalse(core.decide(new Reading(1000, 0, 0, 0, 1, 300 * MB, 300 * MB)).collectNow());
-    assertTrue(core.decide(new Reading(2000, 0, 0, 0, 1, 300 * MB, 300 * MB)).collectNow());
-    assertFalse(core.decide(new Reading(3000, 0, 0, 0, 1, 300 * MB, 300 * MB)).collectNow());
-    assertTrue(core.decide(new Reading(4000, 0, 0, 0, 1, 300 * MB, 300 * MB)).collectNow());
-    Decision recovered = core.decide(new Reading(4500, 0, 0, 0, 1, 300 * MB, 230 * MB));
+    core.decide(new Reading(0, 0, 0, 0, 1, 300 * MB, true, 310 * MB));
+    assertFalse(core.decide(new Reading(1000, 0, 0, 0, 1, 300 * MB, true, 300 * MB)).collectNow());
+    assertTrue(core.decide(new Reading(2000, 0, 0, 0, 1, 300 * MB, true, 300 * MB)).collectNow());
+    assertFalse(core.decide(new Reading(3000, 0, 0, 0, 1, 300 * MB, true, 300 * MB)).collectNow());
+    assertTrue(core.decide(new Reading(4000, 0, 0, 0, 1, 300 * MB, true, 300 * MB)).collectNow());
+    Decision recovered = core.decide(new Reading(4500, 0, 0, 0, 1, 300 * MB, true, 230 * MB));
     assertFalse(recovered.refusing(), "the occupancy now bounds the live data");
     assertFalse(recovered.collectNow());
   }
@@ -155,24 +194,28 @@ class MemoryBudgetCoreTest {
     long now = random.nextInt(1000);
     long collections = 0;
     long afterCollection = -1;
+    boolean whole = true;
     for (int step = 0; step < 200; step++) {
       now += random.nextInt(2000);
       if (random.nextInt(3) == 0) {
         collections += 1 + random.nextInt(3);
         afterCollection = random.nextLong(old);
+        whole = random.nextBoolean();
       }
       int actors = random.nextInt(200_000);
       long actorBytes = actors == 0 ? 0 : actors * (limits.actorOverheadBytes()
           + random.nextInt(20_000));
       long occupancy = Math.max(0, afterCollection) + random.nextLong(old / 2);
       readings.add(new Reading(now, actorBytes, actors, random.nextLong(budget), collections,
-          afterCollection, occupancy));
+          afterCollection, whole, occupancy));
     }
     List<Decision> first = run(limits, readings);
     assertEquals(first, run(limits, readings), "deterministic");
     boolean refusing = false;
     long lastCollections = 0;
     long lastCollectMillis = Long.MIN_VALUE;
+    long lastConfirmMillis = Long.MIN_VALUE;
+    long confirmPendingSince = Long.MIN_VALUE;
     int scale = 1000;
     for (int i = 0; i < readings.size(); i++) {
       Reading reading = readings.get(i);
@@ -207,19 +250,39 @@ class MemoryBudgetCoreTest {
         assertTrue(decision.scalePermille() >= scale);
       }
       if (decision.refusing() && !refusing) {
-        assertTrue(fresh && reading.occupancyAfterCollectionBytes() > limits.refuseAboveBytes(),
-            "refusing starts only at a collection above the high-water mark");
+        assertTrue(fresh && reading.occupancyAfterCollectionBytes() > limits.refuseAboveBytes()
+                && (reading.wholeCollection() || (confirmPendingSince != Long.MIN_VALUE
+                    && reading.nowMillis() - confirmPendingSince >= limits.collectAfterMillis())),
+            "refusing starts only at a collection above the high-water mark: a whole one, or a"
+                + " partial one when the full collection asked for did not come in time");
       }
       if (!decision.refusing() && refusing) {
         assertTrue(reading.occupancyBytes() < limits.resumeBelowBytes()
             || (fresh && reading.occupancyAfterCollectionBytes() < limits.resumeBelowBytes()),
             "refusing ends only below the low-water mark");
       }
-      if (decision.collectNow()) {
-        assertTrue(decision.refusing(), "a collection is asked for only while refusing");
+      boolean confirming = fresh && !reading.wholeCollection() && !decision.refusing()
+          && reading.occupancyAfterCollectionBytes() > limits.refuseAboveBytes();
+      if (fresh && reading.wholeCollection()) {
+        confirmPendingSince = Long.MIN_VALUE;
+      }
+      if (decision.collectNow() && confirming) {
+        // A partial collection past the mark: a full one is asked for to tell, once per period.
+        assertTrue(confirmPendingSince == Long.MIN_VALUE && (lastConfirmMillis == Long.MIN_VALUE
+            || reading.nowMillis() - lastConfirmMillis >= limits.collectAfterMillis()));
+        lastConfirmMillis = reading.nowMillis();
+        confirmPendingSince = reading.nowMillis();
+      } else if (decision.collectNow()) {
+        assertTrue(decision.refusing(), "a collection is asked for only while refusing, or to"
+            + " check a partial collection past the high-water mark");
         assertTrue(lastCollectMillis == Long.MIN_VALUE
             || reading.nowMillis() - lastCollectMillis >= limits.collectAfterMillis());
         lastCollectMillis = reading.nowMillis();
+      } else if (confirming) {
+        assertTrue(confirmPendingSince != Long.MIN_VALUE || (lastConfirmMillis != Long.MIN_VALUE
+            && reading.nowMillis() - lastConfirmMillis < limits.collectAfterMillis()),
+            "a partial collection past the mark asks for a full one unless one is awaited or was"
+                + " just asked for");
       }
       if (fresh) {
         lastCollectMillis = reading.nowMillis();
