@@ -93,6 +93,7 @@ final class MemoryWatch implements AutoCloseable {
           oldCollectors.add(collector);
           if (!PARTIAL_COLLECTORS.contains(collector.getName())) {
             wholeCollectors.add(collector);
+            lastWholeCollectionCount += Math.max(0, collector.getCollectionCount());
           }
         }
       }

@@ -218,13 +218,13 @@ public final class MemoryBudgetCore {
         } else {
           // A partial collection's occupancy bounds the live data from above only: G1's Remark
           // reads the old generation with every object its marking found dead still in it
-          // (issue 20: a 2 M-record load was refused at a Remark reading of 3.5 GB while 0.45
-          // GB were live). A full collection tells.
+          // (issue 20: a 2 M-record load was refused at a Remark reading of 3.5 GB; a full
+          // collection earlier in the load had found 0.43 GB live). A full collection tells.
           confirm = true;
         }
       }
-      if (reading.wholeCollection()) {
-        confirmationPendingSinceMillis = Long.MIN_VALUE;
+      if (reading.wholeCollection() || afterCollection <= limits.refuseAboveBytes()) {
+        confirmationPendingSinceMillis = Long.MIN_VALUE; // answered, or no longer a question
       }
     }
     if (refusing && ((fresh && afterCollection < limits.resumeBelowBytes())
