@@ -1,6 +1,7 @@
 package dev.troupe.server;
 
 import dev.troupe.storage.RocksDisk;
+import dev.troupe.storage.RocksDiskSettings;
 import java.io.IOException;
 import java.io.RandomAccessFile;
 import java.nio.file.Files;
@@ -49,12 +50,34 @@ final class Damage {
    */
   static Path tableFile(Path directory, String columnFamily) throws Exception {
     Path file;
-    try (RocksDisk disk = RocksDisk.open(directory)) {
+    // Without journal blob files, so that the journal's records land in its table files too.
+    try (RocksDisk disk = RocksDisk.open(directory,
+        RocksDiskSettings.defaults().withJournalBlobMinBytes(0))) {
       disk.flushMemtables();
       file = disk.tableFiles().stream()
           .filter(table -> table.columnFamily().equals(columnFamily))
           .max((a, b) -> Long.compare(a.sizeBytes(), b.sizeBytes()))
           .orElseThrow(() -> new AssertionError("no table file of " + columnFamily)).path();
+    }
+    flip(file, Files.size(file) / 3, 64);
+    return file;
+  }
+
+  /**
+   * Moves the stopped store's data out of its write-ahead log, the journal's records (of the
+   * default blob threshold or more, as {@link #fill}'s are) into a blob file, then flips 64 bytes a
+   * third of the way into the largest blob file: one record in the middle of the journal. Returns
+   * the file.
+   */
+  static Path journalBlobFile(Path directory) throws Exception {
+    try (RocksDisk disk = RocksDisk.open(directory, RocksDiskSettings.defaults())) {
+      disk.flushMemtables();
+    }
+    Path file;
+    try (Stream<Path> files = Files.list(directory)) {
+      file = files.filter(path -> path.toString().endsWith(".blob"))
+          .max((a, b) -> Long.compare(a.toFile().length(), b.toFile().length()))
+          .orElseThrow(() -> new AssertionError("no journal blob file in " + directory));
     }
     flip(file, Files.size(file) / 3, 64);
     return file;

@@ -28,13 +28,35 @@ class StorageFaultTest {
   @Test
   void aDamagedTableFileAnswersCorruptDataAndIsNeverWrittenOver() throws Exception {
     Path directory = data.resolve("node");
-    try (ServerProcess server = ServerProcess.start(directory, NO_ROUNDS)) {
+    // Without journal blob files: the records live in the journal's table files.
+    String[] settings = {NO_ROUNDS[0], NO_ROUNDS[1],
+        "troupe.storage.rocksdb.journal-blob-min-bytes=0"};
+    try (ServerProcess server = ServerProcess.start(directory, settings)) {
       Damage.fill(server);
     }
     // Leave the data in table files (not only in the write-ahead log), then damage the journal's.
     Damage.tableFile(directory, "journal");
+    assertDamageAnsweredAndNeverWrittenOver(directory, settings);
+  }
 
+  /** The same damage where the journal's records live by default: a blob file (issue 20). */
+  @Test
+  void aDamagedJournalBlobFileAnswersCorruptDataAndIsNeverWrittenOver() throws Exception {
+    Path directory = data.resolve("node");
     try (ServerProcess server = ServerProcess.start(directory, NO_ROUNDS)) {
+      Damage.fill(server);
+    }
+    Damage.journalBlobFile(directory);
+    assertDamageAnsweredAndNeverWrittenOver(directory, NO_ROUNDS);
+  }
+
+  /**
+   * Reads of the damaged entities answer corrupt_data, the others their value; a write never
+   * re-creates a damaged entity; readiness, /metrics and the log say so.
+   */
+  private static void assertDamageAnsweredAndNeverWrittenOver(Path directory, String[] settings)
+      throws Exception {
+    try (ServerProcess server = ServerProcess.start(directory, settings)) {
       assertEquals(200, server.get("/v1/health/ready").status(), "nothing read yet");
       List<Integer> damaged = new ArrayList<>();
       for (int i = 0; i < Damage.ENTITIES; i++) {
@@ -47,7 +69,7 @@ class StorageFaultTest {
           damaged.add(i);
         }
       }
-      assertTrue(!damaged.isEmpty(), "damage in the middle of the journal's table went unnoticed");
+      assertTrue(!damaged.isEmpty(), "damage in the middle of the journal went unnoticed");
       int victim = damaged.get(0);
       // A write must not re-create the entity over its acknowledged key.
       Answer write = server.send("PUT", "/v1/entities/Acct/a" + victim + "/keys/other", "1");

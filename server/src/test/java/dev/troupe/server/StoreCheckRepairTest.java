@@ -88,8 +88,10 @@ class StoreCheckRepairTest {
   @Test
   void aDamagedJournalIsReportedAsNotRepairable() throws Exception {
     Path directory = data.resolve("node");
+    // Without journal blob files, the records live in the journal's table files.
     try (ServerProcess server = ServerProcess.start(directory,
-        "troupe.storage.partitions=1", "troupe.storage.checkpoint-interval-millis=3600000")) {
+        "troupe.storage.partitions=1", "troupe.storage.checkpoint-interval-millis=3600000",
+        "troupe.storage.rocksdb.journal-blob-min-bytes=0")) {
       Damage.fill(server);
     }
     Damage.tableFile(directory, "journal");
