@@ -456,12 +456,14 @@ final class YcsbBenchmark extends Benchmark {
     /** The token the {@code authenticated} and {@code secured} targets require, minted per run. */
     private final SecuredAccess securedAccess = SecuredAccess.mint();
     private PostgresInstance postgres;
-    private final Map<Target, Path> dataDirectories = new LinkedHashMap<>();
+    /** Where the Troupe sides keep their data directories ({@link #troupeDataDirectory}). */
+    private TemporaryDirectory work;
 
     static Servers start(List<Target> targets, TemporaryDirectory work, Integer postgresPoolSize,
         int sharedBuffersMegabytes, List<String> jvmFlags, BenchReport report)
         throws Exception {
       Servers servers = new Servers();
+      servers.work = work;
       try {
         for (Target target : targets) {
           // Troupe's sides run with the fixed admission limit only, as SmallBank's REST side
@@ -469,7 +471,7 @@ final class YcsbBenchmark extends Benchmark {
           // larger than the object cache the adaptive limits refused 27 % of 64 clients' cold
           // reads with 429 (issue 20, BENCHMARKS "larger than memory"), which YCSB counts as
           // failed operations inside the throughput. Shedding is bench overload's to measure.
-          Path data = work.resolve(target + "-data"); // a Troupe side's data directory
+          Path data = servers.troupeDataDirectory(target);
           TroupeProcess process = switch (target) {
             case troupe -> TroupeProcess.start(data,
                 work.resolve("troupe.log"), jvmFlags, List.of(RestSmallBank.FIXED_ADMISSION));
@@ -495,9 +497,6 @@ final class YcsbBenchmark extends Benchmark {
                 jvmFlags);
           };
           servers.processes.put(target, process);
-          if (!target.isPostgres() && target != Target.bare) {
-            servers.dataDirectories.put(target, data);
-          }
           process.awaitHealthy(START_TIMEOUT);
           if (target == Target.authenticated || target == Target.secured) {
             servers.checkRefusesAnonymous(process);
@@ -516,10 +515,15 @@ final class YcsbBenchmark extends Benchmark {
      */
     Path dataDirectory(Target target) {
       return switch (target) {
-        case troupe, authenticated, secured -> dataDirectories.get(target);
+        case troupe, authenticated, secured -> troupeDataDirectory(target);
         case postgres, postgres_rc -> postgres.dataDirectory();
         case bare -> throw new IllegalArgumentException("the bare ceiling keeps no data");
       };
+    }
+
+    /** A Troupe side's data directory (unused for the other targets). */
+    private Path troupeDataDirectory(Target target) {
+      return work.resolve(target + "-data");
     }
 
     /** Fails the run unless the secured target really refuses a request without its token. */

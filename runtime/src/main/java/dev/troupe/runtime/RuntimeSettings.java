@@ -361,26 +361,24 @@ public record RuntimeSettings(
 
   /** {@code troupe.storage.rocksdb}: how the embedded RocksDB reads data larger than memory. */
   static RocksDiskSettings rocksDisk(Config rocksdb) {
-    long blockCacheBytes;
-    try {
-      blockCacheBytes = rocksdb.getBytes("block-cache-bytes");
-    } catch (com.typesafe.config.ConfigException.BadValue e) {
-      throw new IllegalArgumentException("troupe.storage.rocksdb.block-cache-bytes must be 0"
-          + " (automatic) or a positive size in bytes (e.g. 512M): " + e.getMessage(), e);
-    }
-    long journalBlobMinBytes;
-    try {
-      journalBlobMinBytes = rocksdb.getBytes("journal-blob-min-bytes");
-    } catch (com.typesafe.config.ConfigException.BadValue e) {
-      throw new IllegalArgumentException("troupe.storage.rocksdb.journal-blob-min-bytes must be 0"
-          + " (no blob files) or a size in bytes (e.g. 256): " + e.getMessage(), e);
-    }
     return RocksDiskSettings.of(
-        blockCacheBytes,
+        rocksDbBytes(rocksdb, "block-cache-bytes", "0 (automatic) or a positive size in bytes"
+            + " (e.g. 512M)"),
         rocksdb.getInt("bloom-bits-per-key"),
         rocksdb.getInt("bloom-prefix-bytes"),
         rocksdb.getBoolean("cache-index-and-filter-blocks"),
-        journalBlobMinBytes);
+        rocksDbBytes(rocksdb, "journal-blob-min-bytes", "0 (no blob files) or a size in bytes"
+            + " (e.g. 256)"));
+  }
+
+  /** A size setting of {@code troupe.storage.rocksdb}; a value that is no size is refused. */
+  private static long rocksDbBytes(Config rocksdb, String name, String expected) {
+    try {
+      return rocksdb.getBytes(name);
+    } catch (com.typesafe.config.ConfigException.BadValue e) {
+      throw new IllegalArgumentException("troupe.storage.rocksdb." + name + " must be " + expected
+          + ": " + e.getMessage(), e);
+    }
   }
 
   /**

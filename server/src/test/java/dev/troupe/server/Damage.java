@@ -73,23 +73,23 @@ final class Damage {
     try (RocksDisk disk = RocksDisk.open(directory, RocksDiskSettings.defaults())) {
       disk.flushMemtables();
     }
-    Path file;
-    try (Stream<Path> files = Files.list(directory)) {
-      file = files.filter(path -> path.toString().endsWith(".blob"))
-          .max((a, b) -> Long.compare(a.toFile().length(), b.toFile().length()))
-          .orElseThrow(() -> new AssertionError("no journal blob file in " + directory));
-    }
+    Path file = largestFile(directory, ".blob");
     flip(file, Files.size(file) / 3, 64);
     return file;
   }
 
+  /** The largest file in {@code directory} whose name ends with {@code suffix}. */
+  private static Path largestFile(Path directory, String suffix) throws IOException {
+    try (Stream<Path> files = Files.list(directory)) {
+      return files.filter(path -> path.toString().endsWith(suffix))
+          .max((a, b) -> Long.compare(a.toFile().length(), b.toFile().length()))
+          .orElseThrow(() -> new AssertionError("no " + suffix + " file in " + directory));
+    }
+  }
+
   /** Flips 16 bytes in the middle of the largest write-ahead-log file. Returns the file. */
   static Path writeAheadLog(Path directory) throws IOException {
-    Path log;
-    try (Stream<Path> files = Files.list(directory)) {
-      log = files.filter(path -> path.toString().endsWith(".log"))
-          .max((a, b) -> Long.compare(a.toFile().length(), b.toFile().length())).orElseThrow();
-    }
+    Path log = largestFile(directory, ".log");
     if (Files.size(log) < 100_000) {
       throw new AssertionError("the writes are not in the log: " + Files.size(log) + " bytes");
     }

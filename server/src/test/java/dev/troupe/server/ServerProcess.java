@@ -177,11 +177,12 @@ public final class ServerProcess implements AutoCloseable {
    *
    * <p>Why: the server module's tests start over 150 servers (153 in one suite run) and more
    * JVMs for CLI commands, and each one loaded and verified the same few thousand classes again:
-   * 2.2 s to "listening" without an archive, 1.2 s with one (the fat jar, on the 2-core machine). The JVM cannot archive classes from a directory, so the
-   * class directories on the test class path ({@code target/classes}, {@code target/test-classes})
-   * are packed into jars first; then one server is started with {@code -XX:ArchiveClassesAtExit},
-   * used (a write and a read), and stopped, which writes the archive every later JVM maps. If any
-   * step fails the JVMs run as before, without an archive: slower, never wrong.
+   * 2.2 s to "listening" without an archive, 1.2 s with one (the fat jar, on the 2-core machine).
+   * The JVM cannot archive classes from a directory, so the class directories on the test class
+   * path ({@code target/classes}, {@code target/test-classes}) are packed into jars first; then
+   * one server is started with {@code -XX:ArchiveClassesAtExit}, used (a write and a read), and
+   * stopped, which writes the archive every later JVM maps. If any step fails the JVMs run as
+   * before, without an archive: slower, never wrong.
    */
   private record SpawnedJvm(String classPath, List<String> classDataSharingOptions) {}
 

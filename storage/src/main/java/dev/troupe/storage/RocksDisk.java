@@ -64,10 +64,10 @@ import org.rocksdb.WriteOptions;
  * records. With the records in the table files, a load of 200,000 1 KB records wrote 2.9 GB to
  * the device, 0.8 GB of it compaction rewriting journal records that truncation was about to
  * delete: the journal's level-0 files span every partition, so each compaction rewrote its whole
- * last level. With blob files the load wrote 28-30 % less. Journal records are truncated in the order they were written (a range deletion per
- * partition), so once compaction has dropped the keys of every record of a blob file, RocksDB
- * deletes the file. Reads are unchanged but for the extra read of the blob file; the blob's own
- * checksum is verified like a block's.
+ * last level. With blob files the load wrote 28-30 % less. Journal records are truncated in the
+ * order they were written (a range deletion per partition), so once compaction has dropped the
+ * keys of every record of a blob file, RocksDB deletes the file. Reads are unchanged but for the
+ * extra read of the blob file; the blob's own checksum is verified like a block's.
  *
  * <p>Integrity on reads: every read verifies block checksums ({@code verify_checksums}, set
  * explicitly), and a read or a cursor that meets a RocksDB {@code Corruption} status throws {@link

@@ -39,8 +39,8 @@ public record RocksDiskSettings(
 
   /**
    * The default {@code journal-blob-min-bytes}: a record that assigns a value of a few hundred
-   * bytes or more (a 1 KB YCSB insert is about 1.1 KB) goes to a blob file; a counter increment or
-   * a short update (100-200 bytes) stays with its key, where a blob reference would save little.
+   * bytes or more (a 1 KB YCSB insert) goes to a blob file; a counter increment or a short update
+   * (YCSB A's one 100-byte field) stays with its key, where a blob reference would save little.
    */
   public static final long DEFAULT_JOURNAL_BLOB_MIN_BYTES = 256;
 

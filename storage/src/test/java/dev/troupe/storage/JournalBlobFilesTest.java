@@ -44,7 +44,7 @@ class JournalBlobFilesTest {
     return new EntityId("Doc", "d" + i);
   }
 
-  /** The value entity {@code i} holds after {@code generation}: about 1 KB, or 20 bytes if small. */
+  /** Entity {@code i}'s value after {@code generation}: about 1 KB, or a few bytes if small. */
   private static String value(int i, int generation, boolean large) {
     String head = "v" + generation + "-" + i + "-";
     return large ? head + "x".repeat(1000) : head;
@@ -121,7 +121,7 @@ class JournalBlobFilesTest {
         settings(RocksDiskSettings.DEFAULT_JOURNAL_BLOB_MIN_BYTES), clock)) {
       write(store, 1, false);
       flush(store);
-      assertEquals(List.of(), blobFiles(), "records of about 80 bytes");
+      assertEquals(List.of(), blobFiles(), "records far under 256 bytes");
       assertValues(store, 1, false);
     }
   }
