@@ -157,6 +157,7 @@ public final class EntityRegistry extends AbstractBehavior<EntityRegistry.Comman
           yield List.of();
         }
         incarnations.remove(stopped.entity());
+        metrics.recordPassivation();
         yield core.stopped(stopped.entity());
       }
     };
@@ -230,5 +231,6 @@ public final class EntityRegistry extends AbstractBehavior<EntityRegistry.Comman
                 DispatcherSelector.fromConfig("troupe-entity-dispatcher"));
     getContext().watchWith(incarnation, new IncarnationStopped(entity, incarnation));
     incarnations.put(entity, incarnation);
+    metrics.recordActivation();
   }
 }

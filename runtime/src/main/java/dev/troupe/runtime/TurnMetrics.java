@@ -11,7 +11,8 @@ import org.HdrHistogram.Recorder;
 
 /**
  * Engine-side counters: turns by outcome, the turn latency histogram (HdrHistogram, measured from
- * the caller's request to its answer), and active entity actors with their estimated bytes.
+ * the caller's request to its answer), active entity actors with their estimated bytes, and how
+ * many actors were started and stopped.
  * Thread-safe; cheap to record.
  */
 public final class TurnMetrics {
@@ -22,6 +23,8 @@ public final class TurnMetrics {
   private final Histogram cumulativeLatencyMicros = new Histogram(3);
   private final Map<String, Integer> activeEntitiesByRegistry = new ConcurrentHashMap<>();
   private final LongAdder actorBytes = new LongAdder();
+  private final LongAdder activations = new LongAdder();
+  private final LongAdder passivations = new LongAdder();
 
   public TurnMetrics() {
     for (ErrorCode code : ErrorCode.values()) {
@@ -54,6 +57,26 @@ public final class TurnMetrics {
   /** An actor started (positive), was re-weighed, or stopped (negative): its estimated bytes. */
   void addActorBytes(long delta) {
     actorBytes.add(delta);
+  }
+
+  /** An entity actor was started (its entity activated). */
+  void recordActivation() {
+    activations.increment();
+  }
+
+  /** An entity actor stopped (its entity passivated, or its actor ended otherwise). */
+  void recordPassivation() {
+    passivations.increment();
+  }
+
+  /** Entity actors started since the node started: how often entities were activated. */
+  public long activations() {
+    return activations.sum();
+  }
+
+  /** Entity actors stopped since the node started. */
+  public long passivations() {
+    return passivations.sum();
   }
 
   /** The estimated bytes of the active actors: their states plus a fixed overhead each. */

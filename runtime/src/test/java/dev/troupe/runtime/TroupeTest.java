@@ -79,17 +79,20 @@ class TroupeTest {
       }
       CompletableFuture.allOf(inserts.toArray(CompletableFuture[]::new)).join();
       assertTrue(troupe.turnMetrics().activeEntities() > 1, "the inserts' actors are active");
+      assertEquals(41, troupe.turnMetrics().activations(), "one activation per entity");
       long deadline = System.nanoTime() + 10_000_000_000L;
       while (troupe.turnMetrics().activeEntities() > 1 && System.nanoTime() < deadline) {
         Thread.sleep(20);
       }
       // Only the entity written twice is left: the others went long before the idle period.
       assertEquals(1, troupe.turnMetrics().activeEntities());
+      assertEquals(40, troupe.turnMetrics().passivations(), "each once-used actor stopped once");
       for (int entity = 0; entity < 40; entity++) {
         assertEquals(entity, troupe.get(new EntityId("Item", "once" + entity)).join().state()
             .get("r").asLong());
       }
       troupe.assign(new EntityId("Item", "once3"), "s", LongNode.valueOf(9)).join();
+      assertEquals(42, troupe.turnMetrics().activations(), "a passivated entity comes back");
       assertEquals(2, troupe.get(new EntityId("Item", "once3")).join().state().size());
       assertEquals(2, troupe.get(hot).join().state().size());
     }

@@ -158,5 +158,12 @@ public class RestEndToEndTest {
         .filter(l -> l.startsWith("troupe_commits_total ")).findFirst().orElseThrow()
         .split(" ")[1]);
     assertTrue(commits >= 2, "at least the type definition and one write committed");
+    // The write activated its entity's actor (the type definition may have activated one more).
+    long activations = Long.parseLong(metrics.text().lines()
+        .filter(l -> l.startsWith("troupe_entity_activations_total ")).findFirst().orElseThrow()
+        .split(" ")[1]);
+    assertTrue(activations >= 1, "the write's entity was activated: " + activations);
+    assertTrue(metrics.text().contains("troupe_entity_passivations_total "),
+        "passivations are counted");
   }
 }

@@ -115,6 +115,11 @@ final class PrometheusMetrics {
           storage.files().pendingCompactionBytes());
     }
     gauge(out, "troupe_active_entities", "Entity actors in memory.", turns.activeEntities());
+    counter(out, "troupe_entity_activations_total",
+        "Entity actors started (entities activated by a message).", turns.activations());
+    counter(out, "troupe_entity_passivations_total",
+        "Entity actors stopped (passivated: idle, once used, or past the actor limit).",
+        turns.passivations());
     memory(out, troupe.memoryStatus());
     TransactionMetrics transactions = troupe.transactionMetrics();
     out.append("# HELP troupe_transactions_total Multi-entity transactions answered, by outcome"
