@@ -225,6 +225,7 @@ final class YcsbBenchmark extends Benchmark {
         }
         Properties properties = YcsbWorkloads.properties(workloads.get(0), records);
         servers.address(each, properties);
+        long activationsBefore = servers.entityActivations(each);
         YcsbRunner.PhaseResult loaded;
         try (ProgressBar progress = ProgressBars.start("load " + each, records, "records", 1)) {
           loaded = YcsbRunner.load(properties, threads, databases(), progress,
@@ -238,6 +239,11 @@ final class YcsbBenchmark extends Benchmark {
         report.result("load/" + each, "data_directory_bytes_per_record",
             (double) directoryBytes(servers.dataDirectory(each)) / Math.max(1,
                 loaded.transactions()));
+        if (activationsBefore >= 0) {
+          report.result("load/" + each, "entity_activations_per_record",
+              (double) (servers.entityActivations(each) - activationsBefore)
+                  / Math.max(1, loaded.transactions()));
+        }
         if (loaded.failureCount() > 0 || loaded.transactions() != records) {
           report.failure("loading " + each + " inserted " + loaded.transactions() + " of "
               + records + " records; failures: " + loaded.failures());
@@ -255,6 +261,8 @@ final class YcsbBenchmark extends Benchmark {
         long retriesBefore = servers.postgresRetries();
         Map<Target, List<YcsbRunner.PhaseResult>> byTarget = new LinkedHashMap<>();
         Map<Target, Double> idleWaitSeconds = new LinkedHashMap<>();
+        // Entity actors the Troupe side started during its measured rounds (entityActivations).
+        Map<Target, Long> activations = new LinkedHashMap<>();
         targets.forEach(each -> {
           byTarget.put(each, new ArrayList<>());
           idleWaitSeconds.put(each, 0.0);
@@ -284,10 +292,15 @@ final class YcsbBenchmark extends Benchmark {
                 properties.setProperty("requestdistribution", requestDistribution);
               }
               servers.address(each, properties);
+              long activationsBefore = measured ? servers.entityActivations(each) : -1;
               YcsbRunner.PhaseResult result = YcsbRunner.transactions(properties, threads,
                   databases(), warmup, measurement, progress,
                   measured ? servers.cpu(each) : CpuMeter.NONE,
                   measured ? DiskMeter.MACHINE : DiskMeter.NONE);
+              if (activationsBefore >= 0) {
+                activations.merge(each, servers.entityActivations(each) - activationsBefore,
+                    Long::sum);
+              }
               if (measured) {
                 byTarget.get(each).add(result);
                 idleWaitSeconds.merge(each, idled.waitedSeconds(), Double::sum);
@@ -307,6 +320,15 @@ final class YcsbBenchmark extends Benchmark {
         summarize(report, workload, byTarget, workloads.size() == 1);
         idleWaitSeconds.forEach((each, seconds) -> report.result(
             workload.name() + "/" + each, "idle_wait_seconds", seconds));
+        activations.forEach((each, started) -> {
+          // The counter is read around a whole round, its warm-up seconds included, so the
+          // round's operations are estimated at its measured rate over those seconds too.
+          double operations = byTarget.get(each).stream()
+              .mapToDouble(result -> result.throughputPerSecond() * millisPerPhase / 1000.0)
+              .sum();
+          report.result(workload.name() + "/" + each, "entity_activations_per_operation",
+              started / Math.max(1.0, operations));
+        });
         if (byTarget.containsKey(Target.postgres) || byTarget.containsKey(Target.postgres_rc)) {
           // Both baselines' retries: READ COMMITTED has no serialization failures, only deadlocks.
           report.result(workload.name() + "/postgres", "serialization_retries",
@@ -594,6 +616,28 @@ final class YcsbBenchmark extends Benchmark {
       }
       if (target == Target.secured) {
         properties.setProperty(RestEntityDb.IDEMPOTENCY_KEYS_PROPERTY, "true");
+      }
+    }
+
+    /**
+     * Entity actors the {@code troupe} side has started so far (its {@code /metrics} counter
+     * {@code troupe_entity_activations_total}); -1 for every other target. Each write to an
+     * entity with no actor starts one, so per operation it tells how often writes reach entities
+     * not written recently (docs/OPERATIONS.md, "Sizing a node's memory").
+     */
+    long entityActivations(Target target) throws java.io.IOException {
+      if (target != Target.troupe) {
+        return -1;
+      }
+      try (HttpConnection connection = processes.get(target).connect()) {
+        HttpConnection.Response response = connection.get("/metrics");
+        double started = PrometheusText.value(response.text(),
+            "troupe_entity_activations_total", -1);
+        if (response.status() != 200 || started < 0) {
+          throw new BenchmarkException("Troupe's /metrics answered " + response.status() + ": "
+              + response.text());
+        }
+        return (long) started;
       }
     }
 

@@ -39,6 +39,13 @@ class YcsbBenchmarkTest {
     }
     BenchmarkRuns.assertPositiveResults(report, "a/troupe", "update_p95_milliseconds");
     BenchmarkRuns.assertPositiveResults(report, "load/troupe", "records_per_second");
+    // Every insert reaches an entity with no actor: one activation per record loaded.
+    assertEquals(1.0, report.path("results").path("load/troupe")
+        .path("entity_activations_per_record").asDouble(), 0.01, report.toString());
+    assertTrue(report.path("results").path("a/troupe")
+        .path("entity_activations_per_operation").asDouble(-1) >= 0, report.toString());
+    assertTrue(report.path("results").path("a/postgres")
+        .path("entity_activations_per_operation").isMissingNode(), report.toString());
     BenchmarkRuns.assertPositiveResults(report, "load/postgres", "records_per_second");
     // Both sides sync their commits: a load makes the machine's disk write (issue 20's write
     // amplification figure, per record), unless the temporary files live in memory (tmpfs).
