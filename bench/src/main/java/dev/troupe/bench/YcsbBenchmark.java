@@ -626,19 +626,8 @@ final class YcsbBenchmark extends Benchmark {
      * not written recently (docs/OPERATIONS.md, "Sizing a node's memory").
      */
     long entityActivations(Target target) throws java.io.IOException {
-      if (target != Target.troupe) {
-        return -1;
-      }
-      try (HttpConnection connection = processes.get(target).connect()) {
-        HttpConnection.Response response = connection.get("/metrics");
-        double started = PrometheusText.value(response.text(),
-            "troupe_entity_activations_total", -1);
-        if (response.status() != 200 || started < 0) {
-          throw new BenchmarkException("Troupe's /metrics answered " + response.status() + ": "
-              + response.text());
-        }
-        return (long) started;
-      }
+      return target == Target.troupe
+          ? counter(processes.get(target), "troupe_entity_activations_total") : -1;
     }
 
     /**
@@ -647,19 +636,17 @@ final class YcsbBenchmark extends Benchmark {
      */
     long postgresRetries() throws java.io.IOException {
       TroupeProcess baseline = processes.get(Target.postgres);
-      if (baseline == null) {
-        return 0;
+      return baseline == null ? 0 : counter(baseline, "postgres_serialization_retries_total");
+    }
+
+    /** The counter {@code name} of the server's {@code /metrics}; a missing one is an error. */
+    private static long counter(TroupeProcess server, String name) throws java.io.IOException {
+      String metrics = ClusterBenchmark.metricsOf(server);
+      double value = PrometheusText.value(metrics, name, -1);
+      if (value < 0) {
+        throw new BenchmarkException("/metrics has no " + name + ": " + metrics);
       }
-      try (HttpConnection connection = baseline.connect()) {
-        HttpConnection.Response response = connection.get("/metrics");
-        java.util.regex.Matcher matcher = java.util.regex.Pattern
-            .compile("(?m)^postgres_serialization_retries_total (\\d+)$").matcher(response.text());
-        if (response.status() != 200 || !matcher.find()) {
-          throw new BenchmarkException("the PostgreSQL baseline's /metrics answered "
-              + response.status() + ": " + response.text());
-        }
-        return Long.parseLong(matcher.group(1));
-      }
+      return (long) value;
     }
 
     @Override
