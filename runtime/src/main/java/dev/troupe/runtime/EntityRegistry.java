@@ -124,8 +124,11 @@ public final class EntityRegistry extends AbstractBehavior<EntityRegistry.Comman
     this.settings = settings;
     this.fatalErrorHandler = fatalErrorHandler;
     this.metrics = metrics;
+    int remembered = settings.rememberedOnceUsedEntities();
     this.core = new ActivationCore<>(maxActive, settings.turnLimits().maxQueuedTurnsPerEntity(),
-        settings.passivateOnceUsedAfterMillis());
+        settings.passivateOnceUsedAfterMillis(),
+        remembered == 0 ? 0 : Math.max(1, remembered / settings.storage().partitions()),
+        settings.passivateAfterIdleMillis());
   }
 
   @Override
@@ -149,7 +152,7 @@ public final class EntityRegistry extends AbstractBehavior<EntityRegistry.Comman
     List<Effect<EntityActor.Routed>> effects = switch (command) {
       case Route route -> core.deliver(route.entity(), route.message(), nowMillis());
       case SweepOnceUsed ignored -> core.sweep(nowMillis());
-      case PassivationWanted wanted -> core.passivationWanted(wanted.entity());
+      case PassivationWanted wanted -> core.passivationWanted(wanted.entity(), nowMillis());
       case LimitActive limit -> core.limitActive(limit.maxActive());
       case IncarnationStopped stopped -> {
         // Only the current incarnation's end matters; an older one's end was already handled.

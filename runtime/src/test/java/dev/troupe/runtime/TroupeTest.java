@@ -93,6 +93,11 @@ class TroupeTest {
       }
       troupe.assign(new EntityId("Item", "once3"), "s", LongNode.valueOf(9)).join();
       assertEquals(42, troupe.turnMetrics().activations(), "a passivated entity comes back");
+      // Remembered (remembered-once-used-entities): used again, it is an ordinary actor now and
+      // outlives three once-used periods (without the memory it would go after one).
+      Thread.sleep(1_500);
+      assertEquals(2, troupe.turnMetrics().activeEntities(), "once3 stays, used again");
+      assertEquals(40, troupe.turnMetrics().passivations());
       assertEquals(2, troupe.get(new EntityId("Item", "once3")).join().state().size());
       assertEquals(2, troupe.get(hot).join().state().size());
     }

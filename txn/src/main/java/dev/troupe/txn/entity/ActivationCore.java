@@ -5,6 +5,7 @@ import dev.troupe.model.Invariants;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -29,6 +30,16 @@ import java.util.Map;
  * {@link #touched}) makes the entity an ordinary active one, under the idle check alone. The sweep
  * only asks: an actor with work in flight (a prepared part awaiting its decision) is never told to
  * stop by it.
+ *
+ * <p><b>Remembered.</b> An entity the sweep passivated is remembered (at most {@code
+ * maxRemembered}, the oldest forgotten first, and for at most {@code rememberedForMillis}): if a
+ * message activates it again meanwhile, it is an ordinary active entity at once, not once used a
+ * second time. Why: with a short once-used period, entities written again some seconds apart (YCSB
+ * A's) started an actor at nearly every write (0.32 activations per operation at 500 ms against
+ * 0.13 at 5 s, docs/BENCHMARKS.md, "Issue 20: once-used actors and the young generation (eighth
+ * session)"); remembered, such an entity pays one extra activation, then stays as it would have.
+ * {@code rememberedForMillis} is the ordinary idle period: an entity used again later would have
+ * been passivated by then anyway.
  *
  * <p>Pure: no Pekko, no threads, no clock (the shell passes the time in). The registry actor runs
  * the effects.
@@ -61,6 +72,10 @@ public final class ActivationCore<M> {
   private final int maxBufferedPerEntity;
   /** How long a once-used entity stays before it is asked to passivate; 0: never asked. */
   private final long onceUsedIdleMillis;
+  /** Most entities {@link #remembered}; 0: none (every activation of a new entity is once used). */
+  private final int maxRemembered;
+  /** How long an entity stays {@link #remembered} after its passivation. */
+  private final long rememberedForMillis;
   /** Active entities in least-recently-used order. */
   private final LinkedHashMap<EntityId, Boolean> active = new LinkedHashMap<>(16, 0.75f, true);
   /**
@@ -69,25 +84,44 @@ public final class ActivationCore<M> {
    * younger one.
    */
   private final LinkedHashMap<EntityId, Long> onceUsed = new LinkedHashMap<>();
+  /**
+   * Entities the sweep asked and that have not been used since (a subset of {@link #active}): if
+   * one offers to stop, it is remembered.
+   */
+  private final HashSet<EntityId> askedIfIdle = new HashSet<>();
+  /**
+   * Once-used entities the sweep passivated, with the time each offered to stop: insertion-ordered,
+   * so the oldest are first (forgotten first, and a sweep stops forgetting at the first younger).
+   */
+  private final LinkedHashMap<EntityId, Long> remembered = new LinkedHashMap<>();
   /** Entities stopping, with the messages that arrived meanwhile. */
   private final Map<EntityId, ArrayDeque<M>> stopping = new HashMap<>();
 
   /** A core without the once-used rule (every active entity waits for its own idle check). */
   public ActivationCore(int maxActive, int maxBufferedPerEntity) {
-    this(maxActive, maxBufferedPerEntity, 0);
+    this(maxActive, maxBufferedPerEntity, 0, 0, 0);
   }
 
   /**
    * @param onceUsedIdleMillis how long after its activation a once-used entity is asked to
    *     passivate if idle ({@link #sweep}); 0: never
+   * @param maxRemembered most entities the sweep passivated that are remembered, so that their
+   *     next activation makes them ordinary at once; 0: none
+   * @param rememberedForMillis how long such an entity is remembered after it offered to stop
    */
-  public ActivationCore(int maxActive, int maxBufferedPerEntity, long onceUsedIdleMillis) {
+  public ActivationCore(int maxActive, int maxBufferedPerEntity, long onceUsedIdleMillis,
+      int maxRemembered, long rememberedForMillis) {
     Invariants.check(maxActive > 0 && maxBufferedPerEntity > 0, "limits must be positive");
     Invariants.check(onceUsedIdleMillis >= 0, "onceUsedIdleMillis must be >= 0, was %d",
         onceUsedIdleMillis);
+    Invariants.check(maxRemembered >= 0 && rememberedForMillis >= 0,
+        "maxRemembered and rememberedForMillis must be >= 0, were %d and %d", maxRemembered,
+        rememberedForMillis);
     this.maxActive = maxActive;
     this.maxBufferedPerEntity = maxBufferedPerEntity;
     this.onceUsedIdleMillis = onceUsedIdleMillis;
+    this.maxRemembered = maxRemembered;
+    this.rememberedForMillis = rememberedForMillis;
   }
 
   /** A message for an entity arrived (at {@code nowMillis}, a monotonic clock). */
@@ -105,12 +139,17 @@ public final class ActivationCore<M> {
     if (active.get(entity) == null) {
       makeRoom(effects);
       active.put(entity, Boolean.TRUE);
-      if (onceUsedIdleMillis > 0) {
+      Long rememberedSince = remembered.remove(entity);
+      boolean usedAgain = rememberedSince != null
+          && nowMillis - rememberedSince < rememberedForMillis;
+      if (onceUsedIdleMillis > 0 && !usedAgain) {
         onceUsed.put(entity, nowMillis);
       }
       effects.add(new Effect.Activate<>(entity));
     } else {
-      onceUsed.remove(entity); // a second message: an ordinary active entity from now on
+      // A second message: an ordinary active entity from now on.
+      onceUsed.remove(entity);
+      askedIfIdle.remove(entity);
     }
     effects.add(new Effect.Deliver<>(entity, message));
     return effects;
@@ -119,9 +158,15 @@ public final class ActivationCore<M> {
   /**
    * The periodic look at the once-used entities: each activated at least {@code
    * onceUsedIdleMillis} before {@code nowMillis} leaves the once-used set and is asked to offer
-   * its passivation if idle. Nothing when the rule is off.
+   * its passivation if idle. Nothing when the rule is off. Also forgets the remembered entities
+   * older than {@code rememberedForMillis}.
    */
   public List<Effect<M>> sweep(long nowMillis) {
+    Iterator<Long> rememberedOldest = remembered.values().iterator();
+    while (rememberedOldest.hasNext()
+        && nowMillis - rememberedOldest.next() >= rememberedForMillis) {
+      rememberedOldest.remove();
+    }
     List<Effect<M>> effects = new ArrayList<>();
     Iterator<Map.Entry<EntityId, Long>> oldest = onceUsed.entrySet().iterator();
     while (oldest.hasNext()) {
@@ -132,16 +177,22 @@ public final class ActivationCore<M> {
       oldest.remove();
       Invariants.check(active.containsKey(next.getKey()),
           "once-used entity %s is not active", next.getKey());
+      if (maxRemembered > 0) {
+        askedIfIdle.add(next.getKey());
+      }
       effects.add(new Effect.AskIfIdle<>(next.getKey()));
     }
     return effects;
   }
 
-  /** The entity has been idle and offers to stop. */
-  public List<Effect<M>> passivationWanted(EntityId entity) {
+  /** The entity has been idle and offers to stop (at {@code nowMillis}). */
+  public List<Effect<M>> passivationWanted(EntityId entity, long nowMillis) {
     List<Effect<M>> effects = new ArrayList<>(1);
     if (active.remove(entity) != null) {
       onceUsed.remove(entity);
+      if (askedIfIdle.remove(entity)) {
+        remember(entity, nowMillis);
+      }
       stopping.put(entity, new ArrayDeque<>());
       effects.add(new Effect.Passivate<>(entity));
     }
@@ -153,10 +204,12 @@ public final class ActivationCore<M> {
     List<Effect<M>> effects = new ArrayList<>();
     active.remove(entity);
     onceUsed.remove(entity);
+    askedIfIdle.remove(entity);
     ArrayDeque<M> buffer = stopping.remove(entity);
     if (buffer != null && !buffer.isEmpty()) {
       makeRoom(effects);
       active.put(entity, Boolean.TRUE);
+      remembered.remove(entity); // used again: not once used, nothing to remember
       effects.add(new Effect.Activate<>(entity));
       for (M message : buffer) {
         effects.add(new Effect.Deliver<>(entity, message));
@@ -194,6 +247,7 @@ public final class ActivationCore<M> {
   public void touched(EntityId entity) {
     active.get(entity); // an access-ordered map: the lookup moves the entity to the newest end
     onceUsed.remove(entity);
+    askedIfIdle.remove(entity);
   }
 
   public int maxActive() {
@@ -213,6 +267,21 @@ public final class ActivationCore<M> {
     return onceUsed.size();
   }
 
+  /** How many passivated entities are remembered (for tests). */
+  int rememberedCount() {
+    return remembered.size();
+  }
+
+  private void remember(EntityId entity, long nowMillis) {
+    remembered.remove(entity); // re-inserted at the newest end: the map stays oldest first
+    remembered.put(entity, nowMillis);
+    Iterator<EntityId> oldest = remembered.keySet().iterator();
+    while (remembered.size() > maxRemembered) {
+      oldest.next();
+      oldest.remove();
+    }
+  }
+
   private void makeRoom(List<Effect<M>> effects) {
     passivateLeastRecentBeyond(maxActive - 1, effects);
   }
@@ -224,6 +293,7 @@ public final class ActivationCore<M> {
       EntityId victim = leastRecent.next();
       leastRecent.remove();
       onceUsed.remove(victim);
+      askedIfIdle.remove(victim);
       stopping.put(victim, new ArrayDeque<>());
       effects.add(new Effect.Passivate<>(victim));
     }

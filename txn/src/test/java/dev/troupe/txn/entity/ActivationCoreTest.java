@@ -54,7 +54,7 @@ class ActivationCoreTest {
   void messagesForAStoppingEntityAreBufferedAndDeliveredInOrderToTheNextIncarnation() {
     ActivationCore<String> core = new ActivationCore<>(10, 2);
     core.deliver(A, "1", 0);
-    assertEquals(List.of(new Effect.Passivate<String>(A)), core.passivationWanted(A));
+    assertEquals(List.of(new Effect.Passivate<String>(A)), core.passivationWanted(A, 0));
     assertTrue(core.deliver(A, "2", 0).isEmpty());
     assertTrue(core.deliver(A, "3", 0).isEmpty());
     assertEquals(List.of(new Effect.Refuse<>(A, "4")), core.deliver(A, "4", 0));
@@ -67,7 +67,7 @@ class ActivationCoreTest {
   void anIdleStopWithNothingBufferedLeavesTheEntityInactive() {
     ActivationCore<String> core = new ActivationCore<>(10, 2);
     core.deliver(A, "1", 0);
-    core.passivationWanted(A);
+    core.passivationWanted(A, 0);
     assertTrue(core.stopped(A).isEmpty());
     assertEquals(0, core.activeCount());
     assertEquals(0, core.stoppingCount());
@@ -97,7 +97,7 @@ class ActivationCoreTest {
 
   @Test
   void aOnceUsedEntityIsAskedAfterItsDelayOnceAndInActivationOrder() {
-    ActivationCore<String> core = new ActivationCore<>(10, 10, 5_000);
+    ActivationCore<String> core = new ActivationCore<>(10, 10, 5_000, 0, 0);
     core.deliver(A, "1", 1_000);
     core.deliver(B, "1", 2_000);
     assertEquals(2, core.onceUsedCount());
@@ -108,7 +108,7 @@ class ActivationCoreTest {
     assertTrue(core.sweep(120_000).isEmpty());
     // Asking changes nothing by itself: the entities stay active until they offer to stop.
     assertTrue(core.isActive(A) && core.isActive(B));
-    assertEquals(List.of(new Effect.Passivate<String>(A)), core.passivationWanted(A));
+    assertEquals(List.of(new Effect.Passivate<String>(A)), core.passivationWanted(A, 0));
     assertTrue(core.stopped(A).isEmpty());
     // Activated again, A is once used again.
     core.deliver(A, "2", 70_000);
@@ -117,7 +117,7 @@ class ActivationCoreTest {
 
   @Test
   void aSecondMessageOrADirectDeliveryMakesAnEntityOrdinary() {
-    ActivationCore<String> core = new ActivationCore<>(10, 10, 5_000);
+    ActivationCore<String> core = new ActivationCore<>(10, 10, 5_000, 0, 0);
     core.deliver(A, "1", 0);
     core.deliver(A, "2", 10);
     core.deliver(B, "1", 0);
@@ -129,17 +129,17 @@ class ActivationCoreTest {
 
   @Test
   void entitiesThatLeaveBeforeTheirDelayAreNotAskedAndTheRuleCanBeOff() {
-    ActivationCore<String> core = new ActivationCore<>(1, 10, 5_000);
+    ActivationCore<String> core = new ActivationCore<>(1, 10, 5_000, 0, 0);
     core.deliver(A, "1", 0);
     core.deliver(B, "1", 1); // makes room: A is passivated
     assertEquals(1, core.onceUsedCount());
     core.stopped(A);
-    core.passivationWanted(B);
+    core.passivationWanted(B, 0);
     assertEquals(0, core.onceUsedCount());
     assertTrue(core.sweep(10_000).isEmpty());
     // Reactivated with buffered messages: not once used (it has had its share of messages).
     core.deliver(C, "1", 0);
-    core.passivationWanted(C);
+    core.passivationWanted(C, 0);
     core.deliver(C, "2", 1);
     core.stopped(C);
     assertTrue(core.isActive(C));
@@ -149,5 +149,73 @@ class ActivationCoreTest {
     off.deliver(A, "1", 0);
     assertEquals(0, off.onceUsedCount());
     assertTrue(off.sweep(Long.MAX_VALUE / 2).isEmpty());
+  }
+
+  @Test
+  void anEntityTheSweepPassivatedIsOrdinaryWhenActivatedAgainWhileRemembered() {
+    ActivationCore<String> core = new ActivationCore<>(10, 10, 500, 2, 120_000);
+    core.deliver(A, "1", 0);
+    assertEquals(List.of(new Effect.AskIfIdle<String>(A)), core.sweep(500));
+    assertEquals(List.of(new Effect.Passivate<String>(A)), core.passivationWanted(A, 600));
+    core.stopped(A);
+    assertEquals(1, core.rememberedCount());
+    // Written again seconds later: one activation, then an ordinary entity, never asked.
+    assertEquals(List.of(new Effect.Activate<String>(A), new Effect.Deliver<>(A, "2")),
+        core.deliver(A, "2", 5_000));
+    assertEquals(0, core.rememberedCount());
+    assertEquals(0, core.onceUsedCount());
+    assertTrue(core.sweep(60_000).isEmpty());
+    // Passivated by its own idle check (not the sweep), it is once used again next time.
+    core.passivationWanted(A, 200_000);
+    core.stopped(A);
+    assertEquals(0, core.rememberedCount());
+    core.deliver(A, "3", 300_000);
+    assertEquals(List.of(new Effect.AskIfIdle<String>(A)), core.sweep(300_500));
+  }
+
+  @Test
+  void rememberedEntitiesAreBoundedInCountAndInTime() {
+    ActivationCore<String> core = new ActivationCore<>(10, 10, 500, 2, 10_000);
+    for (EntityId entity : List.of(A, B, C)) {
+      core.deliver(entity, "1", 0);
+    }
+    assertEquals(3, core.sweep(500).size());
+    core.passivationWanted(A, 600);
+    core.passivationWanted(B, 700);
+    core.passivationWanted(C, 800);
+    assertEquals(2, core.rememberedCount(), "A, the oldest, is forgotten");
+    for (EntityId entity : List.of(A, B, C)) {
+      core.stopped(entity);
+    }
+    // Forgotten by count: A is once used again.
+    core.deliver(A, "2", 1_000);
+    assertEquals(1, core.onceUsedCount());
+    // B was passivated 10,000 ms before: too long ago, forgotten (once used again).
+    core.deliver(B, "2", 10_700);
+    assertEquals(2, core.onceUsedCount());
+    // A sweep forgets what is too old: C is no longer remembered after 10,800.
+    core.sweep(10_800);
+    assertEquals(0, core.rememberedCount());
+  }
+
+  @Test
+  void anEntityUsedAfterTheSweepAskedItIsNotRemembered() {
+    ActivationCore<String> core = new ActivationCore<>(10, 10, 500, 10, 120_000);
+    core.deliver(A, "1", 0);
+    core.deliver(B, "1", 0);
+    assertEquals(2, core.sweep(500).size());
+    // A was busy when asked and got a second message: ordinary; its later idle stop is its own.
+    core.deliver(A, "2", 600);
+    core.passivationWanted(A, 130_000);
+    // B was touched directly (the registry's direct route): also ordinary.
+    core.touched(B);
+    core.passivationWanted(B, 130_000);
+    assertEquals(0, core.rememberedCount());
+    // A rule without memory remembers nothing.
+    ActivationCore<String> forgetful = new ActivationCore<>(10, 10, 500, 0, 120_000);
+    forgetful.deliver(A, "1", 0);
+    forgetful.sweep(500);
+    forgetful.passivationWanted(A, 600);
+    assertEquals(0, forgetful.rememberedCount());
   }
 }
