@@ -93,17 +93,20 @@ class SimulationTest {
    */
   private static java.util.List<Simulation.Result> passEverySeed(Simulation.Options base,
       long seeds) {
-    java.util.List<Simulation.Result> results = new java.util.ArrayList<>();
+    java.util.List<Simulation.Options> configurations = new java.util.ArrayList<>();
     for (String[] configuration : CONFIGURATIONS) {
-      Simulation.Options options =
-          base.withAdmission(configuration[0], configuration[1].equals("planned"));
-      for (long seed = 1; seed <= seeds; seed++) {
-        Simulation.Result result = Simulation.run(seed, options, MAX_STEPS);
-        assertTrue(result.passed(), String.join(" ", configuration) + " " + options.storage()
-            + " " + options.mailboxes() + " " + result.summary() + ": " + result.failure() + "\n"
-            + result.trace());
-        results.add(result);
-      }
+      configurations.add(base.withAdmission(configuration[0], configuration[1].equals("planned")));
+    }
+    // Side by side on every core, checked in seed order (ParallelSeeds).
+    java.util.List<Simulation.Result> results =
+        ParallelSeeds.run(configurations, seeds, MAX_STEPS);
+    for (int index = 0; index < results.size(); index++) {
+      String[] configuration = CONFIGURATIONS[(int) (index / seeds)];
+      Simulation.Options options = configurations.get((int) (index / seeds));
+      Simulation.Result result = results.get(index);
+      assertTrue(result.passed(), String.join(" ", configuration) + " " + options.storage()
+          + " " + options.mailboxes() + " " + result.summary() + ": " + result.failure() + "\n"
+          + result.trace());
     }
     return results;
   }
