@@ -198,7 +198,7 @@ public final class BinaryWriter {
     }
     varInt(encoded);
     ensure(encoded);
-    PrintableJsonStrings.write(string, buffer, length);
+    PrintableJsonStrings.write(string, buffer, length, encoded);
     length += encoded;
     return true;
   }

@@ -48,18 +48,32 @@ final class PrintableJsonStrings {
     return length;
   }
 
-  /** Writes the encoding measured by {@link #encodedLength} (not -1) at {@code offset}. */
-  static void write(String value, byte[] buffer, int offset) {
-    int at = offset;
-    buffer[at++] = QUOTE;
-    for (int i = 0; i < value.length(); i++) {
-      char c = value.charAt(i);
-      if (c == '"' || c == '\\') {
-        buffer[at++] = BACKSLASH;
+  /**
+   * Writes the encoding measured by {@link #encodedLength} (not -1) at {@code offset}; {@code
+   * encodedLength} is that length. The characters are copied in one step (they are all below 0x80,
+   * as measured, so their low bytes are the bytes: for a compact string, an array copy), then, if
+   * some need a backslash, spread from the end towards the start in place, each byte moving right
+   * by the backslashes before it (so no byte is overwritten before it moved). Why: the
+   * character-by-character loop was 5.5 % of a 100,000-record load's CPU samples (ninth session's
+   * profile), every value being written three times (journal record, replication entry,
+   * checkpoint); copying and spreading took about a quarter of its time per 100-character YCSB
+   * value.
+   */
+  @SuppressWarnings("deprecation") // getBytes(int, int, byte[], int): exactly the low bytes
+  static void write(String value, byte[] buffer, int offset, int encodedLength) {
+    int count = value.length();
+    buffer[offset] = QUOTE;
+    value.getBytes(0, count, buffer, offset + 1);
+    int to = offset + encodedLength - 1;
+    buffer[to--] = QUOTE;
+    int from = offset + count;
+    while (to > from) { // to == from once every backslash is placed: the rest is in place
+      byte b = buffer[from--];
+      buffer[to--] = b;
+      if (b == QUOTE || b == BACKSLASH) {
+        buffer[to--] = BACKSLASH;
       }
-      buffer[at++] = (byte) c;
     }
-    buffer[at] = QUOTE;
   }
 
   /**

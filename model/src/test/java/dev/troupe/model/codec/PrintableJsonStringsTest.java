@@ -67,6 +67,32 @@ class PrintableJsonStringsTest {
   }
 
   @Test
+  void stringsAreCopiedAndSpreadAtAnyOffsetWithAndWithoutEscapes() {
+    Random random = new Random(21);
+    for (int i = 0; i < 1000; i++) {
+      boolean escapes = i % 2 == 0;
+      char[] chars = new char[i % 50 == 0 ? 4000 + random.nextInt(1000) : random.nextInt(300)];
+      for (int j = 0; j < chars.length; j++) {
+        char c;
+        do {
+          c = (char) (0x20 + random.nextInt(0x60));
+        } while (!escapes && (c == '"' || c == '\\'));
+        chars[j] = c;
+      }
+      JsonNode value = Json.NODES.textNode(new String(chars));
+      assertSameAsJackson(value);
+      // Two values in one writer: the second lands at an offset, after the first.
+      BinaryWriter ours = new BinaryWriter(4);
+      ours.json(value);
+      ours.json(value);
+      BinaryWriter jackson = new BinaryWriter(4);
+      jackson.bytes(Json.writeBytes(value));
+      jackson.bytes(Json.writeBytes(value));
+      assertArrayEquals(jackson.toByteArray(), ours.toByteArray(), () -> "bytes of " + value);
+    }
+  }
+
+  @Test
   void everythingElseIsLeftToJackson() {
     List<JsonNode> values = new ArrayList<>();
     for (char c = 0; c < 0x20; c++) {
