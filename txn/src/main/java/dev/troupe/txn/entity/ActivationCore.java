@@ -35,9 +35,10 @@ import java.util.Map;
  * maxRemembered}, the oldest forgotten first, and for at most {@code rememberedForMillis}): if a
  * message activates it again meanwhile, it is an ordinary active entity at once, not once used a
  * second time. Why: with a short once-used period, entities written again some seconds apart (YCSB
- * A's) started an actor at nearly every write (0.32 activations per operation at 500 ms against
+ * A's) started an actor at most of their writes (0.32 activations per operation at 500 ms against
  * 0.13 at 5 s, docs/BENCHMARKS.md, "Issue 20: once-used actors and the young generation (eighth
- * session)"); remembered, such an entity pays one extra activation, then stays as it would have.
+ * session)"); remembered, such an entity pays one extra activation, then stays as it would have
+ * (0.022-0.049 at either period: "Issue 20: remembered once-used entities (ninth session)").
  * {@code rememberedForMillis} is the ordinary idle period: an entity used again later would have
  * been passivated by then anyway.
  *
