@@ -11,8 +11,10 @@ import java.util.concurrent.Future;
  * Runs many simulation seeds on every core of the machine, for the seed sweeps of the tests.
  *
  * <p>Why it is safe: a seed's run is a deterministic function of its seed and options (the
- * simulator's clock, randomness, disks and network are its own; nothing static is shared but
- * per-thread scratch buffers), so running seeds side by side changes no result, and the results
+ * simulator's clock, randomness, disks and network are its own; what is static is per-thread
+ * scratch buffers, a synchronized cache of compiled dependency expressions, and the breakage
+ * switches of the mutation tests, which run their seeds one at a time and never beside a sweep),
+ * so running seeds side by side changes no result, and the results
  * come back in the order asked for, so a test checks and reports them exactly as one after the
  * other. Why: the sweeps were the longest part of the simulator module's CI time (600 seeds one
  * after the other took 66 s of SimulationTest's 107 on the 2-core machine, 35 s side by side).
