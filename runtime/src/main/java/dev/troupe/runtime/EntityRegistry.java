@@ -124,10 +124,8 @@ public final class EntityRegistry extends AbstractBehavior<EntityRegistry.Comman
     this.settings = settings;
     this.fatalErrorHandler = fatalErrorHandler;
     this.metrics = metrics;
-    int remembered = settings.rememberedOnceUsedEntities();
     this.core = new ActivationCore<>(maxActive, settings.turnLimits().maxQueuedTurnsPerEntity(),
-        settings.passivateOnceUsedAfterMillis(),
-        remembered == 0 ? 0 : Math.max(1, remembered / settings.storage().partitions()),
+        settings.passivateOnceUsedAfterMillis(), settings.rememberedOnceUsedEntitiesPerPartition(),
         settings.passivateAfterIdleMillis());
   }
 

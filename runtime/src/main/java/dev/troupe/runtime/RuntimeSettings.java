@@ -37,6 +37,15 @@ public record RuntimeSettings(
     Config config) {
 
   /**
+   * One partition's share of {@code remembered-once-used-entities} (each partition's registry
+   * remembers its own): at least one, or 0 when the node remembers none.
+   */
+  public int rememberedOnceUsedEntitiesPerPartition() {
+    return rememberedOnceUsedEntities == 0
+        ? 0 : Math.max(1, rememberedOnceUsedEntities / storage.partitions());
+  }
+
+  /**
    * The {@code troupe.listing} settings (reference.conf documents each): the bounds of one page of
    * a type's entities.
    *
