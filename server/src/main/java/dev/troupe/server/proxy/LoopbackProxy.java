@@ -39,7 +39,7 @@ public class LoopbackProxy implements AutoCloseable {
   private volatile int targetPort;
   private volatile long latencyNanos;
   private volatile boolean closed;
-  private final Set<Socket> open = ConcurrentHashMap.newKeySet();
+  private final Set<Connection> open = ConcurrentHashMap.newKeySet();
 
   /** Binds a free loopback port; {@link #accept} starts forwarding. */
   protected LoopbackProxy(int targetPort) throws IOException {
@@ -107,20 +107,20 @@ public class LoopbackProxy implements AutoCloseable {
    * a cut), not the others.
    */
   protected final void closeConnectionsFrom(InetAddress address) {
-    for (Socket socket : open) {
-      if (address.equals(socket.getInetAddress()) && socket.getPort() != targetPort) {
-        quietly(socket, false);
-        open.remove(socket);
+    for (Connection connection : open) {
+      if (address.equals(connection.client().getInetAddress())) {
+        connection.close(false);
+        open.remove(connection);
       }
     }
   }
 
   /** Closes every open connection, with a TCP RST to both sides if {@code reset}. */
   protected final void closeConnections(boolean reset) {
-    for (Socket socket : open) {
-      quietly(socket, reset);
+    for (Connection connection : open) {
+      connection.close(reset);
+      open.remove(connection);
     }
-    open.clear();
   }
 
   @Override
@@ -164,8 +164,8 @@ public class LoopbackProxy implements AutoCloseable {
       quietly(server, true);
       return;
     }
-    open.add(client);
-    open.add(server);
+    Connection connection = new Connection(client, server);
+    open.add(connection);
     if (!forwarding()) {
       closeConnections(false);
       return;
@@ -173,10 +173,8 @@ public class LoopbackProxy implements AutoCloseable {
     AtomicInteger directions = new AtomicInteger(2);
     Runnable directionDone = () -> {
       if (directions.decrementAndGet() == 0) {
-        open.remove(client);
-        open.remove(server);
-        quietly(client, false);
-        quietly(server, false);
+        open.remove(connection);
+        connection.close(false);
       }
     };
     pipe(client, server, directionDone);
@@ -241,4 +239,17 @@ public class LoopbackProxy implements AutoCloseable {
   }
 
   private record Chunk(long dueNanos, byte[] bytes) {}
+
+  /** A forwarded connection: the accepted client socket and the proxy's socket to the target. */
+  private record Connection(Socket client, Socket server) {
+    /**
+     * The client's side first: closing the target's side first would end the pipe towards the
+     * client, whose writer half-closes the client socket (a FIN) before this close could reset
+     * it, and a client told to expect a reset would read an orderly end instead.
+     */
+    void close(boolean reset) {
+      quietly(client, reset);
+      quietly(server, reset);
+    }
+  }
 }
