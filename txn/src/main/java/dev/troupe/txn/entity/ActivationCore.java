@@ -31,19 +31,16 @@ import java.util.Map;
  * only asks: an actor with work in flight (a prepared part awaiting its decision) is never told to
  * stop by it.
  *
- * <p><b>Remembered.</b> An entity the sweep passivated is remembered ({@link RememberedEntities}:
- * two generations of a Bloom filter, each taking at most {@code maxRemembered} entities and new ones
- * for half of {@code rememberedForMillis}): if a message activates it again meanwhile, it is an
- * ordinary active entity at once, not once used a second time. Why: with a short once-used period, entities written again some seconds apart (YCSB
+ * <p><b>Remembered.</b> An entity the sweep passivated is remembered (at most {@code
+ * maxRemembered}, the oldest forgotten first, and for at most {@code rememberedForMillis}): if a
+ * message activates it again meanwhile, it is an ordinary active entity at once, not once used a
+ * second time. Why: with a short once-used period, entities written again some seconds apart (YCSB
  * A's) started an actor at most of their writes (0.32 activations per operation at 500 ms against
  * 0.13 at 5 s, docs/BENCHMARKS.md, "Issue 20: once-used actors and the young generation (eighth
  * session)"); remembered, such an entity pays one extra activation, then stays as it would have
  * (0.022-0.049 at either period: "Issue 20: remembered once-used entities (ninth session)").
  * {@code rememberedForMillis} is the ordinary idle period: an entity used again later would have
- * been passivated by then anyway. The filter, not a map, since the tenth session: 32,768 entries of
- * a map per node (about 150 bytes each) left 0.334 starts per operation under YCSB A over 2 M keys;
- * the filter takes about 1.2 bytes per entity and generation. Its rare false positive makes an
- * entity never passivated by the sweep an ordinary one at once: memory, not correctness.
+ * been passivated by then anyway.
  *
  * <p>Pure: no Pekko, no threads, no clock (the shell passes the time in). The registry actor runs
  * the effects.
@@ -76,6 +73,10 @@ public final class ActivationCore<M> {
   private final int maxBufferedPerEntity;
   /** How long a once-used entity stays before it is asked to passivate; 0: never asked. */
   private final long onceUsedIdleMillis;
+  /** Most entities {@link #remembered}; 0: none (every activation of a new entity is once used). */
+  private final int maxRemembered;
+  /** How long an entity stays {@link #remembered} after its passivation. */
+  private final long rememberedForMillis;
   /** Active entities in least-recently-used order. */
   private final LinkedHashMap<EntityId, Boolean> active = new LinkedHashMap<>(16, 0.75f, true);
   /**
@@ -89,8 +90,11 @@ public final class ActivationCore<M> {
    * one offers to stop, it is remembered.
    */
   private final HashSet<EntityId> askedIfIdle = new HashSet<>();
-  /** Once-used entities the sweep passivated lately; null: none remembered. */
-  private final RememberedEntities remembered;
+  /**
+   * Once-used entities the sweep passivated, with the time each offered to stop: insertion-ordered,
+   * so the oldest are first (forgotten first, and a sweep stops forgetting at the first younger).
+   */
+  private final LinkedHashMap<EntityId, Long> remembered = new LinkedHashMap<>();
   /** Entities stopping, with the messages that arrived meanwhile. */
   private final Map<EntityId, ArrayDeque<M>> stopping = new HashMap<>();
 
@@ -102,10 +106,9 @@ public final class ActivationCore<M> {
   /**
    * @param onceUsedIdleMillis how long after its activation a once-used entity is asked to
    *     passivate if idle ({@link #sweep}); 0: never
-   * @param maxRemembered most entities the sweep passivated that each generation of the memory
-   *     takes (so that their next activation makes them ordinary at once); 0: none remembered
-   * @param rememberedForMillis how long such an entity is remembered at most after it offered to
-   *     stop (a generation takes new ones for half of it); 0: none remembered
+   * @param maxRemembered most entities the sweep passivated that are remembered, so that their
+   *     next activation makes them ordinary at once; 0: none
+   * @param rememberedForMillis how long such an entity is remembered after it offered to stop
    */
   public ActivationCore(int maxActive, int maxBufferedPerEntity, long onceUsedIdleMillis,
       int maxRemembered, long rememberedForMillis) {
@@ -118,8 +121,8 @@ public final class ActivationCore<M> {
     this.maxActive = maxActive;
     this.maxBufferedPerEntity = maxBufferedPerEntity;
     this.onceUsedIdleMillis = onceUsedIdleMillis;
-    this.remembered = maxRemembered == 0 || rememberedForMillis < 2 ? null
-        : new RememberedEntities(maxRemembered, rememberedForMillis / 2);
+    this.maxRemembered = maxRemembered;
+    this.rememberedForMillis = rememberedForMillis;
   }
 
   /** A message for an entity arrived (at {@code nowMillis}, a monotonic clock). */
@@ -137,7 +140,9 @@ public final class ActivationCore<M> {
     if (active.get(entity) == null) {
       makeRoom(effects);
       active.put(entity, Boolean.TRUE);
-      boolean usedAgain = remembered != null && remembered.remembers(entity, nowMillis);
+      Long rememberedSince = remembered.remove(entity);
+      boolean usedAgain = rememberedSince != null
+          && nowMillis - rememberedSince < rememberedForMillis;
       if (onceUsedIdleMillis > 0 && !usedAgain) {
         onceUsed.put(entity, nowMillis);
       }
@@ -154,9 +159,15 @@ public final class ActivationCore<M> {
   /**
    * The periodic look at the once-used entities: each activated at least {@code
    * onceUsedIdleMillis} before {@code nowMillis} leaves the once-used set and is asked to offer
-   * its passivation if idle. Nothing when the rule is off.
+   * its passivation if idle. Nothing when the rule is off. Also forgets the remembered entities
+   * older than {@code rememberedForMillis}.
    */
   public List<Effect<M>> sweep(long nowMillis) {
+    Iterator<Long> rememberedOldest = remembered.values().iterator();
+    while (rememberedOldest.hasNext()
+        && nowMillis - rememberedOldest.next() >= rememberedForMillis) {
+      rememberedOldest.remove();
+    }
     List<Effect<M>> effects = new ArrayList<>();
     Iterator<Map.Entry<EntityId, Long>> oldest = onceUsed.entrySet().iterator();
     while (oldest.hasNext()) {
@@ -167,7 +178,7 @@ public final class ActivationCore<M> {
       oldest.remove();
       Invariants.check(active.containsKey(next.getKey()),
           "once-used entity %s is not active", next.getKey());
-      if (remembered != null) {
+      if (maxRemembered > 0) {
         askedIfIdle.add(next.getKey());
       }
       effects.add(new Effect.AskIfIdle<>(next.getKey()));
@@ -181,7 +192,7 @@ public final class ActivationCore<M> {
     if (active.remove(entity) != null) {
       onceUsed.remove(entity);
       if (askedIfIdle.remove(entity)) {
-        remembered.remember(entity, nowMillis);
+        remember(entity, nowMillis);
       }
       stopping.put(entity, new ArrayDeque<>());
       effects.add(new Effect.Passivate<>(entity));
@@ -199,6 +210,7 @@ public final class ActivationCore<M> {
     if (buffer != null && !buffer.isEmpty()) {
       makeRoom(effects);
       active.put(entity, Boolean.TRUE);
+      remembered.remove(entity); // used again: not once used, nothing to remember
       effects.add(new Effect.Activate<>(entity));
       for (M message : buffer) {
         effects.add(new Effect.Deliver<>(entity, message));
@@ -256,9 +268,19 @@ public final class ActivationCore<M> {
     return onceUsed.size();
   }
 
-  /** How many passivated entities the memory's live generations took (for tests). */
+  /** How many passivated entities are remembered (for tests). */
   int rememberedCount() {
-    return remembered == null ? 0 : remembered.rememberedCount();
+    return remembered.size();
+  }
+
+  private void remember(EntityId entity, long nowMillis) {
+    remembered.remove(entity); // re-inserted at the newest end: the map stays oldest first
+    remembered.put(entity, nowMillis);
+    Iterator<EntityId> oldest = remembered.keySet().iterator();
+    while (remembered.size() > maxRemembered) {
+      oldest.next();
+      oldest.remove();
+    }
   }
 
   private void makeRoom(List<Effect<M>> effects) {

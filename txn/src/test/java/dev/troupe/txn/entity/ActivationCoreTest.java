@@ -162,39 +162,39 @@ class ActivationCoreTest {
     // Written again seconds later: one activation, then an ordinary entity, never asked.
     assertEquals(List.of(new Effect.Activate<String>(A), new Effect.Deliver<>(A, "2")),
         core.deliver(A, "2", 5_000));
+    assertEquals(0, core.rememberedCount());
     assertEquals(0, core.onceUsedCount());
     assertTrue(core.sweep(60_000).isEmpty());
-    // Passivated by its own idle check (not the sweep), it is not remembered again: once the
-    // memory's generations have moved on (at most 120,000 ms after 600), it is once used again.
+    // Passivated by its own idle check (not the sweep), it is once used again next time.
     core.passivationWanted(A, 200_000);
     core.stopped(A);
+    assertEquals(0, core.rememberedCount());
     core.deliver(A, "3", 300_000);
     assertEquals(List.of(new Effect.AskIfIdle<String>(A)), core.sweep(300_500));
   }
 
   @Test
   void rememberedEntitiesAreBoundedInCountAndInTime() {
-    // Generations of at most 2 entities, taking new ones for 5,000 ms each.
     ActivationCore<String> core = new ActivationCore<>(10, 10, 500, 2, 10_000);
-    EntityId d = new EntityId("T", "d");
-    EntityId e = new EntityId("T", "e");
-    for (EntityId entity : List.of(A, B, C, d, e)) {
+    for (EntityId entity : List.of(A, B, C)) {
       core.deliver(entity, "1", 0);
     }
-    assertEquals(5, core.sweep(500).size());
-    for (EntityId entity : List.of(A, B, C, d, e)) {
-      core.passivationWanted(entity, 600);
+    assertEquals(3, core.sweep(500).size());
+    core.passivationWanted(A, 600);
+    core.passivationWanted(B, 700);
+    core.passivationWanted(C, 800);
+    assertEquals(2, core.rememberedCount(), "A, the oldest, is forgotten");
+    for (EntityId entity : List.of(A, B, C)) {
       core.stopped(entity);
     }
-    // A, B | C, d | e: the generation of A and B was dropped when e's began.
-    assertEquals(3, core.rememberedCount());
+    // Forgotten by count: A is once used again.
     core.deliver(A, "2", 1_000);
-    assertEquals(1, core.onceUsedCount(), "A is forgotten (count): once used again");
-    core.deliver(C, "2", 1_000);
-    assertEquals(1, core.onceUsedCount(), "C is remembered: ordinary");
-    // 10,000 ms after the last generation began, both generations are gone (time).
-    core.deliver(e, "2", 10_600);
-    assertEquals(2, core.onceUsedCount(), "e is forgotten (time): once used again");
+    assertEquals(1, core.onceUsedCount());
+    // B was passivated 10,000 ms before: too long ago, forgotten (once used again).
+    core.deliver(B, "2", 10_700);
+    assertEquals(2, core.onceUsedCount());
+    // A sweep forgets what is too old: C is no longer remembered after 10,800.
+    core.sweep(10_800);
     assertEquals(0, core.rememberedCount());
   }
 
