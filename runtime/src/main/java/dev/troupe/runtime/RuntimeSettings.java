@@ -331,7 +331,8 @@ public record RuntimeSettings(
             // delivers its causal messages from it (an unnamed one under origin 0).
             true);
     storageSettings = storageSettings.withRocksDisk(rocksDisk(storage.getConfig("rocksdb")))
-        .withMaintenanceYieldMillis(storage.getLong("maintenance-yield-millis"));
+        .withMaintenanceYieldMillis(storage.getLong("maintenance-yield-millis"))
+        .withMaintenanceSliceMaxMillis(storage.getLong("maintenance-slice-max-millis"));
     ClusterSettings cluster = cluster(troupe, replication);
     if (cluster.enabled()) {
       // A member writes only the partitions sharding gave it, each fenced by its owner epoch in

@@ -64,6 +64,22 @@ class RocksDbSettingsTest {
   }
 
   @Test
+  void theMaintenanceSlicesTimeBoundIsParsedAndBounded() {
+    assertEquals(5, RuntimeSettings.fromConfig(ConfigFactory.load()).storage()
+        .maintenanceSliceMaxMillis(), "reference.conf's default");
+    assertEquals(0, RuntimeSettings.fromConfig(
+        with("troupe.storage.maintenance-slice-max-millis = 0")).storage()
+        .maintenanceSliceMaxMillis());
+    for (String bad : new String[] {"-1", "1001"}) {
+      IllegalArgumentException refused = assertThrows(IllegalArgumentException.class,
+          () -> RuntimeSettings.fromConfig(
+              with("troupe.storage.maintenance-slice-max-millis = " + bad)));
+      assertTrue(refused.getMessage().contains("troupe.storage.maintenance-slice-max-millis"),
+          refused.getMessage());
+    }
+  }
+
+  @Test
   void valuesOutOfRangeAreRefusedByName() {
     for (String bad : new String[] {"block-cache-bytes = -1", "bloom-bits-per-key = -1",
         "bloom-bits-per-key = 65", "bloom-prefix-bytes = 2", "bloom-prefix-bytes = 1025",

@@ -8,6 +8,7 @@ import dev.troupe.model.Operation;
 import dev.troupe.model.TroupeException;
 import dev.troupe.model.causal.ReplicaApplication;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -81,6 +82,11 @@ final class Partition {
   /** Journal records one slice of the post-recovery scan reads (about 1 ms of work per 1,000). */
   private static final int RECOVERY_SCAN_SLICE_RECORDS = 2048;
   private static final int TRUNCATION_SLICE_RECORDS = 1024;
+  /**
+   * Most entities a truncation remembers as pruned ({@link Truncation#pruned}); about 100 bytes
+   * each.
+   */
+  private static final int PRUNED_ENTITIES_REMEMBERED = 16_384;
   private static final int OPERATION_COUNTS_LIMIT = 65_536;
 
   /** Work for the writer thread. */
@@ -138,16 +144,37 @@ final class Partition {
     }
   }
 
-  /** A truncation in progress: delete records {@code [cursor, endSequence)}. */
+  /**
+   * A truncation in progress: delete records {@code [firstRetainedSequence, endSequence)}. Records
+   * below {@code cursor} had their index entries and their entities' superseded checkpoints
+   * deleted already; they leave the journal in ranges of at least {@link
+   * #TRUNCATION_SLICE_RECORDS} (and the last one), so that slices cut short by time do not leave
+   * a range tombstone each.
+   */
   private static final class Truncation {
     final long endSequence;
     final long frontier;
     long cursor;
+    /**
+     * Entities whose checkpoints superseded at the frontier this truncation deleted already: once
+     * per entity suffices, as no checkpoint at or before the frontier is written any more (a
+     * round's are at a later frontier, object checkpoints at their entity's latest version).
+     * Forgotten when it reaches {@link #PRUNED_ENTITIES_REMEMBERED}, which costs only seeks.
+     */
+    final Set<EntityId> pruned = new HashSet<>();
 
     Truncation(long endSequence, long frontier, long cursor) {
       this.endSequence = endSequence;
       this.frontier = frontier;
       this.cursor = cursor;
+    }
+
+    /** Whether {@code entity}'s superseded checkpoints still need deleting (and remembers it). */
+    boolean firstPrune(EntityId entity) {
+      if (pruned.size() >= PRUNED_ENTITIES_REMEMBERED) {
+        pruned.clear();
+      }
+      return pruned.add(entity);
     }
   }
 
@@ -731,17 +758,17 @@ final class Partition {
     }
     try {
       if (round != null) {
-        roundSlice();
+        roundSlice(true);
       } else if (truncation != null) {
         return pacedSlice(this::truncationSlice);
       } else if (roundDue()) {
         // The post-recovery scan only matters to the next round: deferred until one is due, it
         // stays out of the way of a node that is starting up.
         if (recoveryScanSequence >= 0) {
-          return pacedSlice(this::recoveryScanSlice);
+          return pacedSlice(timeBounded -> recoveryScanSlice());
         } else {
           startRound();
-          roundSlice();
+          roundSlice(true);
         }
       } else {
         startTruncationIfAllowed();
@@ -766,19 +793,22 @@ final class Partition {
 
   /** A slice of deferrable maintenance (truncation, the post-recovery scan). */
   private interface DeferrableSlice {
-    void run() throws DiskException;
+    /** @param timeBounded whether the slice ends at {@link #sliceDeadline} too */
+    void run(boolean timeBounded) throws DiskException;
   }
 
   /**
    * Runs {@code slice} unless it yields to reads waiting for storage ({@link MaintenancePacing}:
    * one paced slice at a time across the partitions, a pause after each); returns whether it ran.
-   * What the slice does is the same either way: only when it runs changes.
+   * What the slice does is the same either way: only when it runs changes. A paced slice is
+   * bounded by its count only: paced slices are few (one per pause across the partitions), and
+   * cut short by time as well they would fall behind the journal's growth.
    */
   private boolean pacedSlice(DeferrableSlice slice) throws DiskException {
     MaintenancePacing pacing = store.maintenancePacing;
     long now = store.nowMillis();
     if (!pacing.readsWaiting(now)) {
-      slice.run();
+      slice.run(true);
       return true;
     }
     if (!pacing.takeSlot(now)) {
@@ -786,7 +816,7 @@ final class Partition {
       return false;
     }
     try {
-      slice.run();
+      slice.run(false);
     } finally {
       pacing.releaseSlot(store.nowMillis());
     }
@@ -808,20 +838,20 @@ final class Partition {
         recoveryScanSlice();
       }
       while (round != null) {
-        roundSlice();
+        roundSlice(false);
       }
       while (truncation != null) {
-        truncationSlice();
+        truncationSlice(false);
       }
       if (nextSequence > roundStartSequence) {
         startRound();
         while (round != null) {
-          roundSlice();
+          roundSlice(false);
         }
       }
       startTruncationIfAllowed();
       while (truncation != null) {
-        truncationSlice();
+        truncationSlice(false);
       }
       done.complete(null);
     } catch (FencedException e) {
@@ -857,33 +887,22 @@ final class Partition {
     lastRoundStartMillis = store.nowMillis();
   }
 
-  private void roundSlice() throws DiskException {
+  /**
+   * Checkpoints the round's next entities, up to {@link #ROUND_SLICE_ENTITIES} and, when {@code
+   * timeBounded}, until {@link #sliceDeadline} passed (at least one entity per slice).
+   */
+  private void roundSlice(boolean timeBounded) throws DiskException {
     Round current = round;
-    int end = Math.min(current.entities.size(), current.position + ROUND_SLICE_ENTITIES);
+    int limit = Math.min(current.entities.size(), current.position + ROUND_SLICE_ENTITIES);
+    long deadline = timeBounded ? sliceDeadline() : Long.MAX_VALUE;
+    int end = current.position;
     try (KeyValueDisk.Batch batch = newBatch()) {
-      for (int i = current.position; i < end; i++) {
-        EntityId entity = current.entities.get(i);
-        CachedState cached = store.cachedQuietly(entity);
-        if (cached != null && cached.version() <= current.frontier) {
-          // Complete up to the last written batch and unchanged since its version, so also at
-          // the frontier. Held encoded: its bytes are the checkpoint's. Held decoded (written
-          // since the last round): encoded here, and the cache takes the encoding, compact again.
-          byte[] encoding = cached.isEncoded()
-              ? cached.encoded() : Codec.encodeState(cached.state());
-          batch.put(
-              KeyValueDisk.Column.CHECKPOINTS,
-              Keys.checkpoint(Keys.entityPrefix(entity), cached.version()),
-              encoding);
-          if (!cached.isEncoded()) {
-            store.encodeCached(entity, cached.version(), encoding);
-          }
-          continue;
+      while (end < limit) {
+        checkpointInRound(current.entities.get(end), current.frontier, batch);
+        end++;
+        if (store.nowMillis() >= deadline) {
+          break;
         }
-        EntityState state = store.materializer.materialize(entity, current.frontier, null);
-        batch.put(
-            KeyValueDisk.Column.CHECKPOINTS,
-            Keys.checkpoint(Keys.entityPrefix(entity), state.version()),
-            Codec.encodeState(state));
       }
       boolean complete = end == current.entities.size();
       JournalPosition position = new JournalPosition(current.startSequence, current.frontier);
@@ -907,6 +926,42 @@ final class Partition {
     }
   }
 
+  /** Adds {@code entity}'s checkpoint at the round's {@code frontier} to {@code batch}. */
+  private void checkpointInRound(EntityId entity, long frontier, KeyValueDisk.Batch batch)
+      throws DiskException {
+    CachedState cached = store.cachedQuietly(entity);
+    if (cached != null && cached.version() <= frontier) {
+      // Complete up to the last written batch and unchanged since its version, so also at the
+      // frontier. Held encoded: its bytes are the checkpoint's. Held decoded (written since the
+      // last round): encoded here, and the cache takes the encoding, compact again.
+      byte[] encoding = cached.isEncoded() ? cached.encoded() : Codec.encodeState(cached.state());
+      batch.put(
+          KeyValueDisk.Column.CHECKPOINTS,
+          Keys.checkpoint(Keys.entityPrefix(entity), cached.version()),
+          encoding);
+      if (!cached.isEncoded()) {
+        store.encodeCached(entity, cached.version(), encoding);
+      }
+      return;
+    }
+    EntityState state = store.materializer.materialize(entity, frontier, null);
+    batch.put(
+        KeyValueDisk.Column.CHECKPOINTS,
+        Keys.checkpoint(Keys.entityPrefix(entity), state.version()),
+        Codec.encodeState(state));
+  }
+
+  /**
+   * When a time-bounded maintenance slice starting now ends: {@code maintenanceSliceMaxMillis}
+   * from now by the store's physical clock ({@link Long#MAX_VALUE} when that is 0). Checked after
+   * each entity or record, so a slice runs at most that long plus one entity's or record's work:
+   * every commit arriving meanwhile waits for it (issue 20).
+   */
+  private long sliceDeadline() {
+    long maxMillis = store.settings.maintenanceSliceMaxMillis();
+    return maxMillis == 0 ? Long.MAX_VALUE : store.nowMillis() + maxMillis;
+  }
+
   /**
    * Picks the newest completed round whose frontier is at or below the retention horizon, publishes
    * it as the history horizon and starts deleting below it.
@@ -927,20 +982,27 @@ final class Partition {
     truncation = new Truncation(target.sequence(), target.timestamp(), firstRetainedSequence);
   }
 
-  private void truncationSlice() throws DiskException {
+  /**
+   * Deletes the index entries of the truncation's next records (up to {@link
+   * #TRUNCATION_SLICE_RECORDS} and, when {@code timeBounded}, until {@link #sliceDeadline} passed:
+   * at least one record per slice) and their entities' superseded checkpoints; then the records
+   * themselves once {@link #TRUNCATION_SLICE_RECORDS} of them wait, or the truncation is done.
+   */
+  private void truncationSlice(boolean timeBounded) throws DiskException {
     Truncation current = truncation;
-    long end = Math.min(current.endSequence, current.cursor + TRUNCATION_SLICE_RECORDS);
-    Map<EntityId, byte[]> entities = new LinkedHashMap<>();
+    long limit = Math.min(current.endSequence, current.cursor + TRUNCATION_SLICE_RECORDS);
+    long deadline = timeBounded ? sliceDeadline() : Long.MAX_VALUE;
+    Map<EntityId, byte[]> prefixes = new HashMap<>();
     try (KeyValueDisk.Batch batch = newBatch();
         KeyValueDisk.Cursor iterator = store.disk.cursor(KeyValueDisk.Column.JOURNAL)) {
       long expected = current.cursor;
+      boolean outOfTime = false;
       for (iterator.seek(Keys.journal(number, current.cursor));
-          iterator.isValid() && Keys.journalPartition(iterator.key()) == number;
+          expected < limit
+              && iterator.isValid()
+              && Keys.journalPartition(iterator.key()) == number;
           iterator.next()) {
         long sequence = Keys.journalSequence(iterator.key());
-        if (sequence >= end) {
-          break;
-        }
         Invariants.check(
             sequence == expected, "partition %d: journal gap at %d", number, expected);
         Codec.RecordOutline record = Codec.outlineRecord(iterator.value());
@@ -954,31 +1016,42 @@ final class Partition {
         Set<EntityId> inRecord = new HashSet<>();
         for (EntityId entity : record.entities()) {
           if (inRecord.add(entity)) {
-            byte[] prefix = entities.computeIfAbsent(entity, Keys::entityPrefix);
+            byte[] prefix = prefixes.computeIfAbsent(entity, Keys::entityPrefix);
             batch.delete(KeyValueDisk.Column.INDEX,
                 Keys.index(prefix, record.commitTimestamp(), number, sequence));
+            if (current.firstPrune(entity)) {
+              deleteSupersededCheckpoints(entity, prefix, current.frontier, batch);
+            }
           }
         }
         expected++;
+        if (store.nowMillis() >= deadline) {
+          outOfTime = true;
+          break;
+        }
       }
       Invariants.check(
-          expected == end, "partition %d: journal ends at %d, truncating to %d", number, expected,
-          end);
-      for (Map.Entry<EntityId, byte[]> entity : entities.entrySet()) {
-        deleteSupersededCheckpoints(entity.getKey(), entity.getValue(), current.frontier, batch);
-      }
-      batch.deleteRange(KeyValueDisk.Column.JOURNAL,
-          Keys.journal(number, current.cursor), Keys.journal(number, end));
+          outOfTime || expected == limit, "partition %d: journal ends at %d, truncating to %d",
+          number, expected, limit);
+      long end = expected;
       boolean complete = end == current.endSequence;
+      long journalStart = firstRetainedSequence;
+      boolean deleteRecords = complete || end - journalStart >= TRUNCATION_SLICE_RECORDS;
+      if (deleteRecords) {
+        batch.deleteRange(KeyValueDisk.Column.JOURNAL,
+            Keys.journal(number, journalStart), Keys.journal(number, end));
+      }
       if (complete) {
         for (Long sequence : completedRounds.headMap(current.endSequence, true).keySet()) {
           batch.delete(KeyValueDisk.Column.META, Keys.metaRound(number, sequence));
         }
       }
       store.disk.write(batch, false);
-      store.truncatedRecords.add(end - current.cursor);
       current.cursor = end;
-      firstRetainedSequence = end;
+      if (deleteRecords) {
+        store.truncatedRecords.add(end - journalStart);
+        firstRetainedSequence = end;
+      }
       if (complete) {
         completedRounds.headMap(current.endSequence, true).clear();
         truncation = null;

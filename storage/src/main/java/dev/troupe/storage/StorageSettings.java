@@ -47,6 +47,9 @@ import java.nio.file.Path;
  * @param maintenanceYieldMillis while cold reads wait for storage, truncation and the
  *     post-recovery scan yield to them: one such slice at a time across the partitions, the next
  *     at least this long after the previous one ended ({@link MaintenancePacing}); 0: no yield
+ * @param maintenanceSliceMaxMillis the longest a maintenance slice (a checkpoint round's or a
+ *     truncation's) runs on a partition's writer before the writer takes its queued commits again,
+ *     by the store's physical clock; 0: slices are bounded by their entity and record counts only
  */
 public record StorageSettings(
     Path directory,
@@ -67,7 +70,8 @@ public record StorageSettings(
     boolean replicationLog,
     PartitionOwnership partitionOwnership,
     RocksDiskSettings rocksDisk,
-    long maintenanceYieldMillis) {
+    long maintenanceYieldMillis,
+    long maintenanceSliceMaxMillis) {
   /** The default clock ceiling distance, as in reference.conf. */
   public static final long DEFAULT_CLOCK_CEILING_MILLIS = 1_000;
 
@@ -77,11 +81,38 @@ public record StorageSettings(
   /** The most {@code maintenanceYieldMillis} may be, as reference.conf says. */
   public static final long MAX_MAINTENANCE_YIELD_MILLIS = 1_000;
 
+  /** The default {@code maintenanceSliceMaxMillis}, as in reference.conf. */
+  public static final long DEFAULT_MAINTENANCE_SLICE_MAX_MILLIS = 5;
+
+  /** The most {@code maintenanceSliceMaxMillis} may be, as reference.conf says. */
+  public static final long MAX_MAINTENANCE_SLICE_MAX_MILLIS = 1_000;
+
   public StorageSettings {
     if (maintenanceYieldMillis < 0 || maintenanceYieldMillis > MAX_MAINTENANCE_YIELD_MILLIS) {
       throw new IllegalArgumentException("troupe.storage.maintenance-yield-millis must be 0.."
           + MAX_MAINTENANCE_YIELD_MILLIS + ", was " + maintenanceYieldMillis);
     }
+    if (maintenanceSliceMaxMillis < 0
+        || maintenanceSliceMaxMillis > MAX_MAINTENANCE_SLICE_MAX_MILLIS) {
+      throw new IllegalArgumentException("troupe.storage.maintenance-slice-max-millis must be 0.."
+          + MAX_MAINTENANCE_SLICE_MAX_MILLIS + ", was " + maintenanceSliceMaxMillis);
+    }
+  }
+
+  /** All but the maintenance slices' time bound, which takes its default. */
+  public StorageSettings(Path directory, int partitions, Durability durability,
+      int groupCommitMaxRecords, int groupCommitQueueLimit, long asyncFlushIntervalMillis,
+      long cacheMaxWeightBytes, int checkpointEveryOperations, long checkpointIntervalMillis,
+      long checkpointJournalRecords, long historyRetentionMillis, int dataCentreId,
+      long clockCeilingMillis, int checkpointBytesPerOperation, int nodeId,
+      boolean replicationLog, PartitionOwnership partitionOwnership, RocksDiskSettings rocksDisk,
+      long maintenanceYieldMillis) {
+    this(directory, partitions, durability, groupCommitMaxRecords, groupCommitQueueLimit,
+        asyncFlushIntervalMillis, cacheMaxWeightBytes, checkpointEveryOperations,
+        checkpointIntervalMillis, checkpointJournalRecords, historyRetentionMillis, dataCentreId,
+        clockCeilingMillis, checkpointBytesPerOperation, nodeId, replicationLog,
+        partitionOwnership, rocksDisk, maintenanceYieldMillis,
+        DEFAULT_MAINTENANCE_SLICE_MAX_MILLIS);
   }
 
   /** All but the maintenance yield, which is 0: truncation never yields to reads. */
@@ -185,7 +216,7 @@ public record StorageSettings(
         groupCommitQueueLimit, asyncFlushIntervalMillis, cacheMaxWeightBytes,
         checkpointEveryOperations, checkpointIntervalMillis, checkpointJournalRecords,
         historyRetentionMillis, dataCentreId, clockCeilingMillis, checkpointBytesPerOperation,
-        nodeId, replicationLog, partitionOwnership, rocksDisk, maintenanceYieldMillis);
+        nodeId, replicationLog, partitionOwnership, rocksDisk, maintenanceYieldMillis, maintenanceSliceMaxMillis);
   }
 
   public StorageSettings withCheckpoints(int everyOperations, long intervalMillis, long journalRecords) {
@@ -193,7 +224,7 @@ public record StorageSettings(
         groupCommitQueueLimit, asyncFlushIntervalMillis, cacheMaxWeightBytes, everyOperations,
         intervalMillis, journalRecords, historyRetentionMillis, dataCentreId, clockCeilingMillis,
         checkpointBytesPerOperation, nodeId, replicationLog, partitionOwnership, rocksDisk,
-        maintenanceYieldMillis);
+        maintenanceYieldMillis, maintenanceSliceMaxMillis);
   }
 
   public StorageSettings withHistoryRetentionMillis(long value) {
@@ -201,7 +232,7 @@ public record StorageSettings(
         groupCommitQueueLimit, asyncFlushIntervalMillis, cacheMaxWeightBytes,
         checkpointEveryOperations, checkpointIntervalMillis, checkpointJournalRecords, value,
         dataCentreId, clockCeilingMillis, checkpointBytesPerOperation, nodeId, replicationLog,
-        partitionOwnership, rocksDisk, maintenanceYieldMillis);
+        partitionOwnership, rocksDisk, maintenanceYieldMillis, maintenanceSliceMaxMillis);
   }
 
   public StorageSettings withCacheMaxWeightBytes(long value) {
@@ -209,7 +240,7 @@ public record StorageSettings(
         groupCommitQueueLimit, asyncFlushIntervalMillis, value, checkpointEveryOperations,
         checkpointIntervalMillis, checkpointJournalRecords, historyRetentionMillis, dataCentreId,
         clockCeilingMillis, checkpointBytesPerOperation, nodeId, replicationLog, partitionOwnership,
-        rocksDisk, maintenanceYieldMillis);
+        rocksDisk, maintenanceYieldMillis, maintenanceSliceMaxMillis);
   }
 
   public StorageSettings withNodeId(int value) {
@@ -217,7 +248,7 @@ public record StorageSettings(
         groupCommitQueueLimit, asyncFlushIntervalMillis, cacheMaxWeightBytes,
         checkpointEveryOperations, checkpointIntervalMillis, checkpointJournalRecords,
         historyRetentionMillis, dataCentreId, clockCeilingMillis, checkpointBytesPerOperation,
-        value, replicationLog, partitionOwnership, rocksDisk, maintenanceYieldMillis);
+        value, replicationLog, partitionOwnership, rocksDisk, maintenanceYieldMillis, maintenanceSliceMaxMillis);
   }
 
   /** With the replication log on or off (it writes only with a data centre id other than 0). */
@@ -226,7 +257,7 @@ public record StorageSettings(
         groupCommitQueueLimit, asyncFlushIntervalMillis, cacheMaxWeightBytes,
         checkpointEveryOperations, checkpointIntervalMillis, checkpointJournalRecords,
         historyRetentionMillis, dataCentreId, clockCeilingMillis, checkpointBytesPerOperation,
-        nodeId, value, partitionOwnership, rocksDisk, maintenanceYieldMillis);
+        nodeId, value, partitionOwnership, rocksDisk, maintenanceYieldMillis, maintenanceSliceMaxMillis);
   }
 
   /** With another data centre id (0: unnamed, nothing is written to the replication log). */
@@ -235,7 +266,7 @@ public record StorageSettings(
         groupCommitQueueLimit, asyncFlushIntervalMillis, cacheMaxWeightBytes,
         checkpointEveryOperations, checkpointIntervalMillis, checkpointJournalRecords,
         historyRetentionMillis, value, clockCeilingMillis, checkpointBytesPerOperation,
-        nodeId, replicationLog, partitionOwnership, rocksDisk, maintenanceYieldMillis);
+        nodeId, replicationLog, partitionOwnership, rocksDisk, maintenanceYieldMillis, maintenanceSliceMaxMillis);
   }
 
   /** With another partition ownership (see {@link PartitionOwnership}). */
@@ -244,7 +275,7 @@ public record StorageSettings(
         groupCommitQueueLimit, asyncFlushIntervalMillis, cacheMaxWeightBytes,
         checkpointEveryOperations, checkpointIntervalMillis, checkpointJournalRecords,
         historyRetentionMillis, dataCentreId, clockCeilingMillis, checkpointBytesPerOperation,
-        nodeId, replicationLog, value, rocksDisk, maintenanceYieldMillis);
+        nodeId, replicationLog, value, rocksDisk, maintenanceYieldMillis, maintenanceSliceMaxMillis);
   }
 
   /** With other RocksDB read tuning (see {@link RocksDiskSettings}). */
@@ -253,7 +284,7 @@ public record StorageSettings(
         groupCommitQueueLimit, asyncFlushIntervalMillis, cacheMaxWeightBytes,
         checkpointEveryOperations, checkpointIntervalMillis, checkpointJournalRecords,
         historyRetentionMillis, dataCentreId, clockCeilingMillis, checkpointBytesPerOperation,
-        nodeId, replicationLog, partitionOwnership, value, maintenanceYieldMillis);
+        nodeId, replicationLog, partitionOwnership, value, maintenanceYieldMillis, maintenanceSliceMaxMillis);
   }
 
   /** With another partition count. */
@@ -262,7 +293,7 @@ public record StorageSettings(
         groupCommitQueueLimit, asyncFlushIntervalMillis, cacheMaxWeightBytes,
         checkpointEveryOperations, checkpointIntervalMillis, checkpointJournalRecords,
         historyRetentionMillis, dataCentreId, clockCeilingMillis, checkpointBytesPerOperation,
-        nodeId, replicationLog, partitionOwnership, rocksDisk, maintenanceYieldMillis);
+        nodeId, replicationLog, partitionOwnership, rocksDisk, maintenanceYieldMillis, maintenanceSliceMaxMillis);
   }
 
   /** With another maintenance yield (see {@code maintenanceYieldMillis}; 0: no yield). */
@@ -271,7 +302,16 @@ public record StorageSettings(
         groupCommitQueueLimit, asyncFlushIntervalMillis, cacheMaxWeightBytes,
         checkpointEveryOperations, checkpointIntervalMillis, checkpointJournalRecords,
         historyRetentionMillis, dataCentreId, clockCeilingMillis, checkpointBytesPerOperation,
-        nodeId, replicationLog, partitionOwnership, rocksDisk, value);
+        nodeId, replicationLog, partitionOwnership, rocksDisk, value, maintenanceSliceMaxMillis);
+  }
+
+  /** With another time bound on maintenance slices (see {@code maintenanceSliceMaxMillis}). */
+  public StorageSettings withMaintenanceSliceMaxMillis(long value) {
+    return new StorageSettings(directory, partitions, durability, groupCommitMaxRecords,
+        groupCommitQueueLimit, asyncFlushIntervalMillis, cacheMaxWeightBytes,
+        checkpointEveryOperations, checkpointIntervalMillis, checkpointJournalRecords,
+        historyRetentionMillis, dataCentreId, clockCeilingMillis, checkpointBytesPerOperation,
+        nodeId, replicationLog, partitionOwnership, rocksDisk, maintenanceYieldMillis, value);
   }
 
   /**
