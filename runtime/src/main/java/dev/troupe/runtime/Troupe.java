@@ -825,6 +825,11 @@ public final class Troupe implements AutoCloseable {
     return store.statistics();
   }
 
+  /** Where commits' time goes on the storage writers, since the store opened (for /metrics). */
+  public dev.troupe.storage.WriterTimings.Snapshot writerTimings() {
+    return store.writerTimings().snapshot();
+  }
+
   /**
    * Whether this node should receive traffic (readiness), with the reasons it should not: the
    * store failed (it refuses every write until the node restarts), stored data failed its

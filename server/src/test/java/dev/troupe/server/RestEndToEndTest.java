@@ -165,5 +165,27 @@ public class RestEndToEndTest {
     assertTrue(activations >= 1, "the write's entity was activated: " + activations);
     assertTrue(metrics.text().contains("troupe_entity_passivations_total "),
         "passivations are counted");
+    // Where the commits' time went on the storage writers: every write and group counted.
+    long timedCommits = value(metrics, "troupe_storage_commit_seconds_count");
+    assertTrue(timedCommits >= commits, timedCommits + " writes timed, " + commits + " committed");
+    assertEquals(timedCommits, value(metrics, "troupe_storage_commit_wait_seconds_count"));
+    long groups = Long.parseLong(metrics.text().lines()
+        .filter(l -> l.startsWith("troupe_group_commits_total ")).findFirst().orElseThrow()
+        .split(" ")[1]);
+    assertTrue(value(metrics, "troupe_storage_journal_write_seconds_count") >= groups,
+        "every synced group's write is timed");
+    assertTrue(metrics.text().contains(
+            "troupe_storage_maintenance_slice_seconds_bucket{kind=\"truncation\",le=\"0.005\"} "),
+        "maintenance slices by kind, labels before le");
+    server.send("PUT", "/v1/entities/Metered/m2/keys/k", "2");
+    assertTrue(value(server.get("/metrics"), "troupe_storage_commit_seconds_count") > timedCommits,
+        "the next write is timed too");
+  }
+
+  private static long value(Answer metrics, String series) {
+    return Long.parseLong(metrics.text().lines()
+        .filter(l -> l.startsWith(series + " ")).findFirst()
+        .orElseThrow(() -> new AssertionError(series + " missing from /metrics"))
+        .split(" ")[1]);
   }
 }

@@ -118,8 +118,18 @@ final class Partition {
       IdempotencyRecord idempotency,
       List<EntityId> loggedDecision,
       boolean syncedByLaterWrite,
-      CompletableFuture<Committed> future)
-      implements Task {}
+      CompletableFuture<Committed> future,
+      long submittedNanos)
+      implements Task {
+    /** Submitted now ({@link System#nanoTime}, for {@link WriterTimings} only). */
+    Commit(long transactionId, byte[] encodedRecord, List<EntityEffect> effects,
+        TransactionStateChange stateChange, IdempotencyRecord idempotency,
+        List<EntityId> loggedDecision, boolean syncedByLaterWrite,
+        CompletableFuture<Committed> future) {
+      this(transactionId, encodedRecord, effects, stateChange, idempotency, loggedDecision,
+          syncedByLaterWrite, future, System.nanoTime());
+    }
+  }
 
   /** A put ({@code value != null}) or delete in the transactions column family. */
   record TransactionStateChange(byte[] key, byte[] value) {}
@@ -427,6 +437,17 @@ final class Partition {
    * and after the last completed round, adding their entities to the dirty set.
    */
   private void recoveryScanSlice() {
+    long startNanos = System.nanoTime();
+    try {
+      recoveryScanSliceTimed();
+    } finally {
+      store.writerTimings.recordSlice(
+          WriterTimings.Slice.RECOVERY_SCAN, System.nanoTime() - startNanos);
+    }
+  }
+
+  /** {@link #recoveryScanSlice} without its timing. */
+  private void recoveryScanSliceTimed() {
     long end = Math.min(recoveryScanEnd, recoveryScanSequence + RECOVERY_SCAN_SLICE_RECORDS);
     long expected = recoveryScanSequence;
     try (KeyValueDisk.Cursor iterator = store.disk.cursor(KeyValueDisk.Column.JOURNAL)) {
@@ -513,7 +534,12 @@ final class Partition {
     }
     if (!commits.isEmpty()) {
       queuedCommits.addAndGet(-commits.size());
+      long groupStartNanos = System.nanoTime();
       commitGroup(commits);
+      long groupEndNanos = System.nanoTime();
+      for (Commit commit : commits) {
+        store.writerTimings.recordCommit(commit.submittedNanos(), groupStartNanos, groupEndNanos);
+      }
     }
     for (Task control : controls) {
       switch (control) {
@@ -655,7 +681,9 @@ final class Partition {
       // Taken before a synced write: the unsynced batches registered so far are then durable.
       long unsyncedRegistered = sync ? log.unsyncedRegistrations() : 0;
       try {
+        long writeStartNanos = System.nanoTime();
         store.disk.write(batch, sync);
+        store.writerTimings.recordJournalWrite(System.nanoTime() - writeStartNanos);
       } catch (FencedException e) {
         // Nothing of the batch was applied: the commits certainly did not happen. Only this
         // partition is lost; the store and its other partitions go on.
@@ -892,6 +920,16 @@ final class Partition {
    * timeBounded}, until {@link #sliceDeadline} passed (at least one entity per slice).
    */
   private void roundSlice(boolean timeBounded) throws DiskException {
+    long startNanos = System.nanoTime();
+    try {
+      roundSliceTimed(timeBounded);
+    } finally {
+      store.writerTimings.recordSlice(WriterTimings.Slice.ROUND, System.nanoTime() - startNanos);
+    }
+  }
+
+  /** {@link #roundSlice} without its timing. */
+  private void roundSliceTimed(boolean timeBounded) throws DiskException {
     Round current = round;
     int limit = Math.min(current.entities.size(), current.position + ROUND_SLICE_ENTITIES);
     long deadline = timeBounded ? sliceDeadline() : Long.MAX_VALUE;
@@ -989,6 +1027,17 @@ final class Partition {
    * themselves once {@link #TRUNCATION_SLICE_RECORDS} of them wait, or the truncation is done.
    */
   private void truncationSlice(boolean timeBounded) throws DiskException {
+    long startNanos = System.nanoTime();
+    try {
+      truncationSliceTimed(timeBounded);
+    } finally {
+      store.writerTimings.recordSlice(
+          WriterTimings.Slice.TRUNCATION, System.nanoTime() - startNanos);
+    }
+  }
+
+  /** {@link #truncationSlice} without its timing. */
+  private void truncationSliceTimed(boolean timeBounded) throws DiskException {
     Truncation current = truncation;
     long limit = Math.min(current.endSequence, current.cursor + TRUNCATION_SLICE_RECORDS);
     long deadline = timeBounded ? sliceDeadline() : Long.MAX_VALUE;

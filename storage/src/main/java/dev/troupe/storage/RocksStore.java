@@ -221,6 +221,8 @@ public final class RocksStore implements Store {
   final Materializer materializer;
   /** When truncation and the post-recovery scan yield to cold reads (issue 20). */
   final MaintenancePacing maintenancePacing;
+  /** Where commits' time goes on the partitions' writers ({@link #writerTimings()}). */
+  final WriterTimings writerTimings = new WriterTimings();
 
   final LongAdder commits = new LongAdder();
   final LongAdder groupCommits = new LongAdder();
@@ -1686,6 +1688,11 @@ public final class RocksStore implements Store {
   @Override
   public long historyHorizon(int partition) {
     return partitions[partition].historyHorizon;
+  }
+
+  @Override
+  public WriterTimings writerTimings() {
+    return writerTimings;
   }
 
   @Override

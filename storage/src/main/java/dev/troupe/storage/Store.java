@@ -233,6 +233,9 @@ public interface Store extends DurableStore, AutoCloseable {
 
   StorageStatistics statistics();
 
+  /** Where commits' time goes on the partitions' writers, since the store opened. */
+  WriterTimings writerTimings();
+
   /**
    * Where to report failures and damage as they happen; a store that already failed reports it at
    * once. Replaces the previous listener.

@@ -149,6 +149,15 @@ class MaintenanceSliceTimeBoundTest {
     assertEquals(2 * ENTITY_COUNT, store.statistics().truncatedRecords(), "truncation completed");
     assertEquals(0, store.statistics().journalRecordsRetained());
     assertStatesIntact(store);
+    // WriterTimings (/metrics) saw every commit and every slice.
+    WriterTimings.Snapshot timings = store.writerTimings().snapshot();
+    assertEquals(2 * ENTITY_COUNT, timings.commit().getTotalCount());
+    assertEquals(2 * ENTITY_COUNT, timings.commitWait().getTotalCount());
+    assertTrue(timings.journalWrite().getTotalCount() >= 1);
+    assertTrue(timings.slices().get(WriterTimings.Slice.ROUND).getTotalCount()
+        >= ENTITY_COUNT / SLICE_MAX_MILLIS, "a round's slices of at most 5 entities each");
+    assertTrue(timings.slices().get(WriterTimings.Slice.TRUNCATION).getTotalCount()
+        >= 2 * ENTITY_COUNT / SLICE_MAX_MILLIS, "a truncation's slices of at most 5 records each");
 
     // A second round supersedes the first one's checkpoints; the second truncation, in hundreds
     // of slices, deletes every superseded one (once per entity, not once per slice).

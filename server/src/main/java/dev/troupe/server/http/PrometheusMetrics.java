@@ -11,6 +11,7 @@ import dev.troupe.runtime.replication.ReplicationStatus;
 import dev.troupe.server.replication.DataCentreReplication;
 import dev.troupe.server.replication.ReplicationPuller;
 import dev.troupe.storage.StorageStatistics;
+import dev.troupe.storage.WriterTimings;
 import java.lang.management.GarbageCollectorMXBean;
 import java.lang.management.ManagementFactory;
 import java.util.List;
@@ -72,6 +73,7 @@ final class PrometheusMetrics {
           .append(failed.getValue()).append('\n');
     }
     latencyHistogram(out, turns.latencyHistogramMicros());
+    writerTimings(out, troupe.writerTimings());
     dev.troupe.runtime.NodeHealth health = troupe.health();
     gauge(out, "troupe_ready", "1 when the node is ready for traffic (GET /v1/health/ready), else 0.",
         health.ready() ? 1 : 0);
@@ -386,22 +388,56 @@ final class PrometheusMetrics {
         micros, LATENCY_BUCKETS_SECONDS);
   }
 
+  /** Where commits' time goes on the storage writers (issue 20). */
+  private static void writerTimings(StringBuilder out, WriterTimings.Snapshot timings) {
+    histogram(out, "troupe_storage_commit_wait_seconds", "Per write submitted to a partition's"
+        + " writer (a transaction's record, or a change of a transaction's state), from its"
+        + " submission to the start of the group it joined: the groups and maintenance slices"
+        + " ahead of it.", timings.commitWait(), LATENCY_BUCKETS_SECONDS);
+    histogram(out, "troupe_storage_commit_seconds", "Per write submitted to a partition's"
+        + " writer, from its submission to its group's end: written, synced as its durability"
+        + " requires, applied to the object cache.", timings.commit(), LATENCY_BUCKETS_SECONDS);
+    histogram(out, "troupe_storage_journal_write_seconds", "Per group commit, its write batch's"
+        + " write, with its sync when it has one.", timings.journalWrite(),
+        LATENCY_BUCKETS_SECONDS);
+    String name = "troupe_storage_maintenance_slice_seconds";
+    header(out, name, "Per maintenance slice a partition's writer ran between commit groups, by"
+        + " kind (every commit arriving meanwhile waits for it).");
+    for (Map.Entry<WriterTimings.Slice, Histogram> slice : timings.slices().entrySet()) {
+      buckets(out, name, "kind=\"" + slice.getKey().wireName() + "\"", slice.getValue(),
+          LATENCY_BUCKETS_SECONDS);
+    }
+  }
+
   /** An HdrHistogram of microseconds as a Prometheus histogram in seconds. */
   private static void histogram(StringBuilder out, String name, String help, Histogram micros,
       double[] bucketsSeconds) {
+    header(out, name, help);
+    buckets(out, name, "", micros, bucketsSeconds);
+  }
+
+  private static void header(StringBuilder out, String name, String help) {
     out.append("# HELP ").append(name).append(' ').append(help).append('\n');
     out.append("# TYPE ").append(name).append(" histogram\n");
+  }
+
+  /** The samples of one histogram series; {@code labels} ("" for none) precede {@code le}. */
+  private static void buckets(StringBuilder out, String name, String labels, Histogram micros,
+      double[] bucketsSeconds) {
+    String prefix = labels.isEmpty() ? "" : labels + ",";
     for (double bound : bucketsSeconds) {
       long count = micros.getTotalCount() == 0 ? 0
           : micros.getCountBetweenValues(0, (long) (bound * 1_000_000));
-      out.append(name).append("_bucket{le=\"").append(bound).append("\"} ")
-          .append(count).append('\n');
+      out.append(name).append("_bucket{").append(prefix).append("le=\"").append(bound)
+          .append("\"} ").append(count).append('\n');
     }
-    out.append(name).append("_bucket{le=\"+Inf\"} ").append(micros.getTotalCount())
-        .append('\n');
+    out.append(name).append("_bucket{").append(prefix).append("le=\"+Inf\"} ")
+        .append(micros.getTotalCount()).append('\n');
+    String series = labels.isEmpty() ? "" : "{" + labels + "}";
     double sumSeconds = micros.getMean() * micros.getTotalCount() / 1_000_000.0;
-    out.append(name).append("_sum ").append(sumSeconds).append('\n');
-    out.append(name).append("_count ").append(micros.getTotalCount()).append('\n');
+    out.append(name).append("_sum").append(series).append(' ').append(sumSeconds).append('\n');
+    out.append(name).append("_count").append(series).append(' ').append(micros.getTotalCount())
+        .append('\n');
   }
 
   /** The cluster transport's counters and the partitions hosted here (cluster members only). */
