@@ -13,7 +13,7 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 BASE_URL="$1"
 SEED="$2"
 REPORT_DIRECTORY="$3"
-MAX_EXAMPLES="${4:-120}"
+MAX_EXAMPLES="${4:-60}"
 VENV="${SCHEMATHESIS_VENV:-$HERE/../../../target/schemathesis-venv}"
 PYTHON="${PYTHON:-python3}"
 

@@ -21,10 +21,10 @@ import org.junit.jupiter.api.io.TempDir;
  * <p>The seed comes from {@code TROUPE_SCHEMATHESIS_SEED} ({@code ./troupe test} picks and prints
  * one) or is drawn here; it is printed, written to {@code target/schemathesis/seed.txt} and named
  * in a failure, with the command that replays it. {@code TROUPE_SCHEMATHESIS_MAX_EXAMPLES} sets the
- * cases per route (default {@value #DEFAULT_MAX_EXAMPLES}, about a minute on two cores).
+ * cases per route (default {@value #DEFAULT_MAX_EXAMPLES}, about a minute on two cores; more for a deeper run).
  */
 class SchemathesisTest {
-  static final int DEFAULT_MAX_EXAMPLES = 120;
+  static final int DEFAULT_MAX_EXAMPLES = 60;
   /** Installing schemathesis and the run together; past this the run is stopped and failed. */
   private static final long TIMEOUT_MINUTES = 15;
   private static final Path SCRIPT = Path.of("src/test/schemathesis/run.sh");

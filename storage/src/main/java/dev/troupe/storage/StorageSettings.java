@@ -216,7 +216,8 @@ public record StorageSettings(
         groupCommitQueueLimit, asyncFlushIntervalMillis, cacheMaxWeightBytes,
         checkpointEveryOperations, checkpointIntervalMillis, checkpointJournalRecords,
         historyRetentionMillis, dataCentreId, clockCeilingMillis, checkpointBytesPerOperation,
-        nodeId, replicationLog, partitionOwnership, rocksDisk, maintenanceYieldMillis, maintenanceSliceMaxMillis);
+        nodeId, replicationLog, partitionOwnership, rocksDisk,
+        maintenanceYieldMillis, maintenanceSliceMaxMillis);
   }
 
   public StorageSettings withCheckpoints(int everyOperations, long intervalMillis, long journalRecords) {
@@ -248,7 +249,8 @@ public record StorageSettings(
         groupCommitQueueLimit, asyncFlushIntervalMillis, cacheMaxWeightBytes,
         checkpointEveryOperations, checkpointIntervalMillis, checkpointJournalRecords,
         historyRetentionMillis, dataCentreId, clockCeilingMillis, checkpointBytesPerOperation,
-        value, replicationLog, partitionOwnership, rocksDisk, maintenanceYieldMillis, maintenanceSliceMaxMillis);
+        value, replicationLog, partitionOwnership, rocksDisk,
+        maintenanceYieldMillis, maintenanceSliceMaxMillis);
   }
 
   /** With the replication log on or off (it writes only with a data centre id other than 0). */
@@ -257,7 +259,8 @@ public record StorageSettings(
         groupCommitQueueLimit, asyncFlushIntervalMillis, cacheMaxWeightBytes,
         checkpointEveryOperations, checkpointIntervalMillis, checkpointJournalRecords,
         historyRetentionMillis, dataCentreId, clockCeilingMillis, checkpointBytesPerOperation,
-        nodeId, value, partitionOwnership, rocksDisk, maintenanceYieldMillis, maintenanceSliceMaxMillis);
+        nodeId, value, partitionOwnership, rocksDisk,
+        maintenanceYieldMillis, maintenanceSliceMaxMillis);
   }
 
   /** With another data centre id (0: unnamed, nothing is written to the replication log). */
@@ -266,7 +269,8 @@ public record StorageSettings(
         groupCommitQueueLimit, asyncFlushIntervalMillis, cacheMaxWeightBytes,
         checkpointEveryOperations, checkpointIntervalMillis, checkpointJournalRecords,
         historyRetentionMillis, value, clockCeilingMillis, checkpointBytesPerOperation,
-        nodeId, replicationLog, partitionOwnership, rocksDisk, maintenanceYieldMillis, maintenanceSliceMaxMillis);
+        nodeId, replicationLog, partitionOwnership, rocksDisk,
+        maintenanceYieldMillis, maintenanceSliceMaxMillis);
   }
 
   /** With another partition ownership (see {@link PartitionOwnership}). */
@@ -275,7 +279,8 @@ public record StorageSettings(
         groupCommitQueueLimit, asyncFlushIntervalMillis, cacheMaxWeightBytes,
         checkpointEveryOperations, checkpointIntervalMillis, checkpointJournalRecords,
         historyRetentionMillis, dataCentreId, clockCeilingMillis, checkpointBytesPerOperation,
-        nodeId, replicationLog, value, rocksDisk, maintenanceYieldMillis, maintenanceSliceMaxMillis);
+        nodeId, replicationLog, value, rocksDisk,
+        maintenanceYieldMillis, maintenanceSliceMaxMillis);
   }
 
   /** With other RocksDB read tuning (see {@link RocksDiskSettings}). */
@@ -284,7 +289,8 @@ public record StorageSettings(
         groupCommitQueueLimit, asyncFlushIntervalMillis, cacheMaxWeightBytes,
         checkpointEveryOperations, checkpointIntervalMillis, checkpointJournalRecords,
         historyRetentionMillis, dataCentreId, clockCeilingMillis, checkpointBytesPerOperation,
-        nodeId, replicationLog, partitionOwnership, value, maintenanceYieldMillis, maintenanceSliceMaxMillis);
+        nodeId, replicationLog, partitionOwnership, value,
+        maintenanceYieldMillis, maintenanceSliceMaxMillis);
   }
 
   /** With another partition count. */
@@ -293,7 +299,8 @@ public record StorageSettings(
         groupCommitQueueLimit, asyncFlushIntervalMillis, cacheMaxWeightBytes,
         checkpointEveryOperations, checkpointIntervalMillis, checkpointJournalRecords,
         historyRetentionMillis, dataCentreId, clockCeilingMillis, checkpointBytesPerOperation,
-        nodeId, replicationLog, partitionOwnership, rocksDisk, maintenanceYieldMillis, maintenanceSliceMaxMillis);
+        nodeId, replicationLog, partitionOwnership, rocksDisk,
+        maintenanceYieldMillis, maintenanceSliceMaxMillis);
   }
 
   /** With another maintenance yield (see {@code maintenanceYieldMillis}; 0: no yield). */

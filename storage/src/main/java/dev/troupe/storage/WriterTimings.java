@@ -9,9 +9,10 @@ import org.HdrHistogram.Recorder;
 /**
  * Where a commit's time goes on its partition's writer, for {@code /metrics} (issue 20). A commit
  * here is any write the writer groups ({@link Partition.Commit}: a transaction's record, or a
- * change of a transaction's state): from its submission to the start of the group it joined (its wait: the groups and maintenance slices
- * ahead of it), and to that group's end (written, synced as its durability requires, applied to
- * the object cache); each group's journal write with its sync; each maintenance slice by kind.
+ * change of a transaction's state): from its submission to the start of the group it joined (its
+ * wait: the groups and maintenance slices ahead of it), and to that group's end (written, synced
+ * as its durability requires, applied to the object cache); each group's journal write with its
+ * sync; each maintenance slice by kind.
  * A slice holds every commit that arrives meanwhile, so these tell a slow device from slow
  * maintenance (at 200,000 YCSB records, truncation slices of 87-167 ms held the update p99 near
  * 100 ms until slices were bounded in time).
@@ -46,7 +47,10 @@ public final class WriterTimings {
    * @param slices per maintenance slice, by kind
    */
   public record Snapshot(
-      Histogram commitWait, Histogram commit, Histogram journalWrite, Map<Slice, Histogram> slices) {}
+      Histogram commitWait,
+      Histogram commit,
+      Histogram journalWrite,
+      Map<Slice, Histogram> slices) {}
 
   private static final int SIGNIFICANT_DIGITS = 3;
 
@@ -66,7 +70,7 @@ public final class WriterTimings {
     }
   }
 
-  /** One commit of a group that started at {@code groupStartNanos} and ended at {@code groupEndNanos}. */
+  /** One commit of a group that ran from {@code groupStartNanos} to {@code groupEndNanos}. */
   void recordCommit(long submittedNanos, long groupStartNanos, long groupEndNanos) {
     commitWait.recordValue(micros(groupStartNanos - submittedNanos));
     commit.recordValue(micros(groupEndNanos - submittedNanos));

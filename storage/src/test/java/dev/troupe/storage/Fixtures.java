@@ -49,6 +49,19 @@ final class Fixtures {
     return new EntityWrite(entity, List.of(operations));
   }
 
+  /** How many checkpoints of {@code entity} the store's disk holds. */
+  static int checkpointsOf(RocksStore store, EntityId entity) {
+    byte[] prefix = Keys.entityPrefix(entity);
+    int count = 0;
+    try (KeyValueDisk.Cursor cursor = store.disk.cursor(KeyValueDisk.Column.CHECKPOINTS, null,
+        prefix, Keys.entityUpperBound(prefix))) {
+      for (cursor.seek(prefix); cursor.isValid(); cursor.next()) {
+        count += Keys.hasPrefix(cursor.key(), prefix, 8) ? 1 : 0;
+      }
+    }
+    return count;
+  }
+
   static long counter(EntityState state, String key) {
     return state.get(key) instanceof CounterValue counter ? counter.total() : 0;
   }

@@ -97,22 +97,12 @@ class MaintenanceSliceTimeBoundTest {
 
   private void assertStatesIntact(RocksStore store) {
     for (EntityId entity : entities) {
-      assertEquals(expected.get(entity), Fixtures.counter(store.read(entity), "n"), "read " + entity);
+      assertEquals(expected.get(entity), Fixtures.counter(store.read(entity), "n"),
+          "read " + entity);
       assertEquals(expected.get(entity),
-          Fixtures.counter(store.readAt(entity, store.currentTimestamp()), "n"), "readAt " + entity);
+          Fixtures.counter(store.readAt(entity, store.currentTimestamp()), "n"),
+          "readAt " + entity);
     }
-  }
-
-  private static int checkpointsOf(RocksStore store, EntityId entity) {
-    byte[] prefix = Keys.entityPrefix(entity);
-    int count = 0;
-    try (KeyValueDisk.Cursor cursor = store.disk.cursor(KeyValueDisk.Column.CHECKPOINTS, null,
-        prefix, Keys.entityUpperBound(prefix))) {
-      for (cursor.seek(prefix); cursor.isValid(); cursor.next()) {
-        count += Keys.hasPrefix(cursor.key(), prefix, 8) ? 1 : 0;
-      }
-    }
-    return count;
   }
 
   @Test
@@ -167,7 +157,7 @@ class MaintenanceSliceTimeBoundTest {
     assertEquals(2, store.statistics().checkpointRounds());
     assertEquals(4 * ENTITY_COUNT, store.statistics().truncatedRecords());
     for (EntityId entity : entities) {
-      assertEquals(1, checkpointsOf(store, entity), entity + "'s checkpoints");
+      assertEquals(1, Fixtures.checkpointsOf(store, entity), entity + "'s checkpoints");
     }
     assertStatesIntact(store);
     store.close();
@@ -215,7 +205,7 @@ class MaintenanceSliceTimeBoundTest {
       assertEquals(0, recovered.statistics().journalRecordsRetained(),
           "seed " + seed + ": the interrupted truncation completed after the restart");
       for (EntityId entity : entities) {
-        assertEquals(1, checkpointsOf(recovered, entity), "seed " + seed + ": " + entity);
+        assertEquals(1, Fixtures.checkpointsOf(recovered, entity), "seed " + seed + ": " + entity);
       }
       assertStatesIntact(recovered);
       recovered.close();

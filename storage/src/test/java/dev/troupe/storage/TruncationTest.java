@@ -70,18 +70,6 @@ class TruncationTest {
     }
   }
 
-  private static int checkpointsOf(RocksStore store, EntityId entity) {
-    byte[] prefix = Keys.entityPrefix(entity);
-    int count = 0;
-    try (KeyValueDisk.Cursor cursor = store.disk.cursor(KeyValueDisk.Column.CHECKPOINTS, null,
-        prefix, Keys.entityUpperBound(prefix))) {
-      for (cursor.seek(prefix); cursor.isValid(); cursor.next()) {
-        count += Keys.hasPrefix(cursor.key(), prefix, 8) ? 1 : 0;
-      }
-    }
-    return count;
-  }
-
   @Test
   void checkpointsBoundTheJournal() {
     StorageSettings settings =
@@ -100,7 +88,7 @@ class TruncationTest {
       // Nothing committed after the round: truncation left each entity its newest checkpoint only
       // (about ten object checkpoints each were written).
       for (EntityId entity : entities) {
-        assertEquals(1, checkpointsOf(store, entity), entity + "'s checkpoints");
+        assertEquals(1, Fixtures.checkpointsOf(store, entity), entity + "'s checkpoints");
       }
       assertTrue(statistics.lastCheckpointMillis() >= Fixtures.START_MILLIS);
       assertTrue(statistics.lastCheckpointMillis() <= clock.getAsLong());
