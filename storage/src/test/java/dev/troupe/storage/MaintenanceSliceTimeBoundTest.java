@@ -150,7 +150,7 @@ class MaintenanceSliceTimeBoundTest {
         >= 2 * ENTITY_COUNT / SLICE_MAX_MILLIS, "a truncation's slices of at most 5 records each");
 
     // A second round supersedes the first one's checkpoints; the second truncation, in hundreds
-    // of slices, deletes every superseded one (once per entity, not once per slice).
+    // of slices, deletes every superseded one.
     commitTwicePerEntity(store);
     makeARoundDue();
     settle(store);
