@@ -83,8 +83,8 @@ final class Partition {
   private static final int RECOVERY_SCAN_SLICE_RECORDS = 2048;
   private static final int TRUNCATION_SLICE_RECORDS = 1024;
   /**
-   * Most entities a truncation remembers as pruned ({@link Truncation#pruned}); about 100 bytes
-   * each.
+   * Most entities a truncation remembers as pruned ({@link Truncation#pruned}): a few megabytes
+   * per partition at most (an estimate: an entity id, its prefix and a map entry each).
    */
   private static final int PRUNED_ENTITIES_REMEMBERED = 16_384;
   private static final int OPERATION_COUNTS_LIMIT = 65_536;
@@ -166,12 +166,13 @@ final class Partition {
     final long frontier;
     long cursor;
     /**
-     * Entities whose checkpoints superseded at the frontier this truncation deleted already: once
-     * per entity suffices, as no checkpoint at or before the frontier is written any more (a
-     * round's are at a later frontier, object checkpoints at their entity's latest version).
-     * Forgotten when it reaches {@link #PRUNED_ENTITIES_REMEMBERED}, which costs only seeks.
+     * Entities whose checkpoints superseded at the frontier this truncation deleted already, with
+     * their key prefixes: once per entity suffices, as no checkpoint at or before the frontier is
+     * written any more (a round's are at a later frontier, object checkpoints at their entity's
+     * latest version). Forgotten when it reaches {@link #PRUNED_ENTITIES_REMEMBERED}, which costs
+     * only seeks.
      */
-    final Set<EntityId> pruned = new HashSet<>();
+    final Map<EntityId, byte[]> pruned = new HashMap<>();
 
     Truncation(long endSequence, long frontier, long cursor) {
       this.endSequence = endSequence;
@@ -179,12 +180,11 @@ final class Partition {
       this.cursor = cursor;
     }
 
-    /** Whether {@code entity}'s superseded checkpoints still need deleting (and remembers it). */
-    boolean firstPrune(EntityId entity) {
+    void prune(EntityId entity, byte[] prefix) {
       if (pruned.size() >= PRUNED_ENTITIES_REMEMBERED) {
         pruned.clear();
       }
-      return pruned.add(entity);
+      pruned.put(entity, prefix);
     }
   }
 
@@ -438,16 +438,6 @@ final class Partition {
    */
   private void recoveryScanSlice() {
     long startNanos = System.nanoTime();
-    try {
-      recoveryScanSliceTimed();
-    } finally {
-      store.writerTimings.recordSlice(
-          WriterTimings.Slice.RECOVERY_SCAN, System.nanoTime() - startNanos);
-    }
-  }
-
-  /** {@link #recoveryScanSlice} without its timing. */
-  private void recoveryScanSliceTimed() {
     long end = Math.min(recoveryScanEnd, recoveryScanSequence + RECOVERY_SCAN_SLICE_RECORDS);
     long expected = recoveryScanSequence;
     try (KeyValueDisk.Cursor iterator = store.disk.cursor(KeyValueDisk.Column.JOURNAL)) {
@@ -473,6 +463,8 @@ final class Partition {
     Invariants.check(
         expected == end, "partition %d: journal ends at %d, before %d", number, expected, end);
     recoveryScanSequence = end == recoveryScanEnd ? -1 : end;
+    store.writerTimings.recordSlice(
+        WriterTimings.Slice.RECOVERY_SCAN, System.nanoTime() - startNanos);
   }
 
   // ---------------------------------------------------------------------------------- writer loop
@@ -921,15 +913,6 @@ final class Partition {
    */
   private void roundSlice(boolean timeBounded) throws DiskException {
     long startNanos = System.nanoTime();
-    try {
-      roundSliceTimed(timeBounded);
-    } finally {
-      store.writerTimings.recordSlice(WriterTimings.Slice.ROUND, System.nanoTime() - startNanos);
-    }
-  }
-
-  /** {@link #roundSlice} without its timing. */
-  private void roundSliceTimed(boolean timeBounded) throws DiskException {
     Round current = round;
     int limit = Math.min(current.entities.size(), current.position + ROUND_SLICE_ENTITIES);
     long deadline = timeBounded ? sliceDeadline() : Long.MAX_VALUE;
@@ -962,6 +945,7 @@ final class Partition {
         round = null;
       }
     }
+    store.writerTimings.recordSlice(WriterTimings.Slice.ROUND, System.nanoTime() - startNanos);
   }
 
   /** Adds {@code entity}'s checkpoint at the round's {@code frontier} to {@code batch}. */
@@ -1028,20 +1012,9 @@ final class Partition {
    */
   private void truncationSlice(boolean timeBounded) throws DiskException {
     long startNanos = System.nanoTime();
-    try {
-      truncationSliceTimed(timeBounded);
-    } finally {
-      store.writerTimings.recordSlice(
-          WriterTimings.Slice.TRUNCATION, System.nanoTime() - startNanos);
-    }
-  }
-
-  /** {@link #truncationSlice} without its timing. */
-  private void truncationSliceTimed(boolean timeBounded) throws DiskException {
     Truncation current = truncation;
     long limit = Math.min(current.endSequence, current.cursor + TRUNCATION_SLICE_RECORDS);
     long deadline = timeBounded ? sliceDeadline() : Long.MAX_VALUE;
-    Map<EntityId, byte[]> prefixes = new HashMap<>();
     try (KeyValueDisk.Batch batch = newBatch();
         KeyValueDisk.Cursor iterator = store.disk.cursor(KeyValueDisk.Column.JOURNAL)) {
       long expected = current.cursor;
@@ -1065,12 +1038,14 @@ final class Partition {
         Set<EntityId> inRecord = new HashSet<>();
         for (EntityId entity : record.entities()) {
           if (inRecord.add(entity)) {
-            byte[] prefix = prefixes.computeIfAbsent(entity, Keys::entityPrefix);
+            byte[] prefix = current.pruned.get(entity);
+            if (prefix == null) {
+              prefix = Keys.entityPrefix(entity);
+              deleteSupersededCheckpoints(entity, prefix, current.frontier, batch);
+              current.prune(entity, prefix);
+            }
             batch.delete(KeyValueDisk.Column.INDEX,
                 Keys.index(prefix, record.commitTimestamp(), number, sequence));
-            if (current.firstPrune(entity)) {
-              deleteSupersededCheckpoints(entity, prefix, current.frontier, batch);
-            }
           }
         }
         expected++;
@@ -1106,6 +1081,8 @@ final class Partition {
         truncation = null;
       }
     }
+    store.writerTimings.recordSlice(
+        WriterTimings.Slice.TRUNCATION, System.nanoTime() - startNanos);
   }
 
   /**

@@ -99,23 +99,10 @@ public record StorageSettings(
     }
   }
 
-  /** All but the maintenance slices' time bound, which takes its default. */
-  public StorageSettings(Path directory, int partitions, Durability durability,
-      int groupCommitMaxRecords, int groupCommitQueueLimit, long asyncFlushIntervalMillis,
-      long cacheMaxWeightBytes, int checkpointEveryOperations, long checkpointIntervalMillis,
-      long checkpointJournalRecords, long historyRetentionMillis, int dataCentreId,
-      long clockCeilingMillis, int checkpointBytesPerOperation, int nodeId,
-      boolean replicationLog, PartitionOwnership partitionOwnership, RocksDiskSettings rocksDisk,
-      long maintenanceYieldMillis) {
-    this(directory, partitions, durability, groupCommitMaxRecords, groupCommitQueueLimit,
-        asyncFlushIntervalMillis, cacheMaxWeightBytes, checkpointEveryOperations,
-        checkpointIntervalMillis, checkpointJournalRecords, historyRetentionMillis, dataCentreId,
-        clockCeilingMillis, checkpointBytesPerOperation, nodeId, replicationLog,
-        partitionOwnership, rocksDisk, maintenanceYieldMillis,
-        DEFAULT_MAINTENANCE_SLICE_MAX_MILLIS);
-  }
-
-  /** All but the maintenance yield, which is 0: truncation never yields to reads. */
+  /**
+   * All but the maintenance yield, which is 0 (truncation never yields to reads), and the
+   * maintenance slices' time bound, which takes its default.
+   */
   public StorageSettings(Path directory, int partitions, Durability durability,
       int groupCommitMaxRecords, int groupCommitQueueLimit, long asyncFlushIntervalMillis,
       long cacheMaxWeightBytes, int checkpointEveryOperations, long checkpointIntervalMillis,
@@ -126,7 +113,7 @@ public record StorageSettings(
         asyncFlushIntervalMillis, cacheMaxWeightBytes, checkpointEveryOperations,
         checkpointIntervalMillis, checkpointJournalRecords, historyRetentionMillis, dataCentreId,
         clockCeilingMillis, checkpointBytesPerOperation, nodeId, replicationLog,
-        partitionOwnership, rocksDisk, 0);
+        partitionOwnership, rocksDisk, 0, DEFAULT_MAINTENANCE_SLICE_MAX_MILLIS);
   }
 
   /** All but RocksDB's read tuning, which takes its defaults ({@link RocksDiskSettings#defaults}). */

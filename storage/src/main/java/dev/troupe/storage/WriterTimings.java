@@ -14,8 +14,8 @@ import org.HdrHistogram.Recorder;
  * as its durability requires, applied to the object cache); each group's journal write with its
  * sync; each maintenance slice by kind.
  * A slice holds every commit that arrives meanwhile, so these tell a slow device from slow
- * maintenance (at 200,000 YCSB records, truncation slices of 87-167 ms held the update p99 near
- * 100 ms until slices were bounded in time).
+ * maintenance (at 200,000 YCSB records, truncation slices of 87-167 ms at the median held the
+ * update p99 above 100 ms until slices were bounded in time).
  *
  * <p>Durations in microseconds, from {@link System#nanoTime} on the writer: they are measurements
  * only and change nothing the store does, so the stepped store stays deterministic. Thread-safe:
@@ -52,54 +52,54 @@ public final class WriterTimings {
       Histogram journalWrite,
       Map<Slice, Histogram> slices) {}
 
-  private static final int SIGNIFICANT_DIGITS = 3;
-
-  private final Recorder commitWait = new Recorder(SIGNIFICANT_DIGITS);
-  private final Recorder commit = new Recorder(SIGNIFICANT_DIGITS);
-  private final Recorder journalWrite = new Recorder(SIGNIFICANT_DIGITS);
-  private final Map<Slice, Recorder> slices = new EnumMap<>(Slice.class);
-  private final Histogram cumulativeCommitWait = new Histogram(SIGNIFICANT_DIGITS);
-  private final Histogram cumulativeCommit = new Histogram(SIGNIFICANT_DIGITS);
-  private final Histogram cumulativeJournalWrite = new Histogram(SIGNIFICANT_DIGITS);
-  private final Map<Slice, Histogram> cumulativeSlices = new EnumMap<>(Slice.class);
+  private final Times commitWait = new Times();
+  private final Times commit = new Times();
+  private final Times journalWrite = new Times();
+  private final Map<Slice, Times> slices = new EnumMap<>(Slice.class);
 
   WriterTimings() {
     for (Slice kind : Slice.values()) {
-      slices.put(kind, new Recorder(SIGNIFICANT_DIGITS));
-      cumulativeSlices.put(kind, new Histogram(SIGNIFICANT_DIGITS));
+      slices.put(kind, new Times());
     }
   }
 
   /** One commit of a group that ran from {@code groupStartNanos} to {@code groupEndNanos}. */
   void recordCommit(long submittedNanos, long groupStartNanos, long groupEndNanos) {
-    commitWait.recordValue(micros(groupStartNanos - submittedNanos));
-    commit.recordValue(micros(groupEndNanos - submittedNanos));
+    commitWait.record(groupStartNanos - submittedNanos);
+    commit.record(groupEndNanos - submittedNanos);
   }
 
   void recordJournalWrite(long nanos) {
-    journalWrite.recordValue(micros(nanos));
+    journalWrite.record(nanos);
   }
 
   void recordSlice(Slice kind, long nanos) {
-    slices.get(kind).recordValue(micros(nanos));
-  }
-
-  private static long micros(long nanos) {
-    return Math.max(0, nanos / 1_000);
+    slices.get(kind).record(nanos);
   }
 
   /** Everything recorded since the store opened. */
   public synchronized Snapshot snapshot() {
-    cumulativeCommitWait.add(commitWait.getIntervalHistogram());
-    cumulativeCommit.add(commit.getIntervalHistogram());
-    cumulativeJournalWrite.add(journalWrite.getIntervalHistogram());
     Map<Slice, Histogram> sliceCopies = new EnumMap<>(Slice.class);
-    for (Slice kind : Slice.values()) {
-      Histogram cumulative = cumulativeSlices.get(kind);
-      cumulative.add(slices.get(kind).getIntervalHistogram());
-      sliceCopies.put(kind, cumulative.copy());
+    slices.forEach((kind, times) -> sliceCopies.put(kind, times.cumulative()));
+    return new Snapshot(commitWait.cumulative(), commit.cumulative(), journalWrite.cumulative(),
+        Collections.unmodifiableMap(sliceCopies));
+  }
+
+  /**
+   * One kind of duration: recorded by writers without a lock, folded into a cumulative histogram
+   * of microseconds when read (under the enclosing {@link #snapshot}'s lock).
+   */
+  private static final class Times {
+    private final Recorder interval = new Recorder(3);
+    private final Histogram cumulative = new Histogram(3);
+
+    void record(long nanos) {
+      interval.recordValue(Math.max(0, nanos / 1_000));
     }
-    return new Snapshot(cumulativeCommitWait.copy(), cumulativeCommit.copy(),
-        cumulativeJournalWrite.copy(), Collections.unmodifiableMap(sliceCopies));
+
+    Histogram cumulative() {
+      cumulative.add(interval.getIntervalHistogram());
+      return cumulative.copy();
+    }
   }
 }
